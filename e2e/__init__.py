@@ -1,0 +1,1 @@
+"""End-to-end test support for py-scheduler (local control plane, samples)."""

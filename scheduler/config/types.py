@@ -1,0 +1,80 @@
+"""The resolved scheduler configuration: what ``config.load`` produces and the rest of the code reads.
+
+Field names follow KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) in snake_case.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+EXTENSION_POINTS = (
+    "preEnqueue",
+    "queueSort",
+    "preFilter",
+    "filter",
+    "postFilter",
+    "preScore",
+    "score",
+    "reserve",
+    "permit",
+    "preBind",
+    "bind",
+    "postBind",
+)
+
+
+@dataclass(slots=True)
+class PluginRef:
+    name: str
+    weight: int = 0  # score weight; 0 means 1 when scoring
+
+
+@dataclass(slots=True)
+class Profile:
+    scheduler_name: str
+    # extension point (one of EXTENSION_POINTS) -> enabled plugins in run order, after merging defaults,
+    # multiPoint and the per-point enabled/disabled lists.
+    plugins: dict[str, list[PluginRef]]
+    # plugin name -> args (camelCase keys as in YAML), defaults applied.
+    plugin_config: dict[str, dict[str, Any]] = field(default_factory=dict)
+    percentage_of_nodes_to_score: int | None = None
+
+
+@dataclass(slots=True)
+class LeaderElection:
+    leader_elect: bool = True
+    lease_duration_seconds: float = 15.0
+    renew_deadline_seconds: float = 10.0
+    retry_period_seconds: float = 2.0
+    resource_namespace: str = "kube-system"
+    resource_name: str = "py-scheduler"
+
+
+@dataclass(slots=True)
+class ClientConnection:
+    kubeconfig: str = ""
+    qps: float = 50.0
+    burst: int = 100
+
+
+@dataclass(slots=True)
+class SchedulerConfiguration:
+    profiles: list[Profile]
+    parallelism: int = 16
+    percentage_of_nodes_to_score: int = 0
+    pod_initial_backoff_seconds: float = 1.0
+    pod_max_backoff_seconds: float = 10.0
+    # Not a v1 field upstream (a deprecated CLI flag there); accepted here as an extension.
+    pod_max_in_unschedulable_pods_seconds: float = 300.0
+    # Assumed-pod expiry after binding finished; 0 = never (upstream); the seed era used 30 s.
+    assumed_pod_ttl_seconds: float = 0.0
+    leader_election: LeaderElection = field(default_factory=LeaderElection)
+    client_connection: ClientConnection = field(default_factory=ClientConnection)
+    extenders: list[dict[str, Any]] = field(default_factory=list)
+
+    def profile(self, scheduler_name: str) -> Profile | None:
+        for p in self.profiles:
+            if p.scheduler_name == scheduler_name:
+                return p
+        return None

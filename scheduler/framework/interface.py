@@ -1,0 +1,275 @@
+"""Plugin interfaces (extension points), CycleState and the Handle plugins get from the framework.
+
+A plugin is any object with a ``name`` attribute and the methods of the extension points it
+implements; the runtime checks with isinstance against these runtime-checkable protocols.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from scheduler.framework.status import Status
+from scheduler.framework.types import ClusterEventWithHint, NodeInfo
+from scheduler.model.node import Node
+from scheduler.model.pod import Pod
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+
+
+class CycleState:
+    """Per-cycle plugin scratch space. Cloned for the nominated-pods pass and preemption dry runs."""
+
+    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
+
+    def __init__(self) -> None:
+        self._data: dict[str, Any] = {}
+        self.skip_filter_plugins: set[str] = set()
+        self.skip_score_plugins: set[str] = set()
+
+    def read(self, key: str) -> Any:
+        """Raise KeyError when a plugin's PreFilter/PreScore did not run (an Error status upstream)."""
+        return self._data[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data.get(key, default)
+
+    def write(self, key: str, value: Any) -> None:
+        self._data[key] = value
+
+    def clone(self) -> CycleState:
+        """Values that have a ``clone`` method are cloned, the rest shared (they are read-only)."""
+        c = CycleState()
+        c._data = {k: (v.clone() if hasattr(v, "clone") else v) for k, v in self._data.items()}
+        c.skip_filter_plugins = set(self.skip_filter_plugins)
+        c.skip_score_plugins = set(self.skip_score_plugins)
+        return c
+
+
+@dataclass(slots=True)
+class PreFilterResult:
+    """A set of node names the pod may go to; None means all nodes."""
+
+    node_names: set[str] | None = None
+
+    def all_nodes(self) -> bool:
+        return self.node_names is None
+
+    def merge(self, other: PreFilterResult | None) -> PreFilterResult:
+        if other is None or other.node_names is None:
+            return self
+        if self.node_names is None:
+            return PreFilterResult(set(other.node_names))
+        return PreFilterResult(self.node_names & other.node_names)
+
+
+@dataclass(slots=True)
+class NodeScore:
+    name: str
+    score: int
+
+
+@dataclass(slots=True)
+class PostFilterResult:
+    nominated_node_name: str = ""
+
+
+@dataclass(slots=True)
+class NodeToStatus:
+    """Filter verdicts per node; nodes not in the map get ``absent`` (e.g. outside PreFilterResult)."""
+
+    statuses: dict[str, Status] = field(default_factory=dict)
+    absent: Status | None = None
+
+    def get(self, name: str) -> Status | None:
+        return self.statuses.get(name, self.absent)
+
+
+class SharedLister(Protocol):
+    """Read access to this cycle's snapshot."""
+
+    def list(self) -> Sequence[NodeInfo]: ...
+    def get(self, name: str) -> NodeInfo | None: ...
+    def have_pods_with_affinity_list(self) -> Sequence[NodeInfo]: ...
+    def have_pods_with_required_anti_affinity_list(self) -> Sequence[NodeInfo]: ...
+
+
+class ObjectLister(Protocol):
+    """Objects other than pods and nodes that plugins read (services, replica sets, namespaces, ...).
+
+    ``kind`` is the API kind (``Service``, ``ReplicaSet``, ``Namespace``, ``PersistentVolumeClaim`` ...).
+    Objects are API dicts.
+    """
+
+    def list(self, kind: str, namespace: str | None = None) -> Iterable[Mapping[str, Any]]: ...
+    def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+
+
+class Handle(Protocol):
+    """What the framework offers plugins: the snapshot, other cluster objects, the nominator, binding."""
+
+    def snapshot(self) -> SharedLister: ...
+    def objects(self) -> ObjectLister: ...
+    def nominated_pods_for(self, node_name: str) -> Sequence[Pod]: ...
+    def bind(self, pod: Pod, node_name: str) -> Status | None: ...
+    def parallelism(self) -> int: ...
+
+
+@runtime_checkable
+class Plugin(Protocol):
+    name: str
+
+
+@runtime_checkable
+class PreEnqueuePlugin(Protocol):
+    name: str
+
+    def pre_enqueue(self, pod: Pod) -> Status | None: ...
+
+
+@runtime_checkable
+class QueueSortPlugin(Protocol):
+    name: str
+
+    def less(self, a: QueuedPodInfoLike, b: QueuedPodInfoLike) -> bool: ...
+
+
+class QueuedPodInfoLike(Protocol):
+    pod: Pod
+    timestamp: float
+
+
+@runtime_checkable
+class EnqueueExtensions(Protocol):
+    name: str
+
+    def events_to_register(self) -> list[ClusterEventWithHint]: ...
+
+
+class PreFilterExtensions(Protocol):
+    def add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo) -> Status | None: ...
+    def remove_pod(
+        self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo
+    ) -> Status | None: ...
+
+
+@runtime_checkable
+class PreFilterPlugin(Protocol):
+    name: str
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]: ...
+    def pre_filter_extensions(self) -> PreFilterExtensions | None: ...
+
+
+@runtime_checkable
+class FilterPlugin(Protocol):
+    name: str
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None: ...
+
+
+@runtime_checkable
+class PostFilterPlugin(Protocol):
+    name: str
+
+    def post_filter(
+        self, state: CycleState, pod: Pod, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status | None]: ...
+
+
+@runtime_checkable
+class PreScorePlugin(Protocol):
+    name: str
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None: ...
+
+
+class ScoreExtensions(Protocol):
+    def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None: ...
+
+
+@runtime_checkable
+class ScorePlugin(Protocol):
+    name: str
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]: ...
+    def score_extensions(self) -> ScoreExtensions | None: ...
+
+
+@runtime_checkable
+class ReservePlugin(Protocol):
+    name: str
+
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
+
+
+@runtime_checkable
+class PermitPlugin(Protocol):
+    name: str
+
+    def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status | None, float]: ...
+
+
+@runtime_checkable
+class PreBindPlugin(Protocol):
+    name: str
+
+    def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
+
+
+@runtime_checkable
+class BindPlugin(Protocol):
+    name: str
+
+    def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
+
+
+@runtime_checkable
+class PostBindPlugin(Protocol):
+    name: str
+
+    def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
+
+
+class PluginFactory(Protocol):
+    """Builds a plugin from its (defaulted) args and the framework handle.
+
+    Raise ValueError with a message naming the field for invalid args."""
+
+    def __call__(self, args: Mapping[str, Any], handle: Handle) -> Any: ...
+
+
+__all__ = [
+    "MAX_NODE_SCORE",
+    "MIN_NODE_SCORE",
+    "BindPlugin",
+    "CycleState",
+    "EnqueueExtensions",
+    "FilterPlugin",
+    "Handle",
+    "Node",
+    "NodeScore",
+    "NodeToStatus",
+    "ObjectLister",
+    "PermitPlugin",
+    "PluginFactory",
+    "PostBindPlugin",
+    "PostFilterPlugin",
+    "PostFilterResult",
+    "PreBindPlugin",
+    "PreEnqueuePlugin",
+    "PreFilterExtensions",
+    "PreFilterPlugin",
+    "PreFilterResult",
+    "PreScorePlugin",
+    "QueueSortPlugin",
+    "ReservePlugin",
+    "ScoreExtensions",
+    "ScorePlugin",
+    "SharedLister",
+]

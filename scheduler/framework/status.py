@@ -1,0 +1,70 @@
+"""Status codes and Status, as kube-scheduler's framework defines them.
+
+Plugins return ``None`` for Success (upstream's nil status): the filter loop runs once per plugin
+per node, so the common case allocates nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+
+class Code(IntEnum):
+    SUCCESS = 0
+    ERROR = 1
+    UNSCHEDULABLE = 2
+    UNSCHEDULABLE_AND_UNRESOLVABLE = 3
+    WAIT = 4
+    SKIP = 5
+    PENDING = 6
+
+
+@dataclass(slots=True)
+class Status:
+    code: Code
+    reasons: list[str] = field(default_factory=list)
+    plugin: str = ""
+    error: BaseException | None = None
+
+    @property
+    def message(self) -> str:
+        return ", ".join(self.reasons)
+
+    def is_rejected(self) -> bool:
+        """Unschedulable, UnschedulableAndUnresolvable or Pending: the pod cannot go there now."""
+        return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING)
+
+    def with_plugin(self, name: str) -> Status:
+        if not self.plugin:
+            self.plugin = name
+        return self
+
+
+StatusOrNone = Status | None
+
+
+def success(s: Status | None) -> bool:
+    return s is None or s.code == Code.SUCCESS
+
+
+def unschedulable(*reasons: str) -> Status:
+    return Status(Code.UNSCHEDULABLE, list(reasons))
+
+
+def unresolvable(*reasons: str) -> Status:
+    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, list(reasons))
+
+
+def error(exc: BaseException | str) -> Status:
+    if isinstance(exc, str):
+        return Status(Code.ERROR, [exc], error=RuntimeError(exc))
+    return Status(Code.ERROR, [str(exc)], error=exc)
+
+
+def skip() -> Status:
+    return Status(Code.SKIP)
+
+
+def code_of(s: Status | None) -> Code:
+    return Code.SUCCESS if s is None else s.code

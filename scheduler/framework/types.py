@@ -1,0 +1,209 @@
+"""NodeInfo, cluster events and queueing hints: the data the cache, queue and plugins share."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from enum import Enum, IntFlag, StrEnum
+from typing import Any
+
+from scheduler.model.node import Node
+from scheduler.model.pod import HostPort, Pod
+from scheduler.model.resources import Resource
+
+_generation = itertools.count(1)
+
+
+def next_generation() -> int:
+    """One global counter (never reused), so a deleted and recreated node is still seen as new."""
+    return next(_generation)
+
+
+@dataclass(slots=True)
+class ImageStateSummary:
+    """Size of an image and on how many nodes it is; shared by every NodeInfo holding it."""
+
+    size: int
+    num_nodes: int = 0
+
+
+@dataclass(slots=True, eq=False)
+class NodeInfo:
+    """Aggregated state of one node, as upstream's framework.NodeInfo."""
+
+    node: Node | None = None
+    pods: dict[str, Pod] = field(default_factory=dict)  # by pod uid
+    pods_with_affinity: dict[str, Pod] = field(default_factory=dict)
+    pods_with_required_anti_affinity: dict[str, Pod] = field(default_factory=dict)
+    used_ports: dict[str, set[tuple[str, int]]] = field(default_factory=dict)  # host ip -> {(proto, port)}
+    requested: Resource = field(default_factory=Resource)
+    non_zero_requested: Resource = field(default_factory=Resource)
+    allocatable: Resource = field(default_factory=Resource)
+    image_states: dict[str, ImageStateSummary] = field(default_factory=dict)
+    pvc_ref_counts: dict[str, int] = field(default_factory=dict)  # "ns/claim" -> pods using it
+    generation: int = field(default_factory=next_generation)
+
+    @property
+    def name(self) -> str:
+        return self.node.name if self.node is not None else ""
+
+    def set_node(self, node: Node) -> None:
+        self.node = node
+        self.allocatable = node.allocatable
+        self.generation = next_generation()
+
+    def remove_node(self) -> None:
+        self.node = None
+        self.generation = next_generation()
+
+    def add_pod(self, pod: Pod) -> None:
+        """Account a pod: requests, non-zero requests, ports, affinity lists, PVC references."""
+        self.pods[pod.uid] = pod
+        if pod.has_affinity:
+            self.pods_with_affinity[pod.uid] = pod
+        if pod.has_required_anti_affinity:
+            self.pods_with_required_anti_affinity[pod.uid] = pod
+        self.requested.add(pod.requests)
+        self.non_zero_requested.milli_cpu += pod.non_zero_milli_cpu
+        self.non_zero_requested.memory += pod.non_zero_memory
+        for hp in pod.host_ports:
+            self.used_ports.setdefault(hp.ip, set()).add((hp.protocol, hp.port))
+        for claim in pod.pvc_names:
+            k = f"{pod.namespace}/{claim}"
+            self.pvc_ref_counts[k] = self.pvc_ref_counts.get(k, 0) + 1
+        self.generation = next_generation()
+
+    def remove_pod(self, pod: Pod) -> bool:
+        """Undo add_pod for the pod with this uid; False if it was not here."""
+        old = self.pods.pop(pod.uid, None)
+        if old is None:
+            return False
+        self.pods_with_affinity.pop(old.uid, None)
+        self.pods_with_required_anti_affinity.pop(old.uid, None)
+        self.requested.sub(old.requests)
+        self.non_zero_requested.milli_cpu -= old.non_zero_milli_cpu
+        self.non_zero_requested.memory -= old.non_zero_memory
+        for hp in old.host_ports:
+            ports = self.used_ports.get(hp.ip)
+            if ports is not None:
+                ports.discard((hp.protocol, hp.port))
+                if not ports:
+                    del self.used_ports[hp.ip]
+        for claim in old.pvc_names:
+            k = f"{old.namespace}/{claim}"
+            n = self.pvc_ref_counts.get(k, 0) - 1
+            if n > 0:
+                self.pvc_ref_counts[k] = n
+            else:
+                self.pvc_ref_counts.pop(k, None)
+        self.generation = next_generation()
+        return True
+
+    def port_conflict(self, want: HostPort) -> bool:
+        """HostPortInfo.CheckConflict: 0.0.0.0 conflicts with every IP for that protocol/port."""
+        key = (want.protocol, want.port)
+        if want.ip == "0.0.0.0":
+            return any(key in ports for ports in self.used_ports.values())
+        return key in self.used_ports.get(want.ip, ()) or key in self.used_ports.get("0.0.0.0", ())
+
+    def clone(self) -> NodeInfo:
+        """A copy safe to mutate (two-pass nominated filtering, preemption dry runs)."""
+        return NodeInfo(
+            node=self.node,
+            pods=dict(self.pods),
+            pods_with_affinity=dict(self.pods_with_affinity),
+            pods_with_required_anti_affinity=dict(self.pods_with_required_anti_affinity),
+            used_ports={ip: set(p) for ip, p in self.used_ports.items()},
+            requested=self.requested.copy(),
+            non_zero_requested=self.non_zero_requested.copy(),
+            allocatable=self.allocatable,
+            image_states=self.image_states,
+            pvc_ref_counts=dict(self.pvc_ref_counts),
+            generation=self.generation,
+        )
+
+
+class EventResource(StrEnum):
+    POD = "Pod"  # an assigned (bound or assumed) pod
+    UNSCHEDULED_POD = "UnscheduledPod"  # the pending pod itself
+    NODE = "Node"
+    PERSISTENT_VOLUME = "PersistentVolume"
+    PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+    STORAGE_CLASS = "StorageClass"
+    CSI_NODE = "CSINode"
+    CSI_DRIVER = "CSIDriver"
+    CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
+    SERVICE = "Service"
+    REPLICA_SET = "ReplicaSet"
+    STATEFUL_SET = "StatefulSet"
+    REPLICATION_CONTROLLER = "ReplicationController"
+    NAMESPACE = "Namespace"
+    POD_DISRUPTION_BUDGET = "PodDisruptionBudget"
+    WILDCARD = "*"
+
+
+class ActionType(IntFlag):
+    ADD = 1
+    DELETE = 2
+    UPDATE_NODE_ALLOCATABLE = 4
+    UPDATE_NODE_LABEL = 8
+    UPDATE_NODE_TAINT = 16
+    UPDATE_NODE_CONDITION = 32
+    UPDATE_NODE_ANNOTATION = 64
+    UPDATE_POD_LABEL = 128
+    UPDATE_POD_SCALE_DOWN = 256
+    UPDATE_POD_TOLERATION = 512
+    UPDATE_POD_SCHEDULING_GATES_ELIMINATED = 1024
+    UPDATE_POD_GENERATED_RESOURCE_CLAIM = 2048
+    UPDATE_OTHER = 4096  # any other update (generic "Update" for non-pod, non-node kinds)
+    UPDATE = (
+        UPDATE_NODE_ALLOCATABLE | UPDATE_NODE_LABEL | UPDATE_NODE_TAINT | UPDATE_NODE_CONDITION
+        | UPDATE_NODE_ANNOTATION | UPDATE_POD_LABEL | UPDATE_POD_SCALE_DOWN | UPDATE_POD_TOLERATION
+        | UPDATE_POD_SCHEDULING_GATES_ELIMINATED | UPDATE_POD_GENERATED_RESOURCE_CLAIM | UPDATE_OTHER
+    )
+    ALL = ADD | DELETE | UPDATE
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEvent:
+    """A kind of change in the cluster; `label` names it in metrics and logs (e.g. NodeAdd)."""
+
+    resource: EventResource
+    action: ActionType
+    label: str = ""
+
+    def matches(self, registered: ClusterEvent) -> bool:
+        """Does this (received) event fall under a plugin's registered event?"""
+        if registered.resource == EventResource.WILDCARD and registered.action == ActionType.ALL:
+            return True
+        if registered.resource not in (EventResource.WILDCARD, self.resource):
+            return False
+        return bool(registered.action & self.action)
+
+    @property
+    def is_wildcard(self) -> bool:
+        return self.resource == EventResource.WILDCARD
+
+
+class QueueingHint(Enum):
+    QUEUE_SKIP = 0
+    QUEUE = 1
+
+
+# (pending pod, old object, new object) -> QueueingHint; an exception counts as QUEUE.
+QueueingHintFn = Any
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEventWithHint:
+    event: ClusterEvent
+    hint: QueueingHintFn | None = None  # None: always queue
+
+
+# Well-known events (labels as upstream's metrics name them).
+NODE_ADD = ClusterEvent(EventResource.NODE, ActionType.ADD, "NodeAdd")
+NODE_DELETE = ClusterEvent(EventResource.NODE, ActionType.DELETE, "NodeDelete")
+ASSIGNED_POD_ADD = ClusterEvent(EventResource.POD, ActionType.ADD, "AssignedPodAdd")
+ASSIGNED_POD_DELETE = ClusterEvent(EventResource.POD, ActionType.DELETE, "AssignedPodDelete")
+UNSCHEDULABLE_TIMEOUT = ClusterEvent(EventResource.WILDCARD, ActionType.ALL, "UnschedulableTimeout")
+FORCE_ACTIVATE = ClusterEvent(EventResource.WILDCARD, ActionType.ALL, "ForceActivate")

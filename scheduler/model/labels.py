@@ -1,0 +1,121 @@
+"""Label selectors (metav1.LabelSelector) and node selector requirements, matched as upstream."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from scheduler.model.errors import InvalidObjectError
+
+Labels = Mapping[str, str]
+Matcher = Callable[[Labels], bool]
+
+LABEL_OPS = frozenset({"In", "NotIn", "Exists", "DoesNotExist"})
+NODE_OPS = LABEL_OPS | {"Gt", "Lt"}
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One key/operator/values requirement; Gt and Lt carry one integer."""
+
+    key: str
+    op: str
+    values: frozenset[str]
+    number: int = 0
+
+    def matches(self, labels: Labels) -> bool:
+        present = self.key in labels
+        if self.op == "In":
+            return present and labels[self.key] in self.values
+        if self.op == "NotIn":
+            return not present or labels[self.key] not in self.values
+        if self.op == "Exists":
+            return present
+        if self.op == "DoesNotExist":
+            return not present
+        if not present:
+            return False
+        try:
+            v = int(labels[self.key])
+        except ValueError:
+            return False
+        return v > self.number if self.op == "Gt" else v < self.number
+
+
+def parse_requirement(expr: Mapping[str, object], obj: str, fld: str, ops: frozenset[str]) -> Requirement:
+    """Validate one matchExpressions entry; unknown operators and bad values are errors, not misses."""
+    key = expr.get("key")
+    op = expr.get("operator")
+    raw_values = expr.get("values") or []
+    if not isinstance(key, str) or not key:
+        raise InvalidObjectError(obj, f"{fld}.key", "must be a non-empty string")
+    if op not in ops:
+        raise InvalidObjectError(obj, f"{fld}.operator", f"unknown operator {op!r}")
+    if not isinstance(raw_values, list) or not all(isinstance(v, str) for v in raw_values):
+        raise InvalidObjectError(obj, f"{fld}.values", "must be a list of strings")
+    values = frozenset(raw_values)
+    if op in ("In", "NotIn") and not values:
+        raise InvalidObjectError(obj, f"{fld}.values", f"must be non-empty for operator {op}")
+    if op in ("Exists", "DoesNotExist") and values:
+        raise InvalidObjectError(obj, f"{fld}.values", f"must be empty for operator {op}")
+    number = 0
+    if op in ("Gt", "Lt"):
+        if len(raw_values) != 1:
+            raise InvalidObjectError(obj, f"{fld}.values", f"operator {op} needs exactly one value")
+        try:
+            number = int(raw_values[0])
+        except ValueError:
+            raise InvalidObjectError(
+                obj, f"{fld}.values[0]", f"{raw_values[0]!r} is not an integer (operator {op})"
+            ) from None
+    return Requirement(key, str(op), values, number)
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """A parsed metav1.LabelSelector. `nothing` is the nil selector, which matches no object."""
+
+    requirements: tuple[Requirement, ...] = ()
+    nothing: bool = False
+
+    def matches(self, labels: Labels) -> bool:
+        if self.nothing:
+            return False
+        return all(r.matches(labels) for r in self.requirements)
+
+    @property
+    def empty(self) -> bool:
+        """An empty (non-nil) selector matches everything."""
+        return not self.nothing and not self.requirements
+
+
+NOTHING = LabelSelector(nothing=True)
+EVERYTHING = LabelSelector()
+
+
+def parse_label_selector(sel: object, obj: str, fld: str) -> LabelSelector:
+    """metav1.LabelSelectorAsSelector: nil matches nothing, {} matches everything."""
+    if sel is None:
+        return NOTHING
+    if not isinstance(sel, Mapping):
+        raise InvalidObjectError(obj, fld, "must be an object")
+    reqs: list[Requirement] = []
+    match_labels = sel.get("matchLabels") or {}
+    if not isinstance(match_labels, Mapping):
+        raise InvalidObjectError(obj, f"{fld}.matchLabels", "must be a map")
+    for k, v in match_labels.items():
+        reqs.append(Requirement(str(k), "In", frozenset({str(v)})))
+    for i, expr in enumerate(sel.get("matchExpressions") or []):
+        reqs.append(parse_requirement(expr, obj, f"{fld}.matchExpressions[{i}]", LABEL_OPS))
+    return LabelSelector(tuple(reqs))
+
+
+def selector_from_map(m: Mapping[str, str] | None) -> LabelSelector:
+    """A map selector (Service.spec.selector, RC selector): empty map selects nothing upstream."""
+    if not m:
+        return NOTHING
+    return LabelSelector(tuple(Requirement(k, "In", frozenset({v})) for k, v in m.items()))
+
+
+def requirements_match(reqs: Sequence[Requirement], labels: Labels) -> bool:
+    return all(r.matches(labels) for r in reqs)

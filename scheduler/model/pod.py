@@ -1,0 +1,162 @@
+"""A typed, pre-parsed view of a v1 Pod: parsed once per watch event, never in the scheduling cycle."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from scheduler.model.errors import InvalidObjectError
+from scheduler.model.resources import Resource, pod_requests
+from scheduler.model.taints import Toleration, parse_tolerations
+
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    ip: str
+    protocol: str
+    port: int
+
+
+@dataclass(slots=True, eq=False)
+class Pod:
+    """What the scheduler needs of a pod. `raw` is the API object, kept for plugins and binding."""
+
+    raw: Mapping[str, Any]
+    uid: str
+    namespace: str
+    name: str
+    labels: Mapping[str, str]
+    scheduler_name: str
+    node_name: str
+    priority: int
+    creation_timestamp: float
+    deletion_timestamp: str | None
+    nominated_node_name: str
+    phase: str
+    resource_version: str
+    requests: Resource
+    non_zero_milli_cpu: int
+    non_zero_memory: int
+    host_ports: tuple[HostPort, ...]
+    tolerations: tuple[Toleration, ...]
+    node_selector: Mapping[str, str]
+    affinity: Mapping[str, Any]
+    scheduling_gates: tuple[str, ...]
+    images: tuple[str, ...]
+    num_containers: int
+    pvc_names: tuple[str, ...]
+    preemption_policy: str
+    parse_error: InvalidObjectError | None = None
+    memo: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def has_affinity(self) -> bool:
+        """Any pod affinity or anti-affinity (NodeInfo.PodsWithAffinity)."""
+        return bool(self.affinity.get("podAffinity") or self.affinity.get("podAntiAffinity"))
+
+    @property
+    def has_required_anti_affinity(self) -> bool:
+        anti = self.affinity.get("podAntiAffinity") or {}
+        return bool(anti.get("requiredDuringSchedulingIgnoredDuringExecution"))
+
+    @property
+    def terminating(self) -> bool:
+        return self.deletion_timestamp is not None
+
+    def with_node(self, node_name: str) -> Pod:
+        """A copy placed on `node_name`: what assume puts in the cache."""
+        spec = dict(self.raw.get("spec") or {})
+        spec["nodeName"] = node_name
+        raw = dict(self.raw)
+        raw["spec"] = spec
+        copy = Pod.__new__(Pod)
+        for f in Pod.__slots__:  # type: ignore[attr-defined]
+            setattr(copy, f, getattr(self, f))
+        copy.raw = raw
+        copy.node_name = node_name
+        copy.memo = self.memo
+        return copy
+
+
+def parse_time(value: object) -> float:
+    """RFC 3339 timestamp from the API to epoch seconds (0 when absent or malformed)."""
+    if not isinstance(value, str) or not value:
+        return 0.0
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
+    out = []
+    for c in spec.get("containers") or []:
+        for p in c.get("ports") or []:
+            hp = p.get("hostPort") or 0
+            if isinstance(hp, int) and hp > 0:
+                out.append(HostPort(p.get("hostIP") or "0.0.0.0", p.get("protocol") or "TCP", hp))
+    return tuple(out)
+
+
+def pod_from_api(obj: Mapping[str, Any]) -> Pod:
+    """Build a Pod view. Malformed fields do not raise: they land in `parse_error` so the pod
+    can be reported (FailedScheduling) instead of crashing the scheduler."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    ns = meta.get("namespace") or "default"
+    name = meta.get("name") or ""
+    ident = f"pod {ns}/{name}"
+    error: InvalidObjectError | None = None
+    try:
+        requests = pod_requests(spec, ident)
+        non_zero = pod_requests(spec, ident, with_defaults=True)
+    except InvalidObjectError as exc:
+        error, requests, non_zero = exc, Resource(), Resource()
+    try:
+        tolerations = parse_tolerations(spec.get("tolerations"), ident)
+    except InvalidObjectError as exc:
+        error, tolerations = error or exc, ()
+    containers = list(spec.get("initContainers") or []) + list(spec.get("containers") or [])
+    prio = spec.get("priority")
+    return Pod(
+        raw=obj,
+        uid=meta.get("uid") or f"{ns}/{name}",
+        namespace=ns,
+        name=name,
+        labels=meta.get("labels") or {},
+        scheduler_name=spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME,
+        node_name=spec.get("nodeName") or "",
+        priority=prio if isinstance(prio, int) else 0,
+        creation_timestamp=parse_time(meta.get("creationTimestamp")),
+        deletion_timestamp=meta.get("deletionTimestamp"),
+        nominated_node_name=status.get("nominatedNodeName") or "",
+        phase=status.get("phase") or "",
+        resource_version=meta.get("resourceVersion") or "",
+        requests=requests,
+        non_zero_milli_cpu=non_zero.milli_cpu,
+        non_zero_memory=non_zero.memory,
+        host_ports=_host_ports(spec),
+        tolerations=tolerations,
+        node_selector=spec.get("nodeSelector") or {},
+        affinity=spec.get("affinity") or {},
+        scheduling_gates=tuple(g.get("name", "") for g in spec.get("schedulingGates") or []),
+        images=tuple(c.get("image") or "" for c in containers),
+        num_containers=len(containers),
+        pvc_names=tuple(
+            v["persistentVolumeClaim"]["claimName"]
+            for v in spec.get("volumes") or []
+            if isinstance(v.get("persistentVolumeClaim"), Mapping)
+            and v["persistentVolumeClaim"].get("claimName")
+        ),
+        preemption_policy=spec.get("preemptionPolicy") or "PreemptLowerPriority",
+        parse_error=error,
+    )

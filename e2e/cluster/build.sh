@@ -12,13 +12,18 @@ mkdir -p "$BIN_DIR"
 
 if [ "${1:-}" = "--print-bin-dir" ]; then echo "$BIN_DIR"; exit 0; fi
 
-have() { [ -x "$BIN_DIR/$1" ] && "$BIN_DIR/$1" "${@:2}" 2>/dev/null | grep -q "$3"; }
+# have BINARY WANT ARGS...: BINARY exists and `BINARY ARGS...` prints WANT.
+# (Output is captured, not piped to grep -q, so pipefail cannot trip on SIGPIPE.)
+have() {
+  local bin=$1 want=$2 out; shift 2
+  [ -x "$BIN_DIR/$bin" ] && out="$("$BIN_DIR/$bin" "$@" 2>/dev/null)" && [[ $out == *"$want"* ]]
+}
 
 want=()
-have kube-apiserver --version "$K8S_VERSION" || want+=(kube-apiserver)
-have kube-controller-manager --version "$K8S_VERSION" || want+=(kube-controller-manager)
-have kube-scheduler --version "$K8S_VERSION" || want+=(kube-scheduler)
-have kubectl "version --client" "$K8S_VERSION" || want+=(kubectl)
+have kube-apiserver "$K8S_VERSION" --version || want+=(kube-apiserver)
+have kube-controller-manager "$K8S_VERSION" --version || want+=(kube-controller-manager)
+have kube-scheduler "$K8S_VERSION" --version || want+=(kube-scheduler)
+have kubectl "$K8S_VERSION" version --client || want+=(kubectl)
 [ -x "$BIN_DIR/etcd" ] && "$BIN_DIR/etcd" --version >/dev/null 2>&1 || want+=(etcd)
 
 if ((${#want[@]})); then

@@ -72,6 +72,12 @@ class SchedulerConfiguration:
     leader_election: LeaderElection = field(default_factory=LeaderElection)
     client_connection: ClientConnection = field(default_factory=ClientConnection)
     extenders: list[dict[str, Any]] = field(default_factory=list)
+    # Upstream default plugins dropped from the profiles because their module/class does not exist yet
+    # (the CLI logs a warning naming them). Empty once every default plugin is implemented.
+    unavailable_default_plugins: list[str] = field(default_factory=list)
+    # Out-of-tree plugins from the config's ``pyScheduler.registry``: name -> "pkg.module:Class".
+    # ``config.load.build_registry(cfg)`` turns them into a plugin Registry.
+    plugin_registry: dict[str, str] = field(default_factory=dict)
 
     def profile(self, scheduler_name: str) -> Profile | None:
         for p in self.profiles:

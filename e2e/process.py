@@ -1,0 +1,33 @@
+"""Start and stop `py-scheduler run` as a child process (tests, the e2e runner and the demo)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def start_scheduler(
+    kubeconfig: str | os.PathLike[str], log_path: str | os.PathLike[str], extra: Sequence[str] = ()
+) -> subprocess.Popen[bytes]:
+    """Run the scheduler with this interpreter, logging JSON lines to `log_path`."""
+    Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    log = open(log_path, "ab")  # noqa: SIM115 - owned by the child for its lifetime
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig), "PYTHONUNBUFFERED": "1"}
+    cmd = [sys.executable, "-m", "scheduler.cli", "run", "--kubeconfig", str(kubeconfig), *extra]
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+
+def stop_scheduler(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> int:
+    """SIGTERM (clean shutdown), then SIGKILL if it does not exit in time."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+    return proc.returncode

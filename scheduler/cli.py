@@ -1,0 +1,120 @@
+"""`py-scheduler run` (the controller) and `py-scheduler simulate` (offline what-if)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+
+import structlog
+
+from scheduler import logging as sched_logging
+
+log = structlog.get_logger(__name__)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from scheduler.apiclient import ApiWriter, load_api_client
+    from scheduler.binding import ApiBinder
+    from scheduler.config.load import ConfigError, load
+    from scheduler.events import ApiEventSink
+    from scheduler.metrics import Metrics
+    from scheduler.operator import OBJECT_KINDS, run_operator
+    from scheduler.plugins.registry import Registry
+    from scheduler.ratelimit import TokenBucket
+    from scheduler.scheduler import Scheduler
+    from scheduler.sync import Resyncer, initial_sync
+
+    try:
+        cfg = load(args.config, args.scheduler_name or None)
+    except ConfigError as exc:
+        print(f"py-scheduler: invalid configuration: {exc}", file=sys.stderr)
+        return 2
+    for name in getattr(cfg, "unavailable_default_plugins", []):
+        log.warning("default plugin not available in py-scheduler; skipped", plugin=name)
+    kubeconfig = args.kubeconfig or cfg.client_connection.kubeconfig or os.environ.get("KUBECONFIG") or None
+    if kubeconfig:
+        os.environ["KUBECONFIG"] = kubeconfig  # kopf's login_via_client reads it
+    api = load_api_client(kubeconfig)
+    qps = args.qps if args.qps is not None else cfg.client_connection.qps
+    burst = args.burst if args.burst is not None else cfg.client_connection.burst
+    writer = ApiWriter(api, TokenBucket(qps, burst))
+    metrics = Metrics()
+    if args.metrics_port:
+        metrics.serve(args.metrics_port)
+    sink = ApiEventSink(writer)
+    registry = Registry(getattr(cfg, "registry_overrides", None) or {})
+    sched = Scheduler(cfg, registry, ApiBinder(writer), sink, metrics, bind_workers=args.bind_workers)
+    initial_sync(api, sched, OBJECT_KINDS)
+    sched.start()
+    resync = Resyncer(api, sched, period=args.resync_seconds)
+    resync.start()
+    log.info("py-scheduler started", profiles=[p.scheduler_name for p in cfg.profiles], qps=qps, burst=burst)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        run_operator(sched, stop_flag=stop)
+    finally:
+        resync.stop()
+        sched.stop()
+        sink.close()
+        log.info("py-scheduler stopped")
+    return 0
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from scheduler.simulate import SimulationError, format_table, run_simulation
+
+    try:
+        results = run_simulation(args.cluster, args.pods, args.config, seed=args.seed, tie_break=args.tie_break)
+    except SimulationError as exc:
+        print(f"py-scheduler simulate: {exc}", file=sys.stderr)
+        return 2
+    if args.output == "json":
+        import json
+
+        json.dump({"results": results}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(format_table(results))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="py-scheduler", description=__doc__)
+    p.add_argument("--log-level", default=os.environ.get("PY_SCHEDULER_LOG_LEVEL", "INFO"))
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run the scheduler against a cluster")
+    r.add_argument("--kubeconfig", default=None)
+    r.add_argument("--config", default=None, help="KubeSchedulerConfiguration file")
+    r.add_argument("--scheduler-name", action="append", default=[],
+                   help="serve this schedulerName (repeatable; default py-scheduler) when --config has no profiles")
+    r.add_argument("--metrics-port", type=int, default=0)
+    r.add_argument("--qps", type=float, default=None, help="client QPS for API writes (config default 50)")
+    r.add_argument("--burst", type=int, default=None)
+    r.add_argument("--bind-workers", type=int, default=16)
+    r.add_argument("--resync-seconds", type=float, default=300.0)
+    s = sub.add_parser("simulate", help="schedule pods against a cluster described in YAML, offline")
+    s.add_argument("--cluster", required=True)
+    s.add_argument("--pods", required=True)
+    s.add_argument("--config", default=None)
+    g = s.add_mutually_exclusive_group()
+    g.add_argument("--seed", type=int, default=None)
+    g.add_argument("--tie-break", choices=["random", "name"], default="random")
+    s.add_argument("--output", choices=["table", "json"], default="table")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    sched_logging.configure(args.log_level)
+    if args.command == "run":
+        return _run(args)
+    return _simulate(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

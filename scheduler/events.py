@@ -1,0 +1,226 @@
+"""Events (events.k8s.io/v1) and PodScheduled conditions, written off the scheduling thread.
+
+Repeated identical events for one pod become one Event whose series count is patched (at most once
+per `series_patch_interval`), and the backlog is bounded, so a flood of pending pods cannot
+overload the API server; writes that do not fit are dropped and counted, never block scheduling.
+"""
+
+from __future__ import annotations
+
+import queue
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import structlog
+
+from scheduler.model.pod import Pod
+
+log = structlog.get_logger(__name__)
+
+NOTE_LENGTH_LIMIT = 1024
+
+
+def micro_time(ts: float | None = None) -> str:
+    """metav1.MicroTime format."""
+    return datetime.fromtimestamp(ts if ts is not None else time.time(), UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def rfc3339(ts: float | None = None) -> str:
+    return datetime.fromtimestamp(ts if ts is not None else time.time(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def truncate_note(note: str) -> str:
+    """Event notes are limited to 1024 bytes upstream; longer ones end with ' ...'."""
+    raw = note.encode()
+    if len(raw) <= NOTE_LENGTH_LIMIT:
+        return note
+    return raw[: NOTE_LENGTH_LIMIT - 4].decode(errors="ignore") + " ..."
+
+
+class EventSink(Protocol):
+    """Where events and pod condition updates go: the API server, or a list in `simulate`."""
+
+    def event(self, pod: Pod, type_: str, reason: str, action: str, note: str, controller: str) -> None: ...
+    def pod_condition(self, pod: Pod, reason: str, message: str, nominated_node: str | None) -> None: ...
+
+
+class Writer(Protocol):
+    def create_event(self, namespace: str, body: dict[str, Any]) -> str: ...
+    def patch_event(self, namespace: str, name: str, patch: dict[str, Any]) -> None: ...
+    def patch_pod_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None: ...
+
+
+@dataclass(slots=True)
+class _Series:
+    name: str
+    namespace: str
+    count: int
+    last_patch: float
+    last_seen: float
+    dirty: bool = False
+
+
+class ApiEventSink:
+    """Writes events and PodScheduled conditions through a small pool of worker threads."""
+
+    def __init__(
+        self,
+        writer: Writer,
+        workers: int = 2,
+        backlog: int = 2000,
+        series_patch_interval: float = 60.0,
+        series_ttl: float = 360.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._writer = writer
+        self._q: queue.Queue[Callable[[], None] | None] = queue.Queue(maxsize=backlog)
+        self._series: dict[tuple[str, ...], _Series] = {}
+        self._pending_conditions: dict[str, tuple[Pod, str, str, str | None]] = {}
+        self._lock = threading.Lock()
+        self._interval = series_patch_interval
+        self._ttl = series_ttl
+        self._clock = clock
+        self.dropped = 0
+        self.instance = socket.gethostname()
+        self._threads = [threading.Thread(target=self._work, name=f"events-{i}", daemon=True) for i in range(workers)]
+        for t in self._threads:
+            t.start()
+
+    def _submit(self, fn: Callable[[], None]) -> None:
+        try:
+            self._q.put_nowait(fn)
+        except queue.Full:
+            self.dropped += 1
+            if self.dropped % 100 == 1:
+                log.warning("event backlog full, dropping writes", dropped=self.dropped)
+
+    def _work(self) -> None:
+        while True:
+            fn = self._q.get()
+            if fn is None:
+                return
+            try:
+                fn()
+            except Exception as exc:  # an event write must never take the scheduler down
+                log.warning("event or status write failed", error=str(exc))
+
+    def close(self) -> None:
+        for _ in self._threads:
+            try:
+                self._q.put(None, timeout=1)
+            except queue.Full:
+                break
+
+    def event(self, pod: Pod, type_: str, reason: str, action: str, note: str, controller: str) -> None:
+        note = truncate_note(note)
+        key = (pod.uid, type_, reason, action, note, controller)
+        now = self._clock()
+        with self._lock:
+            s = self._series.get(key)
+            if s is not None and now - s.last_seen < self._ttl:
+                s.count += 1
+                s.last_seen = now
+                if s.name and now - s.last_patch >= self._interval:
+                    s.last_patch = now
+                    self._submit(lambda s=s, c=s.count: self._patch_series(s, c))
+                return
+            s = _Series("", pod.namespace, 1, now, now)
+            self._series[key] = s
+            if len(self._series) > 10000:
+                self._expire(now)
+        self._submit(lambda: self._create(s, pod, type_, reason, action, note, controller))
+
+    def _expire(self, now: float) -> None:
+        for k in [k for k, v in self._series.items() if now - v.last_seen >= self._ttl]:
+            del self._series[k]
+
+    def _create(self, s: _Series, pod: Pod, type_: str, reason: str, action: str, note: str, ctl: str) -> None:
+        body = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": f"{pod.name}.{time.time_ns():x}", "namespace": pod.namespace},
+            "eventTime": micro_time(),
+            "reportingController": ctl,
+            "reportingInstance": f"{ctl}-{self.instance}",
+            "action": action,
+            "reason": reason,
+            "type": type_,
+            "note": note,
+            "regarding": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "namespace": pod.namespace,
+                "name": pod.name,
+                "uid": pod.uid,
+                "resourceVersion": pod.resource_version,
+            },
+        }
+        s.name = self._writer.create_event(pod.namespace, body)
+
+    def _patch_series(self, s: _Series, count: int) -> None:
+        if s.name:
+            self._writer.patch_event(
+                s.namespace, s.name, {"series": {"count": count, "lastObservedTime": micro_time()}}
+            )
+
+    def pod_condition(self, pod: Pod, reason: str, message: str, nominated_node: str | None) -> None:
+        """PodScheduled=False with reason and message; coalesced per pod (latest wins)."""
+        with self._lock:
+            first = pod.uid not in self._pending_conditions
+            self._pending_conditions[pod.uid] = (pod, reason, message, nominated_node)
+        if first:
+            self._submit(lambda: self._write_condition(pod.uid))
+
+    def _write_condition(self, uid: str) -> None:
+        with self._lock:
+            item = self._pending_conditions.pop(uid, None)
+        if item is None:
+            return
+        pod, reason, message, nominated = item
+        if _condition_unchanged(pod, reason, message) and nominated is None:
+            return
+        status: dict[str, Any] = {
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": reason,
+                    "message": message,
+                    "lastProbeTime": None,
+                    "lastTransitionTime": rfc3339(),
+                }
+            ]
+        }
+        if nominated is not None:
+            status["nominatedNodeName"] = nominated or None
+        try:
+            self._writer.patch_pod_status(pod.namespace, pod.name, {"status": status})
+        except Exception as exc:
+            if getattr(exc, "status", None) != 404:  # a pod deleted meanwhile is not an error
+                raise
+
+
+def _condition_unchanged(pod: Pod, reason: str, message: str) -> bool:
+    for c in (pod.raw.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "PodScheduled":
+            return c.get("status") == "False" and c.get("reason") == reason and c.get("message") == message
+    return False
+
+
+class RecordingEventSink:
+    """Keeps events and conditions in memory (simulate, tests)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str, str]] = []  # (pod key, type, reason, note)
+        self.conditions: dict[str, tuple[str, str]] = {}
+
+    def event(self, pod: Pod, type_: str, reason: str, action: str, note: str, controller: str) -> None:
+        self.events.append((pod.key, type_, reason, truncate_note(note)))
+
+    def pod_condition(self, pod: Pod, reason: str, message: str, nominated_node: str | None) -> None:
+        self.conditions[pod.key] = (reason, message)

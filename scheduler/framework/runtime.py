@@ -1,0 +1,816 @@
+"""The framework runtime: one profile's plugins, run at each extension point as kube-scheduler does.
+
+Mirrors ``pkg/scheduler/framework/runtime/framework.go``: the order in which plugins run, which
+codes stop a loop, the wrapping of unexpected codes into Error statuses (same wording), the
+nominated-pods two-pass filter, score normalization/range-check/weighting, Permit waiting and the
+Bind "first non-Skip wins" chain. Everything runs on the caller's thread; only Permit waiting is
+shared with the binding threads and is guarded by a lock.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.config.types import EXTENSION_POINTS, Profile
+from scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    BindPlugin,
+    CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
+    Handle,
+    NodeScore,
+    NodeToStatus,
+    ObjectLister,
+    PermitPlugin,
+    PluginFactory,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    QueuedPodInfoLike,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+    SharedLister,
+)
+from scheduler.framework.status import Code, Status, error, success, unresolvable
+from scheduler.framework.types import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, NodeInfo
+from scheduler.model.pod import Pod
+
+# callable(extension_point, status_code_string, seconds): wired to scheduler_framework_extension_point_duration.
+MetricsHook = Callable[[str, str, float], None]
+
+# Permit plugins may not ask for a longer wait than this (upstream maxTimeout).
+MAX_PERMIT_TIMEOUT_SECONDS = 15 * 60.0
+
+CODE_NAMES: dict[Code, str] = {
+    Code.SUCCESS: "Success",
+    Code.ERROR: "Error",
+    Code.UNSCHEDULABLE: "Unschedulable",
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
+    Code.WAIT: "Wait",
+    Code.SKIP: "Skip",
+    Code.PENDING: "Pending",
+}
+
+_POINT_PROTOCOLS: dict[str, type] = {
+    "preEnqueue": PreEnqueuePlugin,
+    "queueSort": QueueSortPlugin,
+    "preFilter": PreFilterPlugin,
+    "filter": FilterPlugin,
+    "postFilter": PostFilterPlugin,
+    "preScore": PreScorePlugin,
+    "score": ScorePlugin,
+    "reserve": ReservePlugin,
+    "permit": PermitPlugin,
+    "preBind": PreBindPlugin,
+    "bind": BindPlugin,
+    "postBind": PostBindPlugin,
+}
+
+# Only plugins at these points can make a pod unschedulable, so only their events requeue pods.
+_ENQUEUE_POINTS = ("preEnqueue", "preFilter", "filter", "reserve", "permit")
+
+# Registered for plugins that do not say which events matter to them: any event may help.
+WILDCARD_EVENT = ClusterEventWithHint(ClusterEvent(EventResource.WILDCARD, ActionType.ALL, "WildCard"))
+
+
+def code_name(status: Status | None) -> str:
+    """Upstream Code.String() of a status (None is Success): the metrics label value."""
+    return CODE_NAMES[Code.SUCCESS if status is None else status.code]
+
+
+def _failure(message: str, plugin: str = "") -> Status:
+    s = error(message)
+    s.plugin = plugin
+    return s
+
+
+def go_duration(seconds: float) -> str:
+    """Format like Go's time.Duration.String() ("10s", "1m30s", "1.5s", "500ms"), as the timeout
+    message upstream embeds the duration that way."""
+    ns = round(seconds * 1_000_000_000)
+    if ns == 0:
+        return "0s"
+    sign, ns = ("-", -ns) if ns < 0 else ("", ns)
+    if ns < 1_000:
+        return f"{sign}{ns}ns"
+    if ns < 1_000_000:
+        return f"{sign}{_decimal(ns, 1_000)}µs"
+    if ns < 1_000_000_000:
+        return f"{sign}{_decimal(ns, 1_000_000)}ms"
+    hours, rest = divmod(ns, 3_600_000_000_000)
+    minutes, rest = divmod(rest, 60_000_000_000)
+    secs = _decimal(rest, 1_000_000_000)
+    if hours:
+        return f"{sign}{hours}h{minutes}m{secs}s"
+    if minutes:
+        return f"{sign}{minutes}m{secs}s"
+    return f"{sign}{secs}s"
+
+
+def _decimal(value: int, unit: int) -> str:
+    whole, frac = divmod(value, unit)
+    if frac == 0:
+        return str(whole)
+    digits = str(frac).rjust(len(str(unit)) - 1, "0").rstrip("0")
+    return f"{whole}.{digits}"
+
+
+@dataclass(slots=True)
+class PluginScore:
+    """One plugin's contribution to a node: ``score`` is weighted (as upstream reports it),
+    ``normalized`` the value before the weight was applied."""
+
+    name: str
+    score: int
+    normalized: int = 0
+
+
+@dataclass(slots=True)
+class NodePluginScores:
+    name: str
+    total_score: int = 0
+    scores: list[PluginScore] = field(default_factory=list)
+
+
+class WaitingPod:
+    """A pod held at Permit until every waiting plugin allows it, one rejects it, or a plugin's
+    timeout passes. The first decision wins; later allow/reject calls are no-ops.
+
+    Timeouts are checked whenever the pod is touched (allow, reject, wait, pending list), against an
+    injectable clock, instead of one timer thread per plugin as upstream has.
+    """
+
+    def __init__(self, pod: Pod, plugin_timeouts: Mapping[str, float], clock: Callable[[], float]) -> None:
+        self.pod = pod
+        self._clock = clock
+        self._cond = threading.Condition()
+        now = clock()
+        # plugin -> (deadline, timeout)
+        self._pending: dict[str, tuple[float, float]] = {
+            name: (now + timeout, timeout) for name, timeout in plugin_timeouts.items()
+        }
+        self._decided = False
+        self._decision: Status | None = None
+
+    def get_pod(self) -> Pod:
+        return self.pod
+
+    def get_pending_plugins(self) -> list[str]:
+        with self._cond:
+            self._expire_locked()
+            return sorted(self._pending) if not self._decided else []
+
+    def allow(self, plugin_name: str) -> None:
+        """The plugin lets the pod go; the pod is released once no plugin is pending."""
+        with self._cond:
+            self._expire_locked()
+            self._pending.pop(plugin_name, None)
+            if not self._pending:
+                self._decide_locked(None)
+
+    def reject(self, plugin_name: str, msg: str) -> None:
+        with self._cond:
+            self._expire_locked()
+            self._decide_locked(Status(Code.UNSCHEDULABLE, [msg], plugin=plugin_name))
+
+    def wait(self, timeout: float | None = None) -> Status | None:
+        """Block until decided. ``timeout`` bounds this call only (e.g. shutdown): when it passes
+        first the pod is released with an Error status."""
+        with self._cond:
+            give_up = None if timeout is None else self._clock() + timeout
+            while True:
+                self._expire_locked()
+                if self._decided:
+                    return self._decision
+                now = self._clock()
+                if give_up is not None and now >= give_up:
+                    self._decide_locked(error(f"no permit decision within {go_duration(timeout or 0.0)}"))
+                    continue
+                deadlines = [d for d, _ in self._pending.values()]
+                if give_up is not None:
+                    deadlines.append(give_up)
+                self._cond.wait(max(0.0, min(deadlines) - now) if deadlines else None)
+
+    def _expire_locked(self) -> None:
+        if self._decided or not self._pending:
+            return
+        now = self._clock()
+        expired = [(deadline, name, t) for name, (deadline, t) in self._pending.items() if now >= deadline]
+        if expired:
+            _, name, timeout = min(expired)
+            msg = f"rejected due to timeout after waiting {go_duration(timeout)} at plugin {name}"
+            self._decide_locked(Status(Code.UNSCHEDULABLE, [msg], plugin=name))
+
+    def _decide_locked(self, status: Status | None) -> None:
+        if self._decided:
+            return
+        self._decided = True
+        self._decision = status
+        self._cond.notify_all()
+
+
+class FrameworkHandle:
+    """What plugins receive as their handle: the scheduler's handle plus the framework's own
+    services (waiting pods, filter re-runs for preemption). Unknown attributes are looked up on the
+    wrapped handle, so additions there reach plugins unchanged."""
+
+    def __init__(self, base: Handle, framework: Framework) -> None:
+        self._base = base
+        self.framework = framework
+
+    def snapshot(self) -> SharedLister:
+        return self._base.snapshot()
+
+    def objects(self) -> ObjectLister:
+        return self._base.objects()
+
+    def nominated_pods_for(self, node_name: str) -> Sequence[Pod]:
+        return self._base.nominated_pods_for(node_name)
+
+    def bind(self, pod: Pod, node_name: str) -> Status | None:
+        return self._base.bind(pod, node_name)
+
+    def parallelism(self) -> int:
+        return self._base.parallelism()
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        return self.framework.get_waiting_pod(uid)
+
+    def iterate_over_waiting_pods(self) -> list[WaitingPod]:
+        return self.framework.iterate_over_waiting_pods()
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        return self.framework.reject_waiting_pod(uid)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._base, name)
+
+
+class Framework:
+    """The plugins of one profile, instantiated once each, listed per extension point in config order."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        registry: Mapping[str, PluginFactory],
+        handle: Handle,
+        *,
+        metrics: MetricsHook | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.profile_name = profile.scheduler_name
+        self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
+        self.handle = FrameworkHandle(handle, self)
+        self._metrics = metrics
+        self._clock = clock
+        self._waiting: dict[str, WaitingPod] = {}
+        self._waiting_lock = threading.Lock()
+        self.plugins: dict[str, Any] = {}
+        self._by_point: dict[str, list[Any]] = {}
+        self.score_plugin_weight: dict[str, int] = {}
+        self._build(profile, registry)
+        self._pre_enqueue: list[PreEnqueuePlugin] = self._by_point["preEnqueue"]
+        self._queue_sort: list[QueueSortPlugin] = self._by_point["queueSort"]
+        self._pre_filter: list[PreFilterPlugin] = self._by_point["preFilter"]
+        self._filter: list[FilterPlugin] = self._by_point["filter"]
+        self._post_filter: list[PostFilterPlugin] = self._by_point["postFilter"]
+        self._pre_score: list[PreScorePlugin] = self._by_point["preScore"]
+        self._score: list[ScorePlugin] = self._by_point["score"]
+        self._reserve: list[ReservePlugin] = self._by_point["reserve"]
+        self._permit: list[PermitPlugin] = self._by_point["permit"]
+        self._pre_bind: list[PreBindPlugin] = self._by_point["preBind"]
+        self._bind: list[BindPlugin] = self._by_point["bind"]
+        self._post_bind: list[PostBindPlugin] = self._by_point["postBind"]
+
+    # ----- construction -------------------------------------------------------------------------
+
+    def _build(self, profile: Profile, registry: Mapping[str, PluginFactory]) -> None:
+        """Instantiate each named plugin once and check it implements every point it is listed at."""
+        unknown = set(profile.plugins) - set(EXTENSION_POINTS)
+        if unknown:
+            raise ValueError(f"profile {self.profile_name!r}: unknown extension point(s) {sorted(unknown)}")
+        for point in EXTENSION_POINTS:
+            listed: list[Any] = []
+            for ref in profile.plugins.get(point, []):
+                plugin = self._instantiate(profile, registry, ref.name)
+                if not isinstance(plugin, _POINT_PROTOCOLS[point]):
+                    raise ValueError(
+                        f"profile {self.profile_name!r}: plugin {ref.name!r} is enabled at {point} "
+                        f"but does not implement it"
+                    )
+                if any(p is plugin for p in listed):
+                    raise ValueError(f"profile {self.profile_name!r}: plugin {ref.name!r} listed twice at {point}")
+                listed.append(plugin)
+                if point == "score":
+                    self.score_plugin_weight[ref.name] = ref.weight if ref.weight > 0 else 1
+            self._by_point[point] = listed
+        if len(self._by_point["queueSort"]) > 1:
+            raise ValueError(f"profile {self.profile_name!r}: only one queueSort plugin can be enabled")
+
+    def _instantiate(self, profile: Profile, registry: Mapping[str, PluginFactory], name: str) -> Any:
+        if name in self.plugins:
+            return self.plugins[name]
+        factory = registry.get(name)
+        if factory is None:
+            raise ValueError(f"profile {self.profile_name!r}: plugin {name!r} is not registered")
+        plugin = factory(profile.plugin_config.get(name, {}), self.handle)
+        self.plugins[name] = plugin
+        return plugin
+
+    # ----- introspection ------------------------------------------------------------------------
+
+    def list_plugins(self) -> dict[str, list[str]]:
+        """Extension point -> plugin names, in run order (points without plugins omitted)."""
+        return {p: [pl.name for pl in pls] for p, pls in self._by_point.items() if pls}
+
+    def has_filter_plugins(self) -> bool:
+        return bool(self._filter)
+
+    def has_post_filter_plugins(self) -> bool:
+        return bool(self._post_filter)
+
+    def has_score_plugins(self) -> bool:
+        return bool(self._score)
+
+    def observe(self, extension_point: str, status: Status | None, seconds: float) -> None:
+        """Report one extension point's duration to the metrics hook (if any)."""
+        if self._metrics is not None:
+            self._metrics(extension_point, code_name(status), seconds)
+
+    def _observe_since(self, extension_point: str, status: Status | None, start: float) -> None:
+        if self._metrics is not None:
+            self._metrics(extension_point, code_name(status), time.perf_counter() - start)
+
+    # ----- queue side ---------------------------------------------------------------------------
+
+    def queue_sort_less(self, a: QueuedPodInfoLike, b: QueuedPodInfoLike) -> bool:
+        if not self._queue_sort:
+            raise RuntimeError(f"profile {self.profile_name!r}: no queueSort plugin is enabled")
+        return self._queue_sort[0].less(a, b)
+
+    def pre_enqueue_plugins(self) -> list[PreEnqueuePlugin]:
+        return list(self._pre_enqueue)
+
+    def run_pre_enqueue_plugins(self, pod: Pod) -> Status | None:
+        """First non-success PreEnqueue status, with its plugin recorded (the gating plugin)."""
+        for pl in self._pre_enqueue:
+            s = pl.pre_enqueue(pod)
+            if not success(s):
+                assert s is not None
+                s.plugin = pl.name
+                return s
+        return None
+
+    def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
+        """Plugin name -> events that may make a pod it rejected schedulable.
+
+        Only plugins that can reject (PreEnqueue, PreFilter, Filter, Reserve, Permit) count; one
+        without ``events_to_register`` gets the wildcard event, as upstream's default extension."""
+        out: dict[str, list[ClusterEventWithHint]] = {}
+        for point in _ENQUEUE_POINTS:
+            for pl in self._by_point[point]:
+                if pl.name in out:
+                    continue
+                out[pl.name] = list(pl.events_to_register()) if isinstance(pl, EnqueueExtensions) else [WILDCARD_EVENT]
+        return out
+
+    # ----- PreFilter / Filter -------------------------------------------------------------------
+
+    def run_pre_filter_plugins(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo] | None = None
+    ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
+        """Run PreFilter plugins. Returns the merged PreFilterResult, the status, and the plugins
+        whose result narrowed the node set (upstream's pluginsWithNodes, a diagnosis input).
+
+        Skip → the plugin's Filter and PreFilterExtensions are skipped this cycle. Unschedulable →
+        keep running (preemption needs every plugin's state); UnschedulableAndUnresolvable → stop.
+        An empty intersection of node sets is UnschedulableAndUnresolvable."""
+        start = time.perf_counter()
+        skip: set[str] = set()
+        status: Status | None = None
+        try:
+            all_nodes = list(nodes) if nodes is not None else list(self.handle.snapshot().list())
+            result, status, with_nodes = self._pre_filter_loop(state, pod, all_nodes, skip)
+            return result, status, with_nodes
+        finally:
+            state.skip_filter_plugins = skip
+            self._observe_since("PreFilter", status, start)
+
+    def _pre_filter_loop(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], skip: set[str]
+    ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
+        result: PreFilterResult | None = None
+        with_nodes: set[str] = set()
+        returned: Status | None = None
+        for pl in self._pre_filter:
+            r, s = pl.pre_filter(state, pod, nodes)
+            if s is not None and s.code == Code.SKIP:
+                skip.add(pl.name)
+                continue
+            if not success(s):
+                assert s is not None
+                s.plugin = pl.name
+                if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    return None, s, set()
+                if s.code == Code.UNSCHEDULABLE:
+                    returned = s
+                    continue
+                return None, _failure(f'running PreFilter plugin "{pl.name}": {s.message}', pl.name), set()
+            if r is not None and not r.all_nodes():
+                with_nodes.add(pl.name)
+            result = r if result is None else result.merge(r)
+            if result is not None and result.node_names is not None and not result.node_names:
+                return result, unresolvable(_prefilter_conflict_msg(with_nodes)), with_nodes
+        return result, returned, with_nodes
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        """Tell PreFilter plugins' state that `pod_to_add` now runs on the node (nominated pods, preemption)."""
+        for pl in self._pre_filter:
+            ext = pl.pre_filter_extensions()
+            if ext is None or pl.name in state.skip_filter_plugins:
+                continue
+            s = ext.add_pod(state, pod, pod_to_add, node_info)
+            if not success(s):
+                assert s is not None
+                return _failure(f'running AddPod on PreFilter plugin "{pl.name}": {s.message}')
+        return None
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        """Tell PreFilter plugins' state that `pod_to_remove` left the node (preemption victims)."""
+        for pl in self._pre_filter:
+            ext = pl.pre_filter_extensions()
+            if ext is None or pl.name in state.skip_filter_plugins:
+                continue
+            s = ext.remove_pod(state, pod, pod_to_remove, node_info)
+            if not success(s):
+                assert s is not None
+                return _failure(f'running RemovePod on PreFilter plugin "{pl.name}": {s.message}')
+        return None
+
+    def run_filter_plugins(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        """First rejecting Filter wins, with its plugin recorded; other non-success codes are Errors.
+
+        A node whose object could not be parsed is rejected as UnschedulableAndUnresolvable with the
+        parse error (our addition: upstream never sees malformed nodes, the API server validates)."""
+        node = node_info.node
+        if node is not None and node.parse_error is not None:
+            return unresolvable(str(node.parse_error))
+        for pl in self._filter:
+            if pl.name in state.skip_filter_plugins:
+                continue
+            s = pl.filter(state, pod, node_info)
+            if not success(s):
+                assert s is not None
+                if not s.is_rejected():
+                    s = error(f'running "{pl.name}" filter plugin: {s.message}')
+                s.plugin = pl.name
+                return s
+        return None
+
+    def run_filter_plugins_with_nominated_pods(
+        self,
+        state: CycleState,
+        pod: Pod,
+        node_info: NodeInfo,
+        nominated_pods: Sequence[Pod] | None = None,
+    ) -> Status | None:
+        """Filter the node twice when it has nominated pods of priority >= the pod's: once with them
+        added (they must not lose the room they were promised), then once without them (filters such
+        as pod affinity may only hold thanks to them). Both must pass.
+
+        ``nominated_pods`` are the pods nominated to this node; None asks the handle."""
+        status: Status | None = None
+        pods_added = False
+        for i in range(2):
+            state_to_use, info_to_use = state, node_info
+            if i == 0:
+                pods_added, state_to_use, info_to_use, err = self._add_ge_nominated_pods(
+                    state, pod, node_info, nominated_pods
+                )
+                if err is not None:
+                    return err
+            elif not pods_added or not success(status):
+                break
+            status = self.run_filter_plugins(state_to_use, pod, info_to_use)
+            if not success(status) and status is not None and not status.is_rejected():
+                return status
+        return status
+
+    def _add_ge_nominated_pods(
+        self, state: CycleState, pod: Pod, node_info: NodeInfo, nominated: Sequence[Pod] | None
+    ) -> tuple[bool, CycleState, NodeInfo, Status | None]:
+        if nominated is None:
+            nominated = self.handle.nominated_pods_for(node_info.name)
+        if not nominated:
+            return False, state, node_info, None
+        info_out = node_info.clone()
+        state_out = state.clone()
+        added = False
+        for other in nominated:
+            if other.priority >= pod.priority and other.uid != pod.uid:
+                info_out.add_pod(other)
+                s = self.run_pre_filter_extension_add_pod(state_out, pod, other, info_out)
+                if not success(s):
+                    return False, state, node_info, s
+                added = True
+        return added, state_out, info_out, None
+
+    # ----- PostFilter ---------------------------------------------------------------------------
+
+    def run_post_filter_plugins(
+        self, state: CycleState, pod: Pod, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        """Run until one succeeds, is unresolvable or errors; otherwise gather all reasons.
+
+        Upstream keeps the last result whose nominating mode is not Noop; our PostFilterResult has
+        no mode, so any non-None result counts."""
+        start = time.perf_counter()
+        status: Status | None = None
+        try:
+            result, status = self._post_filter_loop(state, pod, statuses)
+            return result, status
+        finally:
+            self._observe_since("PostFilter", status, start)
+
+    def _post_filter_loop(
+        self, state: CycleState, pod: Pod, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        result: PostFilterResult | None = None
+        reasons: list[str] = []
+        rejector = ""
+        for pl in self._post_filter:
+            r, s = pl.post_filter(state, pod, statuses)
+            if success(s):
+                return r, s
+            assert s is not None
+            if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                s.plugin = pl.name
+                return r, s
+            if not s.is_rejected():
+                return None, _failure(s.message, pl.name)
+            if r is not None:
+                result = r
+            reasons.extend(s.reasons)
+            rejector = rejector or pl.name
+        return result, Status(Code.UNSCHEDULABLE, reasons, plugin=rejector)
+
+    # ----- PreScore / Score ---------------------------------------------------------------------
+
+    def run_pre_score_plugins(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        """Skip → that plugin's Score does not run this cycle; anything else but success is an Error."""
+        start = time.perf_counter()
+        skip: set[str] = set()
+        status: Status | None = None
+        try:
+            for pl in self._pre_score:
+                s = pl.pre_score(state, pod, nodes)
+                if s is not None and s.code == Code.SKIP:
+                    skip.add(pl.name)
+                    continue
+                if not success(s):
+                    assert s is not None
+                    status = _failure(f'running PreScore plugin "{pl.name}": {s.message}')
+                    return status
+            return None
+        finally:
+            state.skip_score_plugins = skip
+            self._observe_since("PreScore", status, start)
+
+    def run_score_plugins(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[NodePluginScores], Status | None]:
+        """Score every node with every non-skipped plugin, normalize, check [0, 100], weight, sum.
+
+        Returns the per-node results in ``nodes`` order, or ([], Error status)."""
+        start = time.perf_counter()
+        status: Status | None = None
+        try:
+            plugins = [pl for pl in self._score if pl.name not in state.skip_score_plugins]
+            raw, status = self._score_nodes(state, pod, nodes, plugins)
+            if status is None:
+                status = self._normalize(state, pod, plugins, raw)
+            if status is not None:
+                return [], status
+            out, status = self._weigh(nodes, plugins, raw)
+            return out, status
+        finally:
+            self._observe_since("Score", status, start)
+
+    def _score_nodes(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin]
+    ) -> tuple[dict[str, list[NodeScore]], Status | None]:
+        raw = {pl.name: [NodeScore(n.name, 0) for n in nodes] for pl in plugins}
+        for index, node_info in enumerate(nodes):
+            for pl in plugins:
+                score, s = pl.score(state, pod, node_info)
+                if not success(s):
+                    assert s is not None
+                    return raw, _failure(f'running Score plugins: plugin "{pl.name}" failed with: {s.message}')
+                raw[pl.name][index].score = score
+        return raw, None
+
+    def _normalize(
+        self, state: CycleState, pod: Pod, plugins: list[ScorePlugin], raw: dict[str, list[NodeScore]]
+    ) -> Status | None:
+        for pl in plugins:
+            ext = pl.score_extensions()
+            if ext is None:
+                continue
+            s = ext.normalize_score(state, pod, raw[pl.name])
+            if not success(s):
+                assert s is not None
+                return _failure(f'running Normalize on Score plugins: plugin "{pl.name}" failed with: {s.message}')
+        return None
+
+    def _weigh(
+        self, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin], raw: dict[str, list[NodeScore]]
+    ) -> tuple[list[NodePluginScores], Status | None]:
+        out: list[NodePluginScores] = []
+        for index, node_info in enumerate(nodes):
+            entry = NodePluginScores(node_info.name)
+            for pl in plugins:
+                score = raw[pl.name][index].score
+                if score > MAX_NODE_SCORE or score < MIN_NODE_SCORE:
+                    return [], _failure(
+                        f'applying score defaultWeights on Score plugins: plugin "{pl.name}" returns an invalid '
+                        f"score {score}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
+                        f"after normalizing"
+                    )
+                weighted = score * self.score_plugin_weight[pl.name]
+                entry.scores.append(PluginScore(pl.name, weighted, score))
+                entry.total_score += weighted
+            out.append(entry)
+        return out, None
+
+    # ----- Reserve / Permit ---------------------------------------------------------------------
+
+    def run_reserve_plugins_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Stop at the first failure; the caller then runs Unreserve for all plugins."""
+        start = time.perf_counter()
+        status: Status | None = None
+        try:
+            for pl in self._reserve:
+                s = pl.reserve(state, pod, node_name)
+                if not success(s):
+                    assert s is not None
+                    if s.is_rejected():
+                        s.plugin = pl.name
+                        status = s
+                    else:
+                        status = _failure(f'running Reserve plugin "{pl.name}": {s.message}')
+                    return status
+            return None
+        finally:
+            self._observe_since("Reserve", status, start)
+
+    def run_reserve_plugins_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        """Undo Reserve in reverse order, so later plugins release before the ones they built on."""
+        start = time.perf_counter()
+        for pl in reversed(self._reserve):
+            pl.unreserve(state, pod, node_name)
+        self._observe_since("Unreserve", None, start)
+
+    def run_permit_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Reject → stop; Wait → remember the plugin's timeout (capped at 15 min) and go on. If any
+        plugin waits, the pod is registered as waiting and a Wait status is returned."""
+        start = time.perf_counter()
+        status: Status | None = None
+        try:
+            waits: dict[str, float] = {}
+            for pl in self._permit:
+                s, timeout = pl.permit(state, pod, node_name)
+                if success(s):
+                    continue
+                assert s is not None
+                if s.is_rejected():
+                    s.plugin = pl.name
+                    status = s
+                    return status
+                if s.code == Code.WAIT:
+                    waits[pl.name] = min(timeout, MAX_PERMIT_TIMEOUT_SECONDS)
+                    continue
+                status = _failure(f'running Permit plugin "{pl.name}": {s.message}', pl.name)
+                return status
+            if waits:
+                with self._waiting_lock:
+                    self._waiting[pod.uid] = WaitingPod(pod, waits, self._clock)
+                msg = f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"'
+                status = Status(Code.WAIT, [msg])
+            return status
+        finally:
+            self._observe_since("Permit", status, start)
+
+    def wait_on_permit(self, pod: Pod, timeout: float | None = None) -> Status | None:
+        """Block (binding thread) until a waiting pod is allowed, rejected or timed out; returns at
+        once for pods that did not wait. ``timeout`` is an extra bound for this call only."""
+        with self._waiting_lock:
+            wp = self._waiting.get(pod.uid)
+        if wp is None:
+            return None
+        try:
+            s = wp.wait(timeout)
+        finally:
+            with self._waiting_lock:
+                if self._waiting.get(pod.uid) is wp:
+                    del self._waiting[pod.uid]
+        if success(s):
+            return None
+        assert s is not None
+        if s.is_rejected():
+            return s
+        return _failure(f"waiting on permit for pod: {s.message}", s.plugin)
+
+    def will_wait_on_permit(self, pod: Pod) -> bool:
+        with self._waiting_lock:
+            return pod.uid in self._waiting
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        with self._waiting_lock:
+            return self._waiting.get(uid)
+
+    def iterate_over_waiting_pods(self) -> list[WaitingPod]:
+        with self._waiting_lock:
+            return list(self._waiting.values())
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        """Reject a waiting pod (e.g. it was deleted); False if it was not waiting."""
+        wp = self.get_waiting_pod(uid)
+        if wp is None:
+            return False
+        wp.reject("", "removed")
+        return True
+
+    # ----- PreBind / Bind / PostBind ------------------------------------------------------------
+
+    def run_pre_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        start = time.perf_counter()
+        status: Status | None = None
+        try:
+            for pl in self._pre_bind:
+                s = pl.pre_bind(state, pod, node_name)
+                if not success(s):
+                    assert s is not None
+                    if s.is_rejected():
+                        s.plugin = pl.name
+                        status = s
+                    else:
+                        status = _failure(f'running PreBind plugin "{pl.name}": {s.message}')
+                    return status
+            return None
+        finally:
+            self._observe_since("PreBind", status, start)
+
+    def run_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Bind plugins in order until one does not return Skip. When none binds (no plugins, or all
+        skipped) this returns an Error: upstream hands back the Skip status, which its caller also
+        treats as a failed binding."""
+        start = time.perf_counter()
+        status: Status | None = None
+        try:
+            status = self._bind_loop(state, pod, node_name)
+            return status
+        finally:
+            self._observe_since("Bind", status, start)
+
+    def _bind_loop(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        for pl in self._bind:
+            s = pl.bind(state, pod, node_name)
+            if s is not None and s.code == Code.SKIP:
+                continue
+            if success(s):
+                return None
+            assert s is not None
+            if s.is_rejected():
+                s.plugin = pl.name
+                return s
+            return _failure(f'running Bind plugin "{pl.name}": {s.message}')
+        return _failure(f"no bind plugin bound pod {pod.key} (all returned Skip or none is enabled)")
+
+    def run_post_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        start = time.perf_counter()
+        for pl in self._post_bind:
+            pl.post_bind(state, pod, node_name)
+        self._observe_since("PostBind", None, start)
+
+
+def _prefilter_conflict_msg(plugins: set[str]) -> str:
+    names = sorted(plugins)
+    if len(names) == 1:
+        return f"node(s) didn't satisfy plugin {names[0]}"
+    return f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously"

@@ -1,0 +1,614 @@
+"""InterPodAffinity: required pod (anti-)affinity as a filter, preferred terms as a score (kube-scheduler v1.34).
+
+Upstream: ``pkg/scheduler/framework/plugins/interpodaffinity/{plugin,filtering,scoring}.go``.
+
+Why the shape: checking a term means looking at other pods, and a cluster has many more pods than nodes.
+So PreFilter walks the pods once and reduces them to counters keyed by ``(topologyKey, value)``; Filter
+then only looks the node's own label values up in those counters. PreScore does the same for the
+weighted terms. Parsed terms are cached on each pod (``Pod.memo``), so an existing pod's selectors are
+parsed once in its life, not once per scheduling cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    CycleState,
+    Handle,
+    NodeScore,
+    PreFilterResult,
+)
+from scheduler.framework.status import Status, error, skip, unresolvable, unschedulable
+from scheduler.framework.types import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    NodeInfo,
+    QueueingHint,
+)
+from scheduler.model.errors import InvalidObjectError
+from scheduler.model.labels import NOTHING, LabelSelector, parse_label_selector
+from scheduler.model.node import Node
+from scheduler.model.pod import Pod
+from scheduler.plugins.spreading import as_node, as_pod, object_labels
+
+NAME = "InterPodAffinity"
+PRE_FILTER_STATE_KEY = "PreFilter" + NAME
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+_TERMS_MEMO = NAME + ".terms"
+
+ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't satisfy existing pods anti-affinity rules"
+ERR_REASON_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod affinity rules"
+ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod anti-affinity rules"
+
+TopologyPair = tuple[str, str]
+Counts = dict[TopologyPair, int]
+
+
+# ----- parsed terms ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AffinityTerm:
+    """A parsed PodAffinityTerm (upstream fwk.AffinityTerm).
+
+    ``ns_selector`` is NOTHING when the term has no namespaceSelector. For the incoming pod the selector
+    is folded into ``namespaces`` once per cycle (see ``_merge_namespaces``).
+    """
+
+    namespaces: frozenset[str]
+    selector: LabelSelector
+    topology_key: str
+    ns_selector: LabelSelector = NOTHING
+
+    def matches(self, pod: Pod, ns_labels: Mapping[str, str] | None) -> bool:
+        """In the term's namespaces (by name or by namespace labels) and matched by its label selector."""
+        if pod.namespace in self.namespaces or self.ns_selector.matches(ns_labels or {}):
+            return self.selector.matches(pod.labels)
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedAffinityTerm:
+    term: AffinityTerm
+    weight: int
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerms:
+    """All four term lists of one pod, plus what failed to parse ("<list>: <error>")."""
+
+    required_affinity: tuple[AffinityTerm, ...] = ()
+    required_anti_affinity: tuple[AffinityTerm, ...] = ()
+    preferred_affinity: tuple[WeightedAffinityTerm, ...] = ()
+    preferred_anti_affinity: tuple[WeightedAffinityTerm, ...] = ()
+    errors: tuple[str, ...] = ()
+
+    @property
+    def parse_error(self) -> str:
+        """utilerrors.NewAggregate formatting: one error as is, several as ``[a, b]``."""
+        if len(self.errors) == 1:
+            return self.errors[0]
+        return "[" + ", ".join(self.errors) + "]"
+
+
+_NO_TERMS = PodAffinityTerms()
+
+
+def _parse_term(pod: Pod, raw: object, fld: str) -> AffinityTerm:
+    ident = f"pod {pod.key}"
+    if not isinstance(raw, Mapping):
+        raise InvalidObjectError(ident, fld, "must be an object")
+    selector = parse_label_selector(raw.get("labelSelector"), ident, f"{fld}.labelSelector")
+    raw_ns = raw.get("namespaces") or []
+    if not isinstance(raw_ns, list) or not all(isinstance(n, str) for n in raw_ns):
+        raise InvalidObjectError(ident, f"{fld}.namespaces", "must be a list of strings")
+    raw_ns_sel = raw.get("namespaceSelector")
+    ns_selector = parse_label_selector(raw_ns_sel, ident, f"{fld}.namespaceSelector")
+    # getNamespacesFromPodAffinityTerm: neither namespaces nor a selector means "the pod's own namespace".
+    namespaces = frozenset(raw_ns) if raw_ns or raw_ns_sel is not None else frozenset({pod.namespace})
+    return AffinityTerm(namespaces, selector, str(raw.get("topologyKey") or ""), ns_selector)
+
+
+def _parse_terms(pod: Pod, raw: object, fld: str) -> tuple[AffinityTerm, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise InvalidObjectError(f"pod {pod.key}", fld, "must be a list")
+    return tuple(_parse_term(pod, t, f"{fld}[{i}]") for i, t in enumerate(raw))
+
+
+def _parse_weighted(pod: Pod, raw: object, fld: str) -> tuple[WeightedAffinityTerm, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise InvalidObjectError(f"pod {pod.key}", fld, "must be a list")
+    out = []
+    for i, w in enumerate(raw):
+        if not isinstance(w, Mapping):
+            raise InvalidObjectError(f"pod {pod.key}", f"{fld}[{i}]", "must be an object")
+        weight = w.get("weight") or 0
+        if not isinstance(weight, int):
+            raise InvalidObjectError(f"pod {pod.key}", f"{fld}[{i}].weight", "must be an integer")
+        out.append(WeightedAffinityTerm(_parse_term(pod, w.get("podAffinityTerm"), f"{fld}[{i}].podAffinityTerm"),
+                                        weight))
+    return tuple(out)
+
+
+def _section(affinity: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    v = affinity.get(key)
+    return v if isinstance(v, Mapping) else {}
+
+
+def parse_affinity_terms(pod: Pod) -> PodAffinityTerms:
+    """framework.NewPodInfo's term parsing: each of the four lists parses on its own; a list with an
+    error is empty and its error is recorded (an existing pod keeps its other lists, the incoming pod is
+    rejected in PreFilter)."""
+    aff = _section(pod.affinity, "podAffinity")
+    anti = _section(pod.affinity, "podAntiAffinity")
+    base = "spec.affinity"
+    req, pref = "requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution"
+    errors: list[str] = []
+    parts: dict[str, Any] = {}
+    specs = (
+        ("required_affinity", "requiredAffinityTerms", _parse_terms, aff.get(req), f"{base}.podAffinity.{req}"),
+        ("required_anti_affinity", "requiredAntiAffinityTerms", _parse_terms, anti.get(req),
+         f"{base}.podAntiAffinity.{req}"),
+        ("preferred_affinity", "preferredAffinityTerms", _parse_weighted, aff.get(pref), f"{base}.podAffinity.{pref}"),
+        ("preferred_anti_affinity", "preferredAntiAffinityTerms", _parse_weighted, anti.get(pref),
+         f"{base}.podAntiAffinity.{pref}"),
+    )
+    for attr, label, parse, raw, fld in specs:
+        try:
+            parts[attr] = parse(pod, raw, fld)
+        except InvalidObjectError as exc:
+            errors.append(f"{label}: {exc}")
+    return PodAffinityTerms(**parts, errors=tuple(errors))
+
+
+def affinity_terms(pod: Pod) -> PodAffinityTerms:
+    """The pod's parsed terms, cached in ``pod.memo`` (the spec of a pod never changes its affinity)."""
+    if not pod.affinity:
+        return _NO_TERMS
+    cached = pod.memo.get(_TERMS_MEMO)
+    if cached is None:
+        cached = parse_affinity_terms(pod)
+        pod.memo[_TERMS_MEMO] = cached
+    terms: PodAffinityTerms = cached
+    return terms
+
+
+def pod_matches_all_terms(terms: Sequence[AffinityTerm], pod: Pod) -> bool:
+    """True iff there are terms and the pod matches every one (namespaces already merged: no labels)."""
+    if not terms:
+        return False
+    return all(t.matches(pod, None) for t in terms)
+
+
+def _pod_matches_any_term(terms: Sequence[AffinityTerm], pod: Pod) -> bool:
+    return any(t.matches(pod, None) for t in terms)
+
+
+# ----- counters -------------------------------------------------------------------------------------
+
+
+def _bump(counts: Counts, node: Node, key: str, delta: int) -> None:
+    """Add ``delta`` at (key, node's value); entries that reach zero disappear, as upstream's map."""
+    value = node.labels.get(key)
+    if value is None:
+        return
+    pair = (key, value)
+    n = counts.get(pair, 0) + delta
+    if n == 0:
+        counts.pop(pair, None)
+    else:
+        counts[pair] = n
+
+
+def _count_affinity(counts: Counts, terms: Sequence[AffinityTerm], pod: Pod, node: Node, delta: int) -> None:
+    """One pod satisfies the incoming pod's affinity only if it matches *all* terms: then every term's key counts."""
+    if pod_matches_all_terms(terms, pod):
+        for t in terms:
+            _bump(counts, node, t.topology_key, delta)
+
+
+def _count_anti_affinity(
+    counts: Counts, terms: Sequence[AffinityTerm], pod: Pod, ns_labels: Mapping[str, str] | None, node: Node,
+    delta: int,
+) -> None:
+    """Anti-affinity terms count one by one: matching any single term is enough to repel."""
+    for t in terms:
+        if t.matches(pod, ns_labels):
+            _bump(counts, node, t.topology_key, delta)
+
+
+class _PreFilterState:
+    """Counters computed in PreFilter; AddPod/RemovePod move them for nominated pods and preemption."""
+
+    __slots__ = ("affinity_counts", "anti_affinity_counts", "existing_anti_affinity_counts", "ns_labels", "pod",
+                 "required_affinity", "required_anti_affinity")
+
+    def __init__(
+        self, pod: Pod, required_affinity: tuple[AffinityTerm, ...], required_anti_affinity: tuple[AffinityTerm, ...],
+        ns_labels: Mapping[str, str],
+    ) -> None:
+        self.pod = pod
+        self.required_affinity = required_affinity
+        self.required_anti_affinity = required_anti_affinity
+        self.ns_labels = ns_labels
+        self.existing_anti_affinity_counts: Counts = {}
+        self.affinity_counts: Counts = {}
+        self.anti_affinity_counts: Counts = {}
+
+    def clone(self) -> _PreFilterState:
+        c = _PreFilterState(self.pod, self.required_affinity, self.required_anti_affinity, self.ns_labels)
+        c.existing_anti_affinity_counts = dict(self.existing_anti_affinity_counts)
+        c.affinity_counts = dict(self.affinity_counts)
+        c.anti_affinity_counts = dict(self.anti_affinity_counts)
+        return c
+
+    def update_with_pod(self, other: Pod, node: Node, delta: int) -> None:
+        """Account (delta=+1) or un-account (-1) one pod placed on ``node`` in all three counters."""
+        _count_anti_affinity(self.existing_anti_affinity_counts, affinity_terms(other).required_anti_affinity,
+                             self.pod, self.ns_labels, node, delta)
+        _count_affinity(self.affinity_counts, self.required_affinity, other, node, delta)
+        _count_anti_affinity(self.anti_affinity_counts, self.required_anti_affinity, other, None, node, delta)
+
+
+class _PreScoreState:
+    """Weighted sums per topology key and value; read-only after PreScore, so clone shares it."""
+
+    __slots__ = ("topology_score",)
+
+    def __init__(self, topology_score: dict[str, dict[str, int]]) -> None:
+        self.topology_score = topology_score
+
+    def clone(self) -> _PreScoreState:
+        return self
+
+
+def _add_term_score(
+    scores: dict[str, dict[str, int]], term: AffinityTerm, weight: int, pod: Pod,
+    ns_labels: Mapping[str, str] | None, node: Node,
+) -> bool:
+    """processTerm: add ``weight`` at the node's value of the term's key when ``pod`` matches the term."""
+    if not term.matches(pod, ns_labels):
+        return False
+    value = node.labels.get(term.topology_key)
+    if value is None:
+        return False
+    per_value = scores.setdefault(term.topology_key, {})
+    per_value[value] = per_value.get(value, 0) + weight
+    return True
+
+
+# ----- the plugin -----------------------------------------------------------------------------------
+
+
+class InterPodAffinity:
+    """PreFilter/Filter on required terms, PreScore/Score/NormalizeScore on preferred terms."""
+
+    name = NAME
+
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        weight = args.get("hardPodAffinityWeight", 1)
+        if isinstance(weight, bool) or not isinstance(weight, int) or not 0 <= weight <= 100:
+            raise ValueError(f"InterPodAffinityArgs.hardPodAffinityWeight: invalid value {weight!r}: "
+                             "not in valid range [0, 100]")
+        ignore = args.get("ignorePreferredTermsOfExistingPods", False)
+        if not isinstance(ignore, bool):
+            raise ValueError("InterPodAffinityArgs.ignorePreferredTermsOfExistingPods: must be a boolean")
+        self.hard_pod_affinity_weight: int = weight
+        self.ignore_preferred_terms_of_existing_pods: bool = ignore
+        self.handle = handle
+
+    # --- namespaces -------------------------------------------------------------------------------
+
+    def _namespace_labels(self, namespace: str) -> Mapping[str, str]:
+        """GetNamespaceLabelsSnapshot: a missing namespace means no labels, not an error."""
+        return dict(object_labels(self.handle.objects().get("Namespace", "", namespace)))
+
+    def _merge_namespaces(self, terms: Iterable[AffinityTerm]) -> tuple[AffinityTerm, ...]:
+        """mergeAffinityTermNamespacesIfNotEmpty: fold the incoming pod's namespaceSelector into names.
+
+        Afterwards matching an existing pod needs no lookup of that pod's namespace labels. An empty
+        selector ({}) stays: it matches every namespace without help.
+        """
+        out = []
+        all_namespaces: list[Mapping[str, Any]] | None = None
+        for t in terms:
+            if t.ns_selector.nothing or t.ns_selector.empty:
+                out.append(t)
+                continue
+            if all_namespaces is None:
+                all_namespaces = list(self.handle.objects().list("Namespace"))
+            names = {str((ns.get("metadata") or {}).get("name") or "") for ns in all_namespaces
+                     if t.ns_selector.matches(object_labels(ns))}
+            out.append(replace(t, namespaces=t.namespaces | frozenset(names), ns_selector=NOTHING))
+        return tuple(out)
+
+    # --- PreFilter / Filter ----------------------------------------------------------------------
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        """Count, per (topologyKey, value), the pods that matter for this pod's required terms.
+
+        A pod whose terms do not parse is UnschedulableAndUnresolvable: no cluster change can fix it.
+        Skip when there is nothing to check (no required terms here, no existing anti-affinity to it).
+        """
+        terms = affinity_terms(pod)
+        if terms.errors:
+            return None, unresolvable(f"parsing pod: {terms.parse_error}")
+        s = _PreFilterState(pod, self._merge_namespaces(terms.required_affinity),
+                            self._merge_namespaces(terms.required_anti_affinity), self._namespace_labels(pod.namespace))
+        s.existing_anti_affinity_counts = self._existing_anti_affinity_counts(
+            pod, s.ns_labels, self.handle.snapshot().have_pods_with_required_anti_affinity_list())
+        self._incoming_counts(s, nodes)
+        if not s.existing_anti_affinity_counts and not s.required_affinity and not s.required_anti_affinity:
+            return None, skip()
+        state.write(PRE_FILTER_STATE_KEY, s)
+        return None, None
+
+    @staticmethod
+    def _existing_anti_affinity_counts(pod: Pod, ns_labels: Mapping[str, str], nodes: Sequence[NodeInfo]) -> Counts:
+        """Existing pods' required anti-affinity terms that match the incoming pod (the symmetry check)."""
+        counts: Counts = {}
+        for ni in nodes:
+            node = ni.node
+            if node is None:
+                continue
+            for existing in ni.pods_with_required_anti_affinity.values():
+                _count_anti_affinity(counts, affinity_terms(existing).required_anti_affinity, pod, ns_labels,
+                                     node, 1)
+        return counts
+
+    @staticmethod
+    def _incoming_counts(s: _PreFilterState, nodes: Sequence[NodeInfo]) -> None:
+        """Existing pods matching the incoming pod's required affinity (all terms) / anti-affinity (each)."""
+        if not s.required_affinity and not s.required_anti_affinity:
+            return
+        for ni in nodes:
+            node = ni.node
+            if node is None:
+                continue
+            for existing in ni.pods.values():
+                _count_affinity(s.affinity_counts, s.required_affinity, existing, node, 1)
+                _count_anti_affinity(s.anti_affinity_counts, s.required_anti_affinity, existing, None, node, 1)
+
+    def pre_filter_extensions(self) -> InterPodAffinity:
+        return self
+
+    def add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo) -> Status | None:
+        return self._update(state, pod_to_add, node_info, 1)
+
+    def remove_pod(self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo) -> Status | None:
+        return self._update(state, pod_to_remove, node_info, -1)
+
+    @staticmethod
+    def _update(state: CycleState, other: Pod, node_info: NodeInfo, delta: int) -> Status | None:
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, _PreFilterState):
+            return error(f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
+        if node_info.node is not None:
+            s.update_with_pod(other, node_info.node, delta)
+        return None
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        """Affinity first (unresolvable), then the pod's anti-affinity, then existing pods' (both Unschedulable:
+        preemption can remove the pods in the way)."""
+        s = state.get(PRE_FILTER_STATE_KEY)
+        if not isinstance(s, _PreFilterState):
+            return error(f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
+        node = node_info.node
+        if node is None:
+            return error("node not found")
+        if not _satisfy_pod_affinity(s, node):
+            return unresolvable(ERR_REASON_AFFINITY_RULES_NOT_MATCH)
+        if not _satisfy_pod_anti_affinity(s, node):
+            return unschedulable(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH)
+        if not _satisfy_existing_pods_anti_affinity(s, node):
+            return unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH)
+        return None
+
+    # --- PreScore / Score / NormalizeScore -------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        """Sum term weights per (topologyKey, value) over the pods that can contribute.
+
+        Only pods with affinity can contribute unless the incoming pod has preferred terms, so the walk is
+        limited to them in the common case. Skip when nothing contributed.
+        """
+        terms = affinity_terms(pod)
+        has_constraints = bool(terms.preferred_affinity or terms.preferred_anti_affinity)
+        if self.ignore_preferred_terms_of_existing_pods and not has_constraints:
+            return skip()
+        if terms.errors:
+            return error(f"failed to parse pod: {terms.parse_error}")
+        snapshot = self.handle.snapshot()
+        all_nodes = snapshot.list() if has_constraints else snapshot.have_pods_with_affinity_list()
+        preferred = self._merge_weighted(terms.preferred_affinity)
+        preferred_anti = self._merge_weighted(terms.preferred_anti_affinity)
+        ns_labels = self._namespace_labels(pod.namespace)
+        scores: dict[str, dict[str, int]] = {}
+        contributed = False
+        for ni in all_nodes:
+            node = ni.node
+            if node is None:
+                continue
+            existing_pods = ni.pods if has_constraints else ni.pods_with_affinity
+            for existing in existing_pods.values():
+                if self._process_existing_pod(scores, pod, ns_labels, preferred, preferred_anti, existing, node):
+                    contributed = True
+        if not contributed:
+            return skip()
+        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(scores))
+        return None
+
+    def _merge_weighted(self, terms: tuple[WeightedAffinityTerm, ...]) -> tuple[WeightedAffinityTerm, ...]:
+        merged = self._merge_namespaces(w.term for w in terms)
+        return tuple(WeightedAffinityTerm(t, w.weight) for t, w in zip(merged, terms, strict=True))
+
+    def _process_existing_pod(
+        self, scores: dict[str, dict[str, int]], pod: Pod, ns_labels: Mapping[str, str],
+        preferred: Sequence[WeightedAffinityTerm], preferred_anti: Sequence[WeightedAffinityTerm],
+        existing: Pod, node: Node,
+    ) -> bool:
+        """All five contributions of one existing pod, at its node's value of each term's key.
+
+        Returns whether any term applied (even with a net weight of 0: upstream then still scores).
+        """
+        if not node.labels:
+            return False
+        hit = False
+        for w in preferred:
+            hit |= _add_term_score(scores, w.term, w.weight, existing, None, node)
+        for w in preferred_anti:
+            hit |= _add_term_score(scores, w.term, -w.weight, existing, None, node)
+        existing_terms = affinity_terms(existing)
+        if self.hard_pod_affinity_weight > 0:
+            for t in existing_terms.required_affinity:
+                hit |= _add_term_score(scores, t, self.hard_pod_affinity_weight, pod, ns_labels, node)
+        for w in existing_terms.preferred_affinity:
+            hit |= _add_term_score(scores, w.term, w.weight, pod, ns_labels, node)
+        for w in existing_terms.preferred_anti_affinity:
+            hit |= _add_term_score(scores, w.term, -w.weight, pod, ns_labels, node)
+        return hit
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        """Sum, over the scored topology keys, of the node's value's weight (negative for anti-affinity)."""
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, _PreScoreState):
+            return 0, error(f'failed to read "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
+        node = node_info.node
+        if node is None:
+            return 0, error("node not found")
+        total = 0
+        for key, per_value in s.topology_score.items():
+            value = node.labels.get(key)
+            if value is not None:
+                total += per_value.get(value, 0)
+        return total, None
+
+    def score_extensions(self) -> InterPodAffinity:
+        return self
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
+        """Min-max to [0, 100], truncating; all equal → 0."""
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, _PreScoreState):
+            return error(f'failed to read "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
+        if not s.topology_score or not scores:
+            return None
+        lo = min(ns.score for ns in scores)
+        diff = max(ns.score for ns in scores) - lo
+        for ns in scores:
+            ns.score = int(MAX_NODE_SCORE * ((ns.score - lo) / diff)) if diff > 0 else 0
+        return None
+
+    # --- queueing hints --------------------------------------------------------------------------
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Assigned pods added / relabelled / deleted, nodes added or relabelled (taint: upstream's preCheck
+        workaround). Registering Pod also delivers the pending pod's own updates."""
+        pod_actions = ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE
+        node_actions = ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT
+        return [
+            ClusterEventWithHint(ClusterEvent(EventResource.POD, pod_actions), self.is_schedulable_after_pod_change),
+            ClusterEventWithHint(ClusterEvent(EventResource.NODE, node_actions), self.is_schedulable_after_node_change),
+        ]
+
+    def is_schedulable_after_pod_change(self, pod: Pod, old_obj: object, new_obj: object) -> QueueingHint:
+        """Queue when an assigned pod starts to satisfy the pending pod's affinity or stops (by label change
+        or deletion) being in the way of its anti-affinity, or when a deleted pod's own anti-affinity
+        repelled the pending pod."""
+        old, new = as_pod(old_obj), as_pod(new_obj)
+        if new is not None and new.uid == pod.uid:
+            return QueueingHint.QUEUE  # the pending pod's own labels changed (self-match, symmetry)
+        if (new is not None and not new.node_name) or (old is not None and not old.node_name):
+            return QueueingHint.QUEUE_SKIP
+        terms = affinity_terms(pod)
+        if old is not None and new is not None:
+            if not pod_matches_all_terms(terms.required_affinity, old) and \
+                    pod_matches_all_terms(terms.required_affinity, new):
+                return QueueingHint.QUEUE
+            if _pod_matches_any_term(terms.required_anti_affinity, old) and \
+                    not _pod_matches_any_term(terms.required_anti_affinity, new):
+                return QueueingHint.QUEUE
+            return QueueingHint.QUEUE_SKIP
+        if new is not None:
+            return _queue_if(pod_matches_all_terms(terms.required_affinity, new))
+        if old is None:
+            return QueueingHint.QUEUE_SKIP
+        if _pod_matches_any_term(terms.required_anti_affinity, old):
+            return QueueingHint.QUEUE
+        ns_labels = self._namespace_labels(pod.namespace)
+        if any(t.matches(pod, ns_labels) for t in affinity_terms(old).required_anti_affinity):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_node_change(self, pod: Pod, old_obj: object, new_obj: object) -> QueueingHint:
+        """Affinity: a node (newly) carrying a term's key, or a changed value. Anti-affinity: any new node,
+        or a node losing/changing a term's key."""
+        old, new = as_node(old_obj), as_node(new_obj)
+        if new is None:
+            return QueueingHint.QUEUE_SKIP
+        terms = affinity_terms(pod)
+        for t in terms.required_affinity:
+            key = t.topology_key
+            if old is None:
+                if key in new.labels:
+                    return QueueingHint.QUEUE
+                continue
+            if key in new.labels and (key not in old.labels or old.labels[key] != new.labels[key]):
+                return QueueingHint.QUEUE
+        for t in terms.required_anti_affinity:
+            key = t.topology_key
+            if old is None:
+                return QueueingHint.QUEUE
+            if key in old.labels and (key not in new.labels or old.labels[key] != new.labels[key]):
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+
+def _queue_if(condition: bool) -> QueueingHint:
+    return QueueingHint.QUEUE if condition else QueueingHint.QUEUE_SKIP
+
+
+def _satisfy_pod_affinity(s: _PreFilterState, node: Node) -> bool:
+    """Every term's key on the node with a matching pod in that domain; or the first pod of a group."""
+    pods_exist = True
+    for t in s.required_affinity:
+        value = node.labels.get(t.topology_key)
+        if value is None:
+            return False  # all topology labels must exist on the node
+        if s.affinity_counts.get((t.topology_key, value), 0) <= 0:
+            pods_exist = False
+    if pods_exist:
+        return True
+    # No pod anywhere matches and the pod matches its own terms: let the group start somewhere.
+    return not s.affinity_counts and pod_matches_all_terms(s.required_affinity, s.pod)
+
+
+def _satisfy_pod_anti_affinity(s: _PreFilterState, node: Node) -> bool:
+    if not s.anti_affinity_counts:
+        return True
+    for t in s.required_anti_affinity:
+        value = node.labels.get(t.topology_key)
+        if value is not None and s.anti_affinity_counts.get((t.topology_key, value), 0) > 0:
+            return False
+    return True
+
+
+def _satisfy_existing_pods_anti_affinity(s: _PreFilterState, node: Node) -> bool:
+    counts = s.existing_anti_affinity_counts
+    if not counts:
+        return True
+    if len(counts) < len(node.labels):
+        return not any(n > 0 and node.labels.get(k) == v for (k, v), n in counts.items())
+    return not any(counts.get((k, v), 0) > 0 for k, v in node.labels.items())

@@ -1,0 +1,36 @@
+"""NodeName: a pod that names its node fits only there (``nodename/node_name.go``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from scheduler.framework.interface import CycleState, Handle
+from scheduler.framework.status import Status, error, unresolvable
+from scheduler.framework.types import NODE_ADD, ClusterEventWithHint, NodeInfo
+from scheduler.model.pod import Pod
+
+ERR_REASON = "node(s) didn't match the requested node name"
+
+
+def fits(pod: Pod, node_info: NodeInfo) -> bool:
+    """An empty spec.nodeName fits everywhere."""
+    return not pod.node_name or pod.node_name == node_info.name
+
+
+class NodeName:
+    name = "NodeName"
+
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        del args, handle  # no configuration
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        if node_info.node is None:
+            return error("node not found")
+        if not fits(pod, node_info):
+            return unresolvable(ERR_REASON)
+        return None
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Only a new node (the one named) can help; no hint, as upstream: always queue."""
+        return [ClusterEventWithHint(NODE_ADD)]

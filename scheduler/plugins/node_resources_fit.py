@@ -1,0 +1,510 @@
+"""NodeResourcesFit (kube-scheduler v1.34 ``noderesources/fit.go`` and its scorers).
+
+Filter compares the pod's real request (``resourcehelper.PodRequests``: containers plus sidecars vs. the
+largest init need, plus overhead) with ``Allocatable - Requested`` of the node and lists every shortage;
+the code is UnschedulableAndUnresolvable when one request exceeds the node's whole allocatable
+(preemption cannot help), else Unschedulable. Score uses the strategy from ``scoringStrategy``:
+LeastAllocated (default), MostAllocated or RequestedToCapacityRatio, on non-zero requests (100m / 200Mi
+per container without a request) for cpu and memory and real requests for the rest.
+
+The resource-allocation scorer below is shared with NodeResourcesBalancedAllocation, as upstream's
+``resource_allocation.go`` is shared by both plugins.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, PreFilterResult
+from scheduler.framework.status import Code, Status, error, unresolvable
+from scheduler.framework.types import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    NodeInfo,
+    QueueingHint,
+)
+from scheduler.model.node import Node
+from scheduler.model.pod import Pod
+from scheduler.model.quantity import CPU, EPHEMERAL_STORAGE, HUGEPAGES_PREFIX, MEMORY
+from scheduler.model.resources import Resource
+from scheduler.plugins.helper import (
+    ShapePoint,
+    build_broken_linear_function,
+    go_div,
+    go_round,
+    int_arg,
+    list_arg,
+    mapping_arg,
+)
+
+NAME = "NodeResourcesFit"
+PRE_FILTER_STATE_KEY = "PreFilter" + NAME
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+SCORING_STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
+
+MAX_CUSTOM_PRIORITY_SCORE = 10  # shape scores are 0..10, scaled by MAX_NODE_SCORE / 10
+MAX_UTILIZATION = 100
+
+
+# --- resource names (k8s.io/kubernetes/pkg/apis/core/v1/helper) ----------------------------------
+
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+
+
+def _is_qualified_name(value: str) -> bool:
+    """validation.IsQualifiedName: optional DNS-subdomain prefix, '/', and a 63-char name."""
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix):
+            return False
+    else:
+        return False
+    return 0 < len(name) <= 63 and _QUALIFIED_NAME.fullmatch(name) is not None
+
+
+def is_prefixed_native_resource(name: str) -> bool:
+    return "kubernetes.io/" in name
+
+
+def is_native_resource(name: str) -> bool:
+    return "/" not in name or is_prefixed_native_resource(name)
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """Outside kubernetes.io and valid as a quota name: only these may be ignored by args."""
+    if is_native_resource(name) or name.startswith("requests."):
+        return False
+    return _is_qualified_name("requests." + name)
+
+
+def is_scalar_resource_name(name: str) -> bool:
+    """Resources the scheduler tracks besides cpu, memory and ephemeral-storage."""
+    return (
+        is_extended_resource_name(name)
+        or name.startswith(HUGEPAGES_PREFIX)
+        or is_prefixed_native_resource(name)
+        or name.startswith("attachable-volumes-")
+    )
+
+
+def _amount(r: Resource, name: str) -> int:
+    """Amount of `name` in a request; unlike Resource.get, 'pods' is not a requestable resource."""
+    if name == CPU:
+        return r.milli_cpu
+    if name == MEMORY:
+        return r.memory
+    if name == EPHEMERAL_STORAGE:
+        return r.ephemeral_storage
+    return r.scalar.get(name, 0)
+
+
+# --- filtering ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class InsufficientResource:
+    """One shortage on a node; `unresolvable` when the request exceeds the node's whole allocatable."""
+
+    resource_name: str
+    reason: str
+    requested: int
+    used: int
+    capacity: int
+    unresolvable: bool = False
+
+
+def fit_request(pod: Pod) -> Resource:
+    """The pod's request as Filter sees it (framework.Resource.SetMaxResource keeps only scalar names)."""
+    cached = pod.memo.get(NAME)
+    if cached is None:
+        r = pod.requests
+        scalar = {k: v for k, v in r.scalar.items() if is_scalar_resource_name(k)}
+        cached = pod.memo[NAME] = Resource(r.milli_cpu, r.memory, r.ephemeral_storage, 0, scalar)
+    return cached  # type: ignore[no-any-return]
+
+
+def _requests_nothing(req: Resource) -> bool:
+    return not (req.milli_cpu or req.memory or req.ephemeral_storage or req.scalar)
+
+
+def _ignored(name: str, ignored: frozenset[str], groups: frozenset[str]) -> bool:
+    if not is_extended_resource_name(name):
+        return False
+    return name in ignored or (bool(groups) and name.split("/", 1)[0] in groups)
+
+
+def fits_request(
+    req: Resource,
+    allocatable: Resource,
+    requested: Resource,
+    num_pods: int,
+    ignored: frozenset[str] = frozenset(),
+    ignored_groups: frozenset[str] = frozenset(),
+) -> list[InsufficientResource]:
+    """fitsRequest: every shortage, in upstream's order (pods, cpu, memory, ephemeral, scalars).
+
+    Scalars are listed in name order (upstream iterates a Go map, i.e. in random order)."""
+    out: list[InsufficientResource] = []
+    if num_pods + 1 > allocatable.allowed_pod_number:
+        out.append(InsufficientResource("pods", "Too many pods", 1, num_pods, allocatable.allowed_pod_number))
+    if _requests_nothing(req):
+        return out
+    for name in (CPU, MEMORY, EPHEMERAL_STORAGE):
+        want, cap, used = _amount(req, name), _amount(allocatable, name), _amount(requested, name)
+        if want > 0 and want > cap - used:
+            out.append(InsufficientResource(name, f"Insufficient {name}", want, used, cap, want > cap))
+    for name in sorted(req.scalar):
+        want = req.scalar[name]
+        if want == 0 or _ignored(name, ignored, ignored_groups):
+            continue
+        cap, used = allocatable.scalar.get(name, 0), requested.scalar.get(name, 0)
+        if want > cap - used:
+            out.append(InsufficientResource(name, f"Insufficient {name}", want, used, cap, want > cap))
+    return out
+
+
+def status_for(insufficient: Sequence[InsufficientResource]) -> Status | None:
+    """All reasons in one status; unresolvable as soon as one request exceeds the node's size."""
+    if not insufficient:
+        return None
+    code = Code.UNSCHEDULABLE
+    if any(r.unresolvable for r in insufficient):
+        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    return Status(code, [r.reason for r in insufficient])
+
+
+# --- scoring -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSpec:
+    name: str
+    weight: int = 1
+
+
+DEFAULT_RESOURCES = (ResourceSpec(CPU, 1), ResourceSpec(MEMORY, 1))
+
+ScorerFn = Callable[[list[int], list[int]], int]
+
+
+def pod_resource_requests(pod: Pod, resources: Sequence[ResourceSpec], use_requested: bool) -> list[int]:
+    """calculatePodResourceRequestList: the pod's request per configured resource, in args order.
+
+    cpu and memory use the non-zero request (100m / 200Mi per container lacking one) unless
+    `use_requested`; every other resource uses the real request."""
+    out = []
+    for spec in resources:
+        if not use_requested and spec.name == CPU:
+            out.append(pod.non_zero_milli_cpu)
+        elif not use_requested and spec.name == MEMORY:
+            out.append(pod.non_zero_memory)
+        else:
+            out.append(_amount(pod.requests, spec.name))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceAllocationScorer:
+    """resourceAllocationScorer: gathers (requested, allocatable) per resource and applies `fn`."""
+
+    resources: tuple[ResourceSpec, ...]
+    use_requested: bool
+    fn: ScorerFn
+
+    def allocatable_and_requested(self, node_info: NodeInfo, name: str, pod_request: int) -> tuple[int, int]:
+        """calculateResourceAllocatableRequest; (0, 0) makes the resource not count."""
+        requested = node_info.requested if self.use_requested else node_info.non_zero_requested
+        if pod_request == 0 and is_scalar_resource_name(name):
+            return 0, 0
+        alloc = node_info.allocatable
+        if name == CPU:
+            return alloc.milli_cpu, requested.milli_cpu + pod_request
+        if name == MEMORY:
+            return alloc.memory, requested.memory + pod_request
+        if name == EPHEMERAL_STORAGE:
+            return alloc.ephemeral_storage, node_info.requested.ephemeral_storage + pod_request
+        if name in alloc.scalar:
+            return alloc.scalar[name], node_info.requested.scalar.get(name, 0) + pod_request
+        return 0, 0
+
+    def score(self, node_info: NodeInfo, pod_requests: Sequence[int]) -> int:
+        requested = [0] * len(self.resources)
+        allocatable = [0] * len(self.resources)
+        for i, spec in enumerate(self.resources):
+            alloc, req = self.allocatable_and_requested(node_info, spec.name, pod_requests[i])
+            if alloc == 0:
+                continue
+            allocatable[i] = alloc
+            requested[i] = req
+        return self.fn(requested, allocatable)
+
+
+def _weighted(resources: Sequence[ResourceSpec], per_resource: Callable[[int, int], int]) -> ScorerFn:
+    """Σ s_r·w_r / Σ w_r over resources with allocatable > 0 (integer division)."""
+
+    def fn(requested: list[int], allocatable: list[int]) -> int:
+        node_score = weight_sum = 0
+        for i, alloc in enumerate(allocatable):
+            if alloc == 0:
+                continue
+            node_score += per_resource(requested[i], alloc) * resources[i].weight
+            weight_sum += resources[i].weight
+        return go_div(node_score, weight_sum) if weight_sum else 0
+
+    return fn
+
+
+def least_requested_score(requested: int, capacity: int) -> int:
+    if capacity == 0 or requested > capacity:
+        return 0
+    return go_div((capacity - requested) * MAX_NODE_SCORE, capacity)
+
+
+def most_requested_score(requested: int, capacity: int) -> int:
+    """`requested` may exceed capacity because of the non-zero defaults: it is capped, not zeroed."""
+    if capacity == 0:
+        return 0
+    return go_div(min(requested, capacity) * MAX_NODE_SCORE, capacity)
+
+
+def requested_to_capacity_ratio_fn(resources: Sequence[ResourceSpec], shape: Sequence[ShapePoint]) -> ScorerFn:
+    """Shape scores ×10; utilization = req·100/alloc (100 when over); only resources scoring > 0
+    count; the weighted mean is rounded half away from zero."""
+    raw = build_broken_linear_function(
+        [ShapePoint(p.utilization, p.score * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for p in shape]
+    )
+
+    def resource_score(requested: int, capacity: int) -> int:
+        if capacity == 0 or requested > capacity:
+            return raw(MAX_UTILIZATION)
+        return raw(go_div(requested * MAX_UTILIZATION, capacity))
+
+    def fn(requested: list[int], allocatable: list[int]) -> int:
+        node_score = weight_sum = 0
+        for i, alloc in enumerate(allocatable):
+            if alloc == 0:
+                continue
+            s = resource_score(requested[i], alloc)
+            if s > 0:
+                node_score += s * resources[i].weight
+                weight_sum += resources[i].weight
+        return go_round(node_score / weight_sum) if weight_sum else 0
+
+    return fn
+
+
+# --- args -----------------------------------------------------------------------------------------
+
+
+def parse_resource_specs(raw: object, fld: str, max_weight: int = 100) -> tuple[ResourceSpec, ...]:
+    """`resources` args: empty → cpu and memory; weight 0 or absent → 1 (SetDefaults)."""
+    items = list_arg(raw, fld)
+    if not items:
+        return DEFAULT_RESOURCES
+    out = []
+    for i, item in enumerate(items):
+        m = mapping_arg(item, f"{fld}[{i}]")
+        name = m.get("name")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"{fld}[{i}].name: must be a non-empty string")
+        weight = int_arg(m.get("weight"), f"{fld}[{i}].weight") or 1
+        if weight < 0 or weight > max_weight:
+            raise ValueError(f"{fld}[{i}].weight: resource weight of {name} not in valid range (0, {max_weight}]")
+        out.append(ResourceSpec(name, weight))
+    return tuple(out)
+
+
+def parse_shape(raw: object, fld: str) -> tuple[ShapePoint, ...]:
+    """validateFunctionShape: ≥1 point, utilization strictly increasing in [0, 100], score in [0, 10]."""
+    items = list_arg(raw, fld)
+    if not items:
+        raise ValueError(f"{fld}: Required value: at least one point must be specified")
+    points = []
+    for i, item in enumerate(items):
+        m = mapping_arg(item, f"{fld}[{i}]")
+        u = int_arg(m.get("utilization"), f"{fld}[{i}].utilization")
+        s = int_arg(m.get("score"), f"{fld}[{i}].score")
+        if not 0 <= u <= MAX_UTILIZATION:
+            raise ValueError(f"{fld}[{i}].utilization: {u} not in valid range [0, {MAX_UTILIZATION}]")
+        if not 0 <= s <= MAX_CUSTOM_PRIORITY_SCORE:
+            raise ValueError(f"{fld}[{i}].score: {s} not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]")
+        if points and points[-1].utilization >= u:
+            raise ValueError(f"{fld}[{i}].utilization: {u}: values must be sorted in increasing order")
+        points.append(ShapePoint(u, s))
+    return tuple(points)
+
+
+def _string_set(raw: object, fld: str) -> frozenset[str]:
+    items = list_arg(raw, fld)
+    for i, v in enumerate(items):
+        if not isinstance(v, str) or not v:
+            raise ValueError(f"{fld}[{i}]: must be a non-empty string")
+    return frozenset(items)
+
+
+def _build_scorer(strategy: Mapping[str, Any]) -> ResourceAllocationScorer:
+    kind = strategy.get("type") or LEAST_ALLOCATED
+    if kind not in SCORING_STRATEGIES:
+        raise ValueError(f"scoringStrategy.type: Unsupported value: {kind!r}: supported values: {SCORING_STRATEGIES}")
+    resources = parse_resource_specs(strategy.get("resources"), "scoringStrategy.resources")
+    rtcr = strategy.get("requestedToCapacityRatio")
+    shape = parse_shape(mapping_arg(rtcr, "scoringStrategy.requestedToCapacityRatio").get("shape"),
+                        "scoringStrategy.shape") if rtcr is not None else None
+    if kind == LEAST_ALLOCATED:
+        fn = _weighted(resources, least_requested_score)
+    elif kind == MOST_ALLOCATED:
+        fn = _weighted(resources, most_requested_score)
+    else:
+        if shape is None:
+            raise ValueError("scoringStrategy.requestedToCapacityRatio: required for type RequestedToCapacityRatio")
+        fn = requested_to_capacity_ratio_fn(resources, shape)
+    return ResourceAllocationScorer(resources, use_requested=False, fn=fn)
+
+
+# --- the plugin -----------------------------------------------------------------------------------
+
+
+def _is_resource_error(pod: Pod) -> bool:
+    """A parse error this plugin must report (tolerations errors belong to TaintToleration)."""
+    err = pod.parse_error
+    return err is not None and not err.field.startswith("spec.tolerations")
+
+
+class NodeResourcesFit:
+    """Checks that the node has room for the pod's requests and scores by the configured strategy."""
+
+    name = NAME
+
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        self.handle = handle
+        self.ignored_resources = _string_set(args.get("ignoredResources"), "ignoredResources")
+        self.ignored_resource_groups = _string_set(args.get("ignoredResourceGroups"), "ignoredResourceGroups")
+        for i, group in enumerate(sorted(self.ignored_resource_groups)):
+            if "/" in group:
+                raise ValueError(f"ignoredResourceGroups[{i}]: {group!r}: resource group name can't contain '/'")
+        self.scorer = _build_scorer(mapping_arg(args.get("scoringStrategy"), "scoringStrategy"))
+        self.resources = self.scorer.resources
+
+    # PreFilter / Filter
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        """Record the pod's request; a pod whose quantities do not parse fits nowhere (and says why)."""
+        if _is_resource_error(pod):
+            return None, unresolvable(str(pod.parse_error))
+        state.write(PRE_FILTER_STATE_KEY, fit_request(pod))
+        return None, None
+
+    def pre_filter_extensions(self) -> None:
+        return None
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        req = state.get(PRE_FILTER_STATE_KEY)
+        if req is None:
+            return error(f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
+        return status_for(
+            fits_request(
+                req,
+                node_info.allocatable,
+                node_info.requested,
+                len(node_info.pods),
+                self.ignored_resources,
+                self.ignored_resource_groups,
+            )
+        )
+
+    # PreScore / Score
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        state.write(PRE_SCORE_STATE_KEY, pod_resource_requests(pod, self.resources, use_requested=False))
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        reqs = state.get(PRE_SCORE_STATE_KEY)
+        if reqs is None:
+            reqs = pod_resource_requests(pod, self.resources, use_requested=False)
+        return self.scorer.score(node_info, reqs), None
+
+    def score_extensions(self) -> None:
+        return None
+
+    # queueing
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Pod deletion or scale-down frees room; a node add or allocatable change may add room."""
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN),
+                self.is_schedulable_after_pod_event,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
+                self.is_schedulable_after_node_change,
+            ),
+        ]
+
+    def is_schedulable_after_pod_event(self, pod: Pod, old: Pod | None, new: Pod | None) -> QueueingHint:
+        """Any deleted pod that was bound (or nominated) may free room; a scale-down only if it shrinks
+        a resource the pending pod requests (or is the pending pod itself)."""
+        if old is None:  # not a deletion nor an update: nothing to judge, so queue
+            return QueueingHint.QUEUE
+        if new is None:
+            unbound = not old.node_name and not old.nominated_node_name
+            return QueueingHint.QUEUE_SKIP if unbound else QueueingHint.QUEUE
+        return QueueingHint.QUEUE if _scaled_down_for(pod, old, new) else QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_node_change(self, pod: Pod, old: Node | None, new: Node | None) -> QueueingHint:
+        """Queue only if the pod would fit the new node when empty and, for an update, a resource it
+        requests (or the pod count) grew."""
+        if new is None or _is_resource_error(pod):
+            return QueueingHint.QUEUE_SKIP
+        req = fit_request(pod)
+        if fits_request(req, new.allocatable, Resource(), 0):
+            return QueueingHint.QUEUE_SKIP
+        if old is None:
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE if _requested_resources_increased(req, old, new) else QueueingHint.QUEUE_SKIP
+
+
+def _scaled_down_for(target: Pod, old: Pod, new: Pod) -> bool:
+    """isSchedulableAfterPodScaleDown."""
+    if new.uid == target.uid:
+        return True
+    if not new.node_name:
+        return False
+    before, after = fit_request(old), fit_request(new)
+    want = target.requests
+    for name in (CPU, MEMORY, EPHEMERAL_STORAGE):
+        if _amount(want, name) and _amount(before, name) > _amount(after, name):
+            return True
+    for name, amount in want.scalar.items():
+        if amount and is_scalar_resource_name(name) and before.scalar.get(name, 0) > after.scalar.get(name, 0):
+            return True
+    return False
+
+
+def _requested_resources_increased(req: Resource, old: Node, new: Node) -> bool:
+    """haveAnyRequestedResourcesIncreased."""
+    a, b = old.allocatable, new.allocatable
+    if b.allowed_pod_number > a.allowed_pod_number:
+        return True
+    if _requests_nothing(req):
+        return False
+    for name in (CPU, MEMORY, EPHEMERAL_STORAGE):
+        if _amount(req, name) > 0 and _amount(b, name) > _amount(a, name):
+            return True
+    return any(q and b.scalar.get(n, 0) > a.scalar.get(n, 0) for n, q in req.scalar.items())

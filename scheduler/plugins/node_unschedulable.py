@@ -1,0 +1,88 @@
+"""NodeUnschedulable: cordoned nodes take only pods that tolerate the unschedulable taint
+(``nodeunschedulable/node_unschedulable.go``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from scheduler.framework.interface import CycleState, Handle
+from scheduler.framework.status import Status, unresolvable
+from scheduler.framework.types import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    NodeInfo,
+    QueueingHint,
+)
+from scheduler.model.node import Node, node_from_api
+from scheduler.model.pod import Pod, pod_from_api
+from scheduler.model.taints import NO_SCHEDULE, Taint, tolerated
+
+ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+ERR_REASON_UNKNOWN_CONDITION = "node(s) had unknown conditions"
+TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+UNSCHEDULABLE_TAINT = Taint(TAINT_NODE_UNSCHEDULABLE, "", NO_SCHEDULE)
+
+NODE_ADD_OR_TAINT = ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT, "NodeAddOrTaint")
+POD_TOLERATION = ClusterEvent(EventResource.UNSCHEDULED_POD, ActionType.UPDATE_POD_TOLERATION, "UpdatePodToleration")
+
+
+def tolerates_unschedulable(pod: Pod) -> bool:
+    """A pod tolerating node.kubernetes.io/unschedulable:NoSchedule also tolerates spec.unschedulable."""
+    return tolerated(UNSCHEDULABLE_TAINT, pod.tolerations)
+
+
+class NodeUnschedulable:
+    name = "NodeUnschedulable"
+
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        del args, handle  # no configuration
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        node = node_info.node
+        if node is None:
+            return unresolvable(ERR_REASON_UNKNOWN_CONDITION)
+        if node.unschedulable and not tolerates_unschedulable(pod):
+            return unresolvable(ERR_REASON_UNSCHEDULABLE)
+        return None
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(NODE_ADD_OR_TAINT, self.is_schedulable_after_node_change),
+            ClusterEventWithHint(POD_TOLERATION, self.is_schedulable_after_pod_toleration_change),
+        ]
+
+    def is_schedulable_after_node_change(self, pod: Pod, old: object, new: object) -> QueueingHint:
+        """Queue only when the node turns schedulable (added schedulable, or uncordoned)."""
+        modified = _as_node(new)
+        was_schedulable = old is not None and not _as_node(old).unschedulable
+        if not was_schedulable and not modified.unschedulable:
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_pod_toleration_change(self, pod: Pod, old: object, new: object) -> QueueingHint:
+        """Queue when the pending pod itself now tolerates the unschedulable taint."""
+        modified = _as_pod(new)
+        if old is not None:
+            _as_pod(old)  # type check only, as upstream
+        if modified.uid == pod.uid and tolerates_unschedulable(modified):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+
+def _as_node(obj: object) -> Node:
+    if isinstance(obj, Node):
+        return obj
+    if isinstance(obj, Mapping):
+        return node_from_api(obj)
+    raise TypeError(f"expected a Node, got {type(obj).__name__}")
+
+
+def _as_pod(obj: object) -> Pod:
+    if isinstance(obj, Pod):
+        return obj
+    if isinstance(obj, Mapping):
+        return pod_from_api(obj)
+    raise TypeError(f"expected a Pod, got {type(obj).__name__}")

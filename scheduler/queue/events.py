@@ -1,0 +1,227 @@
+"""Cluster events derived from object changes (upstream framework/events.go), and event matching.
+
+Labels follow upstream ``ClusterEvent.Label()``: resource name + action name, e.g. ``NodeAdd``,
+``NodeUpdateNodeTaint``, ``AssignedPodDelete``, ``UnschedulablePodUpdatePodSchedulingGatesEliminated``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from scheduler.framework.types import ActionType, ClusterEvent, EventResource
+from scheduler.model.node import Node
+from scheduler.model.pod import Pod
+
+# Special labels of queue-internal moves (scheduler_queue_incoming_pods_total{event}).
+SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
+BACKOFF_COMPLETE = "BackoffComplete"
+POP_FROM_BACKOFF_Q = "PopFromBackoffQ"
+FORCE_ACTIVATE_LABEL = "ForceActivate"
+UNSCHEDULABLE_TIMEOUT_LABEL = "UnschedulableTimeout"
+
+_ACTION_NAMES: dict[ActionType, str] = {
+    ActionType.ADD: "Add",
+    ActionType.DELETE: "Delete",
+    ActionType.UPDATE_NODE_ALLOCATABLE: "UpdateNodeAllocatable",
+    ActionType.UPDATE_NODE_LABEL: "UpdateNodeLabel",
+    ActionType.UPDATE_NODE_TAINT: "UpdateNodeTaint",
+    ActionType.UPDATE_NODE_CONDITION: "UpdateNodeCondition",
+    ActionType.UPDATE_NODE_ANNOTATION: "UpdateNodeAnnotation",
+    ActionType.UPDATE_POD_LABEL: "UpdatePodLabel",
+    ActionType.UPDATE_POD_SCALE_DOWN: "UpdatePodScaleDown",
+    ActionType.UPDATE_POD_TOLERATION: "UpdatePodToleration",
+    ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED: "UpdatePodSchedulingGatesEliminated",
+    ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM: "UpdatePodGeneratedResourceClaim",
+    ActionType.UPDATE_OTHER: "Update",
+    ActionType.UPDATE: "Update",
+    ActionType.ALL: "All",
+}
+
+# Upstream's internal names for the two kinds of pod events.
+_RESOURCE_NAMES: dict[EventResource, str] = {
+    EventResource.POD: "AssignedPod",
+    EventResource.UNSCHEDULED_POD: "UnschedulablePod",
+}
+
+
+def event_label(resource: EventResource, action: ActionType) -> str:
+    return _RESOURCE_NAMES.get(resource, resource.value) + _ACTION_NAMES.get(action, str(int(action)))
+
+
+def make_event(resource: EventResource, action: ActionType) -> ClusterEvent:
+    return ClusterEvent(resource, action, event_label(resource, action))
+
+
+ASSIGNED_POD_UPDATE = make_event(EventResource.POD, ActionType.UPDATE)
+UNSCHEDULED_POD_ADD = make_event(EventResource.UNSCHEDULED_POD, ActionType.ADD)
+UNSCHEDULED_POD_UPDATE = make_event(EventResource.UNSCHEDULED_POD, ActionType.UPDATE)
+UNSCHEDULED_POD_DELETE = make_event(EventResource.UNSCHEDULED_POD, ActionType.DELETE)
+
+
+def event_matches(incoming: ClusterEvent, registered: ClusterEvent) -> bool:
+    """Upstream ``ClusterEvent.Match``: a plugin registering Pod also hears the pending pod's own updates.
+
+    ``ClusterEvent.matches`` treats Pod (assigned) and UnscheduledPod as distinct resources; upstream's
+    exported Pod resource matches both internal kinds, which SchedulingGates (Pod /
+    UpdatePodSchedulingGatesEliminated) and TaintToleration (Pod / UpdatePodToleration) rely on.
+    """
+    if incoming.matches(registered):
+        return True
+    return (
+        registered.resource == EventResource.POD
+        and incoming.resource == EventResource.UNSCHEDULED_POD
+        and bool(registered.action & incoming.action)
+    )
+
+
+def _raw_section(obj: Mapping[str, Any], section: str) -> Mapping[str, Any]:
+    value = obj.get(section)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _annotations(node: Node) -> Mapping[str, Any]:
+    return _raw_section(node.raw, "metadata").get("annotations") or {}
+
+
+def _taints(node: Node) -> list[Any]:
+    return list(_raw_section(node.raw, "spec").get("taints") or [])
+
+
+_NodeExtractor = Callable[[Node, Node], ActionType | None]
+
+
+def _node_unschedulable_lifted(old: Node, new: Node) -> ActionType | None:
+    """spec.unschedulable true→false counts as a taint update (upstream has no separate action)."""
+    return ActionType.UPDATE_NODE_TAINT if old.unschedulable and not new.unschedulable else None
+
+
+def _node_allocatable(old: Node, new: Node) -> ActionType | None:
+    return ActionType.UPDATE_NODE_ALLOCATABLE if old.allocatable != new.allocatable else None
+
+
+def _node_labels(old: Node, new: Node) -> ActionType | None:
+    return ActionType.UPDATE_NODE_LABEL if dict(old.labels) != dict(new.labels) else None
+
+
+def _node_taints(old: Node, new: Node) -> ActionType | None:
+    return ActionType.UPDATE_NODE_TAINT if _taints(old) != _taints(new) else None
+
+
+def _node_conditions(old: Node, new: Node) -> ActionType | None:
+    """Only the type→status map counts; heartbeat timestamps change constantly and mean nothing here."""
+    return ActionType.UPDATE_NODE_CONDITION if dict(old.conditions) != dict(new.conditions) else None
+
+
+def _node_annotations(old: Node, new: Node) -> ActionType | None:
+    return ActionType.UPDATE_NODE_ANNOTATION if dict(_annotations(old)) != dict(_annotations(new)) else None
+
+
+_NODE_EXTRACTORS: tuple[_NodeExtractor, ...] = (
+    _node_unschedulable_lifted,
+    _node_allocatable,
+    _node_labels,
+    _node_taints,
+    _node_conditions,
+    _node_annotations,
+)
+
+
+def node_scheduling_properties_change(old: Node, new: Node) -> list[ClusterEvent]:
+    """One event per changed aspect, in upstream order; empty when nothing relevant changed.
+
+    As upstream, an uncordon that also edits taints yields UpdateNodeTaint twice.
+    """
+    out = []
+    for extract in _NODE_EXTRACTORS:
+        action = extract(old, new)
+        if action is not None:
+            out.append(make_event(EventResource.NODE, action))
+    return out
+
+
+_PodExtractor = Callable[[Pod, Pod], ActionType | None]
+
+
+def _pod_labels(old: Pod, new: Pod) -> ActionType | None:
+    return ActionType.UPDATE_POD_LABEL if dict(old.labels) != dict(new.labels) else None
+
+
+def _pod_scale_down(old: Pod, new: Pod) -> ActionType | None:
+    """Any request reduced (absent counts as zero, so a removed non-zero request is a reduction too)."""
+    o, n = old.requests, new.requests
+    if o.milli_cpu > n.milli_cpu or o.memory > n.memory or o.ephemeral_storage > n.ephemeral_storage:
+        return ActionType.UPDATE_POD_SCALE_DOWN
+    if any(v > n.scalar.get(k, 0) for k, v in o.scalar.items()):
+        return ActionType.UPDATE_POD_SCALE_DOWN
+    return None
+
+
+def _pod_gates_eliminated(old: Pod, new: Pod) -> ActionType | None:
+    if old.scheduling_gates and not new.scheduling_gates:
+        return ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED
+    return None
+
+
+def _tolerations_len(pod: Pod) -> int:
+    return len(_raw_section(pod.raw, "spec").get("tolerations") or [])
+
+
+def _pod_tolerations(old: Pod, new: Pod) -> ActionType | None:
+    """Tolerations can only be added (API validation), so a length change is the whole test."""
+    return ActionType.UPDATE_POD_TOLERATION if _tolerations_len(old) != _tolerations_len(new) else None
+
+
+def _claim_status(pod: Pod) -> tuple[Any, Any]:
+    status = _raw_section(pod.raw, "status")
+    return status.get("resourceClaimStatuses") or [], status.get("extendedResourceClaimStatus")
+
+
+def _pod_generated_claims(old: Pod, new: Pod) -> ActionType | None:
+    changed = _claim_status(old) != _claim_status(new)
+    return ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM if changed else None
+
+
+_POD_EXTRACTORS: tuple[_PodExtractor, ...] = (
+    _pod_labels,
+    _pod_scale_down,
+    _pod_gates_eliminated,
+    _pod_tolerations,
+    _pod_generated_claims,
+)
+
+
+def pod_scheduling_properties_change(old: Pod, new: Pod) -> list[ClusterEvent]:
+    """UpdatePodXYZ events for a pod change; the generic Update when no specific aspect changed.
+
+    The resource is Pod (assigned) when the new object has spec.nodeName, else UnscheduledPod.
+    """
+    resource = EventResource.POD if new.node_name else EventResource.UNSCHEDULED_POD
+    out = []
+    for extract in _POD_EXTRACTORS:
+        action = extract(old, new)
+        if action is not None:
+            out.append(make_event(resource, action))
+    return out or [make_event(resource, ActionType.UPDATE)]
+
+
+_STATUS_KEPT = ("resourceClaimStatuses", "extendedResourceClaimStatus")
+_META_DROPPED = ("resourceVersion", "generation", "managedFields", "finalizers")
+
+
+def _strip_for_compare(raw: Mapping[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in raw.items() if k not in ("status", "metadata")}
+    meta = _raw_section(raw, "metadata")
+    out["metadata"] = {k: v for k, v in meta.items() if k not in _META_DROPPED}
+    status = _raw_section(raw, "status")
+    out["status"] = {k: status[k] for k in _STATUS_KEPT if k in status}
+    return out
+
+
+def is_pod_updated(old: Pod, new: Pod) -> bool:
+    """Did the pod change in a way that may matter for scheduling (upstream isPodUpdated)?
+
+    Status is ignored except the resource-claim fields; so are resourceVersion, generation,
+    managedFields and finalizers. Used only when queueing hints are disabled.
+    """
+    return _strip_for_compare(old.raw) != _strip_for_compare(new.raw)

@@ -1,0 +1,103 @@
+"""A keyed binary heap with an arbitrary less function (upstream backend/heap).
+
+Python's heapq cannot take a comparator, delete by key or re-sift an updated item; the queue needs
+all three (QueueSort's less, Delete(pod), Update in place).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class KeyedHeap(Generic[T]):
+    """Min-heap by ``less``; each item has a unique key, so add_or_update never duplicates."""
+
+    __slots__ = ("_index", "_items", "_key", "_less")
+
+    def __init__(self, key: Callable[[T], str], less: Callable[[T, T], bool]) -> None:
+        self._key = key
+        self._less = less
+        self._items: list[T] = []
+        self._index: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._index
+
+    def __iter__(self) -> Iterator[T]:
+        """Items in heap (not sorted) order."""
+        return iter(list(self._items))
+
+    def get(self, key: str) -> T | None:
+        i = self._index.get(key)
+        return None if i is None else self._items[i]
+
+    def peek(self) -> T | None:
+        return self._items[0] if self._items else None
+
+    def add_or_update(self, item: T) -> None:
+        """Insert, or replace the item with the same key and restore heap order around it."""
+        k = self._key(item)
+        i = self._index.get(k)
+        if i is None:
+            self._items.append(item)
+            self._index[k] = len(self._items) - 1
+            self._up(len(self._items) - 1)
+            return
+        self._items[i] = item
+        self._fix(i)
+
+    def pop(self) -> T | None:
+        if not self._items:
+            return None
+        return self._remove_at(0)
+
+    def delete(self, key: str) -> T | None:
+        i = self._index.get(key)
+        return None if i is None else self._remove_at(i)
+
+    def _remove_at(self, i: int) -> T:
+        last = len(self._items) - 1
+        if i != last:
+            self._swap(i, last)
+        item = self._items.pop()
+        del self._index[self._key(item)]
+        if i < len(self._items):
+            self._fix(i)
+        return item
+
+    def _fix(self, i: int) -> None:
+        if not self._down(i):
+            self._up(i)
+
+    def _swap(self, i: int, j: int) -> None:
+        items = self._items
+        items[i], items[j] = items[j], items[i]
+        self._index[self._key(items[i])] = i
+        self._index[self._key(items[j])] = j
+
+    def _up(self, i: int) -> None:
+        while i > 0:
+            parent = (i - 1) // 2
+            if not self._less(self._items[i], self._items[parent]):
+                break
+            self._swap(i, parent)
+            i = parent
+
+    def _down(self, i: int) -> bool:
+        """Sift down; True if the item moved."""
+        start, n = i, len(self._items)
+        while True:
+            smallest = i
+            for child in (2 * i + 1, 2 * i + 2):
+                if child < n and self._less(self._items[child], self._items[smallest]):
+                    smallest = child
+            if smallest == i:
+                return i != start
+            self._swap(i, smallest)
+            i = smallest

@@ -1,0 +1,46 @@
+"""QueuedPodInfo: a pending pod plus the bookkeeping the scheduling queue keeps for it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from scheduler.framework.types import ClusterEvent
+from scheduler.model.pod import Pod
+
+
+@dataclass(slots=True, eq=False)
+class QueuedPodInfo:
+    """One pod in the queue (upstream framework.QueuedPodInfo); satisfies QueuedPodInfoLike.
+
+    ``timestamp`` is when the pod was (re)added; it orders equal priorities in activeQ and starts
+    the backoff. ``backoff_expiration`` caches the window-aligned expiry; it is cleared whenever the
+    counts or the timestamp change.
+    """
+
+    pod: Pod
+    timestamp: float
+    attempts: int = 0
+    initial_attempt_timestamp: float | None = None
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    gating_plugin: str | None = None
+    # Events the gating plugin registered: only these can un-gate the pod.
+    gating_plugin_events: list[ClusterEvent] = field(default_factory=list)
+    unschedulable_count: int = 0
+    consecutive_errors_count: int = 0
+    backoff_expiration: float | None = None
+
+    @property
+    def gated(self) -> bool:
+        """Rejected by a PreEnqueue plugin: waits in unschedulablePods, flagged as gated."""
+        return self.gating_plugin is not None
+
+    @property
+    def rejector_plugins(self) -> set[str]:
+        """UnschedulablePlugins | PendingPlugins: the plugins whose hints may requeue the pod."""
+        return self.unschedulable_plugins | self.pending_plugins
+
+    def clear_rejector_plugins(self) -> None:
+        """Forget the previous attempt's rejectors (the scheduler calls this before recording new ones)."""
+        self.unschedulable_plugins = set()
+        self.pending_plugins = set()

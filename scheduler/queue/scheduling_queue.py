@@ -1,0 +1,789 @@
+"""PriorityQueue: activeQ, backoffQ and unschedulablePods, as kube-scheduler v1.34 runs them.
+
+Semantics follow ``pkg/scheduler/backend/queue`` with queueing hints on (GA in 1.34) and
+SchedulerPopFromBackoffQ on:
+
+- activeQ is a heap by the QueueSort plugin's ``less``; ``pop`` blocks until it is non-empty and,
+  when it is empty, takes the head of backoffQ even before its backoff is over.
+- backoffQ is two heaps: pods rejected by plugins (ordered by 1 s expiry window, then ``less``) and
+  pods that failed with an error (ordered by expiry window). Backoff is
+  ``min(initial * 2**(count-1), max)`` with count = consecutive errors if any, else unschedulable count.
+- unschedulablePods is a map that also holds pods gated by a PreEnqueue plugin.
+- cluster events move unschedulable pods only through the queueing hints of the plugins that
+  rejected them; events seen while a pod is being scheduled are replayed when it comes back.
+
+One lock guards everything; a Condition on it wakes ``pop``. Hints and PreEnqueue plugins run under
+the lock (as upstream), so they must not call back into the queue.
+
+Pods bound elsewhere: ``update(old, new)`` with ``new.node_name`` set deletes the pod from the queue
+(upstream's filtered informer turns that update into a Delete), and ``add`` ignores assigned pods.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from scheduler.framework.interface import PreEnqueuePlugin
+from scheduler.framework.status import Status, error, success
+from scheduler.framework.types import (
+    ASSIGNED_POD_ADD,
+    ASSIGNED_POD_DELETE,
+    FORCE_ACTIVATE,
+    NODE_ADD,
+    NODE_DELETE,
+    UNSCHEDULABLE_TIMEOUT,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+)
+from scheduler.model.node import Node
+from scheduler.model.pod import Pod
+from scheduler.queue.events import (
+    BACKOFF_COMPLETE,
+    FORCE_ACTIVATE_LABEL,
+    POP_FROM_BACKOFF_Q,
+    SCHEDULE_ATTEMPT_FAILURE,
+    UNSCHEDULED_POD_ADD,
+    UNSCHEDULED_POD_UPDATE,
+    event_matches,
+    is_pod_updated,
+    node_scheduling_properties_change,
+    pod_scheduling_properties_change,
+)
+from scheduler.queue.heap import KeyedHeap
+from scheduler.queue.nominator import Nominator
+from scheduler.queue.queued_pod_info import QueuedPodInfo
+
+log = logging.getLogger(__name__)
+
+DEFAULT_POD_INITIAL_BACKOFF = 1.0
+DEFAULT_POD_MAX_BACKOFF = 10.0
+DEFAULT_POD_MAX_IN_UNSCHEDULABLE = 300.0  # DefaultPodMaxInUnschedulablePodsDuration (5 min)
+SEED_POD_MAX_IN_UNSCHEDULABLE = 60.0  # unschedulableQTimeInterval in 1.16-1.18
+BACKOFF_ORDERING_WINDOW = 1.0  # backoffQOrderingWindowDuration; also the backoff flush period
+UNSCHEDULABLE_FLUSH_INTERVAL = 30.0
+
+# Queue names as the scheduler_pending_pods / scheduler_queue_incoming_pods_total metrics label them.
+ACTIVE = "active"
+BACKOFF = "backoff"
+UNSCHEDULABLE = "unschedulable"
+GATED = "gated"
+
+LessFunc = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
+# (queue label, event label): one pod entered that queue because of that event.
+MetricsCallback = Callable[[str, str], None]
+
+
+@dataclass(slots=True)
+class QueueProfile:
+    """What the queue needs of one scheduling profile (keyed by schedulerName)."""
+
+    pre_enqueue_plugins: Sequence[PreEnqueuePlugin] = field(default_factory=list)
+    # plugin name -> the events it registered (EnqueueExtensions), each with its hint fn or None.
+    hints: Mapping[str, Sequence[ClusterEventWithHint]] = field(default_factory=dict)
+
+
+class Strategy(Enum):
+    """Where a hint evaluation sends an unschedulable pod (upstream queueingStrategy)."""
+
+    SKIP = 0  # stay in unschedulablePods
+    AFTER_BACKOFF = 1  # backoffQ if still backing off, else activeQ
+    IMMEDIATELY = 2  # activeQ now (a Pending plugin said Queue)
+
+
+@dataclass(slots=True)
+class _InFlightEvent:
+    event: ClusterEvent
+    old_obj: Any
+    new_obj: Any
+
+
+def backoff_duration(count: int, initial: float, maximum: float) -> float:
+    """``min(initial * 2**(count-1), maximum)``; 0 for count 0 (no failure, no penalty)."""
+    if count <= 0:
+        return 0.0
+    duration = initial
+    for _ in range(count - 1):
+        if duration >= maximum:
+            break
+        duration *= 2
+    return min(duration, maximum)
+
+
+def _key(qpi: QueuedPodInfo) -> str:
+    return qpi.pod.key
+
+
+class PriorityQueue:
+    """The scheduling queue. All public methods are thread-safe."""
+
+    def __init__(
+        self,
+        less: LessFunc,
+        profiles: Mapping[str, QueueProfile] | None = None,
+        *,
+        pod_initial_backoff: float = DEFAULT_POD_INITIAL_BACKOFF,
+        pod_max_backoff: float = DEFAULT_POD_MAX_BACKOFF,
+        pod_max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE,
+        clock: Callable[[], float] = time.monotonic,
+        metrics: MetricsCallback | None = None,
+        is_bound: Callable[[Pod], bool] | None = None,
+        queueing_hints: bool = True,
+        unschedulable_flush_interval: float = UNSCHEDULABLE_FLUSH_INTERVAL,
+    ) -> None:
+        """``queueing_hints=False`` restores the pre-1.32 behaviour (hint fns treated as Queue, no
+        in-flight event replay, move-request-cycle rule, requeue on any pod spec change)."""
+        self._less = less
+        self._initial_backoff = pod_initial_backoff
+        self._max_backoff = pod_max_backoff
+        self._max_in_unschedulable = pod_max_in_unschedulable
+        self._clock = clock
+        self._metrics = metrics
+        self._hints_enabled = queueing_hints
+        self._unschedulable_flush_interval = unschedulable_flush_interval
+        self.nominator = Nominator(is_bound) if is_bound is not None else Nominator()
+
+        self._pre_enqueue: dict[str, list[PreEnqueuePlugin]] = {}
+        self._hints: dict[str, list[tuple[str, ClusterEventWithHint]]] = {}
+        self._plugin_events: dict[str, list[ClusterEvent]] = {}
+        for name, profile in (profiles or {}).items():
+            self._pre_enqueue[name] = list(profile.pre_enqueue_plugins)
+            regs = [(plugin, ewh) for plugin, evs in profile.hints.items() for ewh in evs]
+            self._hints[name] = regs
+            for plugin, ewh in regs:
+                self._plugin_events.setdefault(plugin, []).append(ewh.event)
+
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._active: KeyedHeap[QueuedPodInfo] = KeyedHeap(_key, less)
+        self._backoff: KeyedHeap[QueuedPodInfo] = KeyedHeap(_key, self._less_backoff_with_priority)
+        self._error_backoff: KeyedHeap[QueuedPodInfo] = KeyedHeap(_key, self._less_backoff)
+        self._unschedulable: dict[str, QueuedPodInfo] = {}
+
+        self._cycle = 0
+        self._move_request_cycle = -1
+        # In-flight pods and the events received since each was popped, in arrival order.
+        self._in_flight: OrderedDict[int, Pod | _InFlightEvent] = OrderedDict()
+        self._in_flight_pods: dict[str, int] = {}
+        self._seq = itertools.count()
+
+        self._closed = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # ----------------------------------------------------------------- properties and read access
+
+    @property
+    def scheduling_cycle(self) -> int:
+        """Incremented on every pop; pass the value seen at pop to add_unschedulable_if_not_present."""
+        with self._lock:
+            return self._cycle
+
+    def pending_pods(self) -> tuple[list[Pod], str]:
+        """All queued pods and a summary like ``activeQ:1; backoffQ:0; unschedulablePods:2``."""
+        with self._lock:
+            active = [q.pod for q in self._active]
+            backoff = [q.pod for q in itertools.chain(self._backoff, self._error_backoff)]
+            unsched = [q.pod for q in self._unschedulable.values()]
+        summary = f"activeQ:{len(active)}; backoffQ:{len(backoff)}; unschedulablePods:{len(unsched)}"
+        return active + backoff + unsched, summary
+
+    def lengths(self) -> dict[str, int]:
+        """Values for ``scheduler_pending_pods{queue=active|backoff|unschedulable|gated}``."""
+        with self._lock:
+            gated = sum(1 for q in self._unschedulable.values() if q.gated)
+            return {
+                ACTIVE: len(self._active),
+                BACKOFF: len(self._backoff) + len(self._error_backoff),
+                UNSCHEDULABLE: len(self._unschedulable) - gated,
+                GATED: gated,
+            }
+
+    def get(self, namespace: str, name: str) -> QueuedPodInfo | None:
+        key = f"{namespace}/{name}"
+        with self._lock:
+            for heap in (self._active, self._backoff, self._error_backoff):
+                qpi = heap.get(key)
+                if qpi is not None:
+                    return qpi
+            return self._unschedulable.get(key)
+
+    def queue_of(self, pod: Pod) -> str | None:
+        """Which sub-queue holds the pod: active, backoff, unschedulable, gated, or None."""
+        with self._lock:
+            k = pod.key
+            if k in self._active:
+                return ACTIVE
+            if k in self._backoff or k in self._error_backoff:
+                return BACKOFF
+            qpi = self._unschedulable.get(k)
+            if qpi is None:
+                return None
+            return GATED if qpi.gated else UNSCHEDULABLE
+
+    def in_flight_pods(self) -> list[Pod]:
+        with self._lock:
+            return [p for p in self._in_flight.values() if isinstance(p, Pod)]
+
+    def in_flight_event_count(self) -> int:
+        """Recorded events not yet trimmed (upstream scheduler_inflight_events, summed)."""
+        with self._lock:
+            return sum(1 for e in self._in_flight.values() if isinstance(e, _InFlightEvent))
+
+    def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
+        return self.nominator.nominated_pods_for_node(node_name)
+
+    # ---------------------------------------------------------------------------- pod lifecycle
+
+    def add(self, pod: Pod) -> None:
+        """A new unscheduled pod: PreEnqueue, then activeQ (or unschedulablePods as gated)."""
+        if pod.node_name:
+            return  # assigned pods belong to the cache, never to the queue
+        with self._lock:
+            if self._move_to_active(self._new_qpi(pod), UNSCHEDULED_POD_ADD.label):
+                self._cond.notify_all()
+
+    def update(self, old: Pod | None, new: Pod) -> None:
+        """An unscheduled pod changed (informer update)."""
+        with self._lock:
+            if new.node_name:
+                self._delete_unlocked(new)  # bound by someone else: it left the unscheduled set
+                return
+            if old is not None and old.resource_version and old.resource_version == new.resource_version:
+                return  # periodic resync, nothing changed
+            events = pod_scheduling_properties_change(old, new) if old is not None else [UNSCHEDULED_POD_UPDATE]
+            if self._hints_enabled and self._record_if_in_flight(new, old, new, events):
+                return  # it is being scheduled; the update is replayed if it comes back
+            if old is not None and self._update_in_heaps(old, new):
+                return
+            qpi = self._unschedulable.get(new.key)
+            if qpi is not None:
+                self._update_unschedulable(qpi, old, new, events)
+                return
+            if self._move_to_active(self._new_qpi(new), UNSCHEDULED_POD_UPDATE.label):
+                self._cond.notify_all()
+
+    def delete(self, pod: Pod) -> None:
+        """The pod is gone (or bound): remove it from every sub-queue and from the nominator."""
+        with self._lock:
+            self._delete_unlocked(pod)
+
+    def activate(self, pods: Iterable[Pod]) -> None:
+        """Force pods from unschedulablePods/backoffQ into activeQ (upstream Activate).
+
+        A pod that is in flight instead gets a ForceActivate event, so it is requeued if it comes back.
+        """
+        with self._lock:
+            activated = False
+            for pod in pods:
+                if self._activate_one(pod):
+                    activated = True
+                    continue
+                if self._hints_enabled:
+                    self._record_if_in_flight(pod, None, pod, [FORCE_ACTIVATE])
+                self._move_request_cycle = self._cycle
+            if activated:
+                self._cond.notify_all()
+
+    # ---------------------------------------------------------------------------------- pop / done
+
+    def pop(self, timeout: float | None = None) -> QueuedPodInfo | None:
+        """Block until a pod is available; None on timeout or once the queue is closed.
+
+        Each pop counts an attempt, increments the scheduling cycle and marks the pod in flight.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while True:
+                if self._closed:
+                    return None
+                qpi = self._pop_head()
+                if qpi is not None:
+                    break
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return None
+                self._cond.wait(remaining)
+            qpi.attempts += 1
+            self._cycle += 1
+            if qpi.initial_attempt_timestamp is None:
+                qpi.initial_attempt_timestamp = self._clock()
+            if self._hints_enabled:
+                seq = next(self._seq)
+                self._in_flight[seq] = qpi.pod
+                self._in_flight_pods[qpi.pod.uid] = seq
+            return qpi
+
+    def done(self, uid: str) -> None:
+        """The pod's attempt is over (requeued, bound or dropped): stop tracking events for it."""
+        with self._lock:
+            self._done_unlocked(uid)
+
+    def add_unschedulable_if_not_present(self, qpi: QueuedPodInfo, scheduling_cycle: int) -> str | None:
+        """Return a pod whose attempt failed; the replayed in-flight events decide where it goes.
+
+        Returns an error message if the pod is already queued (a bug upstream logs), else None.
+        Always marks the pod done.
+        """
+        with self._lock:
+            try:
+                return self._add_unschedulable(qpi, scheduling_cycle)
+            finally:
+                self._done_unlocked(qpi.pod.uid)
+
+    # ---------------------------------------------------------------------------- cluster events
+
+    def move_all_to_active_or_backoff(
+        self,
+        event: ClusterEvent,
+        old_obj: Any = None,
+        new_obj: Any = None,
+        pre_check: Callable[[Pod], bool] | None = None,
+    ) -> None:
+        """A cluster event happened: requeue the unschedulable pods it may help (per their hints).
+
+        ``pre_check`` narrows the candidates (e.g. priority ≤ a deleted nominated pod's priority).
+        """
+        with self._lock:
+            self._move_all(event, old_obj, new_obj, pre_check)
+
+    def move_all_for_events(
+        self,
+        events: Iterable[ClusterEvent],
+        old_obj: Any = None,
+        new_obj: Any = None,
+        pre_check: Callable[[Pod], bool] | None = None,
+    ) -> None:
+        """Several derived events for one object change (node update, assigned pod update)."""
+        with self._lock:
+            for event in events:
+                self._move_all(event, old_obj, new_obj, pre_check)
+
+    def assigned_pod_added(self, pod: Pod) -> None:
+        self.move_all_to_active_or_backoff(ASSIGNED_POD_ADD, None, pod)
+
+    def assigned_pod_updated(self, old: Pod, new: Pod, event: ClusterEvent | None = None) -> None:
+        """``event`` None derives the events from the change (pod_scheduling_properties_change)."""
+        events = [event] if event is not None else pod_scheduling_properties_change(old, new)
+        self.move_all_for_events(events, old, new)
+
+    def assigned_pod_deleted(self, pod: Pod) -> None:
+        self.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
+
+    def node_added(self, node: Node, pre_check: Callable[[Pod], bool] | None = None) -> None:
+        self.move_all_to_active_or_backoff(NODE_ADD, None, node, pre_check)
+
+    def node_updated(self, old: Node, new: Node, pre_check: Callable[[Pod], bool] | None = None) -> None:
+        """Nothing scheduling-relevant changed → no event → nothing moves."""
+        self.move_all_for_events(node_scheduling_properties_change(old, new), old, new, pre_check)
+
+    def node_deleted(self, node: Node) -> None:
+        self.move_all_to_active_or_backoff(NODE_DELETE, node, None)
+
+    # ------------------------------------------------------------------------- flushes and loop
+
+    def flush_backoff_completed(self) -> None:
+        """Move pods whose backoff window has passed to activeQ (PreEnqueue already ran on entry)."""
+        with self._lock:
+            completed: list[QueuedPodInfo] = []
+            for heap in (self._backoff, self._error_backoff):
+                while (head := heap.peek()) is not None and not self._is_backing_off(head):
+                    heap.pop()
+                    completed.append(head)
+            activated = False
+            for qpi in completed:
+                activated = self._move_to_active(qpi, BACKOFF_COMPLETE, from_backoff=True) or activated
+            if activated:
+                self._cond.notify_all()
+
+    def flush_unschedulable_pods_leftover(self) -> None:
+        """Pods waiting longer than pod_max_in_unschedulable get an UnschedulableTimeout event."""
+        with self._lock:
+            now = self._clock()
+            stale = [q for q in self._unschedulable.values() if now - q.timestamp > self._max_in_unschedulable]
+            if stale:
+                self._move_pods(stale, UNSCHEDULABLE_TIMEOUT, None, None)
+
+    def run(self) -> None:
+        """Start the daemon thread flushing backoffQ every 1 s (window-aligned) and leftovers every 30 s."""
+        with self._lock:
+            if self._thread is not None or self._closed:
+                return
+            self._thread = threading.Thread(target=self._loop, name="scheduling-queue-flush", daemon=True)
+            self._thread.start()
+
+    def close(self) -> None:
+        """Stop the flush thread, forget in-flight pods and wake every pop() (which returns None)."""
+        with self._lock:
+            self._closed = True
+            self._stop.set()
+            for uid in list(self._in_flight_pods):
+                self._done_unlocked(uid)
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        now = self._clock()
+        first = min(max(self._align(now + BACKOFF_ORDERING_WINDOW) - now, 0.0), BACKOFF_ORDERING_WINDOW)
+        start = time.monotonic()
+        next_backoff = start + first
+        next_leftover = start  # wait.Until runs its function once right away
+        while not self._stop.is_set():
+            now_real = time.monotonic()
+            if now_real >= next_leftover:
+                self._safely(self.flush_unschedulable_pods_leftover)
+                next_leftover += self._unschedulable_flush_interval
+            if now_real >= next_backoff:
+                self._safely(self.flush_backoff_completed)
+                while next_backoff <= now_real:
+                    next_backoff += BACKOFF_ORDERING_WINDOW
+            self._stop.wait(max(min(next_backoff, next_leftover) - time.monotonic(), 0.0))
+
+    @staticmethod
+    def _safely(fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        except Exception:  # keep the loop alive; the queue state stays consistent per call
+            log.exception("scheduling queue flush failed")
+
+    # --------------------------------------------------------------------- internals (lock held)
+
+    def _new_qpi(self, pod: Pod) -> QueuedPodInfo:
+        return QueuedPodInfo(pod=pod, timestamp=self._clock())
+
+    def _record(self, queue: str, event: str) -> None:
+        if self._metrics is not None:
+            self._metrics(queue, event)
+
+    def _pop_head(self) -> QueuedPodInfo | None:
+        """activeQ head, else (PopFromBackoffQ) the backoffQ head; skip pods already in flight."""
+        while True:
+            qpi = self._active.pop()
+            if qpi is None:
+                qpi = self._backoff.pop()  # the error backoff heap is never popped early
+                if qpi is None:
+                    return None
+                self._record(ACTIVE, POP_FROM_BACKOFF_Q)
+            if self._hints_enabled and qpi.pod.uid in self._in_flight_pods:
+                log.error("pod %s is tracked in multiple places in the scheduler; discarding", qpi.pod.key)
+                continue
+            return qpi
+
+    def _done_unlocked(self, uid: str) -> None:
+        seq = self._in_flight_pods.pop(uid, None)
+        if seq is None:
+            return
+        del self._in_flight[seq]
+        # Events older than the oldest remaining in-flight pod can no longer be replayed to anyone.
+        while self._in_flight:
+            first_seq, entry = next(iter(self._in_flight.items()))
+            if not isinstance(entry, _InFlightEvent):
+                break
+            del self._in_flight[first_seq]
+
+    def _record_if_in_flight(self, pod: Pod, old: Any, new: Any, events: Iterable[ClusterEvent]) -> bool:
+        if pod.uid not in self._in_flight_pods:
+            return False
+        for event in events:
+            self._in_flight[next(self._seq)] = _InFlightEvent(event, old, new)
+        return True
+
+    def _events_since_pop(self, uid: str) -> list[_InFlightEvent] | None:
+        seq = self._in_flight_pods.get(uid)
+        if seq is None:
+            return None
+        return [e for s, e in self._in_flight.items() if s > seq and isinstance(e, _InFlightEvent)]
+
+    def _delete_unlocked(self, pod: Pod) -> None:
+        self.nominator.delete_nominated_pod_if_exists(pod)
+        k = pod.key
+        for heap in (self._active, self._backoff, self._error_backoff):
+            if heap.delete(k) is not None:
+                return
+        self._unschedulable.pop(k, None)
+
+    def _update_in_heaps(self, old: Pod, new: Pod) -> bool:
+        """Update in place in activeQ or backoffQ; ordering keys (timestamp, counts) are unchanged."""
+        for heap in (self._active, self._backoff, self._error_backoff):
+            qpi = heap.get(old.key)
+            if qpi is not None:
+                qpi.pod = new
+                heap.add_or_update(qpi)
+                self.nominator.update_nominated_pod(old, new)
+                return True
+        return False
+
+    def _update_unschedulable(self, qpi: QueuedPodInfo, old: Pod | None, new: Pod, events: list[ClusterEvent]) -> None:
+        qpi.pod = new
+        if old is not None:
+            self.nominator.update_nominated_pod(old, new)
+        if self._hints_enabled:
+            for event in events:
+                strategy = self._worth_requeuing(qpi, event, old, new)
+                if self._requeue(qpi, strategy, event.label) in (ACTIVE, BACKOFF):
+                    self._cond.notify_all()
+                    break
+            return
+        if old is not None and not is_pod_updated(old, new):
+            return  # e.g. only status changed: stays where it is
+        if self._is_backing_off(qpi):
+            moved = self._move_to_backoff(qpi, UNSCHEDULED_POD_UPDATE.label)
+        else:
+            moved = self._move_to_active(qpi, UNSCHEDULED_POD_UPDATE.label)
+        if moved:
+            self._cond.notify_all()
+
+    def _activate_one(self, pod: Pod) -> bool:
+        k = pod.key
+        qpi = self._unschedulable.get(k)
+        from_backoff = False
+        if qpi is None:
+            qpi = self._backoff.delete(k) or self._error_backoff.delete(k)
+            if qpi is None:
+                return False
+            from_backoff = True
+        return self._move_to_active(qpi, FORCE_ACTIVATE_LABEL, from_backoff=from_backoff)
+
+    def _add_unschedulable(self, qpi: QueuedPodInfo, cycle: int) -> str | None:
+        k = qpi.pod.key
+        if k in self._unschedulable:
+            return f"pod {k} is already present in the unschedulable queue"
+        if k in self._active:
+            return f"pod {k} is already present in the active queue"
+        if k in self._backoff or k in self._error_backoff:
+            return f"pod {k} is already present in the backoff queue"
+        if qpi.rejector_plugins:
+            qpi.unschedulable_count += 1
+            qpi.consecutive_errors_count = 0  # the error streak is over
+        else:
+            qpi.consecutive_errors_count += 1  # no plugin rejected it: an error (API, plugin crash ...)
+        qpi.timestamp = self._clock()
+        qpi.backoff_expiration = None
+        if not self._hints_enabled:
+            self._add_unschedulable_without_hints(qpi, cycle)
+            return None
+        queue = self._requeue(qpi, self._hint_for_returning_pod(qpi), SCHEDULE_ATTEMPT_FAILURE)
+        if queue in (ACTIVE, BACKOFF):
+            self._cond.notify_all()
+        return None
+
+    def _add_unschedulable_without_hints(self, qpi: QueuedPodInfo, cycle: int) -> None:
+        """Pre-1.32: backoffQ if a move request came during/after this pod's cycle, else unschedulablePods."""
+        if self._move_request_cycle >= cycle or not qpi.rejector_plugins:
+            if self._move_to_backoff(qpi, SCHEDULE_ATTEMPT_FAILURE):
+                self._cond.notify_all()
+            return
+        self._add_or_update_unschedulable(qpi, SCHEDULE_ATTEMPT_FAILURE)
+
+    def _hint_for_returning_pod(self, qpi: QueuedPodInfo) -> Strategy:
+        """Replay the events received while the pod was in flight through its rejectors' hints."""
+        if not qpi.rejector_plugins:
+            return Strategy.AFTER_BACKOFF
+        events = self._events_since_pop(qpi.pod.uid)
+        if events is None:
+            log.error("in-flight pod %s not found in the scheduling queue", qpi.pod.key)
+            return Strategy.AFTER_BACKOFF
+        strategy = Strategy.SKIP
+        for e in events:
+            s = self._worth_requeuing(qpi, e.event, e.old_obj, e.new_obj)
+            if s is Strategy.IMMEDIATELY:
+                return s
+            if s is Strategy.AFTER_BACKOFF:
+                strategy = s
+                if not qpi.pending_plugins:
+                    return s
+        return strategy
+
+    def _move_all(self, event: ClusterEvent, old: Any, new: Any, pre_check: Callable[[Pod], bool] | None) -> None:
+        if not self._is_event_of_interest(event):
+            return
+        pods = [q for q in self._unschedulable.values() if pre_check is None or pre_check(q.pod)]
+        self._move_pods(pods, event, old, new)
+
+    def _move_pods(self, pods: list[QueuedPodInfo], event: ClusterEvent, old: Any, new: Any) -> None:
+        if not self._is_event_of_interest(event):
+            return
+        activated = False
+        for qpi in pods:
+            if qpi.gated and not any(event_matches(event, e) for e in qpi.gating_plugin_events):
+                continue  # only an event its gating plugin registered can un-gate it
+            strategy = self._worth_requeuing(qpi, event, old, new)
+            if strategy is Strategy.SKIP:
+                continue
+            self._unschedulable.pop(qpi.pod.key, None)
+            if self._requeue(qpi, strategy, event.label) in (ACTIVE, BACKOFF):
+                activated = True
+        self._move_request_cycle = self._cycle
+        if self._hints_enabled and self._in_flight_pods:
+            self._in_flight[next(self._seq)] = _InFlightEvent(event, old, new)
+        if activated:
+            self._cond.notify_all()
+
+    def _is_event_of_interest(self, event: ClusterEvent) -> bool:
+        if event.is_wildcard:
+            return True
+        return any(event_matches(event, ewh.event) for regs in self._hints.values() for _, ewh in regs)
+
+    def _worth_requeuing(self, qpi: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> Strategy:
+        """Consult only the hints of the plugins that rejected the pod (upstream isPodWorthRequeuing)."""
+        rejectors = qpi.rejector_plugins
+        if not rejectors:
+            return Strategy.AFTER_BACKOFF
+        if event.is_wildcard:
+            # A wildcard event carrying a pod (ForceActivate) is meant for that pod only.
+            if new is not None and (not isinstance(new, Pod) or new.uid != qpi.pod.uid):
+                return Strategy.SKIP
+            return Strategy.AFTER_BACKOFF
+        regs = self._hints.get(qpi.pod.scheduler_name)
+        if regs is None:
+            log.error("no queueing hints registered for profile %r", qpi.pod.scheduler_name)
+            return Strategy.AFTER_BACKOFF
+        strategy = Strategy.SKIP
+        for plugin, ewh in regs:
+            if plugin not in rejectors or not event_matches(event, ewh.event):
+                continue
+            if self._call_hint(plugin, ewh, qpi.pod, event, old, new) is QueueingHint.QUEUE_SKIP:
+                continue
+            if plugin in qpi.pending_plugins:
+                return Strategy.IMMEDIATELY
+            strategy = Strategy.AFTER_BACKOFF
+            if not qpi.pending_plugins:
+                return strategy
+        return strategy
+
+    def _call_hint(
+        self, plugin: str, ewh: ClusterEventWithHint, pod: Pod, event: ClusterEvent, old: Any, new: Any
+    ) -> QueueingHint:
+        """No hint fn, hints disabled, or a hint that raised: Queue (never leave a pod stuck)."""
+        if ewh.hint is None or not self._hints_enabled:
+            return QueueingHint.QUEUE
+        try:
+            hint = ewh.hint(pod, old, new)
+        except Exception:
+            log.exception("queueing hint of %s failed for pod %s on %s", plugin, pod.key, event.label)
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP if hint is QueueingHint.QUEUE_SKIP else QueueingHint.QUEUE
+
+    def _requeue(self, qpi: QueuedPodInfo, strategy: Strategy, event: str) -> str:
+        """Put the pod where the strategy says; returns the queue it ended up in."""
+        if strategy is Strategy.SKIP:
+            self._add_or_update_unschedulable(qpi, event)
+            return UNSCHEDULABLE
+        if strategy is Strategy.AFTER_BACKOFF and self._is_backing_off(qpi):
+            return BACKOFF if self._move_to_backoff(qpi, event) else UNSCHEDULABLE
+        return ACTIVE if self._move_to_active(qpi, event) else UNSCHEDULABLE
+
+    def _add_or_update_unschedulable(self, qpi: QueuedPodInfo, event: str) -> None:
+        k = qpi.pod.key
+        if k not in self._unschedulable:
+            self._record(GATED if qpi.gated else UNSCHEDULABLE, event)
+        self._unschedulable[k] = qpi
+
+    def _move_to_active(self, qpi: QueuedPodInfo, event: str, from_backoff: bool = False) -> bool:
+        """activeQ unless PreEnqueue gates it (then unschedulablePods). PreEnqueue already ran for
+        pods coming straight from backoffQ, since they were checked on entry there."""
+        if not from_backoff:
+            self._run_pre_enqueue(qpi)
+        k = qpi.pod.key
+        if qpi.gated:
+            if k in self._active or k in self._backoff or k in self._error_backoff or k in self._unschedulable:
+                return False
+            self._add_or_update_unschedulable(qpi, event)
+            return False
+        if qpi.initial_attempt_timestamp is None:
+            qpi.initial_attempt_timestamp = self._clock()
+        self._unschedulable.pop(k, None)
+        self._backoff.delete(k)
+        self._error_backoff.delete(k)
+        self._active.add_or_update(qpi)
+        self._record(ACTIVE, event)
+        if event in (UNSCHEDULED_POD_ADD.label, UNSCHEDULED_POD_UPDATE.label):
+            self.nominator.add_nominated_pod(qpi.pod)
+        return True
+
+    def _move_to_backoff(self, qpi: QueuedPodInfo, event: str) -> bool:
+        """backoffQ (error heap if no plugin rejected it) unless PreEnqueue now gates it."""
+        self._run_pre_enqueue(qpi)
+        k = qpi.pod.key
+        if qpi.gated:
+            if k not in self._unschedulable:
+                self._add_or_update_unschedulable(qpi, event)
+            return False
+        self._unschedulable.pop(k, None)
+        if qpi.rejector_plugins:
+            self._error_backoff.delete(k)
+            self._backoff.add_or_update(qpi)
+        else:
+            self._backoff.delete(k)
+            self._error_backoff.add_or_update(qpi)
+        self._record(BACKOFF, event)
+        return True
+
+    def _run_pre_enqueue(self, qpi: QueuedPodInfo) -> None:
+        """Run the profile's PreEnqueue plugins, the previous gating plugin first; record a new gate."""
+        plugins = self._pre_enqueue.get(qpi.pod.scheduler_name, [])
+        if qpi.gating_plugin is not None:
+            plugins = sorted(plugins, key=lambda p: p.name != qpi.gating_plugin)
+        for plugin in plugins:
+            status = self._call_pre_enqueue(plugin, qpi.pod)
+            if not success(status):
+                qpi.unschedulable_plugins.add(plugin.name)
+                qpi.gating_plugin = plugin.name
+                qpi.gating_plugin_events = list(self._plugin_events.get(plugin.name, []))
+                return
+        qpi.gating_plugin = None
+        qpi.gating_plugin_events = []
+
+    @staticmethod
+    def _call_pre_enqueue(plugin: PreEnqueuePlugin, pod: Pod) -> Status | None:
+        try:
+            return plugin.pre_enqueue(pod)
+        except Exception as exc:  # an Error status gates the pod, as upstream
+            log.exception("PreEnqueue plugin %s failed for pod %s", plugin.name, pod.key)
+            return error(exc)
+
+    # ------------------------------------------------------------------------------ backoff
+
+    def _align(self, t: float) -> float:
+        return math.floor(t / BACKOFF_ORDERING_WINDOW) * BACKOFF_ORDERING_WINDOW
+
+    def backoff_expiry(self, qpi: QueuedPodInfo) -> float:
+        """Window-aligned time the pod's backoff ends (-inf: no backoff)."""
+        with self._lock:
+            return self._backoff_expiry(qpi)
+
+    def _backoff_expiry(self, qpi: QueuedPodInfo) -> float:
+        """Computed once per failure and cached on the pod info (the heaps order by it)."""
+        if self._max_backoff == 0:
+            return -math.inf
+        count = qpi.consecutive_errors_count if qpi.consecutive_errors_count > 0 else qpi.unschedulable_count
+        if count == 0:
+            return -math.inf
+        if qpi.backoff_expiration is None:
+            duration = backoff_duration(count, self._initial_backoff, self._max_backoff)
+            qpi.backoff_expiration = self._align(qpi.timestamp + duration)
+        return qpi.backoff_expiration
+
+    def _is_backing_off(self, qpi: QueuedPodInfo) -> bool:
+        """Still backing off while its expiry window has not strictly passed the current window."""
+        return self._backoff_expiry(qpi) >= self._align(self._clock())
+
+    def _less_backoff(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        return self._backoff_expiry(a) < self._backoff_expiry(b)
+
+    def _less_backoff_with_priority(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        ea, eb = self._backoff_expiry(a), self._backoff_expiry(b)
+        if ea != eb:
+            return ea < eb
+        return self._less(a, b)

@@ -1,0 +1,284 @@
+"""The scheduling algorithm for one pod: which node, or why none (``schedule_one.go`` schedulePod).
+
+Pure with respect to the cluster: it reads a snapshot and runs the framework; assuming, binding,
+events and the queue belong to the scheduler loop. Filtering and scoring run sequentially on the
+calling thread. Upstream checks nodes with 16 goroutines, but in CPython the filters are CPU-bound
+Python code that threads would only interleave under the GIL, so ``parallelism`` is accepted in
+the configuration and ignored here. Sequential filtering also makes the set of examined nodes
+deterministic: exactly the nodes up to the k-th feasible one, in rotation order.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from scheduler.framework.fit_error import (
+    Diagnosis,
+    FitError,
+    FrameworkError,
+    NoNodesAvailableError,
+)
+from scheduler.framework.interface import CycleState, SharedLister
+from scheduler.framework.runtime import Framework, NodePluginScores
+from scheduler.framework.status import Code, Status, success, unresolvable
+from scheduler.framework.types import NodeInfo
+from scheduler.model.pod import Pod
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+TieBreak = Literal["random", "name"]
+
+
+class NominatedPods(Protocol):
+    """Where nominated pods come from (the queue's Nominator)."""
+
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[Pod]: ...
+
+
+@dataclass(slots=True)
+class ScheduleResult:
+    """The chosen node plus what the cycle saw, for logs, `simulate` and `explain`.
+
+    ``scores`` is empty when the node was chosen without scoring (one feasible node, or the
+    nominated node passed); ``diagnosis`` holds the statuses of the nodes that were rejected."""
+
+    suggested_host: str
+    evaluated_nodes: int
+    feasible_nodes: int
+    scores: list[NodePluginScores] = field(default_factory=list)
+    diagnosis: Diagnosis = field(default_factory=Diagnosis)
+
+
+def num_feasible_nodes_to_find(
+    percentage: int | None, num_all_nodes: int, has_score_plugins_or_extenders: bool = True
+) -> int:
+    """How many feasible nodes to find before filtering stops.
+
+    ``percentage`` is the profile's percentageOfNodesToScore if set, else the global one; 0/None
+    means adaptive (50 % minus 1 % per 125 nodes, at least 5 %). Fewer than 100 nodes → all of them;
+    never fewer than 100 otherwise. ``has_score_plugins_or_extenders`` is false only when there is
+    no score plugin, no prioritizing extender and no filtering extender: then the first feasible
+    node is as good as any, so 1 is enough whatever the cluster size."""
+    if not has_score_plugins_or_extenders:
+        return 1
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    pct = percentage or 0
+    if pct == 0:
+        pct = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    num_nodes = num_all_nodes * pct // 100
+    return max(num_nodes, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+def select_host(
+    scores: Sequence[NodePluginScores], rng: random.Random, tie_break: TieBreak = "random"
+) -> NodePluginScores:
+    """Pick a node with the highest total score.
+
+    "random": uniformly among the ties, by reservoir sampling in one pass (the k-th tie replaces
+    the candidate with probability 1/k), as upstream. "name": the lexicographically smallest name,
+    for reproducible `simulate` runs."""
+    if not scores:
+        raise ValueError("empty priority list")
+    if tie_break == "name":
+        top = max(s.total_score for s in scores)
+        return min((s for s in scores if s.total_score == top), key=lambda s: s.name)
+    best = scores[0]
+    ties = 1
+    for candidate in scores[1:]:
+        if candidate.total_score > best.total_score:
+            best, ties = candidate, 1
+        elif candidate.total_score == best.total_score:
+            ties += 1
+            if rng.randrange(ties) == 0:
+                best = candidate
+    return best
+
+
+class SchedulingAlgorithm:
+    """Finds a node for one pod at a time; keeps the rotating start index between pods so every
+    node gets examined across cycles even when filtering stops early."""
+
+    def __init__(
+        self,
+        percentage_of_nodes_to_score: int = 0,
+        rng: random.Random | None = None,
+        tie_break: TieBreak = "random",
+    ) -> None:
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self.rng = rng if rng is not None else random.Random()
+        self.tie_break: TieBreak = tie_break
+        self.next_start_node_index = 0
+
+    def schedule_pod(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        snapshot: SharedLister,
+        nominator: NominatedPods | None = None,
+    ) -> ScheduleResult:
+        """Choose a node. Raises NoNodesAvailableError, FitError (no node fits; the diagnosis
+        says why per node) or FrameworkError (a plugin errored)."""
+        all_nodes = list(snapshot.list())
+        if not all_nodes:
+            raise NoNodesAvailableError()
+        feasible, diagnosis = self.find_nodes_that_fit_pod(fwk, state, pod, snapshot, all_nodes, nominator)
+        if not feasible:
+            raise FitError(pod, len(all_nodes), diagnosis)
+        evaluated = len(feasible) + len(diagnosis.node_to_status.statuses)
+        if len(feasible) == 1:
+            return ScheduleResult(feasible[0].name, evaluated, 1, diagnosis=diagnosis)
+        scores = self.prioritize_nodes(fwk, state, pod, feasible)
+        chosen = select_host(scores, self.rng, self.tie_break)
+        return ScheduleResult(chosen.name, evaluated, len(feasible), scores, diagnosis)
+
+    def find_nodes_that_fit_pod(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        snapshot: SharedLister,
+        all_nodes: Sequence[NodeInfo],
+        nominator: NominatedPods | None = None,
+    ) -> tuple[list[NodeInfo], Diagnosis]:
+        """PreFilter, the nominated-node fast path, then Filter over the (narrowed) node list."""
+        diagnosis = Diagnosis()
+        pre_result, status, narrowing = fwk.run_pre_filter_plugins(state, pod, all_nodes)
+        diagnosis.unschedulable_plugins = set(narrowing)
+        if not success(status):
+            assert status is not None
+            if not status.is_rejected():
+                raise FrameworkError(status)
+            # Every node gets the PreFilter verdict, so preemption sees the same status everywhere.
+            diagnosis.node_to_status.absent = status
+            diagnosis.pre_filter_msg = status.message
+            diagnosis.add_plugin_status(status)
+            return [], diagnosis
+        if pod.nominated_node_name:
+            feasible = self._evaluate_nominated_node(fwk, state, pod, snapshot, diagnosis, nominator)
+            if feasible:
+                return feasible, diagnosis
+        nodes: Sequence[NodeInfo] = all_nodes
+        if pre_result is not None and pre_result.node_names is not None:
+            # Upstream walks the result's name set (Go map order, i.e. random); snapshot order keeps
+            # the zone interleaving and makes runs reproducible. Names not in the snapshot are dropped.
+            wanted = pre_result.node_names
+            nodes = [n for n in all_nodes if n.name in wanted]
+            diagnosis.node_to_status.absent = unresolvable(
+                f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]"
+            )
+        feasible, failure = self._filter_nodes(fwk, state, pod, diagnosis, nodes, nominator)
+        # Advance even on error, so every node keeps its chance of being examined.
+        processed = len(feasible) + len(diagnosis.node_to_status.statuses)
+        self.next_start_node_index = (self.next_start_node_index + processed) % len(all_nodes)
+        if failure is not None:
+            raise FrameworkError(failure)
+        return feasible, diagnosis
+
+    def _evaluate_nominated_node(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        snapshot: SharedLister,
+        diagnosis: Diagnosis,
+        nominator: NominatedPods | None,
+    ) -> list[NodeInfo]:
+        """Try status.nominatedNodeName alone first: after preemption it is likely the only fit.
+        Errors here are ignored (upstream logs them) and the full search runs instead."""
+        node_info = snapshot.get(pod.nominated_node_name)
+        if node_info is None:
+            return []
+        feasible, failure = self._filter_nodes(fwk, state, pod, diagnosis, [node_info], nominator)
+        return feasible if failure is None else []
+
+    def _filter_nodes(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        diagnosis: Diagnosis,
+        nodes: Sequence[NodeInfo],
+        nominator: NominatedPods | None = None,
+    ) -> tuple[list[NodeInfo], Status | None]:
+        """Visit nodes[(start + i) % n] until enough feasible nodes are found; record rejections in
+        the diagnosis. Returns the feasible nodes and the Error status that stopped the walk, if any."""
+        n = len(nodes)
+        percentage = fwk.percentage_of_nodes_to_score
+        if percentage is None:
+            percentage = self.percentage_of_nodes_to_score
+        k = num_feasible_nodes_to_find(percentage, n, fwk.has_score_plugins())
+        start = self.next_start_node_index
+        if not fwk.has_filter_plugins():
+            return [nodes[(start + i) % n] for i in range(min(k, n))], None
+        began = time.perf_counter()
+        feasible: list[NodeInfo] = []
+        failure: Status | None = None
+        for i in range(n):
+            if len(feasible) >= k:
+                break
+            node_info = nodes[(start + i) % n]
+            pods = nominator.nominated_pods_for_node(node_info.name) if nominator is not None else None
+            status = fwk.run_filter_plugins_with_nominated_pods(state, pod, node_info, pods)
+            if success(status):
+                feasible.append(node_info)
+            elif status is not None and status.code == Code.ERROR:
+                failure = status
+                break
+            elif status is not None:
+                diagnosis.node_to_status.statuses[node_info.name] = status
+                diagnosis.add_plugin_status(status)
+        fwk.observe("Filter", failure, time.perf_counter() - began)
+        return feasible, failure
+
+    def prioritize_nodes(
+        self, fwk: Framework, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> list[NodePluginScores]:
+        """PreScore + Score; without score plugins every node scores 1 (so selection is uniform)."""
+        if not fwk.has_score_plugins():
+            return [NodePluginScores(n.name, 1) for n in nodes]
+        status = fwk.run_pre_score_plugins(state, pod, nodes)
+        if not success(status):
+            assert status is not None
+            raise FrameworkError(status)
+        scores, status = fwk.run_score_plugins(state, pod, nodes)
+        if not success(status):
+            assert status is not None
+            raise FrameworkError(status)
+        return scores
+
+
+@dataclass(slots=True)
+class SchedulingFailure:
+    """How a failed scheduling attempt is reported: the status (reason Unschedulable when rejected,
+    SchedulerError otherwise; the FitError travels in ``status.error``) and what to write to
+    status.nominatedNodeName: None leaves it alone, "" clears it, a name sets it."""
+
+    status: Status
+    nominated_node_name: str | None
+
+
+def handle_schedule_error(fwk: Framework, state: CycleState, pod: Pod, exc: Exception) -> SchedulingFailure:
+    """The failure branch of schedulingCycle: PostFilter (preemption) runs only for a FitError and
+    only when PostFilter plugins are enabled; its message is appended to the FitError's."""
+    if isinstance(exc, NoNodesAvailableError):
+        return SchedulingFailure(Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [str(exc)], error=exc), "")
+    if not isinstance(exc, FitError):
+        status = exc.status if isinstance(exc, FrameworkError) else Status(Code.ERROR, [str(exc)], error=exc)
+        return SchedulingFailure(status, "")
+    if not fwk.has_post_filter_plugins():
+        return SchedulingFailure(_unschedulable(exc), "")
+    result, post_status = fwk.run_post_filter_plugins(state, pod, exc.diagnosis.node_to_status)
+    exc.diagnosis.post_filter_msg = post_status.message if post_status is not None else ""
+    nominated = result.nominated_node_name if result is not None else None
+    return SchedulingFailure(_unschedulable(exc), nominated)
+
+
+def _unschedulable(exc: FitError) -> Status:
+    return Status(Code.UNSCHEDULABLE, [str(exc)], error=exc)

@@ -1,0 +1,335 @@
+import pytest
+from cache_helpers import ANTI_AFFINITY, make_node, make_pod
+
+from scheduler.cache import Cache, CacheError
+from scheduler.framework.types import NodeInfo
+from scheduler.model.resources import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST
+
+MI = 1024 * 1024
+
+
+def node_info(cache: Cache, name: str) -> NodeInfo:
+    info = cache.get_node_info(name)
+    assert info is not None
+    return info
+
+
+def cache_with_nodes(*names: str, ttl: float = 0.0) -> Cache:
+    cache = Cache(ttl=ttl)
+    for n in names:
+        cache.add_node(make_node(n))
+    return cache
+
+
+# --- bound pods -------------------------------------------------------------------------------
+
+
+def test_add_pod_sums_requested_and_non_zero_requested() -> None:
+    cache = cache_with_nodes("n1")
+    cache.add_pod(make_pod("a", node="n1", cpu="250m", memory="64Mi"))
+    cache.add_pod(make_pod("b", node="n1", cpu="1", memory="1Gi"))
+    info = node_info(cache, "n1")
+    assert info.requested.milli_cpu == 1250
+    assert info.requested.memory == 1088 * MI
+    assert info.non_zero_requested.milli_cpu == 1250
+    assert info.non_zero_requested.memory == 1088 * MI
+    assert set(info.pods) == {"uid-a", "uid-b"}
+
+
+def test_pod_without_requests_counts_defaults_only_in_non_zero() -> None:
+    cache = cache_with_nodes("n1")
+    cache.add_pod(make_pod("be", node="n1", containers=2))
+    info = node_info(cache, "n1")
+    assert info.requested.milli_cpu == 0 and info.requested.memory == 0
+    assert info.non_zero_requested.milli_cpu == 2 * DEFAULT_MILLI_CPU_REQUEST == 200
+    assert info.non_zero_requested.memory == 2 * DEFAULT_MEMORY_REQUEST == 400 * MI
+
+
+def test_update_pod_replaces_accounting() -> None:
+    cache = cache_with_nodes("n1")
+    old = make_pod("a", node="n1", cpu="1")
+    cache.add_pod(old)
+    cache.update_pod(old, make_pod("a", node="n1", cpu="300m"))
+    info = node_info(cache, "n1")
+    assert info.requested.milli_cpu == 300
+    assert len(info.pods) == 1
+    assert cache.pod_count() == 1
+
+
+def test_remove_pod_restores_zero() -> None:
+    cache = cache_with_nodes("n1")
+    pod = make_pod("a", node="n1", cpu="1", memory="1Gi", host_ports=[80], pvcs=["data"], affinity=ANTI_AFFINITY)
+    cache.add_pod(pod)
+    cache.remove_pod(pod)
+    info = node_info(cache, "n1")
+    assert info.pods == {}
+    assert info.requested.is_zero() and info.non_zero_requested.is_zero()
+    assert info.used_ports == {} and info.pvc_ref_counts == {}
+    assert info.pods_with_affinity == {} and info.pods_with_required_anti_affinity == {}
+    assert cache.pod_count() == 0
+
+
+def test_pod_on_unknown_node_creates_node_less_info() -> None:
+    cache = Cache()
+    pod = make_pod("a", node="later", cpu="1")
+    cache.add_pod(pod)
+    info = node_info(cache, "later")
+    assert info.node is None and "uid-a" in info.pods
+    cache.add_node(make_node("later"))
+    assert node_info(cache, "later").requested.milli_cpu == 1000
+    cache.remove_node("later")
+    cache.remove_pod(pod)
+    assert cache.node_count() == 0
+
+
+def test_ports_and_pvc_ref_counts() -> None:
+    cache = cache_with_nodes("n1")
+    a = make_pod("a", node="n1", host_ports=[80, 443], pvcs=["data"])
+    b = make_pod("b", node="n1", pvcs=["data", "logs"])
+    cache.add_pod(a)
+    cache.add_pod(b)
+    info = node_info(cache, "n1")
+    assert info.used_ports == {"0.0.0.0": {("TCP", 80), ("TCP", 443)}}
+    assert info.pvc_ref_counts == {"default/data": 2, "default/logs": 1}
+    cache.remove_pod(a)
+    info = node_info(cache, "n1")
+    assert info.used_ports == {}
+    assert info.pvc_ref_counts == {"default/data": 1, "default/logs": 1}
+
+
+def test_add_of_known_pod_is_an_update_not_a_double_count() -> None:
+    cache = cache_with_nodes("n1")
+    cache.add_pod(make_pod("a", node="n1", cpu="1"))
+    cache.add_pod(make_pod("a", node="n1", cpu="1"))
+    info = node_info(cache, "n1")
+    assert info.requested.milli_cpu == 1000
+    assert cache.pod_count() == 1
+
+
+def test_update_moving_pod_to_other_node_is_followed() -> None:
+    cache = cache_with_nodes("n1", "n2")
+    old = make_pod("a", node="n1", cpu="1")
+    cache.add_pod(old)
+    cache.update_pod(old, make_pod("a", node="n2", cpu="1"))
+    assert node_info(cache, "n1").requested.milli_cpu == 0
+    assert node_info(cache, "n2").requested.milli_cpu == 1000
+
+
+def test_update_of_unknown_pod_adds_it() -> None:
+    cache = cache_with_nodes("n1")
+    cache.update_pod(None, make_pod("a", node="n1", cpu="1"))
+    assert node_info(cache, "n1").requested.milli_cpu == 1000
+
+
+def test_remove_uses_cached_copy_even_if_event_differs() -> None:
+    cache = cache_with_nodes("n1")
+    cache.add_pod(make_pod("a", node="n1", cpu="1"))
+    cache.remove_pod(make_pod("a", node="", cpu="5"))  # last known state without node
+    assert node_info(cache, "n1").requested.milli_cpu == 0
+    assert cache.pod_count() == 0
+
+
+def test_remove_of_unknown_pod_is_tolerated() -> None:
+    cache = cache_with_nodes("n1")
+    cache.remove_pod(make_pod("ghost", node="n1"))
+    assert cache.pod_count() == 0
+
+
+def test_add_without_node_is_ignored() -> None:
+    cache = cache_with_nodes("n1")
+    cache.add_pod(make_pod("a"))
+    assert cache.pod_count() == 0
+    assert cache.node_count() == 1
+
+
+def test_reconcile_pods_removes_vanished_non_assumed() -> None:
+    cache = cache_with_nodes("n1")
+    cache.add_pod(make_pod("keep", node="n1", cpu="1"))
+    cache.add_pod(make_pod("gone", node="n1", cpu="2"))
+    cache.assume_pod(make_pod("assumed", node="n1", cpu="4"))
+    removed = cache.reconcile_pods({"uid-keep"})
+    assert [p.name for p in removed] == ["gone"]
+    assert node_info(cache, "n1").requested.milli_cpu == 5000
+    assert cache.is_assumed("uid-assumed")
+    assert cache.pod_count() == 2
+
+
+def test_reconcile_pods_drops_ghost_node_info() -> None:
+    cache = cache_with_nodes("n1")
+    cache.add_pod(make_pod("a", node="n1"))
+    cache.remove_node("n1")
+    cache.reconcile_pods(set())
+    assert cache.node_count() == 0
+
+
+def test_dump_and_counts() -> None:
+    cache = cache_with_nodes("n1", "n2")
+    cache.add_pod(make_pod("b", node="n1"))
+    cache.add_pod(make_pod("a", node="n1", namespace="kube-system"))
+    cache.assume_pod(make_pod("c", node="n2"))
+    assert cache.dump() == {"n1": ["default/b", "kube-system/a"], "n2": ["default/c"]}
+    assert (cache.pod_count(), cache.node_count(), cache.assumed_count()) == (3, 2, 1)
+    got = cache.get_pod("uid-c")
+    assert got is not None and got.node_name == "n2"
+    assert cache.get_pod("uid-x") is None
+
+
+# --- assume / confirm / forget / expire ---------------------------------------------------------
+
+
+def test_assume_accounts_pod_and_marks_it() -> None:
+    cache = cache_with_nodes("n1")
+    cache.assume_pod(make_pod("a", cpu="1").with_node("n1"))
+    assert cache.is_assumed("uid-a")
+    assert node_info(cache, "n1").requested.milli_cpu == 1000
+    assert cache.assumed_count() == 1
+
+
+def test_double_assume_is_an_error() -> None:
+    cache = cache_with_nodes("n1", "n2")
+    cache.assume_pod(make_pod("a", node="n1"))
+    with pytest.raises(CacheError, match="is in the cache, so can't be assumed"):
+        cache.assume_pod(make_pod("a", node="n2"))
+    assert node_info(cache, "n2").pods == {}
+
+
+def test_assume_of_bound_pod_is_an_error() -> None:
+    cache = cache_with_nodes("n1")
+    cache.add_pod(make_pod("a", node="n1"))
+    with pytest.raises(CacheError):
+        cache.assume_pod(make_pod("a", node="n1"))
+
+
+def test_assume_without_node_is_an_error() -> None:
+    cache = cache_with_nodes("n1")
+    with pytest.raises(CacheError, match="has no node"):
+        cache.assume_pod(make_pod("a"))
+    assert cache.pod_count() == 0
+
+
+def test_confirm_on_same_node_replaces_assumed_copy() -> None:
+    cache = cache_with_nodes("n1")
+    cache.assume_pod(make_pod("a", node="n1", cpu="1"))
+    real = make_pod("a", node="n1", cpu="1")
+    cache.add_pod(real)
+    assert not cache.is_assumed("uid-a")
+    info = node_info(cache, "n1")
+    assert info.pods["uid-a"] is real
+    assert info.requested.milli_cpu == 1000
+    assert cache.pod_count() == 1 and cache.assumed_count() == 0
+
+
+def test_confirm_on_different_node_moves_pod() -> None:
+    cache = cache_with_nodes("n1", "n2")
+    cache.assume_pod(make_pod("a", node="n1", cpu="1"))
+    cache.add_pod(make_pod("a", node="n2", cpu="1"))
+    assert not cache.is_assumed("uid-a")
+    assert node_info(cache, "n1").requested.milli_cpu == 0
+    assert node_info(cache, "n2").requested.milli_cpu == 1000
+
+
+def test_update_event_confirms_assumed_pod() -> None:
+    cache = cache_with_nodes("n1")
+    cache.assume_pod(make_pod("a", node="n1", cpu="1"))
+    cache.update_pod(make_pod("a"), make_pod("a", node="n1", cpu="1"))
+    assert not cache.is_assumed("uid-a")
+    assert node_info(cache, "n1").requested.milli_cpu == 1000
+
+
+def test_events_without_node_leave_assumed_pod_alone() -> None:
+    cache = cache_with_nodes("n1")
+    cache.assume_pod(make_pod("a", node="n1", cpu="1"))
+    cache.update_pod(make_pod("a"), make_pod("a"))
+    cache.add_pod(make_pod("a"))
+    assert cache.is_assumed("uid-a")
+    assert node_info(cache, "n1").requested.milli_cpu == 1000
+
+
+def test_forget_removes_assumed_pod() -> None:
+    cache = cache_with_nodes("n1")
+    pod = make_pod("a", node="n1", cpu="1")
+    cache.assume_pod(pod)
+    cache.forget_pod(pod)
+    assert not cache.is_assumed("uid-a")
+    assert node_info(cache, "n1").requested.milli_cpu == 0
+    assert cache.pod_count() == 0
+
+
+def test_forget_of_non_assumed_pod_is_an_error() -> None:
+    cache = cache_with_nodes("n1")
+    pod = make_pod("a", node="n1", cpu="1")
+    cache.add_pod(pod)
+    with pytest.raises(CacheError, match="is not assumed"):
+        cache.forget_pod(pod)
+    assert node_info(cache, "n1").requested.milli_cpu == 1000
+
+
+def test_forget_with_other_node_is_an_error() -> None:
+    cache = cache_with_nodes("n1", "n2")
+    cache.assume_pod(make_pod("a", node="n1"))
+    with pytest.raises(CacheError, match="was assumed on n2 but assigned to n1"):
+        cache.forget_pod(make_pod("a", node="n2"))
+    assert cache.is_assumed("uid-a")
+
+
+def test_forget_of_unknown_pod_is_ignored() -> None:
+    cache = cache_with_nodes("n1")
+    cache.forget_pod(make_pod("a", node="n1"))
+    assert cache.pod_count() == 0
+
+
+def test_assumed_pod_expires_after_ttl_once_binding_finished() -> None:
+    cache = cache_with_nodes("n1", ttl=30)
+    pod = make_pod("a", node="n1", cpu="1")
+    cache.assume_pod(pod)
+    assert cache.cleanup_expired_assumed(now=10_000) == []  # binding not finished: never expires
+    cache.finish_binding(pod, now=100)
+    assert cache.cleanup_expired_assumed(now=130) == []  # deadline 130, not after it
+    assert cache.is_assumed("uid-a")
+    expired = cache.cleanup_expired_assumed(now=130.5)
+    assert [p.uid for p in expired] == ["uid-a"]
+    assert cache.pod_count() == 0
+    assert node_info(cache, "n1").requested.milli_cpu == 0
+
+
+def test_ttl_zero_never_expires() -> None:
+    cache = cache_with_nodes("n1", ttl=0)
+    pod = make_pod("a", node="n1")
+    cache.assume_pod(pod)
+    cache.finish_binding(pod, now=0)
+    assert cache.cleanup_expired_assumed(now=1e12) == []
+    assert cache.is_assumed("uid-a")
+
+
+def test_finish_binding_uses_clock_when_now_not_given() -> None:
+    t = [1000.0]
+    cache = Cache(ttl=30, clock=lambda: t[0])
+    cache.add_node(make_node("n1"))
+    pod = make_pod("a", node="n1")
+    cache.assume_pod(pod)
+    cache.finish_binding(pod)
+    t[0] = 1029.0
+    assert cache.cleanup_expired_assumed() == []
+    t[0] = 1031.0
+    assert len(cache.cleanup_expired_assumed()) == 1
+
+
+def test_confirmed_pod_does_not_expire() -> None:
+    cache = cache_with_nodes("n1", ttl=30)
+    pod = make_pod("a", node="n1", cpu="1")
+    cache.assume_pod(pod)
+    cache.finish_binding(pod, now=0)
+    cache.add_pod(make_pod("a", node="n1", cpu="1"))
+    assert cache.cleanup_expired_assumed(now=1000) == []
+    assert node_info(cache, "n1").requested.milli_cpu == 1000
+
+
+def test_expired_pod_added_later_is_accounted_again() -> None:
+    cache = cache_with_nodes("n1", ttl=1)
+    pod = make_pod("a", node="n1", cpu="1")
+    cache.assume_pod(pod)
+    cache.finish_binding(pod, now=0)
+    cache.cleanup_expired_assumed(now=5)
+    cache.add_pod(make_pod("a", node="n1", cpu="1"))
+    assert node_info(cache, "n1").requested.milli_cpu == 1000
+    assert not cache.is_assumed("uid-a")

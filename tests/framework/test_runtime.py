@@ -1,0 +1,621 @@
+"""Framework runtime: construction checks and every extension point's loop semantics."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from scheduler.config.types import PluginRef, Profile
+from scheduler.framework.interface import CycleState, NodeScore, NodeToStatus, PostFilterResult, PreFilterResult
+from scheduler.framework.runtime import WILDCARD_EVENT, Framework, go_duration
+from scheduler.framework.status import Code, Status, error, skip, unresolvable, unschedulable
+from scheduler.framework.types import NODE_ADD, ClusterEventWithHint, NodeInfo
+from scheduler.model.node import node_from_api
+from scheduler.model.pod import Pod, pod_from_api
+
+# ----- helpers ---------------------------------------------------------------------------------
+
+
+def make_pod(name: str, priority: int = 0, cpu: str | None = None, labels: dict[str, str] | None = None) -> Pod:
+    container: dict[str, Any] = {"name": "c"}
+    if cpu is not None:
+        container["resources"] = {"requests": {"cpu": cpu}}
+    return pod_from_api(
+        {
+            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}", "labels": labels or {}},
+            "spec": {"priority": priority, "containers": [container]},
+        }
+    )
+
+
+def make_node_info(name: str, cpu: str = "4", *pods: Pod) -> NodeInfo:
+    ni = NodeInfo()
+    ni.set_node(node_from_api({"metadata": {"name": name}, "status": {"allocatable": {"cpu": cpu, "pods": "110"}}}))
+    for p in pods:
+        ni.add_pod(p)
+    return ni
+
+
+class FakeHandle:
+    def __init__(self, nominated: Mapping[str, Sequence[Pod]] | None = None) -> None:
+        self.nominated = dict(nominated or {})
+        self.bound: list[tuple[str, str]] = []
+
+    def snapshot(self) -> Any:
+        return None
+
+    def objects(self) -> Any:
+        return None
+
+    def nominated_pods_for(self, node_name: str) -> Sequence[Pod]:
+        return self.nominated.get(node_name, [])
+
+    def bind(self, pod: Pod, node_name: str) -> Status | None:
+        self.bound.append((pod.name, node_name))
+        return None
+
+    def parallelism(self) -> int:
+        return 16
+
+
+def build(
+    points: Mapping[str, list[Any]],
+    weights: Mapping[str, int] | None = None,
+    handle: FakeHandle | None = None,
+    **kw: Any,
+) -> Framework:
+    """A framework whose registry hands out the given plugin instances."""
+    registry: dict[str, Any] = {}
+    plugins: dict[str, list[PluginRef]] = {}
+    for point, instances in points.items():
+        plugins[point] = [PluginRef(p.name, (weights or {}).get(p.name, 0)) for p in instances]
+        for p in instances:
+            registry[p.name] = lambda args, h, p=p: p
+    return Framework(Profile("test-profile", plugins), registry, handle or FakeHandle(), **kw)
+
+
+class CpuFit:
+    """Test-local resource filter: the pod's cpu request must fit in what the node has left."""
+
+    name = "CpuFit"
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        if node_info.requested.milli_cpu + pod.requests.milli_cpu > node_info.allocatable.milli_cpu:
+            return unschedulable("Insufficient cpu")
+        return None
+
+
+class NeedsLabelX:
+    """Test-local affinity-like filter: the node must already run a pod labelled x=y."""
+
+    name = "NeedsLabelX"
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        if any(p.labels.get("x") == "y" for p in node_info.pods.values()):
+            return None
+        return unschedulable("no pod with x=y")
+
+
+class Fixed:
+    """Filter returning a fixed status and counting calls."""
+
+    def __init__(self, name: str, status: Status | None = None) -> None:
+        self.name = name
+        self.status = status
+        self.calls = 0
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        self.calls += 1
+        return self.status
+
+
+class CountingExtensions:
+    def __init__(self) -> None:
+        self.added: list[str] = []
+
+    def add_pod(self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo) -> Status | None:
+        self.added.append(pod_to_add.name)
+        state.write("added", [*state.get("added", []), pod_to_add.name])
+        return None
+
+    def remove_pod(self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo) -> Status | None:
+        return error("boom")
+
+
+class PreF:
+    """PreFilter returning a fixed (result, status); optional extensions."""
+
+    def __init__(
+        self,
+        name: str,
+        result: PreFilterResult | None = None,
+        status: Status | None = None,
+        ext: CountingExtensions | None = None,
+    ) -> None:
+        self.name = name
+        self.result = result
+        self.status = status
+        self.ext = ext
+        self.calls = 0
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        self.calls += 1
+        return self.result, self.status
+
+    def pre_filter_extensions(self) -> CountingExtensions | None:
+        return self.ext
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        return unschedulable(f"{self.name} filter ran")
+
+
+# ----- construction ----------------------------------------------------------------------------
+
+
+def test_unregistered_plugin_is_a_clear_error() -> None:
+    profile = Profile("p1", {"filter": [PluginRef("Missing")]})
+    with pytest.raises(ValueError, match=r"profile 'p1': plugin 'Missing' is not registered"):
+        Framework(profile, {}, FakeHandle())
+
+
+def test_plugin_listed_at_a_point_it_does_not_implement() -> None:
+    fit = CpuFit()
+    with pytest.raises(ValueError, match=r"profile 'test-profile': plugin 'CpuFit' is enabled at score"):
+        build({"filter": [fit], "score": [fit]})
+
+
+def test_plugin_instantiated_once_across_points() -> None:
+    made: list[int] = []
+
+    def factory(args: Mapping[str, Any], handle: Any) -> PreF:
+        made.append(1)
+        return PreF("Both")
+
+    profile = Profile("p", {"preFilter": [PluginRef("Both")], "filter": [PluginRef("Both")]})
+    fwk = Framework(profile, {"Both": factory}, FakeHandle())
+    assert len(made) == 1
+    assert fwk.list_plugins() == {"preFilter": ["Both"], "filter": ["Both"]}
+
+
+def test_factory_gets_plugin_args_and_wrapping_handle() -> None:
+    seen: dict[str, Any] = {}
+
+    def factory(args: Mapping[str, Any], handle: Any) -> CpuFit:
+        seen["args"], seen["handle"] = args, handle
+        return CpuFit()
+
+    base = FakeHandle({"n1": [make_pod("nom")]})
+    profile = Profile("p", {"filter": [PluginRef("CpuFit")]}, plugin_config={"CpuFit": {"k": 1}})
+    fwk = Framework(profile, {"CpuFit": factory}, base)
+    assert seen["args"] == {"k": 1}
+    assert seen["handle"].framework is fwk
+    assert [p.name for p in seen["handle"].nominated_pods_for("n1")] == ["nom"]
+    assert seen["handle"].bound == []  # unknown attributes reach the wrapped handle
+
+
+# ----- PreFilter -------------------------------------------------------------------------------
+
+
+def test_prefilter_skip_disables_the_plugins_filter() -> None:
+    pf = PreF("Skipper", status=skip())
+    fwk = build({"preFilter": [pf], "filter": [pf]})
+    state = CycleState()
+    result, status, narrowed = fwk.run_pre_filter_plugins(state, make_pod("p"), [])
+    assert (result, status, narrowed) == (None, None, set())
+    assert state.skip_filter_plugins == {"Skipper"}
+    assert fwk.run_filter_plugins(state, make_pod("p"), make_node_info("n1")) is None
+
+
+def test_prefilter_unschedulable_keeps_running_the_others() -> None:
+    first = PreF("First", status=unschedulable("first says no"))
+    second = PreF("Second")
+    fwk = build({"preFilter": [first, second]})
+    _, status, _ = fwk.run_pre_filter_plugins(CycleState(), make_pod("p"), [])
+    assert second.calls == 1
+    assert status is not None and status.code == Code.UNSCHEDULABLE
+    assert (status.plugin, status.message) == ("First", "first says no")
+
+
+def test_prefilter_unresolvable_stops_at_once() -> None:
+    first = PreF("First", status=unresolvable("never"))
+    second = PreF("Second")
+    fwk = build({"preFilter": [first, second]})
+    _, status, _ = fwk.run_pre_filter_plugins(CycleState(), make_pod("p"), [])
+    assert second.calls == 0
+    assert status is not None and status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and status.plugin == "First"
+
+
+def test_prefilter_error_is_wrapped() -> None:
+    fwk = build({"preFilter": [PreF("Bad", status=Status(Code.WAIT, ["odd"]))]})
+    _, status, _ = fwk.run_pre_filter_plugins(CycleState(), make_pod("p"), [])
+    assert status is not None and status.code == Code.ERROR
+    assert status.message == 'running PreFilter plugin "Bad": odd'
+
+
+def test_prefilter_results_intersect() -> None:
+    a = PreF("A", result=PreFilterResult({"n1", "n2"}))
+    b = PreF("B", result=PreFilterResult({"n2", "n3"}))
+    c = PreF("C", result=PreFilterResult(None))
+    fwk = build({"preFilter": [a, b, c]})
+    result, status, narrowed = fwk.run_pre_filter_plugins(CycleState(), make_pod("p"), [])
+    assert status is None
+    assert result is not None and result.node_names == {"n2"}
+    assert narrowed == {"A", "B"}
+
+
+def test_prefilter_empty_intersection_messages() -> None:
+    a = PreF("A", result=PreFilterResult({"n1"}))
+    b = PreF("B", result=PreFilterResult({"n2"}))
+    fwk = build({"preFilter": [a, b]})
+    _, status, _ = fwk.run_pre_filter_plugins(CycleState(), make_pod("p"), [])
+    assert status is not None and status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert status.message == "node(s) didn't satisfy plugin(s) [A B] simultaneously"
+
+    single = build({"preFilter": [PreF("Only", result=PreFilterResult(set()))]})
+    _, status, _ = single.run_pre_filter_plugins(CycleState(), make_pod("p"), [])
+    assert status is not None and status.message == "node(s) didn't satisfy plugin Only"
+
+
+def test_prefilter_remove_pod_extension_error_is_wrapped() -> None:
+    pf = PreF("Ext", ext=CountingExtensions())
+    fwk = build({"preFilter": [pf]})
+    s = fwk.run_pre_filter_extension_remove_pod(CycleState(), make_pod("p"), make_pod("q"), make_node_info("n1"))
+    assert s is not None and s.code == Code.ERROR
+    assert s.message == 'running RemovePod on PreFilter plugin "Ext": boom'
+
+
+# ----- Filter ----------------------------------------------------------------------------------
+
+
+def test_first_rejecting_filter_wins() -> None:
+    a = Fixed("A", unschedulable("a no"))
+    b = Fixed("B", unresolvable("b no"))
+    fwk = build({"filter": [a, b]})
+    s = fwk.run_filter_plugins(CycleState(), make_pod("p"), make_node_info("n1"))
+    assert s is not None and (s.plugin, s.message, s.code) == ("A", "a no", Code.UNSCHEDULABLE)
+    assert b.calls == 0
+
+
+def test_filter_unexpected_code_is_error() -> None:
+    fwk = build({"filter": [Fixed("Odd", Status(Code.SKIP, ["skipped?"]))]})
+    s = fwk.run_filter_plugins(CycleState(), make_pod("p"), make_node_info("n1"))
+    assert s is not None and s.code == Code.ERROR and s.plugin == "Odd"
+    assert s.message == 'running "Odd" filter plugin: skipped?'
+
+
+def test_malformed_node_is_unresolvable_with_its_parse_error() -> None:
+    ni = NodeInfo()
+    ni.set_node(node_from_api({"metadata": {"name": "bad"}, "spec": {"taints": ["not-an-object"]}}))
+    fwk = build({"filter": [Fixed("A")]})
+    s = fwk.run_filter_plugins(CycleState(), make_pod("p"), ni)
+    assert s is not None and s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert s.message == "node bad: spec.taints[0]: must be an object"
+
+
+# ----- two-pass filtering with nominated pods ----------------------------------------------------
+
+
+def test_node_that_only_fits_without_the_nominated_pod_is_rejected() -> None:
+    fwk = build({"filter": [CpuFit()]})
+    node = make_node_info("n1", "4")
+    incoming = make_pod("incoming", priority=10, cpu="2")
+    nominated = make_pod("nominated", priority=10, cpu="3")
+    # Without the nominated pod 2 of 4 cpus fit; with it (3 + 2 > 4) they do not.
+    assert fwk.run_filter_plugins(CycleState(), incoming, node) is None
+    s = fwk.run_filter_plugins_with_nominated_pods(CycleState(), incoming, node, [nominated])
+    assert s is not None and s.message == "Insufficient cpu" and s.plugin == "CpuFit"
+    assert list(node.pods) == [] and node.requested.milli_cpu == 0  # the snapshot's NodeInfo is untouched
+
+
+def test_lower_priority_nominated_pods_are_ignored() -> None:
+    fwk = build({"filter": [CpuFit()]})
+    node = make_node_info("n1", "4")
+    incoming = make_pod("incoming", priority=10, cpu="2")
+    lower = make_pod("lower", priority=9, cpu="3")
+    assert fwk.run_filter_plugins_with_nominated_pods(CycleState(), incoming, node, [lower]) is None
+
+
+def test_the_pod_itself_is_not_added_as_nominated() -> None:
+    fwk = build({"filter": [CpuFit()]})
+    incoming = make_pod("incoming", priority=10, cpu="3")
+    assert fwk.run_filter_plugins_with_nominated_pods(CycleState(), incoming, make_node_info("n1"), [incoming]) is None
+
+
+def test_affinity_like_filter_must_hold_on_both_passes() -> None:
+    fwk = build({"filter": [NeedsLabelX()]})
+    incoming = make_pod("incoming", priority=0)
+    nominated_x = make_pod("nom", priority=5, labels={"x": "y"})
+    # Pass 1 (with the nominated x=y pod) passes, pass 2 (without it) fails → rejected.
+    s = fwk.run_filter_plugins_with_nominated_pods(CycleState(), incoming, make_node_info("n1"), [nominated_x])
+    assert s is not None and s.message == "no pod with x=y"
+    # A node that really runs an x=y pod passes both passes.
+    running = make_node_info("n2", "4", make_pod("running", labels={"x": "y"}))
+    assert fwk.run_filter_plugins_with_nominated_pods(CycleState(), incoming, running, [nominated_x]) is None
+
+
+def test_nominated_pods_default_to_the_handle_and_run_add_pod_on_a_cloned_state() -> None:
+    ext = CountingExtensions()
+    pf = PreF("Ext", ext=ext)
+    nominated = make_pod("nom", priority=1, cpu="1")
+    fwk = build({"preFilter": [pf], "filter": [CpuFit()]}, handle=FakeHandle({"n1": [nominated]}))
+    state = CycleState()
+    assert fwk.run_filter_plugins_with_nominated_pods(state, make_pod("p", cpu="1"), make_node_info("n1")) is None
+    assert ext.added == ["nom"]
+    assert state.get("added") is None  # AddPod wrote into the clone only
+
+
+def test_second_pass_skipped_when_first_fails() -> None:
+    counting = Fixed("Counting", unschedulable("no"))
+    fwk = build({"filter": [counting]})
+    fwk.run_filter_plugins_with_nominated_pods(CycleState(), make_pod("p"), make_node_info("n1"), [make_pod("n")])
+    assert counting.calls == 1
+
+
+# ----- PostFilter ------------------------------------------------------------------------------
+
+
+class Post:
+    def __init__(self, name: str, status: Status | None, result: PostFilterResult | None = None) -> None:
+        self.name, self.status, self.result = name, status, result
+
+    def post_filter(
+        self, state: CycleState, pod: Pod, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        return self.result, self.status
+
+
+def test_post_filter_gathers_reasons_until_one_succeeds_or_is_unresolvable() -> None:
+    a = Post("A", unschedulable("a1"), PostFilterResult(""))
+    b = Post("B", unschedulable("b1", "b2"))
+    fwk = build({"postFilter": [a, b]})
+    result, status = fwk.run_post_filter_plugins(CycleState(), make_pod("p"), NodeToStatus())
+    assert result == PostFilterResult("")
+    assert status is not None and status.code == Code.UNSCHEDULABLE
+    assert (status.reasons, status.plugin) == (["a1", "b1", "b2"], "A")
+
+    ok = build({"postFilter": [Post("Win", None, PostFilterResult("n3")), b]})
+    assert ok.run_post_filter_plugins(CycleState(), make_pod("p"), NodeToStatus()) == (PostFilterResult("n3"), None)
+
+
+# ----- PreScore / Score ------------------------------------------------------------------------
+
+
+class Scorer:
+    """Scores from a table; optional normalization to max 100 (integer arithmetic)."""
+
+    def __init__(self, name: str, table: Mapping[str, int], normalize: bool = False, pre: Status | None = None):
+        self.name, self.table, self.normalize, self.pre = name, table, normalize, pre
+        self.scored: list[str] = []
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        return self.pre
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        self.scored.append(node_info.name)
+        return self.table[node_info.name], None
+
+    def score_extensions(self) -> Scorer | None:
+        return self if self.normalize else None
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
+        top = max(s.score for s in scores)
+        for s in scores:
+            s.score = s.score * 100 // top
+        return None
+
+
+def test_scores_are_normalized_weighted_and_summed() -> None:
+    a = Scorer("A", {"n1": 3, "n2": 6}, normalize=True)  # normalized: 50, 100
+    b = Scorer("B", {"n1": 40, "n2": 10})  # weight 0 means 1
+    fwk = build({"score": [a, b]}, weights={"A": 2})
+    nodes = [make_node_info("n1"), make_node_info("n2")]
+    scores, status = fwk.run_score_plugins(CycleState(), make_pod("p"), nodes)
+    assert status is None
+    assert [(s.name, s.total_score) for s in scores] == [("n1", 2 * 50 + 40), ("n2", 2 * 100 + 10)]
+    assert [(p.name, p.score, p.normalized) for p in scores[0].scores] == [("A", 100, 50), ("B", 40, 40)]
+
+
+def test_score_out_of_range_after_normalize_is_an_error() -> None:
+    fwk = build({"score": [Scorer("Big", {"n1": 101})]})
+    scores, status = fwk.run_score_plugins(CycleState(), make_pod("p"), [make_node_info("n1")])
+    assert scores == []
+    assert status is not None and status.code == Code.ERROR
+    assert status.message == (
+        'applying score defaultWeights on Score plugins: plugin "Big" returns an invalid score 101, '
+        "it should in the range of [0, 100] after normalizing"
+    )
+
+
+def test_prescore_skip_skips_that_plugins_score() -> None:
+    skipped = Scorer("Skipped", {"n1": 5}, pre=skip())
+    kept = Scorer("Kept", {"n1": 7})
+    fwk = build({"preScore": [skipped, kept], "score": [skipped, kept]})
+    state = CycleState()
+    nodes = [make_node_info("n1")]
+    assert fwk.run_pre_score_plugins(state, make_pod("p"), nodes) is None
+    assert state.skip_score_plugins == {"Skipped"}
+    scores, _ = fwk.run_score_plugins(state, make_pod("p"), nodes)
+    assert skipped.scored == [] and scores[0].total_score == 7
+
+
+def test_prescore_error_is_wrapped() -> None:
+    fwk = build({"preScore": [Scorer("Bad", {}, pre=unschedulable("nope"))]})
+    s = fwk.run_pre_score_plugins(CycleState(), make_pod("p"), [])
+    assert s is not None and s.code == Code.ERROR and s.message == 'running PreScore plugin "Bad": nope'
+
+
+# ----- Reserve / Permit ------------------------------------------------------------------------
+
+
+class Reserver:
+    def __init__(self, name: str, log: list[str], status: Status | None = None) -> None:
+        self.name, self.log, self.status = name, log, status
+
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        self.log.append(f"reserve {self.name}")
+        return self.status
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        self.log.append(f"unreserve {self.name}")
+
+
+def test_reserve_stops_at_rejection_and_unreserve_runs_in_reverse() -> None:
+    log: list[str] = []
+    fwk = build({"reserve": [Reserver("A", log), Reserver("B", log, unschedulable("full")), Reserver("C", log)]})
+    s = fwk.run_reserve_plugins_reserve(CycleState(), make_pod("p"), "n1")
+    assert s is not None and s.plugin == "B" and s.code == Code.UNSCHEDULABLE
+    fwk.run_reserve_plugins_unreserve(CycleState(), make_pod("p"), "n1")
+    assert log == ["reserve A", "reserve B", "unreserve C", "unreserve B", "unreserve A"]
+
+
+class Permitter:
+    def __init__(self, name: str, status: Status | None, timeout: float = 0.0) -> None:
+        self.name, self.status, self.timeout = name, status, timeout
+
+    def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status | None, float]:
+        return self.status, self.timeout
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_permit_rejection_names_the_plugin() -> None:
+    fwk = build({"permit": [Permitter("No", unschedulable("denied"))]})
+    s = fwk.run_permit_plugins(CycleState(), make_pod("p"), "n1")
+    assert s is not None and (s.code, s.plugin, s.message) == (Code.UNSCHEDULABLE, "No", "denied")
+    assert fwk.wait_on_permit(make_pod("p")) is None  # nothing registered
+
+
+def test_permit_wait_then_all_plugins_allow() -> None:
+    fwk = build({"permit": [Permitter("W1", Status(Code.WAIT), 60), Permitter("W2", Status(Code.WAIT), 60)]})
+    pod = make_pod("p")
+    s = fwk.run_permit_plugins(CycleState(), pod, "n1")
+    assert s is not None and s.code == Code.WAIT
+    assert s.message == 'one or more plugins asked to wait and no plugin rejected pod "p"'
+    wp = fwk.get_waiting_pod(pod.uid)
+    assert wp is not None and wp.get_pending_plugins() == ["W1", "W2"]
+    wp.allow("W1")
+    assert wp.get_pending_plugins() == ["W2"]
+    releaser = threading.Thread(target=wp.allow, args=("W2",))
+    releaser.start()
+    assert fwk.wait_on_permit(pod) is None
+    releaser.join()
+    assert fwk.get_waiting_pod(pod.uid) is None
+
+
+def test_permit_wait_then_reject() -> None:
+    fwk = build({"permit": [Permitter("W", Status(Code.WAIT), 60)]})
+    pod = make_pod("p")
+    fwk.run_permit_plugins(CycleState(), pod, "n1")
+    wp = fwk.get_waiting_pod(pod.uid)
+    assert wp is not None
+    rejecter = threading.Thread(target=wp.reject, args=("Gang", "gang incomplete"))
+    rejecter.start()
+    s = fwk.wait_on_permit(pod)
+    rejecter.join()
+    assert s is not None and (s.code, s.plugin, s.message) == (Code.UNSCHEDULABLE, "Gang", "gang incomplete")
+
+
+def test_permit_timeout_rejects_with_upstream_message() -> None:
+    clock = FakeClock()
+    fwk = build({"permit": [Permitter("Slow", Status(Code.WAIT), 10), Permitter("Slower", Status(Code.WAIT), 90)]},
+                clock=clock)
+    pod = make_pod("p")
+    fwk.run_permit_plugins(CycleState(), pod, "n1")
+    clock.now += 10
+    wp = fwk.get_waiting_pod(pod.uid)
+    assert wp is not None
+    wp.allow("Slow")  # too late: the deadline passed first
+    s = fwk.wait_on_permit(pod)
+    assert s is not None and s.code == Code.UNSCHEDULABLE and s.plugin == "Slow"
+    assert s.message == "rejected due to timeout after waiting 10s at plugin Slow"
+
+
+def test_permit_timeout_is_capped_at_fifteen_minutes() -> None:
+    clock = FakeClock()
+    fwk = build({"permit": [Permitter("Long", Status(Code.WAIT), 3600)]}, clock=clock)
+    pod = make_pod("p")
+    fwk.run_permit_plugins(CycleState(), pod, "n1")
+    clock.now += 900
+    s = fwk.wait_on_permit(pod)
+    assert s is not None and s.message == "rejected due to timeout after waiting 15m0s at plugin Long"
+
+
+def test_reject_waiting_pod_by_uid() -> None:
+    fwk = build({"permit": [Permitter("W", Status(Code.WAIT), 60)]})
+    pod = make_pod("p")
+    fwk.run_permit_plugins(CycleState(), pod, "n1")
+    assert fwk.reject_waiting_pod(pod.uid) is True
+    s = fwk.wait_on_permit(pod)
+    assert s is not None and s.code == Code.UNSCHEDULABLE and s.message == "removed"
+    assert fwk.reject_waiting_pod(pod.uid) is False
+
+
+# ----- PreBind / Bind / PostBind ---------------------------------------------------------------
+
+
+class Binder:
+    def __init__(self, name: str, status: Status | None) -> None:
+        self.name, self.status, self.calls = name, status, 0
+
+    def bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        self.calls += 1
+        return self.status
+
+
+def test_bind_runs_until_a_plugin_does_not_skip() -> None:
+    first, second, third = Binder("First", skip()), Binder("Second", None), Binder("Third", None)
+    fwk = build({"bind": [first, second, third]})
+    assert fwk.run_bind_plugins(CycleState(), make_pod("p"), "n1") is None
+    assert (first.calls, second.calls, third.calls) == (1, 1, 0)
+
+
+def test_bind_all_skip_is_an_error_and_failures_are_wrapped() -> None:
+    fwk = build({"bind": [Binder("A", skip()), Binder("B", skip())]})
+    s = fwk.run_bind_plugins(CycleState(), make_pod("p"), "n1")
+    assert s is not None and s.code == Code.ERROR
+    failing = build({"bind": [Binder("A", skip()), Binder("B", error("conflict"))]})
+    s = failing.run_bind_plugins(CycleState(), make_pod("p"), "n1")
+    assert s is not None and s.message == 'running Bind plugin "B": conflict'
+
+
+# ----- events, metrics, helpers ----------------------------------------------------------------
+
+
+class WithEvents(Fixed):
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [ClusterEventWithHint(NODE_ADD)]
+
+
+def test_events_to_register_defaults_to_wildcard() -> None:
+    fwk = build({"filter": [WithEvents("Known"), Fixed("Unknown")], "bind": [Binder("B", None)]})
+    assert fwk.events_to_register() == {"Known": [ClusterEventWithHint(NODE_ADD)], "Unknown": [WILDCARD_EVENT]}
+
+
+def test_metrics_hook_gets_extension_point_and_code() -> None:
+    seen: list[tuple[str, str]] = []
+    fwk = build(
+        {"preFilter": [PreF("P", status=unschedulable("x"))], "bind": [Binder("B", None)]},
+        metrics=lambda point, code, secs: seen.append((point, code)),
+    )
+    fwk.run_pre_filter_plugins(CycleState(), make_pod("p"), [])
+    fwk.run_bind_plugins(CycleState(), make_pod("p"), "n1")
+    assert seen == [("PreFilter", "Unschedulable"), ("Bind", "Success")]
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(10, "10s"), (1.5, "1.5s"), (90, "1m30s"), (900, "15m0s"), (3600, "1h0m0s"), (0.5, "500ms"), (0, "0s")],
+)
+def test_go_duration(seconds: float, text: str) -> None:
+    assert go_duration(seconds) == text

@@ -1,0 +1,117 @@
+"""Hand-made pods, a fake clock, a PrioritySort-like less and a SchedulingGates-like plugin."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from scheduler.framework.status import Status, unresolvable
+from scheduler.framework.types import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
+from scheduler.model.pod import Pod, pod_from_api
+from scheduler.queue import PriorityQueue, QueuedPodInfo, QueueProfile
+
+GATES_EVENT = ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
+
+
+class FakeClock:
+    """Seconds, moved by hand; starts on a window boundary so backoff windows are easy to reason about."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def make_pod(
+    name: str,
+    priority: int = 0,
+    *,
+    uid: str | None = None,
+    gates: tuple[str, ...] = (),
+    nominated: str = "",
+    rv: str = "",
+    labels: dict[str, str] | None = None,
+    node_name: str = "",
+    tolerations: list[dict[str, Any]] | None = None,
+    cpu: str | None = None,
+    scheduler_name: str = "default-scheduler",
+    namespace: str = "default",
+) -> Pod:
+    container: dict[str, Any] = {"name": "c", "image": "img"}
+    if cpu is not None:
+        container["resources"] = {"requests": {"cpu": cpu}}
+    spec: dict[str, Any] = {"containers": [container], "priority": priority, "schedulerName": scheduler_name}
+    if gates:
+        spec["schedulingGates"] = [{"name": g} for g in gates]
+    if node_name:
+        spec["nodeName"] = node_name
+    if tolerations:
+        spec["tolerations"] = tolerations
+    meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": uid or f"uid-{name}"}
+    if rv:
+        meta["resourceVersion"] = rv
+    if labels:
+        meta["labels"] = labels
+    status = {"nominatedNodeName": nominated} if nominated else {}
+    return pod_from_api({"metadata": meta, "spec": spec, "status": status})
+
+
+def priority_less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+    """PrioritySort: higher priority first, then earlier timestamp."""
+    if a.pod.priority != b.pod.priority:
+        return a.pod.priority > b.pod.priority
+    return a.timestamp < b.timestamp
+
+
+class GatePlugin:
+    """Mimics SchedulingGates' PreEnqueue."""
+
+    name = "SchedulingGates"
+
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        if pod.scheduling_gates:
+            return unresolvable(f"waiting for scheduling gates: [{' '.join(pod.scheduling_gates)}]")
+        return None
+
+
+def gates_hint(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    return QueueingHint.QUEUE if not new.scheduling_gates else QueueingHint.QUEUE_SKIP
+
+
+HintFn = Callable[[Pod, Any, Any], QueueingHint]
+
+
+def make_queue(
+    hints: dict[str, list[ClusterEventWithHint]] | None = None,
+    *,
+    clock: FakeClock | None = None,
+    gates: bool = True,
+    **kwargs: Any,
+) -> tuple[PriorityQueue, FakeClock]:
+    clock = clock or FakeClock()
+    all_hints = dict(hints or {})
+    pre = []
+    if gates:
+        pre.append(GatePlugin())
+        all_hints.setdefault("SchedulingGates", [ClusterEventWithHint(GATES_EVENT, gates_hint)])
+    profile = QueueProfile(pre_enqueue_plugins=pre, hints=all_hints)
+    q = PriorityQueue(priority_less, {"default-scheduler": profile}, clock=clock, **kwargs)
+    return q, clock
+
+
+def fail(q: PriorityQueue, qpi: QueuedPodInfo, *unschedulable: str, pending: tuple[str, ...] = ()) -> str | None:
+    """What the scheduler does after a failed attempt: record rejectors and hand the pod back."""
+    qpi.clear_rejector_plugins()
+    qpi.unschedulable_plugins.update(unschedulable)
+    qpi.pending_plugins.update(pending)
+    return q.add_unschedulable_if_not_present(qpi, q.scheduling_cycle)
+
+
+def pop_now(q: PriorityQueue) -> QueuedPodInfo:
+    qpi = q.pop(timeout=0)
+    assert qpi is not None
+    return qpi

@@ -19,11 +19,10 @@ log = structlog.get_logger(__name__)
 def _run(args: argparse.Namespace) -> int:
     from scheduler.apiclient import ApiWriter, load_api_client
     from scheduler.binding import ApiBinder
-    from scheduler.config.load import ConfigError, load
+    from scheduler.config.load import ConfigError, build_registry, load
     from scheduler.events import ApiEventSink
     from scheduler.metrics import Metrics
     from scheduler.operator import OBJECT_KINDS, run_operator
-    from scheduler.plugins.registry import Registry
     from scheduler.ratelimit import TokenBucket
     from scheduler.scheduler import Scheduler
     from scheduler.sync import Resyncer, initial_sync
@@ -33,7 +32,7 @@ def _run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"py-scheduler: invalid configuration: {exc}", file=sys.stderr)
         return 2
-    for name in getattr(cfg, "unavailable_default_plugins", []):
+    for name in cfg.unavailable_default_plugins:
         log.warning("default plugin not available in py-scheduler; skipped", plugin=name)
     kubeconfig = args.kubeconfig or cfg.client_connection.kubeconfig or os.environ.get("KUBECONFIG") or None
     if kubeconfig:
@@ -46,7 +45,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.metrics_port:
         metrics.serve(args.metrics_port)
     sink = ApiEventSink(writer)
-    registry = Registry(getattr(cfg, "registry_overrides", None) or {})
+    registry = build_registry(cfg)
     sched = Scheduler(cfg, registry, ApiBinder(writer), sink, metrics, bind_workers=args.bind_workers)
     initial_sync(api, sched, OBJECT_KINDS)
     sched.start()

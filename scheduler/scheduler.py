@@ -42,7 +42,8 @@ from scheduler.model.pod import Pod, pod_from_api
 from scheduler.queue.events import node_scheduling_properties_change, pod_scheduling_properties_change
 from scheduler.queue.queued_pod_info import QueuedPodInfo
 from scheduler.queue.scheduling_queue import PriorityQueue, QueueProfile
-from scheduler.schedule_one import FitError, SchedulingAlgorithm
+from scheduler.framework.fit_error import FitError, FrameworkError, NoNodesAvailableError
+from scheduler.schedule_one import SchedulingAlgorithm, handle_schedule_error
 
 log = structlog.get_logger(__name__)
 
@@ -115,12 +116,12 @@ class Scheduler:
         self.frameworks: dict[str, Framework] = {}
         for p in config.profiles:
             hook = self._metrics_hook(p.scheduler_name)
-            self.frameworks[p.scheduler_name] = Framework(p, registry, self.handle, metrics_hook=hook)
+            self.frameworks[p.scheduler_name] = Framework(p, registry, self.handle, metrics=hook)
         first = next(iter(self.frameworks.values()))
         self.queue = PriorityQueue(
             less=first.queue_sort_less,
             profiles={
-                name: QueueProfile(pre_enqueue_plugins=f.pre_enqueue_plugins, hints=f.events_to_register())
+                name: QueueProfile(pre_enqueue_plugins=f.pre_enqueue_plugins(), hints=f.events_to_register())
                 for name, f in self.frameworks.items()
             },
             pod_initial_backoff=config.pod_initial_backoff_seconds,
@@ -194,7 +195,7 @@ class Scheduler:
         if old is not None:
             self.queue.delete(old)
             for fwk in self.frameworks.values():
-                fwk.reject_waiting_pod(pod.uid, "pod deleted")
+                fwk.reject_waiting_pod(pod.uid)
         cached = self.cache.get_pod(pod.uid)
         if cached is not None and not self.cache.is_assumed(pod.uid):
             self.cache.remove_pod(cached)
@@ -316,12 +317,8 @@ class Scheduler:
             return
         try:
             result = self.algorithm.schedule_pod(fwk, state, pod, self.snapshot, self.queue.nominator)
-        except FitError as fe:
-            self._fit_failure(fwk, state, qpi, fe, cycle, start)
-            return
         except Exception as exc:
-            log.exception("scheduling algorithm failed", pod=pod.key)
-            self._failure(fwk, qpi, error_status(exc), cycle, start, message=str(exc), plugins=set())
+            self._schedule_error(fwk, state, qpi, exc, cycle, start)
             return
         if self.metrics is not None:
             self.metrics.algorithm_duration.observe(self.clock() - start)
@@ -344,7 +341,11 @@ class Scheduler:
             self._failure(fwk, qpi, st, cycle, start, message=st.message, plugins={st.plugin} - {""})
             return
         if self.outcomes is not None:
-            self.outcomes.append(Outcome(pod, host, "", result.statuses, result.scores))
+            scores = {
+                ns.name: {**{ps.name: ps.normalized for ps in ns.scores}, "total": ns.total_score}
+                for ns in result.scores
+            }
+            self.outcomes.append(Outcome(pod, host, "", result.diagnosis.node_to_status, scores))
         if self._synchronous or self._bind_pool is None:
             self._binding_cycle(fwk, state, qpi, assumed, host, cycle, start)
         else:
@@ -399,22 +400,25 @@ class Scheduler:
         except Exception as exc:
             log.warning("forget failed", pod=assumed.key, error=str(exc))
 
-    def _fit_failure(
-        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, fe: FitError, cycle: int, start: float
+    def _schedule_error(
+        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, exc: Exception, cycle: int, start: float
     ) -> None:
-        message = fe.message()
-        nominated: str | None = None
-        if fwk.has_post_filter_plugins():
-            pf_result, pf_status = fwk.run_post_filter_plugins(state, qpi.pod, fe.diagnosis.node_to_status)
-            if pf_status is not None and pf_status.message and pf_status.code != Code.SUCCESS:
-                message = fe.message(post_filter_msg=pf_status.message)
-            if pf_result is not None and pf_result.nominated_node_name:
-                nominated = pf_result.nominated_node_name
-                self.queue.nominator.add_nominated_pod(qpi.pod, nominated)
-        st = Status(Code.UNSCHEDULABLE, [message])
-        self._failure(fwk, qpi, st, cycle, start, message=message, plugins=fe.diagnosis.unschedulable_plugins,
-                      pending_plugins=fe.diagnosis.pending_plugins, nominated=nominated,
-                      statuses=fe.diagnosis.node_to_status)
+        """The failure branch of the scheduling cycle: PostFilter (preemption) for a FitError, then
+        handleSchedulingFailure."""
+        if not isinstance(exc, FitError | NoNodesAvailableError | FrameworkError):
+            log.exception("scheduling algorithm failed", pod=qpi.pod.key)
+        failure = handle_schedule_error(fwk, state, qpi.pod, exc)
+        if failure.nominated_node_name:
+            self.queue.nominator.add_nominated_pod(qpi.pod, failure.nominated_node_name)
+        diagnosis = exc.diagnosis if isinstance(exc, FitError) else None
+        self._failure(
+            fwk, qpi, failure.status, cycle, start,
+            message=failure.status.message,
+            plugins=set(diagnosis.unschedulable_plugins) if diagnosis else set(),
+            pending_plugins=set(diagnosis.pending_plugins) if diagnosis else set(),
+            nominated=failure.nominated_node_name,
+            statuses=diagnosis.node_to_status if diagnosis else None,
+        )
 
     def _failure(
         self,

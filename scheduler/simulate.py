@@ -70,15 +70,14 @@ def _with_defaults(o: dict[str, Any], i: int) -> dict[str, Any]:
 
 
 def _build(config_path: str | None, pod_objs: list[dict[str, Any]], seed: int | None, tie_break: str) -> Scheduler:
-    from scheduler.config.load import ConfigError, load
-    from scheduler.plugins.registry import Registry
+    from scheduler.config.load import ConfigError, build_registry, load
 
     names = sorted({(p.get("spec") or {}).get("schedulerName") or "default-scheduler" for p in pod_objs})
     try:
         cfg = load(config_path, names or None)
     except ConfigError as exc:
         raise SimulationError(f"{config_path or 'configuration'}: {exc}") from None
-    registry = Registry(getattr(cfg, "registry_overrides", None) or {})
+    registry = build_registry(cfg)
     rng = random.Random(seed) if seed is not None else random.Random()
     sched = Scheduler(cfg, registry, RecordingBinder(), RecordingEventSink(), None, synchronous_binding=True,
                       rng=rng, tie_break=tie_break)

@@ -245,7 +245,6 @@ def load_dict(
         errs.raise_if_any(source)
     cfg = _Loader(errs, (registry or Registry()).copy(), names).load(data)
     errs.raise_if_any(source)
-    assert cfg is not None
     return cfg
 
 
@@ -282,7 +281,6 @@ class _Resolved:
     plugins: dict[str, list[PluginRef]]
     plugin_config: dict[str, dict[str, Any]]
     percentage: int | None
-    enabled_at: dict[str, str]  # plugin -> first path it was enabled at ("" = default set)
 
 
 class _Loader:
@@ -296,7 +294,7 @@ class _Loader:
 
     # ---- top level
 
-    def load(self, d: Mapping[str, Any]) -> SchedulerConfiguration | None:
+    def load(self, d: Mapping[str, Any]) -> SchedulerConfiguration:
         e = self.errs
         api = d.get("apiVersion")
         if api is None:
@@ -536,6 +534,7 @@ class _Loader:
         items = want_list(raw, "profiles", e)
         if items is None:
             return []
+        items = [{} if item is None else item for item in items]
         if not items:
             items = [{"schedulerName": n} for n in self.names]
         elif len(items) == 1 and isinstance(items[0], Mapping) and items[0].get("schedulerName") is None:
@@ -559,9 +558,9 @@ class _Loader:
             else:
                 seen[name] = i
             pct = self._percentage(m.get("percentageOfNodesToScore"), f"{p}.percentageOfNodesToScore")
-            plugins, enabled_at = self._resolve_plugins(m.get("plugins"), f"{p}.plugins")
+            plugins = self._resolve_plugins(m.get("plugins"), f"{p}.plugins")
             plugin_config = self._plugin_config(m.get("pluginConfig"), f"{p}.pluginConfig", plugins)
-            out.append(_Resolved(str(name), plugins, plugin_config, pct, enabled_at))
+            out.append(_Resolved(str(name), plugins, plugin_config, pct))
         return out
 
     def _plugin_set(self, raw: Any, path: str) -> _PluginSet:
@@ -640,7 +639,7 @@ class _Loader:
         self._points_of(name)
         return name not in self._missing
 
-    def _resolve_plugins(self, raw: Any, path: str) -> tuple[dict[str, list[PluginRef]], dict[str, str]]:
+    def _resolve_plugins(self, raw: Any, path: str) -> dict[str, list[PluginRef]]:
         e = self.errs
         m = want_map(raw, path, e) or {}
         check_keys(m, {*EXTENSION_POINTS, "multiPoint"}, path, e)
@@ -667,7 +666,7 @@ class _Loader:
         for en in multipoint:
             enabled_at.setdefault(en.name, en.path)
             if en.name in mp_seen:
-                e.add(en.path or f"{path}.multiPoint", f"plugin {en.name!r} already registered in multiPoint")
+                e.add(f"{en.path}.name", f"plugin {en.name!r} already registered in multiPoint")
             mp_seen.add(en.name)
             if not self._exists(en.name):
                 continue
@@ -749,7 +748,7 @@ class _Loader:
             e.add(f"{path}.queueSort", f"only one queue sort plugin required, but got {n_sort}")
         if not plugins["bind"]:
             e.add(f"{path}.bind", "at least one bind plugin is needed")
-        return plugins, enabled_at
+        return plugins
 
     def _plugin_config(
         self, raw: Any, path: str, plugins: Mapping[str, Sequence[PluginRef]]

@@ -255,6 +255,8 @@ class FrameworkHandle:
         return self.framework.reject_waiting_pod(uid)
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "_base":
+            raise AttributeError(name)  # no recursion while copying or before __init__ ran
         return getattr(self._base, name)
 
 

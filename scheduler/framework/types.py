@@ -176,7 +176,10 @@ class ClusterEvent:
         """Does this (received) event fall under a plugin's registered event?"""
         if registered.resource == EventResource.WILDCARD and registered.action == ActionType.ALL:
             return True
-        if registered.resource not in (EventResource.WILDCARD, self.resource):
+        if registered.resource not in (EventResource.WILDCARD, self.resource) and not (
+            # Upstream's Pod resource covers assigned pods and the pending pod's own updates.
+            registered.resource == EventResource.POD and self.resource == EventResource.UNSCHEDULED_POD
+        ):
             return False
         return bool(registered.action & self.action)
 

@@ -31,7 +31,7 @@ def go_div(a: int, b: int) -> int:
 
 def go_round(x: float) -> int:
     """Go's math.Round: half away from zero (Python's round() is banker's rounding)."""
-    return int(math.floor(x + 0.5)) if x >= 0 else -int(math.floor(-x + 0.5))
+    return math.floor(x + 0.5) if x >= 0 else -math.floor(-x + 0.5)
 
 
 # --- normalization -------------------------------------------------------------------------------
@@ -162,7 +162,7 @@ def legacy_pod_view(pod: Pod) -> LegacyPodView:
     view = pod.memo.get(_LEGACY_KEY)
     if view is None:
         view = pod.memo[_LEGACY_KEY] = _legacy_view(pod)
-    return view  # type: ignore[no-any-return]
+    return view
 
 
 def _existing_pod_non_zero(pod: Pod) -> tuple[int, int]:
@@ -197,3 +197,11 @@ def _sum_non_zero(pods: Iterable[Pod]) -> tuple[int, int]:
         cpu += c
         mem += m
     return cpu, mem
+
+
+def legacy_requested(pod: Pod, node_info: NodeInfo) -> tuple[int, int]:
+    """v1.16 ResourceAllocationPriority's `requested`: the pod's non-zero request plus the node's
+    NonZeroRequest, for cpu (millicores) and memory. Raises InvalidObjectError for a malformed pod."""
+    view = legacy_pod_view(pod)
+    cpu, mem = legacy_node_non_zero(node_info)
+    return view.non_zero_milli_cpu + cpu, view.non_zero_memory + mem

@@ -133,7 +133,7 @@ def fit_request(pod: Pod) -> Resource:
         r = pod.requests
         scalar = {k: v for k, v in r.scalar.items() if is_scalar_resource_name(k)}
         cached = pod.memo[NAME] = Resource(r.milli_cpu, r.memory, r.ephemeral_storage, 0, scalar)
-    return cached  # type: ignore[no-any-return]
+    return cached
 
 
 def _requests_nothing(req: Resource) -> bool:
@@ -281,7 +281,7 @@ def most_requested_score(requested: int, capacity: int) -> int:
 
 
 def requested_to_capacity_ratio_fn(resources: Sequence[ResourceSpec], shape: Sequence[ShapePoint]) -> ScorerFn:
-    """Shape scores ×10; utilization = req·100/alloc (100 when over); only resources scoring > 0
+    """Shape scores x10; utilization = req·100/alloc (100 when over); only resources scoring > 0
     count; the weighted mean is rounded half away from zero."""
     raw = build_broken_linear_function(
         [ShapePoint(p.utilization, p.score * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for p in shape]
@@ -332,7 +332,7 @@ def parse_shape(raw: object, fld: str) -> tuple[ShapePoint, ...]:
     items = list_arg(raw, fld)
     if not items:
         raise ValueError(f"{fld}: Required value: at least one point must be specified")
-    points = []
+    points: list[ShapePoint] = []
     for i, item in enumerate(items):
         m = mapping_arg(item, f"{fld}[{i}]")
         u = int_arg(m.get("utilization"), f"{fld}[{i}].utilization")
@@ -361,8 +361,11 @@ def _build_scorer(strategy: Mapping[str, Any]) -> ResourceAllocationScorer:
         raise ValueError(f"scoringStrategy.type: Unsupported value: {kind!r}: supported values: {SCORING_STRATEGIES}")
     resources = parse_resource_specs(strategy.get("resources"), "scoringStrategy.resources")
     rtcr = strategy.get("requestedToCapacityRatio")
-    shape = parse_shape(mapping_arg(rtcr, "scoringStrategy.requestedToCapacityRatio").get("shape"),
-                        "scoringStrategy.shape") if rtcr is not None else None
+    shape = (
+        parse_shape(mapping_arg(rtcr, "scoringStrategy.requestedToCapacityRatio").get("shape"), "scoringStrategy.shape")
+        if rtcr is not None
+        else None
+    )
     if kind == LEAST_ALLOCATED:
         fn = _weighted(resources, least_requested_score)
     elif kind == MOST_ALLOCATED:

@@ -180,6 +180,13 @@ class Registry:
         factory: PluginFactory = obj
         return factory
 
+    def get(self, name: str, default: PluginFactory | None = None) -> PluginFactory | None:
+        """Mapping-style lookup for the framework runtime: None when the plugin cannot be had."""
+        try:
+            return self.factory(name)
+        except PluginNotAvailable:
+            return default
+
     def available(self, name: str) -> bool:
         """True when ``factory(name)`` would succeed (imports the module if needed)."""
         try:

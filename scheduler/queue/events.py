@@ -60,19 +60,8 @@ UNSCHEDULED_POD_DELETE = make_event(EventResource.UNSCHEDULED_POD, ActionType.DE
 
 
 def event_matches(incoming: ClusterEvent, registered: ClusterEvent) -> bool:
-    """Upstream ``ClusterEvent.Match``: a plugin registering Pod also hears the pending pod's own updates.
-
-    ``ClusterEvent.matches`` treats Pod (assigned) and UnscheduledPod as distinct resources; upstream's
-    exported Pod resource matches both internal kinds, which SchedulingGates (Pod /
-    UpdatePodSchedulingGatesEliminated) and TaintToleration (Pod / UpdatePodToleration) rely on.
-    """
-    if incoming.matches(registered):
-        return True
-    return (
-        registered.resource == EventResource.POD
-        and incoming.resource == EventResource.UNSCHEDULED_POD
-        and bool(registered.action & incoming.action)
-    )
+    """Upstream ``ClusterEvent.Match`` (kept as a name for the queue; the rule lives in ClusterEvent.matches)."""
+    return incoming.matches(registered)
 
 
 def _raw_section(obj: Mapping[str, Any], section: str) -> Mapping[str, Any]:

@@ -24,6 +24,7 @@ class QueuedPodInfo:
     unschedulable_plugins: set[str] = field(default_factory=set)
     pending_plugins: set[str] = field(default_factory=set)
     gating_plugin: str | None = None
+    gating_message: str = ""  # the gating plugin's status message, e.g. "waiting for scheduling gates: [a]"
     # Events the gating plugin registered: only these can un-gate the pod.
     gating_plugin_events: list[ClusterEvent] = field(default_factory=list)
     unschedulable_count: int = 0

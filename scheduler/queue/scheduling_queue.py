@@ -230,6 +230,12 @@ class PriorityQueue:
                 return None
             return GATED if qpi.gated else UNSCHEDULABLE
 
+    def gating_message(self, key: str) -> str:
+        """Why the pod ``namespace/name`` is gated (its PreEnqueue status message); "" if it is not."""
+        with self._lock:
+            qpi = self._unschedulable.get(key)
+            return qpi.gating_message if qpi is not None and qpi.gated else ""
+
     def in_flight_pods(self) -> list[Pod]:
         with self._lock:
             return [p for p in self._in_flight.values() if isinstance(p, Pod)]
@@ -737,13 +743,15 @@ class PriorityQueue:
             plugins = sorted(plugins, key=lambda p: p.name != qpi.gating_plugin)
         for plugin in plugins:
             status = self._call_pre_enqueue(plugin, qpi.pod)
-            if not success(status):
+            if status is not None and not success(status):
                 qpi.unschedulable_plugins.add(plugin.name)
                 qpi.gating_plugin = plugin.name
+                qpi.gating_message = status.message
                 qpi.gating_plugin_events = list(self._plugin_events.get(plugin.name, []))
                 return
         qpi.gating_plugin = None
         qpi.gating_plugin_events = []
+        qpi.gating_message = ""
 
     @staticmethod
     def _call_pre_enqueue(plugin: PreEnqueuePlugin, pod: Pod) -> Status | None:

@@ -528,8 +528,9 @@ def test_permit_wait_then_reject() -> None:
 
 def test_permit_timeout_rejects_with_upstream_message() -> None:
     clock = FakeClock()
-    fwk = build({"permit": [Permitter("Slow", Status(Code.WAIT), 10), Permitter("Slower", Status(Code.WAIT), 90)]},
-                clock=clock)
+    fwk = build(
+        {"permit": [Permitter("Slow", Status(Code.WAIT), 10), Permitter("Slower", Status(Code.WAIT), 90)]}, clock=clock
+    )
     pod = make_pod("p")
     fwk.run_permit_plugins(CycleState(), pod, "n1")
     clock.now += 10

@@ -4,6 +4,7 @@ import threading
 
 from qhelpers import FakeClock, GatePlugin, fail, make_pod, make_queue, pop_now, priority_less
 
+from scheduler.framework.status import Status, unschedulable
 from scheduler.framework.types import NODE_ADD, ClusterEventWithHint
 from scheduler.model.node import node_from_api
 from scheduler.queue import SEED_POD_MAX_IN_UNSCHEDULABLE, PriorityQueue, QueueProfile
@@ -138,6 +139,7 @@ def test_gated_pod_waits_until_gates_removed() -> None:
     q.add(old)
     assert q.queue_of(old) == "gated"
     assert q.get("default", "g").gating_plugin == "SchedulingGates"  # type: ignore[union-attr]
+    assert q.gating_message("default/g") == "waiting for scheduling gates: [a b]"
     q.move_all_to_active_or_backoff(NODE_ADD)  # not an event SchedulingGates registered
     assert q.queue_of(old) == "gated"
     fewer = make_pod("g", gates=("a",), rv="2")
@@ -145,6 +147,7 @@ def test_gated_pod_waits_until_gates_removed() -> None:
     assert q.queue_of(old) == "gated"
     q.update(fewer, make_pod("g", rv="3"))
     assert q.queue_of(old) == "active"
+    assert q.gating_message("default/g") == ""
     qpi = pop_now(q)
     assert qpi.gating_plugin is None and qpi.pod.scheduling_gates == ()
 
@@ -293,3 +296,57 @@ def test_run_flushes_in_the_background() -> None:
         assert got is qpi
     finally:
         q.close()
+
+
+def test_gated_pod_moves_only_on_its_gating_plugins_events() -> None:
+    class WaitForNode:
+        name = "WaitForNode"
+        ready = False
+
+        def pre_enqueue(self, pod: object) -> Status | None:
+            return None if self.ready else unschedulable("no node yet")
+
+    gate = WaitForNode()
+    profile = QueueProfile(pre_enqueue_plugins=[gate], hints={"WaitForNode": [ClusterEventWithHint(NODE_ADD)]})
+    q = PriorityQueue(priority_less, {"default-scheduler": profile}, clock=FakeClock())
+    q.add(make_pod("a"))
+    q.move_all_to_active_or_backoff(NODE_ADD, None, NODE)
+    assert q.queue_of(make_pod("a")) == "gated"  # PreEnqueue ran again and still says no
+    gate.ready = True
+    q.node_added(NODE)
+    assert q.queue_of(make_pod("a")) == "active"
+
+
+def test_update_in_backoff_is_in_place() -> None:
+    q, _ = make_queue()
+    old = make_pod("a", rv="1")
+    q.add(old)
+    qpi = pop_now(q)
+    fail(q, qpi)
+    new = make_pod("a", rv="2", labels={"x": "y"})
+    q.update(old, new)
+    assert q.queue_of(new) == "backoff"
+    assert q.get("default", "a") is qpi and qpi.pod is new
+
+
+def test_concurrent_producers_and_consumer_see_each_pod_once() -> None:
+    q, _ = make_queue()
+    names = [f"p{i}-{j}" for i in range(4) for j in range(50)]
+
+    def producer(i: int) -> None:
+        for j in range(50):
+            q.add(make_pod(f"p{i}-{j}"))
+
+    threads = [threading.Thread(target=producer, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    popped: list[str] = []
+    while len(popped) < len(names):
+        qpi = q.pop(timeout=10)
+        assert qpi is not None
+        popped.append(qpi.pod.name)
+        q.done(qpi.pod.uid)
+    for t in threads:
+        t.join()
+    assert sorted(popped) == sorted(names)
+    assert q.in_flight_pods() == []

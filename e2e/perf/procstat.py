@@ -1,0 +1,91 @@
+"""CPU time and peak memory of a process (and its descendants) from /proc."""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+from typing import Any
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def parse_stat(text: str) -> tuple[int, float]:
+    """(ppid, utime + stime in seconds) from the text of /proc/<pid>/stat; the comm field may hold spaces
+    and parentheses, so fields are counted after the last ')'."""
+    rest = text.rsplit(")", 1)[1].split()
+    # rest[0] is field 3 (state); ppid is field 4, utime 14, stime 15
+    return int(rest[1]), (int(rest[11]) + int(rest[12])) / CLK_TCK
+
+
+def parse_status_kb(text: str, key: str) -> int | None:
+    """A ``kB`` value such as VmHWM from the text of /proc/<pid>/status."""
+    for line in text.splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    return None
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            out += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def tree(pid: int) -> list[int]:
+    """pid and all its live descendants."""
+    seen, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.append(p)
+        todo += _children(p)
+    return seen
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of pid and its live descendants (0 for a process that is gone)."""
+    total = 0.0
+    for p in tree(pid):
+        try:
+            total += parse_stat(Path(f"/proc/{p}/stat").read_text())[1]
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def peak_rss_mb(pid: int) -> float | None:
+    """Sum of VmHWM over pid and its live descendants, in MiB."""
+    kb = 0
+    found = False
+    for p in tree(pid):
+        try:
+            v = parse_status_kb(Path(f"/proc/{p}/status").read_text(), "VmHWM")
+        except OSError:
+            continue
+        if v is not None:
+            kb += v
+            found = True
+    return round(kb / 1024.0, 1) if found else None
+
+
+def machine_info() -> dict[str, Any]:
+    """What the results ran on."""
+    info: dict[str, Any] = {"cpus": os.cpu_count(), "python": platform.python_version(), "kernel": platform.release()}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                info["cpu_model"] = line.split(":", 1)[1].strip()
+                break
+        mem_kb = parse_status_kb(Path("/proc/meminfo").read_text(), "MemTotal")
+        if mem_kb:
+            info["memory_gib"] = round(mem_kb / 1024 / 1024, 1)
+        info["loadavg_at_start"] = Path("/proc/loadavg").read_text().split()[0]
+    except OSError:
+        pass
+    return info

@@ -1,0 +1,167 @@
+"""Pure parts of the benchmark: per-run metrics from timestamps, medians, ratios, the JSON document and
+the markdown table. No I/O here, so ``tests/test_perf_harness.py`` covers all of it."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+SCHEDULERS = ("py", "kube", "ceiling")
+
+# The keys every entry of "runs" has (more may follow them).
+RUN_KEYS = (
+    "workload", "nodes", "pods", "scheduler", "repeat", "pods_per_second", "latency_p50_ms", "latency_p90_ms",
+    "latency_p99_ms", "cpu_seconds_per_1000", "peak_rss_mb", "all_bound",
+)  # fmt: skip
+SUMMARY_KEYS = ("workload", "nodes", "pods", "py_over_kube", "py_over_ceiling")
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The q-th percentile (0..100) with linear interpolation between closest ranks (numpy's default);
+    None for no values."""
+    if not values:
+        return None
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile {q} outside 0..100")
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def _round(x: float | None, digits: int = 2) -> float | None:
+    return None if x is None else round(x, digits)
+
+
+def batch_metrics(created: Mapping[str, float], bound: Mapping[str, float], expected: int) -> dict[str, Any]:
+    """Throughput and latency of one measured batch.
+
+    ``created``: pod name -> monotonic time it was created (POST answered or the watch saw it, earlier wins);
+    ``bound``: pod name -> monotonic time the watch saw ``spec.nodeName`` set. Throughput is the number of
+    bound pods over first creation -> last binding; latencies are per bound pod, in ms.
+    """
+    lat = [(bound[n] - created[n]) * 1000.0 for n in bound if n in created]
+    n_bound = sum(1 for n in bound if n in created)
+    first = min(created.values()) if created else None
+    last = max((bound[n] for n in bound if n in created), default=None)
+    span = (last - first) if (first is not None and last is not None) else None
+    pps = n_bound / span if span and span > 0 else None
+    return {
+        "pods_per_second": _round(pps, 1),
+        "latency_p50_ms": _round(percentile(lat, 50), 1),
+        "latency_p90_ms": _round(percentile(lat, 90), 1),
+        "latency_p99_ms": _round(percentile(lat, 99), 1),
+        "bound": n_bound,
+        "all_bound": n_bound == expected and expected > 0,
+        "span_seconds": _round(span, 3),
+    }
+
+
+def creation_rate(created_times: Iterable[float]) -> float | None:
+    """Pods per second over first -> last creation."""
+    ts = sorted(created_times)
+    if len(ts) < 2 or ts[-1] <= ts[0]:
+        return None
+    return round((len(ts) - 1) / (ts[-1] - ts[0]), 1)
+
+
+def median(values: Iterable[float | None]) -> float | None:
+    xs = [v for v in values if v is not None]
+    return statistics.median(xs) if xs else None
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or b == 0:
+        return None
+    return round(a / b, 3)
+
+
+def _groups(runs: Sequence[Mapping[str, Any]]) -> list[tuple[str, int, int]]:
+    seen: dict[tuple[str, int, int], None] = {}
+    for r in runs:
+        seen.setdefault((r["workload"], r["nodes"], r["pods"]), None)
+    return list(seen)
+
+
+def medians(runs: Sequence[Mapping[str, Any]], workload: str, nodes: int, pods: int, scheduler: str) -> dict[str, Any]:
+    """Median of every numeric metric over the repeats of one (workload, size, scheduler); n = repeats."""
+    sel = [r for r in runs if (r["workload"], r["nodes"], r["pods"], r["scheduler"]) == (workload, nodes, pods, scheduler)]
+    out: dict[str, Any] = {"n": len(sel)}
+    for key in ("pods_per_second", "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "cpu_seconds_per_1000",
+                "peak_rss_mb", "creation_pods_per_second"):  # fmt: skip
+        out[key] = median(r.get(key) for r in sel)
+    out["all_bound"] = bool(sel) and all(r.get("all_bound") for r in sel)
+    pps = [r["pods_per_second"] for r in sel if r.get("pods_per_second") is not None]
+    out["pods_per_second_min"] = min(pps) if pps else None
+    out["pods_per_second_max"] = max(pps) if pps else None
+    return out
+
+
+def summarize(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per (workload, nodes, pods): ratios of median pods/s, py over kube and py over ceiling."""
+    out = []
+    for wl, nodes, pods in _groups(runs):
+        med = {s: medians(runs, wl, nodes, pods, s)["pods_per_second"] for s in SCHEDULERS}
+        entry: dict[str, Any] = {
+            "workload": wl,
+            "nodes": nodes,
+            "pods": pods,
+            "py_over_kube": ratio(med["py"], med["kube"]),
+            "py_over_ceiling": ratio(med["py"], med["ceiling"]),
+        }
+        entry.update({f"{s}_pods_per_second": med[s] for s in SCHEDULERS})
+        out.append(entry)
+    return out
+
+
+def document(machine: Mapping[str, Any], runs: Sequence[Mapping[str, Any]], notes: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The results JSON: ``{"machine", "runs", "summary"}`` (+ ``"notes"`` when given)."""
+    doc: dict[str, Any] = {"machine": dict(machine), "runs": [dict(r) for r in runs], "summary": summarize(runs)}
+    if notes:
+        doc["notes"] = dict(notes)
+    return doc
+
+
+def _fmt(x: Any, digits: int = 1) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, bool):
+        return "yes" if x else "NO"
+    if isinstance(x, float):
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+def markdown(doc: Mapping[str, Any]) -> str:
+    """A markdown report: one row per workload/size/scheduler with medians, then the ratios."""
+    runs = doc["runs"]
+    lines = [
+        "| workload | nodes | pods | scheduler | runs | pods/s (median) | pods/s min–max | p50 ms | p90 ms | p99 ms "
+        "| CPU s / 1000 pods | peak RSS MB | all bound | create pods/s |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    for wl, nodes, pods in _groups(runs):
+        for s in SCHEDULERS:
+            m = medians(runs, wl, nodes, pods, s)
+            if not m["n"]:
+                continue
+            lines.append(
+                f"| {wl} | {nodes} | {pods} | {s} | {m['n']} | {_fmt(m['pods_per_second'])} "
+                f"| {_fmt(m['pods_per_second_min'])}–{_fmt(m['pods_per_second_max'])} | {_fmt(m['latency_p50_ms'])} "
+                f"| {_fmt(m['latency_p90_ms'])} | {_fmt(m['latency_p99_ms'])} | {_fmt(m['cpu_seconds_per_1000'], 2)} "
+                f"| {_fmt(m['peak_rss_mb'], 0)} | {_fmt(m['all_bound'])} | {_fmt(m['creation_pods_per_second'], 0)} |"
+            )
+    lines += ["", "| workload | nodes | pods | py / kube | py / ceiling |", "|---|---:|---:|---:|---:|"]
+    for e in doc["summary"]:
+        lines.append(
+            f"| {e['workload']} | {e['nodes']} | {e['pods']} | {_fmt(e['py_over_kube'], 3)} | {_fmt(e['py_over_ceiling'], 3)} |"
+        )
+    machine = doc.get("machine") or {}
+    if machine:
+        lines += ["", "Machine: " + ", ".join(f"{k} {v}" for k, v in machine.items() if not isinstance(v, dict | list))]
+    for k, v in (doc.get("notes") or {}).items():
+        lines.append(f"- {k}: {v}")
+    return "\n".join(lines) + "\n"

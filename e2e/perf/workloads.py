@@ -1,0 +1,191 @@
+"""The benchmark workloads, modelled on upstream's scheduler_perf (test/integration/scheduler_perf).
+
+Pod templates are upstream's (``templates/pod-*.yaml``: one ``pause`` container with port 80 and
+requests = limits ``cpu 100m, memory 500Mi``) with ``spec.schedulerName`` and an explicit name added.
+Nodes are upstream's ``node-default.yaml`` (4 CPU, 32Gi, 110 pods, Ready) made by
+``e2e.cluster.cluster.create_nodes`` with 3 zones (``topology.kubernetes.io/zone=zone-0..2``).
+
+Like upstream, every workload creates nodes, then ``init`` pods in namespace ``sched-0`` that the
+scheduler under test places (not measured), then the measured pods in ``sched-1``.
+
+Differences from upstream, on purpose:
+
+* SchedulingNodeAffinity: upstream labels every node ``zone1`` and requires ``zone In [zone1, zone2]``
+  (so every node passes); here nodes keep their 3 zones and pods require ``zone In [zone-0, zone-1]``,
+  so the filter rejects a third of the nodes.
+* TopologySpreading: upstream's zones are ``moon-1..3``; here ``zone-0..2`` (same shape).
+* SchedulingSelectorSpread is upstream's DefaultTopologySpreading (a Service selecting
+  ``app: scheduler-perf``, measured pods from ``pod-with-label.yaml``). py-scheduler runs it with its
+  SelectorSpread score plugin enabled on top of the default profile; kube-scheduler has had no
+  SelectorSpread since 1.29 and runs its default profile (PodTopologySpread's system defaults spread
+  the Service's pods), which is what upstream measures.
+* SchedulingPodAntiAffinity: at most one pod per node fits, so the measured count is capped at
+  ``nodes - init`` (upstream's 500Nodes variant is 100 init / 400 measured).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"
+INIT_NAMESPACE = "sched-0"
+MEASURE_NAMESPACE = "sched-1"
+NAMESPACES = (INIT_NAMESPACE, MEASURE_NAMESPACE)
+ZONES = 3
+ZONE_KEY = "topology.kubernetes.io/zone"
+HOSTNAME_KEY = "kubernetes.io/hostname"
+SERVICE_SELECTOR = {"app": "scheduler-perf"}
+
+# Node shape of upstream's node-default.yaml.
+NODE_CPU = "4"
+NODE_MEMORY = "32Gi"
+NODE_PODS = 110
+
+# (nodes, measured pods) of the standard sizes.
+SIZES: tuple[tuple[int, int], ...] = ((500, 1000), (1000, 3000), (5000, 10000))
+LARGE_NODES = 5000
+
+
+def _container(resources: bool = True) -> dict[str, Any]:
+    c: dict[str, Any] = {"image": PAUSE_IMAGE, "name": "pause"}
+    if resources:
+        c["ports"] = [{"containerPort": 80}]
+        req = {"cpu": "100m", "memory": "500Mi"}
+        c["resources"] = {"limits": dict(req), "requests": dict(req)}
+    return c
+
+
+def _pod(labels: dict[str, str] | None = None, spec: dict[str, Any] | None = None, resources: bool = True) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"labels": dict(labels)} if labels else {},
+        "spec": {**(spec or {}), "containers": [_container(resources)]},
+    }
+    return body
+
+
+def pod_default() -> dict[str, Any]:
+    """templates/pod-default.yaml"""
+    return _pod()
+
+
+def pod_with_pod_anti_affinity() -> dict[str, Any]:
+    """templates/pod-with-pod-anti-affinity.yaml"""
+    term = {
+        "labelSelector": {"matchLabels": {"color": "green"}},
+        "topologyKey": HOSTNAME_KEY,
+        "namespaces": [MEASURE_NAMESPACE, INIT_NAMESPACE],
+    }
+    return _pod({"color": "green"}, {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}})
+
+
+def pod_with_preferred_pod_affinity() -> dict[str, Any]:
+    """templates/pod-with-preferred-pod-affinity.yaml"""
+    term = {
+        "podAffinityTerm": {
+            "labelSelector": {"matchLabels": {"color": "red"}},
+            "topologyKey": HOSTNAME_KEY,
+            "namespaces": [MEASURE_NAMESPACE, INIT_NAMESPACE],
+        },
+        "weight": 1,
+    }
+    return _pod({"color": "red"}, {"affinity": {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [term]}}})
+
+
+def pod_with_node_affinity() -> dict[str, Any]:
+    """templates/pod-with-node-affinity.yaml, with this harness's zone names (2 of 3 zones)."""
+    term = {"matchExpressions": [{"key": ZONE_KEY, "operator": "In", "values": ["zone-0", "zone-1"]}]}
+    return _pod(spec={"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [term]}}}})  # fmt: skip
+
+
+def pod_with_topology_spreading() -> dict[str, Any]:
+    """templates/pod-with-topology-spreading.yaml"""
+    constraint = {
+        "maxSkew": 5,
+        "topologyKey": ZONE_KEY,
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"color": "blue"}},
+    }
+    return _pod({"color": "blue"}, {"topologySpreadConstraints": [constraint]})
+
+
+def pod_with_label() -> dict[str, Any]:
+    """templates/pod-with-label.yaml (no resources, as upstream)."""
+    return _pod(dict(SERVICE_SELECTOR), resources=False)
+
+
+def service() -> dict[str, Any]:
+    """templates/service.yaml, in the measured pods' namespace."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "service-0"},
+        "spec": {"selector": dict(SERVICE_SELECTOR), "ports": [{"protocol": "TCP", "port": 80, "targetPort": 8000}]},
+    }
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    init_template: Callable[[], dict[str, Any]]
+    measure_template: Callable[[], dict[str, Any]]
+    init_pods: Callable[[int], int]  # nodes -> init pods
+    max_pods: Callable[[int, int], int] | None = None  # (nodes, init) -> most measured pods that can fit
+    services: tuple[Callable[[], dict[str, Any]], ...] = ()
+    # extra plugins py-scheduler enables on top of its default profile (score plugin name -> weight)
+    py_score_plugins: dict[str, int] = field(default_factory=dict)
+    note: str = ""
+
+    def sizes(self, nodes: int, pods: int, init: int | None = None) -> tuple[int, int]:
+        """(init pods, measured pods) for a requested size, capped where the workload cannot fit more."""
+        n_init = self.init_pods(nodes) if init is None else init
+        if self.max_pods is not None:
+            pods = min(pods, self.max_pods(nodes, n_init))
+        return n_init, pods
+
+
+WORKLOADS: dict[str, Workload] = {
+    w.name: w
+    for w in (
+        # misc/performance-config.yaml: 500Nodes 500 init, 5000Nodes_10000Pods 1000 init
+        Workload("SchedulingBasic", pod_default, pod_default, lambda n: min(n, 1000)),
+        # affinity/performance-config.yaml: 500Nodes 100 init / 400; 5000Nodes 1000 init
+        Workload(
+            "SchedulingPodAntiAffinity", pod_with_pod_anti_affinity, pod_with_pod_anti_affinity,
+            lambda n: n // 5, max_pods=lambda n, i: max(n - i, 0),
+            note="one pod per node fits: measured pods capped at nodes - init",
+        ),  # fmt: skip
+        Workload("SchedulingPreferredPodAffinity", pod_with_preferred_pod_affinity, pod_with_preferred_pod_affinity,
+                 lambda n: n),
+        Workload("SchedulingNodeAffinity", pod_with_node_affinity, pod_with_node_affinity, lambda n: n,
+                 note="pods require zone In [zone-0, zone-1] (2 of 3 zones)"),
+        # topology_spreading/performance-config.yaml: 500Nodes 1000 init, 5000Nodes 5000 init
+        Workload("TopologySpreading", pod_default, pod_with_topology_spreading, lambda n: min(2 * n, 5000)),
+        Workload(
+            "SchedulingSelectorSpread", pod_default, pod_with_label, lambda n: min(2 * n, 5000),
+            services=(service,), py_score_plugins={"SelectorSpread": 1},
+            note="py: default profile + SelectorSpread; kube: default profile (no SelectorSpread since 1.29)",
+        ),  # fmt: skip
+    )
+}
+
+
+def pod_body(template: dict[str, Any], name: str, namespace: str, scheduler_name: str) -> dict[str, Any]:
+    """A pod from ``template`` named ``name`` for ``scheduler_name`` (the template is not modified)."""
+    body = copy.deepcopy(template)
+    body["metadata"]["name"] = name
+    body["metadata"]["namespace"] = namespace
+    body["spec"]["schedulerName"] = scheduler_name
+    return body
+
+
+def default_suite(skip_large: bool = False) -> list[tuple[str, int, int]]:
+    """(workload, nodes, measured pods) of ``make bench``: SchedulingBasic at all sizes, the others at 500/1000."""
+    suite = [("SchedulingBasic", n, p) for n, p in SIZES if not (skip_large and n >= LARGE_NODES)]
+    suite += [(name, 500, 1000) for name in WORKLOADS if name != "SchedulingBasic"]
+    return suite

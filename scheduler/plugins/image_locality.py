@@ -1,0 +1,94 @@
+"""ImageLocality (kube-scheduler v1.34 ``imagelocality/image_locality.go``).
+
+Favors nodes that already hold the pod's container images. For each init and regular container whose
+normalized image name is on the node, the image size is scaled by the share of nodes holding it
+(``int(size · numNodes / totalNodes)``, damping the "node heating" of popular images); the sum is
+clamped to [23 MiB, 1000 MiB x number of containers] and mapped linearly onto 0..100.
+
+Image names are normalized as upstream does: ``:latest`` is appended when there is no ':' after the
+last '/'. Digest references (``name@sha256:…``) contain a ':' after the last '/', so they are used
+verbatim and match only a node image listed under that exact digest name, as upstream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle
+from scheduler.framework.status import Status
+from scheduler.framework.types import ClusterEventWithHint, ImageStateSummary, NodeInfo
+from scheduler.model.pod import Pod
+from scheduler.plugins.helper import go_div
+
+NAME = "ImageLocality"
+
+MB = 1024 * 1024
+MIN_THRESHOLD = 23 * MB
+MAX_CONTAINER_THRESHOLD = 1000 * MB
+
+
+def normalized_image_name(name: str) -> str:
+    """The CRI name the kubelet reports: add the default tag when none follows the last '/'."""
+    if name.rfind(":") <= name.rfind("/"):
+        return name + ":latest"
+    return name
+
+
+def _pod_images(pod: Pod) -> tuple[str, ...]:
+    """Normalized names of the init and regular container images, once per pod.
+
+    A missing or non-string image (the API server would reject both) becomes "" and matches nothing."""
+    cached = pod.memo.get(NAME)
+    if cached is None:
+        cached = pod.memo[NAME] = tuple(
+            normalized_image_name(i) if isinstance(i, str) and i else "" for i in pod.images
+        )
+    return cached
+
+
+def scaled_image_score(state: ImageStateSummary, total_nodes: int) -> int:
+    spread = float(state.num_nodes) / float(total_nodes)
+    return int(float(state.size) * spread)
+
+
+def sum_image_scores(node_info: NodeInfo, images: tuple[str, ...], total_nodes: int) -> int:
+    total = 0
+    states = node_info.image_states
+    for image in images:
+        state = states.get(image) if image else None
+        if state is not None:
+            total += scaled_image_score(state, total_nodes)
+    return total
+
+
+def calculate_priority(sum_scores: int, num_containers: int) -> int:
+    max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
+    if sum_scores < MIN_THRESHOLD:
+        sum_scores = MIN_THRESHOLD
+    elif sum_scores > max_threshold:
+        sum_scores = max_threshold
+    return go_div(MAX_NODE_SCORE * (sum_scores - MIN_THRESHOLD), max_threshold - MIN_THRESHOLD)
+
+
+class ImageLocality:
+    """Scores nodes by the (spread-damped) size of the pod's images they already have."""
+
+    name = NAME
+
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        self.handle = handle
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        total_nodes = len(self.handle.snapshot().list())
+        if total_nodes == 0:
+            return 0, None
+        images = _pod_images(pod)
+        return calculate_priority(sum_image_scores(node_info, images, total_nodes), len(images)), None
+
+    def score_extensions(self) -> None:
+        return None
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """A score-only plugin never rejects a pod, so no event can make one schedulable."""
+        return []

@@ -1,0 +1,57 @@
+"""LeastRequestedPriority: the seed-era (v1.16) priority ``LeastRequestedPriorityMap``, as a Score plugin.
+
+Seed article 002 / v1.16 ``algorithm/priorities/least_requested.go``: per cpu and memory
+``(capacity - requested)·MAX / capacity`` (0 when capacity is 0 or requested exceeds it), averaged
+1:1 with integer division, where requested = the pod's non-zero request + the node's NonZeroRequest.
+v1.16 non-zero requests count regular containers only (no init containers, no overhead), 100m / 200Mi
+for a container without a cpu / memory request; they are recomputed here from the pod specs.
+
+Mapping to 0..100: v1.16 used MAX = 10. From v1.17 on, and in the v1.18 legacy registry that maps
+this name to NodeResourcesLeastAllocated, the same integer formula is evaluated with MAX = 100 (not the
+0..10 result times 10), so e.g. 63 % free gives 63, not 60. This plugin reproduces that 0..100 form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle
+from scheduler.framework.status import Status, error
+from scheduler.framework.types import ClusterEventWithHint, NodeInfo
+from scheduler.model.errors import InvalidObjectError
+from scheduler.model.pod import Pod
+from scheduler.plugins.helper import go_div, legacy_requested
+
+NAME = "LeastRequestedPriority"
+
+
+def least_requested_score(requested: int, capacity: int) -> int:
+    if capacity == 0 or requested > capacity:
+        return 0
+    return go_div((capacity - requested) * MAX_NODE_SCORE, capacity)
+
+
+class LeastRequestedPriority:
+    """Prefers nodes with the most unrequested cpu and memory (v1.16 formula, 0..100)."""
+
+    name = NAME
+
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        self.handle = handle
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        try:
+            cpu, mem = legacy_requested(pod, node_info)
+        except InvalidObjectError as exc:
+            return 0, error(exc)
+        alloc = node_info.allocatable
+        total = least_requested_score(cpu, alloc.milli_cpu) + least_requested_score(mem, alloc.memory)
+        return go_div(total, 2), None
+
+    def score_extensions(self) -> None:
+        return None
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """A score-only plugin never rejects a pod, so no event can make one schedulable."""
+        return []

@@ -1,0 +1,55 @@
+"""MostRequestedPriority: the seed-era (v1.16) priority ``MostRequestedPriorityMap``, as a Score plugin.
+
+v1.16 ``algorithm/priorities/most_requested.go``: per cpu and memory ``requested·MAX / capacity``,
+0 when capacity is 0 **or requested exceeds capacity** (later versions cap instead of zeroing),
+averaged 1:1 with integer division; requested = the pod's non-zero request + the node's
+NonZeroRequest, v1.16 style (regular containers only, 100m / 200Mi defaults).
+
+Mapping to 0..100: as for LeastRequestedPriority, the integer formula is evaluated with MAX = 100 as
+v1.17+ and the v1.18 legacy registry (NodeResourcesMostAllocated) did, not as the 0..10 value x 10.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle
+from scheduler.framework.status import Status, error
+from scheduler.framework.types import ClusterEventWithHint, NodeInfo
+from scheduler.model.errors import InvalidObjectError
+from scheduler.model.pod import Pod
+from scheduler.plugins.helper import go_div, legacy_requested
+
+NAME = "MostRequestedPriority"
+
+
+def most_requested_score(requested: int, capacity: int) -> int:
+    if capacity == 0 or requested > capacity:
+        return 0
+    return go_div(requested * MAX_NODE_SCORE, capacity)
+
+
+class MostRequestedPriority:
+    """Prefers nodes whose cpu and memory are most requested (v1.16 formula, 0..100)."""
+
+    name = NAME
+
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        self.handle = handle
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        try:
+            cpu, mem = legacy_requested(pod, node_info)
+        except InvalidObjectError as exc:
+            return 0, error(exc)
+        alloc = node_info.allocatable
+        total = most_requested_score(cpu, alloc.milli_cpu) + most_requested_score(mem, alloc.memory)
+        return go_div(total, 2), None
+
+    def score_extensions(self) -> None:
+        return None
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """A score-only plugin never rejects a pod, so no event can make one schedulable."""
+        return []

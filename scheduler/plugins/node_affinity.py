@@ -1,0 +1,422 @@
+"""NodeAffinity (kube-scheduler v1.34 ``nodeaffinity/node_affinity.go`` with component-helpers' matcher).
+
+Required: ``spec.nodeSelector`` (every key=value) AND ``requiredDuringSchedulingIgnoredDuringExecution``
+(terms OR-ed; in a term matchExpressions and matchFields AND-ed; a term with neither matches nothing;
+matchFields compare ``metadata.name`` with In/NotIn and exactly one value). Failing it is
+UnschedulableAndUnresolvable ``node(s) didn't match Pod's node affinity/selector``; failing the
+scheduler-wide ``addedAffinity`` is ``node(s) didn't match scheduler-enforced node affinity``.
+PreFilter narrows the nodes to the ``metadata.name In`` values when every term names nodes (union over
+terms, intersection within one) and rejects with ``pod affinity terms conflict`` when that set is empty.
+Score sums the weights of matching preferred terms (pod's and addedAffinity's); NormalizeScore maps
+the maximum to 100.
+
+Malformed terms (unknown operator, Gt/Lt value that is not an integer, wrong number of values) are
+handled as upstream's lazy matcher does: such a term never matches, the others still count, so
+verdicts are upstream's. When *every* required term is malformed the pod can match no node at all;
+PreFilter then rejects it as UnschedulableAndUnresolvable with the parse errors as the reason (upstream
+reports the generic affinity message on every node instead). A malformed preferred term fails PreScore
+with an Error status naming it, as upstream's NewPreferredSchedulingTerms error does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, NodeScore, PreFilterResult
+from scheduler.framework.status import Status, error, skip, unresolvable
+from scheduler.framework.types import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    NodeInfo,
+    QueueingHint,
+)
+from scheduler.model.errors import InvalidObjectError
+from scheduler.model.labels import NODE_OPS, Requirement, parse_requirement, requirements_match
+from scheduler.model.node import Node
+from scheduler.model.pod import Pod
+from scheduler.plugins.helper import default_normalize_score
+
+NAME = "NodeAffinity"
+PRE_FILTER_STATE_KEY = "PreFilter" + NAME
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+
+ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
+ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
+ERR_REASON_CONFLICT = "pod affinity terms conflict"
+
+OBJECT_NAME_FIELD = "metadata.name"
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+# --- parsed terms -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FieldRequirement:
+    """One matchFields entry. Only metadata.name exists on a node; other keys read as ""."""
+
+    key: str
+    op: str
+    value: str
+
+    def matches(self, node_name: str) -> bool:
+        actual = node_name if self.key == OBJECT_NAME_FIELD else ""
+        return actual == self.value if self.op == "In" else actual != self.value
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    """A parsed term. `labels`/`fields` are None when the term has no such list; `errors` non-empty
+    means the term could not be parsed and never matches."""
+
+    labels: tuple[Requirement, ...] | None
+    fields: tuple[FieldRequirement, ...] | None
+    errors: tuple[str, ...] = ()
+    # metadata.name In values per matchFields entry (raw, even if malformed): PreFilter uses them.
+    name_in_sets: tuple[frozenset[str], ...] = ()
+
+    def matches(self, node: Node) -> bool:
+        if self.errors or (self.labels is None and self.fields is None):
+            return False
+        if self.labels is not None and not requirements_match(self.labels, node.labels):
+            return False
+        return not (self.fields is not None and node.name and not all(f.matches(node.name) for f in self.fields))
+
+
+@dataclass(frozen=True, slots=True)
+class PreferredTerm:
+    weight: int
+    term: NodeSelectorTerm
+
+
+@dataclass(frozen=True, slots=True)
+class RequiredNodeAffinity:
+    """nodeSelector map (None when empty) AND the required terms (None when the pod has none)."""
+
+    node_selector: Mapping[str, str] | None
+    terms: tuple[NodeSelectorTerm, ...] | None
+
+    def match(self, node: Node) -> tuple[bool, bool]:
+        """(matched, had parse errors): the lazy matcher skips bad terms and reports them only when
+        no term matched."""
+        if self.node_selector is not None and any(node.labels.get(k) != v for k, v in self.node_selector.items()):
+            return False, False
+        if self.terms is None:
+            return True, False
+        errors = False
+        for term in self.terms:
+            if term.errors:
+                errors = True
+            elif term.matches(node):
+                return True, False
+        return False, errors
+
+    def unmatchable_reason(self) -> str | None:
+        """The parse errors when every required term is malformed (the pod fits no node at all)."""
+        if not self.terms or not all(t.errors for t in self.terms):
+            return None
+        return "; ".join(e for t in self.terms for e in t.errors)
+
+
+def _str_list(raw: object) -> list[str] | None:
+    if raw is None:
+        return []
+    if isinstance(raw, list) and all(isinstance(v, str) for v in raw):
+        return raw
+    return None
+
+
+def _parse_field(expr: object, obj: str, fld: str) -> FieldRequirement:
+    """nodeSelectorRequirementsAsFieldSelector: In/NotIn with exactly one value."""
+    if not isinstance(expr, Mapping):
+        raise InvalidObjectError(obj, fld, "must be an object")
+    key, op, values = expr.get("key"), expr.get("operator"), _str_list(expr.get("values"))
+    if not isinstance(key, str):
+        raise InvalidObjectError(obj, f"{fld}.key", "must be a string")
+    if op not in ("In", "NotIn"):
+        raise InvalidObjectError(obj, f"{fld}.operator", f"unknown operator {op!r}: supported values: In, NotIn")
+    if values is None or len(values) != 1:
+        raise InvalidObjectError(obj, f"{fld}.values", "must have one element")
+    return FieldRequirement(key, str(op), values[0])
+
+
+def _name_in_set(expr: object) -> frozenset[str] | None:
+    if not isinstance(expr, Mapping) or expr.get("key") != OBJECT_NAME_FIELD or expr.get("operator") != "In":
+        return None
+    return frozenset(_str_list(expr.get("values")) or ())
+
+
+def parse_term(raw: object, obj: str, fld: str) -> NodeSelectorTerm:
+    """newNodeSelectorTerm: every error of the term is kept, so the reason can name them all."""
+    if not isinstance(raw, Mapping):
+        return NodeSelectorTerm(None, None, (str(InvalidObjectError(obj, fld, "must be an object")),))
+    errors: list[str] = []
+    labels: tuple[Requirement, ...] | None = None
+    fields: tuple[FieldRequirement, ...] | None = None
+    exprs, field_exprs = raw.get("matchExpressions") or [], raw.get("matchFields") or []
+    if not isinstance(exprs, list) or not isinstance(field_exprs, list):
+        return NodeSelectorTerm(
+            None, None, (str(InvalidObjectError(obj, fld, "matchExpressions/matchFields must be lists")),)
+        )
+    if exprs:
+        reqs = []
+        for i, expr in enumerate(exprs):
+            try:
+                if not isinstance(expr, Mapping):
+                    raise InvalidObjectError(obj, f"{fld}.matchExpressions[{i}]", "must be an object")
+                reqs.append(parse_requirement(expr, obj, f"{fld}.matchExpressions[{i}]", NODE_OPS))
+            except InvalidObjectError as exc:
+                errors.append(str(exc))
+        labels = tuple(reqs)
+    if field_exprs:
+        parsed = []
+        for i, expr in enumerate(field_exprs):
+            try:
+                parsed.append(_parse_field(expr, obj, f"{fld}.matchFields[{i}]"))
+            except InvalidObjectError as exc:
+                errors.append(str(exc))
+        fields = tuple(parsed)
+    names = tuple(s for s in (_name_in_set(e) for e in field_exprs) if s is not None)
+    return NodeSelectorTerm(labels, fields, tuple(errors), names)
+
+
+def parse_required_terms(raw: object, obj: str, fld: str) -> tuple[NodeSelectorTerm, ...]:
+    """A NodeSelector's nodeSelectorTerms (a malformed selector becomes one unmatchable term)."""
+    if not isinstance(raw, Mapping):
+        return (NodeSelectorTerm(None, None, (str(InvalidObjectError(obj, fld, "must be an object")),)),)
+    terms = raw.get("nodeSelectorTerms") or []
+    if not isinstance(terms, list):
+        return (
+            NodeSelectorTerm(None, None, (str(InvalidObjectError(obj, f"{fld}.nodeSelectorTerms", "must be a list")),)),
+        )
+    return tuple(parse_term(t, obj, f"{fld}.nodeSelectorTerms[{i}]") for i, t in enumerate(terms))
+
+
+def parse_preferred_terms(raw: object, obj: str, fld: str) -> tuple[tuple[PreferredTerm, ...], tuple[str, ...]]:
+    """NewPreferredSchedulingTerms: weight-0 and empty terms are dropped; returns (terms, errors)."""
+    if not isinstance(raw, list):
+        return (), (str(InvalidObjectError(obj, fld, "must be a list")),)
+    out: list[PreferredTerm] = []
+    errors: list[str] = []
+    for i, item in enumerate(raw):
+        p = f"{fld}[{i}]"
+        if not isinstance(item, Mapping):
+            errors.append(str(InvalidObjectError(obj, p, "must be an object")))
+            continue
+        weight, pref = item.get("weight") or 0, item.get("preference")
+        if isinstance(weight, bool) or not isinstance(weight, int):
+            errors.append(str(InvalidObjectError(obj, f"{p}.weight", f"{weight!r} is not an integer")))
+            continue
+        if (
+            weight == 0
+            or not isinstance(pref, Mapping)
+            or not (pref.get("matchExpressions") or pref.get("matchFields"))
+        ):
+            continue
+        term = parse_term(pref, obj, f"{p}.preference")
+        if term.errors:
+            errors.extend(term.errors)
+        else:
+            out.append(PreferredTerm(weight, term))
+    return tuple(out), tuple(errors)
+
+
+# --- the pod's view (parsed once per pod) ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PodNodeAffinity:
+    required: RequiredNodeAffinity
+    node_selector_set: bool  # spec.nodeSelector present (even empty), upstream's "!= nil"
+    prefilter_names: frozenset[str] | None  # None: all nodes
+    preferred: tuple[PreferredTerm, ...] | None  # None: the pod has no preferred terms
+    preferred_error: str | None
+
+
+def _prefilter_names(terms: tuple[NodeSelectorTerm, ...] | None) -> frozenset[str] | None:
+    """Union over terms of the intersection of a term's metadata.name In sets; None if a term has none."""
+    if not terms:
+        return None
+    union: set[str] = set()
+    for term in terms:
+        if not term.name_in_sets:
+            return None
+        union |= frozenset.intersection(*term.name_in_sets)
+    return frozenset(union)
+
+
+def _parse_pod(pod: Pod) -> PodNodeAffinity:
+    obj = f"pod {pod.namespace}/{pod.name}"
+    spec = pod.raw.get("spec") or {}
+    node_affinity = pod.affinity.get("nodeAffinity") if isinstance(pod.affinity, Mapping) else None
+    node_affinity = node_affinity if isinstance(node_affinity, Mapping) else {}
+    base = "spec.affinity.nodeAffinity"
+    terms = None
+    if node_affinity.get(_REQUIRED) is not None:
+        terms = parse_required_terms(node_affinity[_REQUIRED], obj, f"{base}.{_REQUIRED}")
+    selector = {str(k): str(v) for k, v in pod.node_selector.items()} if pod.node_selector else None
+    preferred: tuple[PreferredTerm, ...] | None = None
+    preferred_error = None
+    if node_affinity.get(_PREFERRED) is not None:
+        preferred, errs = parse_preferred_terms(node_affinity[_PREFERRED], obj, f"{base}.{_PREFERRED}")
+        preferred_error = "; ".join(errs) or None
+    return PodNodeAffinity(
+        required=RequiredNodeAffinity(selector, terms),
+        node_selector_set=isinstance(spec, Mapping) and spec.get("nodeSelector") is not None,
+        prefilter_names=_prefilter_names(terms),
+        preferred=preferred,
+        preferred_error=preferred_error,
+    )
+
+
+def pod_node_affinity(pod: Pod) -> PodNodeAffinity:
+    cached = pod.memo.get(NAME)
+    if cached is None:
+        cached = pod.memo[NAME] = _parse_pod(pod)
+    return cached
+
+
+# --- the plugin -----------------------------------------------------------------------------------
+
+
+def _parse_added_affinity(
+    args: Mapping[str, Any],
+) -> tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PreferredTerm, ...] | None]:
+    """addedAffinity args; unlike a pod's terms, any error here is a configuration error."""
+    added = args.get("addedAffinity")
+    if added is None:
+        return None, None
+    if not isinstance(added, Mapping):
+        raise ValueError("addedAffinity: must be an object")
+    obj = "NodeAffinityArgs"
+    required = None
+    if added.get(_REQUIRED) is not None:
+        required = parse_required_terms(added[_REQUIRED], obj, f"addedAffinity.{_REQUIRED}")
+        errs = [e for t in required for e in t.errors]
+        if errs:
+            raise ValueError("; ".join(errs))
+    preferred = None
+    if added.get(_PREFERRED):
+        preferred, errs2 = parse_preferred_terms(added[_PREFERRED], obj, f"addedAffinity.{_PREFERRED}")
+        if errs2:
+            raise ValueError("; ".join(errs2))
+    return required, preferred
+
+
+class NodeAffinity:
+    """Keeps pods on nodes their nodeSelector / node affinity allow; prefers preferred-term matches."""
+
+    name = NAME
+
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        self.handle = handle
+        self.added_required, self.added_preferred = _parse_added_affinity(args)
+
+    def _added_match(self, node: Node) -> bool:
+        return self.added_required is None or any(t.matches(node) for t in self.added_required)
+
+    # PreFilter / Filter
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        aff = pod_node_affinity(pod)
+        terms = aff.required.terms
+        if terms is None and self.added_required is None and not aff.node_selector_set:
+            return None, skip()
+        state.write(PRE_FILTER_STATE_KEY, aff.required)
+        if not terms:
+            return None, None
+        reason = aff.required.unmatchable_reason()
+        if reason is not None:
+            return None, unresolvable(reason)
+        names = aff.prefilter_names
+        if names is None:
+            return None, None
+        if not names:
+            return None, unresolvable(ERR_REASON_CONFLICT)
+        return PreFilterResult(set(names)), None
+
+    def pre_filter_extensions(self) -> None:
+        return None
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        node = node_info.node
+        if node is None:
+            return error("node not found")
+        if not self._added_match(node):
+            return unresolvable(ERR_REASON_ENFORCED)
+        required = state.get(PRE_FILTER_STATE_KEY)
+        if required is None:  # PreFilter disabled: compute here
+            required = pod_node_affinity(pod).required
+        matched, _ = required.match(node)
+        return None if matched else unresolvable(ERR_REASON_POD)
+
+    # PreScore / Score
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        aff = pod_node_affinity(pod)
+        if aff.preferred_error is not None:
+            return error(aff.preferred_error)
+        if aff.preferred is None and self.added_preferred is None:
+            return skip()
+        state.write(PRE_SCORE_STATE_KEY, aff.preferred or ())
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        node = node_info.node
+        if node is None:
+            return 0, error("node not found")
+        count = 0
+        if self.added_preferred is not None:
+            count += sum(p.weight for p in self.added_preferred if p.term.matches(node))
+        preferred = state.get(PRE_SCORE_STATE_KEY)
+        if preferred is None:  # PreScore disabled: compute here
+            aff = pod_node_affinity(pod)
+            if aff.preferred_error is not None:
+                return 0, error(aff.preferred_error)
+            preferred = aff.preferred or ()
+        count += sum(p.weight for p in preferred if p.term.matches(node))
+        return count, None
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
+        default_normalize_score(MAX_NODE_SCORE, False, scores)
+        return None
+
+    def score_extensions(self) -> NodeAffinity:
+        return self
+
+    # queueing
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Only a node's labels (or a new node) can change whether the pod's affinity matches it."""
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
+                self.is_schedulable_after_node_change,
+            )
+        ]
+
+    def is_schedulable_after_node_change(self, pod: Pod, old: Node | None, new: Node | None) -> QueueingHint:
+        """Queue when the new node matches and, for an update, the old one did not (or could not be judged)."""
+        if new is None:
+            return QueueingHint.QUEUE
+        if not self._added_match(new):
+            return QueueingHint.QUEUE_SKIP
+        required = pod_node_affinity(pod).required
+        matched, errors = required.match(new)
+        if errors:
+            return QueueingHint.QUEUE  # upstream: an error from the matcher counts as Queue
+        if not matched:
+            return QueueingHint.QUEUE_SKIP
+        if old is None:
+            return QueueingHint.QUEUE
+        was_matched, errors = required.match(old)
+        if errors:
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP if was_matched else QueueingHint.QUEUE

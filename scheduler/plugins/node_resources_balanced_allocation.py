@@ -1,0 +1,98 @@
+"""NodeResourcesBalancedAllocation (kube-scheduler v1.34 ``noderesources/balanced_allocation.go``).
+
+Favors nodes whose resource usage fractions stay close to each other after placing the pod. Uses
+real requests (no 100m / 200Mi defaults): f_r = min(1, requested_r / allocatable_r) over the
+configured resources with allocatable > 0; std = |f1 - f2| / 2 for two resources, the population
+standard deviation for more, 0 otherwise; score = int((1 - std) · 100).
+
+Since v1.33 (issue #129138) PreScore returns Skip for a pod requesting none of the resources, so
+best-effort pods are not all packed onto the emptiest, most "balanced" node.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle
+from scheduler.framework.status import Status, skip
+from scheduler.framework.types import ClusterEventWithHint, NodeInfo
+from scheduler.model.pod import Pod
+from scheduler.plugins.node_resources_fit import (
+    ResourceAllocationScorer,
+    parse_resource_specs,
+    pod_resource_requests,
+)
+
+NAME = "NodeResourcesBalancedAllocation"
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+
+
+def balanced_resource_score(requested: list[int], allocatable: list[int]) -> int:
+    """balancedResourceScorer, with upstream's float operations in the same order."""
+    fractions: list[float] = []
+    total = 0.0
+    for i, alloc in enumerate(allocatable):
+        if alloc == 0:
+            continue
+        fraction = min(float(requested[i]) / float(alloc), 1.0)
+        total += fraction
+        fractions.append(fraction)
+    std = 0.0
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        mean = total / float(len(fractions))
+        sq = 0.0
+        for fraction in fractions:
+            sq = sq + (fraction - mean) * (fraction - mean)
+        std = math.sqrt(sq / float(len(fractions)))
+    return int((1 - std) * float(MAX_NODE_SCORE))
+
+
+def _parse_resources(raw: object) -> tuple[Any, ...]:
+    """ValidateNodeResourcesBalancedAllocationArgs: unique names, every weight 1 (weights are unused)."""
+    resources = parse_resource_specs(raw, "resources")
+    seen: set[str] = set()
+    for i, spec in enumerate(resources):
+        if spec.name in seen:
+            raise ValueError(f"resources[{i}].name: Duplicate value: {spec.name!r}")
+        seen.add(spec.name)
+        if spec.weight != 1:
+            raise ValueError(f"resources[{i}].weight: Invalid value: {spec.weight}: must be 1")
+    return resources
+
+
+class NodeResourcesBalancedAllocation:
+    """Scores nodes by how evenly the pod would leave their resources used."""
+
+    name = NAME
+
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        self.handle = handle
+        self.resources = _parse_resources(args.get("resources"))
+        self.scorer = ResourceAllocationScorer(self.resources, use_requested=True, fn=balanced_resource_score)
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        """Skip best-effort pods (nothing requested among the configured resources)."""
+        reqs = pod_resource_requests(pod, self.resources, use_requested=True)
+        if not any(reqs):
+            return skip()
+        state.write(PRE_SCORE_STATE_KEY, reqs)
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        reqs = state.get(PRE_SCORE_STATE_KEY)
+        if reqs is None:  # PreScore disabled: compute here, still giving best-effort pods nothing
+            reqs = pod_resource_requests(pod, self.resources, use_requested=True)
+            if not any(reqs):
+                return 0, None
+        return self.scorer.score(node_info, reqs), None
+
+    def score_extensions(self) -> None:
+        return None
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """A score-only plugin never rejects a pod, so no event can make one schedulable."""
+        return []

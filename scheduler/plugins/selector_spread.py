@@ -1,0 +1,121 @@
+"""SelectorSpread: prefer nodes and zones with fewer pods of the pod's workload (legacy, 0-100 framework form).
+
+This is the seed-era SelectorSpreadPriority (1.16, ``algorithm/priorities/selector_spreading.go``, scores 0-10)
+in the shape it had as a framework plugin from 1.19 to 1.28 (``plugins/selectorspread``, scores 0-100), when
+it was removed in favour of PodTopologySpread's system defaults.
+
+The workload group: 1.16 collected one selector per Service / RC / ReplicaSet / StatefulSet matching the pod
+and counted pods matching *all* of them; the framework form merged them into one selector
+(``helper.DefaultSelector``: the Services selecting the pod plus the pod's controller). We use the merged
+form. For Services both are the same ("matching all" = matching the merged requirements); for controllers
+the framework form looks only at the pod's own controller (ownerReferences) instead of every controller
+whose selector happens to match the pod.
+
+Score: pods of the group on the node. NormalizeScore (the old Reduce), per node with count c:
+``node = 100·(maxNode - c)/maxNode`` (100 when maxNode is 0); when some scored node has a zone and this node
+has one, ``zone = 100·(maxZone - zoneCount)/maxZone`` and ``score = node·(1 - 2/3) + zone·2/3``; truncated.
+Zones come first because losing a zone loses all its nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, NodeScore
+from scheduler.framework.status import Status, error, skip
+from scheduler.framework.types import ClusterEventWithHint, NodeInfo
+from scheduler.model.labels import LabelSelector
+from scheduler.model.pod import Pod
+from scheduler.plugins.spreading import count_matching_pods, default_selector
+
+NAME = "SelectorSpread"
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+
+# When zone information is present, 2/3 of the weight goes to zone spreading, 1/3 to node spreading.
+ZONE_WEIGHTING = 2.0 / 3.0
+
+
+class _PreScoreState:
+    __slots__ = ("selector",)
+
+    def __init__(self, selector: LabelSelector) -> None:
+        self.selector = selector
+
+    def clone(self) -> _PreScoreState:
+        return self
+
+
+def skip_selector_spread(pod: Pod) -> bool:
+    """Pods with their own topologySpreadConstraints are spread by PodTopologySpread, not here."""
+    raw = (pod.raw.get("spec") or {}).get("topologySpreadConstraints")
+    return isinstance(raw, list) and len(raw) > 0
+
+
+def spread_scores(counts: Sequence[int], zones: Sequence[str]) -> list[int]:
+    """The Reduce step on 0-100: ``counts[i]`` pods on node i, ``zones[i]`` its zone key ("" = none).
+
+    Float arithmetic in the same order as upstream so truncation lands on the same integers.
+    """
+    max_node = max(counts, default=0)
+    by_zone: dict[str, int] = {}
+    for c, z in zip(counts, zones, strict=True):
+        if z:
+            by_zone[z] = by_zone.get(z, 0) + c
+    max_zone = max(by_zone.values(), default=0)
+    have_zones = bool(by_zone)
+    top = float(MAX_NODE_SCORE)
+    out = []
+    for c, z in zip(counts, zones, strict=True):
+        f = top
+        if max_node > 0:
+            f = top * (float(max_node - c) / float(max_node))
+        if have_zones and z:
+            zone_score = top
+            if max_zone > 0:
+                zone_score = top * (float(max_zone - by_zone[z]) / float(max_zone))
+            f = (f * (1.0 - ZONE_WEIGHTING)) + (ZONE_WEIGHTING * zone_score)
+        out.append(int(f))
+    return out
+
+
+class SelectorSpread:
+    """PreScore (deduce the workload selector once), Score (count on the node), NormalizeScore (reduce)."""
+
+    name = NAME
+
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        self.handle = handle
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        """Skip pods with explicit spread constraints (upstream then scores every node 0: same effect)."""
+        if skip_selector_spread(pod):
+            return skip()
+        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(default_selector(pod, self.handle.objects())))
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        """Live pods of the pod's namespace on this node matched by the workload selector."""
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, _PreScoreState):
+            return 0, error(f'Error reading "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
+        return count_matching_pods(node_info.pods.values(), s.selector, pod.namespace), None
+
+    def score_extensions(self) -> SelectorSpread:
+        return self
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
+        snapshot = self.handle.snapshot()
+        zones = []
+        for ns in scores:
+            ni = snapshot.get(ns.name)
+            if ni is None or ni.node is None:
+                return error(f'getting node "{ns.name}" from Snapshot: not found')
+            zones.append(ni.node.zone_key)
+        for ns, value in zip(scores, spread_scores([ns.score for ns in scores], zones), strict=True):
+            ns.score = value
+        return None
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """A score plugin never rejects a pod, so no event can be needed to retry one."""
+        return []

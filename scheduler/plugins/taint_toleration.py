@@ -1,0 +1,124 @@
+"""TaintToleration (kube-scheduler v1.34 ``tainttoleration/taint_toleration.go``).
+
+Filter: the first node taint with effect NoSchedule or NoExecute that no pod toleration tolerates
+rejects the node as UnschedulableAndUnresolvable (preemption cannot remove a taint), with the reason
+``node(s) had untolerated taint {<key>: <value>}``.
+Score: the number of PreferNoSchedule taints not tolerated by the pod's tolerations whose effect is
+empty or PreferNoSchedule; NormalizeScore reverses it (100 - 100·c/max; all zero → 100).
+Toleration matching is core/v1 ToleratesTaint: an empty effect matches every effect, an empty key
+with Exists matches every key, Equal compares values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, NodeScore
+from scheduler.framework.status import Status, error, unresolvable
+from scheduler.framework.types import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    NodeInfo,
+    QueueingHint,
+)
+from scheduler.model.node import Node
+from scheduler.model.pod import Pod
+from scheduler.model.taints import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, Taint, Toleration, first_untolerated
+from scheduler.plugins.helper import default_normalize_score
+
+NAME = "TaintToleration"
+PRE_SCORE_STATE_KEY = "PreScore" + NAME
+
+DO_NOT_SCHEDULE = frozenset({NO_SCHEDULE, NO_EXECUTE})
+
+
+def untolerated_reason(taint: Taint) -> str:
+    return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+
+
+def prefer_no_schedule_tolerations(tolerations: Sequence[Toleration]) -> tuple[Toleration, ...]:
+    """Tolerations that can tolerate a PreferNoSchedule taint: empty effect or PreferNoSchedule."""
+    return tuple(t for t in tolerations if not t.effect or t.effect == PREFER_NO_SCHEDULE)
+
+
+def count_intolerable_prefer_no_schedule(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> int:
+    return sum(
+        1 for taint in taints if taint.effect == PREFER_NO_SCHEDULE and not any(t.tolerates(taint) for t in tolerations)
+    )
+
+
+def _field_error(obj: Pod | Node, prefix: str) -> str | None:
+    """The object's parse error if it concerns `prefix` (its tolerations or taints could not be read)."""
+    err = obj.parse_error
+    return str(err) if err is not None and err.field.startswith(prefix) else None
+
+
+class TaintToleration:
+    """Keeps pods off nodes whose NoSchedule/NoExecute taints they do not tolerate."""
+
+    name = NAME
+
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        self.handle = handle
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        node = node_info.node
+        if node is None:
+            return error("node not found")
+        problem = _field_error(pod, "spec.tolerations") or _field_error(node, "spec.taints")
+        if problem is not None:  # unreadable tolerations/taints: never guess that a taint is tolerated
+            return unresolvable(problem)
+        taint = first_untolerated(node.taints, pod.tolerations, DO_NOT_SCHEDULE)
+        if taint is None:
+            return None
+        return unresolvable(untolerated_reason(taint))
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        state.write(PRE_SCORE_STATE_KEY, prefer_no_schedule_tolerations(pod.tolerations))
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        tolerations = state.get(PRE_SCORE_STATE_KEY)
+        if tolerations is None:
+            return 0, error(f'failed to read "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
+        node = node_info.node
+        if node is None:
+            return 0, error("node not found")
+        return count_intolerable_prefer_no_schedule(node.taints, tolerations), None
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
+        default_normalize_score(MAX_NODE_SCORE, True, scores)
+        return None
+
+    def score_extensions(self) -> TaintToleration:
+        return self
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """A node gaining a tolerable taint set, or the pod gaining tolerations, may help."""
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
+                self.is_schedulable_after_node_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_TOLERATION),
+                self.is_schedulable_after_pod_toleration_change,
+            ),
+        ]
+
+    def is_schedulable_after_node_change(self, pod: Pod, old: Node | None, new: Node | None) -> QueueingHint:
+        """Queue only when the node goes from having an untolerated taint to having none."""
+        if new is None:
+            return QueueingHint.QUEUE
+        was_untolerated = old is None or first_untolerated(old.taints, pod.tolerations, DO_NOT_SCHEDULE) is not None
+        is_untolerated = first_untolerated(new.taints, pod.tolerations, DO_NOT_SCHEDULE) is not None
+        return QueueingHint.QUEUE if was_untolerated and not is_untolerated else QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_pod_toleration_change(self, pod: Pod, old: Pod | None, new: Pod | None) -> QueueingHint:
+        """Only the pending pod's own new tolerations can change this plugin's verdict for it."""
+        if new is None:
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE if new.uid == pod.uid else QueueingHint.QUEUE_SKIP

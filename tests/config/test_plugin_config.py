@@ -1,0 +1,168 @@
+"""pluginConfig: user args merged over defaults, nested defaults, pass-through for unknown args types."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from scheduler.config.errors import ConfigError
+
+from .helpers import one_profile, profile
+from .test_defaults import CPU_MEM
+
+
+def args_of(plugin: str, args: object, plugins: dict[str, object] | None = None) -> dict[str, object]:
+    p = profile(one_profile(plugins, [{"name": plugin, "args": args}]))
+    return p.plugin_config[plugin]
+
+
+def test_user_keys_override_and_other_defaults_stay() -> None:
+    assert args_of("InterPodAffinity", {"hardPodAffinityWeight": 5}) == {
+        "hardPodAffinityWeight": 5,
+        "ignorePreferredTermsOfExistingPods": False,
+    }
+    assert args_of("DefaultPreemption", {"minCandidateNodesAbsolute": 0}) == {
+        "minCandidateNodesPercentage": 10,
+        "minCandidateNodesAbsolute": 0,
+    }
+
+
+def test_scoring_strategy_without_resources_gets_cpu_and_memory() -> None:
+    got = args_of("NodeResourcesFit", {"scoringStrategy": {"type": "MostAllocated"}})
+    assert got == {
+        "ignoredResources": [],
+        "ignoredResourceGroups": [],
+        "scoringStrategy": {"type": "MostAllocated", "resources": CPU_MEM},
+    }
+
+
+def test_scoring_strategy_resource_weight_absent_or_zero_is_one() -> None:
+    got = args_of(
+        "NodeResourcesFit",
+        {
+            "scoringStrategy": {
+                "type": "LeastAllocated",
+                "resources": [{"name": "cpu"}, {"name": "nvidia.com/gpu", "weight": 0}],
+            }
+        },
+    )
+    assert got["scoringStrategy"] == {
+        "type": "LeastAllocated",
+        "resources": [{"name": "cpu", "weight": 1}, {"name": "nvidia.com/gpu", "weight": 1}],
+    }
+
+
+def test_requested_to_capacity_ratio() -> None:
+    shape = [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]
+    got = args_of(
+        "NodeResourcesFit",
+        {
+            "ignoredResources": ["example.com/foo"],
+            "scoringStrategy": {
+                "type": "RequestedToCapacityRatio",
+                "resources": [{"name": "cpu", "weight": 3}],
+                "requestedToCapacityRatio": {"shape": shape},
+            },
+        },
+    )
+    assert got["ignoredResources"] == ["example.com/foo"]
+    assert got["scoringStrategy"] == {
+        "type": "RequestedToCapacityRatio",
+        "resources": [{"name": "cpu", "weight": 3}],
+        "requestedToCapacityRatio": {"shape": shape},
+    }
+
+
+def test_balanced_allocation_resources() -> None:
+    assert args_of("NodeResourcesBalancedAllocation", {"resources": []}) == {"resources": CPU_MEM}
+    got = args_of("NodeResourcesBalancedAllocation", {"resources": [{"name": "cpu"}, {"name": "example.com/x"}]})
+    assert got == {"resources": [{"name": "cpu", "weight": 1}, {"name": "example.com/x", "weight": 1}]}
+
+
+def test_pod_topology_spread_list_defaulting() -> None:
+    c = {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "ScheduleAnyway"}
+    assert args_of("PodTopologySpread", {"defaultingType": "List", "defaultConstraints": [c]}) == {
+        "defaultingType": "List",
+        "defaultConstraints": [c],
+    }
+    assert args_of("PodTopologySpread", {"defaultingType": "List"}) == {
+        "defaultingType": "List",
+        "defaultConstraints": [],
+    }
+
+
+def test_apiversion_and_kind_in_args_are_accepted_and_stripped() -> None:
+    got = args_of(
+        "VolumeBinding",
+        {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "VolumeBindingArgs", "bindTimeoutSeconds": 30},
+    )
+    assert got == {"bindTimeoutSeconds": 30}
+
+
+def test_null_values_keep_defaults() -> None:
+    assert args_of("NodeResourcesFit", {"scoringStrategy": None})["scoringStrategy"] == {
+        "type": "LeastAllocated",
+        "resources": CPU_MEM,
+    }
+    assert args_of("InterPodAffinity", None) == {
+        "hardPodAffinityWeight": 1,
+        "ignorePreferredTermsOfExistingPods": False,
+    }
+
+
+def test_node_affinity_added_affinity() -> None:
+    added = {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "pool", "operator": "In", "values": ["a"]}]}]
+        },
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 5, "preference": {"matchExpressions": [{"key": "ssd", "operator": "Exists"}]}}
+        ],
+    }
+    assert args_of("NodeAffinity", {"addedAffinity": added}) == {"addedAffinity": added}
+
+
+def test_legacy_args_defaults_and_override() -> None:
+    plugins = {
+        "filter": {"enabled": [{"name": "ServiceAffinity"}]},
+        "preFilter": {"enabled": [{"name": "ServiceAffinity"}]},
+        "score": {"enabled": [{"name": "ServiceAntiAffinity", "weight": 1}, {"name": "SelectorSpread", "weight": 1}]},
+    }
+    p = profile(one_profile(plugins, [{"name": "ServiceAffinity", "args": {"affinityLabels": ["region"]}}]))
+    assert p.plugin_config["ServiceAffinity"] == {"affinityLabels": ["region"], "antiAffinityLabelsPreference": []}
+    assert p.plugin_config["ServiceAntiAffinity"] == {"antiAffinityLabelsPreference": []}
+    assert p.plugin_config["SelectorSpread"] == {}
+    got = args_of(
+        "ServiceAntiAffinity",
+        {"antiAffinityLabelsPreference": ["zone", "rack"]},
+        {"score": {"enabled": [{"name": "ServiceAntiAffinity"}]}},
+    )
+    assert got == {"antiAffinityLabelsPreference": ["zone", "rack"]}
+
+
+def test_args_of_plugins_without_an_args_type_pass_through() -> None:
+    assert args_of("TaintToleration", {"anything": [1, 2]}) == {"anything": [1, 2]}
+
+
+def test_plugin_config_for_a_disabled_plugin_is_ignored(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        p = profile(
+            one_profile(
+                {"multiPoint": {"disabled": [{"name": "InterPodAffinity"}]}},
+                [{"name": "InterPodAffinity", "args": {"hardPodAffinityWeight": 3}}],
+            )
+        )
+    assert "InterPodAffinity" not in p.plugin_config
+    assert "InterPodAffinity" in caplog.text
+
+
+def test_plugin_config_for_a_disabled_plugin_is_still_validated() -> None:
+    with pytest.raises(ConfigError) as ei:
+        profile(
+            one_profile(
+                {"multiPoint": {"disabled": [{"name": "InterPodAffinity"}]}},
+                [{"name": "InterPodAffinity", "args": {"hardPodAffinityWeight": 300}}],
+            )
+        )
+    assert ei.value.paths == ["profiles[0].pluginConfig[0].args.hardPodAffinityWeight"]

@@ -1,0 +1,383 @@
+"""InterPodAffinity: filter verdicts and scores derived from the rules of interpodaffinity/{filtering,scoring}.go."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pod_to_pod_util import (
+    cluster,
+    filter_nodes,
+    labels_in,
+    make_node,
+    make_pod,
+    match,
+    namespace,
+    pod_affinity,
+    raw_scores,
+    run_filter,
+    run_score,
+    term,
+)
+
+from scheduler.framework.interface import CycleState
+from scheduler.framework.status import Code
+from scheduler.framework.types import EventResource, QueueingHint
+from scheduler.plugins.inter_pod_affinity import (
+    ERR_REASON_AFFINITY_RULES_NOT_MATCH as AFF,
+)
+from scheduler.plugins.inter_pod_affinity import (
+    ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH as ANTI,
+)
+from scheduler.plugins.inter_pod_affinity import (
+    ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH as EXISTING,
+)
+from scheduler.plugins.inter_pod_affinity import InterPodAffinity
+
+OK = ("SUCCESS", "")
+UNRESOLVABLE_AFF = ("UNSCHEDULABLE_AND_UNRESOLVABLE", AFF)
+BLOCKED_ANTI = ("UNSCHEDULABLE", ANTI)
+BLOCKED_EXISTING = ("UNSCHEDULABLE", EXISTING)
+
+ZONE = "zone"
+HOST = "kubernetes.io/hostname"
+
+
+def nodes() -> list[Any]:
+    """n1, n2 in zone z1; n3 in z2; n4 has no zone label."""
+    return [
+        make_node("n1", {ZONE: "z1", HOST: "n1"}),
+        make_node("n2", {ZONE: "z1", HOST: "n2"}),
+        make_node("n3", {ZONE: "z2", HOST: "n3"}),
+        make_node("n4", {HOST: "n4"}),
+    ]
+
+
+def plugin(handle: Any, **args: Any) -> InterPodAffinity:
+    return InterPodAffinity(args, handle)
+
+
+# ----- Filter -----------------------------------------------------------------------------------------
+
+FILTER_CASES = [
+    pytest.param(
+        make_pod("p"), [make_pod("e", labels={"app": "db"}, node="n1")],
+        dict(n1=OK, n2=OK, n3=OK, n4=OK), id="no terms anywhere: Skip"),
+    pytest.param(
+        make_pod("p", affinity=pod_affinity(required=[term(labels_in("app", "db", "x"), ZONE)])),
+        [make_pod("e", labels={"app": "db"}, node="n1")],
+        dict(n1=OK, n2=OK, n3=UNRESOLVABLE_AFF, n4=UNRESOLVABLE_AFF), id="affinity satisfied in the zone"),
+    pytest.param(
+        make_pod("p", affinity=pod_affinity(required=[term(match(app="db"), ZONE), term(match(tier="be"), HOST)])),
+        [make_pod("e1", labels={"app": "db"}, node="n1"), make_pod("e2", labels={"tier": "be"}, node="n1")],
+        dict(n1=UNRESOLVABLE_AFF, n2=UNRESOLVABLE_AFF, n3=UNRESOLVABLE_AFF, n4=UNRESOLVABLE_AFF),
+        id="one pod must match all terms (two pods matching one each do not count)"),
+    pytest.param(
+        make_pod("p", labels={"app": "web"}, affinity=pod_affinity(required=[term(match(app="web"), ZONE)])),
+        [make_pod("e", labels={"app": "db"}, node="n1")],
+        dict(n1=OK, n2=OK, n3=OK, n4=UNRESOLVABLE_AFF), id="first pod of a group matching its own terms"),
+    pytest.param(
+        make_pod("p", labels={"app": "other"}, affinity=pod_affinity(required=[term(match(app="web"), ZONE)])),
+        [],
+        dict(n1=UNRESOLVABLE_AFF, n2=UNRESOLVABLE_AFF, n3=UNRESOLVABLE_AFF, n4=UNRESOLVABLE_AFF),
+        id="no matching pod and not matching its own terms"),
+    pytest.param(
+        make_pod("p", labels={"app": "web"}, affinity=pod_affinity(required=[term(match(app="web"), ZONE)])),
+        [make_pod("e", labels={"app": "web"}, node="n4")],
+        dict(n1=OK, n2=OK, n3=OK, n4=UNRESOLVABLE_AFF),
+        id="matching pod on a node without the key counts nowhere: still the first pod"),
+    pytest.param(
+        make_pod("p", labels={"app": "web"}, affinity=pod_affinity(required=[term(match(app="web"), ZONE)])),
+        [make_pod("e", labels={"app": "web"}, node="n3")],
+        dict(n1=UNRESOLVABLE_AFF, n2=UNRESOLVABLE_AFF, n3=OK, n4=UNRESOLVABLE_AFF),
+        id="once the group exists the self-match exception no longer applies"),
+    pytest.param(
+        make_pod("p", affinity=pod_affinity(anti_required=[term(match(app="db"), HOST)])),
+        [make_pod("e", labels={"app": "db"}, node="n1")],
+        dict(n1=BLOCKED_ANTI, n2=OK, n3=OK, n4=OK), id="anti-affinity per host"),
+    pytest.param(
+        make_pod("p", affinity=pod_affinity(anti_required=[term(match(app="db"), ZONE)])),
+        [make_pod("e", labels={"app": "db"}, node="n1")],
+        dict(n1=BLOCKED_ANTI, n2=BLOCKED_ANTI, n3=OK, n4=OK), id="anti-affinity per zone; keyless node passes"),
+    pytest.param(
+        make_pod("p", labels={"app": "web"}),
+        [make_pod("e", labels={"app": "db"}, node="n1",
+                  affinity=pod_affinity(anti_required=[term(match(app="web"), ZONE)]))],
+        dict(n1=BLOCKED_EXISTING, n2=BLOCKED_EXISTING, n3=OK, n4=OK), id="symmetry: existing pod's anti-affinity"),
+    pytest.param(
+        make_pod("p", labels={"app": "web"}, ns="other"),
+        [make_pod("e", labels={"app": "db"}, node="n1",
+                  affinity=pod_affinity(anti_required=[term(match(app="web"), ZONE)]))],
+        dict(n1=OK, n2=OK, n3=OK, n4=OK), id="symmetry only within the existing pod's namespace"),
+    pytest.param(
+        make_pod("p", affinity=pod_affinity(anti_required=[term(match(app="db"), HOST, namespaces=["other"])])),
+        [make_pod("e1", labels={"app": "db"}, node="n1"), make_pod("e2", ns="other", labels={"app": "db"}, node="n2")],
+        dict(n1=OK, n2=BLOCKED_ANTI, n3=OK, n4=OK), id="namespaces list replaces the pod's namespace"),
+    pytest.param(
+        make_pod("p", labels={"app": "web"},
+                 affinity=pod_affinity(required=[term(match(app="web"), ZONE)],
+                                       anti_required=[term(match(app="web"), HOST)])),
+        [make_pod("e", labels={"app": "web"}, node="n1")],
+        dict(n1=BLOCKED_ANTI, n2=OK, n3=UNRESOLVABLE_AFF, n4=UNRESOLVABLE_AFF),
+        id="affinity checked before anti-affinity"),
+]
+
+
+@pytest.mark.parametrize(("pod", "existing", "want"), FILTER_CASES)
+def test_filter(pod: Any, existing: list[Any], want: dict[str, tuple[str, str]]) -> None:
+    h = cluster(nodes(), existing)
+    assert run_filter(plugin(h), h, pod) == want
+
+
+def test_pre_filter_skips_without_terms() -> None:
+    h = cluster(nodes(), [make_pod("e", labels={"app": "db"}, node="n1")])
+    _, s = plugin(h).pre_filter(CycleState(), make_pod("p"), h.snapshot().list())
+    assert s is not None and s.code == Code.SKIP
+
+
+NS_OBJECTS = [namespace("default"), namespace("team-a", {"team": "a"}), namespace("team-b", {"team": "b"})]
+
+
+def test_namespace_selector_of_incoming_terms() -> None:
+    """namespaceSelector team=a: the db pod in team-a repels, the one in team-b does not."""
+    existing = [make_pod("a", ns="team-a", labels={"app": "db"}, node="n1"),
+                make_pod("b", ns="team-b", labels={"app": "db"}, node="n3")]
+    h = cluster(nodes(), existing, NS_OBJECTS)
+    p = make_pod("p", affinity=pod_affinity(anti_required=[term(match(app="db"), HOST, ns_selector=match(team="a"))]))
+    assert run_filter(plugin(h), h, p) == dict(n1=BLOCKED_ANTI, n2=OK, n3=OK, n4=OK)
+
+
+def test_empty_namespace_selector_matches_all_namespaces() -> None:
+    existing = [make_pod("a", ns="team-a", labels={"app": "db"}, node="n1"),
+                make_pod("b", ns="team-b", labels={"app": "db"}, node="n3")]
+    h = cluster(nodes(), existing, NS_OBJECTS)
+    p = make_pod("p", affinity=pod_affinity(anti_required=[term(match(app="db"), HOST, ns_selector={})]))
+    assert run_filter(plugin(h), h, p) == dict(n1=BLOCKED_ANTI, n2=OK, n3=BLOCKED_ANTI, n4=OK)
+
+
+@pytest.mark.parametrize(("incoming_ns", "want_n1"), [("team-a", BLOCKED_EXISTING), ("team-b", OK)])
+def test_namespace_selector_of_existing_terms_uses_incoming_namespace_labels(
+    incoming_ns: str, want_n1: tuple[str, str]
+) -> None:
+    """Symmetry: the existing pod's namespaceSelector is matched against the incoming pod's namespace labels."""
+    existing = [make_pod("e", ns="team-b", labels={"app": "db"}, node="n1", affinity=pod_affinity(
+        anti_required=[term(match(app="web"), HOST, ns_selector=match(team="a"))]))]
+    h = cluster(nodes(), existing, NS_OBJECTS)
+    p = make_pod("p", ns=incoming_ns, labels={"app": "web"})
+    assert run_filter(plugin(h), h, p)["n1"] == want_n1
+
+
+def test_malformed_selector_is_unresolvable_and_names_the_field() -> None:
+    h = cluster(nodes())
+    bad = {"matchExpressions": [{"key": "app", "operator": "Foo", "values": ["x"]}]}
+    p = make_pod("p", affinity=pod_affinity(required=[term(bad, ZONE)]))
+    _, s = plugin(h).pre_filter(CycleState(), p, h.snapshot().list())
+    assert s is not None and s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert s.message.startswith("parsing pod: requiredAffinityTerms: ")
+    assert "spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]" \
+           ".labelSelector.matchExpressions[0].operator" in s.message
+
+
+def test_malformed_preferred_term_also_rejects_in_pre_filter() -> None:
+    h = cluster(nodes())
+    bad = {"matchExpressions": [{"key": "app", "operator": "In", "values": []}]}
+    p = make_pod("p", affinity=pod_affinity(preferred=[(1, term(bad, ZONE))],
+                                            anti_preferred=[(1, term(bad, ZONE))]))
+    _, s = plugin(h).pre_filter(CycleState(), p, h.snapshot().list())
+    assert s is not None and s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert s.message.startswith("parsing pod: [preferredAffinityTerms: ")
+    assert ", preferredAntiAffinityTerms: " in s.message
+
+
+def test_existing_pod_with_malformed_terms_keeps_its_other_terms() -> None:
+    bad = {"matchExpressions": [{"key": "app", "operator": "Foo"}]}
+    existing = [make_pod("e", node="n1", affinity=pod_affinity(
+        required=[term(bad, ZONE)], anti_required=[term(match(app="web"), HOST)]))]
+    h = cluster(nodes(), existing)
+    assert run_filter(plugin(h), h, make_pod("p", labels={"app": "web"}))["n1"] == BLOCKED_EXISTING
+
+
+# ----- AddPod / RemovePod -----------------------------------------------------------------------------
+
+
+def test_add_and_remove_pod_flip_anti_affinity() -> None:
+    h = cluster(nodes())
+    pl = plugin(h)
+    p = make_pod("p", affinity=pod_affinity(anti_required=[term(match(app="db"), HOST)]))
+    state = CycleState()
+    assert pl.pre_filter(state, p, h.snapshot().list())[1] is None
+    n1 = h.snapshot().get("n1")
+    assert n1 is not None
+    assert filter_nodes(pl, state, h, p)["n1"] == OK
+    db = make_pod("db", labels={"app": "db"}, node="n1")
+    assert pl.add_pod(state, p, db, n1) is None
+    assert filter_nodes(pl, state, h, p)["n1"] == BLOCKED_ANTI
+    assert pl.remove_pod(state, p, db, n1) is None
+    assert filter_nodes(pl, state, h, p)["n1"] == OK
+
+
+def test_add_and_remove_pod_flip_affinity() -> None:
+    """Adding a match in z2 opens n3; removing the only z1 match closes n1 (the group still exists)."""
+    cache = make_pod("c1", labels={"app": "cache"}, node="n1")
+    h = cluster(nodes(), [cache])
+    pl = plugin(h)
+    p = make_pod("p", affinity=pod_affinity(required=[term(match(app="cache"), ZONE)]))
+    state = CycleState()
+    pl.pre_filter(state, p, h.snapshot().list())
+    assert filter_nodes(pl, state, h, p) == dict(n1=OK, n2=OK, n3=UNRESOLVABLE_AFF, n4=UNRESOLVABLE_AFF)
+    n1, n3 = h.snapshot().get("n1"), h.snapshot().get("n3")
+    assert n1 is not None and n3 is not None
+    pl.add_pod(state, p, make_pod("c2", labels={"app": "cache"}, node="n3"), n3)
+    assert filter_nodes(pl, state, h, p) == dict(n1=OK, n2=OK, n3=OK, n4=UNRESOLVABLE_AFF)
+    pl.remove_pod(state, p, cache, n1)
+    assert filter_nodes(pl, state, h, p) == dict(n1=UNRESOLVABLE_AFF, n2=UNRESOLVABLE_AFF, n3=OK,
+                                                n4=UNRESOLVABLE_AFF)
+
+
+def test_add_pod_with_anti_affinity_blocks_symmetrically_and_clone_is_independent() -> None:
+    h = cluster(nodes(), [make_pod("x", labels={"app": "other"}, node="n3",
+                                   affinity=pod_affinity(anti_required=[term(match(app="nothing"), HOST)]))])
+    pl = plugin(h)
+    p = make_pod("p", labels={"app": "web"})
+    state = CycleState()
+    assert pl.pre_filter(state, p, h.snapshot().list())[1] is None
+    copy = state.clone()
+    n2 = h.snapshot().get("n2")
+    assert n2 is not None
+    repel = make_pod("r", node="n2", affinity=pod_affinity(anti_required=[term(match(app="web"), ZONE)]))
+    pl.add_pod(copy, p, repel, n2)
+    assert filter_nodes(pl, copy, h, p) == dict(n1=BLOCKED_EXISTING, n2=BLOCKED_EXISTING, n3=OK, n4=OK)
+    assert filter_nodes(pl, state, h, p) == dict(n1=OK, n2=OK, n3=OK, n4=OK)
+
+
+# ----- Score ------------------------------------------------------------------------------------------
+
+
+def test_preferred_affinity_scores_the_zone() -> None:
+    h = cluster(nodes(), [make_pod("e", labels={"app": "db"}, node="n1")])
+    p = make_pod("p", affinity=pod_affinity(preferred=[(5, term(match(app="db"), ZONE))]))
+    assert raw_scores(plugin(h), h, p) == dict(n1=5, n2=5, n3=0, n4=0)
+    assert run_score(plugin(h), h, p) == dict(n1=100, n2=100, n3=0, n4=0)
+
+
+def test_preferred_affinity_and_anti_affinity_min_max() -> None:
+    """raw n1 = 10 (affinity, host), n3 = -5 (anti, zone), n2 = 0: min -5, max 10 → (s+5)·100/15."""
+    existing = [make_pod("a", labels={"app": "cache"}, node="n1"), make_pod("b", labels={"app": "noisy"}, node="n3")]
+    h = cluster(nodes(), existing)
+    p = make_pod("p", affinity=pod_affinity(preferred=[(10, term(match(app="cache"), HOST))],
+                                            anti_preferred=[(5, term(match(app="noisy"), ZONE))]))
+    assert raw_scores(plugin(h), h, p) == dict(n1=10, n2=0, n3=-5, n4=0)
+    assert run_score(plugin(h), h, p) == dict(n1=100, n2=33, n3=0, n4=33)
+
+
+@pytest.mark.parametrize(("weight", "want"), [
+    (1, dict(n1=100, n2=0, n3=0, n4=0)),
+    (5, dict(n1=100, n2=60, n3=0, n4=0)),
+])
+def test_hard_pod_affinity_weight(weight: int, want: dict[str, int]) -> None:
+    """Existing required affinity matching the incoming pod adds hardPodAffinityWeight at its host; an
+    existing preferred affinity term (weight 3) adds 3 at n2."""
+    existing = [
+        make_pod("a", node="n1", affinity=pod_affinity(required=[term(match(app="web"), HOST)])),
+        make_pod("b", node="n2", affinity=pod_affinity(preferred=[(3, term(match(app="web"), HOST))])),
+    ]
+    h = cluster(nodes(), existing)
+    p = make_pod("p", labels={"app": "web"})
+    assert raw_scores(plugin(h, hardPodAffinityWeight=weight), h, p) == dict(n1=weight, n2=3, n3=0, n4=0)
+    got = run_score(plugin(h, hardPodAffinityWeight=weight), h, p)
+    if weight == 1:
+        assert got == dict(n1=0, n2=100, n3=0, n4=0)  # raw 1 vs 3: n2 is the max
+    else:
+        assert got == want
+
+
+def test_hard_weight_zero_and_nothing_else_skips() -> None:
+    existing = [make_pod("a", node="n1", affinity=pod_affinity(required=[term(match(app="web"), HOST)]))]
+    h = cluster(nodes(), existing)
+    assert run_score(plugin(h, hardPodAffinityWeight=0), h, make_pod("p", labels={"app": "web"})) is None
+    assert run_score(plugin(h), h, make_pod("p", labels={"app": "web"})) == dict(n1=100, n2=0, n3=0, n4=0)
+
+
+def test_existing_preferred_anti_affinity_subtracts() -> None:
+    existing = [make_pod("a", node="n3", affinity=pod_affinity(anti_preferred=[(4, term(match(app="web"), ZONE))]))]
+    h = cluster(nodes(), existing)
+    p = make_pod("p", labels={"app": "web"})
+    assert raw_scores(plugin(h), h, p) == dict(n1=0, n2=0, n3=-4, n4=0)
+    assert run_score(plugin(h), h, p) == dict(n1=100, n2=100, n3=0, n4=100)
+
+
+def test_ignore_preferred_terms_of_existing_pods() -> None:
+    existing = [make_pod("a", node="n3", affinity=pod_affinity(anti_preferred=[(4, term(match(app="web"), ZONE))]))]
+    h = cluster(nodes(), existing)
+    p = make_pod("p", labels={"app": "web"})
+    assert run_score(plugin(h, ignorePreferredTermsOfExistingPods=True), h, p) is None
+
+
+def test_no_contribution_skips_and_unlabelled_nodes_are_ignored() -> None:
+    h = cluster([make_node("bare")], [make_pod("a", labels={"app": "db"}, node="bare")])
+    p = make_pod("p", affinity=pod_affinity(preferred=[(5, term(match(app="db"), HOST))]))
+    assert run_score(plugin(h), h, p) is None
+
+
+def test_zero_net_weight_still_scores() -> None:
+    """+5 and -5 at the same host cancel, but a term applied: PreScore does not skip, all scores 0."""
+    h = cluster(nodes(), [make_pod("a", labels={"app": "db"}, node="n1")])
+    p = make_pod("p", affinity=pod_affinity(preferred=[(5, term(match(app="db"), HOST))],
+                                            anti_preferred=[(5, term(match(app="db"), HOST))]))
+    assert run_score(plugin(h), h, p) == dict(n1=0, n2=0, n3=0, n4=0)
+
+
+# ----- args and hints ---------------------------------------------------------------------------------
+
+
+def test_args_validation() -> None:
+    with pytest.raises(ValueError, match="hardPodAffinityWeight"):
+        InterPodAffinity({"hardPodAffinityWeight": 101}, cluster([]))  # type: ignore[arg-type]
+
+
+def test_events_registered() -> None:
+    events = {e.event.resource for e in plugin(cluster([])).events_to_register()}
+    assert events == {EventResource.POD, EventResource.NODE}
+
+
+Q, S = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP
+AFF_POD = make_pod("p", affinity=pod_affinity(required=[term(labels_in("service", "securityscan", "v2"), ZONE)]))
+ANTI_POD = make_pod("p", affinity=pod_affinity(anti_required=[term(labels_in("service", "securityscan"), ZONE)]))
+
+
+@pytest.mark.parametrize(("pod", "old", "new", "want"), [
+    (AFF_POD, None, make_pod("o", labels={"service": "securityscan"}, node="n"), Q),
+    (AFF_POD, None, make_pod("o", labels={"service": "securityscan"}), S),
+    (AFF_POD, None, make_pod("o", labels={"aaa": "a"}, node="n"), S),
+    (AFF_POD, make_pod("o", labels={"aaa": "a"}, node="n"), make_pod("o", labels={"service": "securityscan"}, node="n"),
+     Q),
+    (AFF_POD, make_pod("o", labels={"service": "v2"}, node="n"),
+     make_pod("o", labels={"service": "securityscan"}, node="n"), S),
+    (ANTI_POD, make_pod("o", labels={"service": "securityscan"}, node="n"), make_pod("o", labels={"s": "x"}, node="n"),
+     Q),
+    (ANTI_POD, make_pod("o", labels={"service": "securityscan"}, node="n"), None, Q),
+    (ANTI_POD, make_pod("o", labels={"aaa": "a"}, node="n"), None, S),
+    (make_pod("p", labels={"service": "securityscan"}),
+     make_pod("o", node="n", affinity=pod_affinity(anti_required=[term(labels_in("service", "securityscan"), ZONE)])),
+     None, Q),
+    (make_pod("p", labels={"service": "foo"}),
+     make_pod("o", node="n", affinity=pod_affinity(anti_required=[term(labels_in("service", "securityscan"), ZONE)])),
+     None, S),
+])
+def test_pod_change_hint(pod: Any, old: Any, new: Any, want: QueueingHint) -> None:
+    assert plugin(cluster([])).is_schedulable_after_pod_change(pod, old, new) == want
+
+
+@pytest.mark.parametrize(("pod", "old", "new", "want"), [
+    (AFF_POD, None, make_node("a", {ZONE: "z1"}), Q),
+    (AFF_POD, None, make_node("a", {"region": "r"}), S),
+    (AFF_POD, make_node("a", {"x": "1"}), make_node("a", {"x": "2"}), S),
+    (AFF_POD, make_node("a", {ZONE: "z1"}), make_node("a", {ZONE: "z2"}), Q),
+    (AFF_POD, make_node("a", {"x": "1"}), make_node("a", {ZONE: "z1"}), Q),
+    (ANTI_POD, None, make_node("a"), Q),
+    (ANTI_POD, make_node("a", {ZONE: "z1"}), make_node("a", {ZONE: "z1", "u": "v"}), S),
+    (ANTI_POD, make_node("a", {"x": "1"}), make_node("a", {ZONE: "z1"}), S),
+    (ANTI_POD, make_node("a", {ZONE: "z1"}), make_node("a", {"x": "1"}), Q),
+])
+def test_node_change_hint(pod: Any, old: Any, new: Any, want: QueueingHint) -> None:
+    assert plugin(cluster([])).is_schedulable_after_node_change(pod, old, new) == want

@@ -1,0 +1,45 @@
+"""NodeName filter."""
+
+from __future__ import annotations
+
+from scheduler.framework.interface import CycleState
+from scheduler.framework.status import Code
+from scheduler.framework.types import NODE_ADD, NodeInfo
+from scheduler.model.node import node_from_api
+from scheduler.model.pod import Pod, pod_from_api
+from scheduler.plugins.node_name import NodeName
+
+
+def pod(node_name: str = "") -> Pod:
+    return pod_from_api({"metadata": {"name": "p"}, "spec": {"nodeName": node_name, "containers": []}})
+
+
+def node(name: str) -> NodeInfo:
+    ni = NodeInfo()
+    ni.set_node(node_from_api({"metadata": {"name": name}}))
+    return ni
+
+
+def plugin() -> NodeName:
+    return NodeName({}, None)  # type: ignore[arg-type]
+
+
+def test_pod_without_node_name_fits_anywhere() -> None:
+    assert plugin().filter(CycleState(), pod(), node("a")) is None
+
+
+def test_pod_fits_only_its_named_node() -> None:
+    assert plugin().filter(CycleState(), pod("a"), node("a")) is None
+    s = plugin().filter(CycleState(), pod("a"), node("b"))
+    assert s is not None and s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert s.message == "node(s) didn't match the requested node name"
+
+
+def test_node_info_without_node_is_an_error() -> None:
+    s = plugin().filter(CycleState(), pod("a"), NodeInfo())
+    assert s is not None and s.code == Code.ERROR
+
+
+def test_registers_node_add_without_hint() -> None:
+    [reg] = plugin().events_to_register()
+    assert reg.event == NODE_ADD and reg.hint is None

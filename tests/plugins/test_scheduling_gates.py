@@ -1,0 +1,48 @@
+"""SchedulingGates: PreEnqueue verdict and its queueing hint."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from scheduler.framework.status import Code
+from scheduler.framework.types import ActionType, EventResource, QueueingHint
+from scheduler.model.pod import Pod, pod_from_api
+from scheduler.plugins.scheduling_gates import SchedulingGates
+
+
+def pod(uid: str, *gates: str) -> Pod:
+    spec: dict[str, Any] = {"containers": [{"name": "c"}], "schedulingGates": [{"name": g} for g in gates]}
+    return pod_from_api({"metadata": {"name": "p", "uid": uid}, "spec": spec})
+
+
+def plugin() -> SchedulingGates:
+    return SchedulingGates({}, None)  # type: ignore[arg-type]
+
+
+def test_ungated_pod_passes() -> None:
+    assert plugin().pre_enqueue(pod("u")) is None
+
+
+def test_gated_pod_waits_with_gate_list() -> None:
+    s = plugin().pre_enqueue(pod("u", "example.com/a", "b"))
+    assert s is not None and s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert s.message == "waiting for scheduling gates: [example.com/a b]"
+
+
+def test_registers_gates_eliminated_on_the_pending_pod() -> None:
+    [reg] = plugin().events_to_register()
+    assert reg.event.resource == EventResource.UNSCHEDULED_POD
+    assert reg.event.action == ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED
+
+
+def test_hint_queues_only_the_updated_pod_itself() -> None:
+    pl = plugin()
+    waiting = pod("u", "g")
+    assert pl.is_schedulable_after_gates_eliminated(waiting, pod("u", "g"), pod("u")) == QueueingHint.QUEUE
+    assert pl.is_schedulable_after_gates_eliminated(waiting, pod("x", "g"), pod("x")) == QueueingHint.QUEUE_SKIP
+    raw = {"metadata": {"name": "p", "uid": "u"}, "spec": {"containers": []}}
+    assert pl.is_schedulable_after_gates_eliminated(waiting, None, raw) == QueueingHint.QUEUE
+    with pytest.raises(TypeError):
+        pl.is_schedulable_after_gates_eliminated(waiting, None, "not-a-pod")

@@ -1,0 +1,159 @@
+"""The API edge without an API server: retry policy, rate limiting, event dedup and truncation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from scheduler.apiclient import ApiWriter, is_transient
+from scheduler.events import ApiEventSink, truncate_note
+from scheduler.model.pod import pod_from_api
+from scheduler.ratelimit import TokenBucket
+
+
+def api_error(status: int, headers: dict[str, str] | None = None) -> ApiException:
+    e = ApiException(status=status, reason="x")
+    e.headers = headers or {}
+    return e
+
+
+@pytest.mark.parametrize(
+    ("exc", "transient"),
+    [(api_error(500), True), (api_error(503), True), (api_error(429), True), (api_error(409), False),
+     (api_error(404), False), (api_error(403), False), (ConnectionError(), True), (ValueError(), False)],
+)
+def test_transient_classification(exc: BaseException, transient: bool) -> None:
+    assert is_transient(exc) is transient
+
+
+class FlakyCore:
+    """Fails with the given errors, then succeeds."""
+
+    def __init__(self, errors: list[BaseException]) -> None:
+        self.errors = list(errors)
+        self.calls = 0
+
+    def create_namespaced_pod_binding(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls += 1
+        if self.errors:
+            raise self.errors.pop(0)
+
+        class Resp:
+            def release_conn(self) -> None:
+                pass
+
+        return Resp()
+
+
+def writer_with(core: FlakyCore) -> ApiWriter:
+    w = ApiWriter.__new__(ApiWriter)
+    w.core = core  # type: ignore[assignment]
+    w.limiter = TokenBucket(0, 1)
+    return w
+
+
+def test_bind_retries_transient_errors_then_succeeds() -> None:
+    core = FlakyCore([api_error(500), api_error(429, {"Retry-After": "0"}), ConnectionError()])
+    writer_with(core).bind("ns", "p", "uid", "n1")
+    assert core.calls == 4
+
+
+@pytest.mark.parametrize("status", [404, 409])
+def test_bind_does_not_retry_final_errors(status: int) -> None:
+    core = FlakyCore([api_error(status)])
+    with pytest.raises(ApiException) as info:
+        writer_with(core).bind("ns", "p", "uid", "n1")
+    assert info.value.status == status
+    assert core.calls == 1
+
+
+def test_token_bucket_allows_burst_then_paces() -> None:
+    now = [0.0]
+    tb = TokenBucket(qps=10, burst=3, clock=lambda: now[0])
+    assert [tb.reserve() for _ in range(3)] == [0.0, 0.0, 0.0]
+    assert tb.reserve() == pytest.approx(0.1)
+    now[0] += 1.0  # refills, capped at burst
+    assert tb.reserve() == 0.0
+
+
+def test_token_bucket_zero_qps_is_unlimited() -> None:
+    tb = TokenBucket(qps=0, burst=1)
+    assert all(tb.reserve() == 0.0 for _ in range(100))
+
+
+def test_truncate_note_limits_to_1024_bytes() -> None:
+    assert truncate_note("short") == "short"
+    long = "x" * 2000
+    out = truncate_note(long)
+    assert len(out.encode()) == 1024
+    assert out.endswith(" ...")
+
+
+class RecordingWriter:
+    def __init__(self) -> None:
+        self.created: list[dict[str, Any]] = []
+        self.patched: list[tuple[str, dict[str, Any]]] = []
+        self.status: list[dict[str, Any]] = []
+
+    def create_event(self, namespace: str, body: dict[str, Any]) -> str:
+        self.created.append(body)
+        return str(body["metadata"]["name"])
+
+    def patch_event(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        self.patched.append((name, patch))
+
+    def patch_pod_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        self.status.append(patch)
+
+
+def _drain(sink: ApiEventSink) -> None:
+    sink.close()
+    for t in sink._threads:
+        t.join(5)
+
+
+def test_repeated_events_become_one_event_with_a_series() -> None:
+    now = [0.0]
+    w = RecordingWriter()
+    sink = ApiEventSink(w, workers=1, series_patch_interval=60, clock=lambda: now[0])
+    pod = pod_from_api({"metadata": {"name": "p", "namespace": "ns", "uid": "u1"}, "spec": {}})
+    sink.event(pod, "Warning", "FailedScheduling", "Scheduling", "0/1 nodes are available: x.", "py-scheduler")
+    import time as _t
+
+    deadline = _t.monotonic() + 5
+    while not w.created and _t.monotonic() < deadline:
+        _t.sleep(0.01)
+    for _ in range(5):
+        sink.event(pod, "Warning", "FailedScheduling", "Scheduling", "0/1 nodes are available: x.", "py-scheduler")
+    now[0] = 61.0
+    sink.event(pod, "Warning", "FailedScheduling", "Scheduling", "0/1 nodes are available: x.", "py-scheduler")
+    _drain(sink)
+    assert len(w.created) == 1
+    ev = w.created[0]
+    assert (ev["type"], ev["reason"], ev["action"], ev["reportingController"]) == (
+        "Warning", "FailedScheduling", "Scheduling", "py-scheduler")
+    assert ev["regarding"]["uid"] == "u1"
+    assert len(w.patched) == 1
+    assert w.patched[0][1]["series"]["count"] == 7
+
+
+def test_pod_condition_patch_and_unchanged_skip() -> None:
+    w = RecordingWriter()
+    sink = ApiEventSink(w, workers=1)
+    pod = pod_from_api({"metadata": {"name": "p", "namespace": "ns", "uid": "u1"}, "spec": {}})
+    sink.pod_condition(pod, "Unschedulable", "0/1 nodes are available: x.", None)
+    import time as _t
+
+    deadline = _t.monotonic() + 5
+    while not w.status and _t.monotonic() < deadline:
+        _t.sleep(0.01)
+    same = pod_from_api({"metadata": {"name": "p", "namespace": "ns", "uid": "u1"}, "spec": {}, "status": {
+        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                        "message": "0/1 nodes are available: x."}]}})
+    sink.pod_condition(same, "Unschedulable", "0/1 nodes are available: x.", None)
+    _drain(sink)
+    assert len(w.status) == 1
+    cond = w.status[0]["status"]["conditions"][0]
+    assert (cond["type"], cond["status"], cond["reason"]) == ("PodScheduled", "False", "Unschedulable")

@@ -1,0 +1,414 @@
+"""The scheduling algorithm for one pod: sampling, PreFilter narrowing, rotation, fast path, host selection."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from scheduler.config.types import PluginRef, Profile
+from scheduler.framework.fit_error import FitError, FrameworkError, NoNodesAvailableError
+from scheduler.framework.interface import CycleState, NodeToStatus, PostFilterResult, PreFilterResult
+from scheduler.framework.runtime import Framework, NodePluginScores
+from scheduler.framework.status import Code, Status, error, unresolvable, unschedulable
+from scheduler.framework.types import NodeInfo
+from scheduler.model.node import node_from_api
+from scheduler.model.pod import Pod, pod_from_api
+from scheduler.schedule_one import (
+    SchedulingAlgorithm,
+    handle_schedule_error,
+    num_feasible_nodes_to_find,
+    select_host,
+)
+
+# ----- helpers ---------------------------------------------------------------------------------
+
+
+def make_pod(name: str = "p", priority: int = 0, cpu: str | None = None, nominated: str = "") -> Pod:
+    container: dict[str, Any] = {"name": "c"}
+    if cpu is not None:
+        container["resources"] = {"requests": {"cpu": cpu}}
+    return pod_from_api(
+        {
+            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+            "spec": {"priority": priority, "containers": [container]},
+            "status": {"nominatedNodeName": nominated} if nominated else {},
+        }
+    )
+
+
+def make_nodes(count: int, cpu: str = "4") -> list[NodeInfo]:
+    out = []
+    for i in range(count):
+        ni = NodeInfo()
+        ni.set_node(node_from_api({"metadata": {"name": f"n{i}"}, "status": {"allocatable": {"cpu": cpu}}}))
+        out.append(ni)
+    return out
+
+
+class Lister:
+    def __init__(self, nodes: list[NodeInfo]) -> None:
+        self.nodes = nodes
+
+    def list(self) -> Sequence[NodeInfo]:
+        return self.nodes
+
+    def get(self, name: str) -> NodeInfo | None:
+        return next((n for n in self.nodes if n.name == name), None)
+
+    def have_pods_with_affinity_list(self) -> Sequence[NodeInfo]:
+        return []
+
+    def have_pods_with_required_anti_affinity_list(self) -> Sequence[NodeInfo]:
+        return []
+
+
+class FakeHandle:
+    def snapshot(self) -> Any:
+        return None
+
+    def objects(self) -> Any:
+        return None
+
+    def nominated_pods_for(self, node_name: str) -> Sequence[Pod]:
+        return []
+
+    def bind(self, pod: Pod, node_name: str) -> Status | None:
+        return None
+
+    def parallelism(self) -> int:
+        return 16
+
+
+class Nominator:
+    def __init__(self, by_node: Mapping[str, list[Pod]]) -> None:
+        self.by_node = by_node
+
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[Pod]:
+        return self.by_node.get(node_name, [])
+
+
+def build(points: Mapping[str, list[Any]], percentage: int | None = None) -> Framework:
+    registry: dict[str, Any] = {}
+    plugins: dict[str, list[PluginRef]] = {}
+    for point, instances in points.items():
+        plugins[point] = [PluginRef(p.name) for p in instances]
+        for p in instances:
+            registry[p.name] = lambda args, h, p=p: p
+    profile = Profile("default-scheduler", plugins, percentage_of_nodes_to_score=percentage)
+    return Framework(profile, registry, FakeHandle())
+
+
+class Reject:
+    """Filter rejecting the named nodes with a fixed status; records which nodes it saw."""
+
+    def __init__(self, name: str, nodes: Mapping[str, Status]) -> None:
+        self.name, self.nodes = name, nodes
+        self.seen: list[str] = []
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        self.seen.append(node_info.name)
+        s = self.nodes.get(node_info.name)
+        return Status(s.code, list(s.reasons)) if s is not None else None
+
+
+class CpuFit:
+    name = "CpuFit"
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        if node_info.requested.milli_cpu + pod.requests.milli_cpu > node_info.allocatable.milli_cpu:
+            return unschedulable("Insufficient cpu")
+        return None
+
+
+class PreF:
+    def __init__(self, name: str, result: PreFilterResult | None = None, status: Status | None = None) -> None:
+        self.name, self.result, self.status = name, result, status
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        return self.result, self.status
+
+    def pre_filter_extensions(self) -> None:
+        return None
+
+
+class Scorer:
+    """Score from a table (default 0 for unknown nodes); counts Score calls."""
+
+    def __init__(self, table: Mapping[str, int] | None = None, name: str = "Scorer") -> None:
+        self.name, self.table = name, table or {}
+        self.scored: list[str] = []
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        self.scored.append(node_info.name)
+        return self.table.get(node_info.name, 0), None
+
+    def score_extensions(self) -> None:
+        return None
+
+
+# ----- numFeasibleNodesToFind ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("percentage", "nodes", "expected"),
+    [
+        (0, 50, 50),  # fewer than 100 nodes: all of them
+        (0, 99, 99),
+        (0, 100, 100),  # 50 % of 100 = 50, raised to the minimum 100
+        (None, 200, 100),  # 49 % → 98 → 100
+        (0, 1000, 420),  # 50 - 8 = 42 %
+        (0, 5000, 500),  # 10 %
+        (0, 6000, 300),  # 50 - 48 = 2 %, floored at 5 %
+        (30, 1000, 300),  # configured percentage
+        (5, 1000, 100),  # 50 → minimum 100
+        (100, 1000, 1000),
+    ],
+)
+def test_num_feasible_nodes_to_find(percentage: int | None, nodes: int, expected: int) -> None:
+    assert num_feasible_nodes_to_find(percentage, nodes, True) == expected
+
+
+@pytest.mark.parametrize("nodes", [3, 50, 5000])
+def test_without_scoring_one_feasible_node_is_enough(nodes: int) -> None:
+    assert num_feasible_nodes_to_find(0, nodes, False) == 1
+
+
+# ----- the algorithm ---------------------------------------------------------------------------
+
+
+def test_no_nodes() -> None:
+    with pytest.raises(NoNodesAvailableError, match=r"^no nodes available to schedule pods$"):
+        SchedulingAlgorithm().schedule_pod(build({}), CycleState(), make_pod(), Lister([]))
+
+
+def test_prefilter_rejection_gives_every_node_that_status() -> None:
+    fwk = build({"preFilter": [PreF("Spread", status=unschedulable("node(s) didn't match pod topology spread"))]})
+    with pytest.raises(FitError) as info:
+        SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod(), Lister(make_nodes(3)))
+    err = info.value
+    assert str(err) == "0/3 nodes are available: node(s) didn't match pod topology spread."
+    absent = err.diagnosis.node_to_status.get("n2")
+    assert absent is not None and absent.plugin == "Spread"
+    assert err.diagnosis.unschedulable_plugins == {"Spread"}
+
+
+def test_prefilter_result_narrows_nodes_and_explains_the_others() -> None:
+    busy = Reject("Busy", {"n1": unschedulable("busy")})
+    fwk = build({"preFilter": [PreF("Narrow", PreFilterResult({"n1", "ghost"}))], "filter": [busy]})
+    with pytest.raises(FitError) as info:
+        SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod(), Lister(make_nodes(3)))
+    assert busy.seen == ["n1"]  # "ghost" is not in the snapshot and is dropped
+    assert str(info.value) == "0/3 nodes are available: 1 busy, 2 node(s) didn't satisfy plugin(s) [Narrow]."
+    assert info.value.diagnosis.unschedulable_plugins == {"Narrow", "Busy"}
+
+
+def test_prefilter_result_restricts_the_choice() -> None:
+    fwk = build(
+        {
+            "preFilter": [PreF("Narrow", PreFilterResult({"n1", "n3"}))],
+            "filter": [Reject("R", {})],
+            "score": [Scorer({"n1": 10, "n3": 20, "n0": 100})],
+        }
+    )
+    result = SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod(), Lister(make_nodes(4)))
+    assert result.suggested_host == "n3"
+    assert [s.name for s in result.scores] == ["n1", "n3"]
+
+
+def test_start_index_rotates_across_cycles() -> None:
+    # No score plugins → one feasible node is enough, so each cycle stops early.
+    fwk = build({"filter": [Reject("R", {"n1": unschedulable("no")})]})
+    algo = SchedulingAlgorithm()
+    lister = Lister(make_nodes(5))
+    hosts, evaluated, starts = [], [], []
+    for _ in range(5):
+        r = algo.schedule_pod(fwk, CycleState(), make_pod(), lister)
+        hosts.append(r.suggested_host)
+        evaluated.append(r.evaluated_nodes)
+        starts.append(algo.next_start_node_index)
+    assert hosts == ["n0", "n2", "n3", "n4", "n0"]
+    assert evaluated == [1, 2, 1, 1, 1]
+    assert starts == [1, 3, 4, 0, 1]
+
+
+def test_filtering_stops_at_the_sampling_limit_and_resumes_there() -> None:
+    filt = Reject("R", {})
+    fwk = build({"filter": [filt], "score": [Scorer()]}, percentage=50)
+    algo = SchedulingAlgorithm(rng=random.Random(1))
+    lister = Lister(make_nodes(120))
+    first = algo.schedule_pod(fwk, CycleState(), make_pod(), lister)
+    assert (first.feasible_nodes, first.evaluated_nodes, algo.next_start_node_index) == (100, 100, 100)
+    filt.seen.clear()
+    second = algo.schedule_pod(fwk, CycleState(), make_pod(), lister)
+    assert filt.seen == [f"n{i}" for i in [*range(100, 120), *range(80)]]
+    assert {s.name for s in second.scores} == set(filt.seen)
+    assert algo.next_start_node_index == 80
+
+
+def test_nominated_node_is_tried_first_and_chosen_without_scoring() -> None:
+    scorer = Scorer({"n0": 100})
+    filt = Reject("R", {})
+    fwk = build({"filter": [filt], "score": [scorer]})
+    algo = SchedulingAlgorithm()
+    r = algo.schedule_pod(fwk, CycleState(), make_pod(nominated="n2"), Lister(make_nodes(4)))
+    assert (r.suggested_host, r.evaluated_nodes, r.feasible_nodes, r.scores) == ("n2", 1, 1, [])
+    assert filt.seen == ["n2"] and scorer.scored == []
+    assert algo.next_start_node_index == 0
+
+
+def test_failed_nominated_node_falls_back_to_all_nodes() -> None:
+    filt = Reject("R", {"n2": unschedulable("gone")})
+    fwk = build({"filter": [filt], "score": [Scorer({"n3": 5})]})
+    r = SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod(nominated="n2"), Lister(make_nodes(4)))
+    assert r.suggested_host == "n3"
+    assert filt.seen == ["n2", "n0", "n1", "n2", "n3"]
+    assert r.diagnosis.node_to_status.statuses["n2"].message == "gone"
+    assert (r.evaluated_nodes, r.feasible_nodes) == (4, 3)
+
+
+def test_nominated_pods_from_the_nominator_take_room() -> None:
+    fwk = build({"filter": [CpuFit()], "score": [Scorer()]})
+    nominator = Nominator({"n0": [make_pod("preemptor", priority=100, cpu="3")]})
+    algo = SchedulingAlgorithm(tie_break="name")
+    r = algo.schedule_pod(fwk, CycleState(), make_pod(cpu="2"), Lister(make_nodes(2)), nominator)
+    assert r.suggested_host == "n1"
+    assert r.diagnosis.node_to_status.statuses["n0"].message == "Insufficient cpu"
+
+
+def test_single_feasible_node_is_chosen_without_scoring() -> None:
+    scorer = Scorer()
+    fwk = build({"filter": [Reject("R", {"n0": unschedulable("a"), "n2": unresolvable("b")})], "score": [scorer]})
+    r = SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod(), Lister(make_nodes(3)))
+    assert (r.suggested_host, r.evaluated_nodes, r.feasible_nodes) == ("n1", 3, 1)
+    assert scorer.scored == []
+
+
+def test_malformed_node_is_reported() -> None:
+    nodes = make_nodes(1)
+    bad = NodeInfo()
+    bad.set_node(node_from_api({"metadata": {"name": "bad"}, "status": {"allocatable": {"cpu": "lots"}}}))
+    fwk = build({"filter": [Reject("R", {"n0": unschedulable("no")})]})
+    with pytest.raises(FitError) as info:
+        SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod(), Lister([*nodes, bad]))
+    bad_status = info.value.diagnosis.node_to_status.statuses["bad"]
+    assert bad_status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert bad_status.message.startswith("node bad: status.allocatable.cpu")
+
+
+def test_filter_error_aborts_but_still_advances_the_index() -> None:
+    fwk = build({"filter": [Reject("R", {"n0": unschedulable("no"), "n1": error("broken")})], "score": [Scorer()]})
+    algo = SchedulingAlgorithm()
+    with pytest.raises(FrameworkError) as info:
+        algo.schedule_pod(fwk, CycleState(), make_pod(), Lister(make_nodes(3)))
+    assert info.value.status.message == 'running "R" filter plugin: broken'
+    assert algo.next_start_node_index == 1  # only n0's rejection was recorded
+
+
+def test_without_filter_plugins_nodes_are_taken_from_the_start_index() -> None:
+    algo = SchedulingAlgorithm()
+    algo.next_start_node_index = 2
+    r = algo.schedule_pod(build({}), CycleState(), make_pod(), Lister(make_nodes(4)))
+    assert r.suggested_host == "n2" and algo.next_start_node_index == 3
+
+
+# ----- host selection --------------------------------------------------------------------------
+
+
+def test_select_host_is_uniform_over_ties() -> None:
+    scores = [NodePluginScores("a", 5), NodePluginScores("b", 9), NodePluginScores("c", 9), NodePluginScores("d", 9)]
+    rng = random.Random(20240601)
+    counts = Counter(select_host(scores, rng).name for _ in range(3000))
+    assert counts["a"] == 0
+    assert set(counts) == {"b", "c", "d"}
+    # Expected 1000 each; the seed is fixed, the band is ~5 standard deviations wide.
+    assert all(850 <= counts[n] <= 1150 for n in "bcd"), counts
+
+
+def test_select_host_name_tie_break() -> None:
+    scores = [NodePluginScores("z", 9), NodePluginScores("m", 9), NodePluginScores("a", 1)]
+    assert select_host(scores, random.Random(0), "name").name == "m"
+
+
+def test_select_host_prefers_the_highest_total() -> None:
+    scores = [NodePluginScores("a", 1), NodePluginScores("b", 300), NodePluginScores("c", 299)]
+    assert select_host(scores, random.Random(0)).name == "b"
+
+
+def test_without_score_plugins_every_node_scores_one() -> None:
+    fwk = build({"filter": [Reject("R", {})]})
+    scores = SchedulingAlgorithm().prioritize_nodes(fwk, CycleState(), make_pod(), make_nodes(3))
+    assert [(s.name, s.total_score) for s in scores] == [("n0", 1), ("n1", 1), ("n2", 1)]
+
+
+def test_score_errors_abort() -> None:
+    class Bad(Scorer):
+        def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+            return 0, error("no metrics")
+
+    fwk = build({"score": [Bad(name="Bad")]})
+    with pytest.raises(FrameworkError, match='running Score plugins: plugin "Bad" failed with: no metrics'):
+        SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod(), Lister(make_nodes(2)))
+
+
+# ----- failure handling ------------------------------------------------------------------------
+
+
+class Preempt:
+    name = "Preempt"
+
+    def post_filter(
+        self, state: CycleState, pod: Pod, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        return PostFilterResult("n1"), None
+
+
+class NoVictims:
+    name = "NoVictims"
+
+    def post_filter(
+        self, state: CycleState, pod: Pod, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        return PostFilterResult(""), unschedulable("preemption: 0/2 nodes are available: 2 No victims.")
+
+
+def _fit_error(fwk: Framework) -> FitError:
+    with pytest.raises(FitError) as info:
+        SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod(), Lister(make_nodes(2)))
+    return info.value
+
+
+def test_postfilter_message_is_appended_and_nomination_returned() -> None:
+    reject_all = Reject("R", {"n0": unschedulable("Insufficient cpu"), "n1": unschedulable("Insufficient cpu")})
+    fwk = build({"filter": [reject_all], "postFilter": [NoVictims()]})
+    failure = handle_schedule_error(fwk, CycleState(), make_pod(), _fit_error(fwk))
+    assert failure.status.code == Code.UNSCHEDULABLE
+    assert failure.status.message == (
+        "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No victims."
+    )
+    assert failure.nominated_node_name == ""
+    assert isinstance(failure.status.error, FitError)
+
+    fwk = build({"filter": [reject_all], "postFilter": [Preempt()]})
+    failure = handle_schedule_error(fwk, CycleState(), make_pod(), _fit_error(fwk))
+    assert failure.nominated_node_name == "n1"
+    assert failure.status.message == "0/2 nodes are available: 2 Insufficient cpu."
+
+
+def test_failure_without_postfilter_and_other_errors() -> None:
+    fwk = build({"filter": [Reject("R", {"n0": unresolvable("x"), "n1": unresolvable("x")})]})
+    failure = handle_schedule_error(fwk, CycleState(), make_pod(), _fit_error(fwk))
+    assert (failure.status.code, failure.status.message, failure.nominated_node_name) == (
+        Code.UNSCHEDULABLE,
+        "0/2 nodes are available: 2 x.",
+        "",
+    )
+    none_left = handle_schedule_error(fwk, CycleState(), make_pod(), NoNodesAvailableError())
+    assert none_left.status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    broken = handle_schedule_error(fwk, CycleState(), make_pod(), FrameworkError(error("boom")))
+    assert (broken.status.code, broken.status.message) == (Code.ERROR, "boom")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import threading
 from collections.abc import Sequence
@@ -35,8 +34,6 @@ def _run(args: argparse.Namespace) -> int:
     for name in cfg.unavailable_default_plugins:
         log.warning("default plugin not available in py-scheduler; skipped", plugin=name)
     kubeconfig = args.kubeconfig or cfg.client_connection.kubeconfig or os.environ.get("KUBECONFIG") or None
-    if kubeconfig:
-        os.environ["KUBECONFIG"] = kubeconfig  # kopf's login_via_client reads it
     api = load_api_client(kubeconfig)
     qps = args.qps if args.qps is not None else cfg.client_connection.qps
     burst = args.burst if args.burst is not None else cfg.client_connection.burst
@@ -52,10 +49,9 @@ def _run(args: argparse.Namespace) -> int:
     resync = Resyncer(api, sched, period=args.resync_seconds)
     resync.start()
     log.info("py-scheduler started", profiles=[p.scheduler_name for p in cfg.profiles], qps=qps, burst=burst)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    stop = threading.Event()  # kopf handles SIGTERM/SIGINT itself and stops the operator
     try:
-        run_operator(sched, stop_flag=stop)
+        run_operator(sched, api.configuration, stop_flag=stop)
     finally:
         resync.stop()
         sched.stop()

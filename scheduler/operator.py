@@ -55,8 +55,26 @@ def _event_type(event: Any) -> str:
     return str(event.get("type") or ADDED)
 
 
+def connection_info(cfg: Any) -> kopf.ConnectionInfo:
+    """kopf credentials from the kubernetes client Configuration the rest of the scheduler uses, so
+    both log in the same way (kubeconfig path, token, client certificate or in-cluster)."""
+    header = cfg.get_api_key_with_prefix("BearerToken") or cfg.get_api_key_with_prefix("authorization") or ""
+    parts = header.split(" ", 1) if header else []
+    scheme, token = (None, None) if not parts else (None, parts[0]) if len(parts) == 1 else (parts[0], parts[1])
+    return kopf.ConnectionInfo(
+        server=cfg.host,
+        ca_path=cfg.ssl_ca_cert,
+        insecure=not cfg.verify_ssl,
+        scheme=scheme,
+        token=token,
+        certificate_path=cfg.cert_file,
+        private_key_path=cfg.key_file,
+    )
+
+
 def build_registry(
     sched: Scheduler,
+    credentials: Any,
     kinds: dict[str, tuple[str, str, str]],
     on_ready: Callable[[], None],
     chunk_size: int = 500,
@@ -75,8 +93,8 @@ def build_registry(
         on_ready()
 
     @kopf.on.login(registry=reg)
-    def login(**kwargs: Any) -> Any:
-        return kopf.login_via_client(**kwargs)
+    def login(**_: Any) -> kopf.ConnectionInfo:
+        return connection_info(credentials)
 
     @kopf.on.event("", "v1", "pods", registry=reg)
     async def pod_event(event: Any, **_: Any) -> None:
@@ -97,18 +115,27 @@ def build_registry(
 
 def run_operator(
     sched: Scheduler,
+    credentials: Any,
     kinds: dict[str, tuple[str, str, str]] | None = None,
     stop_flag: threading.Event | None = None,
     on_ready: Callable[[], None] = lambda: None,
 ) -> None:
     """Run kopf in this thread's event loop until SIGTERM/SIGINT or `stop_flag`."""
-    reg = build_registry(sched, OBJECT_KINDS if kinds is None else kinds, on_ready)
+    reg = build_registry(sched, credentials, OBJECT_KINDS if kinds is None else kinds, on_ready)
     try:
         import uvloop
 
         uvloop.install()
     except ImportError:
         pass
-    asyncio.run(
-        kopf.operator(registry=reg, clusterwide=True, standalone=True, stop_flag=stop_flag)
-    )
+    flag = stop_flag if stop_flag is not None else threading.Event()
+
+    async def main() -> None:
+        try:
+            await kopf.operator(registry=reg, clusterwide=True, standalone=True, stop_flag=flag)
+        finally:
+            # kopf waits for a threading.Event in an executor thread; when kopf stopped on its own
+            # (SIGTERM/SIGINT), release that thread or asyncio.run's executor shutdown never returns.
+            flag.set()
+
+    asyncio.run(main())

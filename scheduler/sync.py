@@ -31,10 +31,11 @@ def list_all(api: client.ApiClient, path: str, field_selector: str = "", limit: 
             query.append(("continue", cont))
         if field_selector:
             query.append(("fieldSelector", field_selector))
-        resp = api.call_api(
-            path, "GET", query_params=query, auth_settings=["BearerToken"], _preload_content=False,
-            _return_http_data_only=True,
+        method, url, headers, _, _ = api.param_serialize(
+            "GET", path, query_params=query, auth_settings=["BearerToken"]
         )
+        resp = api.call_api(method, url, header_params=headers)
+        resp.read()
         data = json.loads(resp.data)
         yield from data.get("items") or []
         cont = (data.get("metadata") or {}).get("continue") or ""

@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, cast
 
 
 class TokenBucket:
@@ -49,7 +49,7 @@ class Binder:
     def __init__(self, api: Any, scheduler_name: str, qps: float, burst: int, workers: int) -> None:
         from kubernetes import client
 
-        self.core = client.CoreV1Api(api)
+        self.core: Any = cast(Any, client.CoreV1Api(api))
         self.name = scheduler_name
         self.bucket = TokenBucket(qps, burst)
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bind")

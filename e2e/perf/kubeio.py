@@ -247,7 +247,7 @@ async def _create(
                             if resp.status == 409:  # created by an earlier attempt
                                 break
                             err = f"{ns}/{name}: HTTP {resp.status}"
-                    except (aiohttp.ClientError, asyncio.TimeoutError) as e:
+                    except (TimeoutError, aiohttp.ClientError) as e:
                         err = f"{ns}/{name}: {type(e).__name__}: {e}"
                     if attempt == 5:
                         errors.append(err)
@@ -273,7 +273,8 @@ def list_resource_version(conn: Conn) -> str:
     """The resourceVersion of a (one-item) LIST of pods: where a watch that misses nothing starts."""
     import urllib3
 
-    http = urllib3.PoolManager(ssl_context=conn.ssl_context(), cert_reqs="CERT_REQUIRED" if conn.verify else "CERT_NONE")
+    reqs = "CERT_REQUIRED" if conn.verify else "CERT_NONE"
+    http = urllib3.PoolManager(ssl_context=conn.ssl_context(), cert_reqs=reqs)
     resp = http.request("GET", f"{conn.host}/api/v1/pods?limit=1", headers=conn.headers)
     if resp.status != 200:
         raise RuntimeError(f"LIST pods: HTTP {resp.status}")

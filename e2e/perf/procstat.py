@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import time
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,35 @@ def peak_rss_mb(pid: int) -> float | None:
             kb += v
             found = True
     return round(kb / 1024.0, 1) if found else None
+
+
+def parse_proc_stat_busy(text: str) -> float:
+    """Busy CPU seconds of the whole machine (all but idle and iowait) from the text of /proc/stat."""
+    fields = [int(x) for x in text.splitlines()[0].split()[1:]]
+    # user nice system idle iowait irq softirq steal [guest guest_nice: already in user/nice]
+    busy = sum(fields[:8]) - fields[3] - fields[4]
+    return busy / CLK_TCK
+
+
+def machine_busy_seconds() -> float:
+    return parse_proc_stat_busy(Path("/proc/stat").read_text())
+
+
+def busy_cores(window: float = 2.0) -> float:
+    """Average number of busy CPUs on the machine over ``window`` seconds."""
+    b0, t0 = machine_busy_seconds(), time.monotonic()
+    time.sleep(window)
+    return (machine_busy_seconds() - b0) / max(time.monotonic() - t0, 1e-3)
+
+
+def self_cpu_seconds() -> float:
+    """CPU seconds of this process (all threads)."""
+    t = os.times()
+    return t.user + t.system
+
+
+def loadavg() -> float:
+    return float(Path("/proc/loadavg").read_text().split()[0])
 
 
 def machine_info() -> dict[str, Any]:

@@ -79,7 +79,7 @@ def ratio(a: float | None, b: float | None) -> float | None:
     return round(a / b, 3)
 
 
-def _groups(runs: Sequence[Mapping[str, Any]]) -> list[tuple[str, int, int]]:
+def groups(runs: Sequence[Mapping[str, Any]]) -> list[tuple[str, int, int]]:
     seen: dict[tuple[str, int, int], None] = {}
     for r in runs:
         seen.setdefault((r["workload"], r["nodes"], r["pods"]), None)
@@ -88,7 +88,8 @@ def _groups(runs: Sequence[Mapping[str, Any]]) -> list[tuple[str, int, int]]:
 
 def medians(runs: Sequence[Mapping[str, Any]], workload: str, nodes: int, pods: int, scheduler: str) -> dict[str, Any]:
     """Median of every numeric metric over the repeats of one (workload, size, scheduler); n = repeats."""
-    sel = [r for r in runs if (r["workload"], r["nodes"], r["pods"], r["scheduler"]) == (workload, nodes, pods, scheduler)]
+    want = (workload, nodes, pods, scheduler)
+    sel = [r for r in runs if (r["workload"], r["nodes"], r["pods"], r["scheduler"]) == want]
     out: dict[str, Any] = {"n": len(sel)}
     for key in ("pods_per_second", "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "cpu_seconds_per_1000",
                 "peak_rss_mb", "creation_pods_per_second"):  # fmt: skip
@@ -103,7 +104,7 @@ def medians(runs: Sequence[Mapping[str, Any]], workload: str, nodes: int, pods: 
 def summarize(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One entry per (workload, nodes, pods): ratios of median pods/s, py over kube and py over ceiling."""
     out = []
-    for wl, nodes, pods in _groups(runs):
+    for wl, nodes, pods in groups(runs):
         med = {s: medians(runs, wl, nodes, pods, s)["pods_per_second"] for s in SCHEDULERS}
         entry: dict[str, Any] = {
             "workload": wl,
@@ -117,7 +118,9 @@ def summarize(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def document(machine: Mapping[str, Any], runs: Sequence[Mapping[str, Any]], notes: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def document(
+    machine: Mapping[str, Any], runs: Sequence[Mapping[str, Any]], notes: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The results JSON: ``{"machine", "runs", "summary"}`` (+ ``"notes"`` when given)."""
     doc: dict[str, Any] = {"machine": dict(machine), "runs": [dict(r) for r in runs], "summary": summarize(runs)}
     if notes:
@@ -127,7 +130,7 @@ def document(machine: Mapping[str, Any], runs: Sequence[Mapping[str, Any]], note
 
 def _fmt(x: Any, digits: int = 1) -> str:
     if x is None:
-        return "–"
+        return "-"
     if isinstance(x, bool):
         return "yes" if x else "NO"
     if isinstance(x, float):
@@ -139,25 +142,26 @@ def markdown(doc: Mapping[str, Any]) -> str:
     """A markdown report: one row per workload/size/scheduler with medians, then the ratios."""
     runs = doc["runs"]
     lines = [
-        "| workload | nodes | pods | scheduler | runs | pods/s (median) | pods/s min–max | p50 ms | p90 ms | p99 ms "
+        "| workload | nodes | pods | scheduler | runs | pods/s (median) | pods/s min-max | p50 ms | p90 ms | p99 ms "
         "| CPU s / 1000 pods | peak RSS MB | all bound | create pods/s |",
         "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
-    for wl, nodes, pods in _groups(runs):
+    for wl, nodes, pods in groups(runs):
         for s in SCHEDULERS:
             m = medians(runs, wl, nodes, pods, s)
             if not m["n"]:
                 continue
             lines.append(
                 f"| {wl} | {nodes} | {pods} | {s} | {m['n']} | {_fmt(m['pods_per_second'])} "
-                f"| {_fmt(m['pods_per_second_min'])}–{_fmt(m['pods_per_second_max'])} | {_fmt(m['latency_p50_ms'])} "
+                f"| {_fmt(m['pods_per_second_min'])}-{_fmt(m['pods_per_second_max'])} | {_fmt(m['latency_p50_ms'])} "
                 f"| {_fmt(m['latency_p90_ms'])} | {_fmt(m['latency_p99_ms'])} | {_fmt(m['cpu_seconds_per_1000'], 2)} "
                 f"| {_fmt(m['peak_rss_mb'], 0)} | {_fmt(m['all_bound'])} | {_fmt(m['creation_pods_per_second'], 0)} |"
             )
     lines += ["", "| workload | nodes | pods | py / kube | py / ceiling |", "|---|---:|---:|---:|---:|"]
     for e in doc["summary"]:
         lines.append(
-            f"| {e['workload']} | {e['nodes']} | {e['pods']} | {_fmt(e['py_over_kube'], 3)} | {_fmt(e['py_over_ceiling'], 3)} |"
+            f"| {e['workload']} | {e['nodes']} | {e['pods']} | {_fmt(e['py_over_kube'], 3)} "
+            f"| {_fmt(e['py_over_ceiling'], 3)} |"
         )
     machine = doc.get("machine") or {}
     if machine:

@@ -26,7 +26,8 @@ Differences from upstream, on purpose:
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,7 +59,9 @@ def _container(resources: bool = True) -> dict[str, Any]:
     return c
 
 
-def _pod(labels: dict[str, str] | None = None, spec: dict[str, Any] | None = None, resources: bool = True) -> dict[str, Any]:
+def _pod(
+    labels: dict[str, str] | None = None, spec: dict[str, Any] | None = None, resources: bool = True
+) -> dict[str, Any]:
     body: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -80,7 +83,8 @@ def pod_with_pod_anti_affinity() -> dict[str, Any]:
         "topologyKey": HOSTNAME_KEY,
         "namespaces": [MEASURE_NAMESPACE, INIT_NAMESPACE],
     }
-    return _pod({"color": "green"}, {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}})
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    return _pod({"color": "green"}, {"affinity": anti})
 
 
 def pod_with_preferred_pod_affinity() -> dict[str, Any]:
@@ -93,7 +97,8 @@ def pod_with_preferred_pod_affinity() -> dict[str, Any]:
         },
         "weight": 1,
     }
-    return _pod({"color": "red"}, {"affinity": {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [term]}}})
+    aff = {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [term]}}
+    return _pod({"color": "red"}, {"affinity": aff})
 
 
 def pod_with_node_affinity() -> dict[str, Any]:
@@ -156,21 +161,37 @@ WORKLOADS: dict[str, Workload] = {
         Workload("SchedulingBasic", pod_default, pod_default, lambda n: min(n, 1000)),
         # affinity/performance-config.yaml: 500Nodes 100 init / 400; 5000Nodes 1000 init
         Workload(
-            "SchedulingPodAntiAffinity", pod_with_pod_anti_affinity, pod_with_pod_anti_affinity,
-            lambda n: n // 5, max_pods=lambda n, i: max(n - i, 0),
+            "SchedulingPodAntiAffinity",
+            pod_with_pod_anti_affinity,
+            pod_with_pod_anti_affinity,
+            lambda n: n // 5,
+            max_pods=lambda n, i: max(n - i, 0),
             note="one pod per node fits: measured pods capped at nodes - init",
-        ),  # fmt: skip
-        Workload("SchedulingPreferredPodAffinity", pod_with_preferred_pod_affinity, pod_with_preferred_pod_affinity,
-                 lambda n: n),
-        Workload("SchedulingNodeAffinity", pod_with_node_affinity, pod_with_node_affinity, lambda n: n,
-                 note="pods require zone In [zone-0, zone-1] (2 of 3 zones)"),
+        ),
+        Workload(
+            "SchedulingPreferredPodAffinity",
+            pod_with_preferred_pod_affinity,
+            pod_with_preferred_pod_affinity,
+            lambda n: n,
+        ),
+        Workload(
+            "SchedulingNodeAffinity",
+            pod_with_node_affinity,
+            pod_with_node_affinity,
+            lambda n: n,
+            note="pods require zone In [zone-0, zone-1] (2 of 3 zones)",
+        ),
         # topology_spreading/performance-config.yaml: 500Nodes 1000 init, 5000Nodes 5000 init
         Workload("TopologySpreading", pod_default, pod_with_topology_spreading, lambda n: min(2 * n, 5000)),
         Workload(
-            "SchedulingSelectorSpread", pod_default, pod_with_label, lambda n: min(2 * n, 5000),
-            services=(service,), py_score_plugins={"SelectorSpread": 1},
+            "SchedulingSelectorSpread",
+            pod_default,
+            pod_with_label,
+            lambda n: min(2 * n, 5000),
+            services=(service,),
+            py_score_plugins={"SelectorSpread": 1},
             note="py: default profile + SelectorSpread; kube: default profile (no SelectorSpread since 1.29)",
-        ),  # fmt: skip
+        ),
     )
 }
 
@@ -189,3 +210,27 @@ def default_suite(skip_large: bool = False) -> list[tuple[str, int, int]]:
     suite = [("SchedulingBasic", n, p) for n, p in SIZES if not (skip_large and n >= LARGE_NODES)]
     suite += [(name, 500, 1000) for name in WORKLOADS if name != "SchedulingBasic"]
     return suite
+
+
+def node_zone(node: str) -> str | None:
+    """Zone of a node made by ``create_nodes(..., zones=ZONES)``: ``node-<i>`` is in ``zone-<i % ZONES>``."""
+    try:
+        return f"zone-{int(node.rsplit('-', 1)[1]) % ZONES}"
+    except (IndexError, ValueError):
+        return None
+
+
+def violations(workload: str, placements: Mapping[str, str]) -> int | None:
+    """How many placements break the workload's hard constraint (``placements``: "ns/name" -> node);
+    None for workloads without one. A scheduler that follows the rules scores 0; the ceiling binder
+    does not look at constraints."""
+    if workload == "SchedulingPodAntiAffinity":  # at most one pod per node
+        per_node = Counter(placements.values())
+        return sum(c - 1 for c in per_node.values() if c > 1)
+    if workload == "SchedulingNodeAffinity":  # zone-0 / zone-1 only
+        return sum(1 for node in placements.values() if node_zone(node) not in ("zone-0", "zone-1"))
+    if workload == "TopologySpreading":  # measured (blue) pods: zone skew <= maxSkew 5
+        per_zone = Counter(node_zone(n) for k, n in placements.items() if k.startswith(MEASURE_NAMESPACE + "/"))
+        counts = [per_zone.get(f"zone-{z}", 0) for z in range(ZONES)]
+        return max(0, max(counts) - min(counts) - 5) if placements else 0
+    return None

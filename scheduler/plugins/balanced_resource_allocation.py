@@ -27,12 +27,14 @@ NAME = "BalancedResourceAllocation"
 
 
 def fraction_of_capacity(requested: int, capacity: int) -> float:
+    """A node without the resource counts as full, so it never looks balanced."""
     if capacity == 0:
         return 1.0
     return float(requested) / float(capacity)
 
 
 def balanced_score(cpu_requested: int, cpu_capacity: int, mem_requested: int, mem_capacity: int) -> int:
+    """1 - |f_cpu - f_mem| on 0..100; a full (or over-full) resource scores 0."""
     cpu = fraction_of_capacity(cpu_requested, cpu_capacity)
     mem = fraction_of_capacity(mem_requested, mem_capacity)
     if cpu >= 1 or mem >= 1:

@@ -28,6 +28,7 @@ ERR_REASON = "node(s) had disk pressure"
 
 
 def under_disk_pressure(node: Node) -> bool:
+    """Only an explicit True counts (Unknown does not), as v1.16 compared it."""
     return node.conditions.get("DiskPressure") == "True"
 
 

@@ -33,6 +33,7 @@ ERR_REASON = "node(s) had memory pressure"
 
 
 def under_memory_pressure(node: Node) -> bool:
+    """Only an explicit True counts (Unknown does not), as NodeInfo.MemoryPressureCondition was compared."""
     return node.conditions.get("MemoryPressure") == "True"
 
 

@@ -28,6 +28,7 @@ ERR_REASON = "node(s) had pid pressure"
 
 
 def under_pid_pressure(node: Node) -> bool:
+    """Only an explicit True counts (Unknown does not), as v1.16 compared it."""
     return node.conditions.get("PIDPressure") == "True"
 
 

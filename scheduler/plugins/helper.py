@@ -57,6 +57,8 @@ def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeS
 
 @dataclass(frozen=True, slots=True)
 class ShapePoint:
+    """One (utilization %, score) point of a RequestedToCapacityRatio shape."""
+
     utilization: int
     score: int
 

@@ -48,11 +48,13 @@ def _pod_images(pod: Pod) -> tuple[str, ...]:
 
 
 def scaled_image_score(state: ImageStateSummary, total_nodes: int) -> int:
+    """Size times the share of nodes holding the image, so rare images do not attract every pod."""
     spread = float(state.num_nodes) / float(total_nodes)
     return int(float(state.size) * spread)
 
 
 def sum_image_scores(node_info: NodeInfo, images: tuple[str, ...], total_nodes: int) -> int:
+    """Scaled sizes of the pod's images present on this node (an image used twice counts twice)."""
     total = 0
     states = node_info.image_states
     for image in images:
@@ -63,6 +65,7 @@ def sum_image_scores(node_info: NodeInfo, images: tuple[str, ...], total_nodes: 
 
 
 def calculate_priority(sum_scores: int, num_containers: int) -> int:
+    """Clamp to [23 MiB, 1000 MiB x containers] and map linearly onto 0..100 (integer division)."""
     max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
     if sum_scores < MIN_THRESHOLD:
         sum_scores = MIN_THRESHOLD

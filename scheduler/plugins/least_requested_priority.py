@@ -27,6 +27,7 @@ NAME = "LeastRequestedPriority"
 
 
 def least_requested_score(requested: int, capacity: int) -> int:
+    """Free share on 0..100; a zero or over-committed capacity scores 0."""
     if capacity == 0 or requested > capacity:
         return 0
     return go_div((capacity - requested) * MAX_NODE_SCORE, capacity)

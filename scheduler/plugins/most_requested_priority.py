@@ -25,6 +25,7 @@ NAME = "MostRequestedPriority"
 
 
 def most_requested_score(requested: int, capacity: int) -> int:
+    """Used share on 0..100; v1.16 zeroes (does not cap) an over-committed resource."""
     if capacity == 0 or requested > capacity:
         return 0
     return go_div(requested * MAX_NODE_SCORE, capacity)

@@ -90,6 +90,8 @@ class NodeSelectorTerm:
 
 @dataclass(frozen=True, slots=True)
 class PreferredTerm:
+    """A preferred scheduling term that counts: weight != 0 and a non-empty preference."""
+
     weight: int
     term: NodeSelectorTerm
 
@@ -100,10 +102,13 @@ class RequiredNodeAffinity:
 
     node_selector: Mapping[str, str] | None
     terms: tuple[NodeSelectorTerm, ...] | None
+    selector_error: str | None = None  # spec.nodeSelector is not a map: nothing can match
 
     def match(self, node: Node) -> tuple[bool, bool]:
         """(matched, had parse errors): the lazy matcher skips bad terms and reports them only when
         no term matched."""
+        if self.selector_error is not None:
+            return False, True
         if self.node_selector is not None and any(node.labels.get(k) != v for k, v in self.node_selector.items()):
             return False, False
         if self.terms is None:
@@ -118,6 +123,8 @@ class RequiredNodeAffinity:
 
     def unmatchable_reason(self) -> str | None:
         """The parse errors when every required term is malformed (the pod fits no node at all)."""
+        if self.selector_error is not None:
+            return self.selector_error
         if not self.terms or not all(t.errors for t in self.terms):
             return None
         return "; ".join(e for t in self.terms for e in t.errors)
@@ -231,6 +238,8 @@ def parse_preferred_terms(raw: object, obj: str, fld: str) -> tuple[tuple[Prefer
 
 @dataclass(frozen=True, slots=True)
 class PodNodeAffinity:
+    """Everything this plugin needs from a pod, parsed once (pods are scheduled many times)."""
+
     required: RequiredNodeAffinity
     node_selector_set: bool  # spec.nodeSelector present (even empty), upstream's "!= nil"
     prefilter_names: frozenset[str] | None  # None: all nodes
@@ -259,14 +268,19 @@ def _parse_pod(pod: Pod) -> PodNodeAffinity:
     terms = None
     if node_affinity.get(_REQUIRED) is not None:
         terms = parse_required_terms(node_affinity[_REQUIRED], obj, f"{base}.{_REQUIRED}")
-    selector = {str(k): str(v) for k, v in pod.node_selector.items()} if pod.node_selector else None
+    selector: dict[str, str] | None = None
+    selector_error = None
+    if isinstance(pod.node_selector, Mapping):
+        selector = {str(k): str(v) for k, v in pod.node_selector.items()} or None
+    else:
+        selector_error = str(InvalidObjectError(obj, "spec.nodeSelector", "must be a map of strings"))
     preferred: tuple[PreferredTerm, ...] | None = None
     preferred_error = None
     if node_affinity.get(_PREFERRED) is not None:
         preferred, errs = parse_preferred_terms(node_affinity[_PREFERRED], obj, f"{base}.{_PREFERRED}")
         preferred_error = "; ".join(errs) or None
     return PodNodeAffinity(
-        required=RequiredNodeAffinity(selector, terms),
+        required=RequiredNodeAffinity(selector, terms, selector_error),
         node_selector_set=isinstance(spec, Mapping) and spec.get("nodeSelector") is not None,
         prefilter_names=_prefilter_names(terms),
         preferred=preferred,
@@ -275,6 +289,7 @@ def _parse_pod(pod: Pod) -> PodNodeAffinity:
 
 
 def pod_node_affinity(pod: Pod) -> PodNodeAffinity:
+    """The pod's parsed node affinity, cached in ``pod.memo``."""
     cached = pod.memo.get(NAME)
     if cached is None:
         cached = pod.memo[NAME] = _parse_pod(pod)
@@ -330,11 +345,11 @@ class NodeAffinity:
         if terms is None and self.added_required is None and not aff.node_selector_set:
             return None, skip()
         state.write(PRE_FILTER_STATE_KEY, aff.required)
-        if not terms:
-            return None, None
         reason = aff.required.unmatchable_reason()
         if reason is not None:
             return None, unresolvable(reason)
+        if not terms:
+            return None, None
         names = aff.prefilter_names
         if names is None:
             return None, None

@@ -29,6 +29,7 @@ ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
 
 
 def fits_ports(want: Sequence[HostPort], node_info: NodeInfo) -> bool:
+    """No wanted host port conflicts with the node's used ports (HostPortInfo.CheckConflict)."""
     return not any(node_info.port_conflict(p) for p in want)
 
 

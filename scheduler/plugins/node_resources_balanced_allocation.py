@@ -21,6 +21,7 @@ from scheduler.framework.types import ClusterEventWithHint, NodeInfo
 from scheduler.model.pod import Pod
 from scheduler.plugins.node_resources_fit import (
     ResourceAllocationScorer,
+    ResourceSpec,
     parse_resource_specs,
     pod_resource_requests,
 )
@@ -51,7 +52,7 @@ def balanced_resource_score(requested: list[int], allocatable: list[int]) -> int
     return int((1 - std) * float(MAX_NODE_SCORE))
 
 
-def _parse_resources(raw: object) -> tuple[Any, ...]:
+def _parse_resources(raw: object) -> tuple[ResourceSpec, ...]:
     """ValidateNodeResourcesBalancedAllocationArgs: unique names, every weight 1 (weights are unused)."""
     resources = parse_resource_specs(raw, "resources")
     seen: set[str] = set()

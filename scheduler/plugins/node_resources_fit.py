@@ -76,10 +76,12 @@ def _is_qualified_name(value: str) -> bool:
 
 
 def is_prefixed_native_resource(name: str) -> bool:
+    """Names in the kubernetes.io namespace are native even with a prefix (never ignorable)."""
     return "kubernetes.io/" in name
 
 
 def is_native_resource(name: str) -> bool:
+    """Unprefixed names (cpu, hugepages-2Mi, ...) and kubernetes.io ones belong to Kubernetes itself."""
     return "/" not in name or is_prefixed_native_resource(name)
 
 
@@ -191,6 +193,8 @@ def status_for(insufficient: Sequence[InsufficientResource]) -> Status | None:
 
 @dataclass(frozen=True, slots=True)
 class ResourceSpec:
+    """A resource named in scoring args and its weight."""
+
     name: str
     weight: int = 1
 
@@ -268,6 +272,7 @@ def _weighted(resources: Sequence[ResourceSpec], per_resource: Callable[[int, in
 
 
 def least_requested_score(requested: int, capacity: int) -> int:
+    """Free share of the resource on 0..100; an over-committed resource scores 0."""
     if capacity == 0 or requested > capacity:
         return 0
     return go_div((capacity - requested) * MAX_NODE_SCORE, capacity)
@@ -416,6 +421,7 @@ class NodeResourcesFit:
         return None
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        """Every shortage of the node for the request PreFilter recorded (real requests)."""
         req = state.get(PRE_FILTER_STATE_KEY)
         if req is None:
             return error(f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')

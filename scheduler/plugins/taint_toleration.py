@@ -36,6 +36,7 @@ DO_NOT_SCHEDULE = frozenset({NO_SCHEDULE, NO_EXECUTE})
 
 
 def untolerated_reason(taint: Taint) -> str:
+    """The filter reason; the empty value still prints (``{key: }``) as upstream does."""
     return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
 
 
@@ -45,6 +46,7 @@ def prefer_no_schedule_tolerations(tolerations: Sequence[Toleration]) -> tuple[T
 
 
 def count_intolerable_prefer_no_schedule(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> int:
+    """The raw score: PreferNoSchedule taints the pod does not tolerate (more is worse)."""
     return sum(
         1 for taint in taints if taint.effect == PREFER_NO_SCHEDULE and not any(t.tolerates(taint) for t in tolerations)
     )

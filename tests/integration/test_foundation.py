@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 import subprocess
 from collections import Counter
 
@@ -71,9 +72,12 @@ def test_pod_deleted_while_pending_leaves_no_error_loop(
     core.delete_namespaced_pod("doomed", ns, grace_period_seconds=0)
     wait_for(lambda: not [p for p in core.list_namespaced_pod(ns).items if p.metadata.name == "doomed"], 30,
              what="pod gone")
-    before = scheduler.log_text().count(f"{ns}/doomed")
     core.create_namespaced_pod(ns, pod_manifest("after"))
     wait_for(lambda: node_of(core, ns, "after"), 60, what="a later pod bound")
+    # The watch delivered the deletion before the later pod's creation; from here on, one full max
+    # backoff (10 s) must pass without any attempt for the deleted pod.
+    before = scheduler.log_text().count(f"{ns}/doomed")
+    time.sleep(11)
     after_text = scheduler.log_text()
     assert after_text.count(f"{ns}/doomed") == before, "the deleted pod must not be retried"
     assert '"level": "error"' not in after_text

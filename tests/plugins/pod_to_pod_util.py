@@ -219,7 +219,9 @@ def verdict(s: Status | None) -> tuple[str, str]:
     return s.code.name, s.message
 
 
-def run_filter(plugin: Any, handle: FakeHandle, pod: Pod, state: CycleState | None = None) -> dict[str, tuple[str, str]]:
+def run_filter(
+    plugin: Any, handle: FakeHandle, pod: Pod, state: CycleState | None = None
+) -> dict[str, tuple[str, str]]:
     """PreFilter then Filter on every node; a Skip from PreFilter passes every node, as the runtime does."""
     state = state if state is not None else CycleState()
     _, s = plugin.pre_filter(state, pod, handle.snapshot().list())

@@ -1,0 +1,16 @@
+"""Scheduler benchmark: py-scheduler vs kube-scheduler vs a no-algorithm binder, on scheduler_perf workloads.
+
+``python -m e2e.perf --help``. Each workload and size gets a fresh lean local control plane (etcd +
+kube-apiserver, ``e2e.cluster``), fake nodes like upstream's scheduler_perf, and interleaved runs of
+
+* ``py``: py-scheduler (``python -m scheduler.cli run --qps Q --burst B --scheduler-name N``);
+* ``kube``: kube-scheduler v1.34 built from source, same QPS/burst, leader election off;
+* ``ceiling``: ``e2e.perf.ceiling``, a Python binder with no algorithm (same client stack and QPS):
+  what the API server on this machine allows.
+
+Results: ``--out`` JSON (machine, runs, summary with py/kube and py/ceiling ratios of median pods/s),
+a markdown table next to it (``.md``) and a chart (``.png``). Modules: ``workloads`` (pod templates,
+sizes), ``runner`` (one size: cluster, runs), ``kubeio`` (watcher process, creators), ``schedulers``,
+``ceiling``, ``procstat`` (/proc CPU and VmHWM), ``stats`` (pure maths, JSON, markdown), ``plot``,
+``profile`` (py-spy raw summaries).
+"""

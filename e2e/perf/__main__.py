@@ -1,0 +1,169 @@
+"""``python -m e2e.perf``: the scheduler benchmark (see ``e2e/perf/__init__.py``).
+
+Examples::
+
+    python -m e2e.perf --workload SchedulingBasic --nodes 500 --pods 1000 --schedulers py,kube,ceiling \\
+        --repeat 3 --out .bench/results.json
+    python -m e2e.perf --skip-large                  # every workload at 500/1000 and 1000/3000
+    python -m e2e.perf --suite bench                 # what `make bench` runs
+    python -m e2e.perf --workload SchedulingBasic --nodes 1000 --pods 3000 --schedulers py --repeat 1 \\
+        --profile py-spy --out .bench/profile.json  # + py-spy raw profile and its top costs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from e2e.perf import procstat
+from e2e.perf.runner import Options, ensure_binaries, log, run_size
+from e2e.perf.stats import SCHEDULERS, document, markdown
+from e2e.perf.workloads import LARGE_NODES, SIZES, WORKLOADS, default_suite
+
+
+def parse_sizes(text: str) -> list[tuple[int, int]]:
+    """``500x1000,1000x3000`` -> [(500, 1000), (1000, 3000)]."""
+    out = []
+    for part in text.split(","):
+        n, sep, p = part.strip().lower().partition("x")
+        if not sep:
+            raise argparse.ArgumentTypeError(f"bad size {part!r}: want NODESxPODS")
+        out.append((int(n), int(p)))
+    return out
+
+
+def plan(args: argparse.Namespace) -> list[tuple[str, int, int]]:
+    """(workload, nodes, measured pods) to run, in order."""
+    if args.suite == "bench":
+        return default_suite(skip_large=args.skip_large)
+    names = [w for part in args.workload for w in part.split(",") if w] or list(WORKLOADS)
+    for n in names:
+        if n not in WORKLOADS:
+            raise SystemExit(f"unknown workload {n!r}; known: {', '.join(WORKLOADS)}")
+    if args.nodes or args.pods:
+        if not (args.nodes and args.pods):
+            raise SystemExit("--nodes and --pods go together")
+        sizes = [(args.nodes, args.pods)]
+    else:
+        sizes = args.sizes or list(SIZES)
+    sizes = [s for s in sizes if not (args.skip_large and s[0] >= LARGE_NODES)]
+    return [(w, n, p) for w in names for n, p in sizes]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    usage = __doc__ or ""
+    p = argparse.ArgumentParser(
+        prog="python -m e2e.perf", description=usage.splitlines()[0], epilog=usage.split("\n", 2)[2],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    p.add_argument("--workload", action="append", default=[], help=f"repeatable or comma list; {', '.join(WORKLOADS)}")
+    p.add_argument("--nodes", type=int, default=0)
+    p.add_argument("--pods", type=int, default=0, help="measured pods")
+    p.add_argument("--init-pods", type=int, default=None, help="override the workload's init pods")
+    p.add_argument("--sizes", type=parse_sizes, default=None, help="NODESxPODS list [500x1000,1000x3000,5000x10000]")
+    p.add_argument("--skip-large", action="store_true", help=f"leave out sizes with >= {LARGE_NODES} nodes")
+    p.add_argument("--suite", choices=["all", "bench"], default="all",
+                   help="all: workloads x sizes (default); bench: SchedulingBasic at every size + the others at "
+                        "500/1000 (make bench)")  # fmt: skip
+    p.add_argument("--schedulers", default=",".join(SCHEDULERS), help="comma list of py, kube, ceiling")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--repeat-large", type=int, default=None, help=f"repeats at >= {LARGE_NODES} nodes [--repeat]")
+    p.add_argument("--qps", type=float, default=5000, help="client QPS of every scheduler and of the creators")
+    p.add_argument("--burst", type=int, default=5000)
+    p.add_argument("--creators", type=int, default=32, help="pod creation requests in flight")
+    p.add_argument("--timeout", type=float, default=900, help="seconds for the measured batch to be bound")
+    p.add_argument("--scheduler-name", default="bench-scheduler")
+    p.add_argument(
+        "--wait-idle",
+        type=float,
+        default=0,
+        metavar="S",
+        help="before each run wait up to S s until fewer than --idle-cores CPUs are busy (shared machines)",
+    )
+    p.add_argument("--idle-cores", type=float, default=0.5)
+    p.add_argument("--profile", choices=["py-spy"], default=None, help="profile py-scheduler's measured batch")
+    p.add_argument("--out", default=".bench/results.json")
+    args = p.parse_args(argv)
+
+    scheds = [s for s in args.schedulers.split(",") if s]
+    bad = [s for s in scheds if s not in SCHEDULERS]
+    if bad:
+        raise SystemExit(f"unknown scheduler(s) {bad}; want {', '.join(SCHEDULERS)}")
+    todo = plan(args)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    bin_dir = ensure_binaries()
+    from e2e.cluster.cluster import pinned_versions
+
+    machine = {**procstat.machine_info(), "versions": pinned_versions()}
+    notes = {
+        "method": "fresh lean control plane (etcd + kube-apiserver) per workload/size; runs interleaved; "
+        "throughput = bound / (first creation -> last binding seen by a watch); latency = binding seen - creation",
+        "SchedulingSelectorSpread": WORKLOADS["SchedulingSelectorSpread"].note,
+        "qps_burst": f"{args.qps:g}/{args.burst} for py, kube, ceiling and the creators",
+    }
+    runs: list[dict[str, Any]] = []
+
+    def write() -> dict[str, Any]:
+        doc = document(machine, runs, {**notes, "wall_seconds": round(time.monotonic() - t0, 1)})
+        out.write_text(json.dumps(doc, indent=2) + "\n")
+        return doc
+
+    def on_run(r: dict[str, Any]) -> None:
+        runs.append(r)
+        write()
+        f = {k: ("-" if r.get(k) is None else r.get(k)) for k in r}
+        viol = "" if r.get("constraint_violations") is None else f" violations {r['constraint_violations']}"
+        log(
+            f"{r['workload']} {r['nodes']}n/{r['pods']}p {r['scheduler']:<7} #{r['repeat']}: "
+            f"{f['pods_per_second']} pods/s, p50/p90/p99 {f['latency_p50_ms']}/{f['latency_p90_ms']}/"
+            f"{f['latency_p99_ms']} ms, CPU {f['cpu_seconds_per_1000']} s/1000, RSS {f['peak_rss_mb']} MB, "
+            f"bound {r.get('bound', 0)}/{r['pods']}{'' if r['all_bound'] else ' (NOT ALL)'}{viol}, "
+            f"created {f.get('creation_pods_per_second', '-')}/s, "
+            f"apiserver CPU {f.get('kube-apiserver_cpu_seconds_per_1000', '-')} s/1000, "
+            f"others on the machine {f.get('foreign_cpu_seconds', '-')} CPU s, run {r.get('wall_seconds')} s"
+            + (f", errors {r['errors'][:2]}" if r.get("errors") else "")
+        )
+
+    log(f"plan: {len(todo)} sizes x {scheds}; results -> {out}")
+    interrupted = False
+    try:
+        for wl, nodes, pods in todo:
+            rep = args.repeat_large if (args.repeat_large is not None and nodes >= LARGE_NODES) else args.repeat
+            opts = Options(
+                schedulers=scheds, repeat=rep, qps=args.qps, burst=args.burst, timeout=args.timeout,
+                init_timeout=args.timeout, scheduler_name=args.scheduler_name, creators=args.creators,
+                init_pods=args.init_pods, out_dir=out.parent, profile=args.profile,
+                wait_idle=args.wait_idle, idle_cores=args.idle_cores,
+            )  # fmt: skip
+            run_size(WORKLOADS[wl], nodes, pods, opts, bin_dir, on_run)
+    except KeyboardInterrupt:
+        interrupted = True
+        log("interrupted: writing what was measured")
+    doc = write()
+    md = markdown(doc)
+    out.with_suffix(".md").write_text(md)
+    from e2e.perf.plot import plot
+
+    png = plot(doc, out.with_suffix(".png"))
+    if args.profile:
+        from e2e.perf.profile import summarize_runs
+
+        prof = summarize_runs(runs)
+        if prof:
+            out.with_name(out.stem + "-profile.txt").write_text(prof)
+            print(prof)
+    print(md)
+    log(f"wrote {out}, {out.with_suffix('.md')}{', ' + str(png) if png else ''}; "
+        f"wall time {time.monotonic() - t0:.0f} s")  # fmt: skip
+    return 130 if interrupted else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""Summaries of py-spy ``--format raw`` profiles (collapsed stacks: ``frame;frame;... count``).
+
+``python -m e2e.perf.profile FILE [--top 20]`` prints the top functions by self and by inclusive samples,
+and the samples per package/module (which part of the stack a sample's leaf frame is in).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+_FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")
+
+
+def parse_raw(lines: Iterable[str]) -> list[tuple[list[str], int]]:
+    """[(frames root..leaf, samples)] from collapsed-stack lines; frames keep function and file, not line."""
+    out = []
+    for line in lines:
+        line = line.rstrip("\n")
+        if not line.strip():
+            continue
+        stack, _, count = line.rpartition(" ")
+        try:
+            n = int(count)
+        except ValueError:
+            continue
+        frames = []
+        for fr in stack.split(";"):
+            m = _FRAME.match(fr.strip())
+            frames.append(f"{m['func']} ({m['file']})" if m else fr.strip())
+        out.append((frames, n))
+    return out
+
+
+def area(frame: str) -> str:
+    """A coarse bucket for a frame: ``scheduler/<module>``, a site-packages package, or the stdlib module."""
+    m = _FRAME.match(frame)
+    path = m["file"] if m else frame
+    if "site-packages/" in path:
+        return path.split("site-packages/", 1)[1].split("/", 1)[0].removesuffix(".py")
+    if "/scheduler/" in path or path.startswith("scheduler/"):
+        rest = path.split("scheduler/", 1)[1]
+        return "scheduler/" + rest.split("/", 1)[0].removesuffix(".py")
+    return "stdlib:" + Path(path).name.removesuffix(".py")
+
+
+def summarize(stacks: Sequence[tuple[list[str], int]], top: int = 20) -> dict[str, Any]:
+    total = sum(n for _, n in stacks)
+    self_c: Counter[str] = Counter()
+    incl: Counter[str] = Counter()
+    areas: Counter[str] = Counter()
+    for frames, n in stacks:
+        if not frames:
+            continue
+        self_c[frames[-1]] += n
+        areas[area(frames[-1])] += n
+        for fr in set(frames):
+            incl[fr] += n
+    return {
+        "samples": total,
+        "self": self_c.most_common(top),
+        "inclusive": incl.most_common(top),
+        "areas": areas.most_common(top),
+    }
+
+
+def format_summary(s: Mapping[str, Any], title: str = "") -> str:
+    total = max(int(s["samples"]), 1)
+    out = [f"== {title} ({s['samples']} samples)" if title else f"== {s['samples']} samples"]
+    for key, head in (("areas", "self samples by package/module"), ("self", "top functions, self"),
+                      ("inclusive", "top functions, inclusive")):  # fmt: skip
+        out.append(f"-- {head}")
+        out += [f"{100 * n / total:6.1f}%  {n:7d}  {name}" for name, n in s[key]]
+    return "\n".join(out) + "\n"
+
+
+def summarize_file(path: str | Path, top: int = 20) -> str:
+    with open(path) as f:
+        return format_summary(summarize(parse_raw(f), top), str(path))
+
+
+def summarize_runs(runs: Sequence[Mapping[str, Any]], top: int = 20) -> str:
+    """Summaries of the profiles the runs recorded (``run["profile"]``)."""
+    parts = []
+    for r in runs:
+        path = r.get("profile")
+        if path and Path(path).exists():
+            head = (f"{r['workload']} {r['nodes']}n/{r['pods']}p {r['scheduler']} #{r['repeat']}: "
+                    f"{r.get('pods_per_second')} pods/s, CPU {r.get('cpu_seconds_per_1000')} s/1000 pods")  # fmt: skip
+            parts.append(head + "\n" + summarize_file(path, top))
+    return "\n".join(parts)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m e2e.perf.profile", description=__doc__.splitlines()[0])
+    p.add_argument("files", nargs="+")
+    p.add_argument("--top", type=int, default=20)
+    args = p.parse_args(argv)
+    for f in args.files:
+        sys.stdout.write(summarize_file(f, args.top))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

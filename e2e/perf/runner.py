@@ -1,0 +1,293 @@
+"""One benchmark size: a fresh lean control plane, nodes, then interleaved runs of the schedulers.
+
+A run (one scheduler, one repeat):
+
+1. start the pod watcher (its own process, from a fresh resourceVersion) and the scheduler under test;
+2. create the init pods in ``sched-0`` and wait until the scheduler has placed them all (not measured);
+3. sample the scheduler's CPU time, create the measured pods in ``sched-1`` with parallel creators, wait
+   until all are bound (or the timeout), sample CPU time and VmHWM, stop the scheduler;
+4. throughput = bound pods / (first creation -> last binding seen by the watch), latency per pod =
+   binding seen - creation (POST answered or ADDED seen, earlier wins), all on the monotonic clock;
+5. delete the pods (grace 0) and their events, and wait until they are gone, for the next run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, cast
+
+from e2e.cluster.cluster import LocalCluster, create_nodes
+from e2e.perf import procstat, schedulers
+from e2e.perf.kubeio import Conn, PodWatcher, WatchResult, create_pods, list_resource_version
+from e2e.perf.stats import batch_metrics, creation_rate
+from e2e.perf.workloads import (
+    INIT_NAMESPACE,
+    MEASURE_NAMESPACE,
+    NAMESPACES,
+    NODE_CPU,
+    NODE_MEMORY,
+    NODE_PODS,
+    ZONES,
+    Workload,
+    pod_body,
+    violations,
+)
+
+
+@dataclass
+class Options:
+    schedulers: list[str] = field(default_factory=lambda: ["py", "kube", "ceiling"])
+    repeat: int = 3
+    qps: float = 5000
+    burst: int = 5000
+    timeout: float = 900.0  # measured batch: creation start -> all bound
+    init_timeout: float = 900.0
+    scheduler_name: str = "bench-scheduler"
+    creators: int = 32
+    init_pods: int | None = None
+    out_dir: Path = Path(".bench")
+    profile: str | None = None  # "py-spy": profile py-scheduler during the measured batch
+    profile_rate: int = 100
+    wait_idle: float = 0.0  # before each run, wait up to this long for the machine to be idle
+    idle_cores: float = 0.5  # "idle": fewer busy CPUs than this (our own idle control plane included)
+
+
+def log(msg: str) -> None:
+    print(f"[perf] {msg}", file=sys.stderr, flush=True)
+
+
+def _api_pids(cluster: LocalCluster) -> dict[str, int]:
+    st = cluster.state() or {}
+    return {k: int(v) for k, v in (st.get("pids") or {}).items() if k in ("kube-apiserver", "etcd")}
+
+
+class SizeRunner:
+    """A lean control plane with ``nodes`` nodes, used for every run of one workload and size."""
+
+    def __init__(self, workload: Workload, nodes: int, pods: int, opts: Options, bin_dir: Path) -> None:
+        self.wl, self.nodes, self.opts, self.bin_dir = workload, nodes, opts, bin_dir
+        self.n_init, self.pods = workload.sizes(nodes, pods, opts.init_pods)
+        self._tmp = tempfile.TemporaryDirectory(prefix="py-scheduler-perf-")
+        self.cluster = LocalCluster(Path(self._tmp.name) / "cluster", bin_dir=str(bin_dir))
+        self.log_dir = opts.out_dir / "logs" / f"{workload.name}-{nodes}n-{self.pods}p"
+
+    # ---- set-up / tear-down ----
+    def __enter__(self) -> SizeRunner:
+        t0 = time.monotonic()
+        self.cluster.up(lean=True, build=False)
+        self.kubeconfig = str(self.cluster.kubeconfig)
+        self.conn = Conn.from_kubeconfig(self.kubeconfig)
+        from kubernetes import client, config
+
+        self.api = config.new_client_from_config(config_file=self.kubeconfig)
+        self.core: Any = cast(Any, client.CoreV1Api(self.api))
+        create_nodes(self.kubeconfig, self.nodes, zones=ZONES, cpu=NODE_CPU, memory=NODE_MEMORY, pods=NODE_PODS,
+                     workers=32)  # fmt: skip
+        for ns in NAMESPACES:
+            self.core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        for make in self.wl.services:
+            self.core.create_namespaced_service(MEASURE_NAMESPACE, make())
+        log(f"{self.wl.name}: control plane + {self.nodes} nodes ready in {time.monotonic() - t0:.1f} s")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with contextlib.suppress(Exception):
+            self.api.close()
+        # keep the apiserver/etcd logs next to the run logs
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        for name in ("kube-apiserver", "etcd"):
+            with contextlib.suppress(OSError):
+                src = self.cluster.log_file(name)
+                (self.log_dir / f"{name}.log").write_bytes(src.read_bytes()[-2_000_000:])
+        self.cluster.down()
+        self._tmp.cleanup()
+
+    def _cleanup_pods(self) -> None:
+        """Delete every pod (grace 0) and event of the run and wait until the pods are gone."""
+        for ns in NAMESPACES:
+            self.core.delete_collection_namespaced_pod(ns, grace_period_seconds=0, _request_timeout=300)
+            with contextlib.suppress(Exception):
+                self.core.delete_collection_namespaced_event(ns, _request_timeout=300)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            left = self.core.list_pod_for_all_namespaces(limit=1, _preload_content=False)
+            if not json.loads(left.data)["items"]:
+                return
+            time.sleep(0.5)
+        raise RuntimeError("pods of the previous run were not deleted in 300 s")
+
+    # ---- one run ----
+    def _bodies(self, template_fn: Callable[[], dict[str, Any]], ns: str, prefix: str, n: int) -> list[dict[str, Any]]:
+        tmpl = template_fn()
+        return [pod_body(tmpl, f"{prefix}-{i}", ns, self.opts.scheduler_name) for i in range(n)]
+
+    def _wait_bound(
+        self, watcher: PodWatcher, ns: str, n: int, timeout: float, proc: subprocess.Popen[bytes], what: str
+    ) -> bool:
+        t0 = time.monotonic()
+        last_report = t0
+        while True:
+            got = watcher.bound_count(ns)
+            if got >= n:
+                return True
+            now = time.monotonic()
+            if proc.poll() is not None:
+                log(f"  {what}: scheduler exited with code {proc.returncode} ({got}/{n} bound)")
+                return False
+            if now - t0 > timeout:
+                log(f"  {what}: timeout after {timeout:.0f} s ({got}/{n} bound)")
+                return False
+            if now - last_report > 30:
+                log(f"  {what}: {got}/{n} bound after {now - t0:.0f} s")
+                last_report = now
+            time.sleep(0.02)
+
+    def _wait_idle(self) -> dict[str, Any]:
+        """Wait (up to ``opts.wait_idle`` s) until other work on a shared machine calms down."""
+        t0 = time.monotonic()
+        busy = procstat.busy_cores(2.0)
+        while busy >= self.opts.idle_cores and time.monotonic() - t0 < self.opts.wait_idle:
+            busy = procstat.busy_cores(2.0)
+        waited = time.monotonic() - t0
+        if busy >= self.opts.idle_cores:
+            log(f"  machine still busy ({busy:.2f} CPUs) after {waited:.0f} s: running anyway")
+        return {"busy_cores_before": round(busy, 2), "waited_for_idle_seconds": round(waited, 1)}
+
+    def run(self, which: str, repeat: int) -> dict[str, Any]:
+        opts = self.opts
+        idle = self._wait_idle() if opts.wait_idle > 0 else {}
+        t_start = time.monotonic()
+        run_dir = self.log_dir / f"{which}-{repeat}"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        watcher = PodWatcher(self.conn, list_resource_version(self.conn))
+        proc = schedulers.start(
+            which, kubeconfig=self.kubeconfig, bin_dir=self.bin_dir, workdir=run_dir,
+            scheduler_name=opts.scheduler_name, qps=opts.qps, burst=opts.burst,
+            py_score_plugins=self.wl.py_score_plugins,
+        )  # fmt: skip
+        profiler: subprocess.Popen[bytes] | None = None
+        result: dict[str, Any] = {
+            "workload": self.wl.name, "nodes": self.nodes, "pods": self.pods, "scheduler": which,
+            "repeat": repeat, "pods_per_second": None, "latency_p50_ms": None, "latency_p90_ms": None,
+            "latency_p99_ms": None, "cpu_seconds_per_1000": None, "peak_rss_mb": None, "all_bound": False,
+            "init_pods": self.n_init, "started_at": datetime.now(UTC).isoformat(timespec="seconds"), **idle,
+        }  # fmt: skip
+        watch: WatchResult | None = None
+        try:
+            init_errors: list[str] = []
+            if self.n_init:
+                init_bodies = self._bodies(self.wl.init_template, INIT_NAMESPACE, "init", self.n_init)
+                _, init_errors = create_pods(self.conn, init_bodies, opts.qps, opts.burst, opts.creators)
+                if not self._wait_bound(watcher, INIT_NAMESPACE, self.n_init, opts.init_timeout, proc, "init pods"):
+                    result["error"] = "init pods not all bound"
+                    return result
+            time.sleep(1.0)  # let the scheduler finish the init pods' events
+            pids = {"scheduler": proc.pid, **_api_pids(self.cluster), "watcher": watcher.pid or 0}
+            cpu0 = {k: procstat.cpu_seconds(p) for k, p in pids.items()}
+            self0, busy0 = procstat.self_cpu_seconds(), procstat.machine_busy_seconds()
+            if opts.profile == "py-spy" and which == "py":
+                profiler = self._start_py_spy(proc.pid, run_dir)
+            bodies = self._bodies(self.wl.measure_template, MEASURE_NAMESPACE, "pod", self.pods)
+            t_create = time.monotonic()
+            posted, errors = create_pods(self.conn, bodies, opts.qps, opts.burst, opts.creators)
+            ok = self._wait_bound(watcher, MEASURE_NAMESPACE, self.pods,
+                                  opts.timeout - (time.monotonic() - t_create), proc, "measured pods")  # fmt: skip
+            cpu1 = {k: procstat.cpu_seconds(p) for k, p in pids.items()}
+            self1, busy1 = procstat.self_cpu_seconds(), procstat.machine_busy_seconds()
+            result["peak_rss_mb"] = procstat.peak_rss_mb(proc.pid)
+            result["loadavg_1m"] = procstat.loadavg()
+            if profiler is not None:
+                result["profile"] = self._stop_py_spy(profiler, run_dir)
+            watch = watcher.stop()
+            prefix = MEASURE_NAMESPACE + "/"
+            added = {k: t for k, t in watch.added.items() if k.startswith(prefix)}
+            created = {k: min(posted.get(k, math.inf), added.get(k, math.inf)) for k in set(posted) | set(added)}
+            bound = {k: t for k, t in watch.bound.items() if k.startswith(prefix)}
+            result.update(batch_metrics(created, bound, self.pods))
+            result["all_bound"] = result["all_bound"] and ok
+            result.update(cpu_breakdown(cpu0, cpu1, self1 - self0, busy1 - busy0, result["bound"]))
+            result["creation_pods_per_second"] = creation_rate(posted.values())
+            result["constraint_violations"] = violations(self.wl.name, watch.nodes)
+            errs = errors + init_errors + watch.errors
+            if errs:
+                result["errors"] = errs[:5]
+        finally:
+            if profiler is not None and profiler.poll() is None:
+                profiler.kill()
+            schedulers.stop(proc)
+            if watch is None:
+                with contextlib.suppress(Exception):
+                    watcher.stop(10)
+            self._cleanup_pods()
+            result["wall_seconds"] = round(time.monotonic() - t_start, 1)
+        return result
+
+    # ---- profiling ----
+    def _start_py_spy(self, pid: int, run_dir: Path) -> subprocess.Popen[bytes]:
+        exe = Path(sys.executable).with_name("py-spy")
+        cmd = [
+            str(exe if exe.exists() else "py-spy"), "record", "--pid", str(pid), "--format", "raw",
+            "--rate", str(self.opts.profile_rate), "--nonblocking", "--output", str(run_dir / "py-spy.raw.txt"),
+        ]  # fmt: skip
+        log_f = open(run_dir / "py-spy.log", "ab")  # noqa: SIM115 - owned by the child
+        p = subprocess.Popen(cmd, stdout=log_f, stderr=subprocess.STDOUT, start_new_session=True)
+        time.sleep(0.5)
+        return p
+
+    def _stop_py_spy(self, p: subprocess.Popen[bytes], run_dir: Path) -> str:
+        p.send_signal(signal.SIGINT)
+        try:
+            p.wait(60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+        return str(run_dir / "py-spy.raw.txt")
+
+
+def cpu_breakdown(
+    cpu0: dict[str, float], cpu1: dict[str, float], harness: float, machine_busy: float, bound: int
+) -> dict[str, Any]:
+    """CPU seconds per 1000 bound pods of the scheduler (``cpu_seconds_per_1000``), kube-apiserver, etcd and
+    the harness (creators + watcher), and ``foreign_cpu_seconds``: what the rest of the machine used
+    meanwhile (other users of a shared machine; large values mean a noisy run)."""
+    per = 1000.0 / max(bound, 1)
+    d = {k: cpu1[k] - cpu0[k] for k in cpu0}
+    ours = sum(d.values()) + harness
+    harness += d.pop("watcher", 0.0)
+    out: dict[str, Any] = {"cpu_seconds_per_1000": round(d.pop("scheduler", 0.0) * per, 3)}
+    for k, v in d.items():
+        out[f"{k}_cpu_seconds_per_1000"] = round(v * per, 3)
+    out["harness_cpu_seconds_per_1000"] = round(harness * per, 3)
+    out["foreign_cpu_seconds"] = round(max(machine_busy - ours, 0.0), 2)
+    return out
+
+
+def run_size(
+    workload: Workload, nodes: int, pods: int, opts: Options, bin_dir: Path, on_run: Callable[[dict[str, Any]], None]
+) -> list[dict[str, Any]]:
+    """Every scheduler ``opts.repeat`` times, interleaved (py, kube, ceiling, py, kube, ceiling, ...)."""
+    out = []
+    with SizeRunner(workload, nodes, pods, opts, bin_dir) as sr:
+        for rep in range(1, opts.repeat + 1):
+            for which in opts.schedulers:
+                r = sr.run(which, rep)
+                out.append(r)
+                on_run(r)
+    return out
+
+
+def ensure_binaries() -> Path:
+    """The bin dir with kube-apiserver, etcd and kube-scheduler (build.sh builds them when missing)."""
+    from e2e.cluster.cluster import build_binaries
+
+    return build_binaries(build=True)

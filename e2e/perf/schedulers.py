@@ -1,0 +1,84 @@
+"""Start the three schedulers under test as child processes, with the same client QPS/burst.
+
+* ``py``: py-scheduler through ``e2e.process.start_scheduler`` (``--qps --burst --scheduler-name``, plus
+  ``--config`` when a workload enables extra plugins).
+* ``kube``: the kube-scheduler binary built by ``e2e/cluster/build.sh`` with a KubeSchedulerConfiguration
+  (clientConnection kubeconfig + qps/burst, leader election off, one profile named like the pods'
+  schedulerName, otherwise defaults) and ``--secure-port=0``.
+* ``ceiling``: ``python -m e2e.perf.ceiling`` (see that module).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from e2e.process import start_scheduler, stop_scheduler
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def kube_scheduler_config(kubeconfig: str, scheduler_name: str, qps: float, burst: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": str(kubeconfig), "qps": qps, "burst": burst},
+        "leaderElection": {"leaderElect": False},
+        "profiles": [{"schedulerName": scheduler_name}],
+    }
+
+
+def py_scheduler_config(scheduler_name: str, score_plugins: Mapping[str, int]) -> dict[str, Any]:
+    """The default profile plus extra score plugins (SelectorSpread for SchedulingSelectorSpread)."""
+    enabled = [{"name": n, "weight": w} for n, w in score_plugins.items()]
+    return {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"schedulerName": scheduler_name, "plugins": {"score": {"enabled": enabled}}}],
+    }
+
+
+def start(
+    which: str,
+    *,
+    kubeconfig: str,
+    bin_dir: Path,
+    workdir: Path,
+    scheduler_name: str,
+    qps: float,
+    burst: int,
+    py_score_plugins: Mapping[str, int] | None = None,
+) -> subprocess.Popen[bytes]:
+    """Start scheduler ``which`` (py, kube or ceiling); its log goes to ``workdir/<which>.log``."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    log_path = workdir / f"{which}.log"
+    q, b = f"{qps:g}", str(burst)
+    if which == "py":
+        extra = ["--qps", q, "--burst", b, "--scheduler-name", scheduler_name]
+        if py_score_plugins:
+            cfg = workdir / "py-scheduler-config.yaml"
+            cfg.write_text(yaml.safe_dump(py_scheduler_config(scheduler_name, py_score_plugins), sort_keys=False))
+            extra += ["--config", str(cfg)]
+        return start_scheduler(kubeconfig, log_path, extra)
+    if which == "kube":
+        cfg = workdir / "kube-scheduler-config.yaml"
+        cfg.write_text(yaml.safe_dump(kube_scheduler_config(kubeconfig, scheduler_name, qps, burst), sort_keys=False))
+        cmd = [str(bin_dir / "kube-scheduler"), f"--config={cfg}", "--secure-port=0"]
+    elif which == "ceiling":
+        cmd = [sys.executable, "-m", "e2e.perf.ceiling", "--kubeconfig", kubeconfig,
+               "--scheduler-name", scheduler_name, "--qps", q, "--burst", b]  # fmt: skip
+    else:
+        raise ValueError(f"unknown scheduler {which!r}: want py, kube or ceiling")
+    log = open(log_path, "ab")  # noqa: SIM115 - owned by the child for its lifetime
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO, start_new_session=True)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> int:
+    return stop_scheduler(proc)

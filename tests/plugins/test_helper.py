@@ -1,0 +1,58 @@
+"""Shared score helpers: Go integer arithmetic, DefaultNormalizeScore, the broken-linear shape."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler.framework.interface import NodeScore
+from scheduler.plugins.helper import (
+    ShapePoint,
+    build_broken_linear_function,
+    default_normalize_score,
+    go_div,
+    go_round,
+)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"), [(7, 2, 3), (-7, 2, -3), (7, -2, -3), (-7, -2, 3), (0, 5, 0), (-500, 30, -16)]
+)
+def test_go_div_truncates_toward_zero(a: int, b: int, expected: int) -> None:
+    assert go_div(a, b) == expected
+
+
+@pytest.mark.parametrize(("x", "expected"), [(42.5, 43), (43.5, 44), (42.49, 42), (-2.5, -3), (0.0, 0)])
+def test_go_round_half_away_from_zero(x: float, expected: int) -> None:
+    assert go_round(x) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "reverse", "expected"),
+    [
+        ([0, 5, 10], False, [0, 50, 100]),
+        ([1, 3], False, [33, 100]),
+        ([0, 5, 10], True, [100, 50, 0]),
+        ([1, 3], True, [67, 0]),
+        ([0, 0], False, [0, 0]),
+        ([0, 0], True, [100, 100]),
+    ],
+)
+def test_default_normalize_score(raw: list[int], reverse: bool, expected: list[int]) -> None:
+    scores = [NodeScore(str(i), s) for i, s in enumerate(raw)]
+    default_normalize_score(100, reverse, scores)
+    assert [s.score for s in scores] == expected
+
+
+@pytest.mark.parametrize(
+    ("p", "expected"),
+    [(0, 100), (10, 84), (30, 50), (65, 25), (100, 0)],
+)
+def test_broken_linear_function(p: int, expected: int) -> None:
+    f = build_broken_linear_function([ShapePoint(0, 100), ShapePoint(30, 50), ShapePoint(100, 0)])
+    assert f(p) == expected
+
+
+def test_broken_linear_function_is_flat_outside_points() -> None:
+    f = build_broken_linear_function([ShapePoint(20, 30), ShapePoint(80, 70)])
+    # before 20 -> 30; after 80 -> 70; at 50: 30 + 40*30/60 = 50
+    assert (f(0), f(19), f(50), f(81), f(100)) == (30, 30, 50, 70, 70)

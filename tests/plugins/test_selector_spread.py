@@ -1,0 +1,103 @@
+"""SelectorSpread (1.19-1.28 framework form, 0-100), including the worked example of seed article 000."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pod_to_pod_util import cluster, make_node, make_pod, run_score, service, spread, workload
+
+from scheduler.plugins.selector_spread import SelectorSpread, spread_scores
+
+ZONE = "topology.kubernetes.io/zone"
+BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
+WEB = {"app": "web"}
+
+
+def web_pods(counts: dict[str, int], labels: dict[str, str] | None = None, **kw: Any) -> list[Any]:
+    return [make_pod(f"w-{node}-{i}", labels=labels or WEB, node=node, **kw)
+            for node, n in counts.items() for i in range(n)]
+
+
+def plugin(handle: Any) -> SelectorSpread:
+    return SelectorSpread({}, handle)
+
+
+def test_seed_000_worked_example() -> None:
+    """Seed 000: matching pods 3, 5 and 10 on node1..node3, each node its own zone.
+
+    Node part 100·(10 - c)/10 = 70, 50, 0; zone part the same; 70·(1 - 2/3) + 70·2/3 = 70 (no float loss).
+    On the seed's 0-10 scale that is 7, 5, 0 as the article states for both the node and the final scores.
+    """
+    nodes = [make_node(f"node{i}", {ZONE: f"zone{i}"}) for i in (1, 2, 3)]
+    h = cluster(nodes, web_pods({"node1": 3, "node2": 5, "node3": 10}), [service("web", WEB)])
+    got = run_score(plugin(h), h, make_pod("p", labels=WEB))
+    assert got == {"node1": 70, "node2": 50, "node3": 0}
+    assert {n: s // 10 for n, s in (got or {}).items()} == {"node1": 7, "node2": 5, "node3": 0}
+
+
+@pytest.mark.parametrize(("counts", "zones", "want"), [
+    ([3, 5, 10], ["", "", ""], [70, 50, 0]),  # no zones: node part only
+    ([2, 0, 1], ["z1", "z1", "z2"], [0, 33, 50]),  # n2: 100/3 + 0; n3: 50/3 + 2/3·50 = 50
+    ([0, 0, 0], ["z1", "z2", ""], [100, 100, 100]),  # maxNode = maxZone = 0
+    ([1, 0, 0], ["z1", "", "z2"], [0, 100, 100]),  # zoneless n2 keeps its node score; n3: 100/3 + 2/3·100
+])
+def test_reduce(counts: list[int], zones: list[str], want: list[int]) -> None:
+    assert spread_scores(counts, zones) == want
+
+
+def test_zones_dominate_nodes() -> None:
+    """z1 = {n1: 2, n2: 0}, z2 = {n3: 1}: the empty n2 loses to n3 because its zone is fuller."""
+    nodes = [make_node("n1", {ZONE: "z1"}), make_node("n2", {ZONE: "z1"}), make_node("n3", {BETA_ZONE: "z2"})]
+    h = cluster(nodes, web_pods({"n1": 2, "n3": 1}), [service("web", WEB)])
+    assert run_score(plugin(h), h, make_pod("p", labels=WEB)) == {"n1": 0, "n2": 33, "n3": 50}
+
+
+def test_counts_only_live_pods_of_the_namespace() -> None:
+    nodes = [make_node("n1"), make_node("n2")]
+    existing = [*web_pods({"n1": 2}, deleting=True), *web_pods({"n1": 2}, ns="other"), *web_pods({"n2": 1})]
+    h = cluster(nodes, existing, [service("web", WEB)])
+    assert run_score(plugin(h), h, make_pod("p", labels=WEB)) == {"n1": 100, "n2": 0}
+
+
+def test_all_selectors_must_match() -> None:
+    """Two services (app=web, tier=fe): only pods carrying both labels belong to the group."""
+    nodes = [make_node("n1"), make_node("n2")]
+    existing = [*web_pods({"n1": 3}, {"app": "web"}), *web_pods({"n2": 1}, {"app": "web", "tier": "fe"})]
+    objects = [service("a", {"app": "web"}), service("b", {"tier": "fe"})]
+    h = cluster(nodes, existing, objects)
+    assert run_score(plugin(h), h, make_pod("p", labels={"app": "web", "tier": "fe"})) == {"n1": 100, "n2": 0}
+
+
+@pytest.mark.parametrize(("owner", "obj"), [
+    (("v1", "ReplicationController", "rc"), workload("ReplicationController", "rc", {"app": "web"})),
+    (("apps/v1", "ReplicaSet", "rs"), workload("ReplicaSet", "rs", {"matchLabels": {"app": "web"}})),
+    (("apps/v1", "StatefulSet", "ss"), workload("StatefulSet", "ss", {"matchExpressions": [
+        {"key": "app", "operator": "In", "values": ["web"]}]})),
+])
+def test_controller_selector(owner: tuple[str, str, str], obj: dict[str, Any]) -> None:
+    nodes = [make_node("n1"), make_node("n2")]
+    h = cluster(nodes, web_pods({"n1": 1}), [obj])
+    assert run_score(plugin(h), h, make_pod("p", labels=WEB, owner=owner)) == {"n1": 0, "n2": 100}
+
+
+@pytest.mark.parametrize("objects", [
+    [],  # nothing selects the pod
+    [service("nil-selector", None)],  # a nil selector selects nothing
+    [service("empty-selector", {})],  # selects everything but adds no requirement
+    [workload("ReplicaSet", "rs", {"matchLabels": {"app": "web"}})],  # not the pod's controller
+])
+def test_no_workload_selector_scores_everyone_100(objects: list[dict[str, Any]]) -> None:
+    nodes = [make_node("n1"), make_node("n2")]
+    h = cluster(nodes, web_pods({"n1": 2}), objects)
+    assert run_score(plugin(h), h, make_pod("p", labels=WEB)) == {"n1": 100, "n2": 100}
+
+
+def test_pods_with_spread_constraints_are_skipped() -> None:
+    h = cluster([make_node("n1")], web_pods({"n1": 2}), [service("web", WEB)])
+    p = make_pod("p", labels=WEB, spread=[spread(1, ZONE, {"matchLabels": WEB}, "ScheduleAnyway")])
+    assert run_score(plugin(h), h, p) is None
+
+
+def test_no_events() -> None:
+    assert plugin(cluster([])).events_to_register() == []

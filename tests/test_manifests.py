@@ -1,0 +1,198 @@
+"""The kustomize base in manifests/: renders with the pinned kubectl, least-privilege RBAC, a hardened pod.
+
+Rendering uses the kubectl that e2e/cluster/build.sh builds (CI always builds it before the tests), so
+these checks run everywhere the suite runs; a missing kubectl is a failure, not a skip.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from e2e.cluster.cluster import build_binaries
+from e2e.rbac import forbidden_lines, scheduler_config_text, select
+from scheduler.config.load import load_dict
+
+ROOT = Path(__file__).resolve().parent.parent
+NS = "py-scheduler"
+
+# (apiGroup, resource) -> the exact verbs the scheduler needs cluster-wide.
+EXPECTED_CLUSTER_RULES: dict[tuple[str, str], set[str]] = {
+    ("", "pods"): {"get", "list", "watch", "delete"},
+    ("", "pods/binding"): {"create"},
+    ("", "pods/status"): {"patch"},
+    ("", "events"): {"create", "patch"},
+    ("events.k8s.io", "events"): {"create", "patch"},
+    ("", "nodes"): {"get", "list", "watch"},
+    ("", "services"): {"list", "watch"},
+    ("", "replicationcontrollers"): {"list", "watch"},
+    ("", "namespaces"): {"list", "watch"},
+    ("", "persistentvolumes"): {"list", "watch"},
+    ("", "persistentvolumeclaims"): {"list", "watch"},
+    ("apps", "replicasets"): {"list", "watch"},
+    ("apps", "statefulsets"): {"list", "watch"},
+    ("storage.k8s.io", "storageclasses"): {"list", "watch"},
+    ("storage.k8s.io", "csinodes"): {"list", "watch"},
+    ("storage.k8s.io", "csidrivers"): {"list", "watch"},
+    ("storage.k8s.io", "csistoragecapacities"): {"list", "watch"},
+    ("policy", "poddisruptionbudgets"): {"list", "watch"},
+}
+
+
+@pytest.fixture(scope="module")
+def docs() -> list[dict[str, Any]]:
+    kubectl = build_binaries(build=False) / "kubectl"
+    assert kubectl.is_file(), f"{kubectl} missing: run `make binaries` (bash e2e/cluster/build.sh)"
+    out = subprocess.run(
+        [str(kubectl), "kustomize", str(ROOT / "manifests")], check=True, capture_output=True, text=True
+    ).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def one(docs: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
+    found = select(docs, kind, name)
+    assert len(found) == 1, f"expected one {kind} {name or ''}, got {[d['metadata']['name'] for d in found]}"
+    return found[0]
+
+
+def expand(rules: list[dict[str, Any]]) -> Iterator[tuple[str, str, str, tuple[str, ...]]]:
+    """(apiGroup, resource, verb, resourceNames) for every combination a rule grants."""
+    for r in rules:
+        for g in r.get("apiGroups") or []:
+            for res in r.get("resources") or []:
+                for v in r.get("verbs") or []:
+                    yield g, res, v, tuple(r.get("resourceNames") or ())
+
+
+def test_renders_the_expected_objects(docs: list[dict[str, Any]]) -> None:
+    kinds = sorted((d["kind"], d["metadata"]["name"]) for d in docs)
+    cm = one(docs, "ConfigMap")["metadata"]["name"]
+    assert cm.startswith("py-scheduler-config-"), "the generated ConfigMap name carries a content hash"
+    assert kinds == sorted([
+        ("Namespace", NS), ("ServiceAccount", "py-scheduler"), ("ClusterRole", "py-scheduler"),
+        ("ClusterRoleBinding", "py-scheduler"), ("Role", "py-scheduler-leader-election"),
+        ("RoleBinding", "py-scheduler-leader-election"), ("ConfigMap", cm), ("Deployment", "py-scheduler"),
+        ("Service", "py-scheduler-metrics"),
+    ])  # fmt: skip
+    for d in docs:
+        assert d["apiVersion"] and d["metadata"]["name"]
+        if d["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
+            assert d["metadata"].get("namespace") == NS, f"{d['kind']} {d['metadata']['name']} not in {NS}"
+
+
+def test_cluster_role_grants_exactly_what_the_scheduler_uses(docs: list[dict[str, Any]]) -> None:
+    rules = one(docs, "ClusterRole", "py-scheduler")["rules"]
+    granted: dict[tuple[str, str], set[str]] = {}
+    for group, res, verb, names in expand(rules):
+        assert not names, "cluster-wide rules are not limited by name"
+        granted.setdefault((group, res), set()).add(verb)
+    assert granted == EXPECTED_CLUSTER_RULES
+    for r in rules:
+        assert not r.get("nonResourceURLs"), "discovery comes from the built-in system:discovery role"
+
+
+def test_no_wildcards_and_no_secrets_anywhere(docs: list[dict[str, Any]]) -> None:
+    for kind in ("ClusterRole", "Role"):
+        for role in select(docs, kind):
+            for r in role["rules"]:
+                for field in ("apiGroups", "resources", "verbs", "resourceNames", "nonResourceURLs"):
+                    assert all("*" not in v for v in r.get(field) or []), f"{kind} {field} has a wildcard: {r}"
+                assert "secrets" not in (r.get("resources") or []), f"{kind} grants secrets: {r}"
+                assert not {"escalate", "bind", "impersonate"} & set(r.get("verbs") or [])
+
+
+def test_lease_role_is_namespaced_and_limited_to_the_lease(docs: list[dict[str, Any]]) -> None:
+    role = one(docs, "Role", "py-scheduler-leader-election")
+    grants = set(expand(role["rules"]))
+    assert grants == {
+        ("coordination.k8s.io", "leases", "create", ()),
+        ("coordination.k8s.io", "leases", "get", ("py-scheduler",)),
+        ("coordination.k8s.io", "leases", "update", ("py-scheduler",)),
+    }
+
+
+@pytest.mark.parametrize("kind", ["ClusterRoleBinding", "RoleBinding"])
+def test_bindings_name_the_service_account(docs: list[dict[str, Any]], kind: str) -> None:
+    b = one(docs, kind)
+    assert b["subjects"] == [{"kind": "ServiceAccount", "name": "py-scheduler", "namespace": NS}]
+    role_kind = "ClusterRole" if kind == "ClusterRoleBinding" else "Role"
+    assert b["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": role_kind,
+        "name": one(docs, role_kind)["metadata"]["name"],
+    }
+
+
+def test_scheduler_config_loads_with_leader_election_on_its_own_lease(docs: list[dict[str, Any]]) -> None:
+    cfg = load_dict(yaml.safe_load(scheduler_config_text(docs)))
+    assert [p.scheduler_name for p in cfg.profiles] == ["py-scheduler"]
+    le = cfg.leader_election
+    assert le.leader_elect is True
+    assert (le.resource_namespace, le.resource_name) == (NS, "py-scheduler")
+    assert (le.lease_duration_seconds, le.renew_deadline_seconds, le.retry_period_seconds) == (15, 10, 2)
+    role = one(docs, "Role", "py-scheduler-leader-election")
+    assert role["metadata"]["namespace"] == le.resource_namespace
+    assert any(le.resource_name in (r.get("resourceNames") or []) for r in role["rules"])
+
+
+def test_deployment_is_two_hardened_replicas_with_probes(docs: list[dict[str, Any]]) -> None:
+    dep = one(docs, "Deployment", "py-scheduler")
+    assert dep["spec"]["replicas"] == 2
+    pod = dep["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == "py-scheduler"
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    (c,) = pod["containers"]
+    sc = c["securityContext"]
+    assert sc["runAsNonRoot"] is True
+    assert sc["readOnlyRootFilesystem"] is True
+    assert sc["allowPrivilegeEscalation"] is False
+    assert sc["capabilities"] == {"drop": ["ALL"]}
+    assert sc["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert not sc.get("privileged")
+    for kind in ("requests", "limits"):
+        assert set(c["resources"][kind]) == {"cpu", "memory"}
+    port = {p["name"]: p["containerPort"] for p in c["ports"]}["http-metrics"]
+    assert f"--metrics-port={port}" in c["args"]
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http-metrics"}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http-metrics"}
+    # The config comes from the generated ConfigMap, mounted where --config points.
+    cm = one(docs, "ConfigMap")["metadata"]["name"]
+    vols = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["name"]: m for m in c["volumeMounts"]}
+    assert vols["config"]["configMap"]["name"] == cm
+    assert f"--config={mounts['config']['mountPath']}/config.yaml" in c["args"]
+    assert mounts["config"]["readOnly"] is True
+    assert "tmp" in mounts and "emptyDir" in vols["tmp"], "a writable /tmp on a read-only root"
+    assert not any(v.get("hostPath") for v in pod["volumes"])
+    assert dep["spec"]["selector"]["matchLabels"].items() <= dep["spec"]["template"]["metadata"]["labels"].items()
+
+
+def test_metrics_service_selects_the_scheduler_pods(docs: list[dict[str, Any]]) -> None:
+    svc = one(docs, "Service", "py-scheduler-metrics")
+    dep = one(docs, "Deployment", "py-scheduler")
+    assert svc["spec"]["selector"].items() <= dep["spec"]["template"]["metadata"]["labels"].items()
+    (port,) = svc["spec"]["ports"]
+    assert port["targetPort"] == "http-metrics"
+
+
+def test_namespace_enforces_the_restricted_pod_security_standard(docs: list[dict[str, Any]]) -> None:
+    labels = one(docs, "Namespace", NS)["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+def test_forbidden_detector_catches_denials_and_ignores_ordinary_numbers() -> None:
+    """e2e/run.py fails a run on these lines; latencies or counts that happen to be 403 must not trip it."""
+    lines = [
+        '{"kind": "PersistentVolume", "status": 403, "event": "cannot list objects; plugins reading them see none"}',
+        'WARNING kopf: persistentvolumes is forbidden: User "system:serviceaccount:x:y" cannot list resource',
+        "kubernetes.client.exceptions.ApiException: (403)",
+        '{"pod": "ns/p", "node": "n", "latency_ms": 403.0, "event": "bound"}',
+        '{"event": "caches synced", "pods": 403, "nodes": 1403}',
+    ]
+    assert forbidden_lines("\n".join(lines)) == lines[:3]

@@ -1,0 +1,267 @@
+"""Unit tests of the benchmark harness's pure parts (e2e/perf): statistics, summary ratios, the results JSON
+shape, the markdown table, workload templates and sizes, /proc parsing and py-spy profile summaries."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from e2e.perf import procstat, stats, workloads
+from e2e.perf.__main__ import parse_sizes, plan
+from e2e.perf.profile import area, parse_raw, summarize
+from e2e.perf.runner import cpu_breakdown
+from e2e.perf.schedulers import kube_scheduler_config, py_scheduler_config
+
+# ---- percentile / batch metrics
+
+
+def test_percentile_interpolates_like_numpy() -> None:
+    xs = [1.0, 2.0, 3.0, 4.0]
+    assert stats.percentile(xs, 0) == 1.0
+    assert stats.percentile(xs, 100) == 4.0
+    assert stats.percentile(xs, 50) == 2.5
+    assert stats.percentile(xs, 90) == pytest.approx(3.7)
+    assert stats.percentile([5.0], 99) == 5.0
+    assert stats.percentile([], 50) is None
+    assert stats.percentile([3.0, 1.0, 2.0], 50) == 2.0  # unsorted input
+
+
+def test_percentile_rejects_out_of_range() -> None:
+    with pytest.raises(ValueError):
+        stats.percentile([1.0], 101)
+
+
+def test_batch_metrics_throughput_and_latency() -> None:
+    created = {f"p{i}": 10.0 + i * 0.1 for i in range(10)}  # 10.0 .. 10.9
+    bound = {f"p{i}": created[f"p{i}"] + 0.5 for i in range(10)}  # last at 11.4
+    m = stats.batch_metrics(created, bound, expected=10)
+    assert m["pods_per_second"] == pytest.approx(10 / 1.4, abs=0.1)
+    assert m["latency_p50_ms"] == 500.0
+    assert m["latency_p99_ms"] == 500.0
+    assert m["all_bound"] is True
+    assert m["bound"] == 10
+
+
+def test_batch_metrics_partial_and_empty() -> None:
+    m = stats.batch_metrics({"a": 0.0, "b": 0.0}, {"a": 2.0}, expected=2)
+    assert m["all_bound"] is False
+    assert m["bound"] == 1
+    assert m["pods_per_second"] == 0.5
+    empty = stats.batch_metrics({}, {}, expected=0)
+    assert empty["pods_per_second"] is None and empty["all_bound"] is False
+    # a binding of a pod the batch did not create is ignored
+    assert stats.batch_metrics({"a": 0.0}, {"a": 1.0, "zz": 0.5}, expected=1)["bound"] == 1
+
+
+def test_creation_rate() -> None:
+    assert stats.creation_rate([0.0, 0.5, 1.0]) == 2.0
+    assert stats.creation_rate([1.0]) is None
+
+
+# ---- medians, ratios, JSON shape, markdown
+
+
+def _run(sched: str, rep: int, pps: float | None, **kw: object) -> dict[str, object]:
+    r: dict[str, object] = {
+        "workload": "SchedulingBasic", "nodes": 500, "pods": 1000, "scheduler": sched, "repeat": rep,
+        "pods_per_second": pps, "latency_p50_ms": 10.0, "latency_p90_ms": 20.0, "latency_p99_ms": 30.0,
+        "cpu_seconds_per_1000": 1.0, "peak_rss_mb": 100.0, "all_bound": True,
+    }  # fmt: skip
+    r.update(kw)
+    return r
+
+
+RUNS = [
+    _run("py", 1, 100.0), _run("kube", 1, 400.0), _run("ceiling", 1, 500.0),
+    _run("py", 2, 120.0), _run("kube", 2, 380.0), _run("ceiling", 2, 520.0),
+    _run("py", 3, 90.0), _run("kube", 3, 420.0), _run("ceiling", 3, 480.0),
+]  # fmt: skip
+
+
+def test_summary_ratios_use_medians() -> None:
+    (s,) = stats.summarize(RUNS)
+    assert s["py_over_kube"] == pytest.approx(100 / 400, abs=1e-3)
+    assert s["py_over_ceiling"] == pytest.approx(100 / 500, abs=1e-3)
+    assert s["py_pods_per_second"] == 100.0
+
+
+def test_summary_missing_scheduler_gives_none() -> None:
+    (s,) = stats.summarize([r for r in RUNS if r["scheduler"] != "kube"])
+    assert s["py_over_kube"] is None
+    assert s["py_over_ceiling"] is not None
+
+
+def test_medians_ignore_failed_values() -> None:
+    runs = [*RUNS, _run("py", 4, None, all_bound=False)]
+    m = stats.medians(runs, "SchedulingBasic", 500, 1000, "py")
+    assert m["n"] == 4
+    assert m["pods_per_second"] == 100.0
+    assert m["pods_per_second_min"] == 90.0 and m["pods_per_second_max"] == 120.0
+    assert m["all_bound"] is False
+
+
+def test_document_json_shape() -> None:
+    doc = stats.document({"cpus": 2}, RUNS, {"note": "x"})
+    assert set(doc) == {"machine", "runs", "summary", "notes"}
+    assert json.loads(json.dumps(doc)) == doc
+    for r in doc["runs"]:
+        assert set(stats.RUN_KEYS) <= set(r)
+    for s in doc["summary"]:
+        assert set(stats.SUMMARY_KEYS) <= set(s)
+    assert "notes" not in stats.document({}, RUNS)
+
+
+def test_markdown_has_a_row_per_scheduler_and_ratios() -> None:
+    md = stats.markdown(stats.document({"cpus": 2}, RUNS))
+    rows = [line for line in md.splitlines() if line.startswith("| SchedulingBasic")]
+    assert len(rows) == 4  # py, kube, ceiling + the ratio row
+    assert "| py | 3 | 100.0 | 90.0-120.0 |" in md
+    assert "| 0.250 | 0.200 |" in md
+
+
+# ---- workloads
+
+
+@pytest.mark.parametrize("name", list(workloads.WORKLOADS))
+def test_templates_are_upstream_shaped(name: str) -> None:
+    wl = workloads.WORKLOADS[name]
+    for make in (wl.init_template, wl.measure_template):
+        t = make()
+        (c,) = t["spec"]["containers"]
+        assert c["name"] == "pause" and c["image"].startswith("registry.k8s.io/pause:")
+        if make is not workloads.pod_with_label:
+            assert c["resources"]["requests"] == {"cpu": "100m", "memory": "500Mi"}
+            assert c["resources"]["limits"] == c["resources"]["requests"]
+
+
+def test_pod_body_sets_name_namespace_scheduler_without_touching_template() -> None:
+    t = workloads.pod_with_pod_anti_affinity()
+    p = workloads.pod_body(t, "pod-1", "sched-1", "bench")
+    assert p["metadata"]["name"] == "pod-1" and p["metadata"]["namespace"] == "sched-1"
+    assert p["spec"]["schedulerName"] == "bench"
+    assert "name" not in t["metadata"] and "schedulerName" not in t["spec"]
+    term = p["spec"]["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert set(term["namespaces"]) == {"sched-0", "sched-1"}
+    assert term["labelSelector"]["matchLabels"] == p["metadata"]["labels"] == {"color": "green"}
+
+
+def test_specific_templates() -> None:
+    spread = workloads.pod_with_topology_spreading()["spec"]["topologySpreadConstraints"][0]
+    assert spread["maxSkew"] == 5 and spread["whenUnsatisfiable"] == "DoNotSchedule"
+    assert spread["topologyKey"] == "topology.kubernetes.io/zone"
+    pref = workloads.pod_with_preferred_pod_affinity()["spec"]["affinity"]["podAffinity"]
+    assert pref["preferredDuringSchedulingIgnoredDuringExecution"][0]["weight"] == 1
+    na = workloads.pod_with_node_affinity()["spec"]["affinity"]["nodeAffinity"]
+    expr = na["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"][0]
+    assert expr == {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone-0", "zone-1"]}
+    svc = workloads.service()
+    assert svc["spec"]["selector"] == workloads.pod_with_label()["metadata"]["labels"]
+
+
+def test_sizes_follow_upstream() -> None:
+    w = workloads.WORKLOADS
+    assert w["SchedulingBasic"].sizes(500, 1000) == (500, 1000)
+    assert w["SchedulingBasic"].sizes(5000, 10000) == (1000, 10000)
+    assert w["SchedulingPodAntiAffinity"].sizes(500, 1000) == (100, 400)  # upstream 500Nodes
+    assert w["SchedulingPodAntiAffinity"].sizes(5000, 2000) == (1000, 2000)
+    assert w["TopologySpreading"].sizes(500, 1000) == (1000, 1000)
+    assert w["SchedulingBasic"].sizes(500, 1000, init=0) == (0, 1000)
+
+
+def test_default_suite() -> None:
+    suite = workloads.default_suite()
+    assert ("SchedulingBasic", 5000, 10000) in suite
+    assert {w for w, _, _ in suite} == set(workloads.WORKLOADS)
+    assert all(n < workloads.LARGE_NODES for _, n, _ in workloads.default_suite(skip_large=True))
+
+
+def test_violations() -> None:
+    assert workloads.violations("SchedulingPodAntiAffinity", {"a/1": "node-1", "b/2": "node-1", "b/3": "node-2"}) == 1
+    assert workloads.violations("SchedulingNodeAffinity", {"a/1": "node-0", "b/2": "node-2", "b/3": "node-5"}) == 2
+    spread = {f"sched-1/p{i}": "node-0" for i in range(7)}
+    assert workloads.violations("TopologySpreading", spread) == 2  # skew 7 > maxSkew 5
+    assert workloads.violations("SchedulingBasic", spread) is None
+
+
+# ---- CLI planning, configs
+
+
+def test_parse_sizes_and_plan() -> None:
+    assert parse_sizes("500x1000, 1000X3000") == [(500, 1000), (1000, 3000)]
+
+    class A:
+        suite = "all"
+        workload = ["SchedulingBasic,TopologySpreading"]
+        nodes = 0
+        pods = 0
+        sizes = None
+        skip_large = True
+
+    assert plan(A()) == [  # type: ignore[arg-type]
+        ("SchedulingBasic", 500, 1000), ("SchedulingBasic", 1000, 3000),
+        ("TopologySpreading", 500, 1000), ("TopologySpreading", 1000, 3000),
+    ]  # fmt: skip
+
+
+def test_scheduler_configs() -> None:
+    k = kube_scheduler_config("/k", "bench", 5000, 5000)
+    assert k["clientConnection"] == {"kubeconfig": "/k", "qps": 5000, "burst": 5000}
+    assert k["leaderElection"] == {"leaderElect": False}
+    assert k["profiles"] == [{"schedulerName": "bench"}]
+    p = py_scheduler_config("bench", {"SelectorSpread": 1})
+    assert p["profiles"][0]["plugins"]["score"]["enabled"] == [{"name": "SelectorSpread", "weight": 1}]
+
+
+# ---- /proc parsing, CPU accounting, profiles
+
+
+def test_parse_stat_handles_spaces_in_comm() -> None:
+    line = "123 (py sched (x)) S 1 2 3 4 5 6 7 8 9 10 " + f"{procstat.CLK_TCK * 3} {procstat.CLK_TCK} 0 0 20 0 1"
+    ppid, cpu = procstat.parse_stat(line)
+    assert ppid == 1 and cpu == pytest.approx(4.0)
+
+
+def test_parse_status_and_proc_stat() -> None:
+    assert procstat.parse_status_kb("Name:\tx\nVmHWM:\t  2048 kB\nVmRSS: 10 kB\n", "VmHWM") == 2048
+    assert procstat.parse_status_kb("Name: x\n", "VmHWM") is None
+    t = procstat.CLK_TCK
+    text = f"cpu  {t} 0 {t} {10 * t} {t} 0 0 0 0 0\ncpu0 ..."
+    assert procstat.parse_proc_stat_busy(text) == pytest.approx(2.0)
+
+
+def test_own_process_is_measurable() -> None:
+    import os
+
+    assert procstat.cpu_seconds(os.getpid()) > 0
+    rss = procstat.peak_rss_mb(os.getpid())
+    assert rss is not None and rss > 1
+
+
+def test_cpu_breakdown() -> None:
+    c0 = {"scheduler": 1.0, "kube-apiserver": 10.0, "etcd": 5.0, "watcher": 0.0}
+    c1 = {"scheduler": 3.0, "kube-apiserver": 14.0, "etcd": 6.0, "watcher": 0.5}
+    out = cpu_breakdown(c0, c1, harness=1.5, machine_busy=10.0, bound=1000)
+    assert out["cpu_seconds_per_1000"] == 2.0
+    assert out["kube-apiserver_cpu_seconds_per_1000"] == 4.0
+    assert out["etcd_cpu_seconds_per_1000"] == 1.0
+    assert out["harness_cpu_seconds_per_1000"] == 2.0
+    assert out["foreign_cpu_seconds"] == 1.0  # 10 - (2 + 4 + 1 + 0.5 + 1.5)
+
+
+def test_profile_summary() -> None:
+    raw = [
+        "main (a/scheduler/cli.py:10);loop (a/scheduler/scheduler.py:5);score (a/scheduler/plugins/x.py:3) 6",
+        "main (a/scheduler/cli.py:10);loop (a/scheduler/scheduler.py:7);loads (/usr/lib/json/decoder.py:1) 3",
+        "main (a/scheduler/cli.py:12);x (/v/site-packages/kopf/_core/r.py:9) 1",
+        "garbage",
+    ]
+    stacks = parse_raw(raw)
+    assert len(stacks) == 3
+    s = summarize(stacks)
+    assert s["samples"] == 10
+    assert s["self"][0] == ("score (a/scheduler/plugins/x.py)", 6)
+    assert ("main (a/scheduler/cli.py)", 10) in s["inclusive"]  # lines merged per function
+    assert dict(s["areas"]) == {"scheduler/plugins": 6, "stdlib:decoder": 3, "kopf": 1}
+    assert area("f (/x/site-packages/urllib3/response.py:1)") == "urllib3"

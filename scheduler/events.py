@@ -127,7 +127,8 @@ class ApiEventSink:
                 s.last_seen = now
                 if s.name and now - s.last_patch >= self._interval:
                     s.last_patch = now
-                    self._submit(lambda s=s, c=s.count: self._patch_series(s, c))
+                    series, count = s, s.count
+                    self._submit(lambda: self._patch_series(series, count))
                 return
             s = _Series("", pod.namespace, 1, now, now)
             self._series[key] = s

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import structlog
 
@@ -23,6 +23,7 @@ from scheduler.cache.objects import ObjectStore
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.events import EventSink
+from scheduler.framework.fit_error import FitError, FrameworkError, NoNodesAvailableError
 from scheduler.framework.interface import CycleState, NodeToStatus
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status, unresolvable
@@ -37,12 +38,11 @@ from scheduler.framework.types import (
     EventResource,
 )
 from scheduler.metrics import Metrics
-from scheduler.model.node import Node, node_from_api
+from scheduler.model.node import node_from_api
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.queue.events import node_scheduling_properties_change, pod_scheduling_properties_change
 from scheduler.queue.queued_pod_info import QueuedPodInfo
 from scheduler.queue.scheduling_queue import PriorityQueue, QueueProfile
-from scheduler.framework.fit_error import FitError, FrameworkError, NoNodesAvailableError
 from scheduler.schedule_one import SchedulingAlgorithm, handle_schedule_error
 
 log = structlog.get_logger(__name__)
@@ -101,7 +101,7 @@ class Scheduler:
         bind_workers: int = 16,
         synchronous_binding: bool = False,
         rng: random.Random | None = None,
-        tie_break: str = "random",
+        tie_break: Literal["random", "name"] = "random",
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
@@ -330,15 +330,15 @@ class Scheduler:
         except Exception as exc:
             self._failure(fwk, qpi, error_status(exc), cycle, start, message=str(exc), plugins=set())
             return
-        st = fwk.run_reserve_plugins_reserve(state, assumed, host)
-        if st is not None and st.code != Code.SUCCESS:
+        reserve = fwk.run_reserve_plugins_reserve(state, assumed, host)
+        if reserve is not None and reserve.code != Code.SUCCESS:
             self._undo(fwk, state, assumed, host)
-            self._failure(fwk, qpi, st, cycle, start, message=st.message, plugins={st.plugin} - {""})
+            self._failure(fwk, qpi, reserve, cycle, start, message=reserve.message, plugins={reserve.plugin} - {""})
             return
-        st = fwk.run_permit_plugins(state, assumed, host)
-        if st is not None and st.code not in (Code.SUCCESS, Code.WAIT):
+        permit = fwk.run_permit_plugins(state, assumed, host)
+        if permit is not None and permit.code not in (Code.SUCCESS, Code.WAIT):
             self._undo(fwk, state, assumed, host)
-            self._failure(fwk, qpi, st, cycle, start, message=st.message, plugins={st.plugin} - {""})
+            self._failure(fwk, qpi, permit, cycle, start, message=permit.message, plugins={permit.plugin} - {""})
             return
         if self.outcomes is not None:
             scores = {

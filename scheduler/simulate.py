@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
@@ -69,7 +69,7 @@ def _with_defaults(o: dict[str, Any], i: int) -> dict[str, Any]:
     return {**o, "metadata": meta}
 
 
-def _build(config_path: str | None, pod_objs: list[dict[str, Any]], seed: int | None, tie_break: str) -> Scheduler:
+def _build(config_path: str | None, pod_objs: list[dict[str, Any]], seed: int | None, tie_break: Literal["random", "name"]) -> Scheduler:
     from scheduler.config.load import ConfigError, build_registry, load
 
     names = sorted({(p.get("spec") or {}).get("schedulerName") or "default-scheduler" for p in pod_objs})
@@ -87,7 +87,7 @@ def _build(config_path: str | None, pod_objs: list[dict[str, Any]], seed: int | 
 
 def run_simulation(
     cluster_path: str, pods_path: str, config_path: str | None = None, *, seed: int | None = None,
-    tie_break: str = "random",
+    tie_break: Literal["random", "name"] = "random",
 ) -> list[dict[str, Any]]:
     cluster = [_with_defaults(o, i) for i, o in enumerate(_load_objects(cluster_path))]
     pods = [_with_defaults(o, i + len(cluster)) for i, o in enumerate(_load_objects(pods_path))]

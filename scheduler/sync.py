@@ -36,7 +36,7 @@ def list_all(api: client.ApiClient, path: str, field_selector: str = "", limit: 
         )
         resp = api.call_api(method, url, header_params=headers)
         resp.read()
-        data = json.loads(resp.data)
+        data = json.loads(resp.data or b"{}")
         yield from data.get("items") or []
         cont = (data.get("metadata") or {}).get("continue") or ""
         if not cont:

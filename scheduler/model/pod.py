@@ -78,7 +78,7 @@ class Pod:
         raw = dict(self.raw)
         raw["spec"] = spec
         copy = Pod.__new__(Pod)
-        for f in Pod.__slots__:  # type: ignore[attr-defined]
+        for f in Pod.__slots__:
             setattr(copy, f, getattr(self, f))
         copy.raw = raw
         copy.node_name = node_name

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-import time
 import subprocess
+import time
 from collections import Counter
 
 from kubernetes import client

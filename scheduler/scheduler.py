@@ -109,7 +109,7 @@ class Scheduler:
         self.sink = sink
         self.metrics = metrics
         self.clock = clock
-        self.cache = Cache(ttl=config.assumed_pod_ttl_seconds)
+        self.cache = Cache(ttl=config.assumed_pod_ttl_seconds, clock=clock)
         self.objects = ObjectStore()
         self.snapshot = Snapshot()
         self.handle = _Handle(self)
@@ -127,6 +127,7 @@ class Scheduler:
             pod_initial_backoff=config.pod_initial_backoff_seconds,
             pod_max_backoff=config.pod_max_backoff_seconds,
             pod_max_in_unschedulable=config.pod_max_in_unschedulable_pods_seconds,
+            clock=clock,
         )
         self.algorithm = SchedulingAlgorithm(
             percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,

@@ -69,7 +69,9 @@ def _with_defaults(o: dict[str, Any], i: int) -> dict[str, Any]:
     return {**o, "metadata": meta}
 
 
-def _build(config_path: str | None, pod_objs: list[dict[str, Any]], seed: int | None, tie_break: Literal["random", "name"]) -> Scheduler:
+def _build(
+    config_path: str | None, pod_objs: list[dict[str, Any]], seed: int | None, tie_break: Literal["random", "name"]
+) -> Scheduler:
     from scheduler.config.load import ConfigError, build_registry, load
 
     names = sorted({(p.get("spec") or {}).get("schedulerName") or "default-scheduler" for p in pod_objs})

@@ -1,0 +1,179 @@
+"""The scheduler core without an API server: event routing, assume/forget around binding, requeue."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from scheduler.config.load import build_registry, load_dict
+from scheduler.events import RecordingEventSink
+from scheduler.model.pod import Pod
+from scheduler.scheduler import ADDED, DELETED, MODIFIED, Scheduler
+
+
+def node(name: str, cpu: str = "4", zone: str = "a") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": "1",
+                     "labels": {"topology.kubernetes.io/zone": zone, "kubernetes.io/hostname": name}},
+        "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}},
+    }
+
+
+def pod(name: str, cpu: str = "1", node_name: str = "", scheduler: str = "py-scheduler", rv: str = "1",
+        priority: int = 0) -> dict[str, Any]:
+    spec: dict[str, Any] = {"schedulerName": scheduler, "priority": priority,
+                            "containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}]}
+    if node_name:
+        spec["nodeName"] = node_name
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}", "resourceVersion": rv,
+                         "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": spec}
+
+
+class Binder:
+    """Binds, or raises the queued errors first."""
+
+    def __init__(self, errors: list[BaseException] | None = None) -> None:
+        self.errors = list(errors or [])
+        self.bound: list[tuple[str, str]] = []
+
+    def bind(self, p: Pod, node_name: str) -> None:
+        if self.errors:
+            raise self.errors.pop(0)
+        self.bound.append((p.key, node_name))
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make(binder: Binder, sink: RecordingEventSink | None = None, clock: Clock | None = None) -> Scheduler:
+    cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                     "profiles": [{"schedulerName": "py-scheduler"}]})
+    return Scheduler(cfg, build_registry(cfg), binder, sink or RecordingEventSink(), None,
+                     synchronous_binding=True, rng=random.Random(1), tie_break="name", clock=clock or Clock())
+
+
+def test_pod_is_assumed_bound_and_confirmed() -> None:
+    b = Binder()
+    s = make(b)
+    s.on_node_event(ADDED, node("n1"))
+    s.on_pod_event(ADDED, pod("p"))
+    assert s.schedule_one(timeout=0)
+    assert b.bound == [("default/p", "n1")]
+    assert s.cache.is_assumed("uid-p")
+    s.on_pod_event(MODIFIED, pod("p", node_name="n1", rv="2"))
+    assert not s.cache.is_assumed("uid-p")
+    assert s.cache.pod_count() == 1
+    assert s.queue.lengths()["active"] == 0
+
+
+def test_bind_failure_forgets_and_requeues_with_event() -> None:
+    b = Binder([ApiException(status=500, reason="boom")])
+    sink = RecordingEventSink()
+    clock = Clock()
+    s = make(b, sink, clock)
+    s.on_node_event(ADDED, node("n1"))
+    s.on_pod_event(ADDED, pod("p"))
+    s.schedule_one(timeout=0)
+    assert b.bound == []
+    assert not s.cache.is_assumed("uid-p")
+    assert s.cache.pod_count() == 0, "the assumed pod must be forgotten"
+    assert [e[2] for e in sink.events] == ["FailedScheduling"]
+    assert sink.conditions["default/p"][0] == "SchedulerError"
+    assert s.queue.queue_of(s._pending["uid-p"]) == "backoff"
+    # After its (1 s) error backoff it comes back and binds.
+    clock.now += 2.0
+    s.queue.flush_backoff_completed()
+    assert s.schedule_one(timeout=0)
+    assert b.bound == [("default/p", "n1")]
+
+
+def test_pod_deleted_before_bind_is_not_requeued() -> None:
+    b = Binder([ApiException(status=404, reason="NotFound")])
+    s = make(b)
+    s.on_node_event(ADDED, node("n1"))
+    s.on_pod_event(ADDED, pod("p"))
+    s.on_pod_event(DELETED, pod("p"))  # the delete arrives while the pod is in flight
+    s.schedule_one(timeout=0.1)
+    assert s.cache.pod_count() == 0
+    assert all(n == 0 for n in s.queue.lengths().values())
+
+
+def test_unschedulable_pod_gets_message_and_moves_on_node_add() -> None:
+    sink = RecordingEventSink()
+    s = make(Binder(), sink)
+    s.on_node_event(ADDED, node("n1", cpu="1"))
+    s.on_pod_event(ADDED, pod("big", cpu="2"))
+    s.schedule_one(timeout=0)
+    reason, message = sink.conditions["default/big"]
+    assert reason == "Unschedulable"
+    assert message == "0/1 nodes are available: 1 Insufficient cpu."
+    assert s.queue.lengths()["unschedulable"] == 1
+    s.on_node_event(ADDED, node("n2", cpu="4"))
+    assert s.queue.lengths()["unschedulable"] == 0, "NodeAdd must move the pod out of the unschedulable pool"
+
+
+def test_pods_of_other_schedulers_only_count_in_usage() -> None:
+    b = Binder()
+    s = make(b)
+    s.on_node_event(ADDED, node("n1", cpu="2"))
+    s.on_pod_event(ADDED, pod("theirs", scheduler="default-scheduler"))
+    s.on_pod_event(ADDED, pod("bound-theirs", cpu="2", node_name="n1", scheduler="default-scheduler"))
+    assert not s.schedule_one(timeout=0), "nothing of ours to schedule"
+    assert s.cache.pod_count() == 1
+    s.on_pod_event(ADDED, pod("ours", cpu="1"))
+    s.schedule_one(timeout=0)
+    assert b.bound == [], "n1 is full with the other scheduler's pod"
+
+
+def test_higher_priority_pod_is_scheduled_first() -> None:
+    b = Binder()
+    s = make(b)
+    s.on_node_event(ADDED, node("n1", cpu="1"))
+    s.on_pod_event(ADDED, pod("low", priority=1))
+    s.on_pod_event(ADDED, pod("high", priority=100))
+    s.schedule_one(timeout=0)
+    s.schedule_one(timeout=0)
+    assert b.bound == [("default/high", "n1")]
+
+
+def test_malformed_pod_is_reported_not_crashing() -> None:
+    sink = RecordingEventSink()
+    b = Binder()
+    s = make(b, sink)
+    s.on_node_event(ADDED, node("n1"))
+    bad = pod("bad", cpu="lots")
+    s.on_pod_event(ADDED, bad)
+    s.on_pod_event(ADDED, pod("good"))
+    s.schedule_one(timeout=0)
+    s.schedule_one(timeout=0)
+    assert b.bound == [("default/good", "n1")]
+    reason, message = sink.conditions["default/bad"]
+    assert reason == "Unschedulable"
+    assert "spec.containers[0].resources.requests.cpu" in message
+    assert "'lots'" in message
+
+
+@pytest.mark.parametrize("ttl", [0.0, 30.0])
+def test_assumed_pod_expiry_follows_ttl(ttl: float) -> None:
+    clock = Clock()
+    cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                     "pyScheduler": {"assumedPodTTLSeconds": ttl}})
+    s = Scheduler(cfg, build_registry(cfg), Binder(), RecordingEventSink(), None, synchronous_binding=True,
+                  clock=clock)
+    s.on_node_event(ADDED, node("n1"))
+    s.on_pod_event(ADDED, pod("p"))
+    s.schedule_one(timeout=0)
+    clock.now += 31.0
+    s.housekeeping()
+    assert s.cache.is_assumed("uid-p") is (ttl == 0.0)

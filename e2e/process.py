@@ -31,3 +31,26 @@ def stop_scheduler(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> int:
             proc.kill()
             proc.wait(5)
     return proc.returncode
+
+
+def start_kube_scheduler(
+    bin_dir: Path, kubeconfig: str | os.PathLike[str], workdir: Path, scheduler_name: str,
+    plugins: dict[str, object] | None = None, qps: int = 50, burst: int = 100,
+) -> subprocess.Popen[bytes]:
+    """Run upstream kube-scheduler (built by e2e/cluster) serving `scheduler_name`, for parity tests
+    and benchmarks. `plugins` is a profile's `plugins` stanza."""
+    import json
+
+    cfg = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "clientConnection": {"kubeconfig": str(kubeconfig), "qps": qps, "burst": burst},
+        "leaderElection": {"leaderElect": False},
+        "profiles": [{"schedulerName": scheduler_name, **({"plugins": plugins} if plugins else {})}],
+    }
+    workdir.mkdir(parents=True, exist_ok=True)
+    path = workdir / f"kube-scheduler-{scheduler_name}.yaml"
+    path.write_text(json.dumps(cfg))  # JSON is YAML
+    log = open(workdir / f"kube-scheduler-{scheduler_name}.log", "ab")  # noqa: SIM115 - owned by the child
+    cmd = [str(bin_dir / "kube-scheduler"), f"--config={path}", "--secure-port=0", "--v=2"]
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

@@ -6,6 +6,7 @@ these checks run everywhere the suite runs; a missing kubectl is a failure, not 
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -196,3 +197,38 @@ def test_forbidden_detector_catches_denials_and_ignores_ordinary_numbers() -> No
         '{"event": "caches synced", "pods": 403, "nodes": 1403}',
     ]
     assert forbidden_lines("\n".join(lines)) == lines[:3]
+
+
+def test_kind_cluster_has_one_control_plane_and_three_zoned_workers() -> None:
+    cfg = yaml.safe_load((ROOT / "e2e" / "kind" / "kind-config.yaml").read_text())
+    assert cfg["kind"] == "Cluster" and cfg["apiVersion"] == "kind.x-k8s.io/v1alpha4"
+    roles = [n["role"] for n in cfg["nodes"]]
+    assert roles == ["control-plane", "worker", "worker", "worker"]
+    zones = [n["labels"]["topology.kubernetes.io/zone"] for n in cfg["nodes"] if n["role"] == "worker"]
+    assert len(set(zones)) == 3
+
+
+def test_kind_overlay_deploys_the_image_run_sh_builds() -> None:
+    kubectl = build_binaries(build=False) / "kubectl"
+    out = subprocess.run(
+        [str(kubectl), "kustomize", str(ROOT / "e2e" / "kind" / "overlay")], check=True, capture_output=True, text=True
+    ).stdout
+    dep = one([d for d in yaml.safe_load_all(out) if d], "Deployment", "py-scheduler")
+    (c,) = dep["spec"]["template"]["spec"]["containers"]
+    run_sh = (ROOT / "e2e" / "kind" / "run.sh").read_text()
+    assert f'IMAGE="{c["image"]}"' in run_sh
+    assert c["imagePullPolicy"] == "IfNotPresent" and not c["image"].endswith(":latest")
+
+
+def test_kind_run_without_docker_or_kind_stops_with_exit_code_2(tmp_path: Path) -> None:
+    """Only `dirname` on PATH: docker and kind are missing whatever this machine has installed."""
+    (tmp_path / "dirname").symlink_to(shutil.which("dirname") or "/usr/bin/dirname")
+    res = subprocess.run(
+        ["/bin/bash", str(ROOT / "e2e" / "kind" / "run.sh")],
+        env={"PATH": str(tmp_path), "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert res.returncode == 2, res.stderr
+    assert "docker kind not found on PATH" in res.stderr

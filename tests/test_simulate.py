@@ -86,12 +86,12 @@ def test_json_output_has_decisions_filters_and_scores(tmp_path: Path, capsys: py
     assert a["scores"]["n3"] == {"NodeResourcesFit": 62, "TaintToleration": 100, "total": 362}
     assert a["scores"]["n1"] == {"NodeResourcesFit": 42, "TaintToleration": 100, "total": 342}
     assert a["filtered"] == {"n2": {"plugin": "TaintToleration",
-                                    "reason": "node(s) had untolerated taint {dedicated: gpu}"}}
+                                    "reason": "node(s) had untolerated taint(s)"}}
     assert a["message"] == ""
     # b sees a on n3: n3 cpu 2000/2000 -> 0, mem 2Gi/4Gi -> 50: 25 < n1's 42 (a's requests are counted).
     assert b["node"] == "n1"
     assert big["node"] is None
-    assert big["message"] == ("0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, "
+    assert big["message"] == ("0/3 nodes are available: 1 node(s) had untolerated taint(s), "
                               "2 Insufficient cpu.")
     assert big["filtered"]["n3"]["plugin"] == "NodeResourcesFit"
 

@@ -675,7 +675,8 @@ def create_nodes(
     from kubernetes import client as k8s
 
     api_client = _client_for_pool(client, workers)
-    api = k8s.CoreV1Api(api_client)
+    # Typed as Any: a plain dict body and a raw urllib3 response (no model deserialisation) are intended.
+    create_node: Callable[..., Any] = k8s.CoreV1Api(api_client).create_node
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     names = [f"{prefix}-{i}" for i in range(start, start + count)]
 
@@ -685,7 +686,7 @@ def create_nodes(
             ephemeral_storage=ephemeral_storage, labels=labels, taints=taints, now=now,
         )  # fmt: skip
         try:
-            resp = api.create_node(body, _preload_content=False, _request_timeout=60)
+            resp = create_node(body, _preload_content=False, _request_timeout=60)
             resp.read()
             resp.release_conn()
         except k8s.ApiException as e:

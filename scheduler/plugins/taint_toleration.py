@@ -2,7 +2,8 @@
 
 Filter: the first node taint with effect NoSchedule or NoExecute that no pod toleration tolerates
 rejects the node as UnschedulableAndUnresolvable (preemption cannot remove a taint), with the reason
-``node(s) had untolerated taint {<key>: <value>}``.
+``node(s) had untolerated taint(s)``: v1.34.10 no longer names the taint in the message (checked
+against the v1.34.10 source and the kube-scheduler binary; older releases printed ``{key: value}``).
 Score: the number of PreferNoSchedule taints not tolerated by the pod's tolerations whose effect is
 empty or PreferNoSchedule; NormalizeScore reverses it (100 - 100·c/max; all zero → 100).
 Toleration matching is core/v1 ToleratesTaint: an empty effect matches every effect, an empty key
@@ -35,9 +36,7 @@ PRE_SCORE_STATE_KEY = "PreScore" + NAME
 DO_NOT_SCHEDULE = frozenset({NO_SCHEDULE, NO_EXECUTE})
 
 
-def untolerated_reason(taint: Taint) -> str:
-    """The filter reason; the empty value still prints (``{key: }``) as upstream does."""
-    return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+UNTOLERATED_REASON = "node(s) had untolerated taint(s)"
 
 
 def prefer_no_schedule_tolerations(tolerations: Sequence[Toleration]) -> tuple[Toleration, ...]:
@@ -76,7 +75,7 @@ class TaintToleration:
         taint = first_untolerated(node.taints, pod.tolerations, DO_NOT_SCHEDULE)
         if taint is None:
             return None
-        return unresolvable(untolerated_reason(taint))
+        return unresolvable(UNTOLERATED_REASON)
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
         state.write(PRE_SCORE_STATE_KEY, prefer_no_schedule_tolerations(pod.tolerations))

@@ -36,12 +36,16 @@ PODS = """
 apiVersion: v1
 kind: Pod
 metadata: {name: a, namespace: default}
-spec: {schedulerName: py-scheduler, containers: [{name: c, image: nginx, resources: {requests: {cpu: "1", memory: 1Gi}}}]}
+spec:
+  schedulerName: py-scheduler
+  containers: [{name: c, image: nginx, resources: {requests: {cpu: "1", memory: 1Gi}}}]
 ---
 apiVersion: v1
 kind: Pod
 metadata: {name: b, namespace: default}
-spec: {schedulerName: py-scheduler, containers: [{name: c, image: nginx, resources: {requests: {cpu: "1", memory: 1Gi}}}]}
+spec:
+  schedulerName: py-scheduler
+  containers: [{name: c, image: nginx, resources: {requests: {cpu: "1", memory: 1Gi}}}]
 ---
 apiVersion: v1
 kind: Pod
@@ -117,7 +121,7 @@ def test_table_output_is_readable(tmp_path: Path, capsys: pytest.CaptureFixture[
 def test_malformed_input_names_object_and_field(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], cluster: str, fragment: str
 ) -> None:
-    code, out, err = run(tmp_path, capsys, cluster=cluster)
+    code, _, err = run(tmp_path, capsys, cluster=cluster)
     assert code == 2
     assert fragment in err
     assert "Traceback" not in err
@@ -126,7 +130,7 @@ def test_malformed_input_names_object_and_field(
 def test_malformed_pod_gets_a_message_not_a_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pods = ("apiVersion: v1\nkind: Pod\nmetadata: {name: bad}\nspec: {schedulerName: py-scheduler, containers: "
             "[{name: c, image: x, resources: {requests: {memory: 12XB}}}]}\n")
-    code, out, err = run(tmp_path, capsys, "--output", "json", pods=pods)
+    code, out, _ = run(tmp_path, capsys, "--output", "json", pods=pods)
     assert code == 0
     (r,) = json.loads(out)["results"]
     assert r["node"] is None

@@ -16,7 +16,8 @@ RUN python -m venv --without-pip /opt/py-scheduler
 COPY pyproject.toml README.md ./
 RUN mkdir -p scheduler && touch scheduler/__init__.py \
  && pip --python /opt/py-scheduler/bin/python install . \
- && pip --python /opt/py-scheduler/bin/python uninstall -y py-scheduler
+ && pip --python /opt/py-scheduler/bin/python uninstall -y py-scheduler \
+ && rm -rf build scheduler *.egg-info
 COPY scheduler ./scheduler
 RUN pip --python /opt/py-scheduler/bin/python install --no-deps . \
  && /opt/py-scheduler/bin/python -m compileall -q /opt/py-scheduler/lib \

@@ -94,6 +94,27 @@ class ApiWriter:
     def patch_pod_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
         self._call(self.core.patch_namespaced_pod_status, name, namespace, patch, _preload_content=False)
 
+    def delete_pod(self, namespace: str, name: str) -> None:
+        """DELETE the pod with default options (graceful), as preemption evicts its victims."""
+        resp = self._call(self.core.delete_namespaced_pod, name, namespace, _preload_content=False)
+        resp.release_conn()
+
+    def update_object(self, kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT a PersistentVolume or PersistentVolumeClaim (VolumeBinding's PreBind writes the claimRef /
+        the selected-node annotation) and return the object the API server stored. The object's
+        resourceVersion makes it a conditional update: a concurrent change is a final 409."""
+        body = {**obj, "apiVersion": "v1", "kind": kind}
+        meta = obj.get("metadata") or {}
+        if kind == "PersistentVolume":
+            resp = self._call(self.core.replace_persistent_volume, meta.get("name"), body, _preload_content=False)
+        elif kind == "PersistentVolumeClaim":
+            resp = self._call(self.core.replace_namespaced_persistent_volume_claim, meta.get("name"),
+                              meta.get("namespace"), body, _preload_content=False)
+        else:
+            raise ValueError(f"update_object: unsupported kind {kind}")
+        data: dict[str, Any] = json.loads(resp.data or b"{}")
+        return data
+
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> str:
         resp = self._call(self.events.create_namespaced_event, namespace, body, _preload_content=False)
         data = json.loads(resp.data or b"{}")

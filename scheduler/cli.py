@@ -21,10 +21,11 @@ def _run(args: argparse.Namespace) -> int:
     from scheduler.config.load import ConfigError, build_registry, load
     from scheduler.events import ApiEventSink
     from scheduler.metrics import Metrics
-    from scheduler.operator import OBJECT_KINDS, run_operator
+    from scheduler.operator import NON_TERMINAL_PODS, OBJECT_KINDS, run_operator
     from scheduler.ratelimit import TokenBucket
     from scheduler.scheduler import Scheduler
     from scheduler.sync import Resyncer, initial_sync
+    from scheduler.watch import PodStream, wait_synced
 
     try:
         cfg = load(args.config, args.scheduler_name or None)
@@ -44,16 +45,25 @@ def _run(args: argparse.Namespace) -> int:
     sink = ApiEventSink(writer)
     registry = build_registry(cfg)
     sched = Scheduler(cfg, registry, ApiBinder(writer), sink, metrics, bind_workers=args.bind_workers)
-    initial_sync(api, sched, OBJECT_KINDS)
+    stream_pods = args.pod_watch == "stream"
+    initial_sync(api, sched, OBJECT_KINDS, pods=not stream_pods)
+    stream = None
+    if stream_pods:
+        stream = PodStream(api.configuration, sched.on_pod_event, field_selector=NON_TERMINAL_PODS)
+        stream.start()
+        if not wait_synced(stream):
+            log.error("pod list did not complete; scheduling starts anyway")
     sched.start()
     resync = Resyncer(api, sched, period=args.resync_seconds)
     resync.start()
     log.info("py-scheduler started", profiles=[p.scheduler_name for p in cfg.profiles], qps=qps, burst=burst)
     stop = threading.Event()  # kopf handles SIGTERM/SIGINT itself and stops the operator
     try:
-        run_operator(sched, api.configuration, stop_flag=stop)
+        run_operator(sched, api.configuration, stop_flag=stop, watch_pods=not stream_pods)
     finally:
         resync.stop()
+        if stream is not None:
+            stream.stop()
         sched.stop()
         sink.close()
         log.info("py-scheduler stopped")
@@ -92,6 +102,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--burst", type=int, default=None)
     r.add_argument("--bind-workers", type=int, default=16)
     r.add_argument("--resync-seconds", type=float, default=300.0)
+    r.add_argument("--pod-watch", choices=["kopf", "stream"], default="kopf",
+                   help="read the pod stream with kopf's @on.event, or with the thin aiohttp list-watch")
     s = sub.add_parser("simulate", help="schedule pods against a cluster described in YAML, offline")
     s.add_argument("--cluster", required=True)
     s.add_argument("--pods", required=True)

@@ -45,7 +45,12 @@ def truncate_note(note: str) -> str:
 class EventSink(Protocol):
     """Where events and pod condition updates go: the API server, or a list in `simulate`."""
 
-    def event(self, pod: Pod, type_: str, reason: str, action: str, note: str, controller: str) -> None: ...
+    def event(
+        self, pod: Pod, type_: str, reason: str, action: str, note: str, controller: str, related: Pod | None = None
+    ) -> None:
+        """``pod`` is the object the event is about; ``related`` a second one (e.g. the preemptor)."""
+        ...
+
     def pod_condition(self, pod: Pod, reason: str, message: str, nominated_node: str | None) -> None: ...
 
 
@@ -116,9 +121,11 @@ class ApiEventSink:
             except queue.Full:
                 break
 
-    def event(self, pod: Pod, type_: str, reason: str, action: str, note: str, controller: str) -> None:
+    def event(
+        self, pod: Pod, type_: str, reason: str, action: str, note: str, controller: str, related: Pod | None = None
+    ) -> None:
         note = truncate_note(note)
-        key = (pod.uid, type_, reason, action, note, controller)
+        key = (pod.uid, type_, reason, action, note, controller, related.uid if related is not None else "")
         now = self._clock()
         with self._lock:
             s = self._series.get(key)
@@ -134,14 +141,17 @@ class ApiEventSink:
             self._series[key] = s
             if len(self._series) > 10000:
                 self._expire(now)
-        self._submit(lambda: self._create(s, pod, type_, reason, action, note, controller))
+        self._submit(lambda: self._create(s, pod, type_, reason, action, note, controller, related))
 
     def _expire(self, now: float) -> None:
         for k in [k for k, v in self._series.items() if now - v.last_seen >= self._ttl]:
             del self._series[k]
 
-    def _create(self, s: _Series, pod: Pod, type_: str, reason: str, action: str, note: str, ctl: str) -> None:
-        body = {
+    def _create(
+        self, s: _Series, pod: Pod, type_: str, reason: str, action: str, note: str, ctl: str,
+        related: Pod | None = None,
+    ) -> None:
+        body: dict[str, Any] = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
             "metadata": {"name": f"{pod.name}.{time.time_ns():x}", "namespace": pod.namespace},
@@ -152,15 +162,10 @@ class ApiEventSink:
             "reason": reason,
             "type": type_,
             "note": note,
-            "regarding": {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "namespace": pod.namespace,
-                "name": pod.name,
-                "uid": pod.uid,
-                "resourceVersion": pod.resource_version,
-            },
+            "regarding": _pod_ref(pod),
         }
+        if related is not None:
+            body["related"] = _pod_ref(related)
         s.name = self._writer.create_event(pod.namespace, body)
 
     def _patch_series(self, s: _Series, count: int) -> None:
@@ -183,7 +188,7 @@ class ApiEventSink:
         if item is None:
             return
         pod, reason, message, nominated = item
-        if _condition_unchanged(pod, reason, message) and nominated is None:
+        if _condition_unchanged(pod, reason, message) and nominated in (None, pod.nominated_node_name):
             return
         status: dict[str, Any] = {
             "conditions": [
@@ -206,6 +211,17 @@ class ApiEventSink:
                 raise
 
 
+def _pod_ref(pod: Pod) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "namespace": pod.namespace,
+        "name": pod.name,
+        "uid": pod.uid,
+        "resourceVersion": pod.resource_version,
+    }
+
+
 def _condition_unchanged(pod: Pod, reason: str, message: str) -> bool:
     for c in (pod.raw.get("status") or {}).get("conditions") or []:
         if c.get("type") == "PodScheduled":
@@ -219,9 +235,14 @@ class RecordingEventSink:
     def __init__(self) -> None:
         self.events: list[tuple[str, str, str, str]] = []  # (pod key, type, reason, note)
         self.conditions: dict[str, tuple[str, str]] = {}
+        self.nominated: dict[str, str] = {}  # pod key -> nominatedNodeName written ("" = cleared)
 
-    def event(self, pod: Pod, type_: str, reason: str, action: str, note: str, controller: str) -> None:
+    def event(
+        self, pod: Pod, type_: str, reason: str, action: str, note: str, controller: str, related: Pod | None = None
+    ) -> None:
         self.events.append((pod.key, type_, reason, truncate_note(note)))
 
     def pod_condition(self, pod: Pod, reason: str, message: str, nominated_node: str | None) -> None:
         self.conditions[pod.key] = (reason, message)
+        if nominated_node is not None:
+            self.nominated[pod.key] = nominated_node

@@ -373,16 +373,21 @@ class LeaderElector:
     # ----- one iteration (driven by the thread; by tests directly) -----
 
     def step(self) -> float:
-        """One acquire or renew attempt; returns the seconds to wait before the next one."""
+        """One acquire or renew attempt; returns the seconds to wait before the next one.
+
+        A successful write counts from when the attempt *began*: the API server wrote renewTime no
+        earlier, so others' view of the lease can only be younger and the renew deadline errs safe.
+        """
         retry = self.cfg.retry_period_seconds
+        began = self._clock()
         if not self._leading:
             if self.try_acquire_or_renew():
-                self._became_leader()
+                self._became_leader(began)
                 return retry
             return retry * (1 + self._rand() * JITTER_FACTOR)
         if self.try_acquire_or_renew():
             with self._lock:
-                self._last_renew = self._clock()
+                self._last_renew = began
             return retry
         if self._observed is not None and self._observed.holder_identity != self.identity:
             self._lost(f"lease taken over by {self._observed.holder_identity}")
@@ -478,10 +483,10 @@ class LeaderElector:
         self._observed = LeaseRecord.from_lease(lease) if lease.get("spec") else record
         self._observed_at = self._clock()
 
-    def _became_leader(self) -> None:
+    def _became_leader(self, began: float) -> None:
         with self._lock:
             self._leading = True
-            self._last_renew = self._clock()
+            self._last_renew = began
         self._state = State.LEADING
         log.info(
             "leader election: became leader",

@@ -34,6 +34,7 @@ OBJECT_KINDS: dict[str, tuple[str, str, str]] = {
     "StorageClass": ("storage.k8s.io", "v1", "storageclasses"),
     "CSINode": ("storage.k8s.io", "v1", "csinodes"),
     "CSIDriver": ("storage.k8s.io", "v1", "csidrivers"),
+    "CSIStorageCapacity": ("storage.k8s.io", "v1", "csistoragecapacities"),
     "PodDisruptionBudget": ("policy", "v1", "poddisruptionbudgets"),
 }
 
@@ -78,8 +79,10 @@ def build_registry(
     kinds: dict[str, tuple[str, str, str]],
     on_ready: Callable[[], None],
     chunk_size: int = 500,
+    watch_pods: bool = True,
 ) -> kopf.OperatorRegistry:
-    """A private kopf registry wired to one Scheduler."""
+    """A private kopf registry wired to one Scheduler. With `watch_pods` False the pod stream is
+    read by scheduler.watch.PodStream instead of kopf."""
     reg = kopf.OperatorRegistry()
 
     @kopf.on.startup(registry=reg)
@@ -96,9 +99,11 @@ def build_registry(
     def login(**_: Any) -> kopf.ConnectionInfo:
         return connection_info(credentials)
 
-    @kopf.on.event("", "v1", "pods", registry=reg)
-    async def pod_event(event: Any, **_: Any) -> None:
-        sched.on_pod_event(_event_type(event), event["object"])
+    if watch_pods:
+
+        @kopf.on.event("", "v1", "pods", registry=reg)
+        async def pod_event(event: Any, **_: Any) -> None:
+            sched.on_pod_event(_event_type(event), event["object"])
 
     @kopf.on.event("", "v1", "nodes", registry=reg)
     async def node_event(event: Any, **_: Any) -> None:
@@ -119,9 +124,11 @@ def run_operator(
     kinds: dict[str, tuple[str, str, str]] | None = None,
     stop_flag: threading.Event | None = None,
     on_ready: Callable[[], None] = lambda: None,
+    watch_pods: bool = True,
 ) -> None:
     """Run kopf in this thread's event loop until SIGTERM/SIGINT or `stop_flag`."""
-    reg = build_registry(sched, credentials, OBJECT_KINDS if kinds is None else kinds, on_ready)
+    reg = build_registry(sched, credentials, OBJECT_KINDS if kinds is None else kinds, on_ready,
+                         watch_pods=watch_pods)
     try:
         import uvloop
 

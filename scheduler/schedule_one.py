@@ -170,8 +170,10 @@ class SchedulingAlgorithm:
             # the zone interleaving and makes runs reproducible. Names not in the snapshot are dropped.
             wanted = pre_result.node_names
             nodes = [n for n in all_nodes if n.name in wanted]
+            # Upstream formats diagnosis.UnschedulablePlugins, the very set the narrowing plugins were put
+            # in: it also holds the plugins that rejected the nominated node just above.
             diagnosis.node_to_status.absent = unresolvable(
-                f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(narrowing))}]"
+                f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(diagnosis.unschedulable_plugins))}]"
             )
         feasible, failure = self._filter_nodes(fwk, state, pod, diagnosis, nodes, nominator)
         # Advance even on error, so every node keeps its chance of being examined.

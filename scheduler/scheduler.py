@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import structlog
 
@@ -22,9 +22,10 @@ from scheduler.cache.cache import Cache, SnapshotInconsistentError
 from scheduler.cache.objects import ObjectStore
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config.types import SchedulerConfiguration
-from scheduler.events import EventSink
+from scheduler.events import EventSink, rfc3339
 from scheduler.framework.fit_error import FitError, FrameworkError, NoNodesAvailableError
 from scheduler.framework.interface import CycleState, NodeToStatus
+from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status, unresolvable
 from scheduler.framework.status import error as error_status
@@ -54,6 +55,14 @@ class Binder(Protocol):
     """Posts a Binding; raises on failure (the scheduler maps exceptions to a Status)."""
 
     def bind(self, pod: Pod, node_name: str) -> None: ...
+
+
+@runtime_checkable
+class PodWriter(Protocol):
+    """The API writes preemption makes (ApiWriter); they raise on failure (``status`` 404: gone)."""
+
+    def patch_pod_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None: ...
+    def delete_pod(self, namespace: str, name: str) -> None: ...
 
 
 @dataclass(slots=True)
@@ -88,6 +97,41 @@ class _Handle:
     def parallelism(self) -> int:
         return self._s.config.parallelism
 
+    # preemption (PreemptionHandle)
+
+    def rng(self) -> random.Random:
+        return self._s.rng
+
+    def latest_pod(self, pod: Pod) -> Pod | None:
+        return self._s._pending.get(pod.uid)
+
+    def preempt(self, victim: Pod, preemptor: Pod, node_name: str, plugin: str) -> Status | None:
+        return self._s.preempt_victim(victim, preemptor, node_name, plugin)
+
+    def clear_nominated_node(self, pod: Pod) -> Status | None:
+        return self._s.clear_nominated_node(pod)
+
+    # volume binding (VolumeBinding's PreBind)
+
+    def update_object(self, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        """PUT a PersistentVolume or PersistentVolumeClaim and return the stored object. Without an API
+        writer (simulate) the write, and what the PV controller or a provisioner would do next, are
+        applied to the object store as their watch events would be."""
+        writer = getattr(self._s.binder, "writer", None)
+        if writer is not None:
+            result: Mapping[str, Any] = writer.update_object(kind, obj)
+            return result
+        from scheduler.plugins.volume_util import apply_offline_update
+
+        written = apply_offline_update(self._s.objects, kind, obj)
+        for k, o in written:
+            self._s.on_object_event(k, MODIFIED, o)
+        return written[0][1]
+
+    def pod_exists(self, pod: Pod) -> bool:
+        """The pod has not been deleted (as far as the watch told)."""
+        return pod.uid in self._s._pod_seen
+
 
 class Scheduler:
     def __init__(
@@ -103,9 +147,17 @@ class Scheduler:
         rng: random.Random | None = None,
         tie_break: Literal["random", "name"] = "random",
         clock: Callable[[], float] = time.monotonic,
+        pod_writer: PodWriter | None = None,
     ) -> None:
         self.config = config
         self.binder = binder
+        # Preemption's API writes: given, or the API binder's writer. Without one (simulate, tests)
+        # a preempted victim is removed at once, as its deletion event would remove it.
+        writer = pod_writer if pod_writer is not None else getattr(binder, "writer", None)
+        self.pod_writer: PodWriter | None = writer if isinstance(writer, PodWriter) else None
+        self.rng = rng if rng is not None else random.Random()
+        # (victim key, preemptor key, node) of every preemption, in order (read by simulate).
+        self.preemptions: list[tuple[str, str, str]] = []
         self.sink = sink
         self.metrics = metrics
         self.clock = clock
@@ -131,7 +183,7 @@ class Scheduler:
         )
         self.algorithm = SchedulingAlgorithm(
             percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
-            rng=rng or random.Random(),
+            rng=self.rng,
             tie_break=tie_break,
         )
         # Unassigned pods this scheduler is responsible for, as last seen (the podLister re-read on failure).
@@ -409,8 +461,10 @@ class Scheduler:
         if not isinstance(exc, FitError | NoNodesAvailableError | FrameworkError):
             log.exception("scheduling algorithm failed", pod=qpi.pod.key)
         failure = handle_schedule_error(fwk, state, qpi.pod, exc)
-        if failure.nominated_node_name:
-            self.queue.nominator.add_nominated_pod(qpi.pod, failure.nominated_node_name)
+        latest = self._pending.get(qpi.pod.uid)
+        if failure.nominated_node_name is not None and latest is not None:
+            # Set (preemption) or clear ("") the nomination now, not when the status patch comes back.
+            self.queue.nominator.add_nominated_pod(latest, failure.nominated_node_name)
         diagnosis = exc.diagnosis if isinstance(exc, FitError) else None
         self._failure(
             fwk, qpi, failure.status, cycle, start,
@@ -462,6 +516,58 @@ class Scheduler:
         self.sink.event(latest, "Warning", "FailedScheduling", "Scheduling", message, fwk.profile_name)
         self.sink.pod_condition(latest, reason, message, "" if clear_nominated else nominated)
 
+    # ----- preemption (the handle's API edge) -----
+
+    def preempt_victim(self, victim: Pod, preemptor: Pod, node_name: str, plugin: str) -> Status | None:
+        """Evict one preemption victim (upstream Evaluator.PreemptPod): a pod waiting at Permit in the
+        preemptor's profile is rejected; any other gets DisruptionTarget=True (reason
+        PreemptionByScheduler) and is deleted. A victim already deleted counts as preempted, with no
+        event; otherwise the victim gets a Preempted event."""
+        fwk = self.frameworks.get(preemptor.scheduler_name)
+        waiting = fwk.get_waiting_pod(victim.uid) if fwk is not None else None
+        if waiting is not None:
+            waiting.reject(plugin, "preempted")
+            log.info("preemptor rejected a waiting pod", preemptor=preemptor.key, victim=victim.key, node=node_name)
+        elif self.pod_writer is None:
+            self.on_pod_event(DELETED, victim.raw)
+        else:
+            condition = disruption_target_condition(victim, preemptor)
+            try:
+                if condition is not None:
+                    self.pod_writer.patch_pod_status(victim.namespace, victim.name,
+                                                     {"status": {"conditions": [condition]}})
+            except Exception as exc:
+                log.error("could not add the DisruptionTarget condition", victim=victim.key, error=str(exc))
+                return error_status(exc)
+            try:
+                self.pod_writer.delete_pod(victim.namespace, victim.name)
+            except Exception as exc:
+                if getattr(exc, "status", None) == 404:
+                    log.info("victim already deleted", preemptor=preemptor.key, victim=victim.key, node=node_name)
+                    return None
+                log.error("could not delete the victim", victim=victim.key, error=str(exc))
+                return error_status(exc)
+            log.info("preempted", preemptor=preemptor.key, victim=victim.key, node=node_name)
+        self.preemptions.append((victim.key, preemptor.key, node_name))
+        controller = fwk.profile_name if fwk is not None else preemptor.scheduler_name
+        self.sink.event(victim, "Normal", "Preempted", "Preempting",
+                        f"Preempted by pod {preemptor.uid} on node {node_name}", controller, related=preemptor)
+        return None
+
+    def clear_nominated_node(self, pod: Pod) -> Status | None:
+        """Remove a pod's status.nominatedNodeName (if its object has one); without an API server
+        the in-memory nomination is dropped directly."""
+        if self.pod_writer is None:
+            self.queue.nominator.delete_nominated_pod_if_exists(pod)
+            return None
+        if not pod.nominated_node_name:
+            return None
+        try:
+            self.pod_writer.patch_pod_status(pod.namespace, pod.name, {"status": {"nominatedNodeName": None}})
+        except Exception as exc:
+            return error_status(exc)
+        return None
+
     def bind_via_binder(self, pod: Pod, node_name: str) -> Status | None:
         """DefaultBinder's Bind: the API POST (live) or the recording binder (simulate)."""
         try:
@@ -469,3 +575,29 @@ class Scheduler:
         except Exception as exc:
             return error_status(exc)
         return None
+
+
+def disruption_target_condition(victim: Pod, preemptor: Pod) -> dict[str, Any] | None:
+    """The DisruptionTarget condition preemption puts on a victim; None when it already has it."""
+    message = f"{preemptor.scheduler_name}: preempting to accommodate a higher priority pod"
+    transition = rfc3339()
+    for c in (victim.raw.get("status") or {}).get("conditions") or []:
+        if c.get("type") != DISRUPTION_TARGET:
+            continue
+        if c.get("status") == "True":
+            if c.get("reason") == REASON_PREEMPTION_BY_SCHEDULER and c.get("message") == message:
+                return None
+            transition = c.get("lastTransitionTime") or transition
+        break
+    condition: dict[str, Any] = {
+        "type": DISRUPTION_TARGET,
+        "status": "True",
+        "reason": REASON_PREEMPTION_BY_SCHEDULER,
+        "message": message,
+        "lastProbeTime": None,
+        "lastTransitionTime": transition,
+    }
+    generation = (victim.raw.get("metadata") or {}).get("generation")
+    if isinstance(generation, int) and generation > 0:
+        condition["observedGeneration"] = generation  # PodObservedGenerationTracking (beta, on in 1.34)
+    return condition

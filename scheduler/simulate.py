@@ -1,7 +1,9 @@
 """`py-scheduler simulate`: the live scheduler core on an in-memory cluster, with a recording binder.
 
 Pods are scheduled one at a time in file order; each placed pod is confirmed into the cache before
-the next, exactly as the watch would confirm a binding.
+the next, exactly as the watch would confirm a binding. A pod that preempts gets its victims removed
+from the cluster at once (as their deletion would) and one more attempt, which normally lands it on
+its nominated node; its result lists the victims.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import yaml
 
 from scheduler.binding import RecordingBinder
 from scheduler.events import RecordingEventSink
-from scheduler.model.pod import pod_from_api
+from scheduler.model.pod import Pod, pod_from_api
 from scheduler.operator import OBJECT_KINDS
 from scheduler.scheduler import ADDED, DELETED, MODIFIED, Outcome, Scheduler
 
@@ -109,33 +111,58 @@ def run_simulation(
             sched.on_object_event(kind, ADDED, o)
         else:
             raise SimulationError(f"{cluster_path}: {_ident(o)}: unsupported kind {kind}")
-    return [_result(o) for o in _schedule_each(sched, pods)]
+    return [_result(o, victims) for o, victims in _schedule_each(sched, pods)]
 
 
-def _schedule_each(sched: Scheduler, pods: list[dict[str, Any]]) -> Iterator[Outcome]:
+def _attempt(sched: Scheduler) -> Outcome | None:
+    """Run scheduling cycles until one records an outcome (None: nothing left to schedule)."""
     assert sched.outcomes is not None
+    before = len(sched.outcomes)
+    while sched.schedule_one(timeout=0):
+        if len(sched.outcomes) > before:
+            return sched.outcomes[-1]
+    return None
+
+
+def _schedule_each(sched: Scheduler, pods: list[dict[str, Any]]) -> Iterator[tuple[Outcome, list[str]]]:
     for obj in pods:
         pod = pod_from_api(obj)
         if pod.scheduler_name not in sched.frameworks:
-            yield Outcome(pod, None, f"no profile for schedulerName {pod.scheduler_name!r}")
+            yield Outcome(pod, None, f"no profile for schedulerName {pod.scheduler_name!r}"), []
             continue
         sched.on_pod_event(ADDED, obj)
-        before = len(sched.outcomes)
-        while sched.schedule_one(timeout=0):
-            if len(sched.outcomes) > before:
-                break
-        if len(sched.outcomes) == before:
+        preempted_before = len(sched.preemptions)
+        outcome = _attempt(sched)
+        if outcome is None:
             msg = _queue_message(sched, pod.key)
             sched.on_pod_event(DELETED, obj)
-            yield Outcome(pod, None, msg)
+            yield Outcome(pod, None, msg), []
             continue
-        outcome = sched.outcomes[-1]
+        victims = [v for v, by, _ in sched.preemptions[preempted_before:] if by == pod.key]
+        nominated = sched.queue.nominator.nominated_node_name(pod)
+        if outcome.node is None and victims and nominated:
+            obj = _retry_after_preemption(sched, obj, pod, nominated)
+            outcome = _attempt(sched) or outcome
         if outcome.node:
             bound = {**obj, "spec": {**(obj.get("spec") or {}), "nodeName": outcome.node}}
             sched.on_pod_event(MODIFIED, bound)  # what the watch would deliver: confirms the assumed pod
         else:
             sched.on_pod_event(DELETED, obj)  # one attempt per pod: it must not come back from backoff
-        yield outcome
+        yield outcome, victims
+
+
+def _retry_after_preemption(sched: Scheduler, obj: dict[str, Any], pod: Pod, nominated: str) -> dict[str, Any]:
+    """What the live scheduler sees next: the nominatedNodeName status update, then (victims gone) a
+    new attempt. Returns the updated object."""
+    meta = obj.get("metadata") or {}
+    obj = {
+        **obj,
+        "metadata": {**meta, "resourceVersion": f"{meta.get('resourceVersion', '')}+nominated"},
+        "status": {**(obj.get("status") or {}), "nominatedNodeName": nominated},
+    }
+    sched.on_pod_event(MODIFIED, obj)
+    sched.queue.activate([pod])
+    return obj
 
 
 def _queue_message(sched: Scheduler, key: str) -> str:
@@ -147,7 +174,7 @@ def _queue_message(sched: Scheduler, key: str) -> str:
     return reasons or "pod was not scheduled (waiting in the queue)"
 
 
-def _result(o: Outcome) -> dict[str, Any]:
+def _result(o: Outcome, victims: list[str]) -> dict[str, Any]:
     filtered: dict[str, dict[str, str]] = {}
     if o.statuses is not None:
         for node, st in sorted(o.statuses.statuses.items()):
@@ -159,6 +186,7 @@ def _result(o: Outcome) -> dict[str, Any]:
         "message": o.message,
         "filtered": filtered,
         "scores": o.scores or {},
+        "victims": victims,
     }
 
 
@@ -169,6 +197,8 @@ def format_table(results: list[dict[str, Any]]) -> str:
         lines.append(f"{r['pod']:<40} -> {r['node'] or '(unschedulable)'}")
         if r["message"]:
             lines.append(f"    {r['message']}")
+        if r.get("victims"):
+            lines.append(f"    preempted {', '.join(r['victims'])}")
         for node, f in r["filtered"].items():
             lines.append(f"    filtered {node}: {f['plugin']}: {f['reason']}")
         top = sorted(r["scores"].items(), key=lambda kv: (-kv[1].get("total", 0), kv[0]))[:5]

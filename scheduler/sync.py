@@ -47,8 +47,10 @@ def _path(group: str, version: str, plural: str) -> str:
     return f"/api/{version}/{plural}" if not group else f"/apis/{group}/{version}/{plural}"
 
 
-def initial_sync(api: client.ApiClient, sched: Scheduler, kinds: dict[str, tuple[str, str, str]]) -> None:
-    """Load nodes, other objects and pods before the scheduling loop starts."""
+def initial_sync(
+    api: client.ApiClient, sched: Scheduler, kinds: dict[str, tuple[str, str, str]], pods: bool = True
+) -> None:
+    """Load nodes, other objects and (unless a PodStream delivers them) pods before scheduling starts."""
     start = time.monotonic()
     nodes = 0
     for obj in list_all(api, "/api/v1/nodes"):
@@ -60,11 +62,11 @@ def initial_sync(api: client.ApiClient, sched: Scheduler, kinds: dict[str, tuple
                 sched.on_object_event(kind, ADDED, obj)
         except client.ApiException as exc:
             log.warning("cannot list objects; plugins reading them see none", kind=kind, status=exc.status)
-    pods = 0
-    for obj in list_all(api, "/api/v1/pods", NON_TERMINAL_PODS):
+    count = 0
+    for obj in list_all(api, "/api/v1/pods", NON_TERMINAL_PODS) if pods else ():
         sched.on_pod_event(ADDED, obj)
-        pods += 1
-    log.info("caches synced", nodes=nodes, pods=pods, seconds=round(time.monotonic() - start, 2))
+        count += 1
+    log.info("caches synced", nodes=nodes, pods=count, seconds=round(time.monotonic() - start, 2))
 
 
 class Resyncer:

@@ -280,6 +280,26 @@ def test_leader_that_cannot_renew_stops_leading_at_the_renew_deadline() -> None:
     assert a.liveness() is None, "a stopped elector is not a liveness failure"
 
 
+def test_a_slow_renewal_counts_from_when_it_began() -> None:
+    """The API server wrote renewTime during the request; the deadline must not start at its end."""
+    store, clock = FakeStore(), FakeClock()
+    a = elector("a", store, clock)
+    real_update = store.update
+
+    def slow_update(lease: Mapping[str, Any], record: LeaseRecord) -> dict[str, Any]:
+        clock.advance(2.5)
+        return real_update(lease, record)
+
+    store.update = slow_update  # type: ignore[method-assign]
+    a.step()  # create: not slow
+    clock.advance(2)
+    began = clock.t
+    a.step()  # renewal taking 2.5 s
+    assert a.is_leader
+    clock.t = began + CFG.renew_deadline_seconds
+    assert not a.is_leader
+
+
 def test_leader_that_sees_another_holder_stops_at_once() -> None:
     store, clock, calls = FakeStore(), FakeClock(), Calls()
     a = elector("a", store, clock, calls)

@@ -232,3 +232,18 @@ def test_kind_run_without_docker_or_kind_stops_with_exit_code_2(tmp_path: Path) 
     )
     assert res.returncode == 2, res.stderr
     assert "docker kind not found on PATH" in res.stderr
+
+
+def test_dockerfile_is_multi_stage_non_root_and_ships_only_the_venv() -> None:
+    lines = [ln.strip() for ln in (ROOT / "Dockerfile").read_text().splitlines() if ln.strip()]
+    froms = [ln for ln in lines if ln.startswith("FROM ")]
+    assert len(froms) >= 2 and " AS build" in froms[0], "a build stage and a final stage"
+    final = lines[lines.index(froms[-1]) :]
+    users = [ln.split()[1] for ln in final if ln.startswith("USER ")]
+    assert users and users[-1].split(":")[0].isdigit() and users[-1].split(":")[0] != "0", users
+    copies = [ln for ln in final if ln.startswith("COPY ")]
+    assert copies == ["COPY --from=build /opt/py-scheduler /opt/py-scheduler"], "the final stage gets only the venv"
+    assert not any(tool in ln for ln in final for tool in ("apt-get install", "gcc", "build-essential"))
+    ignore = [ln.strip() for ln in (ROOT / ".dockerignore").read_text().splitlines() if ln.strip()[:1] not in ("", "#")]
+    assert ignore[0] == "*", ".dockerignore starts from nothing (no .venv, .git, .cluster in the context)"
+    assert {"!pyproject.toml", "!README.md", "!scheduler"} <= set(ignore)

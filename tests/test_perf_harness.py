@@ -211,7 +211,7 @@ def test_scheduler_configs() -> None:
     assert k["leaderElection"] == {"leaderElect": False}
     assert k["profiles"] == [{"schedulerName": "bench"}]
     p = py_scheduler_config("bench", {"SelectorSpread": 1})
-    assert p["profiles"][0]["plugins"]["score"]["enabled"] == [{"name": "SelectorSpread", "weight": 1}]
+    assert p["profiles"][0]["plugins"]["multiPoint"]["enabled"] == [{"name": "SelectorSpread", "weight": 1}]
 
 
 # ---- /proc parsing, CPU accounting, profiles

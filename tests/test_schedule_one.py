@@ -208,6 +208,18 @@ def test_prefilter_result_narrows_nodes_and_explains_the_others() -> None:
     assert info.value.diagnosis.unschedulable_plugins == {"Narrow", "Busy"}
 
 
+def test_prefilter_result_message_names_plugins_that_rejected_the_nominated_node() -> None:
+    """The absent nodes' reason lists diagnosis.UnschedulablePlugins, which by then also holds the
+    plugins that rejected the nominated node (its status stays in the diagnosis too)."""
+    busy = Reject("Busy", {"n0": unschedulable("busy"), "n1": unschedulable("busy")})
+    fwk = build({"preFilter": [PreF("Narrow", PreFilterResult({"n1"}))], "filter": [busy]})
+    with pytest.raises(FitError) as info:
+        SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod(nominated="n0"), Lister(make_nodes(3)))
+    assert str(info.value) == (
+        "0/3 nodes are available: 1 node(s) didn't satisfy plugin(s) [Busy Narrow], 2 busy."
+    )
+
+
 def test_prefilter_result_restricts_the_choice() -> None:
     fwk = build(
         {

@@ -8,7 +8,7 @@ from typing import Any
 
 from e2e.perf.stats import SCHEDULERS, groups, medians
 
-COLORS = {"py": "#3776ab", "kube": "#326ce5", "ceiling": "#999999"}
+COLORS = {"py": "#3776ab", "kube": "#f28e2b", "ceiling": "#b0b0b0"}
 HATCH = {"py": "", "kube": "//", "ceiling": ".."}
 
 

@@ -52,6 +52,7 @@ class Options:
     qps: float = 5000
     burst: int = 5000
     timeout: float = 900.0  # measured batch: creation start -> all bound
+    stall: float = 120.0  # give up when no pod got bound for this long
     init_timeout: float = 900.0
     scheduler_name: str = "bench-scheduler"
     creators: int = 32
@@ -136,12 +137,18 @@ class SizeRunner:
         self, watcher: PodWatcher, ns: str, n: int, timeout: float, proc: subprocess.Popen[bytes], what: str
     ) -> bool:
         t0 = time.monotonic()
-        last_report = t0
+        last_report = last_change = t0
+        last_got = -1
         while True:
             got = watcher.bound_count(ns)
             if got >= n:
                 return True
             now = time.monotonic()
+            if got != last_got:
+                last_got, last_change = got, now
+            elif now - last_change > self.opts.stall:
+                log(f"  {what}: no progress for {self.opts.stall:.0f} s ({got}/{n} bound): giving up")
+                return False
             if proc.poll() is not None:
                 log(f"  {what}: scheduler exited with code {proc.returncode} ({got}/{n} bound)")
                 return False

@@ -35,12 +35,13 @@ def kube_scheduler_config(kubeconfig: str, scheduler_name: str, qps: float, burs
 
 
 def py_scheduler_config(scheduler_name: str, score_plugins: Mapping[str, int]) -> dict[str, Any]:
-    """The default profile plus extra score plugins (SelectorSpread for SchedulingSelectorSpread)."""
+    """The default profile plus extra score plugins (SelectorSpread for SchedulingSelectorSpread), enabled
+    through multiPoint so that their preScore runs too (as upstream's multiPoint expansion does)."""
     enabled = [{"name": n, "weight": w} for n, w in score_plugins.items()]
     return {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
-        "profiles": [{"schedulerName": scheduler_name, "plugins": {"score": {"enabled": enabled}}}],
+        "profiles": [{"schedulerName": scheduler_name, "plugins": {"multiPoint": {"enabled": enabled}}}],
     }
 
 

@@ -4,8 +4,8 @@ Source: kube-scheduler v1.34 ``pkg/scheduler/apis/config/v1/default_plugins.go``
 
 * ``DEFAULT_MULTIPOINT`` is upstream's MultiPoint list in order, with score weights. Upstream inserts
   ``DynamicResources`` before ``DefaultPreemption`` when the DynamicResourceAllocation gate is on (GA,
-  default on, in 1.34); we do not implement DRA, so it is left out. Pods with resource claims are
-  therefore not handled specially.
+  default on, in 1.34), and so do we: our DynamicResources does not allocate devices (it rejects pods
+  with resource claims) but gives every other pod upstream's verdicts and PostFilter message.
 * ``EXTENSION_POINTS_BY_PLUGIN`` replaces upstream's reflection (which interfaces a plugin type
   implements) for in-tree plugins: MultiPoint must expand the same way whether or not a plugin module
   has been written yet, and a profile must resolve identically on every machine. Third-party plugins
@@ -43,6 +43,7 @@ DEFAULT_MULTIPOINT: tuple[tuple[str, int], ...] = (
     ("VolumeZone", 0),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
+    ("DynamicResources", 0),
     ("DefaultPreemption", 0),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
@@ -77,6 +78,7 @@ EXTENSION_POINTS_BY_PLUGIN: dict[str, frozenset[str]] = {
     "VolumeZone": _points("preFilter", "filter"),
     "PodTopologySpread": _points("preFilter", "filter", "preScore", "score"),
     "InterPodAffinity": _points("preFilter", "filter", "preScore", "score"),
+    "DynamicResources": _points("preEnqueue", "preFilter", "filter", "postFilter", "reserve", "preBind"),
     "DefaultPreemption": _points("preEnqueue", "postFilter"),
     "NodeResourcesBalancedAllocation": _points("preScore", "score"),
     "ImageLocality": _points("score"),

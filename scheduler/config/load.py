@@ -42,8 +42,9 @@ Differences from upstream, on purpose:
 * pluginConfig for a plugin that is not enabled is validated (as upstream) and then ignored (upstream
   ignores it too); the resolved ``Profile.plugin_config`` holds args for every enabled plugin, ``{}``
   for plugins without args.
-* ``DynamicResources`` is not part of the default set (no DRA support); VolumeBinding does not score
-  (upstream only scores with the alpha StorageCapacityScoring gate) — see ``defaults.py``.
+* ``DynamicResources`` is in the default set but allocates nothing: pods with resource claims are
+  rejected (known limitation); VolumeBinding does not score (upstream only scores with the alpha
+  StorageCapacityScoring gate) — see ``defaults.py``.
 
 Plugin resolution follows upstream exactly (``default_plugins.go`` mergePluginSet, then the
 framework's MultiPoint expansion):

@@ -6,6 +6,7 @@ implements; the runtime checks with isinstance against these runtime-checkable p
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -115,6 +116,40 @@ class Handle(Protocol):
     def nominated_pods_for(self, node_name: str) -> Sequence[Pod]: ...
     def bind(self, pod: Pod, node_name: str) -> Status | None: ...
     def parallelism(self) -> int: ...
+
+
+class PreemptionHandle(Handle, Protocol):
+    """The Handle plus what preemption needs (upstream's framework.Handle has all of it in one).
+
+    A separate protocol so that handles of plugins that never preempt need not implement it; the
+    scheduler's handle (wrapped by the framework's) provides every method."""
+
+    def rng(self) -> random.Random:
+        """The scheduler's random source (seedable), e.g. for preemption's start offset."""
+        ...
+
+    def latest_pod(self, pod: Pod) -> Pod | None:
+        """The most recent version of a pending pod the scheduler has seen; None if it is gone."""
+        ...
+
+    def preempt(self, victim: Pod, preemptor: Pod, node_name: str, plugin: str) -> Status | None:
+        """Evict one victim: reject it if it waits at Permit, else set DisruptionTarget and delete
+        it; record the Preempted event. A victim already gone is a success."""
+        ...
+
+    def clear_nominated_node(self, pod: Pod) -> Status | None:
+        """Remove status.nominatedNodeName of a pod (lower-priority pods nominated to a preempted node)."""
+        ...
+
+    def run_filter_plugins_with_nominated_pods(
+        self, state: CycleState, pod: Pod, node_info: NodeInfo
+    ) -> Status | None: ...
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo
+    ) -> Status | None: ...
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo
+    ) -> Status | None: ...
 
 
 @runtime_checkable
@@ -267,6 +302,7 @@ __all__ = [
     "PreFilterPlugin",
     "PreFilterResult",
     "PreScorePlugin",
+    "PreemptionHandle",
     "QueueSortPlugin",
     "ReservePlugin",
     "ScoreExtensions",

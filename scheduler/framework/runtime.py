@@ -254,6 +254,19 @@ class FrameworkHandle:
     def reject_waiting_pod(self, uid: str) -> bool:
         return self.framework.reject_waiting_pod(uid)
 
+    def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        return self.framework.run_filter_plugins_with_nominated_pods(state, pod, node_info)
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        return self.framework.run_pre_filter_extension_add_pod(state, pod, pod_to_add, node_info)
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        return self.framework.run_pre_filter_extension_remove_pod(state, pod, pod_to_remove, node_info)
+
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name == "_base":
             raise AttributeError(name)  # no recursion while copying or before __init__ ran

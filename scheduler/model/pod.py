@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from scheduler.model.errors import InvalidObjectError
-from scheduler.model.resources import Resource, pod_requests
+from scheduler.model.resources import Resource, calculate_pod_resources
 from scheduler.model.taints import Toleration, parse_tolerations
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
@@ -59,8 +59,9 @@ class Pod:
 
     @property
     def has_affinity(self) -> bool:
-        """Any pod affinity or anti-affinity (NodeInfo.PodsWithAffinity)."""
-        return bool(self.affinity.get("podAffinity") or self.affinity.get("podAntiAffinity"))
+        """Pod affinity or anti-affinity present, even empty (``podAffinity: {}``): upstream's
+        podWithAffinity tests the pointers, not the terms (NodeInfo.PodsWithAffinity)."""
+        return self.affinity.get("podAffinity") is not None or self.affinity.get("podAntiAffinity") is not None
 
     @property
     def has_required_anti_affinity(self) -> bool:
@@ -97,8 +98,11 @@ def parse_time(value: object) -> float:
 
 
 def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
+    """util.GetHostPorts: restartable (sidecar) init containers' host ports, then the app containers';
+    regular init containers do not hold their ports while the pod runs."""
     out = []
-    for c in spec.get("containers") or []:
+    sidecars = [c for c in spec.get("initContainers") or [] if c.get("restartPolicy") == "Always"]
+    for c in sidecars + list(spec.get("containers") or []):
         for p in c.get("ports") or []:
             hp = p.get("hostPort") or 0
             if isinstance(hp, int) and hp > 0:
@@ -117,10 +121,11 @@ def pod_from_api(obj: Mapping[str, Any]) -> Pod:
     ident = f"pod {ns}/{name}"
     error: InvalidObjectError | None = None
     try:
-        requests = pod_requests(spec, ident)
-        non_zero = pod_requests(spec, ident, with_defaults=True)
+        resources = calculate_pod_resources(spec, status, ident)
+        requests = resources.requests
+        non_zero_cpu, non_zero_mem = resources.non_zero_milli_cpu, resources.non_zero_memory
     except InvalidObjectError as exc:
-        error, requests, non_zero = exc, Resource(), Resource()
+        error, requests, non_zero_cpu, non_zero_mem = exc, Resource(), 0, 0
     try:
         tolerations = parse_tolerations(spec.get("tolerations"), ident)
     except InvalidObjectError as exc:
@@ -142,8 +147,8 @@ def pod_from_api(obj: Mapping[str, Any]) -> Pod:
         phase=status.get("phase") or "",
         resource_version=meta.get("resourceVersion") or "",
         requests=requests,
-        non_zero_milli_cpu=non_zero.milli_cpu,
-        non_zero_memory=non_zero.memory,
+        non_zero_milli_cpu=non_zero_cpu,
+        non_zero_memory=non_zero_mem,
         host_ports=_host_ports(spec),
         tolerations=tolerations,
         node_selector=spec.get("nodeSelector") or {},

@@ -1,20 +1,94 @@
-"""Resource arithmetic: the scheduler's view of requests and allocatable (framework.Resource upstream)."""
+"""Resource arithmetic: the scheduler's view of requests and allocatable (framework.Resource upstream).
+
+Requests are aggregated as quantities (exact decimals) and converted to integers only at the end, as
+component-helpers' ``resource.PodRequests`` sums ``resource.Quantity`` values before the scheduler takes
+``MilliValue()`` / ``Value()`` (both round up): two containers asking for 0.5m cpu need 1m, not 2m.
+"""
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 
-from scheduler.model.quantity import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, resource_amount
+from scheduler.model.quantity import CPU, EPHEMERAL_STORAGE, HUGEPAGES_PREFIX, MEMORY, PODS, parse
 
 # Defaults used for scoring only, per container without a request (util/pod_resources.go upstream).
 DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
+ATTACHABLE_VOLUMES_PREFIX = "attachable-volumes-"
+REQUESTS_PREFIX = "requests."
+NATIVE_NAMESPACE = "kubernetes.io/"
+
+ResourceList = dict[str, Decimal]
+
+
+# --- resource names (k8s.io/kubernetes/pkg/apis/core/v1/helper, scheduler util) -------------------
+
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+
+
+def is_qualified_name(value: str) -> bool:
+    """validation.IsQualifiedName: optional DNS-subdomain prefix, '/', and a 63-char name."""
+    parts = value.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix):
+            return False
+    else:
+        return False
+    return 0 < len(name) <= 63 and _QUALIFIED_NAME.fullmatch(name) is not None
+
+
+def is_prefixed_native_resource(name: str) -> bool:
+    """Names in the kubernetes.io namespace are native even with a prefix (never ignorable)."""
+    return NATIVE_NAMESPACE in name
+
+
+def is_native_resource(name: str) -> bool:
+    """Unprefixed names (cpu, hugepages-2Mi, ...) and kubernetes.io ones belong to Kubernetes itself."""
+    return "/" not in name or is_prefixed_native_resource(name)
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """Outside kubernetes.io and valid as a quota name: only these may be ignored by args."""
+    if is_native_resource(name) or name.startswith(REQUESTS_PREFIX):
+        return False
+    return is_qualified_name(REQUESTS_PREFIX + name)
+
+
+def is_scalar_resource_name(name: str) -> bool:
+    """Resources the scheduler tracks besides cpu, memory, ephemeral-storage and pods."""
+    return (
+        is_extended_resource_name(name)
+        or name.startswith(HUGEPAGES_PREFIX)
+        or is_prefixed_native_resource(name)
+        or name.startswith(ATTACHABLE_VOLUMES_PREFIX)
+    )
+
+
+def milli_value(q: Decimal) -> int:
+    """Quantity.MilliValue(): rounds up."""
+    return math.ceil(q * 1000)
+
+
+def int_value(q: Decimal) -> int:
+    """Quantity.Value(): rounds up."""
+    return math.ceil(q)
+
 
 @dataclass(slots=True)
 class Resource:
-    """Amounts of compute resources; cpu in millicores, the rest in whole units."""
+    """Amounts of compute resources; cpu in millicores, the rest in whole units.
+
+    ``scalar`` holds only the names upstream's ``Resource.Add`` keeps (``IsScalarResourceName``):
+    extended resources, hugepages, kubernetes.io-prefixed and attachable-volumes names."""
 
     milli_cpu: int = 0
     memory: int = 0
@@ -24,10 +98,25 @@ class Resource:
 
     @classmethod
     def from_list(cls, rl: Mapping[str, object] | None, obj: str, fld: str) -> Resource:
-        """Build from a ResourceList dict such as status.allocatable or container requests."""
+        """Build from a ResourceList dict such as status.allocatable (framework.NewResource)."""
+        return cls.from_quantities(parse_resource_list(rl, obj, fld))
+
+    @classmethod
+    def from_quantities(cls, rl: Mapping[str, Decimal]) -> Resource:
+        """framework.Resource.Add of a parsed ResourceList: cpu in millicores, every value rounded up,
+        names that are not scalar resources dropped."""
         r = cls()
-        for name, value in (rl or {}).items():
-            r.set(name, resource_amount(name, value, obj, f"{fld}.{name}"))
+        for name, q in rl.items():
+            if name == CPU:
+                r.milli_cpu += milli_value(q)
+            elif name == MEMORY:
+                r.memory += int_value(q)
+            elif name == PODS:
+                r.allowed_pod_number += int_value(q)
+            elif name == EPHEMERAL_STORAGE:
+                r.ephemeral_storage += int_value(q)
+            elif is_scalar_resource_name(name):
+                r.scalar[name] = r.scalar.get(name, 0) + int_value(q)
         return r
 
     def get(self, name: str) -> int:
@@ -70,7 +159,7 @@ class Resource:
             self.scalar[k] = self.scalar.get(k, 0) - v
 
     def set_max(self, other: Resource) -> None:
-        """In-place per-resource maximum (init containers run one at a time)."""
+        """In-place per-resource maximum."""
         self.milli_cpu = max(self.milli_cpu, other.milli_cpu)
         self.memory = max(self.memory, other.memory)
         self.ephemeral_storage = max(self.ephemeral_storage, other.ephemeral_storage)
@@ -86,58 +175,206 @@ class Resource:
         return not (self.milli_cpu or self.memory or self.ephemeral_storage or any(self.scalar.values()))
 
 
-def _container_requests(
-    c: Mapping[str, object], obj: str, fld: str, with_defaults: bool
-) -> Resource:
-    res = c.get("resources") or {}
-    requests = res.get("requests") if isinstance(res, Mapping) else None
-    r = Resource.from_list(requests if isinstance(requests, Mapping) else None, obj, f"{fld}.resources.requests")
-    if with_defaults:
-        names = requests.keys() if isinstance(requests, Mapping) else ()
-        if CPU not in names:
-            r.milli_cpu = DEFAULT_MILLI_CPU_REQUEST
-        if MEMORY not in names:
-            r.memory = DEFAULT_MEMORY_REQUEST
-    return r
+# --- ResourceList arithmetic (component-helpers resource/helpers.go) ------------------------------
 
 
-def pod_requests(spec: Mapping[str, object], obj: str, with_defaults: bool = False) -> Resource:
-    """Effective pod request as upstream's resourcehelper.PodRequests computes it.
+def parse_resource_list(rl: Mapping[str, object] | None, obj: str, fld: str) -> ResourceList:
+    """A ResourceList as exact decimals; every key is kept (presence matters for the defaults)."""
+    return {str(name): parse(value, obj, f"{fld}.{name}") for name, value in (rl or {}).items()}
 
-    App containers and restartable (sidecar) init containers add up; a regular init container needs
-    its own request plus the sidecars started before it; the pod needs the larger of the two; pod
-    overhead is added last. `with_defaults` applies the 100m / 200Mi non-zero defaults per container
-    (scoring only).
-    """
-    reqs = Resource()
-    for i, c in enumerate(_list(spec.get("containers"))):
-        reqs.add(_container_requests(c, obj, f"spec.containers[{i}]", with_defaults))
-    sidecars = Resource()
-    init_max = Resource()
-    for i, c in enumerate(_list(spec.get("initContainers"))):
-        cr = _container_requests(c, obj, f"spec.initContainers[{i}]", with_defaults)
-        if c.get("restartPolicy") == "Always":
-            reqs.add(cr)
-            sidecars.add(cr)
-            need = sidecars.copy()
+
+def _add_list(into: ResourceList, other: Mapping[str, Decimal]) -> None:
+    for name, q in other.items():
+        into[name] = into.get(name, Decimal(0)) + q
+
+
+def _max_list(into: ResourceList, other: Mapping[str, Decimal]) -> None:
+    for name, q in other.items():
+        if name not in into or q > into[name]:
+            into[name] = q
+
+
+def _max_of(*lists: Mapping[str, Decimal]) -> ResourceList:
+    out: ResourceList = {}
+    for rl in lists:
+        _max_list(out, rl)
+    return out
+
+
+def _apply_non_missing(reqs: Mapping[str, Decimal], non_missing: Mapping[str, Decimal]) -> ResourceList:
+    """A container without a request for a resource gets the default for it (a present zero stays)."""
+    out = dict(reqs)
+    for name, q in non_missing.items():
+        if name not in reqs:
+            out[name] = q
+    return out
+
+
+def _mappings(value: object) -> list[Mapping[str, object]]:
+    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
+
+
+def _section(obj: Mapping[str, object], key: str) -> Mapping[str, object]:
+    value = obj.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _requests_of(c: Mapping[str, object], obj: str, fld: str) -> ResourceList:
+    return parse_resource_list(_section(_section(c, "resources"), "requests"), obj, f"{fld}.resources.requests")
+
+
+def is_pod_resize_infeasible(status: Mapping[str, object]) -> bool:
+    """The first PodResizePending condition says Infeasible."""
+    for cond in _mappings(status.get("conditions")):
+        if cond.get("type") == "PodResizePending":
+            return cond.get("reason") == "Infeasible"
+    return False
+
+
+def _status_requests(
+    c: Mapping[str, object], cs: Mapping[str, object], status: Mapping[str, object], obj: str, fld: str
+) -> ResourceList:
+    """determineContainerReqs: the larger of spec, status and allocated requests (an infeasible resize
+    ignores the spec)."""
+    actual = _requests_of(cs, obj, f"{fld}(status)")
+    allocated = parse_resource_list(_section(cs, "allocatedResources"), obj, f"{fld}(status).allocatedResources")
+    if is_pod_resize_infeasible(status):
+        return _max_of(actual, allocated)
+    return _max_of(_requests_of(c, obj, fld), actual, allocated)
+
+
+def aggregate_container_requests(
+    spec: Mapping[str, object],
+    status: Mapping[str, object],
+    obj: str,
+    *,
+    use_status: bool = False,
+    non_missing: Mapping[str, Decimal] | None = None,
+) -> ResourceList:
+    """AggregateContainerRequests: app containers and restartable (sidecar) init containers add up; a
+    regular init container needs its own request plus the sidecars started before it; the pod needs the
+    larger of the two. ``use_status`` reads resized containers' status resources (InPlacePodVerticalScaling);
+    ``non_missing`` fills requests a container does not set (the scoring defaults)."""
+    statuses: dict[str, Mapping[str, object]] = {}
+    if use_status:
+        for key in ("containerStatuses", "initContainerStatuses"):
+            for cs in _mappings(status.get(key)):
+                statuses[str(cs.get("name") or "")] = cs
+
+    def requests(c: Mapping[str, object], fld: str, status_applies: bool) -> ResourceList:
+        cr = _requests_of(c, obj, fld)
+        if use_status and status_applies:
+            cs = statuses.get(str(c.get("name") or ""))
+            if cs is not None and isinstance(cs.get("resources"), Mapping):
+                cr = _status_requests(c, cs, status, obj, fld)
+        if non_missing:
+            cr = _apply_non_missing(cr, non_missing)
+        return cr
+
+    reqs: ResourceList = {}
+    for i, c in enumerate(_mappings(spec.get("containers"))):
+        _add_list(reqs, requests(c, f"spec.containers[{i}]", True))
+    sidecars: ResourceList = {}
+    init_max: ResourceList = {}
+    for i, c in enumerate(_mappings(spec.get("initContainers"))):
+        sidecar = c.get("restartPolicy") == "Always"
+        cr = requests(c, f"spec.initContainers[{i}]", sidecar)
+        if sidecar:
+            _add_list(reqs, cr)
+            _add_list(sidecars, cr)
+            need = dict(sidecars)
         else:
-            need = cr
-            need.add(sidecars)
-        init_max.set_max(need)
-    reqs.set_max(init_max)
-    pod_level = spec.get("resources")
-    if isinstance(pod_level, Mapping) and isinstance(pod_level.get("requests"), Mapping) and not with_defaults:
-        pl = Resource.from_list(pod_level["requests"], obj, "spec.resources.requests")
-        # Pod-level requests (PodLevelResources, beta in 1.34) replace the aggregate for cpu and memory.
-        if CPU in pod_level["requests"]:
-            reqs.milli_cpu = pl.milli_cpu
-        if MEMORY in pod_level["requests"]:
-            reqs.memory = pl.memory
-    overhead = spec.get("overhead")
-    if isinstance(overhead, Mapping):
-        reqs.add(Resource.from_list(overhead, obj, "spec.overhead"))
+            need = {}
+            _add_list(need, cr)
+            _add_list(need, sidecars)
+        _max_list(init_max, need)
+    _max_list(reqs, init_max)
     return reqs
 
 
-def _list(value: object) -> list[Mapping[str, object]]:
-    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
+def is_supported_pod_level_resource(name: str) -> bool:
+    return name in (CPU, MEMORY) or name.startswith(HUGEPAGES_PREFIX)
+
+
+def pod_level_requests(spec: Mapping[str, object]) -> Mapping[str, object] | None:
+    """spec.resources.requests when it names a supported pod-level resource (IsPodLevelRequestsSet)."""
+    requests = _section(_section(spec, "resources"), "requests")
+    if any(is_supported_pod_level_resource(str(n)) for n in requests):
+        return requests
+    return None
+
+
+def pod_request_list(
+    spec: Mapping[str, object],
+    status: Mapping[str, object],
+    obj: str,
+    *,
+    use_status: bool = False,
+    non_missing: Mapping[str, Decimal] | None = None,
+) -> ResourceList:
+    """resource.PodRequests with pod-level resources enabled (PodLevelResources is beta, on in 1.34):
+    container aggregate, then pod-level cpu/memory/hugepages requests replace it, then pod overhead."""
+    reqs = aggregate_container_requests(spec, status, obj, use_status=use_status, non_missing=non_missing)
+    pod_level = pod_level_requests(spec)
+    if pod_level is not None:
+        parsed = parse_resource_list(pod_level, obj, "spec.resources.requests")
+        for name, q in parsed.items():
+            if is_supported_pod_level_resource(name):
+                reqs[name] = q
+    overhead = spec.get("overhead")
+    if isinstance(overhead, Mapping):
+        _add_list(reqs, parse_resource_list(overhead, obj, "spec.overhead"))
+    return reqs
+
+
+DEFAULT_NON_MISSING: Mapping[str, Decimal] = {
+    CPU: Decimal(DEFAULT_MILLI_CPU_REQUEST) / 1000,
+    MEMORY: Decimal(DEFAULT_MEMORY_REQUEST),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PodResources:
+    """What NodeInfo accounts for a pod (PodInfo.CalculateResource): its requests and its non-zero
+    cpu/memory (100m / 200Mi for what neither a container nor the pod level requests)."""
+
+    requests: Resource
+    non_zero_milli_cpu: int
+    non_zero_memory: int
+
+
+def calculate_pod_resources(spec: Mapping[str, object], status: Mapping[str, object], obj: str) -> PodResources:
+    """PodInfo.CalculateResource with InPlacePodVerticalScaling and PodLevelResources on (1.34 defaults).
+
+    Without pod-level requests every container lacking a cpu/memory request gets the default; with them
+    the default only fills a resource missing from the whole pod's requests."""
+    requests = pod_request_list(spec, status, obj, use_status=True)
+    if pod_level_requests(spec) is None:
+        non_missing: Mapping[str, Decimal] = DEFAULT_NON_MISSING
+    else:
+        non_missing = {k: v for k, v in DEFAULT_NON_MISSING.items() if k not in requests}
+    non_zero = requests
+    if non_missing:
+        non_zero = pod_request_list(spec, status, obj, use_status=True, non_missing=non_missing)
+    return PodResources(
+        Resource.from_quantities(requests),
+        milli_value(non_zero.get(CPU, Decimal(0))),
+        int_value(non_zero.get(MEMORY, Decimal(0))),
+    )
+
+
+def scoring_request_list(
+    spec: Mapping[str, object], status: Mapping[str, object], obj: str, use_requested: bool
+) -> ResourceList:
+    """The request list resourceAllocationScorer.calculatePodResourceRequest reads: status resources and
+    pod-level requests honoured, and (unless ``use_requested``) the 100m / 200Mi default for every
+    container lacking a cpu/memory request — per container, even when pod-level requests are set."""
+    return pod_request_list(
+        spec, status, obj, use_status=True, non_missing=None if use_requested else DEFAULT_NON_MISSING
+    )
+
+
+def request_amount(rl: Mapping[str, Decimal], name: str) -> int:
+    """requests[name] as the scorer reads it: MilliValue for cpu, Value otherwise, 0 when absent."""
+    q = rl.get(name, Decimal(0))
+    return milli_value(q) if name == CPU else int_value(q)

@@ -23,19 +23,22 @@ class Taint:
 @dataclass(frozen=True, slots=True)
 class Toleration:
     key: str
-    operator: str  # "Equal" or "Exists"
+    operator: str  # "Equal" or "Exists"; anything else tolerates nothing
     value: str
     effect: str  # "" matches every effect
 
     def tolerates(self, taint: Taint) -> bool:
-        """Empty effect matches all effects; empty key with Exists matches all keys."""
+        """Empty effect matches all effects; empty key matches all keys; an unknown operator matches
+        nothing (core/v1 Toleration.ToleratesTaint)."""
         if self.effect and self.effect != taint.effect:
             return False
         if self.key and self.key != taint.key:
             return False
         if self.operator == "Exists":
             return True
-        return self.value == taint.value
+        if self.operator == "Equal":
+            return self.value == taint.value
+        return False
 
 
 def parse_taints(raw: object, obj: str) -> tuple[Taint, ...]:
@@ -52,9 +55,7 @@ def parse_tolerations(raw: object, obj: str) -> tuple[Toleration, ...]:
     for i, t in enumerate(raw if isinstance(raw, list) else []):
         if not isinstance(t, Mapping):
             raise InvalidObjectError(obj, f"spec.tolerations[{i}]", "must be an object")
-        op = t.get("operator") or "Equal"
-        if op not in ("Equal", "Exists"):
-            raise InvalidObjectError(obj, f"spec.tolerations[{i}].operator", f"unknown operator {op!r}")
+        op = t.get("operator") or "Equal"  # empty means Equal
         out.append(Toleration(str(t.get("key") or ""), str(op), str(t.get("value") or ""),
                               str(t.get("effect") or "")))
     return tuple(out)

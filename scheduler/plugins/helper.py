@@ -30,8 +30,13 @@ def go_div(a: int, b: int) -> int:
 
 
 def go_round(x: float) -> int:
-    """Go's math.Round: half away from zero (Python's round() is banker's rounding)."""
-    return math.floor(x + 0.5) if x >= 0 else -math.floor(-x + 0.5)
+    """Go's math.Round: half away from zero (Python's round() is banker's rounding).
+
+    x - trunc(x) is exact, unlike x + 0.5, which rounds 0.49999999999999994 up to 1.0."""
+    t = math.trunc(x)
+    if abs(x - t) >= 0.5:
+        t += 1 if x > 0 else -1
+    return t
 
 
 # --- normalization -------------------------------------------------------------------------------

@@ -88,6 +88,7 @@ class PodAffinityTerms:
     preferred_affinity: tuple[WeightedAffinityTerm, ...] = ()
     preferred_anti_affinity: tuple[WeightedAffinityTerm, ...] = ()
     errors: tuple[str, ...] = ()
+    failed: frozenset[str] = frozenset()  # attribute names of the lists that did not parse
 
     @property
     def parse_error(self) -> str:
@@ -163,12 +164,14 @@ def parse_affinity_terms(pod: Pod) -> PodAffinityTerms:
         ("preferred_anti_affinity", "preferredAntiAffinityTerms", _parse_weighted, anti.get(pref),
          f"{base}.podAntiAffinity.{pref}"),
     )
+    failed: set[str] = set()
     for attr, label, parse, raw, fld in specs:
         try:
             parts[attr] = parse(pod, raw, fld)
         except InvalidObjectError as exc:
             errors.append(f"{label}: {exc}")
-    return PodAffinityTerms(**parts, errors=tuple(errors))
+            failed.add(attr)
+    return PodAffinityTerms(**parts, errors=tuple(errors), failed=frozenset(failed))
 
 
 def affinity_terms(pod: Pod) -> PodAffinityTerms:
@@ -190,8 +193,18 @@ def pod_matches_all_terms(terms: Sequence[AffinityTerm], pod: Pod) -> bool:
     return all(t.matches(pod, None) for t in terms)
 
 
-def _pod_matches_any_term(terms: Sequence[AffinityTerm], pod: Pod) -> bool:
-    return any(t.matches(pod, None) for t in terms)
+def _required_terms_unparsable(terms: PodAffinityTerms) -> bool:
+    """GetAffinityTerms failed for the required affinity or anti-affinity list (hints then queue)."""
+    return bool(terms.failed & {"required_affinity", "required_anti_affinity"})
+
+
+def _has_preferred_constraints(pod: Pod) -> bool:
+    """hasPreferred(Anti)AffinityConstraints: read from the spec, whether or not the terms parse."""
+    for key in ("podAffinity", "podAntiAffinity"):
+        section = pod.affinity.get(key)
+        if isinstance(section, Mapping) and section.get("preferredDuringSchedulingIgnoredDuringExecution"):
+            return True
+    return False
 
 
 # ----- counters -------------------------------------------------------------------------------------
@@ -425,7 +438,7 @@ class InterPodAffinity:
         limited to them in the common case. Skip when nothing contributed.
         """
         terms = affinity_terms(pod)
-        has_constraints = bool(terms.preferred_affinity or terms.preferred_anti_affinity)
+        has_constraints = _has_preferred_constraints(pod)
         if self.ignore_preferred_terms_of_existing_pods and not has_constraints:
             return skip()
         if terms.errors:
@@ -514,43 +527,40 @@ class InterPodAffinity:
     # --- queueing hints --------------------------------------------------------------------------
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        """Assigned pods added / relabelled / deleted, nodes added or relabelled (taint: upstream's preCheck
-        workaround). Registering Pod also delivers the pending pod's own updates."""
+        """Pods added / relabelled / deleted, nodes added or relabelled. Upstream adds UpdateNodeTaint only
+        when queueing hints are off (the preCheck workaround); they are always on in 1.34."""
         pod_actions = ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE
-        node_actions = ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT
+        node_actions = ActionType.ADD | ActionType.UPDATE_NODE_LABEL
         return [
             ClusterEventWithHint(ClusterEvent(EventResource.POD, pod_actions), self.is_schedulable_after_pod_change),
             ClusterEventWithHint(ClusterEvent(EventResource.NODE, node_actions), self.is_schedulable_after_node_change),
         ]
 
     def is_schedulable_after_pod_change(self, pod: Pod, old_obj: object, new_obj: object) -> QueueingHint:
-        """Queue when an assigned pod starts to satisfy the pending pod's affinity or stops (by label change
-        or deletion) being in the way of its anti-affinity, or when a deleted pod's own anti-affinity
-        repelled the pending pod."""
+        """Queue when an assigned pod starts to match all of the pending pod's required affinity terms, or
+        stops matching (by label change or deletion) all of its required anti-affinity terms.
+
+        As upstream: an unassigned pod's event (the pending pod's own update included) never queues, and
+        anti-affinity looks at *all* terms matching, not any (podMatchesAllAffinityTerms)."""
         old, new = as_pod(old_obj), as_pod(new_obj)
-        if new is not None and new.uid == pod.uid:
-            return QueueingHint.QUEUE  # the pending pod's own labels changed (self-match, symmetry)
         if (new is not None and not new.node_name) or (old is not None and not old.node_name):
             return QueueingHint.QUEUE_SKIP
         terms = affinity_terms(pod)
+        if _required_terms_unparsable(terms):
+            return QueueingHint.QUEUE
         if old is not None and new is not None:
             if not pod_matches_all_terms(terms.required_affinity, old) and \
                     pod_matches_all_terms(terms.required_affinity, new):
                 return QueueingHint.QUEUE
-            if _pod_matches_any_term(terms.required_anti_affinity, old) and \
-                    not _pod_matches_any_term(terms.required_anti_affinity, new):
+            if pod_matches_all_terms(terms.required_anti_affinity, old) and \
+                    not pod_matches_all_terms(terms.required_anti_affinity, new):
                 return QueueingHint.QUEUE
             return QueueingHint.QUEUE_SKIP
         if new is not None:
             return _queue_if(pod_matches_all_terms(terms.required_affinity, new))
         if old is None:
             return QueueingHint.QUEUE_SKIP
-        if _pod_matches_any_term(terms.required_anti_affinity, old):
-            return QueueingHint.QUEUE
-        ns_labels = self._namespace_labels(pod.namespace)
-        if any(t.matches(pod, ns_labels) for t in affinity_terms(old).required_anti_affinity):
-            return QueueingHint.QUEUE
-        return QueueingHint.QUEUE_SKIP
+        return _queue_if(pod_matches_all_terms(terms.required_anti_affinity, old))
 
     def is_schedulable_after_node_change(self, pod: Pod, old_obj: object, new_obj: object) -> QueueingHint:
         """Affinity: a node (newly) carrying a term's key, or a changed value. Anti-affinity: any new node,
@@ -559,6 +569,8 @@ class InterPodAffinity:
         if new is None:
             return QueueingHint.QUEUE_SKIP
         terms = affinity_terms(pod)
+        if _required_terms_unparsable(terms):
+            return QueueingHint.QUEUE
         for t in terms.required_affinity:
             key = t.topology_key
             if old is None:

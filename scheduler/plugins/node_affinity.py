@@ -12,10 +12,10 @@ the maximum to 100.
 
 Malformed terms (unknown operator, Gt/Lt value that is not an integer, wrong number of values) are
 handled as upstream's lazy matcher does: such a term never matches, the others still count, so
-verdicts are upstream's. When *every* required term is malformed the pod can match no node at all;
-PreFilter then rejects it as UnschedulableAndUnresolvable with the parse errors as the reason (upstream
-reports the generic affinity message on every node instead). A malformed preferred term fails PreScore
-with an Error status naming it, as upstream's NewPreferredSchedulingTerms error does.
+verdicts are upstream's; a pod whose every required term is malformed fails Filter on every node with
+the usual ``node(s) didn't match Pod's node affinity/selector`` (the API server accepts e.g. ``Gt "abc"``,
+so this is reachable and must read as upstream's). A malformed preferred term fails PreScore with an
+Error status naming it, as upstream's NewPreferredSchedulingTerms error does.
 """
 
 from __future__ import annotations
@@ -121,13 +121,6 @@ class RequiredNodeAffinity:
                 return True, False
         return False, errors
 
-    def unmatchable_reason(self) -> str | None:
-        """The parse errors when every required term is malformed (the pod fits no node at all)."""
-        if self.selector_error is not None:
-            return self.selector_error
-        if not self.terms or not all(t.errors for t in self.terms):
-            return None
-        return "; ".join(e for t in self.terms for e in t.errors)
 
 
 def _str_list(raw: object) -> list[str] | None:
@@ -345,9 +338,8 @@ class NodeAffinity:
         if terms is None and self.added_required is None and not aff.node_selector_set:
             return None, skip()
         state.write(PRE_FILTER_STATE_KEY, aff.required)
-        reason = aff.required.unmatchable_reason()
-        if reason is not None:
-            return None, unresolvable(reason)
+        if aff.required.selector_error is not None:  # not a map: cannot come from the API server
+            return None, unresolvable(aff.required.selector_error)
         if not terms:
             return None, None
         names = aff.prefilter_names

@@ -13,7 +13,6 @@ The resource-allocation scorer below is shared with NodeResourcesBalancedAllocat
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,8 +29,15 @@ from scheduler.framework.types import (
 )
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
-from scheduler.model.quantity import CPU, EPHEMERAL_STORAGE, HUGEPAGES_PREFIX, MEMORY
-from scheduler.model.resources import Resource
+from scheduler.model.quantity import CPU, EPHEMERAL_STORAGE, MEMORY
+from scheduler.model.resources import (
+    Resource,
+    is_extended_resource_name,
+    is_scalar_resource_name,
+    pod_request_list,
+    request_amount,
+    scoring_request_list,
+)
 from scheduler.plugins.helper import (
     ShapePoint,
     build_broken_linear_function,
@@ -53,53 +59,6 @@ SCORING_STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RAT
 
 MAX_CUSTOM_PRIORITY_SCORE = 10  # shape scores are 0..10, scaled by MAX_NODE_SCORE / 10
 MAX_UTILIZATION = 100
-
-
-# --- resource names (k8s.io/kubernetes/pkg/apis/core/v1/helper) ----------------------------------
-
-_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
-
-
-def _is_qualified_name(value: str) -> bool:
-    """validation.IsQualifiedName: optional DNS-subdomain prefix, '/', and a 63-char name."""
-    parts = value.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix):
-            return False
-    else:
-        return False
-    return 0 < len(name) <= 63 and _QUALIFIED_NAME.fullmatch(name) is not None
-
-
-def is_prefixed_native_resource(name: str) -> bool:
-    """Names in the kubernetes.io namespace are native even with a prefix (never ignorable)."""
-    return "kubernetes.io/" in name
-
-
-def is_native_resource(name: str) -> bool:
-    """Unprefixed names (cpu, hugepages-2Mi, ...) and kubernetes.io ones belong to Kubernetes itself."""
-    return "/" not in name or is_prefixed_native_resource(name)
-
-
-def is_extended_resource_name(name: str) -> bool:
-    """Outside kubernetes.io and valid as a quota name: only these may be ignored by args."""
-    if is_native_resource(name) or name.startswith("requests."):
-        return False
-    return _is_qualified_name("requests." + name)
-
-
-def is_scalar_resource_name(name: str) -> bool:
-    """Resources the scheduler tracks besides cpu, memory and ephemeral-storage."""
-    return (
-        is_extended_resource_name(name)
-        or name.startswith(HUGEPAGES_PREFIX)
-        or is_prefixed_native_resource(name)
-        or name.startswith("attachable-volumes-")
-    )
 
 
 def _amount(r: Resource, name: str) -> int:
@@ -129,12 +88,14 @@ class InsufficientResource:
 
 
 def fit_request(pod: Pod) -> Resource:
-    """The pod's request as Filter sees it (framework.Resource.SetMaxResource keeps only scalar names)."""
+    """computePodResourceRequest: the spec's requests (pod-level ones included, status resources not: the
+    pod is not running yet) as framework.Resource.SetMaxResource keeps them (scalar names only, no pods)."""
     cached = pod.memo.get(NAME)
     if cached is None:
-        r = pod.requests
-        scalar = {k: v for k, v in r.scalar.items() if is_scalar_resource_name(k)}
-        cached = pod.memo[NAME] = Resource(r.milli_cpu, r.memory, r.ephemeral_storage, 0, scalar)
+        rl = pod_request_list(pod.raw.get("spec") or {}, {}, f"pod {pod.key}")
+        r = Resource.from_quantities(rl)
+        r.allowed_pod_number = 0
+        cached = pod.memo[NAME] = r
     return cached
 
 
@@ -207,17 +168,16 @@ ScorerFn = Callable[[list[int], list[int]], int]
 def pod_resource_requests(pod: Pod, resources: Sequence[ResourceSpec], use_requested: bool) -> list[int]:
     """calculatePodResourceRequestList: the pod's request per configured resource, in args order.
 
-    cpu and memory use the non-zero request (100m / 200Mi per container lacking one) unless
-    `use_requested`; every other resource uses the real request."""
-    out = []
-    for spec in resources:
-        if not use_requested and spec.name == CPU:
-            out.append(pod.non_zero_milli_cpu)
-        elif not use_requested and spec.name == MEMORY:
-            out.append(pod.non_zero_memory)
-        else:
-            out.append(_amount(pod.requests, spec.name))
-    return out
+    Unless `use_requested`, every container lacking a cpu or memory request counts 100m / 200Mi (per
+    container, even when pod-level requests are set: those then replace the sum); any resource name is
+    read from the request list, cpu in millicores."""
+    key = f"{NAME}.scoring.{use_requested}"
+    rl = pod.memo.get(key)
+    if rl is None:
+        rl = pod.memo[key] = scoring_request_list(
+            pod.raw.get("spec") or {}, pod.raw.get("status") or {}, f"pod {pod.key}", use_requested
+        )
+    return [request_amount(rl, spec.name) for spec in resources]
 
 
 @dataclass(frozen=True, slots=True)
@@ -495,7 +455,7 @@ def _scaled_down_for(target: Pod, old: Pod, new: Pod) -> bool:
         return True
     if not new.node_name:
         return False
-    before, after = fit_request(old), fit_request(new)
+    before, after = old.requests, new.requests  # PodRequests with status resources, as NodeInfo counts
     want = target.requests
     for name in (CPU, MEMORY, EPHEMERAL_STORAGE):
         if _amount(want, name) and _amount(before, name) > _amount(after, name):

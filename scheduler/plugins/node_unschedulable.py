@@ -26,7 +26,8 @@ TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 UNSCHEDULABLE_TAINT = Taint(TAINT_NODE_UNSCHEDULABLE, "", NO_SCHEDULE)
 
 NODE_ADD_OR_TAINT = ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT, "NodeAddOrTaint")
-POD_TOLERATION = ClusterEvent(EventResource.UNSCHEDULED_POD, ActionType.UPDATE_POD_TOLERATION, "UpdatePodToleration")
+# Registered on Pod, as upstream (Pod covers both assigned and unscheduled pods' events).
+POD_TOLERATION = ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_TOLERATION, "PodUpdatePodToleration")
 
 
 def tolerates_unschedulable(pod: Pod) -> bool:

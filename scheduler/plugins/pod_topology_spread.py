@@ -593,7 +593,7 @@ class PodTopologySpread:
         if old is not None and new is not None:
             if (
                 pod.uid == new.uid
-                and old.tolerations != new.tolerations
+                and _spec_list(old.raw, "tolerations") != _spec_list(new.raw, "tolerations")
                 and any(c.node_taints_policy == HONOR for c in constraints)
             ):
                 return QueueingHint.QUEUE
@@ -618,12 +618,20 @@ class PodTopologySpread:
             if old_match != new_match:
                 return QueueingHint.QUEUE
             keys_changed = any(old.labels.get(c.topology_key) != new.labels.get(c.topology_key) for c in constraints)
-            if new_match and (keys_changed or old.taints != new.taints):
+            if new_match and (keys_changed or _spec_list(old.raw, "taints") != _spec_list(new.raw, "taints")):
                 return QueueingHint.QUEUE
             return QueueingHint.QUEUE_SKIP
         if new is not None:
             return QueueingHint.QUEUE if new_match else QueueingHint.QUEUE_SKIP
         return QueueingHint.QUEUE if old_match else QueueingHint.QUEUE_SKIP
+
+
+def _spec_list(raw: Mapping[str, Any], key: str) -> list[Any]:
+    """spec.<key> as equality.Semantic.DeepEqual compares it: every field (tolerationSeconds, timeAdded),
+    a missing list equal to an empty one."""
+    spec = raw.get("spec")
+    value = spec.get(key) if isinstance(spec, Mapping) else None
+    return list(value) if isinstance(value, list) else []
 
 
 def _involved(other: Pod, pod: Pod) -> bool:

@@ -42,7 +42,7 @@ def snake_case(name: str) -> str:
 
 
 _IN_TREE_NAMES = (
-    # The upstream v1 default set (kube-scheduler v1.34, DynamicResources excepted).
+    # The upstream v1 default set (kube-scheduler v1.34).
     "PrioritySort",
     "SchedulingGates",
     "DefaultBinder",
@@ -56,6 +56,7 @@ _IN_TREE_NAMES = (
     "NodePorts",
     "InterPodAffinity",
     "PodTopologySpread",
+    "DynamicResources",
     "DefaultPreemption",
     "VolumeRestrictions",
     "NodeVolumeLimits",

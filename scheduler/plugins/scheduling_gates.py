@@ -16,10 +16,11 @@ from scheduler.framework.types import (
 )
 from scheduler.model.pod import Pod, pod_from_api
 
+# Registered on Pod, as upstream (Pod covers both assigned and unscheduled pods' events).
 GATES_ELIMINATED = ClusterEvent(
-    EventResource.UNSCHEDULED_POD,
+    EventResource.POD,
     ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED,
-    "UpdatePodSchedulingGatesEliminated",
+    "PodUpdatePodSchedulingGatesEliminated",
 )
 
 

@@ -18,22 +18,21 @@ from scheduler.plugins.registry import IN_TREE, Registry
 from . import sample_plugins
 from .helpers import full_registry, names, profile, resolve, scores
 
-# upstream ExpandedPluginsV1 (pkg/scheduler/apis/config/testing/defaults), minus DynamicResources and the
-# removed EBS/GCE/Azure limits, VolumeBinding without scoring (StorageCapacityScoring off), plus
-# DefaultPreemption's PreEnqueue (1.34).
+# upstream ExpandedPluginsV1 (pkg/scheduler/apis/config/testing/defaults), minus the removed EBS/GCE/Azure
+# limits, VolumeBinding without scoring (StorageCapacityScoring off), plus DefaultPreemption's PreEnqueue (1.34).
 EXPECTED = {
-    "preEnqueue": ["SchedulingGates", "DefaultPreemption"],
+    "preEnqueue": ["SchedulingGates", "DynamicResources", "DefaultPreemption"],
     "queueSort": ["PrioritySort"],
     "preFilter": [
         "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits",
-        "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity",
+        "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources",
     ],
     "filter": [
         "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
         "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
-        "InterPodAffinity",
+        "InterPodAffinity", "DynamicResources",
     ],
-    "postFilter": ["DefaultPreemption"],
+    "postFilter": ["DynamicResources", "DefaultPreemption"],
     "preScore": [
         "TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity",
         "NodeResourcesBalancedAllocation",
@@ -42,9 +41,9 @@ EXPECTED = {
         "TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity",
         "NodeResourcesBalancedAllocation", "ImageLocality",
     ],
-    "reserve": ["VolumeBinding"],
+    "reserve": ["VolumeBinding", "DynamicResources"],
     "permit": [],
-    "preBind": ["VolumeBinding"],
+    "preBind": ["VolumeBinding", "DynamicResources"],
     "bind": ["DefaultBinder"],
     "postBind": [],
 }  # fmt: skip
@@ -79,10 +78,10 @@ def test_default_multipoint_order_and_weights() -> None:
     assert [n for n, _ in DEFAULT_MULTIPOINT] == [
         "SchedulingGates", "PrioritySort", "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity",
         "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone",
-        "PodTopologySpread", "InterPodAffinity", "DefaultPreemption", "NodeResourcesBalancedAllocation",
-        "ImageLocality", "DefaultBinder",
+        "PodTopologySpread", "InterPodAffinity", "DynamicResources", "DefaultPreemption",
+        "NodeResourcesBalancedAllocation", "ImageLocality", "DefaultBinder",
     ]  # fmt: skip
-    assert "DynamicResources" not in DEFAULT_PLUGIN_NAMES
+    assert "DynamicResources" in DEFAULT_PLUGIN_NAMES
 
 
 def test_no_file_gives_one_default_profile_named_py_scheduler() -> None:

@@ -14,7 +14,8 @@ from . import sample_plugins
 EXPECTED_NAMES = {
     "PrioritySort", "SchedulingGates", "DefaultBinder", "NodeName", "NodeUnschedulable", "NodeResourcesFit",
     "NodeResourcesBalancedAllocation", "ImageLocality", "TaintToleration", "NodeAffinity", "NodePorts",
-    "InterPodAffinity", "PodTopologySpread", "DefaultPreemption", "VolumeRestrictions", "NodeVolumeLimits",
+    "InterPodAffinity", "PodTopologySpread", "DynamicResources", "DefaultPreemption", "VolumeRestrictions",
+    "NodeVolumeLimits",
     "VolumeBinding", "VolumeZone", "SelectorSpread", "ServiceAffinity", "ServiceAntiAffinity",
     "CheckNodeCondition", "CheckNodeMemoryPressure", "CheckNodeDiskPressure", "CheckNodePIDPressure",
     "EqualPriority", "LeastRequestedPriority", "MostRequestedPriority", "BalancedResourceAllocation",

@@ -8,6 +8,7 @@ scheduler uses does show up as "forbidden" in the log (so the e2e runner's check
 from __future__ import annotations
 
 import copy
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,11 +20,13 @@ from e2e.cluster.cluster import LocalCluster
 from e2e.kube import events_for, node_of, pod_manifest, scheduled_condition, wait_for
 from e2e.process import start_scheduler, stop_scheduler
 from e2e.rbac import (
+    MANIFESTS,
     NAMESPACE,
     USERNAME,
     apply,
     can_i,
     forbidden_lines,
+    kubectl_path,
     render_manifests,
     request_token,
     select,
@@ -172,3 +175,21 @@ def test_a_missing_permission_shows_as_forbidden_in_the_log(workdir: Path, restr
     finally:
         stop_scheduler(proc)
     assert any("persistentvolume" in line.lower() for line in lines), lines
+
+
+def test_manifests_pass_server_side_validation_and_restricted_pod_security(
+    cluster: LocalCluster, sa_kubeconfig: Path
+) -> None:
+    """Every object is valid for the v1.34 API server, and the pod template meets the restricted Pod
+    Security Standard that the namespace enforces (the server warns about templates that would not)."""
+    kubectl = kubectl_path()
+    res = subprocess.run(
+        [str(kubectl), "--kubeconfig", str(cluster.kubeconfig), "apply", "--dry-run=server", "-k", str(MANIFESTS)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
+    assert "deployment.apps/py-scheduler" in res.stdout
+    assert "would violate PodSecurity" not in res.stderr, res.stderr
+    assert "Warning" not in res.stderr, res.stderr

@@ -21,7 +21,11 @@ def test_go_div_truncates_toward_zero(a: int, b: int, expected: int) -> None:
     assert go_div(a, b) == expected
 
 
-@pytest.mark.parametrize(("x", "expected"), [(42.5, 43), (43.5, 44), (42.49, 42), (-2.5, -3), (0.0, 0)])
+@pytest.mark.parametrize(
+    ("x", "expected"),
+    [(42.5, 43), (43.5, 44), (42.49, 42), (-2.5, -3), (0.0, 0), (0.49999999999999994, 0), (-0.49999999999999994, 0),
+     (4503599627370497.0, 4503599627370497)],
+)
 def test_go_round_half_away_from_zero(x: float, expected: int) -> None:
     assert go_round(x) == expected
 

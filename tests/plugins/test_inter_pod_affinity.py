@@ -22,7 +22,7 @@ from pod_to_pod_util import (
 
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code
-from scheduler.framework.types import EventResource, QueueingHint
+from scheduler.framework.types import ActionType, EventResource, QueueingHint
 from scheduler.plugins.inter_pod_affinity import (
     ERR_REASON_AFFINITY_RULES_NOT_MATCH as AFF,
 )
@@ -331,13 +331,19 @@ def test_args_validation() -> None:
 
 
 def test_events_registered() -> None:
-    events = {e.event.resource for e in plugin(cluster([])).events_to_register()}
-    assert events == {EventResource.POD, EventResource.NODE}
+    """Queueing hints are on (GA in 1.34): nodes Add | UpdateNodeLabel only, no UpdateNodeTaint."""
+    events = {e.event.resource: e.event.action for e in plugin(cluster([])).events_to_register()}
+    assert events == {
+        EventResource.POD: ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE,
+        EventResource.NODE: ActionType.ADD | ActionType.UPDATE_NODE_LABEL,
+    }
 
 
 Q, S = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP
 AFF_POD = make_pod("p", affinity=pod_affinity(required=[term(labels_in("service", "securityscan", "v2"), ZONE)]))
 ANTI_POD = make_pod("p", affinity=pod_affinity(anti_required=[term(labels_in("service", "securityscan"), ZONE)]))
+ANTI2_POD = make_pod("p", affinity=pod_affinity(anti_required=[term(labels_in("service", "securityscan"), ZONE),
+                                                                 term(labels_in("tier", "db"), ZONE)]))
 
 
 @pytest.mark.parametrize(("pod", "old", "new", "want"), [
@@ -352,9 +358,19 @@ ANTI_POD = make_pod("p", affinity=pod_affinity(anti_required=[term(labels_in("se
      Q),
     (ANTI_POD, make_pod("o", labels={"service": "securityscan"}, node="n"), None, Q),
     (ANTI_POD, make_pod("o", labels={"aaa": "a"}, node="n"), None, S),
+    # A deleted pod's own anti-affinity against the pending pod does not count (upstream checks only the
+    # pending pod's anti-affinity terms).
     (make_pod("p", labels={"service": "securityscan"}),
      make_pod("o", node="n", affinity=pod_affinity(anti_required=[term(labels_in("service", "securityscan"), ZONE)])),
-     None, Q),
+     None, S),
+    # Anti-affinity: the removed/relabelled pod must have matched *all* terms.
+    (ANTI2_POD, make_pod("o", labels={"service": "securityscan"}, node="n"), None, S),
+    (ANTI2_POD, make_pod("o", labels={"service": "securityscan", "tier": "db"}, node="n"), None, Q),
+    (ANTI2_POD, make_pod("o", labels={"service": "securityscan", "tier": "db"}, node="n"),
+     make_pod("o", labels={"service": "securityscan"}, node="n"), Q),
+    (ANTI2_POD, make_pod("o", labels={"service": "securityscan"}, node="n"), make_pod("o", node="n"), S),
+    # The pending pod's own (unassigned) update never queues through this hint.
+    (AFF_POD, make_pod("p"), make_pod("p", labels={"service": "securityscan"}), S),
     (make_pod("p", labels={"service": "foo"}),
      make_pod("o", node="n", affinity=pod_affinity(anti_required=[term(labels_in("service", "securityscan"), ZONE)])),
      None, S),
@@ -376,3 +392,12 @@ def test_pod_change_hint(pod: Any, old: Any, new: Any, want: QueueingHint) -> No
 ])
 def test_node_change_hint(pod: Any, old: Any, new: Any, want: QueueingHint) -> None:
     assert plugin(cluster([])).is_schedulable_after_node_change(pod, old, new) == want
+
+
+def test_hints_queue_when_required_terms_do_not_parse() -> None:
+    """GetAffinityTerms errors make upstream's hints return Queue (with the error)."""
+    bad = make_pod("p", affinity=pod_affinity(required=[term({"matchExpressions": [
+        {"key": "service", "operator": "Foo", "values": ["x"]}]}, ZONE)]))
+    p = plugin(cluster([]))
+    assert p.is_schedulable_after_pod_change(bad, None, make_pod("o", node="n")) == Q
+    assert p.is_schedulable_after_node_change(bad, make_node("a"), make_node("a", {"x": "1"})) == Q

@@ -90,3 +90,22 @@ HINTS: list[tuple[str, Pod, QueueingHint]] = [
 @pytest.mark.parametrize(("deleted", "expected"), [c[1:] for c in HINTS], ids=[c[0] for c in HINTS])
 def test_pod_deleted_hint(deleted: Pod, expected: QueueingHint) -> None:
     assert plugin().is_schedulable_after_pod_deleted(PENDING, deleted, None) == expected
+
+
+def test_sidecar_init_container_ports_count_on_both_sides() -> None:
+    """util.GetHostPorts includes restartable (sidecar) init containers, not regular init containers."""
+    sidecar = container(ports=[host_port(9000)], restart_policy="Always", name="side")
+    regular_init = container(ports=[host_port(9001)], name="init")
+    pod = make_pod("p", [container()], init_containers=[sidecar])
+    p = plugin()
+    state = CycleState()
+    assert p.pre_filter(state, pod, []) == (None, None)  # not Skip: the sidecar wants a port
+    s = p.filter(state, pod, node_info(make_node(), [with_ports(host_port(9000), name="e", node="n")]))
+    assert s is not None and s.code == Code.UNSCHEDULABLE
+    holder = make_pod("e", [container()], init_containers=[sidecar, regular_init], node="n")
+    wants_9000 = with_ports(host_port(9000))
+    wants_9001 = with_ports(host_port(9001))
+    for want, blocked in ((wants_9000, True), (wants_9001, False)):
+        st = CycleState()
+        p.pre_filter(st, want, [])
+        assert (p.filter(st, want, node_info(make_node(), [holder])) is not None) is blocked

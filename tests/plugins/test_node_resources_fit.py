@@ -15,7 +15,7 @@ from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code
 from scheduler.framework.types import ActionType, EventResource, QueueingHint
 from scheduler.model.node import Node
-from scheduler.model.pod import Pod
+from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.node_resources_fit import NodeResourcesFit
 
 UNSCHED = Code.UNSCHEDULABLE
@@ -462,6 +462,34 @@ def test_requested_to_capacity_ratio(
     shape: list[tuple[int, int]], resources: list[str] | None, pod: Pod, node: Node, expected: int
 ) -> None:
     assert score(rtcr(shape, resources), pod, node) == expected
+
+
+def _pod_level(requests: dict[str, str], *containers: dict[str, Any], node: str = "", name: str = "p") -> Pod:
+    """A pod with spec.resources.requests (pod-level resources) and the given containers."""
+    spec: dict[str, Any] = {"containers": list(containers) or [container()], "resources": {"requests": requests}}
+    if node:
+        spec["nodeName"] = node
+    return pod_from_api({"metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"}, "spec": spec})
+
+
+def test_score_uses_pod_level_requests() -> None:
+    """calculatePodResourceRequest honours pod-level requests (PodLevelResources is on in 1.34):
+    cpu (4000-2000)*100/4000 = 50, memory (8-4)*100/8 = 50 -> 50 (not the 100m / 200Mi defaults)."""
+    assert score(plugin(), _pod_level({"cpu": "2", "memory": "4Gi"}), make_node(), []) == 50
+
+
+def test_score_defaults_each_container_missing_a_request_even_with_pod_level_requests() -> None:
+    """Pod-level memory only: cpu is the container sum with the 100m default for the second container,
+    (4000-600)*100/4000 = 85; memory (8-4)*100/8 = 50; (85+50)/2 = 67."""
+    pod = _pod_level({"memory": "4Gi"}, container("500m", name="a"), container(name="b"))
+    assert score(plugin(), pod, make_node(), []) == 67
+
+
+def test_node_non_zero_requested_counts_pod_level_requests() -> None:
+    """An existing pod with pod-level requests counts them in NonZeroRequested: node 4 cpu / 8Gi holding
+    2 cpu / 4Gi; incoming 1 cpu / 1Gi -> cpu (4000-3000)*100/4000 = 25, mem (8-5)*100/8 = 37; 31."""
+    existing = _pod_level({"cpu": "2", "memory": "4Gi"}, node="n", name="e")
+    assert score(plugin(), INCOMING, make_node(), [existing]) == 31
 
 
 def test_score_without_prescore_state_computes_requests() -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code
-from scheduler.framework.types import ActionType, EventResource, NodeInfo, QueueingHint
+from scheduler.framework.types import ActionType, ClusterEvent, EventResource, NodeInfo, QueueingHint
 from scheduler.model.node import Node, node_from_api
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.node_unschedulable import NodeUnschedulable
@@ -64,8 +64,11 @@ def test_events() -> None:
     node_reg, pod_reg = plugin().events_to_register()
     assert node_reg.event.resource == EventResource.NODE
     assert node_reg.event.action == ActionType.ADD | ActionType.UPDATE_NODE_TAINT
-    assert pod_reg.event.resource == EventResource.UNSCHEDULED_POD
+    assert pod_reg.event.resource == EventResource.POD
     assert pod_reg.event.action == ActionType.UPDATE_POD_TOLERATION
+    # Registered on Pod as upstream: both an assigned pod's and the pending pod's update match it.
+    for resource in (EventResource.POD, EventResource.UNSCHEDULED_POD):
+        assert ClusterEvent(resource, ActionType.UPDATE_POD_TOLERATION).matches(pod_reg.event)
 
 
 @pytest.mark.parametrize(

@@ -373,6 +373,11 @@ HARD = incoming(spread(1, ZONE, FOO))
      incoming(spread(1, ZONE, FOO), tolerations=[{"key": "k", "operator": "Exists"}]), Q),
     (HARD, incoming(spread(1, ZONE, FOO)),
      incoming(spread(1, ZONE, FOO), tolerations=[{"key": "k", "operator": "Exists"}]), S),
+    # Tolerations compare as whole objects (equality.Semantic.DeepEqual): tolerationSeconds counts.
+    (incoming(spread(1, ZONE, FOO, nodeTaintsPolicy="Honor")),
+     incoming(spread(1, ZONE, FOO), tolerations=[{"key": "k", "operator": "Exists", "effect": "NoExecute"}]),
+     incoming(spread(1, ZONE, FOO), tolerations=[{"key": "k", "operator": "Exists", "effect": "NoExecute",
+                                                  "tolerationSeconds": 30}]), Q),
 ])
 def test_pod_change_hint(pod: Any, old: Any, new: Any, want: QueueingHint) -> None:
     assert plugin(cluster([])).is_schedulable_after_pod_change(pod, old, new) == want
@@ -387,6 +392,11 @@ def test_pod_change_hint(pod: Any, old: Any, new: Any, want: QueueingHint) -> No
     (make_node("n", {ZONE: "z"}), make_node("n", {ZONE: "z2"}), Q),
     (make_node("n"), make_node("n", {ZONE: "z"}), Q),
     (make_node("n", {ZONE: "z"}), make_node("n", {ZONE: "z"}, [{"key": "k", "effect": "NoSchedule"}]), Q),
+    # Taints compare as whole objects: a changed timeAdded is a change.
+    (make_node("n", {ZONE: "z"}, [{"key": "k", "effect": "NoExecute", "timeAdded": "2025-01-01T00:00:00Z"}]),
+     make_node("n", {ZONE: "z"}, [{"key": "k", "effect": "NoExecute", "timeAdded": "2025-01-02T00:00:00Z"}]), Q),
+    (make_node("n", {ZONE: "z"}, [{"key": "k", "effect": "NoExecute"}]),
+     make_node("n", {ZONE: "z"}, [{"key": "k", "effect": "NoExecute"}]), S),
 ])
 def test_node_change_hint(old: Any, new: Any, want: QueueingHint) -> None:
     assert plugin(cluster([])).is_schedulable_after_node_change(HARD, old, new) == want

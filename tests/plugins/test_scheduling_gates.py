@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from scheduler.framework.status import Code
-from scheduler.framework.types import ActionType, EventResource, QueueingHint
+from scheduler.framework.types import ActionType, ClusterEvent, EventResource, QueueingHint
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.scheduling_gates import SchedulingGates
 
@@ -33,8 +33,10 @@ def test_gated_pod_waits_with_gate_list() -> None:
 
 def test_registers_gates_eliminated_on_the_pending_pod() -> None:
     [reg] = plugin().events_to_register()
-    assert reg.event.resource == EventResource.UNSCHEDULED_POD
+    assert reg.event.resource == EventResource.POD
     assert reg.event.action == ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED
+    for resource in (EventResource.POD, EventResource.UNSCHEDULED_POD):
+        assert ClusterEvent(resource, ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED).matches(reg.event)
 
 
 def test_hint_queues_only_the_updated_pod_itself() -> None:

@@ -85,10 +85,14 @@ def test_filter(taints: list[dict[str, str]], tolerations: list[dict[str, str]],
         assert s is not None and (s.code, s.reasons) == (UNRES, [reason])
 
 
-def test_unknown_toleration_operator_is_unresolvable_and_named() -> None:
-    s = plugin().filter(CycleState(), make_pod(tolerations=[tol("k", "Foo")]), node_info(make_node()))
-    assert s is not None and s.code == UNRES
-    assert "spec.tolerations[0].operator" in s.message and "Foo" in s.message
+def test_unknown_toleration_operator_tolerates_nothing() -> None:
+    """core/v1 ToleratesTaint: an operator other than "", Equal or Exists matches no taint; it is not an
+    error (the pod still fits untainted nodes)."""
+    pod = make_pod(tolerations=[tol("k", "Foo"), tol(op="Foo")])
+    assert pod.parse_error is None
+    assert plugin().filter(CycleState(), pod, node_info(make_node())) is None
+    s = plugin().filter(CycleState(), pod, node_info(make_node(taints=[taint("k")])))
+    assert s is not None and (s.code, s.reasons) == (UNRES, ["node(s) had untolerated taint(s)"])
 
 
 def test_malformed_node_taints_reject_rather_than_pass() -> None:

@@ -1,0 +1,411 @@
+"""The preemption evaluator PostFilter plugins share (upstream ``framework/preemption/preemption.go``).
+
+Given the filter verdicts of a pod that fits nowhere, the evaluator
+
+1. checks that the pod may preempt at all (the plugin decides: preemptionPolicy, victims of an
+   earlier preemption still terminating on the nominated node);
+2. dry-runs preemption on the nodes the filters called ``Unschedulable`` (an
+   UnschedulableAndUnresolvable verdict cannot be fixed by removing pods), starting at a random
+   offset and stopping once enough candidates are found;
+3. picks the best candidate node (fewest PDB violations, lowest highest victim priority, lowest
+   priority sum, fewest victims, latest start of the most important victims, first found);
+4. evicts the victims through the handle and clears the nomination of lower-priority pods
+   nominated to that node, then nominates the pod there.
+
+Differences from upstream, on purpose:
+
+* The dry run checks nodes one after the other in rotation order, so "enough candidates" stops it
+  at a well-defined node instead of wherever 16 goroutines happened to be.
+* Eviction is synchronous: upstream's default (SchedulerAsyncPreemption, beta in 1.34) runs it in a
+  goroutine and keeps the pod out of the queue meanwhile; the outcome (victims deleted, pod
+  nominated) is the same, our scheduling thread just waits for the API calls.
+* Ties that upstream breaks by Go map order (explicit node statuses, the last tie in node
+  selection) are broken by snapshot order and dry-run order; the random offset still spreads
+  preemption over the cluster, and a seeded rng makes it reproducible.
+* Pods without status.startTime count as started "now" (upstream calls time.Now() for each
+  comparison); one "now" per evaluation keeps the ordering consistent.
+* No extenders, so no extender preemption step.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import structlog
+
+from scheduler.framework.fit_error import Diagnosis, FitError, new_default_node_to_status
+from scheduler.framework.interface import CycleState, NodeToStatus, PostFilterResult, PreemptionHandle
+from scheduler.framework.status import Code, Status, code_of, error, success, unresolvable, unschedulable
+from scheduler.framework.types import NodeInfo
+from scheduler.model.errors import InvalidObjectError
+from scheduler.model.labels import LabelSelector, parse_label_selector
+from scheduler.model.pod import Pod, parse_time
+
+log = structlog.get_logger(__name__)
+
+# Values upstream's PodReasonPreemptionByScheduler / DisruptionTarget condition carry.
+DISRUPTION_TARGET = "DisruptionTarget"
+REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+
+NO_VICTIMS_MSG = "No preemption victims found for incoming pod"
+NOT_HELPFUL_MSG = "Preemption is not helpful for scheduling"
+
+_PRIORITY_OFFSET = 2**31  # math.MaxInt32 + 1: makes every priority non-negative in the sum score
+
+
+# --- victims, candidates, PDBs ------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Victims:
+    """The pods to evict on one node (most important first) and how many PDBs that violates."""
+
+    pods: list[Pod]
+    num_pdb_violations: int = 0
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A node the pod can be nominated to once its victims are gone."""
+
+    name: str
+    victims: Victims
+
+
+@dataclass(frozen=True, slots=True)
+class PodDisruptionBudget:
+    """What preemption reads of a policy/v1 PodDisruptionBudget."""
+
+    namespace: str
+    name: str
+    selector: LabelSelector | None  # None: the selector is invalid and matches nothing
+    disruptions_allowed: int
+    disrupted_pods: frozenset[str]
+
+
+def pdb_from_api(obj: Mapping[str, Any]) -> PodDisruptionBudget:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    ns = meta.get("namespace") or ""
+    name = meta.get("name") or ""
+    selector: LabelSelector | None
+    try:
+        selector = parse_label_selector(spec.get("selector"), f"PodDisruptionBudget {ns}/{name}", "spec.selector")
+    except InvalidObjectError:
+        selector = None
+    allowed = status.get("disruptionsAllowed")
+    disrupted = status.get("disruptedPods") or {}
+    return PodDisruptionBudget(
+        namespace=ns,
+        name=name,
+        selector=selector,
+        disruptions_allowed=allowed if isinstance(allowed, int) and not isinstance(allowed, bool) else 0,
+        disrupted_pods=frozenset(disrupted) if isinstance(disrupted, Mapping) else frozenset(),
+    )
+
+
+def pdbs_from_objects(objs: Iterable[Mapping[str, Any]]) -> list[PodDisruptionBudget]:
+    return [pdb_from_api(o) for o in objs]
+
+
+def filter_pods_with_pdb_violation(
+    pods: Sequence[Pod], pdbs: Sequence[PodDisruptionBudget]
+) -> tuple[list[Pod], list[Pod]]:
+    """Split ``pods`` (order kept) into those whose eviction would exceed a PDB's remaining budget and
+    the rest. Each matching PDB's budget is spent pod by pod, in the given order; a pod already
+    listed in the PDB's disruptedPods has been counted by the API server and spends nothing."""
+    allowed = [p.disruptions_allowed for p in pdbs]
+    violating: list[Pod] = []
+    non_violating: list[Pod] = []
+    for pod in pods:
+        violated = False
+        if pod.labels:
+            for i, pdb in enumerate(pdbs):
+                if pdb.namespace != pod.namespace or pdb.selector is None:
+                    continue
+                # An empty selector matches nothing here (policy semantics), unlike label selectors elsewhere.
+                if pdb.selector.empty or not pdb.selector.matches(pod.labels):
+                    continue
+                if pod.name in pdb.disrupted_pods:
+                    continue
+                allowed[i] -= 1
+                if allowed[i] < 0:
+                    violated = True
+        (violating if violated else non_violating).append(pod)
+    return violating, non_violating
+
+
+def pod_start_time(pod: Pod, now: float) -> float:
+    """status.startTime, or ``now`` for pods that have not started (assumed, bound but not running)."""
+    raw = (pod.raw.get("status") or {}).get("startTime")
+    return parse_time(raw) if raw else now
+
+
+def importance_key(now: float) -> Callable[[Pod], tuple[int, float]]:
+    """Sort key putting the most important pod first: higher priority, then the earlier start."""
+    return lambda p: (-p.priority, pod_start_time(p, now))
+
+
+def more_important_pod(a: Pod, b: Pod, now: float) -> bool:
+    """upstream util.MoreImportantPod."""
+    if a.priority != b.priority:
+        return a.priority > b.priority
+    return pod_start_time(a, now) < pod_start_time(b, now)
+
+
+def earliest_start_of_most_important(victims: Victims, now: float) -> float | None:
+    """util.GetEarliestPodStartTime: the earliest start among the highest-priority victims."""
+    if not victims.pods:
+        return None
+    best = victims.pods[0].priority
+    earliest = pod_start_time(victims.pods[0], now)
+    for p in victims.pods:
+        if p.priority == best:
+            earliest = min(earliest, pod_start_time(p, now))
+        elif p.priority > best:
+            best, earliest = p.priority, pod_start_time(p, now)
+    return earliest
+
+
+def terminating_by_preemption(pod: Pod) -> bool:
+    """Being deleted, with the DisruptionTarget condition a scheduler's preemption sets."""
+    if pod.deletion_timestamp is None:
+        return False
+    for c in (pod.raw.get("status") or {}).get("conditions") or []:
+        if c.get("type") == DISRUPTION_TARGET:
+            return bool(c.get("status") == "True" and c.get("reason") == REASON_PREEMPTION_BY_SCHEDULER)
+    return False
+
+
+def aggregate_errors(messages: Sequence[str]) -> str:
+    """utilerrors.NewAggregate(...).Error(): one message as is, several de-duplicated in brackets."""
+    if len(messages) == 1:
+        return messages[0]
+    seen: list[str] = []
+    for m in messages:
+        if m not in seen:
+            seen.append(m)
+    return seen[0] if len(seen) == 1 else "[" + ", ".join(seen) + "]"
+
+
+def nodes_for_status_code(statuses: NodeToStatus, nodes: Sequence[NodeInfo], code: Code) -> list[NodeInfo]:
+    """The nodes (snapshot order) whose verdict, explicit or the absent default, has ``code``."""
+    if code_of(statuses.absent) == code:
+        if not statuses.statuses:
+            return list(nodes)
+        return [n for n in nodes if code_of(statuses.get(n.name)) == code]
+    return [n for n in nodes if n.name in statuses.statuses and code_of(statuses.statuses[n.name]) == code]
+
+
+# --- the plugin side ----------------------------------------------------------------------------
+
+ScoreFunc = Callable[[str], float]
+
+
+class PreemptionInterface(Protocol):
+    """What a preemption plugin decides; the evaluator does the rest (upstream preemption.Interface)."""
+
+    def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]: ...
+    def pod_eligible_to_preempt_others(self, pod: Pod, nominated_node_status: Status | None) -> tuple[bool, str]: ...
+    def select_victims_on_node(
+        self, state: CycleState, pod: Pod, node_info: NodeInfo, pdbs: Sequence[PodDisruptionBudget]
+    ) -> tuple[list[Pod], int, Status | None]: ...
+    def ordered_score_funcs(self, nodes_to_victims: Mapping[str, Victims]) -> list[ScoreFunc] | None: ...
+
+
+@dataclass(slots=True)
+class _CandidateList:
+    """Candidates up to a capacity; later additions are dropped (upstream candidateList)."""
+
+    capacity: int
+    items: list[Candidate] = field(default_factory=list)
+
+    def add(self, c: Candidate) -> None:
+        if len(self.items) < self.capacity:
+            self.items.append(c)
+
+
+class Evaluator:
+    """Runs preemption for one plugin (``plugin_name`` is used to reject waiting victims)."""
+
+    def __init__(
+        self,
+        plugin_name: str,
+        handle: PreemptionHandle,
+        iface: PreemptionInterface,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.plugin_name = plugin_name
+        self.handle = handle
+        self.iface = iface
+        self.clock = clock
+
+    def rng(self) -> random.Random:
+        return self.handle.rng()
+
+    # ----- the whole flow -----------------------------------------------------------------------
+
+    def preempt(
+        self, state: CycleState, pod: Pod, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        """<None, Unschedulable>: not eligible (nomination unchanged). <PostFilterResult(""),
+        Unschedulable(FitError message)>: preemption cannot help (nomination cleared). <None, Error>:
+        something failed. <PostFilterResult(node), None>: victims evicted, nominate the pod there."""
+        latest = self.handle.latest_pod(pod)
+        if latest is None:
+            return None, error(f'pods "{pod.name}" not found')
+        pod = latest
+        ok, msg = self.iface.pod_eligible_to_preempt_others(pod, statuses.get(pod.nominated_node_name))
+        if not ok:
+            log.debug("pod is not eligible for preemption", pod=pod.key, reason=msg)
+            return None, unschedulable(msg)
+        all_nodes = list(self.handle.snapshot().list())
+        candidates, node_statuses, errors = self.find_candidates(state, all_nodes, pod, statuses)
+        if errors and not candidates:
+            return None, error(aggregate_errors(errors))
+        if not candidates:
+            fit_error = FitError(pod, len(all_nodes), Diagnosis(node_to_status=node_statuses))
+            node_statuses.absent = unresolvable(NOT_HELPFUL_MSG)
+            return PostFilterResult(""), unschedulable(fit_error.message())
+        best = self.select_candidate(candidates)
+        if best is None or not best.name:
+            return None, unschedulable("no candidate node for preemption")
+        log.info("preemption target chosen", pod=pod.key, node=best.name,
+                 victims=[v.key for v in best.victims.pods])
+        status = self.prepare_candidate(best, pod)
+        if not success(status):
+            return None, status
+        return PostFilterResult(best.name), None
+
+    def find_candidates(
+        self, state: CycleState, all_nodes: Sequence[NodeInfo], pod: Pod, statuses: NodeToStatus
+    ) -> tuple[list[Candidate], NodeToStatus, list[str]]:
+        """Dry-run preemption on the nodes whose filter verdict was Unschedulable."""
+        if not all_nodes:
+            return [], new_default_node_to_status(), ["no nodes available"]
+        potential = nodes_for_status_code(statuses, all_nodes, Code.UNSCHEDULABLE)
+        if not potential:
+            log.debug("preemption will not help schedule the pod on any node", pod=pod.key)
+            return [], new_default_node_to_status(), []
+        pdbs = pdbs_from_objects(self.handle.objects().list("PodDisruptionBudget"))
+        offset, num_candidates = self.iface.get_offset_and_num_candidates(len(potential))
+        return self.dry_run_preemption(state, pod, potential, pdbs, offset, num_candidates)
+
+    def dry_run_preemption(
+        self,
+        state: CycleState,
+        pod: Pod,
+        potential_nodes: Sequence[NodeInfo],
+        pdbs: Sequence[PodDisruptionBudget],
+        offset: int,
+        num_candidates: int,
+    ) -> tuple[list[Candidate], NodeToStatus, list[str]]:
+        """Select victims on copies of the nodes, from ``offset`` round the list, until at least one
+        PDB-respecting candidate exists and ``num_candidates`` were found. Non-violating candidates
+        come first in the result. Returns the candidates, the verdicts of the other nodes and the
+        error messages met on the way."""
+        non_violating = _CandidateList(num_candidates)
+        violating = _CandidateList(num_candidates)
+        node_statuses = new_default_node_to_status()
+        errors: list[str] = []
+        n = len(potential_nodes)
+        for i in range(n):
+            node_copy = potential_nodes[(offset + i) % n].clone()
+            name = node_copy.name
+            pods, num_violations, status = self.iface.select_victims_on_node(state.clone(), pod, node_copy, pdbs)
+            if success(status) and pods:
+                c = Candidate(name, Victims(pods, num_violations))
+                (non_violating if num_violations == 0 else violating).add(c)
+                nvc, vc = len(non_violating.items), len(violating.items)
+                if nvc > 0 and nvc + vc >= num_candidates:
+                    break
+                continue
+            if success(status):
+                status = error(f'expected at least one victim pod on node "{name}"')
+            assert status is not None
+            if status.code == Code.ERROR:
+                errors.append(status.message)
+            node_statuses.statuses[name] = status
+        return non_violating.items + violating.items, node_statuses, errors
+
+    # ----- choosing the node --------------------------------------------------------------------
+
+    def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate | None:
+        if not candidates:
+            return None
+        if len(candidates) == 1:
+            return candidates[0]
+        victims = {c.name: c.victims for c in candidates}
+        funcs = self.iface.ordered_score_funcs(victims)
+        chosen = pick_one_node_for_preemption(victims, funcs, self.clock())
+        if chosen in victims:
+            return Candidate(chosen, victims[chosen])
+        log.error("no preemption candidate was selected; taking the first", candidates=list(victims))
+        return candidates[0]
+
+    # ----- acting on it -------------------------------------------------------------------------
+
+    def prepare_candidate(self, candidate: Candidate, pod: Pod) -> Status | None:
+        """Evict every victim (stop at the first failure), then clear the nomination of the
+        lower-priority pods nominated to the node: they may no longer fit there."""
+        for victim in candidate.victims.pods:
+            status = self.handle.preempt(victim, pod, candidate.name, self.plugin_name)
+            if not success(status):
+                return status
+        for other in self.handle.nominated_pods_for(candidate.name):
+            if other.priority < pod.priority:
+                status = self.handle.clear_nominated_node(other)
+                if not success(status):
+                    assert status is not None
+                    log.warning("could not clear nominatedNodeName", pod=other.key, error=status.message)
+        return None
+
+
+def pick_one_node_for_preemption(
+    nodes_to_victims: Mapping[str, Victims], score_funcs: Sequence[ScoreFunc] | None, now: float
+) -> str:
+    """Apply score functions in order, keeping the best-scoring nodes, until one remains; the first
+    remaining node wins. Victims are assumed sorted most important first."""
+    if not nodes_to_victims:
+        return ""
+    remaining = list(nodes_to_victims)
+    if not score_funcs:
+        score_funcs = _default_score_funcs(nodes_to_victims, now)
+    for f in score_funcs:
+        best: list[str] = []
+        top = float("-inf")
+        for name in remaining:
+            score = f(name)
+            if score > top:
+                top, best = score, [name]
+            elif score == top:
+                best.append(name)
+        if len(best) == 1:
+            return best[0]
+        remaining = best
+    return remaining[0]
+
+
+def _default_score_funcs(nodes_to_victims: Mapping[str, Victims], now: float) -> list[ScoreFunc]:
+    def fewest_pdb_violations(node: str) -> float:
+        return -nodes_to_victims[node].num_pdb_violations
+
+    def lowest_highest_priority(node: str) -> float:
+        return -nodes_to_victims[node].pods[0].priority
+
+    def lowest_priority_sum(node: str) -> float:
+        return -sum(p.priority + _PRIORITY_OFFSET for p in nodes_to_victims[node].pods)
+
+    def fewest_victims(node: str) -> float:
+        return -len(nodes_to_victims[node].pods)
+
+    def latest_start(node: str) -> float:
+        t = earliest_start_of_most_important(nodes_to_victims[node], now)
+        return float("-inf") if t is None else t
+
+    return [fewest_pdb_violations, lowest_highest_priority, lowest_priority_sum, fewest_victims, latest_start]

@@ -1,0 +1,192 @@
+"""DefaultPreemption (kube-scheduler v1.34 ``defaultpreemption/default_preemption.go``).
+
+PostFilter: when a pod fits nowhere, evict lower-priority pods from one node so that it fits there,
+and nominate the pod to that node. The flow (candidates, node choice, eviction) is the shared
+``scheduler.framework.preemption.Evaluator``; this plugin decides who may preempt, how many nodes to
+dry-run and which pods to evict on a node:
+
+* a pod with ``preemptionPolicy: Never`` never preempts; a pod whose nominated node still has
+  victims of a scheduler preemption terminating waits for them (unless that node is now
+  UnschedulableAndUnresolvable for it);
+* victims are the pods of lower priority. All of them are removed, the pod must then pass the
+  filters (nominated pods of priority >= its own included), and victims are given back one by one,
+  most important first, PDB-protected pods before the others, as long as the pod still fits.
+
+Its messages are upstream's, prefixed with ``preemption: ``.
+
+Preemption runs synchronously (upstream's SchedulerAsyncPreemption gate off), so PreEnqueue never
+holds a pod back and the plugin registers no events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, cast
+
+from scheduler.framework.interface import (
+    CycleState,
+    Handle,
+    NodeToStatus,
+    PostFilterResult,
+    PreemptionHandle,
+)
+from scheduler.framework.preemption import (
+    Evaluator,
+    PodDisruptionBudget,
+    ScoreFunc,
+    Victims,
+    filter_pods_with_pdb_violation,
+    importance_key,
+    terminating_by_preemption,
+)
+from scheduler.framework.status import Code, Status, code_of, success, unresolvable
+from scheduler.framework.types import ClusterEventWithHint, NodeInfo
+from scheduler.model.pod import Pod
+from scheduler.plugins.helper import int_arg
+
+NAME = "DefaultPreemption"
+
+NOT_ELIGIBLE_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
+NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
+
+# (node, victim, preemptor) -> may the victim be preempted, besides having a lower priority.
+IsEligiblePod = Callable[[NodeInfo, Pod, Pod], bool]
+
+
+def _always(node_info: NodeInfo, victim: Pod, preemptor: Pod) -> bool:
+    return True
+
+
+class DefaultPreemption:
+    """Preempts lower-priority pods for a pod that fits nowhere."""
+
+    name = NAME
+
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        self.min_candidate_nodes_percentage = int_arg(
+            args.get("minCandidateNodesPercentage"), "minCandidateNodesPercentage", 10
+        )
+        self.min_candidate_nodes_absolute = int_arg(
+            args.get("minCandidateNodesAbsolute"), "minCandidateNodesAbsolute", 100
+        )
+        pct, absolute = self.min_candidate_nodes_percentage, self.min_candidate_nodes_absolute
+        if not 0 <= pct <= 100:
+            raise ValueError(f"minCandidateNodesPercentage: invalid value {pct}: not in valid range [0, 100]")
+        if absolute < 0:
+            raise ValueError(f"minCandidateNodesAbsolute: invalid value {absolute}: not in valid range [0, inf)")
+        if pct == 0 and absolute == 0:
+            raise ValueError(
+                "minCandidateNodesPercentage: cannot be zero at the same time as minCandidateNodesAbsolute"
+            )
+        # The scheduler's handle provides the preemption services; checked when first needed, so a
+        # profile can be built with a bare handle (tests) as long as nothing preempts.
+        self.handle = cast(PreemptionHandle, handle)
+        self.evaluator = Evaluator(NAME, self.handle, self)
+        self.is_eligible_pod: IsEligiblePod = _always
+
+    # ----- extension points ---------------------------------------------------------------------
+
+    def post_filter(
+        self, state: CycleState, pod: Pod, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        result, status = self.evaluator.preempt(state, pod, statuses)
+        if status is not None and status.message:
+            return result, Status(status.code, [f"preemption: {status.message}"], error=status.error)
+        return result, status
+
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        """Only holds pods back while an asynchronous preemption runs for them; ours is synchronous."""
+        return None
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """PreEnqueue never rejects, so no event can matter (as upstream without async preemption)."""
+        return []
+
+    # ----- the preemption.Interface -------------------------------------------------------------
+
+    def calculate_num_candidates(self, num_nodes: int) -> int:
+        """max(numNodes * percentage / 100, absolute), capped at numNodes."""
+        n = num_nodes * self.min_candidate_nodes_percentage // 100
+        n = max(n, self.min_candidate_nodes_absolute)
+        return min(n, num_nodes)
+
+    def get_offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
+        return self.handle.rng().randrange(num_nodes), self.calculate_num_candidates(num_nodes)
+
+    def pod_eligible_to_preempt_others(self, pod: Pod, nominated_node_status: Status | None) -> tuple[bool, str]:
+        if pod.preemption_policy == "Never":
+            return False, NOT_ELIGIBLE_POLICY_NEVER
+        nominated = pod.nominated_node_name
+        if nominated:
+            # The nominated node no longer works at all for the pod: look for another one.
+            if code_of(nominated_node_status) == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return True, ""
+            node_info = self.handle.snapshot().get(nominated)
+            if node_info is not None:
+                for p in node_info.pods.values():
+                    if self._preemption_allowed(node_info, p, pod) and terminating_by_preemption(p):
+                        return False, NOT_ELIGIBLE_TERMINATING
+        return True, ""
+
+    def select_victims_on_node(
+        self, state: CycleState, pod: Pod, node_info: NodeInfo, pdbs: Sequence[PodDisruptionBudget]
+    ) -> tuple[list[Pod], int, Status | None]:
+        """The fewest pods (by reprieving the most important first) whose removal lets ``pod`` pass
+        the filters on ``node_info``, and how many of them violate a PDB. ``state`` and
+        ``node_info`` are copies this method may change."""
+        h = self.handle
+
+        def remove(p: Pod) -> Status | None:
+            node_info.remove_pod(p)
+            return h.run_pre_filter_extension_remove_pod(state, pod, p, node_info)
+
+        def add(p: Pod) -> Status | None:
+            node_info.add_pod(p)
+            return h.run_pre_filter_extension_add_pod(state, pod, p, node_info)
+
+        potential: list[Pod] = []
+        for p in list(node_info.pods.values()):
+            if self._preemption_allowed(node_info, p, pod):
+                potential.append(p)
+                s = remove(p)
+                if not success(s):
+                    return [], 0, s
+        if not potential:
+            return [], 0, unresolvable("No preemption victims found for incoming pod")
+        # Even without every lower-priority pod the pod does not fit: this node cannot help.
+        s = h.run_filter_plugins_with_nominated_pods(state, pod, node_info)
+        if not success(s):
+            return [], 0, s
+        key = importance_key(self.evaluator.clock())
+        potential.sort(key=key)
+        violating, non_violating = filter_pods_with_pdb_violation(potential, pdbs)
+        victims: list[Pod] = []
+        num_violating = 0
+        for group, counts in ((violating, True), (non_violating, False)):
+            for p in group:
+                s = add(p)
+                if not success(s):
+                    return [], 0, s
+                if success(h.run_filter_plugins_with_nominated_pods(state, pod, node_info)):
+                    continue  # reprieved: the pod fits with this one staying
+                s = remove(p)
+                if not success(s):
+                    return [], 0, s
+                victims.append(p)
+                if counts:
+                    num_violating += 1
+        if violating and non_violating:
+            victims.sort(key=key)
+        return victims, num_violating, None
+
+    def ordered_score_funcs(self, nodes_to_victims: Mapping[str, Victims]) -> list[ScoreFunc] | None:
+        """None: the evaluator's default ordering."""
+        return None
+
+    def candidates_to_victims_map(self, candidates: Sequence[Any]) -> dict[str, Victims]:
+        return {c.name: c.victims for c in candidates}
+
+    # ----- helpers ------------------------------------------------------------------------------
+
+    def _preemption_allowed(self, node_info: NodeInfo, victim: Pod, preemptor: Pod) -> bool:
+        return victim.priority < preemptor.priority and self.is_eligible_pod(node_info, victim, preemptor)

@@ -1,0 +1,116 @@
+"""DynamicResources (kube-scheduler v1.34 ``dynamicresources/dynamicresources.go``), minimal.
+
+py-scheduler does not implement dynamic resource allocation (ResourceClaims, DeviceClasses,
+ResourceSlices are not watched, nothing is allocated). The plugin is still part of the default
+profile, in upstream's place, because it shapes what every pod sees:
+
+* a pod without ``spec.resourceClaims`` is skipped at PreFilter (so Filter does not run for it), and
+  its PostFilter answers ``no new claims to deallocate`` (Unschedulable), which upstream appends to
+  every FailedScheduling message of the default profile before the preemption message;
+* when PreFilter never ran (an earlier PreFilter plugin was UnschedulableAndUnresolvable), PostFilter
+  fails reading its state, as upstream does: the message then ends in ``not found``;
+* a pod *with* ``spec.resourceClaims`` is rejected at PreFilter as UnschedulableAndUnresolvable with a
+  message saying so: a known limitation, better than binding a pod whose devices nobody allocated.
+
+Extended resources backed by DRA (DRAExtendedResource, alpha and off in 1.34) are not considered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.framework.interface import CycleState, Handle, NodeToStatus, PostFilterResult, PreFilterResult
+from scheduler.framework.status import Status, error, skip, unresolvable, unschedulable
+from scheduler.framework.types import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    NodeInfo,
+)
+from scheduler.model.pod import Pod
+
+NAME = "DynamicResources"
+STATE_KEY = "PreFilter" + NAME  # upstream stores it under the plugin name
+
+UNSUPPORTED_MSG = "py-scheduler does not support dynamic resource allocation (the pod has spec.resourceClaims)"
+NO_CLAIMS_MSG = "no new claims to deallocate"
+NOTHING_DONE_MSG = "still not schedulable"
+STATE_NOT_FOUND_MSG = "not found"  # fwk.ErrNotFound, what CycleState.Read returns upstream
+
+
+@dataclass(frozen=True, slots=True)
+class _State:
+    """The pod's claim references (names as written in spec.resourceClaims)."""
+
+    claims: tuple[str, ...]
+
+    def clone(self) -> _State:
+        return self
+
+
+def resource_claim_names(pod: Pod) -> tuple[str, ...]:
+    claims = (pod.raw.get("spec") or {}).get("resourceClaims") or []
+    return tuple(str(c.get("name") or "") for c in claims if isinstance(c, Mapping))
+
+
+class DynamicResources:
+    """Keeps pods with resource claims away (unsupported) and gives the others upstream's verdicts."""
+
+    name = NAME
+
+    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+        # DynamicResourcesArgs.filterTimeout bounds device allocation in Filter; there is none here.
+        del args, handle
+
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        """Upstream waits here until the pod's claims exist; claims are not tracked, so never wait."""
+        return None
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        claims = resource_claim_names(pod)
+        state.write(STATE_KEY, _State(claims))
+        if not claims:
+            return None, skip()
+        return None, unresolvable(UNSUPPORTED_MSG)
+
+    def pre_filter_extensions(self) -> None:
+        return None
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        """Never reached with claims (PreFilter rejected the pod) nor without (PreFilter skipped)."""
+        if state.get(STATE_KEY) is None:
+            return error(STATE_NOT_FOUND_MSG)
+        return None
+
+    def post_filter(
+        self, state: CycleState, pod: Pod, statuses: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        s = state.get(STATE_KEY)
+        if not isinstance(s, _State):
+            return None, error(STATE_NOT_FOUND_MSG)
+        if not s.claims:
+            return None, unschedulable(NO_CLAIMS_MSG)
+        return None, unschedulable(NOTHING_DONE_MSG)
+
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        return None
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        return None
+
+    def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        return None
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Upstream's node and pod events (queueing hints on): the ResourceClaim, DeviceClass and
+        ResourceSlice events it also registers have no counterpart here."""
+        node_actions = ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_ALLOCATABLE
+        return [
+            ClusterEventWithHint(ClusterEvent(EventResource.NODE, node_actions)),
+            ClusterEventWithHint(ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)),
+        ]

@@ -1,0 +1,191 @@
+"""A thin list-watch of pods over aiohttp, for the high-volume pod stream.
+
+kopf remains the operator (login, nodes and the other kinds, life cycle), but its per-event machinery
+costs about 1 ms of CPU per event (kopf-notes: a few hundred pods/s per core), while a plain stream
+of newline-delimited JSON costs about 0.06 ms. Every scheduled pod produces two to four pod events,
+so the pod stream decides whether the API server or the scheduler is the limit.
+
+It also does what kopf does not after a 410 Gone: the relist synthesizes DELETED events for pods
+that vanished while the watch was down, so no deletion is ever missed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import ssl
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import aiohttp
+import structlog
+
+log = structlog.get_logger(__name__)
+
+EventHandler = Callable[[str, Mapping[str, Any]], None]
+
+
+class Gone(Exception):
+    """The watch's resourceVersion is too old (HTTP 410 or an ERROR event with code 410)."""
+
+
+def _ssl_context(cfg: Any) -> ssl.SSLContext | bool:
+    if not cfg.verify_ssl:
+        return False
+    ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert) if cfg.ssl_ca_cert else ssl.create_default_context()
+    if cfg.cert_file and cfg.key_file:
+        ctx.load_cert_chain(cfg.cert_file, cfg.key_file)
+    return ctx
+
+
+def _auth_headers(cfg: Any) -> dict[str, str]:
+    hook = getattr(cfg, "refresh_api_key_hook", None)
+    if hook is not None:
+        hook(cfg)  # in-cluster projected tokens rotate; the client refreshes them here
+    header = cfg.get_api_key_with_prefix("BearerToken") or cfg.get_api_key_with_prefix("authorization") or ""
+    if header and " " not in header:
+        header = f"Bearer {header}"
+    return {"Authorization": header} if header else {}
+
+
+class PodStream:
+    """List then watch `/api/v1/pods` (all namespaces) with a field selector; calls `on_event(type, obj)`.
+
+    Runs in its own thread and event loop so the scheduler's other work cannot delay it. `synced` is
+    set once the first list has been delivered (the scheduling loop waits for it, like upstream's
+    WaitForCacheSync).
+    """
+
+    def __init__(
+        self,
+        cfg: Any,
+        on_event: EventHandler,
+        field_selector: str = "",
+        page_size: int = 500,
+        watch_timeout: int = 300,
+    ) -> None:
+        self.cfg = cfg
+        self.on_event = on_event
+        self.field_selector = field_selector
+        self.page_size = page_size
+        self.watch_timeout = watch_timeout
+        self.synced = threading.Event()
+        self.events = 0
+        self.relists = 0
+        self._known: dict[str, Mapping[str, Any]] = {}  # uid -> last object, for synthesized deletions
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._thread_main, name="pod-stream", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _thread_main(self) -> None:
+        asyncio.run(self._run())
+
+    async def _run(self) -> None:
+        backoff = 0.1
+        async with aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(ssl=_ssl_context(self.cfg), limit=4),
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+        ) as session:
+            rv = ""
+            while not self._stop.is_set():
+                try:
+                    if not rv:
+                        rv = await self._relist(session)
+                        backoff = 0.1
+                    rv = await self._watch(session, rv)
+                except Gone:
+                    log.info("pod watch expired; relisting")
+                    rv = ""
+                except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
+                    log.warning("pod watch interrupted; resuming", error=str(exc), resource_version=rv)
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, 5.0)
+
+    def _params(self, **extra: Any) -> dict[str, str]:
+        params = {k: str(v) for k, v in extra.items()}
+        if self.field_selector:
+            params["fieldSelector"] = self.field_selector
+        return params
+
+    async def _relist(self, session: aiohttp.ClientSession) -> str:
+        """Full paginated list; objects not seen again are delivered as DELETED."""
+        seen: set[str] = set()
+        cont = ""
+        while True:
+            params = self._params(limit=self.page_size, **({"continue": cont} if cont else {}))
+            async with session.get(f"{self.cfg.host}/api/v1/pods", params=params,
+                                   headers=_auth_headers(self.cfg)) as resp:
+                if resp.status == 410:
+                    raise Gone()
+                resp.raise_for_status()
+                data = json.loads(await resp.read())
+            for obj in data.get("items") or []:
+                obj.setdefault("apiVersion", "v1")
+                obj.setdefault("kind", "Pod")
+                uid = obj["metadata"]["uid"]
+                seen.add(uid)
+                self._deliver("ADDED", obj, uid)
+            meta = data.get("metadata") or {}
+            cont = meta.get("continue") or ""
+            if not cont:
+                break
+        for uid in [u for u in self._known if u not in seen]:
+            self._deliver("DELETED", self._known[uid], uid)
+        self.relists += 1
+        self.synced.set()
+        return str(meta.get("resourceVersion") or "")
+
+    async def _watch(self, session: aiohttp.ClientSession, rv: str) -> str:
+        params = self._params(watch="1", resourceVersion=rv, allowWatchBookmarks="true",
+                              timeoutSeconds=self.watch_timeout)
+        timeout = aiohttp.ClientTimeout(total=None, sock_read=self.watch_timeout + 30)
+        async with session.get(f"{self.cfg.host}/api/v1/pods", params=params, headers=_auth_headers(self.cfg),
+                               timeout=timeout) as resp:
+            if resp.status == 410:
+                raise Gone()
+            resp.raise_for_status()
+            async for line in resp.content:
+                if self._stop.is_set():
+                    break
+                if not line.strip():
+                    continue
+                ev = json.loads(line)
+                type_ = ev.get("type")
+                obj = ev.get("object") or {}
+                if type_ == "ERROR":
+                    if obj.get("code") == 410:
+                        raise Gone()
+                    raise ValueError(f"watch error: {obj.get('message')}")
+                new_rv = (obj.get("metadata") or {}).get("resourceVersion")
+                if type_ != "BOOKMARK":
+                    self._deliver(type_, obj, obj["metadata"]["uid"])
+                if new_rv:
+                    rv = new_rv
+        return rv
+
+    def _deliver(self, type_: str, obj: Mapping[str, Any], uid: str) -> None:
+        if type_ == "DELETED":
+            self._known.pop(uid, None)
+        else:
+            self._known[uid] = obj
+        self.events += 1
+        try:
+            self.on_event(type_, obj)
+        except Exception:  # one bad event must not stop the stream
+            log.exception("pod event handler failed", uid=uid, type=type_)
+
+
+def wait_synced(stream: PodStream, timeout: float = 300.0) -> bool:
+    """Block until the first list was delivered (or timeout)."""
+    deadline = time.monotonic() + timeout
+    while not stream.synced.wait(0.5):
+        if time.monotonic() > deadline:
+            return False
+    return True

@@ -1,0 +1,63 @@
+"""The thin pod list-watch (scheduler.watch.PodStream) against the real API server."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import aiohttp
+from kubernetes import client
+
+from e2e.cluster.cluster import LocalCluster
+from e2e.kube import node_of, pod_manifest, wait_for
+from scheduler.apiclient import load_api_client
+from scheduler.watch import PodStream, _ssl_context, wait_synced
+from tests.integration.conftest import SchedulerProc
+
+
+def test_stream_delivers_list_watch_and_synthesizes_missed_deletions(
+    cluster: LocalCluster, core: client.CoreV1Api, ns: str
+) -> None:
+    core.create_namespaced_pod(ns, pod_manifest("before", scheduler_name="nobody"))
+    events: list[tuple[str, str]] = []
+
+    def on_event(type_: str, obj: Any) -> None:
+        if obj["metadata"].get("namespace") == ns:
+            events.append((type_, obj["metadata"]["name"]))
+
+    cfg = load_api_client(str(cluster.kubeconfig)).configuration
+    stream = PodStream(cfg, on_event, field_selector="status.phase!=Succeeded,status.phase!=Failed")
+    stream.start()
+    try:
+        assert wait_synced(stream, 30)
+        assert ("ADDED", "before") in events
+        core.create_namespaced_pod(ns, pod_manifest("during", scheduler_name="nobody"))
+        wait_for(lambda: ("ADDED", "during") in events, 30, what="watch ADDED")
+        core.delete_namespaced_pod("during", ns, grace_period_seconds=0)
+        wait_for(lambda: ("DELETED", "during") in events, 30, what="watch DELETED")
+    finally:
+        stream.stop()
+
+    # A relist after a watch outage: a pod deleted meanwhile comes out as DELETED.
+    events.clear()
+    core.delete_namespaced_pod("before", ns, grace_period_seconds=0)
+    wait_for(lambda: not [p for p in core.list_namespaced_pod(ns).items if p.metadata.name == "before"], 30,
+             what="pod gone")
+
+    async def relist() -> None:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=_ssl_context(cfg))) as s:
+            await stream._relist(s)
+
+    asyncio.run(relist())
+    assert ("DELETED", "before") in events
+
+
+def test_scheduler_binds_with_the_stream_watch(
+    core: client.CoreV1Api, ns: str, start_py_scheduler: Callable[..., SchedulerProc]
+) -> None:
+    start_py_scheduler("--scheduler-name", "stream-test", "--pod-watch", "stream", name="stream")
+    names = [f"s{i}" for i in range(20)]
+    for n in names:
+        core.create_namespaced_pod(ns, pod_manifest(n, scheduler_name="stream-test"))
+    wait_for(lambda: all(node_of(core, ns, n) for n in names), 60, what="pods bound via stream watch")

@@ -1,0 +1,101 @@
+"""Pod requests as component-helpers' PodRequests and the scheduler's PodInfo.CalculateResource compute them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler.model.pod import pod_from_api
+from scheduler.model.resources import Resource, scoring_request_list
+from scheduler.plugins.node_resources_fit import fit_request
+
+MI = 1024 * 1024
+GI = 1024 * MI
+
+
+def _container(name: str, requests: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
+    c: dict[str, Any] = {"name": name, "image": "x"}
+    if requests is not None:
+        c["resources"] = {"requests": requests}
+    c.update(extra)
+    return c
+
+
+def _pod(spec: dict[str, Any], status: dict[str, Any] | None = None) -> Any:
+    meta = {"name": "p", "namespace": "ns", "uid": "u"}
+    return pod_from_api({"metadata": meta, "spec": spec, "status": status or {}})
+
+
+def test_requests_are_summed_as_quantities_before_rounding_up() -> None:
+    pod = _pod({"containers": [_container("a", {"cpu": "0.5m", "memory": "0.5"}),
+                               _container("b", {"cpu": "0.5m", "memory": "0.5"})]})
+    assert pod.requests.milli_cpu == 1
+    assert pod.requests.memory == 1
+
+
+def test_pod_level_requests_set_the_non_zero_values() -> None:
+    pod = _pod({
+        "resources": {"requests": {"cpu": "2", "memory": "1Gi"}},
+        "containers": [_container("a"), _container("b")],
+    })
+    assert (pod.requests.milli_cpu, pod.requests.memory) == (2000, GI)
+    assert (pod.non_zero_milli_cpu, pod.non_zero_memory) == (2000, GI)
+
+
+def test_pod_level_requests_default_only_what_the_pod_misses() -> None:
+    """With pod-level requests, NodeInfo's non-zero defaults fill a resource missing from the whole pod,
+    not each container lacking it."""
+    pod = _pod({
+        "resources": {"requests": {"memory": "1Gi"}},
+        "containers": [_container("a", {"cpu": "500m"}), _container("b")],
+    })
+    assert pod.non_zero_milli_cpu == 500
+    assert pod.non_zero_memory == GI
+    only_cpu = _pod({"resources": {"requests": {"cpu": "1"}}, "containers": [_container("a"), _container("b")]})
+    assert only_cpu.non_zero_milli_cpu == 1000
+    assert only_cpu.non_zero_memory == 2 * 200 * MI
+
+
+def test_scoring_requests_default_every_container_even_with_pod_level_requests() -> None:
+    spec = {"resources": {"requests": {"memory": "1Gi"}}, "containers": [_container("a", {"cpu": "500m"}),
+                                                                          _container("b")]}
+    rl = scoring_request_list(spec, {}, "pod ns/p", use_requested=False)
+    assert rl["cpu"] * 1000 == 600
+    assert rl["memory"] == GI
+    assert "cpu" in scoring_request_list(spec, {}, "pod ns/p", use_requested=True)
+
+
+def test_pod_level_hugepages_replace_the_container_sum() -> None:
+    pod = _pod({
+        "resources": {"requests": {"hugepages-2Mi": "4Mi", "cpu": "1"}},
+        "containers": [_container("a", {"hugepages-2Mi": "2Mi"})],
+    })
+    assert pod.requests.scalar["hugepages-2Mi"] == 4 * MI
+
+
+def test_resized_running_pod_counts_its_status_resources() -> None:
+    spec = {"nodeName": "n", "containers": [_container("a", {"cpu": "100m", "memory": "64Mi"})]}
+    status = {"containerStatuses": [{"name": "a", "resources": {"requests": {"cpu": "300m"}},
+                                     "allocatedResources": {"memory": "128Mi"}}]}
+    pod = _pod(spec, status)
+    assert pod.requests.milli_cpu == 300
+    assert pod.requests.memory == 128 * MI
+    # An infeasible resize: the spec's (desired) requests are not what runs.
+    infeasible = dict(status, conditions=[{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}])
+    spec2 = {"nodeName": "n", "containers": [_container("a", {"cpu": "2", "memory": "64Mi"})]}
+    pod2 = _pod(spec2, infeasible)
+    assert pod2.requests.milli_cpu == 300
+    # Filter's request of a pending pod ignores status resources.
+    assert fit_request(_pod({"containers": spec2["containers"]}, infeasible)).milli_cpu == 2000
+
+
+def test_status_resources_of_regular_init_containers_are_ignored() -> None:
+    spec = {"nodeName": "n", "initContainers": [_container("i", {"cpu": "100m"})], "containers": [_container("a")]}
+    status = {"initContainerStatuses": [{"name": "i", "resources": {"requests": {"cpu": "4"}}}]}
+    assert _pod(spec, status).requests.milli_cpu == 100
+
+
+def test_only_scalar_resource_names_are_tracked() -> None:
+    r = Resource.from_list({"cpu": "1", "example.com/gpu": "2", "foo": "3", "hugepages-1Gi": "1Gi",
+                            "kubernetes.io/batch-cpu": "4", "attachable-volumes-csi-x": "5"}, "node n", "status")
+    assert r.scalar == {"example.com/gpu": 2, "hugepages-1Gi": GI, "kubernetes.io/batch-cpu": 4,
+                        "attachable-volumes-csi-x": 5}

@@ -547,16 +547,47 @@ class _Leadership(Protocol):
     def is_leader(self) -> bool: ...
 
 
+class _PodWriter(Protocol):
+    def patch_pod_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None: ...
+    def delete_pod(self, namespace: str, name: str) -> None: ...
+
+
+class LeaderGatedPodWriter:
+    """Preemption's writes (victims' DisruptionTarget condition and deletion, cleared nominations),
+    made only while ``is_leader`` holds: evicting pods is as much a leader's act as binding them."""
+
+    def __init__(self, inner: _PodWriter, leadership: _Leadership) -> None:
+        self.inner = inner
+        self.leadership = leadership
+
+    def _require_leader(self, what: str) -> None:
+        if not self.leadership.is_leader:
+            raise NotLeaderError(f"not the leader: {what} skipped")
+
+    def patch_pod_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        self._require_leader(f"status patch of {namespace}/{name}")
+        self.inner.patch_pod_status(namespace, name, patch)
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        self._require_leader(f"deletion of {namespace}/{name}")
+        self.inner.delete_pod(namespace, name)
+
+
 class LeaderGatedBinder:
     """Wraps the scheduler's binder: no Binding is posted unless ``is_leader`` holds right now.
 
     Why: the scheduling loop may be mid-cycle when the lease is lost; the gate makes the loss take
-    effect at the very next bind instead of whenever the loop notices.
+    effect at the very next bind instead of whenever the loop notices. ``writer`` (which the
+    Scheduler takes from its binder for preemption) is gated the same way.
     """
 
     def __init__(self, inner: _Binder, leadership: _Leadership) -> None:
         self.inner = inner
         self.leadership = leadership
+        inner_writer = getattr(inner, "writer", None)
+        self.writer: LeaderGatedPodWriter | None = (
+            LeaderGatedPodWriter(inner_writer, leadership) if inner_writer is not None else None
+        )
 
     def bind(self, pod: Pod, node_name: str) -> None:
         if not self.leadership.is_leader:

@@ -431,6 +431,43 @@ def test_gated_binder_binds_only_while_leading() -> None:
     assert inner.bound == [("ns/p", "n1")]
 
 
+class RecordingWriter:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    def patch_pod_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        self.calls.append(("patch", f"{namespace}/{name}"))
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        self.calls.append(("delete", f"{namespace}/{name}"))
+
+
+class WriterBinder(RecordingBinder):
+    """Like ApiBinder: carries the writer the Scheduler uses for preemption."""
+
+    def __init__(self, writer: RecordingWriter) -> None:
+        super().__init__()
+        self.writer = writer
+
+
+def test_preemption_writes_through_the_gated_binder_are_gated_too() -> None:
+    """The Scheduler takes its preemption writer from ``binder.writer``: wrapping must not lose it."""
+    from scheduler.scheduler import PodWriter
+
+    inner_writer, flag = RecordingWriter(), Flag(True)
+    gate = LeaderGatedBinder(WriterBinder(inner_writer), flag)
+    assert isinstance(gate.writer, PodWriter)
+    gate.writer.patch_pod_status("ns", "victim", {"status": {}})
+    gate.writer.delete_pod("ns", "victim")
+    flag.is_leader = False
+    with pytest.raises(NotLeaderError, match="deletion of ns/other"):
+        gate.writer.delete_pod("ns", "other")
+    with pytest.raises(NotLeaderError, match="status patch of ns/other"):
+        gate.writer.patch_pod_status("ns", "other", {})
+    assert inner_writer.calls == [("patch", "ns/victim"), ("delete", "ns/victim")]
+    assert LeaderGatedBinder(RecordingBinder(), flag).writer is None
+
+
 def test_gate_closes_with_the_elector_at_the_renew_deadline() -> None:
     store, clock = FakeStore(), FakeClock()
     a = elector("a", store, clock)

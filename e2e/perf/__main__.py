@@ -107,6 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "throughput = bound / (first creation -> last binding seen by a watch); latency = binding seen - creation",
         "SchedulingSelectorSpread": WORKLOADS["SchedulingSelectorSpread"].note,
         "qps_burst": f"{args.qps:g}/{args.burst} for py, kube, ceiling and the creators",
+        "other CPU s": "CPU seconds used during the measured batch by processes other than the scheduler, "
+        "kube-apiserver, etcd and the harness (other users of a shared machine): large values mean a noisy run",
     }
     runs: list[dict[str, Any]] = []
 

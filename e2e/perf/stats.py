@@ -92,7 +92,8 @@ def medians(runs: Sequence[Mapping[str, Any]], workload: str, nodes: int, pods: 
     sel = [r for r in runs if (r["workload"], r["nodes"], r["pods"], r["scheduler"]) == want]
     out: dict[str, Any] = {"n": len(sel)}
     for key in ("pods_per_second", "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "cpu_seconds_per_1000",
-                "peak_rss_mb", "creation_pods_per_second"):  # fmt: skip
+                "peak_rss_mb", "creation_pods_per_second", "kube-apiserver_cpu_seconds_per_1000",
+                "foreign_cpu_seconds"):  # fmt: skip
         out[key] = median(r.get(key) for r in sel)
     out["all_bound"] = bool(sel) and all(r.get("all_bound") for r in sel)
     pps = [r["pods_per_second"] for r in sel if r.get("pods_per_second") is not None]
@@ -143,8 +144,8 @@ def markdown(doc: Mapping[str, Any]) -> str:
     runs = doc["runs"]
     lines = [
         "| workload | nodes | pods | scheduler | runs | pods/s (median) | pods/s min-max | p50 ms | p90 ms | p99 ms "
-        "| CPU s / 1000 pods | peak RSS MB | all bound | create pods/s |",
-        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|",
+        "| CPU s / 1000 pods | peak RSS MB | all bound | create pods/s | apiserver CPU s / 1000 | other CPU s |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|",
     ]
     for wl, nodes, pods in groups(runs):
         for s in SCHEDULERS:
@@ -155,7 +156,8 @@ def markdown(doc: Mapping[str, Any]) -> str:
                 f"| {wl} | {nodes} | {pods} | {s} | {m['n']} | {_fmt(m['pods_per_second'])} "
                 f"| {_fmt(m['pods_per_second_min'])}-{_fmt(m['pods_per_second_max'])} | {_fmt(m['latency_p50_ms'])} "
                 f"| {_fmt(m['latency_p90_ms'])} | {_fmt(m['latency_p99_ms'])} | {_fmt(m['cpu_seconds_per_1000'], 2)} "
-                f"| {_fmt(m['peak_rss_mb'], 0)} | {_fmt(m['all_bound'])} | {_fmt(m['creation_pods_per_second'], 0)} |"
+                f"| {_fmt(m['peak_rss_mb'], 0)} | {_fmt(m['all_bound'])} | {_fmt(m['creation_pods_per_second'], 0)} "
+                f"| {_fmt(m['kube-apiserver_cpu_seconds_per_1000'], 2)} | {_fmt(m['foreign_cpu_seconds'], 0)} |"
             )
     lines += ["", "| workload | nodes | pods | py / kube | py / ceiling |", "|---|---:|---:|---:|---:|"]
     for e in doc["summary"]:

@@ -20,6 +20,7 @@ Error status naming it, as upstream's NewPreferredSchedulingTerms error does.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +36,15 @@ from scheduler.framework.types import (
     QueueingHint,
 )
 from scheduler.model.errors import InvalidObjectError
-from scheduler.model.labels import NODE_OPS, Requirement, parse_requirement, requirements_match
+from scheduler.model.labels import (
+    NODE_OPS,
+    Requirement,
+    is_valid_label_key,
+    is_valid_label_value,
+    parse_int64,
+    parse_requirement,
+    requirements_match,
+)
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.plugins.helper import default_normalize_score
@@ -226,6 +235,86 @@ def parse_preferred_terms(raw: object, obj: str, fld: str) -> tuple[tuple[Prefer
     return tuple(out), tuple(errors)
 
 
+# --- upstream's error text for preferred terms -----------------------------------------------------
+
+_NODE_OP_VALUES = '"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"'
+
+
+def _go_json(value: object) -> str:
+    """How field.Error renders a non-string bad value (json.Marshal: ["a","b"], null)."""
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _go_expression_errors(expr: Mapping[str, Any], path: str) -> list[str] | None:
+    """labels.NewRequirement's errors for one matchExpressions entry, as field.Error strings; None when
+    the entry fails a check rendered here only approximately (label key/value syntax, which the API server
+    validates anyway)."""
+    op, key, values = expr.get("operator"), expr.get("key"), expr.get("values")
+    if op not in NODE_OPS:
+        return [f"{path}.operator: Unsupported value: {_go_json(op)}: supported values: {_NODE_OP_VALUES}"]
+    vals = values if isinstance(values, list) and all(isinstance(v, str) for v in values) else None
+    if not isinstance(key, str) or not is_valid_label_key(key) or vals is None:
+        return None
+    if not all(is_valid_label_value(v) for v in vals):
+        return None
+    vpath = f"{path}.values"
+    errs: list[str] = []
+    if op in ("In", "NotIn") and not vals:
+        errs.append(f"{vpath}: Invalid value: {_go_json(values)}: "
+                    "for 'in', 'notin' operators, values set can't be empty")
+    elif op in ("Exists", "DoesNotExist") and vals:
+        errs.append(f"{vpath}: Invalid value: {_go_json(vals)}: values set must be empty for exists and does not exist")
+    elif op in ("Gt", "Lt"):
+        if len(vals) != 1:
+            errs.append(f"{vpath}: Invalid value: {_go_json(values)}: "
+                        "for 'Gt', 'Lt' operators, exactly one value is required")
+        for i, v in enumerate(vals):
+            if parse_int64(v) is None:
+                errs.append(f'{vpath}[{i}]: Invalid value: "{v}": '
+                            "for 'Gt', 'Lt' operators, the value must be an integer")
+    return errs
+
+
+def _go_field_errors(expr: Mapping[str, Any], path: str) -> list[str]:
+    """nodeSelectorRequirementsAsFieldSelector's error for one matchFields entry."""
+    op, values = expr.get("operator"), expr.get("values")
+    if op in ("In", "NotIn"):
+        if not isinstance(values, list) or len(values) != 1:
+            return [f"{path}.values: Invalid value: {_go_json(values)}: must have one element"]
+        return []
+    return [f'{path}.operator: Unsupported value: {_go_json(op)}: supported values: "In", "NotIn"']
+
+
+def go_preferred_terms_error(raw: object) -> str | None:
+    """The error NewPreferredSchedulingTerms returns for a pod's preferred terms, worded as upstream's
+    flattened aggregate of field errors (``[0].matchExpressions[0].values[0]: Invalid value: "x": ...``;
+    several distinct messages as ``[a, b]``). None when it cannot be reproduced exactly."""
+    if not isinstance(raw, list):
+        return None
+    messages: list[str] = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, Mapping):
+            return None
+        pref = item.get("preference")
+        if not item.get("weight") or not isinstance(pref, Mapping):
+            continue
+        exprs, fields = pref.get("matchExpressions") or [], pref.get("matchFields") or []
+        if not isinstance(exprs, list) or not isinstance(fields, list):
+            return None
+        for kind, entries, render in (("matchExpressions", exprs, _go_expression_errors),
+                                      ("matchFields", fields, _go_field_errors)):
+            for j, e in enumerate(entries):
+                if not isinstance(e, Mapping):
+                    return None
+                errs = render(e, f"[{i}].{kind}[{j}]")
+                if errs is None:
+                    return None
+                messages.extend(m for m in errs if m not in messages)
+    if not messages:
+        return None
+    return messages[0] if len(messages) == 1 else "[" + ", ".join(messages) + "]"
+
+
 # --- the pod's view (parsed once per pod) ---------------------------------------------------------
 
 
@@ -271,7 +360,8 @@ def _parse_pod(pod: Pod) -> PodNodeAffinity:
     preferred_error = None
     if node_affinity.get(_PREFERRED) is not None:
         preferred, errs = parse_preferred_terms(node_affinity[_PREFERRED], obj, f"{base}.{_PREFERRED}")
-        preferred_error = "; ".join(errs) or None
+        if errs:
+            preferred_error = go_preferred_terms_error(node_affinity[_PREFERRED]) or "; ".join(errs)
     return PodNodeAffinity(
         required=RequiredNodeAffinity(selector, terms, selector_error),
         node_selector_set=isinstance(spec, Mapping) and spec.get("nodeSelector") is not None,

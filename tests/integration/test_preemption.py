@@ -1,19 +1,25 @@
 """Preemption against the real control plane: victims get DisruptionTarget and are deleted, the
-preemptor is nominated and then bound where the victims were."""
+preemptor is nominated and then bound where the victims were; and parity of preemption (and of the
+default profile's PostFilter messages) with kube-scheduler v1.34.10 running its default profile."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client, watch
 
-from e2e.cluster.cluster import LocalCluster
+from e2e.cluster.cluster import LocalCluster, build_binaries
 from e2e.kube import events_for, node_of, pod_manifest, scheduled_condition, wait_for
+from e2e.process import start_kube_scheduler, stop_scheduler
 from tests.integration.conftest import SchedulerProc, temporary_nodes
 
 SCHED = "preempt-test"
+# Parity pair: both schedulers run their default profiles (DynamicResources and DefaultPreemption on).
+KUBE, PY = "kube-preempt", "py-preempt"
 CLASSES = (("it-low", 10, None), ("it-high", 1000, None), ("it-high-never", 1000, "Never"))
 
 
@@ -33,9 +39,21 @@ def priority_classes(api: client.ApiClient) -> Iterator[None]:
     yield
 
 
+def watching(core: client.CoreV1Api, proc: SchedulerProc, scheduler_name: str) -> SchedulerProc:
+    """Wait until the scheduler's pod watch is live: a pod created after its initial list gets bound,
+    which it can only have learned of from the watch. Until then a pod deleted between the initial
+    list and the watch's own list would stay in its cache (the periodic resync repairs that later)."""
+    wait_for(lambda: "py-scheduler started" in proc.log_text(), 60, what=f"{scheduler_name} initial sync")
+    probe = f"probe-{scheduler_name}"
+    core.create_namespaced_pod("default", pod_manifest(probe, scheduler_name=scheduler_name, cpu="1m", memory="1Mi"))
+    wait_for(lambda: node_of(core, "default", probe), 60, what=f"{probe} bound")
+    core.delete_namespaced_pod(probe, "default", grace_period_seconds=0)
+    return proc
+
+
 @pytest.fixture(scope="module")
-def preempt_scheduler(start_py_scheduler: Callable[..., SchedulerProc]) -> SchedulerProc:
-    return start_py_scheduler("--scheduler-name", SCHED, name="preempt")
+def preempt_scheduler(core: client.CoreV1Api, start_py_scheduler: Callable[..., SchedulerProc]) -> SchedulerProc:
+    return watching(core, start_py_scheduler("--scheduler-name", SCHED, name="preempt"), SCHED)
 
 
 def pod_events(core: client.CoreV1Api, ns: str, name: str, since: str, until: Callable[[str, Any], bool],
@@ -107,3 +125,115 @@ def test_pod_with_preemption_policy_never_does_not_preempt(
         assert stays.metadata.deletion_timestamp is None
         assert not [c for c in stays.status.conditions or [] if c.type == "DisruptionTarget"]
         assert core.read_namespaced_pod("polite", ns).status.nominated_node_name is None
+
+
+# ----- parity with kube-scheduler's default profile ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def default_pair(
+    cluster: LocalCluster, core: client.CoreV1Api, workdir: Path, start_py_scheduler: Callable[..., SchedulerProc]
+) -> Iterator[SchedulerProc]:
+    kube = start_kube_scheduler(build_binaries(build=False), cluster.kubeconfig, workdir, KUBE)
+    py = watching(core, start_py_scheduler("--scheduler-name", PY, name="py-preempt"), PY)
+    try:
+        yield py
+    finally:
+        stop_scheduler(kube)
+
+
+def first_unschedulable_message(core: client.CoreV1Api, ns: str, name: str, since: str) -> str:
+    """The message of the first PodScheduled=False condition the pod got after resourceVersion ``since``."""
+    w = watch.Watch()
+    for ev in w.stream(core.list_namespaced_pod, ns, field_selector=f"metadata.name={name}",
+                       resource_version=since, timeout_seconds=60):
+        for c in ev["object"].status.conditions or []:
+            if c.type == "PodScheduled" and c.status == "False":
+                w.stop()
+                return str(c.message)
+    raise AssertionError(f"{name} got no PodScheduled=False condition")
+
+
+def gone(core: client.CoreV1Api, ns: str, name: str) -> bool:
+    try:
+        core.read_namespaced_pod(name, ns)
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return True
+        raise
+    return False
+
+
+def test_preemption_matches_upstream(
+    cluster: LocalCluster, core: client.CoreV1Api, ns: str, priority_classes: None, default_pair: SchedulerProc,
+) -> None:
+    """Two identical node groups, one per scheduler (so the preemptors never compete for victims): node A
+    holds a low-priority pod, node B a pod as important as the preemptor. Both preemptors evict A's pod,
+    are nominated to A and land there, after the same message; then a pod that cannot preempt anyone,
+    and one that may not preempt, get the same messages from both."""
+    kubeconfig = str(cluster.kubeconfig)
+    with ExitStack() as stack:
+        nodes = {side: stack.enter_context(temporary_nodes(kubeconfig, 2, f"pre-{side}", cpu="2",
+                                                           labels={"parity/side": side}))
+                 for side in (KUBE, PY)}
+        grace = {"terminationGracePeriodSeconds": 5}
+        for side, (a, b) in nodes.items():
+            core.create_namespaced_pod(ns, pod_manifest(f"victim-{side}", scheduler_name="nobody", cpu="1500m",
+                                                        priority_class="it-low", extra_spec={"nodeName": a, **grace}))
+            core.create_namespaced_pod(ns, pod_manifest(f"peer-{side}", scheduler_name="nobody", cpu="1500m",
+                                                        priority_class="it-high", extra_spec={"nodeName": b, **grace}))
+        first: dict[str, str] = {}
+        for side in (KUBE, PY):
+            created = core.create_namespaced_pod(ns, pod_manifest(
+                f"preemptor-{side}", scheduler_name=side, cpu="1", priority_class="it-high",
+                node_selector={"parity/side": side}))
+            first[side] = first_unschedulable_message(core, ns, f"preemptor-{side}", created.metadata.resource_version)
+        assert first[PY] == first[KUBE]
+        assert "2 Insufficient cpu" in first[PY] and "preemption" not in first[PY], first[PY]
+        for side, (a, _) in nodes.items():
+            try:
+                bound = wait_for(lambda s=side: node_of(core, ns, f"preemptor-{s}"), 90, what=f"{side} preemptor bound")
+            except AssertionError:
+                raise AssertionError(default_pair.log_text()[-6000:]) from None
+            assert bound == a
+            assert core.read_namespaced_pod(f"preemptor-{side}", ns).status.nominated_node_name == a
+            assert wait_for(lambda s=side: gone(core, ns, f"victim-{s}"), 60, what=f"{side} victim deleted")
+        for case, cls in (("stuck", "it-low"), ("polite", "it-high-never")):
+            msgs = {}
+            for side in (KUBE, PY):
+                created = core.create_namespaced_pod(ns, pod_manifest(
+                    f"{case}-{side}", scheduler_name=side, cpu="1500m", priority_class=cls,
+                    node_selector={"parity/side": side}))
+                msgs[side] = first_unschedulable_message(core, ns, f"{case}-{side}", created.metadata.resource_version)
+            assert msgs[PY] == msgs[KUBE], case
+            expected = {"stuck": "2 No preemption victims found for incoming pod",
+                        "polite": "preemption: not eligible due to preemptionPolicy=Never."}[case]
+            assert expected in msgs[PY], msgs[PY]
+        core.delete_collection_namespaced_pod(ns, grace_period_seconds=0)
+
+
+DEFAULT_PROFILE_CASES: list[tuple[str, dict[str, Any], str]] = [
+    # Request above every node's allocatable: UnschedulableAndUnresolvable, preemption cannot help.
+    ("too-big", {"cpu": "100"}, "no new claims to deallocate, preemption: "),
+    ("selector", {"node_selector": {"no-such-label": "x"}}, "Preemption is not helpful for scheduling."),
+    # NodeAffinity's PreFilter rejects before DynamicResources' PreFilter runs; upstream's DynamicResources
+    # PostFilter then fails reading its state, and that error ("not found") ends the PostFilter phase.
+    ("matchfields-conflict", {"extra_spec": {"affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": ["a"]},
+            {"key": "metadata.name", "operator": "In", "values": ["b"]}]}]}}}}},
+     ": pod affinity terms conflict. not found"),
+]
+
+
+@pytest.mark.parametrize(("case", "kw", "fragment"), DEFAULT_PROFILE_CASES,
+                         ids=[c for c, _, _ in DEFAULT_PROFILE_CASES])
+def test_default_profile_postfilter_messages_match_upstream(
+    core: client.CoreV1Api, ns: str, default_pair: SchedulerProc, case: str, kw: dict[str, Any], fragment: str
+) -> None:
+    msgs = {}
+    for side in (KUBE, PY):
+        created = core.create_namespaced_pod(ns, pod_manifest(f"{case}-{side}", scheduler_name=side, **kw))
+        msgs[side] = first_unschedulable_message(core, ns, f"{case}-{side}", created.metadata.resource_version)
+    assert msgs[PY] == msgs[KUBE]
+    assert fragment in msgs[PY], msgs[PY]

@@ -300,11 +300,25 @@ def test_prescore_skips_without_preferences() -> None:
     assert s is not None and s.code == Code.SKIP
 
 
-def test_malformed_preferred_term_is_an_error_naming_it() -> None:
+def test_malformed_preferred_term_is_an_error_worded_as_upstream() -> None:
+    """NewPreferredSchedulingTerms' error: field.Error strings under paths rooted at the term index
+    (the API server accepts Gt "five", a valid label value, so this text reaches the pod's condition)."""
     pod = make_pod(affinity=preferred((5, term(expr("gen", "Gt", "five")))))
     s = plugin().pre_score(CycleState(), pod, [])
     assert s is not None and s.code == Code.ERROR
-    assert "preferredDuringSchedulingIgnoredDuringExecution[0].preference" in s.message and "'five'" in s.message
+    assert s.message == (
+        "[0].matchExpressions[0].values[0]: Invalid value: \"five\": for 'Gt', 'Lt' operators, the value must be "
+        "an integer"
+    )
+    two = make_pod(affinity=preferred((5, term(expr("gen", "Gt", "five"))), (0, term(expr("x", "Lt", "y"))),
+                                      (3, term(expr("gen", "Lt", "1_0"), expr("zone", "Foo", "a")))))
+    s = plugin().pre_score(CycleState(), two, [])
+    assert s is not None and s.message == (
+        "[[0].matchExpressions[0].values[0]: Invalid value: \"five\": for 'Gt', 'Lt' operators, the value must be "
+        "an integer, [2].matchExpressions[0].values[0]: Invalid value: \"1_0\": for 'Gt', 'Lt' operators, the "
+        'value must be an integer, [2].matchExpressions[1].operator: Unsupported value: "Foo": supported values: '
+        '"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]'
+    )
 
 
 # --- queueing -------------------------------------------------------------------------------------------

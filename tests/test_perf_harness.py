@@ -263,5 +263,8 @@ def test_profile_summary() -> None:
     assert s["samples"] == 10
     assert s["self"][0] == ("score (a/scheduler/plugins/x.py)", 6)
     assert ("main (a/scheduler/cli.py)", 10) in s["inclusive"]  # lines merged per function
-    assert dict(s["areas"]) == {"scheduler/plugins": 6, "stdlib:decoder": 3, "kopf": 1}
+    assert dict(s["areas"]) == {"scheduler/plugins": 6, "decoder": 3, "kopf": 1}
     assert area("f (/x/site-packages/urllib3/response.py:1)") == "urllib3"
+    assert area("f (urllib3/util/wait.py:1)") == "urllib3"  # py-spy's short paths
+    assert area("f (ssl.py:1)") == "ssl"
+    assert area("f (scheduler/framework/runtime.py:1)") == "scheduler/framework"

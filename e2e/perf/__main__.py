@@ -72,7 +72,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "500/1000 (make bench)")  # fmt: skip
     p.add_argument("--schedulers", default=",".join(SCHEDULERS), help="comma list of py, kube, ceiling")
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--repeat-large", type=int, default=None, help=f"repeats at >= {LARGE_NODES} nodes [--repeat]")
+    p.add_argument(
+        "--repeat-large", type=int, default=None,
+        help=f"repeats at >= {LARGE_NODES} nodes [--repeat; 1 with --suite bench]",
+    )  # fmt: skip
     p.add_argument("--qps", type=float, default=5000, help="client QPS of every scheduler and of the creators")
     p.add_argument("--burst", type=int, default=5000)
     p.add_argument("--creators", type=int, default=32, help="pod creation requests in flight")
@@ -86,7 +89,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="before each run wait up to S s until fewer than --idle-cores CPUs are busy (shared machines)",
     )
     p.add_argument("--idle-cores", type=float, default=0.5)
-    p.add_argument("--profile", choices=["py-spy"], default=None, help="profile py-scheduler's measured batch")
+    p.add_argument(
+        "--profile", choices=["py-spy", "py-spy-gil"], default=None,
+        help="py-spy record py-scheduler during the measured batch (raw stacks + top costs); py-spy: all threads "
+        "not idle, py-spy-gil: only the thread holding the GIL",
+    )  # fmt: skip
     p.add_argument("--out", default=".bench/results.json")
     args = p.parse_args(argv)
 
@@ -95,6 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if bad:
         raise SystemExit(f"unknown scheduler(s) {bad}; want {', '.join(SCHEDULERS)}")
     todo = plan(args)
+    if args.suite == "bench" and args.repeat_large is None:
+        args.repeat_large = 1  # keeps `make bench` within an hour on 2 cores
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
@@ -111,9 +120,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "kube-apiserver, etcd and the harness (other users of a shared machine): large values mean a noisy run",
     }
     runs: list[dict[str, Any]] = []
+    failures: list[str] = []
 
     def write() -> dict[str, Any]:
-        doc = document(machine, runs, {**notes, "wall_seconds": round(time.monotonic() - t0, 1)})
+        extra = {"wall_seconds": round(time.monotonic() - t0, 1), **({"failed": failures} if failures else {})}
+        doc = document(machine, runs, {**notes, **extra})
         out.write_text(json.dumps(doc, indent=2) + "\n")
         return doc
 
@@ -144,7 +155,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 init_pods=args.init_pods, out_dir=out.parent, profile=args.profile,
                 wait_idle=args.wait_idle, idle_cores=args.idle_cores,
             )  # fmt: skip
-            run_size(WORKLOADS[wl], nodes, pods, opts, bin_dir, on_run)
+            try:
+                run_size(WORKLOADS[wl], nodes, pods, opts, bin_dir, on_run)
+            except Exception as e:  # one broken size must not lose the others
+                log(f"{wl} {nodes}n/{pods}p failed: {type(e).__name__}: {e}")
+                failures.append(f"{wl} {nodes}n/{pods}p: {type(e).__name__}: {e}")
     except KeyboardInterrupt:
         interrupted = True
         log("interrupted: writing what was measured")
@@ -164,7 +179,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(md)
     log(f"wrote {out}, {out.with_suffix('.md')}{', ' + str(png) if png else ''}; "
         f"wall time {time.monotonic() - t0:.0f} s")  # fmt: skip
-    return 130 if interrupted else 0
+    if failures:
+        log("failed sizes: " + "; ".join(failures))
+    return 130 if interrupted else (1 if failures else 0)
 
 
 if __name__ == "__main__":

@@ -38,15 +38,21 @@ def parse_raw(lines: Iterable[str]) -> list[tuple[list[str], int]]:
 
 
 def area(frame: str) -> str:
-    """A coarse bucket for a frame: ``scheduler/<module>``, a site-packages package, or the stdlib module."""
+    """A coarse bucket for a frame: ``scheduler/<module or subpackage>``, else the top-level package or module
+    (py-spy names files relative to their sys.path entry: ``urllib3/util/wait.py``, ``ssl.py``)."""
     m = _FRAME.match(frame)
     path = m["file"] if m else frame
     if "site-packages/" in path:
-        return path.split("site-packages/", 1)[1].split("/", 1)[0].removesuffix(".py")
-    if "/scheduler/" in path or path.startswith("scheduler/"):
-        rest = path.split("scheduler/", 1)[1]
-        return "scheduler/" + rest.split("/", 1)[0].removesuffix(".py")
-    return "stdlib:" + Path(path).name.removesuffix(".py")
+        path = path.split("site-packages/", 1)[1]
+    parts = [p for p in path.split("/") if p]
+    if "scheduler" in parts[:-1]:
+        rest = parts[parts.index("scheduler") + 1 :]
+        return "scheduler/" + rest[0].removesuffix(".py")
+    if not parts:
+        return "?"
+    if len(parts) > 1 and parts[0] in ("usr", "lib", "root", "opt", "home", "tmp", "work"):
+        return Path(path).name.removesuffix(".py")
+    return parts[0].removesuffix(".py")
 
 
 def summarize(stacks: Sequence[tuple[list[str], int]], top: int = 20) -> dict[str, Any]:

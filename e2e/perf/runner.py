@@ -58,7 +58,7 @@ class Options:
     creators: int = 32
     init_pods: int | None = None
     out_dir: Path = Path(".bench")
-    profile: str | None = None  # "py-spy": profile py-scheduler during the measured batch
+    profile: str | None = None  # "py-spy" / "py-spy-gil": profile py-scheduler during the measured batch
     profile_rate: int = 100
     wait_idle: float = 0.0  # before each run, wait up to this long for the machine to be idle
     idle_cores: float = 0.5  # "idle": fewer busy CPUs than this (our own idle control plane included)
@@ -203,7 +203,7 @@ class SizeRunner:
             pids = {"scheduler": proc.pid, **_api_pids(self.cluster), "watcher": watcher.pid or 0}
             cpu0 = {k: procstat.cpu_seconds(p) for k, p in pids.items()}
             self0, busy0 = procstat.self_cpu_seconds(), procstat.machine_busy_seconds()
-            if opts.profile == "py-spy" and which == "py":
+            if opts.profile and which == "py":
                 profiler = self._start_py_spy(proc.pid, run_dir)
             bodies = self._bodies(self.wl.measure_template, MEASURE_NAMESPACE, "pod", self.pods)
             t_create = time.monotonic()
@@ -247,6 +247,8 @@ class SizeRunner:
             str(exe if exe.exists() else "py-spy"), "record", "--pid", str(pid), "--format", "raw",
             "--rate", str(self.opts.profile_rate), "--nonblocking", "--output", str(run_dir / "py-spy.raw.txt"),
         ]  # fmt: skip
+        if self.opts.profile == "py-spy-gil":
+            cmd.append("--gil")  # only the thread holding the GIL: Python CPU time
         log_f = open(run_dir / "py-spy.log", "ab")  # noqa: SIM115 - owned by the child
         p = subprocess.Popen(cmd, stdout=log_f, stderr=subprocess.STDOUT, start_new_session=True)
         time.sleep(0.5)

@@ -181,7 +181,9 @@ class ClusterEvent:
             registered.resource == EventResource.POD and self.resource == EventResource.UNSCHEDULED_POD
         ):
             return False
-        return bool(registered.action & self.action)
+        # The incoming event must be as specific as the registered one or more (a generic Update does
+        # not match a plugin registered only for UpdatePodLabel); bit values follow upstream's order.
+        return bool(registered.action & self.action) and self.action <= registered.action
 
     @property
     def is_wildcard(self) -> bool:

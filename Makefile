@@ -55,8 +55,8 @@ run: install
 	  exec $(BIN)/python -m e2e.demo --dir $(CLUSTER_DIR); \
 	fi
 
-e2e-kind:
-	@echo "make e2e-kind: not available yet: the kind path (image, manifests, kind cluster) is built by the in-cluster deployment issue." >&2; exit 2
+e2e-kind: install
+	bash e2e/kind/run.sh
 
 bench:
 	@echo "make bench: not available yet: the benchmark harness (e2e/perf) is built by the benchmark issue." >&2; exit 2

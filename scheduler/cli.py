@@ -20,6 +20,8 @@ def _run(args: argparse.Namespace) -> int:
     from scheduler.binding import ApiBinder
     from scheduler.config.load import ConfigError, build_registry, load
     from scheduler.events import ApiEventSink
+    from scheduler.health import HealthServer, event_check
+    from scheduler.leaderelection import LeaderElector, LeaderGatedBinder
     from scheduler.metrics import Metrics
     from scheduler.operator import NON_TERMINAL_PODS, OBJECT_KINDS, run_operator
     from scheduler.ratelimit import TokenBucket
@@ -32,6 +34,10 @@ def _run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"py-scheduler: invalid configuration: {exc}", file=sys.stderr)
         return 2
+    if args.leader_elect is not None:
+        cfg.leader_election.leader_elect = args.leader_elect
+    elif not args.config:
+        cfg.leader_election.leader_elect = False  # no config file: one process (dev, tests), no Lease
     for name in cfg.unavailable_default_plugins:
         log.warning("default plugin not available in py-scheduler; skipped", plugin=name)
     kubeconfig = args.kubeconfig or cfg.client_connection.kubeconfig or os.environ.get("KUBECONFIG") or None
@@ -40,11 +46,32 @@ def _run(args: argparse.Namespace) -> int:
     burst = args.burst if args.burst is not None else cfg.client_connection.burst
     writer = ApiWriter(api, TokenBucket(qps, burst))
     metrics = Metrics()
-    if args.metrics_port:
-        metrics.serve(args.metrics_port)
+    synced = threading.Event()
+    health = HealthServer(args.metrics_port, registry=metrics.registry) if args.metrics_port else None
+    if health is not None:  # /metrics, /healthz and /readyz on one port
+        health.add_readiness_check("caches-synced", event_check(synced, "initial list not finished"))
+        health.start()
     sink = ApiEventSink(writer)
     registry = build_registry(cfg)
-    sched = Scheduler(cfg, registry, ApiBinder(writer), sink, metrics, bind_workers=args.bind_workers)
+    stop = threading.Event()  # kopf handles SIGTERM/SIGINT itself and stops the operator
+    binder: ApiBinder | LeaderGatedBinder = ApiBinder(writer)
+    elector: LeaderElector | None = None
+    if cfg.leader_election.leader_elect:
+
+        def stopped_leading() -> None:
+            if not stop.is_set():  # lost, not asked to stop: exit at once, as kube-scheduler does
+                log.error("leader election lost; exiting")
+                sys.stderr.flush()
+                os._exit(1)
+
+        elector = LeaderElector(
+            api, cfg.leader_election, on_started_leading=lambda: sched.start(), on_stopped_leading=stopped_leading
+        )
+        binder = LeaderGatedBinder(binder, elector)  # a replica that is not leading never binds
+        if health is not None:
+            health.add_readiness_check("leader-election", elector.readiness)
+            health.add_liveness_check("leader-election", elector.liveness)
+    sched = Scheduler(cfg, registry, binder, sink, metrics, bind_workers=args.bind_workers)
     stream_pods = args.pod_watch == "stream"
     initial_sync(api, sched, OBJECT_KINDS, pods=not stream_pods)
     stream = None
@@ -53,19 +80,27 @@ def _run(args: argparse.Namespace) -> int:
         stream.start()
         if not wait_synced(stream):
             log.error("pod list did not complete; scheduling starts anyway")
-    sched.start()
+    synced.set()
+    if elector is not None:
+        elector.start()  # the scheduling loop starts when this replica acquires the Lease
+    else:
+        sched.start()
     resync = Resyncer(api, sched, period=args.resync_seconds)
     resync.start()
     log.info("py-scheduler started", profiles=[p.scheduler_name for p in cfg.profiles], qps=qps, burst=burst)
-    stop = threading.Event()  # kopf handles SIGTERM/SIGINT itself and stops the operator
     try:
         run_operator(sched, api.configuration, stop_flag=stop, watch_pods=not stream_pods)
     finally:
+        stop.set()
+        if elector is not None:
+            elector.stop()  # stop leading (the binding gate closes), then release the Lease
         resync.stop()
         if stream is not None:
             stream.stop()
         sched.stop()
         sink.close()
+        if health is not None:
+            health.stop()
         log.info("py-scheduler stopped")
     return 0
 
@@ -97,7 +132,14 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--config", default=None, help="KubeSchedulerConfiguration file")
     r.add_argument("--scheduler-name", action="append", default=[],
                    help="serve this schedulerName (repeatable; default py-scheduler) when --config has no profiles")
-    r.add_argument("--metrics-port", type=int, default=0)
+    r.add_argument("--metrics-port", type=int, default=0, help="serves /metrics, /healthz and /readyz (0: off)")
+    r.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="campaign for the leader Lease before scheduling (default: leaderElection.leaderElect of --config; "
+        "off without --config)",
+    )
     r.add_argument("--qps", type=float, default=None, help="client QPS for API writes (config default 50)")
     r.add_argument("--burst", type=int, default=None)
     r.add_argument("--bind-workers", type=int, default=16)

@@ -222,12 +222,20 @@ class SchedulingAlgorithm:
         began = time.perf_counter()
         feasible: list[NodeInfo] = []
         failure: Status | None = None
+        # Nodes without nominated pods need one plain filter pass; find them once per cycle.
+        nominated_nodes: set[str] | None = None
+        if nominator is not None and hasattr(nominator, "nodes_with_nominated_pods"):
+            nominated_nodes = nominator.nodes_with_nominated_pods()
+        run_filters = fwk.filter_runner(state)
         for i in range(n):
             if len(feasible) >= k:
                 break
             node_info = nodes[(start + i) % n]
-            pods = nominator.nominated_pods_for_node(node_info.name) if nominator is not None else None
-            status = fwk.run_filter_plugins_with_nominated_pods(state, pod, node_info, pods)
+            if nominated_nodes is not None and node_info.name not in nominated_nodes:
+                status = run_filters(pod, node_info)
+            else:
+                pods = nominator.nominated_pods_for_node(node_info.name) if nominator is not None else None
+                status = fwk.run_filter_plugins_with_nominated_pods(state, pod, node_info, pods)
             if success(status):
                 feasible.append(node_info)
             elif status is not None and status.code == Code.ERROR:

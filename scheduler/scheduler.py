@@ -198,6 +198,12 @@ class Scheduler:
         self._pod_seen: dict[str, tuple[float, Mapping[str, Any]]] = {}
         self._node_seen: dict[str, tuple[float, Mapping[str, Any]]] = {}
 
+    def record_outcomes(self) -> None:
+        """Keep every attempt's decision, filter verdicts and per-plugin scores (simulate, explain)."""
+        self.outcomes = []
+        for fwk in self.frameworks.values():
+            fwk.record_scores = True
+
     def _metrics_hook(self, profile: str) -> Callable[[str, str, float], None] | None:
         m = self.metrics
         if m is None:

@@ -85,7 +85,7 @@ def _build(
     rng = random.Random(seed) if seed is not None else random.Random()
     sched = Scheduler(cfg, registry, RecordingBinder(), RecordingEventSink(), None, synchronous_binding=True,
                       rng=rng, tie_break=tie_break)
-    sched.outcomes = []
+    sched.record_outcomes()
     return sched
 
 

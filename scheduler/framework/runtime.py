@@ -295,6 +295,8 @@ class Framework:
         self.plugins: dict[str, Any] = {}
         self._by_point: dict[str, list[Any]] = {}
         self.score_plugin_weight: dict[str, int] = {}
+        # Keep per-plugin scores in ScheduleResult (simulate, explain); off in the live hot path.
+        self.record_scores = False
         self._build(profile, registry)
         self._pre_enqueue: list[PreEnqueuePlugin] = self._by_point["preEnqueue"]
         self._queue_sort: list[QueueSortPlugin] = self._by_point["queueSort"]
@@ -498,6 +500,26 @@ class Framework:
                 return s
         return None
 
+    def filter_runner(self, state: CycleState) -> Callable[[Pod, NodeInfo], Status | None]:
+        """run_filter_plugins with this cycle's non-skipped filters bound once: the filter loop calls it
+        for hundreds of nodes, so the skip-set lookups and attribute reads are hoisted out of it."""
+        active = [(pl.name, pl.filter) for pl in self._filter if pl.name not in state.skip_filter_plugins]
+
+        def run(pod: Pod, node_info: NodeInfo) -> Status | None:
+            node = node_info.node
+            if node is not None and node.parse_error is not None:
+                return unresolvable(str(node.parse_error))
+            for name, filter_ in active:
+                s = filter_(state, pod, node_info)
+                if s is not None and s.code != Code.SUCCESS:
+                    if not s.is_rejected():
+                        s = error(f'running "{name}" filter plugin: {s.message}')
+                    s.plugin = name
+                    return s
+            return None
+
+        return run
+
     def run_filter_plugins_with_nominated_pods(
         self,
         state: CycleState,
@@ -630,14 +652,27 @@ class Framework:
     def _score_nodes(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin]
     ) -> tuple[dict[str, list[NodeScore]], Status | None]:
-        raw = {pl.name: [NodeScore(n.name, 0) for n in nodes] for pl in plugins}
-        for index, node_info in enumerate(nodes):
-            for pl in plugins:
-                score, s = pl.score(state, pod, node_info)
+        """Plugin by plugin over all nodes. A plugin may offer ``score_nodes(state, pod, nodes) ->
+        (scores, status)`` to score every node in one call: the per-node call overhead dominates a
+        Python cycle (hundreds of nodes times several plugins)."""
+        raw: dict[str, list[NodeScore]] = {}
+        for pl in plugins:
+            batch = getattr(pl, "score_nodes", None)
+            if batch is not None:
+                values, s = batch(state, pod, nodes)
                 if not success(s):
                     assert s is not None
                     return raw, _failure(f'running Score plugins: plugin "{pl.name}" failed with: {s.message}')
-                raw[pl.name][index].score = score
+                raw[pl.name] = [NodeScore(n.name, v) for n, v in zip(nodes, values, strict=True)]
+                continue
+            score = pl.score
+            out: list[NodeScore] = []
+            for node_info in nodes:
+                value, s = score(state, pod, node_info)
+                if s is not None and s.code != Code.SUCCESS:
+                    return raw, _failure(f'running Score plugins: plugin "{pl.name}" failed with: {s.message}')
+                out.append(NodeScore(node_info.name, value))
+            raw[pl.name] = out
         return raw, None
 
     def _normalize(
@@ -656,20 +691,28 @@ class Framework:
     def _weigh(
         self, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin], raw: dict[str, list[NodeScore]]
     ) -> tuple[list[NodePluginScores], Status | None]:
-        out: list[NodePluginScores] = []
-        for index, node_info in enumerate(nodes):
-            entry = NodePluginScores(node_info.name)
-            for pl in plugins:
-                score = raw[pl.name][index].score
+        """Range check, weights and totals. Per-plugin details are kept only when ``record_scores``
+        is set (simulate, explain): building them costs more than the sum itself."""
+        totals = [0] * len(nodes)
+        for pl in plugins:
+            weight = self.score_plugin_weight[pl.name]
+            for index, ns in enumerate(raw[pl.name]):
+                score = ns.score
                 if score > MAX_NODE_SCORE or score < MIN_NODE_SCORE:
                     return [], _failure(
                         f'applying score defaultWeights on Score plugins: plugin "{pl.name}" returns an invalid '
                         f"score {score}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
                         f"after normalizing"
                     )
-                weighted = score * self.score_plugin_weight[pl.name]
-                entry.scores.append(PluginScore(pl.name, weighted, score))
-                entry.total_score += weighted
+                totals[index] += score * weight
+        if not self.record_scores:
+            return [NodePluginScores(n.name, t) for n, t in zip(nodes, totals, strict=True)], None
+        out: list[NodePluginScores] = []
+        for index, node_info in enumerate(nodes):
+            entry = NodePluginScores(node_info.name, totals[index])
+            for pl in plugins:
+                score = raw[pl.name][index].score
+                entry.scores.append(PluginScore(pl.name, score * self.score_plugin_weight[pl.name], score))
             out.append(entry)
         return out, None
 

@@ -42,18 +42,21 @@ class NodeInfo:
     image_states: dict[str, ImageStateSummary] = field(default_factory=dict)
     pvc_ref_counts: dict[str, int] = field(default_factory=dict)  # "ns/claim" -> pods using it
     generation: int = field(default_factory=next_generation)
+    # The node's name ("" without a node): a plain attribute, read hundreds of times per cycle.
+    name: str = field(default="", init=False)
 
-    @property
-    def name(self) -> str:
-        return self.node.name if self.node is not None else ""
+    def __post_init__(self) -> None:
+        self.name = self.node.name if self.node is not None else ""
 
     def set_node(self, node: Node) -> None:
         self.node = node
+        self.name = node.name
         self.allocatable = node.allocatable
         self.generation = next_generation()
 
     def remove_node(self) -> None:
         self.node = None
+        self.name = ""
         self.generation = next_generation()
 
     def add_pod(self, pod: Pod) -> None:

@@ -53,6 +53,12 @@ class Nominator:
             self._delete_unlocked(old.uid)
             self._add_unlocked(new, node_name)
 
+    def nodes_with_nominated_pods(self) -> set[str]:
+        """Names of nodes that have nominated pods: taken once per cycle so the filter loop skips the
+        per-node lookup (and the two-pass logic) for all other nodes."""
+        with self._lock:
+            return {n for n, pods in self._by_node.items() if pods}
+
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
         with self._lock:
             return list(self._by_node.get(node_name, {}).values())

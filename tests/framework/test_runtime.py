@@ -417,6 +417,11 @@ def test_scores_are_normalized_weighted_and_summed() -> None:
     scores, status = fwk.run_score_plugins(CycleState(), make_pod("p"), nodes)
     assert status is None
     assert [(s.name, s.total_score) for s in scores] == [("n1", 2 * 50 + 40), ("n2", 2 * 100 + 10)]
+    assert scores[0].scores == [], "per-plugin details are only kept when recording"
+    fwk.record_scores = True
+    scores, status = fwk.run_score_plugins(CycleState(), make_pod("p"), nodes)
+    assert status is None
+    assert [(s.name, s.total_score) for s in scores] == [("n1", 2 * 50 + 40), ("n2", 2 * 100 + 10)]
     assert [(p.name, p.score, p.normalized) for p in scores[0].scores] == [("A", 100, 50), ("B", 40, 40)]
 
 

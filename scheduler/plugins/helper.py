@@ -46,7 +46,7 @@ def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeS
     """helper.DefaultNormalizeScore: scale [0, max(scores)] to [0, max_priority], in place.
 
     All-zero scores stay 0, or all become max_priority when reversed (no node is "worse")."""
-    max_count = max((s.score for s in scores), default=0)
+    max_count = max([s.score for s in scores], default=0)
     if max_count <= 0:
         if reverse:
             for s in scores:

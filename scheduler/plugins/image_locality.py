@@ -12,7 +12,7 @@ verbatim and match only a node image listed under that exact digest name, as ups
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle
@@ -88,6 +88,41 @@ class ImageLocality:
             return 0, None
         images = _pod_images(pod)
         return calculate_priority(sum_image_scores(node_info, images, total_nodes), len(images)), None
+
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status | None]:
+        """``score`` for every node: nodes holding none of the pod's images (most of them) share the
+        score of a zero sum, computed once."""
+        total_nodes = len(self.handle.snapshot().list())
+        if total_nodes == 0:
+            return [0] * len(nodes), None
+        images = tuple(i for i in _pod_images(pod) if i)
+        num_containers = len(_pod_images(pod))
+        zero = calculate_priority(0, num_containers)
+        if not images:
+            return [zero] * len(nodes), None
+        out: list[int] = []
+        append = out.append
+        if len(images) == 1:
+            image = images[0]
+            for ni in nodes:
+                st = ni.image_states.get(image)
+                if st is None:
+                    append(zero)
+                else:
+                    append(calculate_priority(scaled_image_score(st, total_nodes), num_containers))
+            return out, None
+        for ni in nodes:
+            states = ni.image_states
+            if not states:
+                append(zero)
+                continue
+            total = 0
+            for image in images:
+                st = states.get(image)
+                if st is not None:
+                    total += scaled_image_score(st, total_nodes)
+            append(calculate_priority(total, num_containers) if total else zero)
+        return out, None
 
     def score_extensions(self) -> None:
         return None

@@ -508,6 +508,27 @@ class InterPodAffinity:
                 total += per_value.get(value, 0)
         return total, None
 
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status | None]:
+        """``score`` for every node in one call."""
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, _PreScoreState):
+            return [], error(f'failed to read "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
+        items = tuple(s.topology_score.items())
+        out: list[int] = []
+        append = out.append
+        for ni in nodes:
+            node = ni.node
+            if node is None:
+                return [], error("node not found")
+            labels = node.labels
+            total = 0
+            for key, per_value in items:
+                value = labels.get(key)
+                if value is not None:
+                    total += per_value.get(value, 0)
+            append(total)
+        return out, None
+
     def score_extensions(self) -> InterPodAffinity:
         return self
 

@@ -481,6 +481,32 @@ class NodeAffinity:
         count += sum(p.weight for p in preferred if p.term.matches(node))
         return count, None
 
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status | None]:
+        """``score`` for every node in one call: the (term, weight) list is built once."""
+        preferred = state.get(PRE_SCORE_STATE_KEY)
+        if preferred is None:  # PreScore disabled: compute here (errors as the first per-node call)
+            aff = pod_node_affinity(pod)
+            if aff.preferred_error is not None:
+                if not nodes:
+                    return [], None
+                if nodes[0].node is None:
+                    return [], error("node not found")
+                return [], error(aff.preferred_error)
+            preferred = aff.preferred or ()
+        terms = tuple((p.term, p.weight) for p in (*(self.added_preferred or ()), *preferred))
+        out: list[int] = []
+        append = out.append
+        for ni in nodes:
+            node = ni.node
+            if node is None:
+                return [], error("node not found")
+            count = 0
+            for term, weight in terms:
+                if term.matches(node):
+                    count += weight
+            append(count)
+        return out, None
+
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
         default_normalize_score(MAX_NODE_SCORE, False, scores)
         return None

@@ -27,7 +27,8 @@ class NodeName:
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         if node_info.node is None:
             return error("node not found")
-        if not fits(pod, node_info):
+        wanted = pod.node_name
+        if wanted and wanted != node_info.name:
             return unresolvable(ERR_REASON)
         return None
 

@@ -30,7 +30,10 @@ ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
 
 def fits_ports(want: Sequence[HostPort], node_info: NodeInfo) -> bool:
     """No wanted host port conflicts with the node's used ports (HostPortInfo.CheckConflict)."""
-    return not any(node_info.port_conflict(p) for p in want)
+    if not node_info.used_ports:
+        return True  # no port in use on the node: nothing can conflict
+    conflict = node_info.port_conflict
+    return all(not conflict(p) for p in want)
 
 
 class NodePorts:

@@ -20,6 +20,7 @@ from scheduler.framework.status import Status, skip
 from scheduler.framework.types import ClusterEventWithHint, NodeInfo
 from scheduler.model.pod import Pod
 from scheduler.plugins.node_resources_fit import (
+    BALANCED,
     ResourceAllocationScorer,
     ResourceSpec,
     parse_resource_specs,
@@ -73,7 +74,9 @@ class NodeResourcesBalancedAllocation:
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle
         self.resources = _parse_resources(args.get("resources"))
-        self.scorer = ResourceAllocationScorer(self.resources, use_requested=True, fn=balanced_resource_score)
+        self.scorer = ResourceAllocationScorer(
+            self.resources, use_requested=True, fn=balanced_resource_score, kind=BALANCED
+        )
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
         """Skip best-effort pods (nothing requested among the configured resources)."""
@@ -90,6 +93,15 @@ class NodeResourcesBalancedAllocation:
             if not any(reqs):
                 return 0, None
         return self.scorer.score(node_info, reqs), None
+
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status | None]:
+        """``score`` for every node in one call (same values, in order)."""
+        reqs = state.get(PRE_SCORE_STATE_KEY)
+        if reqs is None:
+            reqs = pod_resource_requests(pod, self.resources, use_requested=True)
+            if not any(reqs):
+                return [0] * len(nodes), None
+        return self.scorer.score_nodes(nodes, reqs), None
 
     def score_extensions(self) -> None:
         return None

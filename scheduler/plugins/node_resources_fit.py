@@ -57,6 +57,8 @@ MOST_ALLOCATED = "MostAllocated"
 REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
 SCORING_STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
 
+BALANCED = "Balanced"  # ResourceAllocationScorer.kind of NodeResourcesBalancedAllocation
+
 MAX_CUSTOM_PRIORITY_SCORE = 10  # shape scores are 0..10, scaled by MAX_NODE_SCORE / 10
 MAX_UTILIZATION = 100
 
@@ -149,6 +151,37 @@ def status_for(insufficient: Sequence[InsufficientResource]) -> Status | None:
     return Status(code, [r.reason for r in insufficient])
 
 
+@dataclass(frozen=True, slots=True)
+class FitState:
+    """PreFilter state: the request plus what Filter checks, precomputed once per cycle.
+
+    `cpu`, `memory` and `ephemeral` are the positive requests (0 = not checked); `scalars` the non-zero,
+    non-ignored scalar requests in name order; `nothing` mirrors the early return of fitsRequest."""
+
+    request: Resource
+    cpu: int
+    memory: int
+    ephemeral: int
+    scalars: tuple[tuple[str, int], ...]
+    nothing: bool
+
+    @classmethod
+    def build(cls, req: Resource, ignored: frozenset[str], ignored_groups: frozenset[str]) -> FitState:
+        scalars = tuple(
+            (name, req.scalar[name])
+            for name in sorted(req.scalar)
+            if req.scalar[name] != 0 and not _ignored(name, ignored, ignored_groups)
+        )
+        return cls(
+            req,
+            max(req.milli_cpu, 0),
+            max(req.memory, 0),
+            max(req.ephemeral_storage, 0),
+            scalars,
+            _requests_nothing(req),
+        )
+
+
 # --- scoring -----------------------------------------------------------------------------------
 
 
@@ -187,6 +220,8 @@ class ResourceAllocationScorer:
     resources: tuple[ResourceSpec, ...]
     use_requested: bool
     fn: ScorerFn
+    # LEAST_ALLOCATED, MOST_ALLOCATED or BALANCED enable the inlined batch loops; "" uses `fn` per node.
+    kind: str = ""
 
     def allocatable_and_requested(self, node_info: NodeInfo, name: str, pod_request: int) -> tuple[int, int]:
         """calculateResourceAllocatableRequest; (0, 0) makes the resource not count."""
@@ -215,6 +250,115 @@ class ResourceAllocationScorer:
             requested[i] = req
         return self.fn(requested, allocatable)
 
+    def plan(self, pod_requests: Sequence[int]) -> list[tuple[int, int, str, int, int]]:
+        """Per counted resource (index, source, name, pod request, weight); resources that can never count
+        (a scalar the pod does not request) are left out, which equals allocatable 0 for every scorer.
+        Sources: 0 cpu, 1 memory, 2 ephemeral-storage, 3 a scalar read from allocatable.scalar."""
+        out = []
+        for i, spec in enumerate(self.resources):
+            name, pr = spec.name, pod_requests[i]
+            if name == CPU:
+                src = 0
+            elif name == MEMORY:
+                src = 1
+            elif name == EPHEMERAL_STORAGE:
+                src = 2
+            elif pr == 0 and is_scalar_resource_name(name):
+                continue
+            else:
+                src = 3
+            out.append((i, src, name, pr, spec.weight))
+        return out
+
+    def score_nodes(self, nodes: Sequence[NodeInfo], pod_requests: Sequence[int]) -> list[int]:
+        """``[self.score(n, pod_requests) for n in nodes]`` with the per-pod work hoisted out of the loop."""
+        plan = self.plan(pod_requests)
+        srcs = tuple(p[1] for p in plan)
+        if srcs == (0, 1) and self.kind:
+            return self._score_cpu_memory(nodes, pod_requests, plan[0][3], plan[1][3], plan[0][4], plan[1][4])
+        use_requested = self.use_requested
+        fn = self.fn
+        n = len(self.resources)
+        out: list[int] = []
+        append = out.append
+        for ni in nodes:
+            alloc = ni.allocatable
+            used = ni.requested if use_requested else ni.non_zero_requested
+            requested = [0] * n
+            allocatable = [0] * n
+            for i, src, name, pr, _ in plan:
+                if src == 0:
+                    a, r = alloc.milli_cpu, used.milli_cpu + pr
+                elif src == 1:
+                    a, r = alloc.memory, used.memory + pr
+                elif src == 2:
+                    a, r = alloc.ephemeral_storage, ni.requested.ephemeral_storage + pr
+                else:
+                    a = alloc.scalar.get(name, 0)
+                    if a == 0:
+                        continue
+                    r = ni.requested.scalar.get(name, 0) + pr
+                if a == 0:
+                    continue
+                allocatable[i] = a
+                requested[i] = r
+            append(fn(requested, allocatable))
+        return out
+
+    def _score_cpu_memory(
+        self, nodes: Sequence[NodeInfo], pod_requests: Sequence[int], pc: int, pm: int, wc: int, wm: int
+    ) -> list[int]:
+        """The common case, cpu then memory, inlined per strategy for nodes with positive cpu and memory
+        allocatable (where floor division equals Go's truncation); any other node goes to ``score``."""
+        use_requested = self.use_requested
+        kind = self.kind
+        score = self.score
+        out: list[int] = []
+        append = out.append
+        if kind == BALANCED:
+            for ni in nodes:
+                alloc = ni.allocatable
+                ac, am = alloc.milli_cpu, alloc.memory
+                if ac > 0 and am > 0:
+                    used = ni.requested if use_requested else ni.non_zero_requested
+                    fc = float(used.milli_cpu + pc) / float(ac)
+                    if fc > 1.0:
+                        fc = 1.0
+                    fm = float(used.memory + pm) / float(am)
+                    if fm > 1.0:
+                        fm = 1.0
+                    append(int((1 - abs((fc - fm) / 2)) * float(MAX_NODE_SCORE)))
+                else:
+                    append(score(ni, pod_requests))
+            return out
+        weight_sum = wc + wm
+        if kind == LEAST_ALLOCATED:
+            for ni in nodes:
+                alloc = ni.allocatable
+                ac, am = alloc.milli_cpu, alloc.memory
+                if ac > 0 and am > 0:
+                    used = ni.requested if use_requested else ni.non_zero_requested
+                    rc = used.milli_cpu + pc
+                    rm = used.memory + pm
+                    sc = 0 if rc > ac else (ac - rc) * MAX_NODE_SCORE // ac
+                    sm = 0 if rm > am else (am - rm) * MAX_NODE_SCORE // am
+                    append((sc * wc + sm * wm) // weight_sum)
+                else:
+                    append(score(ni, pod_requests))
+            return out
+        for ni in nodes:  # MostAllocated
+            alloc = ni.allocatable
+            ac, am = alloc.milli_cpu, alloc.memory
+            used = ni.requested if use_requested else ni.non_zero_requested
+            rc = used.milli_cpu + pc
+            rm = used.memory + pm
+            if ac > 0 and am > 0 and rc >= 0 and rm >= 0:
+                sc = (rc if rc < ac else ac) * MAX_NODE_SCORE // ac
+                sm = (rm if rm < am else am) * MAX_NODE_SCORE // am
+                append((sc * wc + sm * wm) // weight_sum)
+            else:
+                append(score(ni, pod_requests))
+        return out
 
 def _weighted(resources: Sequence[ResourceSpec], per_resource: Callable[[int, int], int]) -> ScorerFn:
     """Σ s_r·w_r / Σ w_r over resources with allocatable > 0 (integer division)."""
@@ -339,7 +483,9 @@ def _build_scorer(strategy: Mapping[str, Any]) -> ResourceAllocationScorer:
         if shape is None:
             raise ValueError("scoringStrategy.requestedToCapacityRatio: required for type RequestedToCapacityRatio")
         fn = requested_to_capacity_ratio_fn(resources, shape)
-    return ResourceAllocationScorer(resources, use_requested=False, fn=fn)
+    return ResourceAllocationScorer(
+        resources, use_requested=False, fn=fn, kind=kind if kind != REQUESTED_TO_CAPACITY_RATIO else ""
+    )
 
 
 # --- the plugin -----------------------------------------------------------------------------------
@@ -374,7 +520,10 @@ class NodeResourcesFit:
         """Record the pod's request; a pod whose quantities do not parse fits nowhere (and says why)."""
         if _is_resource_error(pod):
             return None, unresolvable(str(pod.parse_error))
-        state.write(PRE_FILTER_STATE_KEY, fit_request(pod))
+        state.write(
+            PRE_FILTER_STATE_KEY,
+            FitState.build(fit_request(pod), self.ignored_resources, self.ignored_resource_groups),
+        )
         return None, None
 
     def pre_filter_extensions(self) -> None:
@@ -382,12 +531,31 @@ class NodeResourcesFit:
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         """Every shortage of the node for the request PreFilter recorded (real requests)."""
-        req = state.get(PRE_FILTER_STATE_KEY)
-        if req is None:
+        st = state.get(PRE_FILTER_STATE_KEY)
+        if st is None:
             return error(f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
+        if isinstance(st, Resource):  # written by an older PreFilter: no precomputed checks
+            st = FitState.build(st, self.ignored_resources, self.ignored_resource_groups)
+        alloc = node_info.allocatable
+        if len(node_info.pods) < alloc.allowed_pod_number:
+            if st.nothing:
+                return None
+            used = node_info.requested
+            cpu, mem, eph = st.cpu, st.memory, st.ephemeral
+            if (
+                (not cpu or cpu <= alloc.milli_cpu - used.milli_cpu)
+                and (not mem or mem <= alloc.memory - used.memory)
+                and (not eph or eph <= alloc.ephemeral_storage - used.ephemeral_storage)
+            ):
+                if not st.scalars:
+                    return None
+                cap, taken = alloc.scalar, used.scalar
+                if all(want <= cap.get(name, 0) - taken.get(name, 0) for name, want in st.scalars):
+                    return None
+        # Some check fails: the reference lists every shortage, in upstream's order.
         return status_for(
             fits_request(
-                req,
+                st.request,
                 node_info.allocatable,
                 node_info.requested,
                 len(node_info.pods),
@@ -407,6 +575,13 @@ class NodeResourcesFit:
         if reqs is None:
             reqs = pod_resource_requests(pod, self.resources, use_requested=False)
         return self.scorer.score(node_info, reqs), None
+
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status | None]:
+        """``score`` for every node in one call (same values, in order)."""
+        reqs = state.get(PRE_SCORE_STATE_KEY)
+        if reqs is None:
+            reqs = pod_resource_requests(pod, self.resources, use_requested=False)
+        return self.scorer.score_nodes(nodes, reqs), None
 
     def score_extensions(self) -> None:
         return None

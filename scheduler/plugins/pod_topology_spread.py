@@ -548,6 +548,38 @@ class PodTopologySpread:
             total += score_for_count(cnt, c.max_skew, s.topology_normalizing_weight[i])
         return go_round(total), None
 
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status | None]:
+        """``score`` for every node in one call, the per-constraint data unpacked once."""
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, _PreScoreState):
+            return [], error(f'error reading "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
+        ignored = s.ignored_nodes
+        ns = pod.namespace
+        plan = tuple(
+            (c.topology_key, c.topology_key == LABEL_HOSTNAME, c.selector, c.max_skew, s.topology_normalizing_weight[i],
+             s.value_counts[i])
+            for i, c in enumerate(s.constraints)
+        )
+        out: list[int] = []
+        append = out.append
+        for ni in nodes:
+            node = ni.node
+            if node is None:
+                return [], error("node not found")
+            if node.name in ignored:
+                append(0)
+                continue
+            labels = node.labels
+            total = 0.0
+            for key, is_hostname, selector, max_skew, weight, counts in plan:
+                value = labels.get(key)
+                if value is None:
+                    continue
+                cnt = count_matching_pods(ni.pods.values(), selector, ns) if is_hostname else counts.get(value, 0)
+                total += score_for_count(cnt, max_skew, weight)
+            append(go_round(total))
+        return out, None
+
     def score_extensions(self) -> PodTopologySpread:
         return self
 

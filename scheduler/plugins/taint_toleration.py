@@ -69,10 +69,13 @@ class TaintToleration:
         node = node_info.node
         if node is None:
             return error("node not found")
+        taints = node.taints
+        if not taints and node.parse_error is None and pod.parse_error is None:
+            return None  # the common untainted node
         problem = _field_error(pod, "spec.tolerations") or _field_error(node, "spec.taints")
         if problem is not None:  # unreadable tolerations/taints: never guess that a taint is tolerated
             return unresolvable(problem)
-        taint = first_untolerated(node.taints, pod.tolerations, DO_NOT_SCHEDULE)
+        taint = first_untolerated(taints, pod.tolerations, DO_NOT_SCHEDULE)
         if taint is None:
             return None
         return unresolvable(UNTOLERATED_REASON)
@@ -89,6 +92,24 @@ class TaintToleration:
         if node is None:
             return 0, error("node not found")
         return count_intolerable_prefer_no_schedule(node.taints, tolerations), None
+
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status | None]:
+        """``score`` for every node; untainted nodes cost one attribute read."""
+        tolerations = state.get(PRE_SCORE_STATE_KEY)
+        if tolerations is None:
+            return [], error(f'failed to read "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
+        out: list[int] = []
+        append = out.append
+        for ni in nodes:
+            node = ni.node
+            if node is None:
+                return [], error("node not found")
+            taints = node.taints
+            if not taints:
+                append(0)
+            else:
+                append(count_intolerable_prefer_no_schedule(taints, tolerations))
+        return out, None
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
         default_normalize_score(MAX_NODE_SCORE, True, scores)

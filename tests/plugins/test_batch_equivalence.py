@@ -1,0 +1,428 @@
+"""Batch scoring and fast filters equal the per-node reference, on random clusters.
+
+Every plugin with a ``score_nodes`` must return exactly ``[score(n) for n in nodes]`` (the per-node
+``score`` stays the reference and the fallback), and the filters with precomputed fast paths must
+return the same verdict, code and reasons as a straightforward per-node reference implementation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pod_to_pod_util import FakeObjects
+from util import FakeHandle, container, host_port, make_node, make_pod, taint
+
+from scheduler.cache import Snapshot
+from scheduler.framework.interface import CycleState
+from scheduler.framework.status import Code, Status, error, unresolvable, unschedulable
+from scheduler.framework.types import NodeInfo
+from scheduler.model.node import Node
+from scheduler.model.pod import Pod
+from scheduler.model.taints import Taint, first_untolerated
+from scheduler.plugins.image_locality import ImageLocality
+from scheduler.plugins.inter_pod_affinity import InterPodAffinity
+from scheduler.plugins.node_affinity import NodeAffinity
+from scheduler.plugins.node_name import NodeName
+from scheduler.plugins.node_ports import NodePorts
+from scheduler.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
+from scheduler.plugins.node_resources_fit import NodeResourcesFit, fit_request, fits_request, status_for
+from scheduler.plugins.node_unschedulable import NodeUnschedulable
+from scheduler.plugins.pod_topology_spread import PodTopologySpread
+from scheduler.plugins.taint_toleration import DO_NOT_SCHEDULE, UNTOLERATED_REASON, TaintToleration
+
+GPU = "example.com/gpu"
+FOO = "example.com/foo"
+HUGE = "hugepages-2Mi"
+IMAGES = ["busybox", "busybox:latest", "nginx:1.27", "repo/app", "repo/app:v2", "img@sha256:abcd", "pause:3.10"]
+ZONES = ["z0", "z1", "z2"]
+TAINT_KEYS = ["k1", "k2", "dedicated"]
+EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"]
+LABEL_VALUES = ["a", "b", "c"]
+
+_UNSCHEDULABLE = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+FIT_ARGS: list[dict[str, Any]] = [
+    {},
+    {"scoringStrategy": {"type": "MostAllocated"}},
+    {"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 3},
+                                                                {"name": "memory", "weight": 7}]}},
+    {"scoringStrategy": {"type": "LeastAllocated", "resources": [{"name": "memory", "weight": 3},
+                                                                 {"name": "cpu", "weight": 2}]}},
+    {"scoringStrategy": {"type": "LeastAllocated", "resources": [{"name": "cpu", "weight": 5},
+                                                                 {"name": "memory", "weight": 1},
+                                                                 {"name": GPU, "weight": 4}]}},
+    {"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 1},
+                                                                {"name": "ephemeral-storage", "weight": 2},
+                                                                {"name": HUGE, "weight": 3},
+                                                                {"name": "pods", "weight": 1}]}},
+    {"scoringStrategy": {"type": "RequestedToCapacityRatio",
+                         "resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}],
+                         "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 0},
+                                                                {"utilization": 100, "score": 10}]}}},
+    {"scoringStrategy": {"type": "RequestedToCapacityRatio",
+                         "resources": [{"name": GPU, "weight": 3}, {"name": "cpu", "weight": 1}],
+                         "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 10},
+                                                                {"utilization": 40, "score": 3},
+                                                                {"utilization": 100, "score": 0}]}}},
+    {"ignoredResources": [GPU], "ignoredResourceGroups": ["example.org"]},
+]
+BALANCED_ARGS: list[dict[str, Any]] = [
+    {},
+    {"resources": [{"name": "cpu"}, {"name": "memory"}, {"name": GPU}]},
+    {"resources": [{"name": "memory"}, {"name": "cpu"}]},
+    {"resources": [{"name": "cpu"}, {"name": "ephemeral-storage"}, {"name": HUGE}]},
+]
+NODE_AFFINITY_ARGS: list[dict[str, Any]] = [
+    {},
+    {"addedAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 7, "preference": {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["a"]}]}}]}},
+    {"addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "disk", "operator": "NotIn", "values": ["c"]}]}]}}},
+]
+
+# --- strategies ---------------------------------------------------------------------------------
+
+cpu_q = st.sampled_from(["0", "1", "2", "500m", "4", "16", "100m"])
+mem_q = st.sampled_from(["0", "1Gi", "8Gi", "32Gi", "512Mi", "3Gi"])
+small_q = st.sampled_from(["0", "1", "2", "4"])
+taint_st = st.builds(taint, st.sampled_from(TAINT_KEYS), st.sampled_from(["", "x", "y"]), st.sampled_from(EFFECTS))
+labels_st = st.fixed_dictionaries({}, optional={"disk": st.sampled_from(LABEL_VALUES),
+                                               "app": st.sampled_from(LABEL_VALUES),
+                                               "topology.kubernetes.io/zone": st.sampled_from(ZONES)})
+
+
+@st.composite
+def nodes_st(draw: st.DrawFn) -> list[Node]:
+    out = []
+    for i in range(draw(st.integers(1, 8))):
+        extra = draw(st.fixed_dictionaries({}, optional={GPU: small_q, FOO: small_q, HUGE: st.sampled_from(["0", "2Mi",
+                                                                                                           "8Mi"])}))
+        labels = dict(draw(labels_st))
+        if draw(st.booleans()):
+            labels["kubernetes.io/hostname"] = f"n{i}"
+        images = draw(st.lists(st.tuples(st.lists(st.sampled_from(IMAGES), min_size=1, max_size=2),
+                                         st.sampled_from([10 * 2**20, 300 * 2**20, 2000 * 2**20])), max_size=3))
+        out.append(make_node(
+            f"n{i}", cpu=draw(cpu_q), memory=draw(mem_q), pods=draw(st.sampled_from(["0", "1", "3", "110"])),
+            ephemeral=draw(st.sampled_from([None, "0", "10Gi", "100Gi"])), extra=extra, labels=labels,
+            taints=draw(st.lists(taint_st, max_size=3)), images=[(names, size) for names, size in images],
+            unschedulable=draw(st.booleans()),
+        ))
+    return out
+
+
+def container_st(allow_ports: bool = True) -> st.SearchStrategy[dict[str, Any]]:
+    return st.builds(
+        container,
+        cpu=st.none() | cpu_q,
+        memory=st.none() | mem_q,
+        ephemeral=st.none() | st.sampled_from(["0", "1Gi", "20Gi"]),
+        extra=st.fixed_dictionaries({}, optional={GPU: small_q, FOO: small_q, HUGE: st.sampled_from(["0", "2Mi"]),
+                                                  "example.org/bar": small_q}),
+        image=st.sampled_from([*IMAGES, ""]),
+        ports=st.lists(st.builds(host_port, st.sampled_from([80, 443, 8080]), st.sampled_from(["", "0.0.0.0",
+                                                                                                 "10.0.0.1"]),
+                                 st.sampled_from(["", "UDP"])), max_size=2) if allow_ports else st.just([]),
+    )
+
+
+toleration_st = st.fixed_dictionaries(
+    {"key": st.sampled_from([*TAINT_KEYS, ""]), "operator": st.sampled_from(["Equal", "Exists"])},
+    optional={"value": st.sampled_from(["", "x", "y"]), "effect": st.sampled_from([*EFFECTS, ""])},
+)
+expr_st = st.fixed_dictionaries({"key": st.sampled_from(["disk", "app", "topology.kubernetes.io/zone"]),
+                                 "operator": st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist"])}).map(
+    lambda e: {**e, "values": ["a", "z1"]} if e["operator"] in ("In", "NotIn") else e
+)
+pod_term_st = st.fixed_dictionaries({
+    "labelSelector": st.fixed_dictionaries({"matchLabels": st.fixed_dictionaries({"app": st.sampled_from(
+        LABEL_VALUES)})}),
+    "topologyKey": st.sampled_from(["topology.kubernetes.io/zone", "kubernetes.io/hostname", "disk"]),
+})
+
+
+@st.composite
+def affinity_st(draw: st.DrawFn) -> dict[str, Any] | None:
+    aff: dict[str, Any] = {}
+    if draw(st.booleans()):
+        node_aff: dict[str, Any] = {}
+        if draw(st.booleans()):
+            node_aff["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": [
+                {"matchExpressions": draw(st.lists(expr_st, min_size=1, max_size=2))}]}
+        if draw(st.booleans()):
+            node_aff["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": draw(st.integers(1, 100)), "preference": {"matchExpressions": [draw(expr_st)]}}
+                for _ in range(draw(st.integers(1, 3)))
+            ]
+        aff["nodeAffinity"] = node_aff
+    if draw(st.booleans()):
+        key = draw(st.sampled_from(["podAffinity", "podAntiAffinity"]))
+        aff[key] = {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": draw(st.integers(1, 100)), "podAffinityTerm": draw(pod_term_st)}
+            for _ in range(draw(st.integers(1, 2)))
+        ]}
+        if draw(st.booleans()):
+            aff[key]["requiredDuringSchedulingIgnoredDuringExecution"] = [draw(pod_term_st)]
+    return aff or None
+
+
+def with_labels(pod: Pod, labels: Mapping[str, str], spread: Sequence[Mapping[str, Any]] = ()) -> Pod:
+    from scheduler.model.pod import pod_from_api
+
+    raw = {**pod.raw, "metadata": {**pod.raw["metadata"], "labels": dict(labels)}}
+    if spread:
+        raw["spec"] = {**raw["spec"], "topologySpreadConstraints": [dict(c) for c in spread]}
+    return pod_from_api(raw)
+
+
+spread_st = st.fixed_dictionaries({
+    "maxSkew": st.integers(1, 3),
+    "topologyKey": st.sampled_from(["topology.kubernetes.io/zone", "kubernetes.io/hostname"]),
+    "whenUnsatisfiable": st.sampled_from(["ScheduleAnyway", "DoNotSchedule"]),
+    "labelSelector": st.fixed_dictionaries({"matchLabels": st.fixed_dictionaries({"app": st.sampled_from(
+        LABEL_VALUES)})}),
+})
+
+
+@st.composite
+def cluster_st(draw: st.DrawFn) -> tuple[list[Node], list[Pod], Pod]:
+    nodes = draw(nodes_st())
+    existing = []
+    for j in range(draw(st.integers(0, 10))):
+        p = make_pod(
+            f"e{j}", containers=draw(st.lists(container_st(), min_size=1, max_size=2)),
+            node=f"n{draw(st.integers(0, len(nodes) - 1))}", affinity=draw(affinity_st()),
+        )
+        existing.append(with_labels(p, draw(st.fixed_dictionaries({}, optional={"app": st.sampled_from(
+            LABEL_VALUES)}))))
+    pod = make_pod(
+        "incoming",
+        containers=draw(st.lists(container_st(), min_size=1, max_size=3)),
+        init_containers=draw(st.lists(container_st(allow_ports=False), max_size=1)),
+        tolerations=draw(st.lists(toleration_st, max_size=3)),
+        node_selector=draw(st.none() | st.fixed_dictionaries({"disk": st.sampled_from(LABEL_VALUES)})),
+        affinity=draw(affinity_st()),
+        node=draw(st.sampled_from(["", "", "", "n0", "n1"])),
+    )
+    pod = with_labels(pod, draw(st.fixed_dictionaries({}, optional={"app": st.sampled_from(LABEL_VALUES)})),
+                      draw(st.lists(spread_st, max_size=2, unique_by=lambda c: (c["topologyKey"],
+                                                                                c["whenUnsatisfiable"]))))
+    return nodes, existing, pod
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def _key(s: Status | None) -> tuple[Code, list[str]] | None:
+    return None if s is None else (s.code, list(s.reasons))
+
+
+class _Handle(FakeHandle):
+    """A snapshot handle with one Service selecting app=a (so system-default spreading applies)."""
+
+    SERVICE: Mapping[str, Any] = {
+        "kind": "Service", "metadata": {"name": "svc", "namespace": "default"}, "spec": {"selector": {"app": "a"}},
+    }
+
+    def objects(self) -> Any:
+        return FakeObjects([self.SERVICE])
+
+
+def _setup(nodes: list[Node], existing: list[Pod]) -> tuple[FakeHandle, list[NodeInfo]]:
+    handle = _Handle(Snapshot.from_objects(nodes, existing))
+    return handle, list(handle.snapshot().list())
+
+
+def _assert_batch_equals_per_node(plugin: Any, pod: Pod, infos: list[NodeInfo]) -> None:
+    """PreScore, then score_nodes against score() per node (values, or the first error's message)."""
+    state = CycleState()
+    pre_score = getattr(plugin, "pre_score", None)
+    if pre_score is not None:
+        s = pre_score(state, pod, infos)
+        if s is not None and s.code == Code.SKIP:
+            return
+        if s is not None:
+            return  # PreScore failed: Score never runs
+    batch, batch_status = plugin.score_nodes(state, pod, infos)
+    expected: list[int] = []
+    ref_status = None
+    for ni in infos:
+        value, s = plugin.score(state, pod, ni)
+        if s is not None and s.code != Code.SUCCESS:
+            ref_status = s
+            break
+        expected.append(value)
+    if ref_status is not None:
+        assert batch_status is not None and batch_status.message == ref_status.message
+        return
+    assert batch_status is None
+    assert batch == expected
+
+
+def _run_filters(plugin: Any, pod: Pod, infos: list[NodeInfo]) -> tuple[CycleState, Status | None]:
+    state = CycleState()
+    _, s = plugin.pre_filter(state, pod, infos)
+    return state, s
+
+
+# --- reference filters ----------------------------------------------------------------------------
+
+
+def ref_fit_filter(plugin: NodeResourcesFit, pod: Pod, ni: NodeInfo) -> Status | None:
+    return status_for(fits_request(fit_request(pod), ni.allocatable, ni.requested, len(ni.pods),
+                                   plugin.ignored_resources, plugin.ignored_resource_groups))
+
+
+def ref_taint_filter(pod: Pod, ni: NodeInfo) -> Status | None:
+    node = ni.node
+    if node is None:
+        return error("node not found")
+    for obj, prefix in ((pod, "spec.tolerations"), (node, "spec.taints")):
+        err = obj.parse_error
+        if err is not None and err.field.startswith(prefix):
+            return unresolvable(str(err))
+    if first_untolerated(node.taints, pod.tolerations, DO_NOT_SCHEDULE) is None:
+        return None
+    return unresolvable(UNTOLERATED_REASON)
+
+
+def ref_node_name_filter(pod: Pod, ni: NodeInfo) -> Status | None:
+    if ni.node is None:
+        return error("node not found")
+    ok = not pod.node_name or pod.node_name == ni.name
+    return None if ok else unresolvable("node(s) didn't match the requested node name")
+
+
+def ref_node_ports_filter(pod: Pod, ni: NodeInfo) -> Status | None:
+    conflict = any(ni.port_conflict(p) for p in pod.host_ports)
+    return unschedulable("node(s) didn't have free ports for the requested pod ports") if conflict else None
+
+
+# --- tests ----------------------------------------------------------------------------------------
+
+
+def check_node_resources_fit(cluster: tuple[list[Node], list[Pod], Pod], args_index: int) -> None:
+    nodes, existing, pod = cluster
+    handle, infos = _setup(nodes, existing)
+    plugin = NodeResourcesFit(FIT_ARGS[args_index], handle)
+    state, s = _run_filters(plugin, pod, infos)
+    if s is None:
+        for ni in infos:
+            assert _key(plugin.filter(state, pod, ni)) == _key(ref_fit_filter(plugin, pod, ni))
+    _assert_batch_equals_per_node(plugin, pod, infos)
+    # Score without PreScore (the plugin computes the requests itself).
+    batch, status = plugin.score_nodes(CycleState(), pod, infos)
+    assert status is None
+    assert batch == [plugin.score(CycleState(), pod, ni)[0] for ni in infos]
+
+
+def check_balanced_allocation(cluster: tuple[list[Node], list[Pod], Pod], args_index: int) -> None:
+    nodes, existing, pod = cluster
+    handle, infos = _setup(nodes, existing)
+    plugin = NodeResourcesBalancedAllocation(BALANCED_ARGS[args_index], handle)
+    _assert_batch_equals_per_node(plugin, pod, infos)
+    batch, status = plugin.score_nodes(CycleState(), pod, infos)
+    assert status is None
+    assert batch == [plugin.score(CycleState(), pod, ni)[0] for ni in infos]
+
+
+def check_image_locality(cluster: tuple[list[Node], list[Pod], Pod]) -> None:
+    nodes, existing, pod = cluster
+    handle, infos = _setup(nodes, existing)
+    _assert_batch_equals_per_node(ImageLocality({}, handle), pod, infos)
+
+
+def check_taint_toleration(cluster: tuple[list[Node], list[Pod], Pod]) -> None:
+    nodes, existing, pod = cluster
+    handle, infos = _setup(nodes, existing)
+    plugin = TaintToleration({}, handle)
+    for ni in infos:
+        assert _key(plugin.filter(CycleState(), pod, ni)) == _key(ref_taint_filter(pod, ni))
+    _assert_batch_equals_per_node(plugin, pod, infos)
+
+
+def check_node_affinity(cluster: tuple[list[Node], list[Pod], Pod], args_index: int) -> None:
+    nodes, existing, pod = cluster
+    handle, infos = _setup(nodes, existing)
+    plugin = NodeAffinity(NODE_AFFINITY_ARGS[args_index], handle)
+    _assert_batch_equals_per_node(plugin, pod, infos)
+    batch, status = plugin.score_nodes(CycleState(), pod, infos)  # without PreScore
+    assert status is None
+    assert batch == [plugin.score(CycleState(), pod, ni)[0] for ni in infos]
+
+
+def check_pod_topology_spread(cluster: tuple[list[Node], list[Pod], Pod]) -> None:
+    nodes, existing, pod = cluster
+    handle, infos = _setup(nodes, existing)
+    _assert_batch_equals_per_node(PodTopologySpread({}, handle), pod, infos)
+
+
+def check_inter_pod_affinity(cluster: tuple[list[Node], list[Pod], Pod], ignore_existing: bool) -> None:
+    nodes, existing, pod = cluster
+    handle, infos = _setup(nodes, existing)
+    plugin = InterPodAffinity({"ignorePreferredTermsOfExistingPods": ignore_existing}, handle)
+    _assert_batch_equals_per_node(plugin, pod, infos)
+
+
+def check_simple_filters(cluster: tuple[list[Node], list[Pod], Pod]) -> None:
+    nodes, existing, pod = cluster
+    handle, infos = _setup(nodes, existing)
+    node_name, unsched, ports = NodeName({}, handle), NodeUnschedulable({}, handle), NodePorts({}, handle)
+    state, s = _run_filters(ports, pod, infos)
+    for ni in infos:
+        assert _key(node_name.filter(CycleState(), pod, ni)) == _key(ref_node_name_filter(pod, ni))
+        if s is None:
+            assert _key(ports.filter(state, pod, ni)) == _key(ref_node_ports_filter(pod, ni))
+        expected = None
+        if ni.node is not None and ni.node.unschedulable and not any(
+            t.tolerates(_UNSCHEDULABLE) for t in pod.tolerations
+        ):
+            expected = unresolvable("node(s) were unschedulable")
+        assert _key(unsched.filter(CycleState(), pod, ni)) == _key(expected)
+
+
+@SETTINGS
+@given(cluster_st())
+def test_batch_equals_per_node(cluster: tuple[list[Node], list[Pod], Pod]) -> None:
+    """One random cluster and pod, every plugin with each of its argument variants."""
+    for i in range(len(FIT_ARGS)):
+        check_node_resources_fit(cluster, i)
+    for i in range(len(BALANCED_ARGS)):
+        check_balanced_allocation(cluster, i)
+    check_image_locality(cluster)
+    check_taint_toleration(cluster)
+    for i in range(len(NODE_AFFINITY_ARGS)):
+        check_node_affinity(cluster, i)
+    check_pod_topology_spread(cluster)
+    check_inter_pod_affinity(cluster, True)
+    check_inter_pod_affinity(cluster, False)
+    check_simple_filters(cluster)
+
+
+def test_empty_node_list() -> None:
+    """No node: every batch returns an empty list."""
+    handle = FakeHandle(Snapshot.from_objects([], []))
+    pod = make_pod(containers=[container(cpu="1", memory="1Gi")])
+    plugins = (NodeResourcesFit({}, handle), NodeResourcesBalancedAllocation({}, handle), ImageLocality({}, handle))
+    for plugin in plugins:
+        state = CycleState()
+        if not isinstance(plugin, ImageLocality):
+            plugin.pre_score(state, pod, [])
+        assert plugin.score_nodes(state, pod, []) == ([], None)
+
+
+def test_node_without_object_fails_like_score() -> None:
+    """A NodeInfo without its node fails the batch as the per-node score would."""
+    handle = FakeHandle(Snapshot.from_objects([make_node("n0")], []))
+    pod = make_pod(containers=[container(cpu="1")])
+    infos = [*handle.snapshot().list(), NodeInfo()]
+    plugin = TaintToleration({}, handle)
+    state = CycleState()
+    plugin.pre_score(state, pod, infos)
+    _, status = plugin.score_nodes(state, pod, infos)
+    assert status is not None and status.message == "node not found"

@@ -8,7 +8,7 @@ NODES ?= 6
 ZONES ?= 3
 export GOTOOLCHAIN := local
 
-.PHONY: install lint unit integration e2e test cluster-up cluster-down binaries run e2e-kind bench clean
+.PHONY: install lint unit integration e2e test cluster-up cluster-down binaries run e2e-kind bench bench-smoke clean
 
 $(BIN)/py-scheduler: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -36,7 +36,7 @@ integration: install binaries
 e2e: install binaries
 	$(BIN)/python -m e2e.run
 
-test: lint unit integration e2e
+test: lint unit integration e2e bench-smoke
 
 cluster-up: install binaries
 	$(BIN)/python -m e2e.cluster up --dir $(CLUSTER_DIR) --nodes $(NODES) --zones $(ZONES)
@@ -58,8 +58,16 @@ run: install
 e2e-kind: install
 	bash e2e/kind/run.sh
 
-bench:
-	@echo "make bench: not available yet: the benchmark harness (e2e/perf) is built by the benchmark issue." >&2; exit 2
+# py-scheduler vs kube-scheduler vs a no-algorithm binder on scheduler_perf workloads (~40 min on 2 cores).
+BENCH_ARGS ?= --suite bench
+bench: install binaries
+	$(BIN)/pip install -q -e '.[bench]'
+	$(BIN)/python -m e2e.perf $(BENCH_ARGS) --out .bench/results.json
+
+# The harness end to end on 20 nodes (part of `make test`; measures nothing worth reporting).
+bench-smoke: install binaries
+	$(BIN)/python -m e2e.perf --workload SchedulingBasic --nodes 20 --pods 40 --repeat 1 --timeout 180 \
+	  --out .bench/smoke.json
 
 clean: cluster-down
 	rm -rf $(VENV) .bench .pytest_cache .mypy_cache .ruff_cache

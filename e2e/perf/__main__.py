@@ -109,8 +109,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     t0 = time.monotonic()
     bin_dir = ensure_binaries()
     from e2e.cluster.cluster import pinned_versions
+    from e2e.perf.schedulers import REPO
 
-    machine = {**procstat.machine_info(), "versions": pinned_versions()}
+    machine = {**procstat.machine_info(), **procstat.git_info(REPO), "versions": pinned_versions()}
     notes = {
         "method": "fresh lean control plane (etcd + kube-apiserver) per workload/size; runs interleaved; "
         "throughput = bound / (first creation -> last binding seen by a watch); latency = binding seen - creation",

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import platform
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -102,6 +105,28 @@ def self_cpu_seconds() -> float:
 
 def loadavg() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
+
+
+def source_hash(root: str | Path) -> str:
+    """A short hash of the *.py files under ``root`` (names and contents): tells whether the code under
+    test changed between runs (other people editing the tree while a long benchmark runs)."""
+    h = hashlib.sha1()
+    for p in sorted(Path(root).rglob("*.py")):
+        with contextlib.suppress(OSError):
+            h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def git_info(repo: str | Path) -> dict[str, Any]:
+    """Commit and number of locally changed files (read-only git commands); {} without git."""
+    try:
+        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True,
+                               timeout=30, check=True).stdout.splitlines()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    return {"git_commit": head, "git_changed_files": len(dirty)}
 
 
 def machine_info() -> dict[str, Any]:

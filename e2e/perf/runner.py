@@ -190,6 +190,8 @@ class SizeRunner:
             "latency_p99_ms": None, "cpu_seconds_per_1000": None, "peak_rss_mb": None, "all_bound": False,
             "init_pods": self.n_init, "started_at": datetime.now(UTC).isoformat(timespec="seconds"), **idle,
         }  # fmt: skip
+        if which == "py":
+            result["py_source_hash"] = procstat.source_hash(schedulers.REPO / "scheduler")
         watch: WatchResult | None = None
         try:
             init_errors: list[str] = []

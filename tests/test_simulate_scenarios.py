@@ -89,6 +89,12 @@ def service(name: str, selector: Mapping[str, str]) -> dict[str, Any]:
             "spec": {"selector": dict(selector), "ports": [{"port": 80}]}}
 
 
+# Upstream stops filtering at the first feasible node when a profile has no Score plugin (and rotates the
+# start node between cycles); the filter-only scenarios add EqualPriority (every node scores 1) so that
+# every node is filtered and ties go to the smallest name.
+EQUAL = "EqualPriority"
+
+
 def profile(
     *plugins: str | tuple[str, int],
     args: Mapping[str, Mapping[str, Any]] | None = None,
@@ -236,7 +242,8 @@ def test_taint_toleration_filter_and_prefer_no_schedule(tmp_path: Path, capsys: 
     soft2 = {"key": "soft2", "value": "y", "effect": "PreferNoSchedule"}
     cluster = [
         node("n-clean"),
-        node("n-dedicated", labels={"pool": "gpu"}, taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]),
+        node("n-dedicated", labels={"pool": "gpu"},
+             taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]),
         node("n-soft1", taints=[soft1]),
         node("n-soft2", taints=[soft1, soft2]),
     ]
@@ -328,14 +335,14 @@ def test_node_ports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         pod("udp", ports=[{**tcp, "protocol": "UDP"}]),
         pod("other-port", ports=[{"containerPort": 9090, "hostPort": 9090}]),
     ]
-    res = simulate(tmp_path, capsys, cluster, pods, profile("NodePorts"))
+    res = simulate(tmp_path, capsys, cluster, pods, profile("NodePorts", EQUAL))
     reason = "node(s) didn't have free ports for the requested pod ports"
     assert filtered(res["first"]) == {"n1": ("NodePorts", reason)}
     assert res["first"]["node"] == "n2"
     # Both nodes now hold 8080/TCP on 0.0.0.0.
     assert res["second"]["node"] is None
     assert res["second"]["message"] == f"0/2 nodes are available: 2 {reason}."
-    # Another protocol or port does not conflict; no score plugin, so the tie goes to n1.
+    # Another protocol or port does not conflict (EqualPriority ties: n1 by name).
     assert res["udp"]["node"] == "n1" and res["udp"]["filtered"] == {}
     assert res["other-port"]["node"] == "n1"
 
@@ -362,14 +369,17 @@ def test_node_unschedulable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 # ----- NodeName -----------------------------------------------------------------------------------
 
 
-def test_node_name_filter_in_the_default_profile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """NodeName only rejects a pod whose spec.nodeName names another node. A pod created with nodeName is
-    already assigned and never reaches the scheduler, so its verdict only shows in upstream's FitError when
-    the API hands the scheduler such a pod; an empty nodeName passes everywhere."""
+def test_node_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """NodeName rejects only nodes other than a non-empty spec.nodeName. A pod that already names its node is
+    assigned: the scheduler never runs a cycle for it (no filter verdicts, no node chosen). An empty nodeName
+    passes everywhere."""
     cluster = [node("n1", cpu="1"), node("n2", cpu="1")]
-    res = simulate(tmp_path, capsys, cluster, [pod("p", cpu="500m", nodeName="")], profile("NodeName"))
-    assert res["p"]["node"] == "n1"
-    assert res["p"]["filtered"] == {}
+    pods = [pod("assigned", cpu="500m", nodeName="n2"), pod("free", cpu="500m", nodeName="")]
+    res = simulate(tmp_path, capsys, cluster, pods, profile("NodeName", EQUAL))
+    assert res["assigned"]["node"] is None and res["assigned"]["filtered"] == {} and res["assigned"]["scores"] == {}
+    assert res["free"]["node"] == "n1"
+    assert res["free"]["filtered"] == {}
+    assert res["free"]["scores"] == {"n1": {"EqualPriority": 1, "total": 1}, "n2": {"EqualPriority": 1, "total": 1}}
 
 
 # ----- InterPodAffinity ---------------------------------------------------------------------------
@@ -448,10 +458,11 @@ def test_pod_topology_spread(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     res = simulate(tmp_path, capsys, cluster, pods, profile(("PodTopologySpread", 2)))
     # zone-hard: zone a has 3 matching pods, zone b 0 (min). Zone a: 3 + 1 - 0 = 4 > maxSkew 1.
     # n-nozone lacks the key: UnschedulableAndUnresolvable "(missing required label)".
+    skew = "node(s) didn't match pod topology spread constraints"
     assert filtered(res["zone-hard"]) == {
-        "n1": ("PodTopologySpread", "node(s) didn't match pod topology spread constraints"),
-        "n2": ("PodTopologySpread", "node(s) didn't match pod topology spread constraints"),
-        "n-nozone": ("PodTopologySpread", "node(s) didn't match pod topology spread constraints (missing required label)"),
+        "n1": ("PodTopologySpread", skew),
+        "n2": ("PodTopologySpread", skew),
+        "n-nozone": ("PodTopologySpread", skew + " (missing required label)"),
     }
     assert res["zone-hard"]["node"] == "n3"
     # host-soft: counts per host n1 2, n2 1, n3 1, n-nozone 0; weight ln(4 nodes + 2) = 1.7918;
@@ -538,7 +549,7 @@ def test_service_affinity_keeps_a_service_in_one_region(tmp_path: Path, capsys: 
         pod("pinned", labels=svc, nodeSelector={REGION: "r1"}),
         pod("no-service", labels={"app": "lonely"}),
     ]
-    config = profile("ServiceAffinity", args={"ServiceAffinity": {"affinityLabels": [REGION]}})
+    config = profile("ServiceAffinity", EQUAL, args={"ServiceAffinity": {"affinityLabels": [REGION]}})
     res = simulate(tmp_path, capsys, cluster, pods, config)
     reason = ("ServiceAffinity", "node(s) didn't match service affinity")
     # follower pins no region: the region is back-filled from the node of the service's first pod (n3: r2).
@@ -640,7 +651,7 @@ def test_volume_restrictions_gce_pd(tmp_path: Path, capsys: pytest.CaptureFixtur
 
     cluster = [node("n1"), node("n2"), pod("writer", on="n1", volumes=pd(False))]
     pods = [pod("second-writer", volumes=pd(False)), pod("third-writer", volumes=pd(False))]
-    res = simulate(tmp_path, capsys, cluster, pods, profile("VolumeRestrictions"))
+    res = simulate(tmp_path, capsys, cluster, pods, profile("VolumeRestrictions", EQUAL))
     # The same GCE PD mounted read-write elsewhere: that node is out.
     reason = "node(s) had no available disk"
     assert filtered(res["second-writer"]) == {"n1": ("VolumeRestrictions", reason)}
@@ -651,7 +662,7 @@ def test_volume_restrictions_gce_pd(tmp_path: Path, capsys: pytest.CaptureFixtur
 def test_volume_zone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cluster = [node("n1", labels={ZONE: "a"}), node("n2", labels={ZONE: "b"}), node("n3", labels={ZONE: "b"}),
                *bound_claim("data", "pv-b", {ZONE: "b"})]
-    res = simulate(tmp_path, capsys, cluster, [pod("user", volumes=[claim("data")])], profile("VolumeZone"))
+    res = simulate(tmp_path, capsys, cluster, [pod("user", volumes=[claim("data")])], profile("VolumeZone", EQUAL))
     # The bound PV is labelled zone b: zone-a nodes cannot attach it.
     assert filtered(res["user"]) == {"n1": ("VolumeZone", "node(s) had no available volume zone")}
     assert res["user"]["node"] == "n2"
@@ -664,7 +675,7 @@ def test_node_volume_limits(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     cluster = [node("n1"), node("n2"), csinode,
                *bound_claim("one", "pv-1", csi=(driver, "vol-1")), *bound_claim("two", "pv-2", csi=(driver, "vol-2")),
                pod("holder", on="n1", volumes=[claim("one")])]
-    res = simulate(tmp_path, capsys, cluster, [pod("user", volumes=[claim("two")])], profile("NodeVolumeLimits"))
+    res = simulate(tmp_path, capsys, cluster, [pod("user", volumes=[claim("two")])], profile("NodeVolumeLimits", EQUAL))
     # n1 allows one volume of the driver and already has vol-1; n2 has no CSINode (no limit).
     assert filtered(res["user"]) == {"n1": ("NodeVolumeLimits", "node(s) exceed max volume count")}
     assert res["user"]["node"] == "n2"

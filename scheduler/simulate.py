@@ -130,6 +130,9 @@ def _schedule_each(sched: Scheduler, pods: list[dict[str, Any]]) -> Iterator[tup
         if pod.scheduler_name not in sched.frameworks:
             yield Outcome(pod, None, f"no profile for schedulerName {pod.scheduler_name!r}"), []
             continue
+        if pod.node_name:
+            yield Outcome(pod, None, f"spec.nodeName is already set ({pod.node_name}): not scheduled"), []
+            continue
         sched.on_pod_event(ADDED, obj)
         preempted_before = len(sched.preemptions)
         outcome = _attempt(sched)

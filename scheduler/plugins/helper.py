@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.framework.interface import NodeScore
+from scheduler.framework.status import Status, error
 from scheduler.framework.types import NodeInfo
 from scheduler.model.errors import InvalidObjectError
 from scheduler.model.pod import Pod
@@ -212,3 +213,33 @@ def legacy_requested(pod: Pod, node_info: NodeInfo) -> tuple[int, int]:
     view = legacy_pod_view(pod)
     cpu, mem = legacy_node_non_zero(node_info)
     return view.non_zero_milli_cpu + cpu, view.non_zero_memory + mem
+
+
+class LegacyRequestedPriority:
+    """The seed-era (v1.16) cpu/memory priorities: ``resource_score(requested, capacity)`` per resource
+    on v1.16 non-zero requests, averaged 1:1 with integer division. Subclasses set ``name`` and
+    ``resource_score``; errors in the pod's quantities are Score errors, as upstream's map failed."""
+
+    name: str
+
+    def __init__(self, args: Mapping[str, Any], handle: Any) -> None:
+        self.handle = handle
+
+    @staticmethod
+    def resource_score(requested: int, capacity: int) -> int:
+        raise NotImplementedError
+
+    def score(self, state: Any, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        try:
+            cpu, mem = legacy_requested(pod, node_info)
+        except InvalidObjectError as exc:
+            return 0, error(exc)
+        alloc = node_info.allocatable
+        return go_div(self.resource_score(cpu, alloc.milli_cpu) + self.resource_score(mem, alloc.memory), 2), None
+
+    def score_extensions(self) -> None:
+        return None
+
+    def events_to_register(self) -> list[Any]:
+        """A score-only plugin never rejects a pod, so no event can make one schedulable."""
+        return []

@@ -13,15 +13,8 @@ this name to NodeResourcesLeastAllocated, the same integer formula is evaluated 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle
-from scheduler.framework.status import Status, error
-from scheduler.framework.types import ClusterEventWithHint, NodeInfo
-from scheduler.model.errors import InvalidObjectError
-from scheduler.model.pod import Pod
-from scheduler.plugins.helper import go_div, legacy_requested
+from scheduler.framework.interface import MAX_NODE_SCORE
+from scheduler.plugins.helper import LegacyRequestedPriority, go_div
 
 NAME = "LeastRequestedPriority"
 
@@ -33,26 +26,8 @@ def least_requested_score(requested: int, capacity: int) -> int:
     return go_div((capacity - requested) * MAX_NODE_SCORE, capacity)
 
 
-class LeastRequestedPriority:
+class LeastRequestedPriority(LegacyRequestedPriority):
     """Prefers nodes with the most unrequested cpu and memory (v1.16 formula, 0..100)."""
 
     name = NAME
-
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
-        self.handle = handle
-
-    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
-        try:
-            cpu, mem = legacy_requested(pod, node_info)
-        except InvalidObjectError as exc:
-            return 0, error(exc)
-        alloc = node_info.allocatable
-        total = least_requested_score(cpu, alloc.milli_cpu) + least_requested_score(mem, alloc.memory)
-        return go_div(total, 2), None
-
-    def score_extensions(self) -> None:
-        return None
-
-    def events_to_register(self) -> list[ClusterEventWithHint]:
-        """A score-only plugin never rejects a pod, so no event can make one schedulable."""
-        return []
+    resource_score = staticmethod(least_requested_score)

@@ -11,15 +11,8 @@ v1.17+ and the v1.18 legacy registry (NodeResourcesMostAllocated) did, not as th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle
-from scheduler.framework.status import Status, error
-from scheduler.framework.types import ClusterEventWithHint, NodeInfo
-from scheduler.model.errors import InvalidObjectError
-from scheduler.model.pod import Pod
-from scheduler.plugins.helper import go_div, legacy_requested
+from scheduler.framework.interface import MAX_NODE_SCORE
+from scheduler.plugins.helper import LegacyRequestedPriority, go_div
 
 NAME = "MostRequestedPriority"
 
@@ -31,26 +24,8 @@ def most_requested_score(requested: int, capacity: int) -> int:
     return go_div(requested * MAX_NODE_SCORE, capacity)
 
 
-class MostRequestedPriority:
+class MostRequestedPriority(LegacyRequestedPriority):
     """Prefers nodes whose cpu and memory are most requested (v1.16 formula, 0..100)."""
 
     name = NAME
-
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
-        self.handle = handle
-
-    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
-        try:
-            cpu, mem = legacy_requested(pod, node_info)
-        except InvalidObjectError as exc:
-            return 0, error(exc)
-        alloc = node_info.allocatable
-        total = most_requested_score(cpu, alloc.milli_cpu) + most_requested_score(mem, alloc.memory)
-        return go_div(total, 2), None
-
-    def score_extensions(self) -> None:
-        return None
-
-    def events_to_register(self) -> list[ClusterEventWithHint]:
-        """A score-only plugin never rejects a pod, so no event can make one schedulable."""
-        return []
+    resource_score = staticmethod(most_requested_score)

@@ -4,7 +4,7 @@ its pods landed. The scheduler keeps running until Ctrl-C."""
 from __future__ import annotations
 
 import argparse
-import subprocess
+import signal
 import time
 from pathlib import Path
 
@@ -26,6 +26,10 @@ def show(core: client.CoreV1Api) -> None:
         print(f"{p.metadata.name:<28} {p.spec.node_name or '-':<12} {p.status.phase:<10} {msg[:90]}")
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", default=".cluster")
@@ -44,13 +48,13 @@ def main() -> None:
     time.sleep(8)
     show(client.CoreV1Api(api))
     print("\nScheduler running; Ctrl-C to stop (the control plane stays up: `make cluster-down`).")
+    signal.signal(signal.SIGTERM, _interrupt)  # stop the scheduler on SIGTERM too, not only Ctrl-C
     try:
         proc.wait()
     except KeyboardInterrupt:
         pass
     finally:
         stop_scheduler(proc)
-        subprocess.run(["true"], check=False)
 
 
 if __name__ == "__main__":

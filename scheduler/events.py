@@ -18,12 +18,10 @@ from typing import Any, Protocol
 
 import structlog
 
+from scheduler.framework.fit_error import truncate_message as truncate_note
 from scheduler.model.pod import Pod
 
 log = structlog.get_logger(__name__)
-
-NOTE_LENGTH_LIMIT = 1024
-
 
 def micro_time(ts: float | None = None) -> str:
     """metav1.MicroTime format."""
@@ -32,14 +30,6 @@ def micro_time(ts: float | None = None) -> str:
 
 def rfc3339(ts: float | None = None) -> str:
     return datetime.fromtimestamp(ts if ts is not None else time.time(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def truncate_note(note: str) -> str:
-    """Event notes are limited to 1024 bytes upstream; longer ones end with ' ...'."""
-    raw = note.encode()
-    if len(raw) <= NOTE_LENGTH_LIMIT:
-        return note
-    return raw[: NOTE_LENGTH_LIMIT - 4].decode(errors="ignore") + " ..."
 
 
 class EventSink(Protocol):

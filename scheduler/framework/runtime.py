@@ -485,20 +485,7 @@ class Framework:
 
         A node whose object could not be parsed is rejected as UnschedulableAndUnresolvable with the
         parse error (our addition: upstream never sees malformed nodes, the API server validates)."""
-        node = node_info.node
-        if node is not None and node.parse_error is not None:
-            return unresolvable(str(node.parse_error))
-        for pl in self._filter:
-            if pl.name in state.skip_filter_plugins:
-                continue
-            s = pl.filter(state, pod, node_info)
-            if not success(s):
-                assert s is not None
-                if not s.is_rejected():
-                    s = error(f'running "{pl.name}" filter plugin: {s.message}')
-                s.plugin = pl.name
-                return s
-        return None
+        return self.filter_runner(state)(pod, node_info)
 
     def filter_runner(self, state: CycleState) -> Callable[[Pod, NodeInfo], Status | None]:
         """run_filter_plugins with this cycle's non-skipped filters bound once: the filter loop calls it
@@ -720,22 +707,31 @@ class Framework:
 
     def run_reserve_plugins_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         """Stop at the first failure; the caller then runs Unreserve for all plugins."""
+        return self._run_until_failure("Reserve", [(pl.name, pl.reserve) for pl in self._reserve],
+                                       state, pod, node_name)
+
+    def _run_until_failure(
+        self, point: str, calls: list[tuple[str, Callable[[CycleState, Pod, str], Status | None]]],
+        state: CycleState, pod: Pod, node_name: str,
+    ) -> Status | None:
+        """Reserve and PreBind: the first non-success stops; a rejection keeps its code, anything else
+        becomes an Error naming the plugin."""
         start = time.perf_counter()
         status: Status | None = None
         try:
-            for pl in self._reserve:
-                s = pl.reserve(state, pod, node_name)
+            for name, call in calls:
+                s = call(state, pod, node_name)
                 if not success(s):
                     assert s is not None
                     if s.is_rejected():
-                        s.plugin = pl.name
+                        s.plugin = name
                         status = s
                     else:
-                        status = _failure(f'running Reserve plugin "{pl.name}": {s.message}')
+                        status = _failure(f'running {point} plugin "{name}": {s.message}')
                     return status
             return None
         finally:
-            self._observe_since("Reserve", status, start)
+            self._observe_since(point, status, start)
 
     def run_reserve_plugins_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         """Undo Reserve in reverse order, so later plugins release before the ones they built on."""
@@ -817,22 +813,8 @@ class Framework:
     # ----- PreBind / Bind / PostBind ------------------------------------------------------------
 
     def run_pre_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        start = time.perf_counter()
-        status: Status | None = None
-        try:
-            for pl in self._pre_bind:
-                s = pl.pre_bind(state, pod, node_name)
-                if not success(s):
-                    assert s is not None
-                    if s.is_rejected():
-                        s.plugin = pl.name
-                        status = s
-                    else:
-                        status = _failure(f'running PreBind plugin "{pl.name}": {s.message}')
-                    return status
-            return None
-        finally:
-            self._observe_since("PreBind", status, start)
+        return self._run_until_failure("PreBind", [(pl.name, pl.pre_bind) for pl in self._pre_bind],
+                                       state, pod, node_name)
 
     def run_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         """Bind plugins in order until one does not return Skip. When none binds (no plugins, or all

@@ -478,6 +478,9 @@ class LocalCluster:
                 *([f"--root-ca-file={ca}"] if ca.is_file() else []),
                 "--secure-port=0", "--controllers=*", "--profiling=false",
                 "--kube-api-qps=100", "--kube-api-burst=200",
+                # kwok renews every node's lease; on a loaded 2-core machine a renewal can come late, and
+                # the default 50 s grace would taint a healthy simulated node unreachable (seen once in CI).
+                "--node-monitor-grace-period=3m",
             ])  # fmt: skip
         if "kwok" in names:
             (kwok_port,) = _free_ports(1)

@@ -4,6 +4,7 @@ kwok) started once per session, and py-scheduler processes started against it.""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -42,6 +43,9 @@ def cluster(workdir: Path) -> Iterator[LocalCluster]:
         create_nodes(str(c.kubeconfig), BASE_NODES, zones=3, prefix="base")
         yield c
     finally:
+        keep = os.environ.get("IT_LOGS_DIR")  # copy the control plane's logs out before the workdir goes
+        if keep and (c.dir / "logs").is_dir():
+            shutil.copytree(c.dir / "logs", keep, dirs_exist_ok=True)
         c.down(keep_logs=False)
 
 

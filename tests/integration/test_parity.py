@@ -152,9 +152,20 @@ def histogram(message: str) -> list[str]:
     return message.split(": ", 1)[1].split(". ", 1)[0].rstrip(".").split(", ")
 
 
-def assert_histogram(message: str, expected: Sequence[str]) -> None:
-    """The message lists exactly these items, sorted as strings ("10 ..." before "2 ...")."""
-    assert histogram(message) == sorted(expected), message
+UNTOLERATED_TAINT = "node(s) had untolerated taint(s)"
+
+
+def assert_histogram(message: str, own: Sequence[str], others: int, other_reason: str = AFFINITY_REASON) -> None:
+    """The items, sorted as strings ("10 ..." before "2 ..."), are exactly ``own`` (the test's nodes) plus the
+    ``others`` nodes outside the test, rejected for ``other_reason``. An untolerated taint is accepted among
+    those others: on a loaded machine the node lifecycle controller may taint a base node whose kwok
+    heartbeat came late (seen once in CI); both schedulers still had to agree on the whole message."""
+    items = histogram(message)
+    assert items == sorted(items), message
+    assert all(item in items for item in own), message
+    rest = [item.split(" ", 1) for item in items if item not in own]
+    assert {reason for _, reason in rest} <= {other_reason, UNTOLERATED_TAINT}, message
+    assert sum(int(count) for count, _ in rest) == others, message
 
 
 def node_count(core: client.CoreV1Api) -> int:
@@ -306,8 +317,7 @@ def test_host_port_conflicts(cluster: LocalCluster, core: client.CoreV1Api, ns: 
             "containers": [host_port_container(18080)]})])
         n = node_count(core)
         msg = compare(core, ns, "port-taken", **want_port)
-        assert_histogram(msg, ["3 node(s) didn't have free ports for the requested pod ports",
-                               f"{n - 3} {AFFINITY_REASON}"])
+        assert_histogram(msg, ["3 node(s) didn't have free ports for the requested pod ports"], n - 3)
         # The regular init container's port 18081 is not held.
         assert placed_by_both(core, ns, "port-18081", node_selector={HOSTNAME: names[2]}, extra_spec={
             "containers": [host_port_container(18081)]}) == (names[2], names[2])
@@ -335,8 +345,7 @@ def test_pod_anti_affinity(cluster: LocalCluster, core: client.CoreV1Api, ns: st
         msg = compare(core, ns, "anti", labels={"parity-app": "db"}, node_selector={"parity/anti": "yes"},
                       extra_spec=anti_web)
         assert_histogram(msg, ["2 node(s) didn't match pod anti-affinity rules",
-                               "1 node(s) didn't satisfy existing pods anti-affinity rules",
-                               f"{n - 3} {AFFINITY_REASON}"])
+                               "1 node(s) didn't satisfy existing pods anti-affinity rules"], n - 3)
         # Without the db label only the web pods repel it: the third node is the one place left.
         assert placed_by_both(core, ns, "anti-ok", labels={"parity-app": "api"}, node_selector={"parity/anti": "yes"},
                               extra_spec=anti_web) == (names[2], names[2])
@@ -387,11 +396,9 @@ def test_topology_spread_and_unschedulable(
         n = node_count(core)
         msg = compare(core, ns, "spread", labels=app, extra_spec=spread)
         assert msg.startswith(f"0/{n} nodes are available: ")
-        assert_histogram(msg, [
-            "1 node(s) were unschedulable",
-            "2 node(s) didn't match pod topology spread constraints",
-            f"{n - 3} node(s) didn't match pod topology spread constraints (missing required label)",
-        ])
+        assert_histogram(msg, ["1 node(s) were unschedulable",
+                               "2 node(s) didn't match pod topology spread constraints"],
+                         n - 3, "node(s) didn't match pod topology spread constraints (missing required label)")
         # Uncordoned, d2 is the only domain within the skew (the pending twins go first: they would take it).
         for p in ("spread-" + KUBE, "spread-" + PY):
             core.delete_namespaced_pod(p, ns, grace_period_seconds=0)
@@ -411,7 +418,7 @@ def test_cordoned_nodes(cluster: LocalCluster, core: client.CoreV1Api, ns: str, 
         time.sleep(1.0)
         n = node_count(core)
         msg = compare(core, ns, "cordoned", node_selector={"parity/cordon": "yes"})
-        assert_histogram(msg, ["2 node(s) were unschedulable", f"{n - 2} {AFFINITY_REASON}"])
+        assert_histogram(msg, ["2 node(s) were unschedulable"], n - 2)
 
 
 def test_too_many_pods_and_cpu_on_one_node(cluster: LocalCluster, core: client.CoreV1Api, ns: str, both: None) -> None:
@@ -421,7 +428,7 @@ def test_too_many_pods_and_cpu_on_one_node(cluster: LocalCluster, core: client.C
         running(core, ns, [place(core, ns, "only", names[0])])
         n = node_count(core)
         msg = compare(core, ns, "full", cpu="8", node_selector={"parity/full": "yes"})
-        assert_histogram(msg, ["1 Insufficient cpu", "1 Too many pods", f"{n - 1} {AFFINITY_REASON}"])
+        assert_histogram(msg, ["1 Insufficient cpu", "1 Too many pods"], n - 1)
         compare(core, ns, "full-small", "1 Too many pods", node_selector={"parity/full": "yes"})
 
 

@@ -2,13 +2,20 @@
 
 Every write goes through one token bucket (clientConnection qps/burst) and tenacity retries for
 transient failures: connection errors, 5xx and 429 (honouring Retry-After). 404 and 409 are final.
+
+The writes bypass the generated API classes: their pydantic call validation and model coercion cost
+about 0.5 ms of CPU per request (measured with py-spy on SchedulingBasic), more than the request
+itself, for bodies the scheduler builds and never reads back. `RawApi` sends JSON over the client's own
+connection pool, TLS settings and credentials.
 """
 
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
+from urllib.parse import quote
 
 import structlog
 import urllib3
@@ -35,6 +42,66 @@ def load_api_client(kubeconfig: str | None, pool_size: int = 32) -> client.ApiCl
             config.load_kube_config(client_configuration=cfg)
     cfg.connection_pool_maxsize = pool_size
     return client.ApiClient(cfg)
+
+
+def ssl_context(cfg: Any) -> ssl.SSLContext | bool:
+    """The TLS settings of a client Configuration, for connections made outside its pool (aiohttp)."""
+    if not cfg.verify_ssl:
+        return False
+    ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert) if cfg.ssl_ca_cert else ssl.create_default_context()
+    if cfg.cert_file and cfg.key_file:
+        ctx.load_cert_chain(cfg.cert_file, cfg.key_file)
+    return ctx
+
+
+def auth_headers(cfg: Any) -> dict[str, str]:
+    """The Authorization header of a client Configuration (empty for client-certificate auth)."""
+    hook = getattr(cfg, "refresh_api_key_hook", None)
+    if hook is not None:
+        hook(cfg)  # in-cluster projected tokens rotate; the client refreshes them here
+    header = cfg.get_api_key_with_prefix("BearerToken") or cfg.get_api_key_with_prefix("authorization") or ""
+    if header and " " not in header:
+        header = f"Bearer {header}"
+    return {"Authorization": header} if header else {}
+
+
+JSON = "application/json"
+STRATEGIC_MERGE = "application/strategic-merge-patch+json"
+
+
+class Requester(Protocol):
+    def request(self, method: str, path: str, body: Any = None, content_type: str = JSON) -> bytes: ...
+
+
+class RawApi:
+    """JSON requests over an ApiClient's urllib3 pool; a status >= 400 raises ApiException like the client."""
+
+    def __init__(self, api: client.ApiClient, timeout: float = 30.0) -> None:
+        self.cfg = api.configuration
+        self.pool = api.rest_client.pool_manager
+        self.host = self.cfg.host.rstrip("/")
+        self.timeout = urllib3.Timeout(total=timeout)
+        self.user_agent = api.user_agent
+
+    def request(self, method: str, path: str, body: Any = None, content_type: str = JSON) -> bytes:
+        headers = {"Accept": JSON, "User-Agent": self.user_agent, **auth_headers(self.cfg)}
+        data = None
+        if body is not None:
+            headers["Content-Type"] = content_type
+            data = json.dumps(body, separators=(",", ":")).encode()
+        resp = self.pool.request(method, self.host + path, body=data, headers=headers, timeout=self.timeout,
+                                 retries=False, preload_content=True)
+        if resp.status >= 400:
+            exc = ApiException(status=resp.status, reason=resp.reason)
+            exc.body = resp.data.decode("utf-8", "replace")
+            exc.headers = resp.headers
+            raise exc
+        payload: bytes = resp.data
+        return payload
+
+
+def pod_path(namespace: str, name: str, sub: str = "") -> str:
+    return f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}" + (f"/{sub}" if sub else "")
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -66,38 +133,33 @@ def retrying(max_attempts: int = 6, max_seconds: float = 30.0) -> Retrying:
 class ApiWriter:
     """The scheduler's writes: bindings, pod status patches and events, rate limited and retried."""
 
-    def __init__(self, api: client.ApiClient, limiter: TokenBucket) -> None:
-        self.api = api
-        self.core = client.CoreV1Api(api)
-        self.events = client.EventsV1Api(api)
+    def __init__(self, api: client.ApiClient | Requester, limiter: TokenBucket) -> None:
+        self.raw: Requester = RawApi(api) if isinstance(api, client.ApiClient) else api
         self.limiter = limiter
 
-    def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    def _request(self, method: str, path: str, body: Any = None, content_type: str = JSON) -> bytes:
         for attempt in retrying():
             with attempt:
                 self.limiter.wait()
-                return fn(*args, **kwargs)
+                return self.raw.request(method, path, body, content_type)
         raise AssertionError("unreachable")
 
     def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
-        """POST the Binding subresource. The client's response model is broken for Binding
-        (kubernetes-client/python#547), so the response is not deserialized."""
-        body = {
+        """POST the Binding subresource; the uid precondition makes a bind of a recreated pod a 409."""
+        self._request("POST", pod_path(namespace, name, "binding"), {
             "apiVersion": "v1",
             "kind": "Binding",
             "metadata": {"name": name, "namespace": namespace, "uid": uid},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-        }
-        resp = self._call(self.core.create_namespaced_pod_binding, name, namespace, body, _preload_content=False)
-        resp.release_conn()
+        })
 
     def patch_pod_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
-        self._call(self.core.patch_namespaced_pod_status, name, namespace, patch, _preload_content=False)
+        """Strategic merge: conditions merge by type, as the client's default patch did."""
+        self._request("PATCH", pod_path(namespace, name, "status"), patch, STRATEGIC_MERGE)
 
     def delete_pod(self, namespace: str, name: str) -> None:
         """DELETE the pod with default options (graceful), as preemption evicts its victims."""
-        resp = self._call(self.core.delete_namespaced_pod, name, namespace, _preload_content=False)
-        resp.release_conn()
+        self._request("DELETE", pod_path(namespace, name))
 
     def update_object(self, kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
         """PUT a PersistentVolume or PersistentVolumeClaim (VolumeBinding's PreBind writes the claimRef /
@@ -105,20 +167,21 @@ class ApiWriter:
         resourceVersion makes it a conditional update: a concurrent change is a final 409."""
         body = {**obj, "apiVersion": "v1", "kind": kind}
         meta = obj.get("metadata") or {}
+        name = quote(str(meta.get("name", "")))
         if kind == "PersistentVolume":
-            resp = self._call(self.core.replace_persistent_volume, meta.get("name"), body, _preload_content=False)
+            path = f"/api/v1/persistentvolumes/{name}"
         elif kind == "PersistentVolumeClaim":
-            resp = self._call(self.core.replace_namespaced_persistent_volume_claim, meta.get("name"),
-                              meta.get("namespace"), body, _preload_content=False)
+            path = f"/api/v1/namespaces/{quote(str(meta.get('namespace', '')))}/persistentvolumeclaims/{name}"
         else:
             raise ValueError(f"update_object: unsupported kind {kind}")
-        data: dict[str, Any] = json.loads(resp.data or b"{}")
+        data: dict[str, Any] = json.loads(self._request("PUT", path, body) or b"{}")
         return data
 
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> str:
-        resp = self._call(self.events.create_namespaced_event, namespace, body, _preload_content=False)
-        data = json.loads(resp.data or b"{}")
+        data = json.loads(self._request("POST", f"/apis/events.k8s.io/v1/namespaces/{quote(namespace)}/events",
+                                        body) or b"{}")
         return str((data.get("metadata") or {}).get("name", ""))
 
     def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
-        self._call(self.events.patch_namespaced_event, name, namespace, patch, _preload_content=False)
+        self._request("PATCH", f"/apis/events.k8s.io/v1/namespaces/{quote(namespace)}/events/{quote(name)}",
+                      patch, STRATEGIC_MERGE)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -22,6 +21,8 @@ from typing import Any
 import aiohttp
 import structlog
 
+from scheduler.apiclient import auth_headers, ssl_context
+
 log = structlog.get_logger(__name__)
 
 EventHandler = Callable[[str, Mapping[str, Any]], None]
@@ -29,25 +30,6 @@ EventHandler = Callable[[str, Mapping[str, Any]], None]
 
 class Gone(Exception):
     """The watch's resourceVersion is too old (HTTP 410 or an ERROR event with code 410)."""
-
-
-def _ssl_context(cfg: Any) -> ssl.SSLContext | bool:
-    if not cfg.verify_ssl:
-        return False
-    ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert) if cfg.ssl_ca_cert else ssl.create_default_context()
-    if cfg.cert_file and cfg.key_file:
-        ctx.load_cert_chain(cfg.cert_file, cfg.key_file)
-    return ctx
-
-
-def _auth_headers(cfg: Any) -> dict[str, str]:
-    hook = getattr(cfg, "refresh_api_key_hook", None)
-    if hook is not None:
-        hook(cfg)  # in-cluster projected tokens rotate; the client refreshes them here
-    header = cfg.get_api_key_with_prefix("BearerToken") or cfg.get_api_key_with_prefix("authorization") or ""
-    if header and " " not in header:
-        header = f"Bearer {header}"
-    return {"Authorization": header} if header else {}
 
 
 class PodStream:
@@ -90,7 +72,7 @@ class PodStream:
     async def _run(self) -> None:
         backoff = 0.1
         async with aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(ssl=_ssl_context(self.cfg), limit=4),
+            connector=aiohttp.TCPConnector(ssl=ssl_context(self.cfg), limit=4),
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
         ) as session:
             rv = ""
@@ -121,7 +103,7 @@ class PodStream:
         while True:
             params = self._params(limit=self.page_size, **({"continue": cont} if cont else {}))
             async with session.get(f"{self.cfg.host}/api/v1/pods", params=params,
-                                   headers=_auth_headers(self.cfg)) as resp:
+                                   headers=auth_headers(self.cfg)) as resp:
                 if resp.status == 410:
                     raise Gone()
                 resp.raise_for_status()
@@ -146,7 +128,7 @@ class PodStream:
         params = self._params(watch="1", resourceVersion=rv, allowWatchBookmarks="true",
                               timeoutSeconds=self.watch_timeout)
         timeout = aiohttp.ClientTimeout(total=None, sock_read=self.watch_timeout + 30)
-        async with session.get(f"{self.cfg.host}/api/v1/pods", params=params, headers=_auth_headers(self.cfg),
+        async with session.get(f"{self.cfg.host}/api/v1/pods", params=params, headers=auth_headers(self.cfg),
                                timeout=timeout) as resp:
             if resp.status == 410:
                 raise Gone()

@@ -28,45 +28,62 @@ def test_transient_classification(exc: BaseException, transient: bool) -> None:
     assert is_transient(exc) is transient
 
 
-class FlakyCore:
-    """Fails with the given errors, then succeeds."""
+class FlakyRaw:
+    """Fails with the given errors, then succeeds; records every request."""
 
     def __init__(self, errors: list[BaseException]) -> None:
         self.errors = list(errors)
         self.calls = 0
+        self.requests: list[tuple[str, str, Any, str]] = []
 
-    def create_namespaced_pod_binding(self, *args: Any, **kwargs: Any) -> Any:
+    def request(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> bytes:
         self.calls += 1
+        self.requests.append((method, path, body, content_type))
         if self.errors:
             raise self.errors.pop(0)
-
-        class Resp:
-            def release_conn(self) -> None:
-                pass
-
-        return Resp()
+        return b'{"metadata": {"name": "ev-1"}}'
 
 
-def writer_with(core: FlakyCore) -> ApiWriter:
-    w = ApiWriter.__new__(ApiWriter)
-    w.core = core  # type: ignore[assignment]
-    w.limiter = TokenBucket(0, 1)
-    return w
+def writer_with(raw: FlakyRaw) -> ApiWriter:
+    return ApiWriter(raw, TokenBucket(0, 1))
 
 
 def test_bind_retries_transient_errors_then_succeeds() -> None:
-    core = FlakyCore([api_error(500), api_error(429, {"Retry-After": "0"}), ConnectionError()])
-    writer_with(core).bind("ns", "p", "uid", "n1")
-    assert core.calls == 4
+    raw = FlakyRaw([api_error(500), api_error(429, {"Retry-After": "0"}), ConnectionError()])
+    writer_with(raw).bind("ns", "p", "uid", "n1")
+    assert raw.calls == 4
+    method, path, body, _ = raw.requests[-1]
+    assert (method, path) == ("POST", "/api/v1/namespaces/ns/pods/p/binding")
+    assert body["metadata"]["uid"] == "uid" and body["target"] == {"apiVersion": "v1", "kind": "Node", "name": "n1"}
+
+
+def test_writes_use_upstream_paths_and_patch_types() -> None:
+    raw = FlakyRaw([])
+    w = writer_with(raw)
+    w.patch_pod_status("ns", "p", {"status": {}})
+    assert w.create_event("ns", {"note": "x"}) == "ev-1"
+    w.patch_event("ns", "ev-1", {"series": {"count": 2}})
+    w.delete_pod("ns", "p")
+    w.update_object("PersistentVolumeClaim", {"metadata": {"name": "c", "namespace": "ns"}})
+    assert [(m, p, t) for m, p, _, t in raw.requests] == [
+        ("PATCH", "/api/v1/namespaces/ns/pods/p/status", "application/strategic-merge-patch+json"),
+        ("POST", "/apis/events.k8s.io/v1/namespaces/ns/events", "application/json"),
+        ("PATCH", "/apis/events.k8s.io/v1/namespaces/ns/events/ev-1", "application/strategic-merge-patch+json"),
+        ("DELETE", "/api/v1/namespaces/ns/pods/p", "application/json"),
+        ("PUT", "/api/v1/namespaces/ns/persistentvolumeclaims/c", "application/json"),
+    ]
+    assert raw.requests[-1][2]["kind"] == "PersistentVolumeClaim"
+    with pytest.raises(ValueError, match="unsupported kind"):
+        w.update_object("Pod", {"metadata": {"name": "p"}})
 
 
 @pytest.mark.parametrize("status", [404, 409])
 def test_bind_does_not_retry_final_errors(status: int) -> None:
-    core = FlakyCore([api_error(status)])
+    raw = FlakyRaw([api_error(status)])
     with pytest.raises(ApiException) as info:
-        writer_with(core).bind("ns", "p", "uid", "n1")
+        writer_with(raw).bind("ns", "p", "uid", "n1")
     assert info.value.status == status
-    assert core.calls == 1
+    assert raw.calls == 1
 
 
 def test_token_bucket_allows_burst_then_paces() -> None:

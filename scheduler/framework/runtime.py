@@ -628,7 +628,7 @@ class Framework:
             plugins = [pl for pl in self._score if pl.name not in state.skip_score_plugins]
             raw, status = self._score_nodes(state, pod, nodes, plugins)
             if status is None:
-                status = self._normalize(state, pod, plugins, raw)
+                status = self._normalize(state, pod, nodes, plugins, raw)
             if status is not None:
                 return [], status
             out, status = self._weigh(nodes, plugins, raw)
@@ -638,11 +638,11 @@ class Framework:
 
     def _score_nodes(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin]
-    ) -> tuple[dict[str, list[NodeScore]], Status | None]:
-        """Plugin by plugin over all nodes. A plugin may offer ``score_nodes(state, pod, nodes) ->
-        (scores, status)`` to score every node in one call: the per-node call overhead dominates a
-        Python cycle (hundreds of nodes times several plugins)."""
-        raw: dict[str, list[NodeScore]] = {}
+    ) -> tuple[dict[str, list[int]], Status | None]:
+        """Plugin by plugin over all nodes, as plain int lists in ``nodes`` order. A plugin may offer
+        ``score_nodes(state, pod, nodes) -> (scores, status)`` to score every node in one call: the per-node
+        call overhead dominates a Python cycle (hundreds of nodes times several plugins)."""
+        raw: dict[str, list[int]] = {}
         for pl in plugins:
             batch = getattr(pl, "score_nodes", None)
             if batch is not None:
@@ -650,55 +650,67 @@ class Framework:
                 if not success(s):
                     assert s is not None
                     return raw, _failure(f'running Score plugins: plugin "{pl.name}" failed with: {s.message}')
-                raw[pl.name] = [NodeScore(n.name, v) for n, v in zip(nodes, values, strict=True)]
+                raw[pl.name] = list(values)
                 continue
             score = pl.score
-            out: list[NodeScore] = []
+            out: list[int] = []
             for node_info in nodes:
                 value, s = score(state, pod, node_info)
                 if s is not None and s.code != Code.SUCCESS:
                     return raw, _failure(f'running Score plugins: plugin "{pl.name}" failed with: {s.message}')
-                out.append(NodeScore(node_info.name, value))
+                out.append(value)
             raw[pl.name] = out
         return raw, None
 
     def _normalize(
-        self, state: CycleState, pod: Pod, plugins: list[ScorePlugin], raw: dict[str, list[NodeScore]]
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin],
+        raw: dict[str, list[int]],
     ) -> Status | None:
+        """NormalizeScore in place. An extension with ``normalize_values(state, pod, values)`` works on the
+        int list; ``normalize_score`` gets the upstream NodeScore list, built only for it."""
         for pl in plugins:
             ext = pl.score_extensions()
             if ext is None:
                 continue
-            s = ext.normalize_score(state, pod, raw[pl.name])
+            values = raw[pl.name]
+            fast = getattr(ext, "normalize_values", None)
+            if fast is not None:
+                s = fast(state, pod, values)
+            else:
+                scores = [NodeScore(n.name, v) for n, v in zip(nodes, values, strict=True)]
+                s = ext.normalize_score(state, pod, scores)
+                values[:] = [ns.score for ns in scores]
             if not success(s):
                 assert s is not None
                 return _failure(f'running Normalize on Score plugins: plugin "{pl.name}" failed with: {s.message}')
         return None
 
     def _weigh(
-        self, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin], raw: dict[str, list[NodeScore]]
+        self, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin], raw: dict[str, list[int]]
     ) -> tuple[list[NodePluginScores], Status | None]:
         """Range check, weights and totals. Per-plugin details are kept only when ``record_scores``
         is set (simulate, explain): building them costs more than the sum itself."""
         totals = [0] * len(nodes)
         for pl in plugins:
             weight = self.score_plugin_weight[pl.name]
-            for index, ns in enumerate(raw[pl.name]):
-                score = ns.score
-                if score > MAX_NODE_SCORE or score < MIN_NODE_SCORE:
+            values = raw[pl.name]
+            if values:
+                low, high = min(values), max(values)
+                if high > MAX_NODE_SCORE or low < MIN_NODE_SCORE:
+                    bad = next(v for v in values if v > MAX_NODE_SCORE or v < MIN_NODE_SCORE)  # upstream: first
                     return [], _failure(
                         f'applying score defaultWeights on Score plugins: plugin "{pl.name}" returns an invalid '
-                        f"score {score}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
+                        f"score {bad}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
                         f"after normalizing"
                     )
-                totals[index] += score * weight
+            totals = [t + v * weight for t, v in zip(totals, values, strict=True)]
         if not self.record_scores:
             return [NodePluginScores(n.name, t) for n, t in zip(nodes, totals, strict=True)], None
         out: list[NodePluginScores] = []
         for index, node_info in enumerate(nodes):
             entry = NodePluginScores(node_info.name, totals[index])
             for pl in plugins:
-                score = raw[pl.name][index].score
+                score = raw[pl.name][index]
                 entry.scores.append(PluginScore(pl.name, score * self.score_plugin_weight[pl.name], score))
             out.append(entry)
         return out, None

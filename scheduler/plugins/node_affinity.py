@@ -47,7 +47,7 @@ from scheduler.model.labels import (
 )
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
-from scheduler.plugins.helper import default_normalize_score
+from scheduler.plugins.helper import default_normalize_score, default_normalize_values
 
 NAME = "NodeAffinity"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
@@ -509,6 +509,10 @@ class NodeAffinity:
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
         default_normalize_score(MAX_NODE_SCORE, False, scores)
+        return None
+
+    def normalize_values(self, state: CycleState, pod: Pod, values: list[int]) -> Status | None:
+        default_normalize_values(MAX_NODE_SCORE, False, values)
         return None
 
     def score_extensions(self) -> NodeAffinity:

@@ -28,7 +28,7 @@ from scheduler.framework.types import (
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.model.taints import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, Taint, Toleration, first_untolerated
-from scheduler.plugins.helper import default_normalize_score
+from scheduler.plugins.helper import default_normalize_score, default_normalize_values
 
 NAME = "TaintToleration"
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
@@ -113,6 +113,10 @@ class TaintToleration:
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
         default_normalize_score(MAX_NODE_SCORE, True, scores)
+        return None
+
+    def normalize_values(self, state: CycleState, pod: Pod, values: list[int]) -> Status | None:
+        default_normalize_values(MAX_NODE_SCORE, True, values)
         return None
 
     def score_extensions(self) -> TaintToleration:

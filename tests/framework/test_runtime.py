@@ -436,6 +436,32 @@ def test_score_out_of_range_after_normalize_is_an_error() -> None:
     )
 
 
+def test_invalid_score_reported_is_the_first_in_node_order() -> None:
+    fwk = build({"score": [Scorer("Bad", {"n1": 50, "n2": -3, "n3": 140})]})
+    nodes = [make_node_info(n) for n in ("n1", "n2", "n3")]
+    _, status = fwk.run_score_plugins(CycleState(), make_pod("p"), nodes)
+    assert status is not None and 'returns an invalid score -3,' in status.message
+
+
+class ValuesScorer(Scorer):
+    """Normalizes on the int list; its NodeScore method must not be used."""
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
+        raise AssertionError("normalize_values should have been used")
+
+    def normalize_values(self, state: CycleState, pod: Pod, values: list[int]) -> Status | None:
+        values[:] = [100 - v for v in values]
+        return None
+
+
+def test_normalize_values_is_preferred_and_works_in_place() -> None:
+    fwk = build({"score": [ValuesScorer("V", {"n1": 30, "n2": 90}, normalize=True)]})
+    nodes = [make_node_info("n1"), make_node_info("n2")]
+    scores, status = fwk.run_score_plugins(CycleState(), make_pod("p"), nodes)
+    assert status is None
+    assert [(s.name, s.total_score) for s in scores] == [("n1", 70), ("n2", 10)]
+
+
 def test_prescore_skip_skips_that_plugins_score() -> None:
     skipped = Scorer("Skipped", {"n1": 5}, pre=skip())
     kept = Scorer("Kept", {"n1": 7})

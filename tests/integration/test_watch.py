@@ -11,8 +11,8 @@ from kubernetes import client
 
 from e2e.cluster.cluster import LocalCluster
 from e2e.kube import node_of, pod_manifest, wait_for
-from scheduler.apiclient import load_api_client
-from scheduler.watch import PodStream, _ssl_context, wait_synced
+from scheduler.apiclient import load_api_client, ssl_context
+from scheduler.watch import PodStream, wait_synced
 from tests.integration.conftest import SchedulerProc
 
 
@@ -46,7 +46,7 @@ def test_stream_delivers_list_watch_and_synthesizes_missed_deletions(
              what="pod gone")
 
     async def relist() -> None:
-        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=_ssl_context(cfg))) as s:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ssl_context(cfg))) as s:
             await stream._relist(s)
 
     asyncio.run(relist())

@@ -9,6 +9,7 @@ from scheduler.plugins.helper import (
     ShapePoint,
     build_broken_linear_function,
     default_normalize_score,
+    default_normalize_values,
     go_div,
     go_round,
 )
@@ -45,6 +46,9 @@ def test_default_normalize_score(raw: list[int], reverse: bool, expected: list[i
     scores = [NodeScore(str(i), s) for i, s in enumerate(raw)]
     default_normalize_score(100, reverse, scores)
     assert [s.score for s in scores] == expected
+    values = list(raw)
+    default_normalize_values(100, reverse, values)
+    assert values == expected
 
 
 @pytest.mark.parametrize(

@@ -75,28 +75,25 @@ def num_feasible_nodes_to_find(
     return max(num_nodes, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-def select_host(
-    scores: Sequence[NodePluginScores], rng: random.Random, tie_break: TieBreak = "random"
-) -> NodePluginScores:
-    """Pick a node with the highest total score.
+def select_host(totals: Sequence[int], rng: random.Random, tie_break: TieBreak = "random",
+                names: Sequence[str] = ()) -> int:
+    """The index of a node with the highest total score.
 
     "random": uniformly among the ties, by reservoir sampling in one pass (the k-th tie replaces
-    the candidate with probability 1/k), as upstream. "name": the lexicographically smallest name,
-    for reproducible `simulate` runs."""
-    if not scores:
+    the candidate with probability 1/k), as upstream. "name": the tie whose name (``names``, parallel
+    to ``totals``) is lexicographically smallest, for reproducible `simulate` runs."""
+    if not totals:
         raise ValueError("empty priority list")
+    top = max(totals)
     if tie_break == "name":
-        top = max(s.total_score for s in scores)
-        return min((s for s in scores if s.total_score == top), key=lambda s: s.name)
-    best = scores[0]
+        return min((i for i, t in enumerate(totals) if t == top), key=lambda i: names[i])
+    best = totals.index(top)
     ties = 1
-    for candidate in scores[1:]:
-        if candidate.total_score > best.total_score:
-            best, ties = candidate, 1
-        elif candidate.total_score == best.total_score:
+    for i in range(best + 1, len(totals)):
+        if totals[i] == top:
             ties += 1
             if rng.randrange(ties) == 0:
-                best = candidate
+                best = i
     return best
 
 
@@ -134,9 +131,10 @@ class SchedulingAlgorithm:
         evaluated = len(feasible) + len(diagnosis.node_to_status.statuses)
         if len(feasible) == 1:
             return ScheduleResult(feasible[0].name, evaluated, 1, diagnosis=diagnosis)
-        scores = self.prioritize_nodes(fwk, state, pod, feasible)
-        chosen = select_host(scores, self.rng, self.tie_break)
-        return ScheduleResult(chosen.name, evaluated, len(feasible), scores, diagnosis)
+        totals, details = self.prioritize_nodes(fwk, state, pod, feasible)
+        names = [n.name for n in feasible] if self.tie_break == "name" else ()
+        chosen = feasible[select_host(totals, self.rng, self.tie_break, names)]
+        return ScheduleResult(chosen.name, evaluated, len(feasible), details or [], diagnosis)
 
     def find_nodes_that_fit_pod(
         self,
@@ -249,19 +247,21 @@ class SchedulingAlgorithm:
 
     def prioritize_nodes(
         self, fwk: Framework, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
-    ) -> list[NodePluginScores]:
-        """PreScore + Score; without score plugins every node scores 1 (so selection is uniform)."""
+    ) -> tuple[list[int], list[NodePluginScores] | None]:
+        """PreScore + Score: the totals in ``nodes`` order and, when the framework records them, the
+        per-plugin details. Without score plugins every node scores 1 (so selection is uniform)."""
         if not fwk.has_score_plugins():
-            return [NodePluginScores(n.name, 1) for n in nodes]
+            totals = [1] * len(nodes)
+            return totals, [NodePluginScores(n.name, 1) for n in nodes] if fwk.record_scores else None
         status = fwk.run_pre_score_plugins(state, pod, nodes)
         if not success(status):
             assert status is not None
             raise FrameworkError(status)
-        scores, status = fwk.run_score_plugins(state, pod, nodes)
+        totals, details, status = fwk.score_totals(state, pod, nodes)
         if not success(status):
             assert status is not None
             raise FrameworkError(status)
-        return scores
+        return totals, details
 
 
 @dataclass(slots=True)

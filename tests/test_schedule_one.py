@@ -12,7 +12,7 @@ import pytest
 from scheduler.config.types import PluginRef, Profile
 from scheduler.framework.fit_error import FitError, FrameworkError, NoNodesAvailableError
 from scheduler.framework.interface import CycleState, NodeToStatus, PostFilterResult, PreFilterResult
-from scheduler.framework.runtime import Framework, NodePluginScores
+from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status, error, unresolvable, unschedulable
 from scheduler.framework.types import NodeInfo
 from scheduler.model.node import node_from_api
@@ -228,6 +228,7 @@ def test_prefilter_result_restricts_the_choice() -> None:
             "score": [Scorer({"n1": 10, "n3": 20, "n0": 100})],
         }
     )
+    fwk.record_scores = True  # the scored nodes are reported only when recording
     result = SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod(), Lister(make_nodes(4)))
     assert result.suggested_host == "n3"
     assert [s.name for s in result.scores] == ["n1", "n3"]
@@ -252,6 +253,7 @@ def test_start_index_rotates_across_cycles() -> None:
 def test_filtering_stops_at_the_sampling_limit_and_resumes_there() -> None:
     filt = Reject("R", {})
     fwk = build({"filter": [filt], "score": [Scorer()]}, percentage=50)
+    fwk.record_scores = True
     algo = SchedulingAlgorithm(rng=random.Random(1))
     lister = Lister(make_nodes(120))
     first = algo.schedule_pod(fwk, CycleState(), make_pod(), lister)
@@ -333,9 +335,9 @@ def test_without_filter_plugins_nodes_are_taken_from_the_start_index() -> None:
 
 
 def test_select_host_is_uniform_over_ties() -> None:
-    scores = [NodePluginScores("a", 5), NodePluginScores("b", 9), NodePluginScores("c", 9), NodePluginScores("d", 9)]
+    names, totals = ["a", "b", "c", "d"], [5, 9, 9, 9]
     rng = random.Random(20240601)
-    counts = Counter(select_host(scores, rng).name for _ in range(3000))
+    counts = Counter(names[select_host(totals, rng)] for _ in range(3000))
     assert counts["a"] == 0
     assert set(counts) == {"b", "c", "d"}
     # Expected 1000 each; the seed is fixed, the band is ~5 standard deviations wide.
@@ -343,19 +345,22 @@ def test_select_host_is_uniform_over_ties() -> None:
 
 
 def test_select_host_name_tie_break() -> None:
-    scores = [NodePluginScores("z", 9), NodePluginScores("m", 9), NodePluginScores("a", 1)]
-    assert select_host(scores, random.Random(0), "name").name == "m"
+    assert select_host([9, 9, 1], random.Random(0), "name", ["z", "m", "a"]) == 1
 
 
 def test_select_host_prefers_the_highest_total() -> None:
-    scores = [NodePluginScores("a", 1), NodePluginScores("b", 300), NodePluginScores("c", 299)]
-    assert select_host(scores, random.Random(0)).name == "b"
+    assert select_host([1, 300, 299], random.Random(0)) == 1
+    with pytest.raises(ValueError):
+        select_host([], random.Random(0))
 
 
 def test_without_score_plugins_every_node_scores_one() -> None:
     fwk = build({"filter": [Reject("R", {})]})
-    scores = SchedulingAlgorithm().prioritize_nodes(fwk, CycleState(), make_pod(), make_nodes(3))
-    assert [(s.name, s.total_score) for s in scores] == [("n0", 1), ("n1", 1), ("n2", 1)]
+    totals, details = SchedulingAlgorithm().prioritize_nodes(fwk, CycleState(), make_pod(), make_nodes(3))
+    assert totals == [1, 1, 1] and details is None
+    fwk.record_scores = True
+    _, details = SchedulingAlgorithm().prioritize_nodes(fwk, CycleState(), make_pod(), make_nodes(3))
+    assert details is not None and [(s.name, s.total_score) for s in details] == [("n0", 1), ("n1", 1), ("n2", 1)]
 
 
 def test_score_errors_abort() -> None:

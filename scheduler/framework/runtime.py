@@ -621,7 +621,20 @@ class Framework:
     ) -> tuple[list[NodePluginScores], Status | None]:
         """Score every node with every non-skipped plugin, normalize, check [0, 100], weight, sum.
 
-        Returns the per-node results in ``nodes`` order, or ([], Error status)."""
+        Returns the per-node results in ``nodes`` order (per-plugin details only when ``record_scores``
+        is set), or ([], Error status)."""
+        totals, details, status = self.score_totals(state, pod, nodes)
+        if status is not None:
+            return [], status
+        if details is not None:
+            return details, None
+        return [NodePluginScores(n.name, t) for n, t in zip(nodes, totals, strict=True)], None
+
+    def score_totals(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[int], list[NodePluginScores] | None, Status | None]:
+        """run_score_plugins as a plain list of weighted totals in ``nodes`` order, the form the cycle
+        selects from; the NodePluginScores details are built only when ``record_scores`` is set."""
         start = time.perf_counter()
         status: Status | None = None
         try:
@@ -629,10 +642,12 @@ class Framework:
             raw, status = self._score_nodes(state, pod, nodes, plugins)
             if status is None:
                 status = self._normalize(state, pod, nodes, plugins, raw)
+            totals: list[int] = []
+            if status is None:
+                totals, status = self._weigh(nodes, plugins, raw)
             if status is not None:
-                return [], status
-            out, status = self._weigh(nodes, plugins, raw)
-            return out, status
+                return [], None, status
+            return totals, self._details(nodes, plugins, raw, totals) if self.record_scores else None, None
         finally:
             self._observe_since("Score", status, start)
 
@@ -687,25 +702,26 @@ class Framework:
 
     def _weigh(
         self, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin], raw: dict[str, list[int]]
-    ) -> tuple[list[NodePluginScores], Status | None]:
-        """Range check, weights and totals. Per-plugin details are kept only when ``record_scores``
-        is set (simulate, explain): building them costs more than the sum itself."""
+    ) -> tuple[list[int], Status | None]:
+        """Range check, weights and totals."""
         totals = [0] * len(nodes)
         for pl in plugins:
             weight = self.score_plugin_weight[pl.name]
             values = raw[pl.name]
-            if values:
-                low, high = min(values), max(values)
-                if high > MAX_NODE_SCORE or low < MIN_NODE_SCORE:
-                    bad = next(v for v in values if v > MAX_NODE_SCORE or v < MIN_NODE_SCORE)  # upstream: first
-                    return [], _failure(
-                        f'applying score defaultWeights on Score plugins: plugin "{pl.name}" returns an invalid '
-                        f"score {bad}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
-                        f"after normalizing"
-                    )
+            if values and (max(values) > MAX_NODE_SCORE or min(values) < MIN_NODE_SCORE):
+                bad = next(v for v in values if v > MAX_NODE_SCORE or v < MIN_NODE_SCORE)  # upstream: the first
+                return [], _failure(
+                    f'applying score defaultWeights on Score plugins: plugin "{pl.name}" returns an invalid '
+                    f"score {bad}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
+                    f"after normalizing"
+                )
             totals = [t + v * weight for t, v in zip(totals, values, strict=True)]
-        if not self.record_scores:
-            return [NodePluginScores(n.name, t) for n, t in zip(nodes, totals, strict=True)], None
+        return totals, None
+
+    def _details(
+        self, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin], raw: dict[str, list[int]], totals: list[int]
+    ) -> list[NodePluginScores]:
+        """Per-node, per-plugin scores (simulate, explain): building them costs more than the sum itself."""
         out: list[NodePluginScores] = []
         for index, node_info in enumerate(nodes):
             entry = NodePluginScores(node_info.name, totals[index])
@@ -713,7 +729,7 @@ class Framework:
                 score = raw[pl.name][index]
                 entry.scores.append(PluginScore(pl.name, score * self.score_plugin_weight[pl.name], score))
             out.append(entry)
-        return out, None
+        return out
 
     # ----- Reserve / Permit ---------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import ssl
+import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 from urllib.parse import quote
@@ -82,9 +83,22 @@ class RawApi:
         self.host = self.cfg.host.rstrip("/")
         self.timeout = urllib3.Timeout(total=timeout)
         self.user_agent = api.user_agent
+        self._auth_cached: dict[str, str] = {}
+        self._auth_expires = 0.0
+
+    AUTH_TTL = 60.0  # seconds an Authorization header is reused; token files rotate far more slowly
+
+    def _auth(self) -> dict[str, str]:
+        """auth_headers, refreshed once a minute: the kubeconfig refresh hook re-reads the config and the
+        proxy environment on every call, which cost more than the request itself in a profile."""
+        now = time.monotonic()
+        if now >= self._auth_expires:
+            self._auth_cached = auth_headers(self.cfg)
+            self._auth_expires = now + self.AUTH_TTL
+        return self._auth_cached
 
     def request(self, method: str, path: str, body: Any = None, content_type: str = JSON) -> bytes:
-        headers = {"Accept": JSON, "User-Agent": self.user_agent, **auth_headers(self.cfg)}
+        headers = {"Accept": JSON, "User-Agent": self.user_agent, **self._auth()}
         data = None
         if body is not None:
             headers["Content-Type"] = content_type

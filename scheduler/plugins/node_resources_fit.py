@@ -14,7 +14,7 @@ The resource-allocation scorer below is shared with NodeResourcesBalancedAllocat
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, PreFilterResult
@@ -39,6 +39,7 @@ from scheduler.model.resources import (
     scoring_request_list,
 )
 from scheduler.plugins.helper import (
+    NodeScoreMemo,
     ShapePoint,
     build_broken_linear_function,
     go_div,
@@ -222,6 +223,7 @@ class ResourceAllocationScorer:
     fn: ScorerFn
     # LEAST_ALLOCATED, MOST_ALLOCATED or BALANCED enable the inlined batch loops; "" uses `fn` per node.
     kind: str = ""
+    memo: NodeScoreMemo = field(default_factory=NodeScoreMemo, compare=False, repr=False)
 
     def allocatable_and_requested(self, node_info: NodeInfo, name: str, pod_request: int) -> tuple[int, int]:
         """calculateResourceAllocatableRequest; (0, 0) makes the resource not count."""
@@ -271,6 +273,12 @@ class ResourceAllocationScorer:
         return out
 
     def score_nodes(self, nodes: Sequence[NodeInfo], pod_requests: Sequence[int]) -> list[int]:
+        """``[self.score(n, pod_requests) for n in nodes]``, from the memo for nodes unchanged since a pod
+        with the same requests was scored: the score depends only on them and the node's resources."""
+        reqs = tuple(pod_requests)
+        return self.memo.scores(reqs, nodes, lambda todo: self.compute_nodes(todo, reqs))
+
+    def compute_nodes(self, nodes: Sequence[NodeInfo], pod_requests: Sequence[int]) -> list[int]:
         """``[self.score(n, pod_requests) for n in nodes]`` with the per-pod work hoisted out of the loop."""
         plan = self.plan(pod_requests)
         srcs = tuple(p[1] for p in plan)

@@ -402,6 +402,24 @@ def test_batch_equals_per_node(cluster: tuple[list[Node], list[Pod], Pod]) -> No
     check_inter_pod_affinity(cluster, True)
     check_inter_pod_affinity(cluster, False)
     check_simple_filters(cluster)
+    check_resource_memo_follows_node_changes(cluster)
+
+
+def check_resource_memo_follows_node_changes(cluster: tuple[list[Node], list[Pod], Pod]) -> None:
+    """The resource scorers reuse scores of unchanged nodes across cycles (NodeScoreMemo): after half the
+    nodes gain a pod (a new generation) and one is replaced by an unrelated node, every score must still
+    equal the per-node reference."""
+    nodes, existing, pod = cluster
+    handle, infos = _setup(nodes, existing)
+    extra = make_pod("memo-extra", containers=[container(cpu="700m", memory="3Gi")], uid="memo-extra")
+    for plugin in (NodeResourcesFit({}, handle), NodeResourcesBalancedAllocation({}, handle)):
+        plugin.score_nodes(CycleState(), pod, infos)  # fills the memo
+        changed = [ni.clone() for ni in infos]  # clones keep the generation: still memo hits
+        for ni in changed[::2]:
+            ni.add_pod(extra)
+        batch, status = plugin.score_nodes(CycleState(), pod, changed)
+        assert status is None
+        assert batch == [plugin.score(CycleState(), pod, ni)[0] for ni in changed]
 
 
 def test_empty_node_list() -> None:

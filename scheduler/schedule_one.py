@@ -224,13 +224,13 @@ class SchedulingAlgorithm:
         nominated_nodes: set[str] | None = None
         if nominator is not None and hasattr(nominator, "nodes_with_nominated_pods"):
             nominated_nodes = nominator.nodes_with_nominated_pods()
-        run_filters = fwk.filter_runner(state)
+        run_filters = fwk.filter_runner(state, pod)
         for i in range(n):
             if len(feasible) >= k:
                 break
             node_info = nodes[(start + i) % n]
             if nominated_nodes is not None and node_info.name not in nominated_nodes:
-                status = run_filters(pod, node_info)
+                status = run_filters(node_info)
             else:
                 pods = nominator.nominated_pods_for_node(node_info.name) if nominator is not None else None
                 status = fwk.run_filter_plugins_with_nominated_pods(state, pod, node_info, pods)

@@ -485,19 +485,31 @@ class Framework:
 
         A node whose object could not be parsed is rejected as UnschedulableAndUnresolvable with the
         parse error (our addition: upstream never sees malformed nodes, the API server validates)."""
-        return self.filter_runner(state)(pod, node_info)
+        return self.filter_runner(state, pod)(node_info)
 
-    def filter_runner(self, state: CycleState) -> Callable[[Pod, NodeInfo], Status | None]:
-        """run_filter_plugins with this cycle's non-skipped filters bound once: the filter loop calls it
-        for hundreds of nodes, so the skip-set lookups and attribute reads are hoisted out of it."""
-        active = [(pl.name, pl.filter) for pl in self._filter if pl.name not in state.skip_filter_plugins]
+    def filter_runner(self, state: CycleState, pod: Pod) -> Callable[[NodeInfo], Status | None]:
+        """run_filter_plugins for one pod with this cycle's non-skipped filters bound once: the filter loop
+        calls it for hundreds of nodes, so per-pod work is hoisted out of it. A plugin may offer
+        ``filter_for(state, pod)``: a per-node check specialised to this pod, or None when its Filter
+        passes every node that has a Node object (the snapshot lists only those)."""
+        active: list[tuple[str, Callable[..., Status | None], bool]] = []
+        for pl in self._filter:
+            if pl.name in state.skip_filter_plugins:
+                continue
+            specialise = getattr(pl, "filter_for", None)
+            if specialise is None:
+                active.append((pl.name, pl.filter, False))
+                continue
+            check = specialise(state, pod)
+            if check is not None:
+                active.append((pl.name, check, True))
 
-        def run(pod: Pod, node_info: NodeInfo) -> Status | None:
+        def run(node_info: NodeInfo) -> Status | None:
             node = node_info.node
             if node is not None and node.parse_error is not None:
                 return unresolvable(str(node.parse_error))
-            for name, filter_ in active:
-                s = filter_(state, pod, node_info)
+            for name, filter_, per_node in active:
+                s = filter_(node_info) if per_node else filter_(state, pod, node_info)
                 if s is not None and s.code != Code.SUCCESS:
                     if not s.is_rejected():
                         s = error(f'running "{name}" filter plugin: {s.message}')

@@ -70,45 +70,39 @@ def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeS
 
 
 class NodeScoreMemo:
-    """Raw scores of one pod signature by node, valid while the node's NodeInfo generation is unchanged.
+    """Raw scores of one pod signature by NodeInfo generation.
 
-    Generations come from one global counter and every NodeInfo change takes a new one, so (name,
-    generation) names a node state exactly; a score that depends only on that state and on the pod's
-    signature (the resource scorers) can be reused across cycles. Consecutive pods alike (a ReplicaSet,
-    a Job) then recompute only the nodes that changed since the last cycle, usually the one just bound.
-    A new signature starts a new memo. Used from the scheduling loop only (one thread)."""
+    Generations come from one global counter and every NodeInfo change takes a new one, so a generation
+    names one state of one node exactly (a clone keeps it until it is changed). A score that depends only
+    on that state and on the pod's signature (the resource scorers) can be reused across cycles: pods
+    alike (a ReplicaSet, a Job) then recompute only the nodes changed since the last cycle, usually the
+    one just bound. A new signature, or ``limit`` entries of dead generations, start a new memo. Used
+    from the scheduling loop only (one thread)."""
 
     __slots__ = ("entries", "limit", "signature")
 
     def __init__(self, limit: int = 50_000) -> None:
         self.signature: object = None
-        self.entries: dict[str, tuple[int, int]] = {}
+        self.entries: dict[int, int] = {}
         self.limit = limit
 
     def scores(
         self, signature: object, nodes: Sequence[NodeInfo], compute: Callable[[Sequence[NodeInfo]], list[int]]
     ) -> list[int]:
-        """``compute(nodes)``, calling it only for the nodes without a current entry."""
+        """``compute(nodes)``, calling it only for the nodes without an entry for their generation."""
         if signature != self.signature or len(self.entries) > self.limit:
             self.entries = {}
             self.signature = signature
-        get = self.entries.get
-        out: list[int] = []
-        append = out.append
-        missing: list[int] = []
-        for i, ni in enumerate(nodes):
-            e = get(ni.name)
-            if e is not None and e[0] == ni.generation:
-                append(e[1])
-            else:
-                append(0)
-                missing.append(i)
-        if missing:
+        entries = self.entries
+        get = entries.get
+        out = [get(ni.generation) for ni in nodes]
+        if None in out:
+            missing = [i for i, v in enumerate(out) if v is None]
             todo = [nodes[i] for i in missing]
             for i, ni, value in zip(missing, todo, compute(todo), strict=True):
                 out[i] = value
-                self.entries[ni.name] = (ni.generation, value)
-        return out
+                entries[ni.generation] = value
+        return out  # type: ignore[return-value]  # no None is left
 
 
 # --- RequestedToCapacityRatio shape ---------------------------------------------------------------

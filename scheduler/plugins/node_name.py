@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from scheduler.framework.interface import CycleState, Handle
@@ -31,6 +31,12 @@ class NodeName:
         if wanted and wanted != node_info.name:
             return unresolvable(ERR_REASON)
         return None
+
+    def filter_for(self, state: CycleState, pod: Pod) -> Callable[[NodeInfo], Status | None] | None:
+        """Without spec.nodeName every node with a Node object passes."""
+        if not pod.node_name:
+            return None
+        return lambda node_info: self.filter(state, pod, node_info)
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """Only a new node (the one named) can help; no hint, as upstream: always queue."""

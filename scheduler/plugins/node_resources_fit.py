@@ -572,6 +572,33 @@ class NodeResourcesFit:
             )
         )
 
+    def filter_for(self, state: CycleState, pod: Pod) -> Callable[[NodeInfo], Status | None] | None:
+        """``filter`` with the PreFilter state read once: nodes with room for the request pass inline, the
+        rest go to ``filter`` for the full list of shortages."""
+        st = state.get(PRE_FILTER_STATE_KEY)
+        if st is None or isinstance(st, Resource):
+            return lambda node_info: self.filter(state, pod, node_info)
+        cpu, mem, eph, scalars, nothing = st.cpu, st.memory, st.ephemeral, st.scalars, st.nothing
+        slow = self.filter
+
+        def check(node_info: NodeInfo) -> Status | None:
+            alloc = node_info.allocatable
+            if len(node_info.pods) < alloc.allowed_pod_number:
+                if nothing:
+                    return None
+                used = node_info.requested
+                if (
+                    (not cpu or cpu <= alloc.milli_cpu - used.milli_cpu)
+                    and (not mem or mem <= alloc.memory - used.memory)
+                    and (not eph or eph <= alloc.ephemeral_storage - used.ephemeral_storage)
+                    and (not scalars or all(want <= alloc.scalar.get(name, 0) - used.scalar.get(name, 0)
+                                            for name, want in scalars))
+                ):
+                    return None
+            return slow(state, pod, node_info)
+
+        return check
+
     # PreScore / Score
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from scheduler.framework.interface import CycleState, Handle
@@ -48,6 +48,17 @@ class NodeUnschedulable:
         if node.unschedulable and not tolerates_unschedulable(pod):
             return unresolvable(ERR_REASON_UNSCHEDULABLE)
         return None
+
+    def filter_for(self, state: CycleState, pod: Pod) -> Callable[[NodeInfo], Status | None] | None:
+        """A pod tolerating the unschedulable taint passes every node; else only cordoned nodes fail."""
+        if tolerates_unschedulable(pod):
+            return None
+
+        def check(node_info: NodeInfo) -> Status | None:
+            node = node_info.node
+            return None if node is not None and not node.unschedulable else self.filter(state, pod, node_info)
+
+        return check
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

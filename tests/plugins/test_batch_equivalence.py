@@ -264,6 +264,14 @@ def _assert_batch_equals_per_node(plugin: Any, pod: Pod, infos: list[NodeInfo]) 
     assert batch == expected
 
 
+def _assert_filter_for_matches(plugin: Any, state: CycleState, pod: Pod, infos: list[NodeInfo]) -> None:
+    """The per-pod specialised check (None: passes everywhere) gives ``filter``'s verdict on every node."""
+    check = plugin.filter_for(state, pod)
+    for ni in infos:
+        got = None if check is None else check(ni)
+        assert _key(got) == _key(plugin.filter(state, pod, ni)), ni.name
+
+
 def _run_filters(plugin: Any, pod: Pod, infos: list[NodeInfo]) -> tuple[CycleState, Status | None]:
     state = CycleState()
     _, s = plugin.pre_filter(state, pod, infos)
@@ -314,6 +322,7 @@ def check_node_resources_fit(cluster: tuple[list[Node], list[Pod], Pod], args_in
     if s is None:
         for ni in infos:
             assert _key(plugin.filter(state, pod, ni)) == _key(ref_fit_filter(plugin, pod, ni))
+        _assert_filter_for_matches(plugin, state, pod, infos)
     _assert_batch_equals_per_node(plugin, pod, infos)
     # Score without PreScore (the plugin computes the requests itself).
     batch, status = plugin.score_nodes(CycleState(), pod, infos)
@@ -343,6 +352,7 @@ def check_taint_toleration(cluster: tuple[list[Node], list[Pod], Pod]) -> None:
     plugin = TaintToleration({}, handle)
     for ni in infos:
         assert _key(plugin.filter(CycleState(), pod, ni)) == _key(ref_taint_filter(pod, ni))
+    _assert_filter_for_matches(plugin, CycleState(), pod, infos)
     _assert_batch_equals_per_node(plugin, pod, infos)
 
 
@@ -384,6 +394,8 @@ def check_simple_filters(cluster: tuple[list[Node], list[Pod], Pod]) -> None:
         ):
             expected = unresolvable("node(s) were unschedulable")
         assert _key(unsched.filter(CycleState(), pod, ni)) == _key(expected)
+    _assert_filter_for_matches(node_name, CycleState(), pod, infos)
+    _assert_filter_for_matches(unsched, CycleState(), pod, infos)
 
 
 @SETTINGS

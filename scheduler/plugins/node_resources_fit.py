@@ -519,6 +519,8 @@ class NodeResourcesFit:
                 raise ValueError(f"ignoredResourceGroups[{i}]: {group!r}: resource group name can't contain '/'")
         self.scorer = _build_scorer(mapping_arg(args.get("scoringStrategy"), "scoringStrategy"))
         self.resources = self.scorer.resources
+        self._fits_signature: object = None
+        self._fits: set[int] = set()
 
     # PreFilter / Filter
 
@@ -580,8 +582,16 @@ class NodeResourcesFit:
             return lambda node_info: self.filter(state, pod, node_info)
         cpu, mem, eph, scalars, nothing = st.cpu, st.memory, st.ephemeral, st.scalars, st.nothing
         slow = self.filter
+        # NodeInfo generations that passed this very request (see NodeScoreMemo: a generation is one
+        # state of one node), so pods alike skip the arithmetic on nodes unchanged since the last cycle.
+        signature = (cpu, mem, eph, scalars, nothing)
+        if signature != self._fits_signature or len(self._fits) > 50_000:
+            self._fits_signature, self._fits = signature, set()
+        fits = self._fits
 
         def check(node_info: NodeInfo) -> Status | None:
+            if node_info.generation in fits:
+                return None
             alloc = node_info.allocatable
             if len(node_info.pods) < alloc.allowed_pod_number:
                 if nothing:
@@ -594,6 +604,7 @@ class NodeResourcesFit:
                     and (not scalars or all(want <= alloc.scalar.get(name, 0) - used.scalar.get(name, 0)
                                             for name, want in scalars))
                 ):
+                    fits.add(node_info.generation)
                     return None
             return slow(state, pod, node_info)
 

@@ -11,13 +11,13 @@ connection pool, TLS settings and credentials.
 
 from __future__ import annotations
 
-import json
 import ssl
 import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 from urllib.parse import quote
 
+import orjson
 import structlog
 import urllib3
 from kubernetes import client, config
@@ -102,7 +102,7 @@ class RawApi:
         data = None
         if body is not None:
             headers["Content-Type"] = content_type
-            data = json.dumps(body, separators=(",", ":")).encode()
+            data = orjson.dumps(body, default=_plain)
         resp = self.pool.request(method, self.host + path, body=data, headers=headers, timeout=self.timeout,
                                  retries=False, preload_content=True)
         if resp.status >= 400:
@@ -112,6 +112,13 @@ class RawApi:
             raise exc
         payload: bytes = resp.data
         return payload
+
+
+def _plain(obj: Any) -> Any:
+    """orjson's fallback: read-only mappings (the model keeps some) serialise as objects."""
+    if isinstance(obj, Mapping):
+        return dict(obj)
+    raise TypeError(f"not JSON serializable: {type(obj).__name__}")
 
 
 def pod_path(namespace: str, name: str, sub: str = "") -> str:
@@ -188,11 +195,11 @@ class ApiWriter:
             path = f"/api/v1/namespaces/{quote(str(meta.get('namespace', '')))}/persistentvolumeclaims/{name}"
         else:
             raise ValueError(f"update_object: unsupported kind {kind}")
-        data: dict[str, Any] = json.loads(self._request("PUT", path, body) or b"{}")
+        data: dict[str, Any] = orjson.loads(self._request("PUT", path, body) or b"{}")
         return data
 
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> str:
-        data = json.loads(self._request("POST", f"/apis/events.k8s.io/v1/namespaces/{quote(namespace)}/events",
+        data = orjson.loads(self._request("POST", f"/apis/events.k8s.io/v1/namespaces/{quote(namespace)}/events",
                                         body) or b"{}")
         return str((data.get("metadata") or {}).get("name", ""))
 

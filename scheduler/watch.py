@@ -12,13 +12,13 @@ that vanished while the watch was down, so no deletion is ever missed.
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import aiohttp
+import orjson
 import structlog
 
 from scheduler.apiclient import auth_headers, ssl_context
@@ -107,7 +107,7 @@ class PodStream:
                 if resp.status == 410:
                     raise Gone()
                 resp.raise_for_status()
-                data = json.loads(await resp.read())
+                data = orjson.loads(await resp.read())
             for obj in data.get("items") or []:
                 obj.setdefault("apiVersion", "v1")
                 obj.setdefault("kind", "Pod")
@@ -138,7 +138,7 @@ class PodStream:
                     break
                 if not line.strip():
                     continue
-                ev = json.loads(line)
+                ev = orjson.loads(line)
                 type_ = ev.get("type")
                 obj = ev.get("object") or {}
                 if type_ == "ERROR":

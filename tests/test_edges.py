@@ -174,3 +174,16 @@ def test_pod_condition_patch_and_unchanged_skip() -> None:
     assert len(w.status) == 1
     cond = w.status[0]["status"]["conditions"][0]
     assert (cond["type"], cond["status"], cond["reason"]) == ("PodScheduled", "False", "Unschedulable")
+
+
+def test_request_bodies_serialise_read_only_mappings() -> None:
+    from types import MappingProxyType
+
+    import orjson
+
+    from scheduler.apiclient import _plain
+
+    body = {"metadata": {"labels": MappingProxyType({"a": "b"})}, "items": (1, 2)}
+    assert orjson.loads(orjson.dumps(body, default=_plain)) == {"metadata": {"labels": {"a": "b"}}, "items": [1, 2]}
+    with pytest.raises(TypeError):
+        orjson.dumps({"x": object()}, default=_plain)

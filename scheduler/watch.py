@@ -133,24 +133,33 @@ class PodStream:
             if resp.status == 410:
                 raise Gone()
             resp.raise_for_status()
-            async for line in resp.content:
+            # Whole chunks split here: aiohttp's line iterator costs more than the JSON decoding.
+            pending = b""
+            async for chunk in resp.content.iter_any():
                 if self._stop.is_set():
                     break
-                if not line.strip():
+                pending += chunk
+                if b"\n" not in chunk:
                     continue
-                ev = orjson.loads(line)
-                type_ = ev.get("type")
-                obj = ev.get("object") or {}
-                if type_ == "ERROR":
-                    if obj.get("code") == 410:
-                        raise Gone()
-                    raise ValueError(f"watch error: {obj.get('message')}")
-                new_rv = (obj.get("metadata") or {}).get("resourceVersion")
-                if type_ != "BOOKMARK":
-                    self._deliver(type_, obj, obj["metadata"]["uid"])
-                if new_rv:
-                    rv = new_rv
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        rv = self._handle_line(line, rv)
         return rv
+
+    def _handle_line(self, line: bytes, rv: str) -> str:
+        """One watch event; returns the resourceVersion to resume from."""
+        ev = orjson.loads(line)
+        type_ = ev.get("type")
+        obj = ev.get("object") or {}
+        if type_ == "ERROR":
+            if obj.get("code") == 410:
+                raise Gone()
+            raise ValueError(f"watch error: {obj.get('message')}")
+        new_rv = (obj.get("metadata") or {}).get("resourceVersion")
+        if type_ != "BOOKMARK":
+            self._deliver(type_, obj, obj["metadata"]["uid"])
+        return new_rv or rv
 
     def _deliver(self, type_: str, obj: Mapping[str, Any], uid: str) -> None:
         if type_ == "DELETED":

@@ -24,6 +24,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_after_delay
 
+from scheduler.httpclient import Http11Pool
 from scheduler.ratelimit import TokenBucket
 
 log = structlog.get_logger(__name__)
@@ -45,11 +46,13 @@ def load_api_client(kubeconfig: str | None, pool_size: int = 32) -> client.ApiCl
     return client.ApiClient(cfg)
 
 
-def ssl_context(cfg: Any) -> ssl.SSLContext | bool:
-    """The TLS settings of a client Configuration, for connections made outside its pool (aiohttp)."""
-    if not cfg.verify_ssl:
-        return False
+def ssl_context(cfg: Any) -> ssl.SSLContext:
+    """The TLS settings of a client Configuration, for connections made outside its pool (aiohttp, the
+    write client). Without verification the client certificate is still presented."""
     ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert) if cfg.ssl_ca_cert else ssl.create_default_context()
+    if not cfg.verify_ssl:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
     if cfg.cert_file and cfg.key_file:
         ctx.load_cert_chain(cfg.cert_file, cfg.key_file)
     return ctx
@@ -75,18 +78,23 @@ class Requester(Protocol):
 
 
 class RawApi:
-    """JSON requests over an ApiClient's urllib3 pool; a status >= 400 raises ApiException like the client."""
+    """JSON requests with an ApiClient's server, credentials and TLS settings; a status >= 400 raises
+    ApiException like the client. Requests go over Http11Pool; through a proxy, over the client's urllib3
+    pool instead."""
+
+    AUTH_TTL = 60.0  # seconds an Authorization header is reused; token files rotate far more slowly
 
     def __init__(self, api: client.ApiClient, timeout: float = 30.0) -> None:
         self.cfg = api.configuration
-        self.pool = api.rest_client.pool_manager
         self.host = self.cfg.host.rstrip("/")
-        self.timeout = urllib3.Timeout(total=timeout)
         self.user_agent = api.user_agent
         self._auth_cached: dict[str, str] = {}
         self._auth_expires = 0.0
-
-    AUTH_TTL = 60.0  # seconds an Authorization header is reused; token files rotate far more slowly
+        self._direct: Http11Pool | None = None
+        self._urllib3 = api.rest_client.pool_manager
+        self._timeout = urllib3.Timeout(total=timeout)
+        if not getattr(self.cfg, "proxy", None):
+            self._direct = Http11Pool(self.host, ssl_context(self.cfg), timeout=timeout)
 
     def _auth(self) -> dict[str, str]:
         """auth_headers, refreshed once a minute: the kubeconfig refresh hook re-reads the config and the
@@ -103,14 +111,18 @@ class RawApi:
         if body is not None:
             headers["Content-Type"] = content_type
             data = orjson.dumps(body, default=_plain)
-        resp = self.pool.request(method, self.host + path, body=data, headers=headers, timeout=self.timeout,
-                                 retries=False, preload_content=True)
-        if resp.status >= 400:
-            exc = ApiException(status=resp.status, reason=resp.reason)
-            exc.body = resp.data.decode("utf-8", "replace")
-            exc.headers = resp.headers
+        if self._direct is not None:
+            r = self._direct.request(method, path, headers, data)
+            status, reason, payload, resp_headers = r.status, r.reason, r.body, r.headers
+        else:
+            u = self._urllib3.request(method, self.host + path, body=data, headers=headers, timeout=self._timeout,
+                                      retries=False, preload_content=True)
+            status, reason, payload, resp_headers = u.status, u.reason or "", u.data, dict(u.headers)
+        if status >= 400:
+            exc = ApiException(status=status, reason=reason)
+            exc.body = payload.decode("utf-8", "replace")
+            exc.headers = {k.title(): v for k, v in resp_headers.items()}
             raise exc
-        payload: bytes = resp.data
         return payload
 
 

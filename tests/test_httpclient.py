@@ -1,0 +1,147 @@
+"""Http11Pool against a scripted local HTTP/1.1 server (plain sockets): framing, reuse, stale connections."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from scheduler.httpclient import ConnectionClosed, Http11Pool
+
+
+class ScriptedServer:
+    """Answers each request with the next scripted raw response; ``None`` closes the connection without
+    answering. Records the requests (head and body) and counts connections."""
+
+    def __init__(self, responses: list[bytes | None], close_after: set[int] | None = None) -> None:
+        self.responses = list(responses)
+        self.close_after = close_after or set()  # response indexes after which the server closes
+        self.requests: list[bytes] = []
+        self.connections = 0
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self._served = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        buf = b""
+        with conn:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    data = conn.recv(65536)
+                    if not data:
+                        return
+                    buf += data
+                head, _, buf = buf.partition(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n")[1:]:
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value)
+                while len(buf) < length:
+                    buf += conn.recv(65536)
+                body, buf = buf[:length], buf[length:]
+                self.requests.append(head + b"\r\n\r\n" + body)
+                index = self._served
+                self._served += 1
+                response = self.responses[index]
+                if response is None:
+                    return
+                conn.sendall(response)
+                if index in self.close_after:
+                    return
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def ok(body: bytes, extra: str = "") -> bytes:
+    return f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n{extra}\r\n".encode() + body
+
+
+@pytest.fixture
+def server_factory() -> Iterator[list[ScriptedServer]]:
+    made: list[ScriptedServer] = []
+    yield made
+    for s in made:
+        s.close()
+
+
+def start(made: list[ScriptedServer], responses: list[bytes | None], close_after: set[int] | None = None) -> tuple[
+        ScriptedServer, Http11Pool]:
+    server = ScriptedServer(responses, close_after)
+    made.append(server)
+    return server, Http11Pool(f"http://127.0.0.1:{server.port}/prefix", None, timeout=5)
+
+
+def test_keep_alive_reuses_one_connection_and_sends_the_body(server_factory: list[ScriptedServer]) -> None:
+    server, pool = start(server_factory, [ok(b'{"a":1}'), ok(b"second"), ok(b"")])
+    r = pool.request("POST", "/api/x", {"Content-Type": "application/json"}, b'{"k":"v"}')
+    assert (r.status, r.reason, r.body) == (200, "OK", b'{"a":1}')
+    assert pool.request("GET", "/api/y", {}).body == b"second"
+    assert pool.request("DELETE", "/api/z", {}).body == b""
+    assert server.connections == 1
+    first = server.requests[0]
+    assert first.startswith(b"POST /prefix/api/x HTTP/1.1\r\n")
+    assert b"Content-Length: 9\r\n" in first and first.endswith(b'{"k":"v"}')
+    assert f"Host: 127.0.0.1:{server.port}".encode() in first
+
+
+def test_chunked_and_read_to_close_bodies(server_factory: list[ScriptedServer]) -> None:
+    chunked = (b"HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n"
+               b"4\r\nWiki\r\n6;ext=1\r\npedia \r\nE\r\nin \r\n\r\nchunks.\r\n0\r\nX-Trailer: y\r\n\r\n")
+    to_close = b"HTTP/1.1 200 OK\r\n\r\nuntil the end"
+    server, pool = start(server_factory, [chunked, to_close, ok(b"again")], close_after={1})
+    r = pool.request("GET", "/c", {})
+    assert (r.status, r.body) == (201, b"Wikipedia in \r\n\r\nchunks.")
+    assert pool.request("GET", "/d", {}).body == b"until the end"
+    assert pool.request("GET", "/e", {}).body == b"again"  # a body read to close is never reused
+    assert server.connections == 2
+
+
+def test_connection_close_header_is_honoured(server_factory: list[ScriptedServer]) -> None:
+    server, pool = start(server_factory, [ok(b"x", "Connection: close\r\n"), ok(b"y")], close_after={0})
+    assert pool.request("GET", "/a", {}).body == b"x"
+    assert pool.request("GET", "/b", {}).body == b"y"
+    assert server.connections == 2
+
+
+def test_stale_idle_connection_is_retried_once_on_a_new_one(server_factory: list[ScriptedServer]) -> None:
+    # The server drops the reused connection without answering the second request.
+    server, pool = start(server_factory, [ok(b"1"), None, ok(b"2")])
+    assert pool.request("GET", "/a", {}).body == b"1"
+    assert pool.request("POST", "/b", {}, b"{}").body == b"2"
+    assert server.connections == 2
+    assert len(server.requests) == 3
+
+
+def test_a_fresh_connection_that_closes_is_an_error(server_factory: list[ScriptedServer]) -> None:
+    _, pool = start(server_factory, [None])
+    with pytest.raises(ConnectionClosed):
+        pool.request("GET", "/a", {})
+
+
+def test_error_statuses_are_returned_with_headers(server_factory: list[ScriptedServer]) -> None:
+    body = b'{"kind":"Status","code":409}'
+    raw = f"HTTP/1.1 409 Conflict\r\nContent-Length: {len(body)}\r\nRetry-After: 2\r\n\r\n".encode() + body
+    _, pool = start(server_factory, [raw])
+    r = pool.request("POST", "/bind", {}, b"{}")
+    assert (r.status, r.reason, r.headers["retry-after"], r.body) == (409, "Conflict", "2", body)
+
+
+def test_only_http_urls() -> None:
+    with pytest.raises(ValueError, match="unsupported server URL"):
+        Http11Pool("ftp://example", None)

@@ -79,22 +79,16 @@ def select_host(totals: Sequence[int], rng: random.Random, tie_break: TieBreak =
                 names: Sequence[str] = ()) -> int:
     """The index of a node with the highest total score.
 
-    "random": uniformly among the ties, by reservoir sampling in one pass (the k-th tie replaces
-    the candidate with probability 1/k), as upstream. "name": the tie whose name (``names``, parallel
+    "random": uniformly among the ties, as upstream's reservoir sampling, with one random draw instead of
+    one per tie (all nodes tie on a fresh uniform cluster). "name": the tie whose name (``names``, parallel
     to ``totals``) is lexicographically smallest, for reproducible `simulate` runs."""
     if not totals:
         raise ValueError("empty priority list")
     top = max(totals)
     if tie_break == "name":
         return min((i for i, t in enumerate(totals) if t == top), key=lambda i: names[i])
-    best = totals.index(top)
-    ties = 1
-    for i in range(best + 1, len(totals)):
-        if totals[i] == top:
-            ties += 1
-            if rng.randrange(ties) == 0:
-                best = i
-    return best
+    ties = [i for i, t in enumerate(totals) if t == top]
+    return ties[rng.randrange(len(ties))] if len(ties) > 1 else ties[0]
 
 
 class SchedulingAlgorithm:

@@ -180,18 +180,7 @@ class ApiEventSink:
         pod, reason, message, nominated = item
         if _condition_unchanged(pod, reason, message) and nominated in (None, pod.nominated_node_name):
             return
-        status: dict[str, Any] = {
-            "conditions": [
-                {
-                    "type": "PodScheduled",
-                    "status": "False",
-                    "reason": reason,
-                    "message": message,
-                    "lastProbeTime": None,
-                    "lastTransitionTime": rfc3339(),
-                }
-            ]
-        }
+        status: dict[str, Any] = {"conditions": [scheduled_false_condition(pod, reason, message)]}
         if nominated is not None:
             status["nominatedNodeName"] = nominated or None
         try:
@@ -210,6 +199,30 @@ def _pod_ref(pod: Pod) -> dict[str, Any]:
         "uid": pod.uid,
         "resourceVersion": pod.resource_version,
     }
+
+
+def scheduled_false_condition(pod: Pod, reason: str, message: str) -> dict[str, Any]:
+    """PodScheduled=False as upstream's updatePod writes it: the transition time is kept while the status
+    stays False (podutil.UpdatePodCondition), and observedGeneration is the pod's generation
+    (PodObservedGenerationTracking, beta and on by default in 1.34)."""
+    transition = rfc3339()
+    for c in (pod.raw.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "PodScheduled":
+            if c.get("status") == "False" and c.get("lastTransitionTime"):
+                transition = c["lastTransitionTime"]
+            break
+    condition: dict[str, Any] = {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": reason,
+        "message": message,
+        "lastProbeTime": None,
+        "lastTransitionTime": transition,
+    }
+    generation = (pod.raw.get("metadata") or {}).get("generation")
+    if isinstance(generation, int) and generation > 0:
+        condition["observedGeneration"] = generation
+    return condition
 
 
 def _condition_unchanged(pod: Pod, reason: str, message: str) -> bool:

@@ -187,3 +187,19 @@ def test_request_bodies_serialise_read_only_mappings() -> None:
     assert orjson.loads(orjson.dumps(body, default=_plain)) == {"metadata": {"labels": {"a": "b"}}, "items": [1, 2]}
     with pytest.raises(TypeError):
         orjson.dumps({"x": object()}, default=_plain)
+
+
+def test_scheduled_false_condition_keeps_transition_and_sets_observed_generation() -> None:
+    from scheduler.events import scheduled_false_condition
+
+    earlier = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "old",
+               "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    pod = pod_from_api({"metadata": {"name": "p", "namespace": "ns", "uid": "u1", "generation": 3}, "spec": {},
+                        "status": {"conditions": [earlier]}})
+    cond = scheduled_false_condition(pod, "Unschedulable", "new")
+    assert (cond["message"], cond["lastTransitionTime"], cond["observedGeneration"]) == (
+        "new", "2026-01-01T00:00:00Z", 3)
+    fresh = pod_from_api({"metadata": {"name": "p", "namespace": "ns", "uid": "u1"}, "spec": {}, "status": {
+        "conditions": [dict(earlier, status="True")]}})
+    cond = scheduled_false_condition(fresh, "Unschedulable", "new")
+    assert cond["lastTransitionTime"] != "2026-01-01T00:00:00Z" and "observedGeneration" not in cond

@@ -72,6 +72,7 @@ def attempted(core: client.CoreV1Api, ns: str, kube_pod: str, py_pod: str) -> tu
     pc = wait_for(lambda: scheduled_condition(core, ns, py_pod), 60, what=f"{py_pod} attempted")
     assert (kc.status, kc.reason) == ("False", "Unschedulable"), kc
     assert (pc.status, pc.reason) == ("False", "Unschedulable"), pc
+    assert pc.observed_generation == kc.observed_generation, (kc, pc)  # PodObservedGenerationTracking
     return kc.message, pc.message
 
 

@@ -94,7 +94,8 @@ class RawApi:
         self._urllib3 = api.rest_client.pool_manager
         self._timeout = urllib3.Timeout(total=timeout)
         if not getattr(self.cfg, "proxy", None):
-            self._direct = Http11Pool(self.host, ssl_context(self.cfg), timeout=timeout)
+            self._direct = Http11Pool(self.host, ssl_context(self.cfg), timeout=timeout,
+                                      server_name=getattr(self.cfg, "tls_server_name", None))
 
     def _auth(self) -> dict[str, str]:
         """auth_headers, refreshed once a minute: the kubeconfig refresh hook re-reads the config and the

@@ -117,12 +117,13 @@ class Http11Pool:
     before any response byte arrived (the server closed it while idle) is sent once more on a new one."""
 
     def __init__(self, base_url: str, ssl_context: ssl.SSLContext | None, timeout: float = 30.0,
-                 max_idle: int = 64) -> None:
+                 max_idle: int = 64, server_name: str | None = None) -> None:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"unsupported server URL {base_url!r}")
         self.tls = parts.scheme == "https"
         self.hostname = parts.hostname
+        self.server_name = server_name or parts.hostname  # SNI and certificate name (kubeconfig tls-server-name)
         self.port = parts.port or (443 if self.tls else 80)
         self.host_header = parts.netloc
         self.prefix = parts.path.rstrip("/")
@@ -136,7 +137,7 @@ class Http11Pool:
         sock = socket.create_connection((self.hostname, self.port), timeout=self.timeout)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if self.tls:
-            sock = self.ssl_context.wrap_socket(sock, server_hostname=self.hostname)
+            sock = self.ssl_context.wrap_socket(sock, server_hostname=self.server_name)
         return _Conn(sock)
 
     def _take(self) -> tuple[_Conn, bool]:

@@ -25,6 +25,7 @@ from kubernetes.client.exceptions import ApiException
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_after_delay
 
 from scheduler.httpclient import Http11Pool
+from scheduler.model.jsonutil import plain
 from scheduler.ratelimit import TokenBucket
 
 log = structlog.get_logger(__name__)
@@ -111,7 +112,7 @@ class RawApi:
         data = None
         if body is not None:
             headers["Content-Type"] = content_type
-            data = orjson.dumps(body, default=_plain)
+            data = orjson.dumps(body, default=plain)
         if self._direct is not None:
             r = self._direct.request(method, path, headers, data)
             status, reason, payload, resp_headers = r.status, r.reason, r.body, r.headers
@@ -125,13 +126,6 @@ class RawApi:
             exc.headers = {k.title(): v for k, v in resp_headers.items()}
             raise exc
         return payload
-
-
-def _plain(obj: Any) -> Any:
-    """orjson's fallback: read-only mappings (the model keeps some) serialise as objects."""
-    if isinstance(obj, Mapping):
-        return dict(obj)
-    raise TypeError(f"not JSON serializable: {type(obj).__name__}")
 
 
 def pod_path(namespace: str, name: str, sub: str = "") -> str:

@@ -181,12 +181,12 @@ def test_request_bodies_serialise_read_only_mappings() -> None:
 
     import orjson
 
-    from scheduler.apiclient import _plain
+    from scheduler.model.jsonutil import plain
 
     body = {"metadata": {"labels": MappingProxyType({"a": "b"})}, "items": (1, 2)}
-    assert orjson.loads(orjson.dumps(body, default=_plain)) == {"metadata": {"labels": {"a": "b"}}, "items": [1, 2]}
+    assert orjson.loads(orjson.dumps(body, default=plain)) == {"metadata": {"labels": {"a": "b"}}, "items": [1, 2]}
     with pytest.raises(TypeError):
-        orjson.dumps({"x": object()}, default=_plain)
+        orjson.dumps({"x": object()}, default=plain)
 
 
 def test_scheduled_false_condition_keeps_transition_and_sets_observed_generation() -> None:

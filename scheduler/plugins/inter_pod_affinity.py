@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import orjson
+
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     CycleState,
@@ -32,6 +34,7 @@ from scheduler.framework.types import (
     QueueingHint,
 )
 from scheduler.model.errors import InvalidObjectError
+from scheduler.model.jsonutil import plain
 from scheduler.model.labels import NOTHING, LabelSelector, parse_label_selector
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
@@ -285,19 +288,17 @@ class _PreScoreState:
         return self
 
 
-def _add_term_score(
-    scores: dict[str, dict[str, int]], term: AffinityTerm, weight: int, pod: Pod,
-    ns_labels: Mapping[str, str] | None, node: Node,
-) -> bool:
-    """processTerm: add ``weight`` at the node's value of the term's key when ``pod`` matches the term."""
-    if not term.matches(pod, ns_labels):
-        return False
-    value = node.labels.get(term.topology_key)
-    if value is None:
-        return False
-    per_value = scores.setdefault(term.topology_key, {})
-    per_value[value] = per_value.get(value, 0) + weight
-    return True
+def _contribution_signature(pod: Pod) -> object:
+    """Namespace, labels and affinity of a pod: all that decides its scoring contributions (kept on the
+    pod, which is rebuilt whenever it changes)."""
+    sig = pod.memo.get(_SIGNATURE_KEY)
+    if sig is None:
+        affinity = orjson.dumps(pod.affinity, option=orjson.OPT_SORT_KEYS, default=plain)
+        sig = pod.memo[_SIGNATURE_KEY] = (pod.namespace, tuple(sorted(pod.labels.items())), affinity)
+    return sig
+
+
+_SIGNATURE_KEY = "InterPodAffinity.signature"
 
 
 # ----- the plugin -----------------------------------------------------------------------------------
@@ -450,14 +451,28 @@ class InterPodAffinity:
         ns_labels = self._namespace_labels(pod.namespace)
         scores: dict[str, dict[str, int]] = {}
         contributed = False
+        # What an existing pod adds depends on its namespace, labels and affinity, not on which pod it is:
+        # pods of one template are matched once per cycle (the walk covers every pod of the cluster).
+        by_signature: dict[object, list[tuple[str, int]]] = {}
         for ni in all_nodes:
             node = ni.node
-            if node is None:
+            if node is None or not node.labels:
                 continue
+            node_labels = node.labels
             existing_pods = ni.pods if has_constraints else ni.pods_with_affinity
             for existing in existing_pods.values():
-                if self._process_existing_pod(scores, pod, ns_labels, preferred, preferred_anti, existing, node):
+                sig = _contribution_signature(existing)
+                contributions = by_signature.get(sig)
+                if contributions is None:
+                    contributions = by_signature[sig] = self._contributions(
+                        pod, ns_labels, preferred, preferred_anti, existing)
+                for key, weight in contributions:
+                    value = node_labels.get(key)
+                    if value is None:
+                        continue
                     contributed = True
+                    per_value = scores.setdefault(key, {})
+                    per_value[value] = per_value.get(value, 0) + weight
         if not contributed:
             return skip()
         state.write(PRE_SCORE_STATE_KEY, _PreScoreState(scores))
@@ -467,31 +482,24 @@ class InterPodAffinity:
         merged = self._merge_namespaces(w.term for w in terms)
         return tuple(WeightedAffinityTerm(t, w.weight) for t, w in zip(merged, terms, strict=True))
 
-    def _process_existing_pod(
-        self, scores: dict[str, dict[str, int]], pod: Pod, ns_labels: Mapping[str, str],
-        preferred: Sequence[WeightedAffinityTerm], preferred_anti: Sequence[WeightedAffinityTerm],
-        existing: Pod, node: Node,
-    ) -> bool:
-        """All five contributions of one existing pod, at its node's value of each term's key.
-
-        Returns whether any term applied (even with a net weight of 0: upstream then still scores).
-        """
-        if not node.labels:
-            return False
-        hit = False
-        for w in preferred:
-            hit |= _add_term_score(scores, w.term, w.weight, existing, None, node)
-        for w in preferred_anti:
-            hit |= _add_term_score(scores, w.term, -w.weight, existing, None, node)
+    def _contributions(
+        self, pod: Pod, ns_labels: Mapping[str, str], preferred: Sequence[WeightedAffinityTerm],
+        preferred_anti: Sequence[WeightedAffinityTerm], existing: Pod,
+    ) -> list[tuple[str, int]]:
+        """processExistingPod's five kinds of terms for one existing pod: (topology key, weight) for every
+        term that matches, to be added at its node's value of the key. A matching term counts even with a
+        net weight of 0 (upstream then still scores)."""
+        out = [(w.term.topology_key, w.weight) for w in preferred if w.term.matches(existing, None)]
+        out += [(w.term.topology_key, -w.weight) for w in preferred_anti if w.term.matches(existing, None)]
         existing_terms = affinity_terms(existing)
         if self.hard_pod_affinity_weight > 0:
-            for t in existing_terms.required_affinity:
-                hit |= _add_term_score(scores, t, self.hard_pod_affinity_weight, pod, ns_labels, node)
-        for w in existing_terms.preferred_affinity:
-            hit |= _add_term_score(scores, w.term, w.weight, pod, ns_labels, node)
-        for w in existing_terms.preferred_anti_affinity:
-            hit |= _add_term_score(scores, w.term, -w.weight, pod, ns_labels, node)
-        return hit
+            out += [(t.topology_key, self.hard_pod_affinity_weight)
+                    for t in existing_terms.required_affinity if t.matches(pod, ns_labels)]
+        out += [(w.term.topology_key, w.weight)
+                for w in existing_terms.preferred_affinity if w.term.matches(pod, ns_labels)]
+        out += [(w.term.topology_key, -w.weight)
+                for w in existing_terms.preferred_anti_affinity if w.term.matches(pod, ns_labels)]
+        return out
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
         """Sum, over the scored topology keys, of the node's value's weight (negative for anti-affinity)."""

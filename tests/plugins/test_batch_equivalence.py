@@ -7,6 +7,7 @@ return the same verdict, code and reasons as a straightforward per-node referenc
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -20,10 +21,17 @@ from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code, Status, error, unresolvable, unschedulable
 from scheduler.framework.types import NodeInfo
 from scheduler.model.node import Node
-from scheduler.model.pod import Pod
+from scheduler.model.pod import Pod, pod_from_api
 from scheduler.model.taints import Taint, first_untolerated
 from scheduler.plugins.image_locality import ImageLocality
-from scheduler.plugins.inter_pod_affinity import InterPodAffinity
+from scheduler.plugins.inter_pod_affinity import (
+    PRE_SCORE_STATE_KEY as IPA_STATE,
+)
+from scheduler.plugins.inter_pod_affinity import (
+    InterPodAffinity,
+    _has_preferred_constraints,
+    affinity_terms,
+)
 from scheduler.plugins.node_affinity import NodeAffinity
 from scheduler.plugins.node_name import NodeName
 from scheduler.plugins.node_ports import NodePorts
@@ -379,6 +387,53 @@ def check_inter_pod_affinity(cluster: tuple[list[Node], list[Pod], Pod], ignore_
     _assert_batch_equals_per_node(plugin, pod, infos)
 
 
+def _twin(p: Pod, suffix: str, node: str, namespace: str | None = None) -> Pod:
+    raw = copy.deepcopy(dict(p.raw))
+    raw["metadata"]["uid"] = f"{p.uid}-{suffix}"
+    raw["metadata"]["name"] = f"{p.name}-{suffix}"
+    if namespace is not None:
+        raw["metadata"]["namespace"] = namespace
+    raw["spec"]["nodeName"] = node
+    return pod_from_api(raw)
+
+
+def check_inter_pod_affinity_grouping(cluster: tuple[list[Node], list[Pod], Pod]) -> None:
+    """PreScore matches each (namespace, labels, affinity) once per cycle; its sums must equal a walk that
+    matches every existing pod itself. Every existing pod gets a twin on another node and one in another
+    namespace, so groups of several pods occur."""
+    nodes, existing, pod = cluster
+    names = [n.name for n in nodes]
+    twins = [_twin(p, "t", names[(i + 1) % len(names)]) for i, p in enumerate(existing)]
+    twins += [_twin(p, "o", names[i % len(names)], "other") for i, p in enumerate(existing)]
+    handle, infos = _setup(nodes, existing + twins)
+    plugin = InterPodAffinity({}, handle)
+    state = CycleState()
+    status = plugin.pre_score(state, pod, infos)
+    if affinity_terms(pod).errors:
+        return
+    has_constraints = _has_preferred_constraints(pod)
+    terms = affinity_terms(pod)
+    preferred = plugin._merge_weighted(terms.preferred_affinity)
+    preferred_anti = plugin._merge_weighted(terms.preferred_anti_affinity)
+    ns_labels = plugin._namespace_labels(pod.namespace)
+    expected: dict[str, dict[str, int]] = {}
+    contributed = False
+    for ni in infos:
+        assert ni.node is not None
+        for ex in (ni.pods if has_constraints else ni.pods_with_affinity).values():
+            for key, weight in plugin._contributions(pod, ns_labels, preferred, preferred_anti, ex):
+                value = ni.node.labels.get(key)
+                if value is not None:
+                    contributed = True
+                    per_value = expected.setdefault(key, {})
+                    per_value[value] = per_value.get(value, 0) + weight
+    if not contributed:
+        assert status is not None and status.code == Code.SKIP
+    else:
+        assert status is None
+        assert state.get(IPA_STATE).topology_score == expected
+
+
 def check_simple_filters(cluster: tuple[list[Node], list[Pod], Pod]) -> None:
     nodes, existing, pod = cluster
     handle, infos = _setup(nodes, existing)
@@ -413,6 +468,7 @@ def test_batch_equals_per_node(cluster: tuple[list[Node], list[Pod], Pod]) -> No
     check_pod_topology_spread(cluster)
     check_inter_pod_affinity(cluster, True)
     check_inter_pod_affinity(cluster, False)
+    check_inter_pod_affinity_grouping(cluster)
     check_simple_filters(cluster)
     check_resource_memo_follows_node_changes(cluster)
 

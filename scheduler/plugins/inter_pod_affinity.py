@@ -371,29 +371,48 @@ class InterPodAffinity:
 
     @staticmethod
     def _existing_anti_affinity_counts(pod: Pod, ns_labels: Mapping[str, str], nodes: Sequence[NodeInfo]) -> Counts:
-        """Existing pods' required anti-affinity terms that match the incoming pod (the symmetry check)."""
+        """Existing pods' required anti-affinity terms that match the incoming pod (the symmetry check).
+        Pods alike (same namespace, labels and affinity) are matched once."""
         counts: Counts = {}
+        keys_by_signature: dict[object, list[str]] = {}
         for ni in nodes:
             node = ni.node
             if node is None:
                 continue
             for existing in ni.pods_with_required_anti_affinity.values():
-                _count_anti_affinity(counts, affinity_terms(existing).required_anti_affinity, pod, ns_labels,
-                                     node, 1)
+                sig = _contribution_signature(existing)
+                keys = keys_by_signature.get(sig)
+                if keys is None:
+                    keys = keys_by_signature[sig] = [
+                        t.topology_key for t in affinity_terms(existing).required_anti_affinity
+                        if t.matches(pod, ns_labels)]
+                for key in keys:
+                    _bump(counts, node, key, 1)
         return counts
 
     @staticmethod
     def _incoming_counts(s: _PreFilterState, nodes: Sequence[NodeInfo]) -> None:
-        """Existing pods matching the incoming pod's required affinity (all terms) / anti-affinity (each)."""
+        """Existing pods matching the incoming pod's required affinity (all terms) / anti-affinity (each).
+        Pods alike are matched once."""
         if not s.required_affinity and not s.required_anti_affinity:
             return
+        keys_by_signature: dict[object, tuple[list[str], list[str]]] = {}
         for ni in nodes:
             node = ni.node
             if node is None:
                 continue
             for existing in ni.pods.values():
-                _count_affinity(s.affinity_counts, s.required_affinity, existing, node, 1)
-                _count_anti_affinity(s.anti_affinity_counts, s.required_anti_affinity, existing, None, node, 1)
+                sig = _contribution_signature(existing)
+                keys = keys_by_signature.get(sig)
+                if keys is None:
+                    affinity = ([t.topology_key for t in s.required_affinity]
+                                if pod_matches_all_terms(s.required_affinity, existing) else [])
+                    anti = [t.topology_key for t in s.required_anti_affinity if t.matches(existing, None)]
+                    keys = keys_by_signature[sig] = (affinity, anti)
+                for key in keys[0]:
+                    _bump(s.affinity_counts, node, key, 1)
+                for key in keys[1]:
+                    _bump(s.anti_affinity_counts, node, key, 1)
 
     def pre_filter_extensions(self) -> InterPodAffinity:
         return self

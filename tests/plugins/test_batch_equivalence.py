@@ -25,10 +25,15 @@ from scheduler.model.pod import Pod, pod_from_api
 from scheduler.model.taints import Taint, first_untolerated
 from scheduler.plugins.image_locality import ImageLocality
 from scheduler.plugins.inter_pod_affinity import (
+    PRE_FILTER_STATE_KEY as IPA_FILTER_STATE,
+)
+from scheduler.plugins.inter_pod_affinity import (
     PRE_SCORE_STATE_KEY as IPA_STATE,
 )
 from scheduler.plugins.inter_pod_affinity import (
     InterPodAffinity,
+    _count_affinity,
+    _count_anti_affinity,
     _has_preferred_constraints,
     affinity_terms,
 )
@@ -432,6 +437,40 @@ def check_inter_pod_affinity_grouping(cluster: tuple[list[Node], list[Pod], Pod]
     else:
         assert status is None
         assert state.get(IPA_STATE).topology_score == expected
+    # PreFilter's counters, grouped the same way, against counting pod by pod; also for a variant of the pod
+    # that has required terms of both kinds, which random pods seldom have.
+    _assert_pre_filter_counts(plugin, pod, infos)
+    raw = copy.deepcopy(dict(pod.raw))
+    raw["spec"]["affinity"] = {
+        "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "a"}}, "topologyKey": "topology.kubernetes.io/zone"}]},
+        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "b"}}, "topologyKey": "kubernetes.io/hostname"},
+            {"labelSelector": {"matchLabels": {"app": "c"}}, "topologyKey": "topology.kubernetes.io/zone"}]},
+    }
+    _assert_pre_filter_counts(plugin, pod_from_api(raw), infos)
+
+
+def _assert_pre_filter_counts(plugin: InterPodAffinity, pod: Pod, infos: list[NodeInfo]) -> None:
+    state = CycleState()
+    plugin.pre_filter(state, pod, infos)
+    pf = state.get(IPA_FILTER_STATE)
+    if pf is None:
+        return
+    want_existing: dict[tuple[str, str], int] = {}
+    want_affinity: dict[tuple[str, str], int] = {}
+    want_anti: dict[tuple[str, str], int] = {}
+    for ni in infos:
+        assert ni.node is not None
+        for ex in ni.pods.values():
+            if ex.uid in ni.pods_with_required_anti_affinity:
+                _count_anti_affinity(want_existing, affinity_terms(ex).required_anti_affinity, pod, pf.ns_labels,
+                                     ni.node, 1)
+            if pf.required_affinity or pf.required_anti_affinity:
+                _count_affinity(want_affinity, pf.required_affinity, ex, ni.node, 1)
+                _count_anti_affinity(want_anti, pf.required_anti_affinity, ex, None, ni.node, 1)
+    assert (pf.existing_anti_affinity_counts, pf.affinity_counts, pf.anti_affinity_counts) == (
+        want_existing, want_affinity, want_anti)
 
 
 def check_simple_filters(cluster: tuple[list[Node], list[Pod], Pod]) -> None:

@@ -14,7 +14,7 @@ the framework performs, both give the same minimum.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -46,7 +46,7 @@ from scheduler.model.labels import (
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.model.taints import NO_EXECUTE, NO_SCHEDULE, first_untolerated
-from scheduler.plugins.spreading import as_node, as_pod, count_matching_pods, default_selector, selector_from_set
+from scheduler.plugins.spreading import MatchingPodCounts, as_node, as_pod, default_selector, selector_from_set
 
 NAME = "PodTopologySpread"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
@@ -236,15 +236,6 @@ def has_pod_constraints(pod: Pod) -> bool:
     return isinstance(raw, list) and len(raw) > 0
 
 
-def _count_by_selector(cache: dict[LabelSelector, int], ni: NodeInfo, selector: LabelSelector, ns: str) -> int:
-    """Constraints usually share one selector: count a node's pods once per distinct selector."""
-    n = cache.get(selector)
-    if n is None:
-        n = count_matching_pods(ni.pods.values(), selector, ns)
-        cache[selector] = n
-    return n
-
-
 def _node_has_all_keys(labels: Mapping[str, str], constraints: Sequence[TopologySpreadConstraint]) -> bool:
     return all(c.topology_key in labels for c in constraints)
 
@@ -305,10 +296,11 @@ class _PreFilterState:
 class _PreScoreState:
     """Constraints for scoring, ignored nodes, per-domain counts and ln(#domains + 2) weights."""
 
-    __slots__ = ("constraints", "ignored_nodes", "topology_normalizing_weight", "value_counts")
+    __slots__ = ("constraints", "counters", "ignored_nodes", "topology_normalizing_weight", "value_counts")
 
     def __init__(self) -> None:
         self.constraints: tuple[TopologySpreadConstraint, ...] = ()
+        self.counters: list[Callable[[NodeInfo], int]] = []  # matching pods per node, one per constraint
         self.ignored_nodes: set[str] = set()
         self.value_counts: list[dict[str, int]] = []
         self.topology_normalizing_weight: list[float] = []
@@ -345,6 +337,7 @@ class PodTopologySpread:
 
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle
+        self._counts = MatchingPodCounts()
         defaulting = args.get("defaultingType") or SYSTEM_DEFAULTING
         raw_defaults = args.get("defaultConstraints") or []
         if defaulting not in (SYSTEM_DEFAULTING, LIST_DEFAULTING):
@@ -415,17 +408,16 @@ class PodTopologySpread:
             return None, skip()
         s = _PreFilterState(constraints)
         required = required_node_affinity(pod)
+        counters = [self._counts.counter(c.selector, pod.namespace) for c in constraints]
         for ni in nodes:
             node = ni.node
             if node is None or not _node_has_all_keys(node.labels, constraints):
                 continue
-            counted: dict[LabelSelector, int] = {}
             for i, c in enumerate(constraints):
                 if not c.match_node_inclusion_policies(pod, node, required):
                     continue
                 value = node.labels[c.topology_key]
-                n = _count_by_selector(counted, ni, c.selector, pod.namespace)
-                s.match_num[i][value] = s.match_num[i].get(value, 0) + n
+                s.match_num[i][value] = s.match_num[i].get(value, 0) + counters[i](ni)
         s.finish()
         state.write(PRE_FILTER_STATE_KEY, s)
         return None, None
@@ -490,18 +482,18 @@ class PodTopologySpread:
         if not s.constraints:
             return skip()
         required = required_node_affinity(pod)
+        s.counters = [self._counts.counter(c.selector, pod.namespace) for c in s.constraints]
         for ni in all_nodes:
             node = ni.node
             if node is None or (require_all and not _node_has_all_keys(node.labels, s.constraints)):
                 continue
-            counted: dict[LabelSelector, int] = {}
             for i, c in enumerate(s.constraints):
                 if not c.match_node_inclusion_policies(pod, node, required):
                     continue
                 value = node.labels.get(c.topology_key, "")
                 if value not in s.value_counts[i]:
                     continue  # a domain without candidate nodes (or hostname: counted in Score)
-                s.value_counts[i][value] += _count_by_selector(counted, ni, c.selector, pod.namespace)
+                s.value_counts[i][value] += s.counters[i](ni)
         state.write(PRE_SCORE_STATE_KEY, s)
         return None
 
@@ -541,10 +533,8 @@ class PodTopologySpread:
             value = node.labels.get(c.topology_key)
             if value is None:
                 continue
-            if c.topology_key == LABEL_HOSTNAME:
-                cnt = count_matching_pods(node_info.pods.values(), c.selector, pod.namespace)
-            else:
-                cnt = s.value_counts[i].get(value, 0)
+            hostname = c.topology_key == LABEL_HOSTNAME
+            cnt = s.counters[i](node_info) if hostname else s.value_counts[i].get(value, 0)
             total += score_for_count(cnt, c.max_skew, s.topology_normalizing_weight[i])
         return go_round(total), None
 
@@ -554,10 +544,9 @@ class PodTopologySpread:
         if not isinstance(s, _PreScoreState):
             return [], error(f'error reading "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
         ignored = s.ignored_nodes
-        ns = pod.namespace
         plan = tuple(
-            (c.topology_key, c.topology_key == LABEL_HOSTNAME, c.selector, c.max_skew, s.topology_normalizing_weight[i],
-             s.value_counts[i])
+            (c.topology_key, c.topology_key == LABEL_HOSTNAME, s.counters[i], c.max_skew,
+             s.topology_normalizing_weight[i], s.value_counts[i])
             for i, c in enumerate(s.constraints)
         )
         out: list[int] = []
@@ -571,11 +560,11 @@ class PodTopologySpread:
                 continue
             labels = node.labels
             total = 0.0
-            for key, is_hostname, selector, max_skew, weight, counts in plan:
+            for key, is_hostname, counter, max_skew, weight, counts in plan:
                 value = labels.get(key)
                 if value is None:
                     continue
-                cnt = count_matching_pods(ni.pods.values(), selector, ns) if is_hostname else counts.get(value, 0)
+                cnt = counter(ni) if is_hostname else counts.get(value, 0)
                 total += score_for_count(cnt, max_skew, weight)
             append(go_round(total))
         return out, None

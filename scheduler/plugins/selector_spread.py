@@ -19,7 +19,7 @@ Zones come first because losing a zone loses all its nodes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, NodeScore
@@ -27,7 +27,7 @@ from scheduler.framework.status import Status, error, skip
 from scheduler.framework.types import ClusterEventWithHint, NodeInfo
 from scheduler.model.labels import LabelSelector
 from scheduler.model.pod import Pod
-from scheduler.plugins.spreading import count_matching_pods, default_selector
+from scheduler.plugins.spreading import MatchingPodCounts, default_selector
 
 NAME = "SelectorSpread"
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
@@ -37,10 +37,11 @@ ZONE_WEIGHTING = 2.0 / 3.0
 
 
 class _PreScoreState:
-    __slots__ = ("selector",)
+    __slots__ = ("count", "selector")
 
-    def __init__(self, selector: LabelSelector) -> None:
+    def __init__(self, selector: LabelSelector, count: Callable[[NodeInfo], int]) -> None:
         self.selector = selector
+        self.count = count  # matching pods on a node (MatchingPodCounts)
 
     def clone(self) -> _PreScoreState:
         return self
@@ -86,12 +87,14 @@ class SelectorSpread:
 
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle
+        self._counts = MatchingPodCounts()
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
         """Skip pods with explicit spread constraints (upstream then scores every node 0: same effect)."""
         if skip_selector_spread(pod):
             return skip()
-        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(default_selector(pod, self.handle.objects())))
+        selector = default_selector(pod, self.handle.objects())
+        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(selector, self._counts.counter(selector, pod.namespace)))
         return None
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
@@ -99,7 +102,7 @@ class SelectorSpread:
         s = state.get(PRE_SCORE_STATE_KEY)
         if not isinstance(s, _PreScoreState):
             return 0, error(f'Error reading "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
-        return count_matching_pods(node_info.pods.values(), s.selector, pod.namespace), None
+        return s.count(node_info), None
 
     def score_extensions(self) -> SelectorSpread:
         return self

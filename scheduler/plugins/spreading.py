@@ -8,10 +8,11 @@ plugins cannot drift apart.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from scheduler.framework.interface import ObjectLister
+from scheduler.framework.types import NodeInfo
 from scheduler.model.errors import InvalidObjectError
 from scheduler.model.labels import LabelSelector, Requirement, parse_label_selector
 from scheduler.model.node import Node, node_from_api
@@ -171,6 +172,38 @@ def count_matching_pods(pods: Iterable[Pod], selector: LabelSelector, namespace:
         if selector.matches(p.labels):
             count += 1
     return count
+
+
+class MatchingPodCounts:
+    """count_matching_pods per node, remembered by NodeInfo generation for each (selector, namespace).
+
+    A generation names one state of one node (see NodeScoreMemo), and the count depends only on that
+    node's pods, so spreading plugins that count every node's pods each cycle (PodTopologySpread's
+    PreFilter/PreScore, SelectorSpread) recount only the nodes that changed. Used from the scheduling
+    loop only (one thread); ``limit`` bounds the entries kept for dead generations."""
+
+    __slots__ = ("_tables", "limit")
+
+    def __init__(self, limit: int = 50_000) -> None:
+        self._tables: dict[tuple[LabelSelector, str], dict[int, int]] = {}
+        self.limit = limit
+
+    def counter(self, selector: LabelSelector, namespace: str) -> Callable[[NodeInfo], int]:
+        """The counting function for one selector and namespace; look it up once per cycle."""
+        key = (selector, namespace)
+        table = self._tables.get(key)
+        if table is None or len(table) > self.limit:
+            if len(self._tables) > 256:
+                self._tables.clear()
+            table = self._tables[key] = {}
+
+        def count(ni: NodeInfo) -> int:
+            n = table.get(ni.generation)
+            if n is None:
+                n = table[ni.generation] = count_matching_pods(ni.pods.values(), selector, namespace)
+            return n
+
+        return count
 
 
 def as_pod(obj: object) -> Pod | None:

@@ -43,7 +43,10 @@ from scheduler.plugins.node_ports import NodePorts
 from scheduler.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
 from scheduler.plugins.node_resources_fit import NodeResourcesFit, fit_request, fits_request, status_for
 from scheduler.plugins.node_unschedulable import NodeUnschedulable
+from scheduler.plugins.pod_topology_spread import PRE_FILTER_STATE_KEY as PTS_FILTER_STATE
+from scheduler.plugins.pod_topology_spread import PRE_SCORE_STATE_KEY as PTS_SCORE_STATE
 from scheduler.plugins.pod_topology_spread import PodTopologySpread
+from scheduler.plugins.selector_spread import SelectorSpread
 from scheduler.plugins.taint_toleration import DO_NOT_SCHEDULE, UNTOLERATED_REASON, TaintToleration
 
 GPU = "example.com/gpu"
@@ -385,6 +388,41 @@ def check_pod_topology_spread(cluster: tuple[list[Node], list[Pod], Pod]) -> Non
     _assert_batch_equals_per_node(PodTopologySpread({}, handle), pod, infos)
 
 
+def _spread_results(pts: PodTopologySpread, ss: SelectorSpread, pod: Pod, infos: list[NodeInfo]) -> list[Any]:
+    """What the spreading plugins computed from per-node pod counts: PreFilter domain counts, PreScore
+    domain counts and scores, SelectorSpread's raw scores."""
+    out: list[Any] = []
+    state = CycleState()
+    _, status = pts.pre_filter(state, pod, infos)
+    pf = state.get(PTS_FILTER_STATE)
+    out.append((_key(status), pf.match_num if pf is not None else None))
+    status = pts.pre_score(state, pod, infos)
+    out.append(_key(status))
+    if status is None:
+        out.append((state.get(PTS_SCORE_STATE).value_counts, pts.score_nodes(state, pod, infos)))
+    status = ss.pre_score(state, pod, infos)
+    out.append(_key(status))
+    if status is None:
+        out.append([ss.score(state, pod, ni)[0] for ni in infos])
+    return out
+
+
+def check_spread_counts_follow_node_changes(cluster: tuple[list[Node], list[Pod], Pod]) -> None:
+    """Pod counts are remembered per NodeInfo generation (MatchingPodCounts): after pods like the incoming
+    one land on half the nodes (in place, as the cache does), the plugins that counted before must agree
+    with fresh instances."""
+    nodes, existing, pod = cluster
+    handle, infos = _setup(nodes, existing)
+    pts, ss = PodTopologySpread({}, handle), SelectorSpread({}, handle)
+    _spread_results(pts, ss, pod, infos)  # fills the memos
+    for i, ni in enumerate(infos[::2]):
+        twin = with_labels(make_pod(f"twin-{i}", node=ni.name, uid=f"twin-{i}", namespace=pod.namespace),
+                           pod.labels)
+        ni.add_pod(twin)
+    assert _spread_results(pts, ss, pod, infos) == _spread_results(
+        PodTopologySpread({}, handle), SelectorSpread({}, handle), pod, infos)
+
+
 def check_inter_pod_affinity(cluster: tuple[list[Node], list[Pod], Pod], ignore_existing: bool) -> None:
     nodes, existing, pod = cluster
     handle, infos = _setup(nodes, existing)
@@ -505,6 +543,7 @@ def test_batch_equals_per_node(cluster: tuple[list[Node], list[Pod], Pod]) -> No
     for i in range(len(NODE_AFFINITY_ARGS)):
         check_node_affinity(cluster, i)
     check_pod_topology_spread(cluster)
+    check_spread_counts_follow_node_changes(cluster)
     check_inter_pod_affinity(cluster, True)
     check_inter_pod_affinity(cluster, False)
     check_inter_pod_affinity_grouping(cluster)

@@ -201,19 +201,19 @@ def _pod_ref(pod: Pod) -> dict[str, Any]:
     }
 
 
-def scheduled_false_condition(pod: Pod, reason: str, message: str) -> dict[str, Any]:
-    """PodScheduled=False as upstream's updatePod writes it: the transition time is kept while the status
-    stays False (podutil.UpdatePodCondition), and observedGeneration is the pod's generation
+def pod_condition(pod: Pod, type_: str, status: str, reason: str, message: str) -> dict[str, Any]:
+    """A pod condition as upstream writes one (podutil.UpdatePodCondition): the transition time is kept
+    while the status stays the same, and observedGeneration is the pod's generation
     (PodObservedGenerationTracking, beta and on by default in 1.34)."""
     transition = rfc3339()
     for c in (pod.raw.get("status") or {}).get("conditions") or []:
-        if c.get("type") == "PodScheduled":
-            if c.get("status") == "False" and c.get("lastTransitionTime"):
+        if c.get("type") == type_:
+            if c.get("status") == status and c.get("lastTransitionTime"):
                 transition = c["lastTransitionTime"]
             break
     condition: dict[str, Any] = {
-        "type": "PodScheduled",
-        "status": "False",
+        "type": type_,
+        "status": status,
         "reason": reason,
         "message": message,
         "lastProbeTime": None,
@@ -223,6 +223,11 @@ def scheduled_false_condition(pod: Pod, reason: str, message: str) -> dict[str, 
     if isinstance(generation, int) and generation > 0:
         condition["observedGeneration"] = generation
     return condition
+
+
+def scheduled_false_condition(pod: Pod, reason: str, message: str) -> dict[str, Any]:
+    """PodScheduled=False, as upstream's updatePod writes it after a failed attempt."""
+    return pod_condition(pod, "PodScheduled", "False", reason, message)
 
 
 def _condition_unchanged(pod: Pod, reason: str, message: str) -> bool:

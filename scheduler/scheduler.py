@@ -22,7 +22,7 @@ from scheduler.cache.cache import Cache, SnapshotInconsistentError
 from scheduler.cache.objects import ObjectStore
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config.types import SchedulerConfiguration
-from scheduler.events import EventSink, rfc3339
+from scheduler.events import EventSink, pod_condition
 from scheduler.framework.fit_error import FitError, FrameworkError, NoNodesAvailableError
 from scheduler.framework.interface import CycleState, NodeToStatus
 from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
@@ -586,24 +586,8 @@ class Scheduler:
 def disruption_target_condition(victim: Pod, preemptor: Pod) -> dict[str, Any] | None:
     """The DisruptionTarget condition preemption puts on a victim; None when it already has it."""
     message = f"{preemptor.scheduler_name}: preempting to accommodate a higher priority pod"
-    transition = rfc3339()
     for c in (victim.raw.get("status") or {}).get("conditions") or []:
-        if c.get("type") != DISRUPTION_TARGET:
-            continue
-        if c.get("status") == "True":
-            if c.get("reason") == REASON_PREEMPTION_BY_SCHEDULER and c.get("message") == message:
-                return None
-            transition = c.get("lastTransitionTime") or transition
-        break
-    condition: dict[str, Any] = {
-        "type": DISRUPTION_TARGET,
-        "status": "True",
-        "reason": REASON_PREEMPTION_BY_SCHEDULER,
-        "message": message,
-        "lastProbeTime": None,
-        "lastTransitionTime": transition,
-    }
-    generation = (victim.raw.get("metadata") or {}).get("generation")
-    if isinstance(generation, int) and generation > 0:
-        condition["observedGeneration"] = generation  # PodObservedGenerationTracking (beta, on in 1.34)
-    return condition
+        if c.get("type") == DISRUPTION_TARGET and c.get("status") == "True" and (
+                c.get("reason") == REASON_PREEMPTION_BY_SCHEDULER and c.get("message") == message):
+            return None
+    return pod_condition(victim, DISRUPTION_TARGET, "True", REASON_PREEMPTION_BY_SCHEDULER, message)

@@ -82,10 +82,12 @@ class TaintToleration:
 
     def filter_for(self, state: CycleState, pod: Pod) -> Callable[[NodeInfo], Status | None] | None:
         """Untainted, well-formed nodes pass at the cost of one attribute read; the rest go to ``filter``."""
+        if pod.parse_error is not None:
+            return lambda node_info: self.filter(state, pod, node_info)
 
         def check(node_info: NodeInfo) -> Status | None:
             node = node_info.node
-            if node is not None and not node.taints and node.parse_error is None and pod.parse_error is None:
+            if node is not None and not node.taints and node.parse_error is None:
                 return None
             return self.filter(state, pod, node_info)
 

@@ -72,6 +72,17 @@ def node_of(core: client.CoreV1Api, ns: str, name: str) -> str | None:
     return core.read_namespaced_pod(name, ns).spec.node_name
 
 
+def gone(core: client.CoreV1Api, ns: str, name: str) -> bool:
+    """The pod no longer exists (404); other API errors propagate."""
+    try:
+        core.read_namespaced_pod(name, ns)
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return True
+        raise
+    return False
+
+
 def scheduled_condition(core: client.CoreV1Api, ns: str, name: str) -> Any:
     for c in core.read_namespaced_pod(name, ns).status.conditions or []:
         if c.type == "PodScheduled":

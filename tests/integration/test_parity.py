@@ -26,7 +26,7 @@ import pytest
 from kubernetes import client
 
 from e2e.cluster.cluster import LocalCluster, build_binaries
-from e2e.kube import node_of, pod_manifest, scheduled_condition, wait_for
+from e2e.kube import gone, node_of, pod_manifest, scheduled_condition, wait_for
 from e2e.process import start_kube_scheduler, stop_scheduler
 from tests.integration.conftest import SchedulerProc, temporary_nodes
 
@@ -95,16 +95,6 @@ def compare(core: client.CoreV1Api, ns: str, name: str, *expected: str, **kw: An
     for needle in expected:
         assert needle in kube_msg, kube_msg
     return kube_msg
-
-
-def gone(core: client.CoreV1Api, ns: str, name: str) -> bool:
-    try:
-        core.read_namespaced_pod(name, ns)
-    except client.ApiException as exc:
-        if exc.status == 404:
-            return True
-        raise
-    return False
 
 
 def placed_by_both(core: client.CoreV1Api, ns: str, name: str, **kw: Any) -> tuple[str, str]:

@@ -13,7 +13,7 @@ import pytest
 from kubernetes import client, watch
 
 from e2e.cluster.cluster import LocalCluster, build_binaries
-from e2e.kube import events_for, node_of, pod_manifest, scheduled_condition, wait_for
+from e2e.kube import events_for, gone, node_of, pod_manifest, scheduled_condition, wait_for
 from e2e.process import start_kube_scheduler, stop_scheduler
 from tests.integration.conftest import SchedulerProc, temporary_nodes
 
@@ -152,16 +152,6 @@ def first_unschedulable_message(core: client.CoreV1Api, ns: str, name: str, sinc
                 w.stop()
                 return str(c.message)
     raise AssertionError(f"{name} got no PodScheduled=False condition")
-
-
-def gone(core: client.CoreV1Api, ns: str, name: str) -> bool:
-    try:
-        core.read_namespaced_pod(name, ns)
-    except client.ApiException as exc:
-        if exc.status == 404:
-            return True
-        raise
-    return False
 
 
 def test_preemption_matches_upstream(

@@ -17,7 +17,7 @@ def start_scheduler(
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     log = open(log_path, "ab")  # noqa: SIM115 - owned by the child for its lifetime
     env = {**os.environ, "KUBECONFIG": str(kubeconfig), "PYTHONUNBUFFERED": "1"}
-    cmd = [sys.executable, "-m", "scheduler.cli", "run", "--kubeconfig", str(kubeconfig), *extra]
+    cmd = [sys.executable, "-m", "scheduler.app.cli", "run", "--kubeconfig", str(kubeconfig), *extra]
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
 

@@ -22,7 +22,6 @@ from scheduler.cache.cache import Cache, SnapshotInconsistentError
 from scheduler.cache.objects import ObjectStore
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config.types import SchedulerConfiguration
-from scheduler.events import EventSink, pod_condition
 from scheduler.framework.fit_error import FitError, FrameworkError, NoNodesAvailableError
 from scheduler.framework.interface import CycleState, NodeToStatus
 from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
@@ -38,6 +37,7 @@ from scheduler.framework.types import (
     ClusterEvent,
     EventResource,
 )
+from scheduler.kube.events import EventSink, pod_condition
 from scheduler.metrics import Metrics
 from scheduler.model.node import node_from_api
 from scheduler.model.pod import Pod, pod_from_api

@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from scheduler.apiclient import ApiWriter, is_transient
-from scheduler.events import ApiEventSink, truncate_note
+from scheduler.kube.client import ApiWriter, is_transient
+from scheduler.kube.events import ApiEventSink, truncate_note
+from scheduler.kube.ratelimit import TokenBucket
 from scheduler.model.pod import pod_from_api
-from scheduler.ratelimit import TokenBucket
 
 
 def api_error(status: int, headers: dict[str, str] | None = None) -> ApiException:
@@ -190,7 +190,7 @@ def test_request_bodies_serialise_read_only_mappings() -> None:
 
 
 def test_scheduled_false_condition_keeps_transition_and_sets_observed_generation() -> None:
-    from scheduler.events import scheduled_false_condition
+    from scheduler.kube.events import scheduled_false_condition
 
     earlier = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "old",
                "lastTransitionTime": "2026-01-01T00:00:00Z"}

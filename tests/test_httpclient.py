@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from scheduler.httpclient import ConnectionClosed, Http11Pool
+from scheduler.kube.http11 import ConnectionClosed, Http11Pool
 
 
 class ScriptedServer:

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, Counter
 
+from scheduler.app.health import HealthServer, event_check
 from scheduler.config.types import LeaderElection
-from scheduler.health import HealthServer, event_check
-from scheduler.leaderelection import (
+from scheduler.kube.leaderelection import (
     Action,
     LeaderElector,
     LeaderGatedBinder,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.cli import main
+from scheduler.app.cli import main
 
 CLUSTER = """
 apiVersion: v1

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.cli import main
+from scheduler.app.cli import main
 
 ZONE, REGION, HOSTNAME = "topology.kubernetes.io/zone", "topology.kubernetes.io/region", "kubernetes.io/hostname"
 PAUSE = "registry.k8s.io/pause:3.10"

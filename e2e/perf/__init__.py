@@ -3,7 +3,7 @@
 ``python -m e2e.perf --help``. Each workload and size gets a fresh lean local control plane (etcd +
 kube-apiserver, ``e2e.cluster``), fake nodes like upstream's scheduler_perf, and interleaved runs of
 
-* ``py``: py-scheduler (``python -m scheduler.cli run --qps Q --burst B --scheduler-name N``);
+* ``py``: py-scheduler (``python -m scheduler.app.cli run --qps Q --burst B --scheduler-name N``);
 * ``kube``: kube-scheduler v1.34 built from source, same QPS/burst, leader election off;
 * ``ceiling``: ``e2e.perf.ceiling``, a Python binder with no algorithm (same client stack and QPS):
   what the API server on this machine allows.

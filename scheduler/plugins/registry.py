@@ -62,7 +62,10 @@ _IN_TREE_NAMES = (
     "NodeVolumeLimits",
     "VolumeBinding",
     "VolumeZone",
-    # Legacy / seed-era plugins (policy-era predicates and priorities, 1.16-1.21 framework plugins).
+)
+
+# Seed-era plugins (policy-era predicates and priorities, 1.16-1.21 framework plugins): plugins/legacy/.
+_LEGACY_NAMES = (
     "SelectorSpread",
     "ServiceAffinity",
     "ServiceAntiAffinity",
@@ -79,7 +82,10 @@ _IN_TREE_NAMES = (
 
 
 # plugin name -> "scheduler.plugins.<module>:<Class>"
-IN_TREE: dict[str, str] = {n: f"scheduler.plugins.{snake_case(n)}:{n}" for n in _IN_TREE_NAMES}
+IN_TREE: dict[str, str] = {
+    **{n: f"scheduler.plugins.{snake_case(n)}:{n}" for n in _IN_TREE_NAMES},
+    **{n: f"scheduler.plugins.legacy.{snake_case(n)}:{n}" for n in _LEGACY_NAMES},
+}
 
 _IMPORT_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
 

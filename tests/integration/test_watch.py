@@ -1,4 +1,4 @@
-"""The thin pod list-watch (scheduler.watch.PodStream) against the real API server."""
+"""The thin pod list-watch (scheduler.kube.podstream.PodStream) against the real API server."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from kubernetes import client
 
 from e2e.cluster.cluster import LocalCluster
 from e2e.kube import node_of, pod_manifest, wait_for
-from scheduler.apiclient import load_api_client, ssl_context
-from scheduler.watch import PodStream, wait_synced
+from scheduler.kube.client import load_api_client, ssl_context
+from scheduler.kube.podstream import PodStream, wait_synced
 from tests.integration.conftest import SchedulerProc
 
 

@@ -37,6 +37,7 @@ from scheduler.plugins.inter_pod_affinity import (
     _has_preferred_constraints,
     affinity_terms,
 )
+from scheduler.plugins.legacy.selector_spread import SelectorSpread
 from scheduler.plugins.node_affinity import NodeAffinity
 from scheduler.plugins.node_name import NodeName
 from scheduler.plugins.node_ports import NodePorts
@@ -46,7 +47,6 @@ from scheduler.plugins.node_unschedulable import NodeUnschedulable
 from scheduler.plugins.pod_topology_spread import PRE_FILTER_STATE_KEY as PTS_FILTER_STATE
 from scheduler.plugins.pod_topology_spread import PRE_SCORE_STATE_KEY as PTS_SCORE_STATE
 from scheduler.plugins.pod_topology_spread import PodTopologySpread
-from scheduler.plugins.selector_spread import SelectorSpread
 from scheduler.plugins.taint_toleration import DO_NOT_SCHEDULE, UNTOLERATED_REASON, TaintToleration
 
 GPU = "example.com/gpu"

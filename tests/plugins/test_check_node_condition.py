@@ -9,7 +9,7 @@ from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code
 from scheduler.framework.types import ActionType, EventResource, NodeInfo, QueueingHint
 from scheduler.model.node import Node
-from scheduler.plugins.check_node_condition import CheckNodeCondition
+from scheduler.plugins.legacy.check_node_condition import CheckNodeCondition
 
 NOT_READY = "node(s) were not ready"
 NO_NETWORK = "node(s) had unavailable network"

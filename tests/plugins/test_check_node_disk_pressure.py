@@ -10,7 +10,7 @@ from scheduler.framework.status import Code
 from scheduler.framework.types import ActionType, EventResource, QueueingHint
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
-from scheduler.plugins.check_node_disk_pressure import CheckNodeDiskPressure
+from scheduler.plugins.legacy.check_node_disk_pressure import CheckNodeDiskPressure
 
 PRESSURE = make_node(conditions={"DiskPressure": "True"})
 

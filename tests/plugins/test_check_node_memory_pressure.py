@@ -10,7 +10,7 @@ from scheduler.framework.status import Code
 from scheduler.framework.types import QueueingHint
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
-from scheduler.plugins.check_node_memory_pressure import CheckNodeMemoryPressure
+from scheduler.plugins.legacy.check_node_memory_pressure import CheckNodeMemoryPressure
 
 PRESSURE = make_node(conditions={"Ready": "True", "MemoryPressure": "True"})
 CALM = make_node(conditions={"Ready": "True", "MemoryPressure": "False"})

@@ -10,7 +10,7 @@ from scheduler.framework.status import Code
 from scheduler.framework.types import ActionType, EventResource, QueueingHint
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
-from scheduler.plugins.check_node_pid_pressure import CheckNodePIDPressure
+from scheduler.plugins.legacy.check_node_pid_pressure import CheckNodePIDPressure
 
 PRESSURE = make_node(conditions={"PIDPressure": "True"})
 

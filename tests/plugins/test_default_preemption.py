@@ -11,7 +11,6 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from scheduler.config.load import build_registry, load_dict
-from scheduler.events import RecordingEventSink
 from scheduler.framework.interface import CycleState, NodeToStatus
 from scheduler.framework.preemption import (
     Victims,
@@ -23,6 +22,7 @@ from scheduler.framework.preemption import (
 )
 from scheduler.framework.runtime import WaitingPod
 from scheduler.framework.status import Code, Status, unresolvable, unschedulable
+from scheduler.kube.events import RecordingEventSink
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.default_preemption import DefaultPreemption
 from scheduler.scheduler import ADDED, MODIFIED, Scheduler, disruption_target_condition
@@ -555,7 +555,7 @@ class _NoHandle:
 
 
 def test_simulate_evicts_victims_and_places_the_preemptor(tmp_path: Any) -> None:
-    from scheduler.simulate import run_simulation
+    from scheduler.app.simulate import run_simulation
 
     cluster = tmp_path / "cluster.yaml"
     pods = tmp_path / "pods.yaml"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from util import FakeHandle, container, make_node, make_pod, node_info
 
 from scheduler.framework.interface import CycleState
-from scheduler.plugins.equal_priority import EqualPriority
+from scheduler.plugins.legacy.equal_priority import EqualPriority
 
 
 def test_every_node_scores_one() -> None:

@@ -9,7 +9,7 @@ from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
-from scheduler.plugins.least_requested_priority import LeastRequestedPriority
+from scheduler.plugins.legacy.least_requested_priority import LeastRequestedPriority
 
 
 def score(pod: Pod, node: Node, existing: list[Pod]) -> int:

@@ -11,7 +11,7 @@ from volume_objects import claim_vol, ebs_vol, gce_vol, iscsi_vol, rbd_vol, vol_
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code
 from scheduler.framework.types import QueueingHint
-from scheduler.plugins.no_disk_conflict import ERR_REASON, NoDiskConflict
+from scheduler.plugins.legacy.no_disk_conflict import ERR_REASON, NoDiskConflict
 
 CASES: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]], bool]] = [
     ("gce same disk", [gce_vol("foo")], [gce_vol("foo")], False),

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pod_to_pod_util import cluster, make_node, make_pod, run_score, service, spread, workload
 
-from scheduler.plugins.selector_spread import SelectorSpread, spread_scores
+from scheduler.plugins.legacy.selector_spread import SelectorSpread, spread_scores
 
 ZONE = "topology.kubernetes.io/zone"
 BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"

@@ -9,7 +9,7 @@ from pod_to_pod_util import cluster, filter_nodes, make_node, make_pod, run_filt
 
 from scheduler.framework.interface import CycleState
 from scheduler.framework.types import NodeInfo, QueueingHint
-from scheduler.plugins.service_affinity import ERR_REASON, ServiceAffinity
+from scheduler.plugins.legacy.service_affinity import ERR_REASON, ServiceAffinity
 
 OK = ("SUCCESS", "")
 NO = ("UNSCHEDULABLE", ERR_REASON)

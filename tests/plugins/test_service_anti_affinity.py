@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pod_to_pod_util import cluster, make_node, make_pod, run_score, service
 
-from scheduler.plugins.service_anti_affinity import ServiceAntiAffinity, label_spread_scores
+from scheduler.plugins.legacy.service_anti_affinity import ServiceAntiAffinity, label_spread_scores
 
 FOO = {"foo": "bar"}
 

@@ -21,7 +21,7 @@ import aiohttp
 import orjson
 import structlog
 
-from scheduler.apiclient import auth_headers, ssl_context
+from scheduler.kube.client import auth_headers, ssl_context
 
 log = structlog.get_logger(__name__)
 

@@ -15,7 +15,7 @@ from scheduler.model.errors import InvalidObjectError
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.plugins.helper import legacy_pod_view
-from scheduler.plugins.node_condition import NodeConditionPredicate, condition_true
+from scheduler.plugins.legacy.node_condition import NodeConditionPredicate, condition_true
 
 NAME = "CheckNodeMemoryPressure"
 ERR_REASON = "node(s) had memory pressure"

@@ -16,7 +16,7 @@ from typing import Any
 import structlog
 from kubernetes import client
 
-from scheduler.operator import NON_TERMINAL_PODS
+from scheduler.kube.operator import NON_TERMINAL_PODS
 from scheduler.scheduler import ADDED, DELETED, Scheduler
 
 log = structlog.get_logger(__name__)

@@ -82,7 +82,7 @@ def build_registry(
     watch_pods: bool = True,
 ) -> kopf.OperatorRegistry:
     """A private kopf registry wired to one Scheduler. With `watch_pods` False the pod stream is
-    read by scheduler.watch.PodStream instead of kopf."""
+    read by scheduler.kube.podstream.PodStream instead of kopf."""
     reg = kopf.OperatorRegistry()
 
     @kopf.on.startup(registry=reg)

@@ -15,10 +15,10 @@ from typing import Any, Literal
 
 import yaml
 
-from scheduler.binding import RecordingBinder
-from scheduler.events import RecordingEventSink
+from scheduler.kube.binder import RecordingBinder
+from scheduler.kube.events import RecordingEventSink
+from scheduler.kube.operator import OBJECT_KINDS
 from scheduler.model.pod import Pod, pod_from_api
-from scheduler.operator import OBJECT_KINDS
 from scheduler.scheduler import ADDED, DELETED, MODIFIED, Outcome, Scheduler
 
 

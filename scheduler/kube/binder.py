@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from scheduler.apiclient import ApiWriter
+from scheduler.kube.client import ApiWriter
 from scheduler.model.pod import Pod
 
 

@@ -24,9 +24,9 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_after_delay
 
-from scheduler.httpclient import Http11Pool
+from scheduler.kube.http11 import Http11Pool
+from scheduler.kube.ratelimit import TokenBucket
 from scheduler.model.jsonutil import plain
-from scheduler.ratelimit import TokenBucket
 
 log = structlog.get_logger(__name__)
 

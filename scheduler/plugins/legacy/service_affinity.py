@@ -29,7 +29,7 @@ from scheduler.framework.types import (
     QueueingHint,
 )
 from scheduler.model.pod import Pod
-from scheduler.plugins.service_anti_affinity import ServiceAntiAffinityScorer, anti_affinity_labels
+from scheduler.plugins.legacy.service_anti_affinity import ServiceAntiAffinityScorer, anti_affinity_labels
 from scheduler.plugins.spreading import as_node, as_pod, pod_services, selector_from_set
 
 NAME = "ServiceAffinity"

@@ -10,24 +10,24 @@ from collections.abc import Sequence
 
 import structlog
 
-from scheduler import logging as sched_logging
+from scheduler.app import logging as sched_logging
 
 log = structlog.get_logger(__name__)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from scheduler.apiclient import ApiWriter, load_api_client
-    from scheduler.binding import ApiBinder
+    from scheduler.app.health import HealthServer, event_check
     from scheduler.config.load import ConfigError, build_registry, load
-    from scheduler.events import ApiEventSink
-    from scheduler.health import HealthServer, event_check
-    from scheduler.leaderelection import LeaderElector, LeaderGatedBinder
+    from scheduler.kube.binder import ApiBinder
+    from scheduler.kube.client import ApiWriter, load_api_client
+    from scheduler.kube.events import ApiEventSink
+    from scheduler.kube.leaderelection import LeaderElector, LeaderGatedBinder
+    from scheduler.kube.operator import NON_TERMINAL_PODS, OBJECT_KINDS, run_operator
+    from scheduler.kube.podstream import PodStream, wait_synced
+    from scheduler.kube.ratelimit import TokenBucket
+    from scheduler.kube.sync import Resyncer, initial_sync
     from scheduler.metrics import Metrics
-    from scheduler.operator import NON_TERMINAL_PODS, OBJECT_KINDS, run_operator
-    from scheduler.ratelimit import TokenBucket
     from scheduler.scheduler import Scheduler
-    from scheduler.sync import Resyncer, initial_sync
-    from scheduler.watch import PodStream, wait_synced
 
     try:
         cfg = load(args.config, args.scheduler_name or None)
@@ -106,7 +106,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from scheduler.simulate import SimulationError, format_table, run_simulation
+    from scheduler.app.simulate import SimulationError, format_table, run_simulation
 
     try:
         results = run_simulation(args.cluster, args.pods, args.config, seed=args.seed, tie_break=args.tie_break)

@@ -8,7 +8,7 @@ Reproduces v1.16: every pod is rejected by a node whose ``PIDPressure`` conditio
 from __future__ import annotations
 
 from scheduler.model.node import Node
-from scheduler.plugins.node_condition import NodeConditionPredicate, condition_true
+from scheduler.plugins.legacy.node_condition import NodeConditionPredicate, condition_true
 
 NAME = "CheckNodePIDPressure"
 ERR_REASON = "node(s) had pid pressure"

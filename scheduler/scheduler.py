@@ -22,6 +22,7 @@ from scheduler.cache.cache import Cache, SnapshotInconsistentError
 from scheduler.cache.objects import ObjectStore
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config.types import SchedulerConfiguration
+from scheduler.framework.events import node_scheduling_properties_change, pod_scheduling_properties_change
 from scheduler.framework.fit_error import FitError, FrameworkError, NoNodesAvailableError
 from scheduler.framework.interface import CycleState, NodeToStatus
 from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
@@ -37,11 +38,10 @@ from scheduler.framework.types import (
     ClusterEvent,
     EventResource,
 )
-from scheduler.kube.events import EventSink, pod_condition
+from scheduler.kube.recorder import EventSink, pod_condition
 from scheduler.metrics import Metrics
 from scheduler.model.node import node_from_api
 from scheduler.model.pod import Pod, pod_from_api
-from scheduler.queue.events import node_scheduling_properties_change, pod_scheduling_properties_change
 from scheduler.queue.queued_pod_info import QueuedPodInfo
 from scheduler.queue.scheduling_queue import PriorityQueue, QueueProfile
 from scheduler.schedule_one import SchedulingAlgorithm, handle_schedule_error

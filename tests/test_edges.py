@@ -8,8 +8,8 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from scheduler.kube.client import ApiWriter, is_transient
-from scheduler.kube.events import ApiEventSink, truncate_note
 from scheduler.kube.ratelimit import TokenBucket
+from scheduler.kube.recorder import ApiEventSink, truncate_note
 from scheduler.model.pod import pod_from_api
 
 
@@ -190,7 +190,7 @@ def test_request_bodies_serialise_read_only_mappings() -> None:
 
 
 def test_scheduled_false_condition_keeps_transition_and_sets_observed_generation() -> None:
-    from scheduler.kube.events import scheduled_false_condition
+    from scheduler.kube.recorder import scheduled_false_condition
 
     earlier = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "old",
                "lastTransitionTime": "2026-01-01T00:00:00Z"}

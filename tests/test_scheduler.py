@@ -9,7 +9,7 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from scheduler.config.load import build_registry, load_dict
-from scheduler.kube.events import RecordingEventSink
+from scheduler.kube.recorder import RecordingEventSink
 from scheduler.model.pod import Pod
 from scheduler.scheduler import ADDED, DELETED, MODIFIED, Scheduler
 

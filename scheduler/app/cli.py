@@ -20,11 +20,11 @@ def _run(args: argparse.Namespace) -> int:
     from scheduler.config.load import ConfigError, build_registry, load
     from scheduler.kube.binder import ApiBinder
     from scheduler.kube.client import ApiWriter, load_api_client
-    from scheduler.kube.events import ApiEventSink
     from scheduler.kube.leaderelection import LeaderElector, LeaderGatedBinder
     from scheduler.kube.operator import NON_TERMINAL_PODS, OBJECT_KINDS, run_operator
     from scheduler.kube.podstream import PodStream, wait_synced
     from scheduler.kube.ratelimit import TokenBucket
+    from scheduler.kube.recorder import ApiEventSink
     from scheduler.kube.sync import Resyncer, initial_sync
     from scheduler.metrics import Metrics
     from scheduler.scheduler import Scheduler

@@ -16,8 +16,8 @@ from typing import Any, Literal
 import yaml
 
 from scheduler.kube.binder import RecordingBinder
-from scheduler.kube.events import RecordingEventSink
 from scheduler.kube.operator import OBJECT_KINDS
+from scheduler.kube.recorder import RecordingEventSink
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.scheduler import ADDED, DELETED, MODIFIED, Outcome, Scheduler
 

@@ -32,6 +32,18 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from scheduler.framework.events import (
+    BACKOFF_COMPLETE,
+    FORCE_ACTIVATE_LABEL,
+    POP_FROM_BACKOFF_Q,
+    SCHEDULE_ATTEMPT_FAILURE,
+    UNSCHEDULED_POD_ADD,
+    UNSCHEDULED_POD_UPDATE,
+    event_matches,
+    is_pod_updated,
+    node_scheduling_properties_change,
+    pod_scheduling_properties_change,
+)
 from scheduler.framework.interface import PreEnqueuePlugin
 from scheduler.framework.status import Status, error, success
 from scheduler.framework.types import (
@@ -47,18 +59,6 @@ from scheduler.framework.types import (
 )
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
-from scheduler.queue.events import (
-    BACKOFF_COMPLETE,
-    FORCE_ACTIVATE_LABEL,
-    POP_FROM_BACKOFF_Q,
-    SCHEDULE_ATTEMPT_FAILURE,
-    UNSCHEDULED_POD_ADD,
-    UNSCHEDULED_POD_UPDATE,
-    event_matches,
-    is_pod_updated,
-    node_scheduling_properties_change,
-    pod_scheduling_properties_change,
-)
 from scheduler.queue.heap import KeyedHeap
 from scheduler.queue.nominator import Nominator
 from scheduler.queue.queued_pod_info import QueuedPodInfo

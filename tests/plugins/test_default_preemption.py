@@ -22,7 +22,7 @@ from scheduler.framework.preemption import (
 )
 from scheduler.framework.runtime import WaitingPod
 from scheduler.framework.status import Code, Status, unresolvable, unschedulable
-from scheduler.kube.events import RecordingEventSink
+from scheduler.kube.recorder import RecordingEventSink
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.default_preemption import DefaultPreemption
 from scheduler.scheduler import ADDED, MODIFIED, Scheduler, disruption_target_condition

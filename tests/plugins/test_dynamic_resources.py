@@ -10,7 +10,7 @@ from util import make_node, make_pod, node_info
 from scheduler.config.load import build_registry, load_dict
 from scheduler.framework.interface import CycleState, NodeToStatus
 from scheduler.framework.status import Code
-from scheduler.kube.events import RecordingEventSink
+from scheduler.kube.recorder import RecordingEventSink
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.dynamic_resources import UNSUPPORTED_MSG, DynamicResources
 from scheduler.scheduler import ADDED, Scheduler

@@ -4,15 +4,15 @@ from typing import Any
 
 from qhelpers import make_pod
 
-from scheduler.framework.types import ActionType, ClusterEvent, EventResource
-from scheduler.model.node import Node, node_from_api
-from scheduler.model.pod import pod_from_api
-from scheduler.queue.events import (
+from scheduler.framework.events import (
     event_matches,
     is_pod_updated,
     node_scheduling_properties_change,
     pod_scheduling_properties_change,
 )
+from scheduler.framework.types import ActionType, ClusterEvent, EventResource
+from scheduler.model.node import Node, node_from_api
+from scheduler.model.pod import pod_from_api
 
 
 def make_node(**changes: Any) -> Node:

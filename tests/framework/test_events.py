@@ -2,8 +2,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from qhelpers import make_pod
-
 from scheduler.framework.events import (
     event_matches,
     is_pod_updated,
@@ -13,6 +11,7 @@ from scheduler.framework.events import (
 from scheduler.framework.types import ActionType, ClusterEvent, EventResource
 from scheduler.model.node import Node, node_from_api
 from scheduler.model.pod import pod_from_api
+from tests.queue.qhelpers import make_pod
 
 
 def make_node(**changes: Any) -> Node:

@@ -51,7 +51,6 @@ log = structlog.get_logger(__name__)
 DISRUPTION_TARGET = "DisruptionTarget"
 REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 
-NO_VICTIMS_MSG = "No preemption victims found for incoming pod"
 NOT_HELPFUL_MSG = "Preemption is not helpful for scheduling"
 
 _PRIORITY_OFFSET = 2**31  # math.MaxInt32 + 1: makes every priority non-negative in the sum score
@@ -149,13 +148,6 @@ def pod_start_time(pod: Pod, now: float) -> float:
 def importance_key(now: float) -> Callable[[Pod], tuple[int, float]]:
     """Sort key putting the most important pod first: higher priority, then the earlier start."""
     return lambda p: (-p.priority, pod_start_time(p, now))
-
-
-def more_important_pod(a: Pod, b: Pod, now: float) -> bool:
-    """upstream util.MoreImportantPod."""
-    if a.priority != b.priority:
-        return a.priority > b.priority
-    return pod_start_time(a, now) < pod_start_time(b, now)
 
 
 def earliest_start_of_most_important(victims: Victims, now: float) -> float | None:

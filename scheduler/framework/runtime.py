@@ -380,16 +380,6 @@ class Framework:
     def pre_enqueue_plugins(self) -> list[PreEnqueuePlugin]:
         return list(self._pre_enqueue)
 
-    def run_pre_enqueue_plugins(self, pod: Pod) -> Status | None:
-        """First non-success PreEnqueue status, with its plugin recorded (the gating plugin)."""
-        for pl in self._pre_enqueue:
-            s = pl.pre_enqueue(pod)
-            if not success(s):
-                assert s is not None
-                s.plugin = pl.name
-                return s
-        return None
-
     def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
         """Plugin name -> events that may make a pod it rejected schedulable.
 
@@ -829,10 +819,6 @@ class Framework:
         if s.is_rejected():
             return s
         return _failure(f"waiting on permit for pod: {s.message}", s.plugin)
-
-    def will_wait_on_permit(self, pod: Pod) -> bool:
-        with self._waiting_lock:
-            return pod.uid in self._waiting
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
         with self._waiting_lock:

@@ -183,9 +183,6 @@ class DefaultPreemption:
         """None: the evaluator's default ordering."""
         return None
 
-    def candidates_to_victims_map(self, candidates: Sequence[Any]) -> dict[str, Victims]:
-        return {c.name: c.victims for c in candidates}
-
     # ----- helpers ------------------------------------------------------------------------------
 
     def _preemption_allowed(self, node_info: NodeInfo, victim: Pod, preemptor: Pod) -> bool:

@@ -7,7 +7,7 @@ Reproduces v1.16: every pod is rejected by a node whose ``DiskPressure`` conditi
 
 from __future__ import annotations
 
-from scheduler.plugins.legacy.node_condition import NodeConditionPredicate
+from scheduler.plugins.legacy.node_condition_predicate import NodeConditionPredicate
 
 NAME = "CheckNodeDiskPressure"
 ERR_REASON = "node(s) had disk pressure"

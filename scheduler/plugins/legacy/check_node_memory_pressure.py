@@ -14,7 +14,7 @@ from scheduler.framework.status import Status, unresolvable
 from scheduler.model.errors import InvalidObjectError
 from scheduler.model.pod import Pod
 from scheduler.plugins.helper import legacy_pod_view
-from scheduler.plugins.legacy.node_condition import NodeConditionPredicate
+from scheduler.plugins.legacy.node_condition_predicate import NodeConditionPredicate
 
 NAME = "CheckNodeMemoryPressure"
 ERR_REASON = "node(s) had memory pressure"

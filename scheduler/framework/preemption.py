@@ -38,7 +38,7 @@ from typing import Any, Protocol
 import structlog
 
 from scheduler.framework.fit_error import Diagnosis, FitError, new_default_node_to_status
-from scheduler.framework.interface import CycleState, NodeToStatus, PostFilterResult, PreemptionHandle
+from scheduler.framework.interface import CycleState, Handle, NodeToStatus, PostFilterResult
 from scheduler.framework.status import Code, Status, code_of, error, success, unresolvable, unschedulable
 from scheduler.framework.types import NodeInfo
 from scheduler.model.errors import InvalidObjectError
@@ -228,7 +228,7 @@ class Evaluator:
     def __init__(
         self,
         plugin_name: str,
-        handle: PreemptionHandle,
+        handle: Handle,
         iface: PreemptionInterface,
         clock: Callable[[], float] = time.time,
     ) -> None:

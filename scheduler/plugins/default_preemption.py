@@ -21,14 +21,13 @@ holds a pod back and the plugin registers no events.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 from scheduler.framework.interface import (
     CycleState,
     Handle,
     NodeToStatus,
     PostFilterResult,
-    PreemptionHandle,
 )
 from scheduler.framework.preemption import (
     Evaluator,
@@ -78,9 +77,7 @@ class DefaultPreemption:
             raise ValueError(
                 "minCandidateNodesPercentage: cannot be zero at the same time as minCandidateNodesAbsolute"
             )
-        # The scheduler's handle provides the preemption services; checked when first needed, so a
-        # profile can be built with a bare handle (tests) as long as nothing preempts.
-        self.handle = cast(PreemptionHandle, handle)
+        self.handle = handle
         self.evaluator = Evaluator(NAME, self.handle, self)
         self.is_eligible_pod: IsEligiblePod = _always
 

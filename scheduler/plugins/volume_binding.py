@@ -777,11 +777,8 @@ class VolumeBinding:
             self.sleep(min(self.poll_interval, max(deadline - self.clock(), 0.0)))
 
     def _update(self, kind: str, obj: Obj) -> Obj:
-        update = getattr(self.handle, "update_object", None)
-        if update is None:
-            raise BindingError(f"cannot update {kind} {name_of(obj)}: the framework handle cannot write objects")
         try:
-            result: Obj = update(kind, obj)
+            result: Obj = self.handle.update_object(kind, obj)
         except Exception as exc:
             raise BindingError(str(exc)) from exc
         return result
@@ -804,8 +801,7 @@ class VolumeBinding:
                 self._revert_pvcs(claims[done_pvcs:])
 
     def _pod_deleted(self, pod: Pod) -> bool:
-        exists = getattr(self.handle, "pod_exists", None)
-        return exists is not None and not exists(pod)
+        return not self.handle.pod_exists(pod)
 
     def _check_bindings(self, pod: Pod, node_name: str, bindings: list[BindingInfo], claims: list[Obj]) -> bool:
         """checkBindings: True when every claim operated on is fully bound; BindingError when binding

@@ -332,6 +332,15 @@ class ScoreNodesPlugin(Protocol):
         ...
 
 
+def score_by_batch(
+    plugin: ScoreNodesPlugin, state: CycleState, pod: Pod, node_info: NodeInfo
+) -> tuple[int, Status | None]:
+    """Score of one node through the plugin's ``score_nodes``: a plugin's ``score`` may be this, so its
+    arithmetic is written once."""
+    values, status = plugin.score_nodes(state, pod, [node_info])
+    return (values[0] if values else 0), status
+
+
 @runtime_checkable
 class NormalizeValuesExtension(Protocol):
     """NormalizeScore on the plain int list the framework keeps (no NodeScore objects built)."""
@@ -390,4 +399,5 @@ __all__ = [
     "SharedLister",
     "StateData",
     "WaitingPod",
+    "score_by_batch",
 ]

@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from scheduler.config.args import plugin_args
+from scheduler.config.types_pluginargs import DefaultPreemptionArgs
 from scheduler.framework.interface import (
     CycleState,
     Handle,
@@ -41,7 +43,6 @@ from scheduler.framework.preemption import (
 from scheduler.framework.status import Code, Status, code_of, success, unresolvable
 from scheduler.framework.types import ClusterEventWithHint, NodeInfo
 from scheduler.model.pod import Pod
-from scheduler.plugins.helper import int_arg
 
 NAME = "DefaultPreemption"
 
@@ -61,22 +62,10 @@ class DefaultPreemption:
 
     name = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
-        self.min_candidate_nodes_percentage = int_arg(
-            args.get("minCandidateNodesPercentage"), "minCandidateNodesPercentage", 10
-        )
-        self.min_candidate_nodes_absolute = int_arg(
-            args.get("minCandidateNodesAbsolute"), "minCandidateNodesAbsolute", 100
-        )
-        pct, absolute = self.min_candidate_nodes_percentage, self.min_candidate_nodes_absolute
-        if not 0 <= pct <= 100:
-            raise ValueError(f"minCandidateNodesPercentage: invalid value {pct}: not in valid range [0, 100]")
-        if absolute < 0:
-            raise ValueError(f"minCandidateNodesAbsolute: invalid value {absolute}: not in valid range [0, inf)")
-        if pct == 0 and absolute == 0:
-            raise ValueError(
-                "minCandidateNodesPercentage: cannot be zero at the same time as minCandidateNodesAbsolute"
-            )
+    def __init__(self, args: DefaultPreemptionArgs | Mapping[str, Any], handle: Handle) -> None:
+        a = plugin_args(DefaultPreemptionArgs, args)
+        self.min_candidate_nodes_percentage = a.min_candidate_nodes_percentage
+        self.min_candidate_nodes_absolute = a.min_candidate_nodes_absolute
         self.handle = handle
         self.evaluator = Evaluator(NAME, self.handle, self)
         self.is_eligible_pod: IsEligiblePod = _always

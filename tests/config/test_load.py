@@ -9,6 +9,7 @@ import pytest
 
 from scheduler.config.errors import ConfigError
 from scheduler.config.load import build_registry, load, load_dict
+from scheduler.config.types_pluginargs import SelectorSpreadArgs
 from scheduler.plugins.registry import Registry
 
 from . import sample_plugins
@@ -166,7 +167,7 @@ def test_legacy_profile_with_weights() -> None:
         "CheckNodePIDPressure",
         "NoDiskConflict",
     ]
-    assert p.plugin_config["SelectorSpread"] == {}
+    assert p.plugin_config["SelectorSpread"] == SelectorSpreadArgs()
 
 
 def test_legacy_plugins_through_multipoint_expand_by_the_static_table() -> None:
@@ -213,8 +214,8 @@ def test_multiple_profiles() -> None:
     assert scores(a) == EXPECTED_WEIGHTS
     assert names(b, "score") == [] and names(b, "preScore") == []
     assert names(b, "filter") == EXPECTED["filter"]
-    assert a.plugin_config["DefaultPreemption"]["minCandidateNodesAbsolute"] == 100
-    assert b.plugin_config["DefaultPreemption"]["minCandidateNodesAbsolute"] == 5
+    assert a.plugin_config["DefaultPreemption"].min_candidate_nodes_absolute == 100
+    assert b.plugin_config["DefaultPreemption"].min_candidate_nodes_absolute == 5
     assert cfg.profile("no-scoring") is b
 
 

@@ -21,7 +21,7 @@ from scheduler.framework.status import Status, error
 from scheduler.framework.types import ClusterEventWithHint, NodeInfo
 from scheduler.model.errors import InvalidObjectError
 from scheduler.model.pod import Pod
-from scheduler.plugins.helper import legacy_requested
+from scheduler.plugins.legacy.non_zero_requests import legacy_requested
 
 NAME = "BalancedResourceAllocation"
 

@@ -13,17 +13,10 @@ this name to NodeResourcesLeastAllocated, the same integer formula is evaluated 
 
 from __future__ import annotations
 
-from scheduler.framework.interface import MAX_NODE_SCORE
-from scheduler.plugins.helper import LegacyRequestedPriority, go_div
+from scheduler.plugins.legacy.requested_priority import LegacyRequestedPriority
+from scheduler.plugins.node_resources_fit import least_requested_score
 
 NAME = "LeastRequestedPriority"
-
-
-def least_requested_score(requested: int, capacity: int) -> int:
-    """Free share on 0..100; a zero or over-committed capacity scores 0."""
-    if capacity == 0 or requested > capacity:
-        return 0
-    return go_div((capacity - requested) * MAX_NODE_SCORE, capacity)
 
 
 class LeastRequestedPriority(LegacyRequestedPriority):

@@ -161,6 +161,23 @@ class FitState:
     scalars: tuple[tuple[str, int], ...]
     nothing: bool
 
+    def has_room(self, node_info: NodeInfo) -> bool:
+        """fits_request finds no shortage: the node has a pod slot and room for every checked request."""
+        alloc = node_info.allocatable
+        if len(node_info.pods) >= alloc.allowed_pod_number:
+            return False
+        if self.nothing:
+            return True
+        used = node_info.requested
+        cpu, mem, eph = self.cpu, self.memory, self.ephemeral
+        return (
+            (not cpu or cpu <= alloc.milli_cpu - used.milli_cpu)
+            and (not mem or mem <= alloc.memory - used.memory)
+            and (not eph or eph <= alloc.ephemeral_storage - used.ephemeral_storage)
+            and (not self.scalars or all(want <= alloc.scalar.get(name, 0) - used.scalar.get(name, 0)
+                                         for name, want in self.scalars))
+        )
+
     @classmethod
     def build(cls, req: Resource, ignored: frozenset[str], ignored_groups: frozenset[str]) -> FitState:
         scalars = tuple(
@@ -383,25 +400,9 @@ class NodeResourcesFit:
         st = state.get(PRE_FILTER_STATE_KEY)
         if st is None:
             return error(f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
-        if isinstance(st, Resource):  # written by an older PreFilter: no precomputed checks
-            st = FitState.build(st, self.ignored_resources, self.ignored_resource_groups)
-        alloc = node_info.allocatable
-        if len(node_info.pods) < alloc.allowed_pod_number:
-            if st.nothing:
-                return None
-            used = node_info.requested
-            cpu, mem, eph = st.cpu, st.memory, st.ephemeral
-            if (
-                (not cpu or cpu <= alloc.milli_cpu - used.milli_cpu)
-                and (not mem or mem <= alloc.memory - used.memory)
-                and (not eph or eph <= alloc.ephemeral_storage - used.ephemeral_storage)
-            ):
-                if not st.scalars:
-                    return None
-                cap, taken = alloc.scalar, used.scalar
-                if all(want <= cap.get(name, 0) - taken.get(name, 0) for name, want in st.scalars):
-                    return None
-        # Some check fails: the reference lists every shortage, in upstream's order.
+        if st.has_room(node_info):
+            return None
+        # Some check fails: list every shortage, in upstream's order.
         return status_for(
             fits_request(
                 st.request,
@@ -417,31 +418,20 @@ class NodeResourcesFit:
         """``filter`` with the PreFilter state read once: nodes with room for the request pass inline, the
         rest go to ``filter`` for the full list of shortages."""
         st = state.get(PRE_FILTER_STATE_KEY)
-        if st is None or isinstance(st, Resource):
+        if st is None:
             return lambda node_info: self.filter(state, pod, node_info)
-        cpu, mem, eph, scalars, nothing = st.cpu, st.memory, st.ephemeral, st.scalars, st.nothing
+        has_room = st.has_room
         slow = self.filter
         # NodeInfo generations that passed this very request, so pods alike skip the arithmetic on nodes
         # unchanged since the last cycle.
-        fits = self._fits.table((cpu, mem, eph, scalars, nothing))
+        fits = self._fits.table((st.cpu, st.memory, st.ephemeral, st.scalars, st.nothing))
 
         def check(node_info: NodeInfo) -> Status | None:
             if node_info.generation in fits:
                 return None
-            alloc = node_info.allocatable
-            if len(node_info.pods) < alloc.allowed_pod_number:
-                if nothing:
-                    return None
-                used = node_info.requested
-                if (
-                    (not cpu or cpu <= alloc.milli_cpu - used.milli_cpu)
-                    and (not mem or mem <= alloc.memory - used.memory)
-                    and (not eph or eph <= alloc.ephemeral_storage - used.ephemeral_storage)
-                    and (not scalars or all(want <= alloc.scalar.get(name, 0) - used.scalar.get(name, 0)
-                                            for name, want in scalars))
-                ):
-                    fits[node_info.generation] = True
-                    return None
+            if has_room(node_info):
+                fits[node_info.generation] = True
+                return None
             return slow(state, pod, node_info)
 
         return check

@@ -94,6 +94,7 @@ from scheduler.config.types import (
     Profile,
     SchedulerConfiguration,
 )
+from scheduler.framework.interface import DeclaresExtensionPoints
 from scheduler.plugins.registry import DEFAULT_MULTIPOINT, IN_TREE_BY_NAME, PluginNotAvailable, Registry
 
 __all__ = ["DEFAULT_SCHEDULER_NAME", "KIND", "ConfigError", "build_registry", "load", "load_dict"]
@@ -606,9 +607,8 @@ class _Loader:
                 else:
                     if isinstance(obj, type):
                         points = extension_points_of_class(obj)
-                    else:
-                        declared = getattr(obj, "extension_points", None)
-                        points = frozenset(declared) if declared is not None else None
+                    elif isinstance(obj, DeclaresExtensionPoints):
+                        points = frozenset(obj.extension_points)
         self._points_cache[name] = points
         return points
 

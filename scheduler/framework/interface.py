@@ -7,7 +7,7 @@ implements; the runtime checks with isinstance against these runtime-checkable p
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -357,6 +357,14 @@ class StateData(Protocol):
     def clone(self) -> Any: ...
 
 
+@runtime_checkable
+class DeclaresExtensionPoints(Protocol):
+    """A plugin factory that is not a class names the extension points (``filter``, ``score``, ...) its
+    plugin implements, so the config loader can expand MultiPoint for it (classes are inspected)."""
+
+    extension_points: Collection[str]
+
+
 class PluginFactory(Protocol):
     """Builds a plugin from its (defaulted) args and the framework handle.
 
@@ -371,6 +379,7 @@ __all__ = [
     "BindPlugin",
     "ClusterHandle",
     "CycleState",
+    "DeclaresExtensionPoints",
     "EnqueueExtensions",
     "FilterForPlugin",
     "FilterPlugin",

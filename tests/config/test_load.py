@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -331,3 +332,27 @@ def test_single_null_profile_is_a_default_profile() -> None:
     cfg = resolve(doc(profiles=[None], pyScheduler=None, leaderElection=None, extenders=None))
     assert cfg.profiles[0].scheduler_name == "py-scheduler"
     assert names(cfg.profiles[0], "filter") == EXPECTED["filter"]
+
+
+class _Factory:
+    """A non-class plugin factory, optionally naming its plugin's extension points."""
+
+    def __init__(self, points: tuple[str, ...] | None = None) -> None:
+        if points is not None:
+            self.extension_points = points
+
+    def __call__(self, args: Any, handle: Any) -> Any:
+        raise AssertionError("not built by the loader")
+
+
+def test_non_class_factory_in_multipoint_needs_declared_extension_points() -> None:
+    d = doc(profiles=[{"schedulerName": "s", "plugins": {"multiPoint": {"enabled": [{"name": "Fn"}]}}}])
+    reg = full_registry()
+    reg.register("Fn", _Factory())
+    with pytest.raises(ConfigError, match="cannot tell which extension points plugin 'Fn' implements"):
+        load_dict(d, registry=reg)
+    declared = full_registry()
+    declared.register("Fn", _Factory(("filter",)))
+    p = load_dict(d, registry=declared).profiles[0]
+    assert names(p, "filter")[-1] == "Fn"
+    assert "Fn" not in names(p, "score")

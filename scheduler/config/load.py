@@ -796,7 +796,7 @@ class _Loader:
         except PluginNotAvailable as err:
             self._missing[name] = err.reason
             return err.reason
-        except Exception as err:  # the module exists but fails to import: a bug, not "not written yet"
+        except Exception as err:  # the module exists but fails to import: a bug in the plugin
             reason = f"import failed: {type(err).__name__}: {err}"
             self._missing[name] = reason
             self.errs.add("", f"plugin {name!r}: {reason}")

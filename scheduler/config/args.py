@@ -22,6 +22,7 @@ from scheduler.config.errors import ErrorList
 from scheduler.config.types_pluginargs import (
     DEFAULT_RESOURCES,
     LIST_DEFAULTING,
+    MAX_CUSTOM_PRIORITY_SCORE,
     SCORING_STRATEGY_TYPES,
     SYSTEM_DEFAULTING,
     DefaultPreemptionArgs,
@@ -45,7 +46,6 @@ from scheduler.model.labels import NODE_OPS, parse_requirement
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 
-MAX_CUSTOM_PRIORITY_SCORE = 10  # upstream config.MaxCustomPriorityScore (shape scores)
 
 _NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")

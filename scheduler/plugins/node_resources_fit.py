@@ -19,6 +19,7 @@ from typing import Any
 
 from scheduler.config.args import plugin_args
 from scheduler.config.types_pluginargs import (
+    MAX_CUSTOM_PRIORITY_SCORE,
     MOST_ALLOCATED,
     REQUESTED_TO_CAPACITY_RATIO,
     NodeResourcesFitArgs,
@@ -55,7 +56,6 @@ NAME = "NodeResourcesFit"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
 
-MAX_CUSTOM_PRIORITY_SCORE = 10  # shape scores are 0..10, scaled by MAX_NODE_SCORE / 10
 MAX_UTILIZATION = 100
 
 

@@ -1,7 +1,9 @@
-"""Plugin interfaces (extension points), CycleState and the Handle plugins get from the framework.
+"""Plugin interfaces (extension points), their optional fast paths, CycleState and the Handle plugins get.
 
 A plugin is any object with a ``name`` attribute and the methods of the extension points it
-implements; the runtime checks with isinstance against these runtime-checkable protocols.
+implements; the runtime checks with isinstance against these runtime-checkable protocols, once per
+profile, and finds the optional fast paths (FilterForPlugin, ScoreNodesPlugin, NormalizeValuesExtension)
+the same way. Nothing else is looked up on a plugin or a handle.
 """
 
 from __future__ import annotations
@@ -366,9 +368,9 @@ class DeclaresExtensionPoints(Protocol):
 
 
 class PluginFactory(Protocol):
-    """Builds a plugin from its (defaulted) args and the framework handle.
-
-    Raise ValueError with a message naming the field for invalid args."""
+    """Builds a plugin from its args and the framework handle. In-tree plugins get their typed Args
+    (``config.types_pluginargs``), already defaulted and validated; plugins without an args type get
+    the ``pluginConfig`` args mapping as given. Raise ValueError naming the field for invalid args."""
 
     def __call__(self, args: Any, handle: Handle) -> Any: ...
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from scheduler.config.args import plugin_args
 from scheduler.config.errors import ConfigError
 from scheduler.config.types_pluginargs import (
     DefaultPreemptionArgs,
@@ -24,6 +25,7 @@ from scheduler.config.types_pluginargs import (
     UtilizationShapePoint,
     VolumeBindingArgs,
 )
+from scheduler.plugins.inter_pod_affinity import InterPodAffinity
 
 from .helpers import one_profile, profile
 from .test_defaults import CPU_MEM
@@ -180,3 +182,19 @@ def test_plugin_config_for_a_disabled_plugin_is_still_validated() -> None:
             )
         )
     assert ei.value.paths == ["profiles[0].pluginConfig[0].args.hardPodAffinityWeight"]
+
+
+def test_plugin_args_passes_typed_args_through_and_decodes_a_mapping_as_the_loader() -> None:
+    typed = InterPodAffinityArgs(hard_pod_affinity_weight=7)
+    assert plugin_args(InterPodAffinityArgs, typed) is typed
+    assert plugin_args(InterPodAffinityArgs, {"hardPodAffinityWeight": 7}) == typed
+    assert plugin_args(InterPodAffinityArgs, None) == args_of("InterPodAffinity", None)
+    with pytest.raises(ValueError, match=r"InterPodAffinityArgs\.hardPodAffinityWeight: invalid value 101"):
+        plugin_args(InterPodAffinityArgs, {"hardPodAffinityWeight": 101})
+
+
+def test_in_tree_plugins_are_built_from_their_typed_args() -> None:
+    p = profile(one_profile(None, [{"name": "InterPodAffinity", "args": {"hardPodAffinityWeight": 9}}]))
+    args = p.plugin_config["InterPodAffinity"]
+    assert isinstance(args, InterPodAffinityArgs)
+    assert InterPodAffinity(args, handle=None).hard_pod_affinity_weight == 9

@@ -9,27 +9,11 @@ from __future__ import annotations
 import inspect
 
 from scheduler.config.types import EXTENSION_POINTS
+from scheduler.framework.interface import EXTENSION_POINT_PROTOCOLS
 from scheduler.plugins.registry import DEFAULT_MULTIPOINT
 
 # Plugins upstream removed from v1 configs: naming them is an error there ("was invalid in version").
 INVALID_IN_V1: frozenset[str] = frozenset({"AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits"})
-
-# Python method name -> extension point, for inspecting third-party plugin classes.
-METHOD_TO_EXTENSION_POINT: dict[str, str] = {
-    "pre_enqueue": "preEnqueue",
-    "less": "queueSort",
-    "pre_filter": "preFilter",
-    "filter": "filter",
-    "post_filter": "postFilter",
-    "pre_score": "preScore",
-    "score": "score",
-    "reserve": "reserve",
-    "permit": "permit",
-    "pre_bind": "preBind",
-    "bind": "bind",
-    "post_bind": "postBind",
-}
-
 
 def extension_points_of_class(cls: type) -> frozenset[str]:
     """The extension points a plugin class implements, judged by its (callable) methods.
@@ -37,7 +21,7 @@ def extension_points_of_class(cls: type) -> frozenset[str]:
     The Python counterpart of upstream's ``reflect.TypeOf(plugin).Implements(iface)``.
     """
     found = set()
-    for method, point in METHOD_TO_EXTENSION_POINT.items():
+    for point, (method, _) in EXTENSION_POINT_PROTOCOLS.items():
         attr = inspect.getattr_static(cls, method, None)
         if attr is not None and (callable(attr) or isinstance(attr, classmethod)):
             found.add(point)

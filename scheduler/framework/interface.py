@@ -309,6 +309,23 @@ class PostBindPlugin(Protocol):
     def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
 
 
+# Extension point (as configs name it) -> the method that marks it on a plugin class, and its protocol.
+EXTENSION_POINT_PROTOCOLS: dict[str, tuple[str, type]] = {
+    "preEnqueue": ("pre_enqueue", PreEnqueuePlugin),
+    "queueSort": ("less", QueueSortPlugin),
+    "preFilter": ("pre_filter", PreFilterPlugin),
+    "filter": ("filter", FilterPlugin),
+    "postFilter": ("post_filter", PostFilterPlugin),
+    "preScore": ("pre_score", PreScorePlugin),
+    "score": ("score", ScorePlugin),
+    "reserve": ("reserve", ReservePlugin),
+    "permit": ("permit", PermitPlugin),
+    "preBind": ("pre_bind", PreBindPlugin),
+    "bind": ("bind", BindPlugin),
+    "postBind": ("post_bind", PostBindPlugin),
+}
+
+
 # ----- optional fast paths ---------------------------------------------------------------------
 # A plugin may implement these besides its extension point; the framework checks once per profile
 # which plugins do (isinstance) and must get the same verdicts and scores as from the plain method.
@@ -376,6 +393,7 @@ class PluginFactory(Protocol):
 
 
 __all__ = [
+    "EXTENSION_POINT_PROTOCOLS",
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",
     "BindPlugin",

@@ -18,6 +18,7 @@ from typing import Any
 
 from scheduler.config.types import EXTENSION_POINTS, Profile
 from scheduler.framework.interface import (
+    EXTENSION_POINT_PROTOCOLS,
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     BindPlugin,
@@ -65,21 +66,6 @@ CODE_NAMES: dict[Code, str] = {
     Code.WAIT: "Wait",
     Code.SKIP: "Skip",
     Code.PENDING: "Pending",
-}
-
-_POINT_PROTOCOLS: dict[str, type] = {
-    "preEnqueue": PreEnqueuePlugin,
-    "queueSort": QueueSortPlugin,
-    "preFilter": PreFilterPlugin,
-    "filter": FilterPlugin,
-    "postFilter": PostFilterPlugin,
-    "preScore": PreScorePlugin,
-    "score": ScorePlugin,
-    "reserve": ReservePlugin,
-    "permit": PermitPlugin,
-    "preBind": PreBindPlugin,
-    "bind": BindPlugin,
-    "postBind": PostBindPlugin,
 }
 
 # Only plugins at these points can make a pod unschedulable, so only their events requeue pods.
@@ -345,7 +331,7 @@ class Framework:
             listed: list[Any] = []
             for ref in profile.plugins.get(point, []):
                 plugin = self._instantiate(profile, registry, ref.name)
-                if not isinstance(plugin, _POINT_PROTOCOLS[point]):
+                if not isinstance(plugin, EXTENSION_POINT_PROTOCOLS[point][1]):
                     raise ValueError(
                         f"profile {self.profile_name!r}: plugin {ref.name!r} is enabled at {point} "
                         f"but does not implement it"

@@ -21,6 +21,7 @@ from scheduler.config.types_pluginargs import (
     ScoringStrategy,
     VolumeBindingArgs,
 )
+from scheduler.framework.interface import EXTENSION_POINT_PROTOCOLS
 from scheduler.plugins.registry import DEFAULT_MULTIPOINT, IN_TREE, IN_TREE_BY_NAME, Registry
 
 from . import sample_plugins
@@ -199,3 +200,7 @@ def test_extension_points_of_class_inspects_methods() -> None:
     assert extension_points_of_class(sample_plugins.SampleScorer) == {"preScore", "score"}
     assert extension_points_of_class(sample_plugins.SampleFilter) == {"filter"}
     assert extension_points_of_class(sample_plugins.SampleQueueSort) == {"queueSort"}
+
+
+def test_every_extension_point_has_its_method_and_protocol() -> None:
+    assert tuple(EXTENSION_POINT_PROTOCOLS) == EXTENSION_POINTS

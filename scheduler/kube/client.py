@@ -194,10 +194,11 @@ def retrying(max_attempts: int = 6, max_seconds: float = 30.0) -> Retrying:
 
 
 class ApiWriter:
-    """The scheduler's writes: bindings, pod status patches and events, rate limited and retried."""
+    """The scheduler's writes, rate limited and retried: the live APIWriter of scheduler.edge (pod status
+    patches, deletions, PV/PVC updates) plus bindings (ApiBinder) and events (ApiEventSink)."""
 
-    def __init__(self, api: client.ApiClient | Requester, limiter: TokenBucket) -> None:
-        self.raw: Requester = RawApi(api) if isinstance(api, client.ApiClient) else api
+    def __init__(self, raw: Requester, limiter: TokenBucket) -> None:
+        self.raw = raw
         self.limiter = limiter
 
     def _request(self, method: str, path: str, body: Any = None, content_type: str = JSON) -> bytes:

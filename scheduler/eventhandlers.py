@@ -14,17 +14,8 @@ from typing import Any
 
 from scheduler.cache.cache import Cache
 from scheduler.cache.objects import ObjectStore
-from scheduler.framework.events import node_scheduling_properties_change, pod_scheduling_properties_change
 from scheduler.framework.runtime import Framework
-from scheduler.framework.types import (
-    ASSIGNED_POD_ADD,
-    ASSIGNED_POD_DELETE,
-    NODE_ADD,
-    NODE_DELETE,
-    ActionType,
-    ClusterEvent,
-    EventResource,
-)
+from scheduler.framework.types import ActionType, ClusterEvent, EventResource
 from scheduler.model.node import node_from_api
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.queue.scheduling_queue import PriorityQueue
@@ -66,11 +57,10 @@ class EventHandlers:
                 self.queue.delete(pod)
             if old_assigned is None:
                 self.cache.add_pod(pod)
-                self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_ADD, None, pod)
+                self.queue.assigned_pod_added(pod)
             else:
                 self.cache.update_pod(old_assigned, pod)
-                for ev in pod_scheduling_properties_change(old_assigned, pod):
-                    self.queue.move_all_to_active_or_backoff(ev, old_assigned, pod)
+                self.queue.assigned_pod_updated(old_assigned, pod)
             return
         if not self.responsible_for(pod):
             return
@@ -93,7 +83,7 @@ class EventHandlers:
         cached = self.cache.get_pod(pod.uid)
         if cached is not None and not self.cache.is_assumed(pod.uid):
             self.cache.remove_pod(cached)
-            self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, cached, None)
+            self.queue.assigned_pod_deleted(cached)
 
     def on_node_event(self, type_: str, obj: Mapping[str, Any]) -> None:
         """addNodeToCache / updateNodeInCache / deleteNodeFromCache."""
@@ -103,18 +93,17 @@ class EventHandlers:
             self._node_seen.pop(node.name, None)
             if old is not None:
                 self.cache.remove_node(node.name)
-                self.queue.move_all_to_active_or_backoff(NODE_DELETE, old, None)
+                self.queue.node_deleted(old)
             return
         self._node_seen[node.name] = (self.clock(), obj)
         if old is None:
             self.cache.add_node(node)
-            self.queue.move_all_to_active_or_backoff(NODE_ADD, None, node)
+            self.queue.node_added(node)
             return
         if old.resource_version and old.resource_version == node.resource_version:
             return
         self.cache.update_node(old, node)
-        for ev in node_scheduling_properties_change(old, node):
-            self.queue.move_all_to_active_or_backoff(ev, old, node)
+        self.queue.node_updated(old, node)
 
     def on_object_event(self, kind: str, type_: str, obj: Mapping[str, Any]) -> None:
         """Services, ReplicaSets, PVCs, Namespaces, ...: stored for plugins; may wake pods."""

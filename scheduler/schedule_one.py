@@ -441,7 +441,7 @@ class ScheduleOne:
             log.info("pod deleted before it could be bound", pod=assumed.key)
             return
         self.handle_scheduling_failure(fwk, qpi, st, cycle, start, message=st.message, plugins=set(),
-                                       requeue=True, clear_nominated=True)
+                                       clear_nominated=True)
 
     def _undo(self, fwk: Framework, state: CycleState, assumed: Pod, host: str) -> None:
         fwk.run_reserve_plugins_unreserve(state, assumed, host)
@@ -484,7 +484,6 @@ class ScheduleOne:
         plugins: set[str],
         pending_plugins: set[str] | None = None,
         nominated: str | None = None,
-        requeue: bool = True,
         clear_nominated: bool = False,
         statuses: NodeToStatus | None = None,
     ) -> None:
@@ -505,10 +504,7 @@ class ScheduleOne:
         qpi.pod = latest
         qpi.unschedulable_plugins = set(plugins)
         qpi.pending_plugins = set(pending_plugins or ())
-        if requeue:
-            self.queue.add_unschedulable_if_not_present(qpi, cycle)
-        else:
-            self.queue.done(pod.uid)
+        self.queue.add_unschedulable_if_not_present(qpi, cycle)
         log.info("unschedulable" if rejected else "scheduling error", pod=pod.key, message=message)
         self.recorder.event(latest, "Warning", "FailedScheduling", "Scheduling", message, fwk.profile_name)
         self.recorder.pod_condition(latest, reason, message, "" if clear_nominated else nominated)

@@ -7,7 +7,7 @@ Requests bypass the generated API classes: their pydantic call validation and mo
 about 0.5 ms of CPU per request (measured with py-spy on SchedulingBasic), more than the request
 itself, for bodies the scheduler builds and never reads back. `RawApi` sends JSON over Http11Pool with
 the ApiClient's credentials and TLS settings; lists (`list_pages`), the lease and all writes use it.
-The generated client serves only to load the kubeconfig.
+The generated client serves only to load the kubeconfig (and, through a proxy, lends RawApi its urllib3 pool).
 """
 
 from __future__ import annotations

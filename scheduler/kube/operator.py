@@ -1,4 +1,6 @@
-"""The kopf layer: watch pods, nodes and the objects plugins read, and hand every event to the Scheduler.
+"""The kopf layer: watch nodes and the objects plugins read (and pods with ``--pod-watch kopf``), and hand
+every event to the Scheduler. kopf stays for these low-volume kinds: it brings watch resumption, relogin
+and backoff for a dozen resources in a few lines; the pod stream is kube.podstream's.
 
 Only ``@kopf.on.event`` handlers are used: they never write kopf's annotations or finalizers onto
 pods. Handlers return None (a returned value would make kopf PATCH the object's status). The diff

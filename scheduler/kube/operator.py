@@ -4,8 +4,8 @@ and backoff for a dozen resources in a few lines; the pod stream is kube.podstre
 
 Only ``@kopf.on.event`` handlers are used: they never write kopf's annotations or finalizers onto
 pods. Handlers return None (a returned value would make kopf PATCH the object's status). The diff
-base storage is a no-op because nothing here needs kopf's diffs (kopf-notes: it costs a deep copy
-of every object on every event).
+base storage is a no-op because nothing here needs kopf's diffs (kopf's default one deep-copies
+every object on every event).
 """
 
 from __future__ import annotations

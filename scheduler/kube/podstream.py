@@ -1,7 +1,7 @@
 """A thin list-watch of pods, for the high-volume pod stream.
 
 kopf remains the operator (login, nodes and the other kinds, life cycle), but its per-event machinery
-costs about 1 ms of CPU per event (kopf-notes: a few hundred pods/s per core), while a plain stream
+costs about 1 ms of CPU per event (a few hundred pods/s per core), while a plain stream
 of newline-delimited JSON costs about 0.06 ms. Every scheduled pod produces two to four pod events,
 so the pod stream decides whether the API server or the scheduler is the limit.
 

@@ -29,14 +29,15 @@ import structlog
 from scheduler.cache.cache import Cache, SnapshotInconsistentError
 from scheduler.cache.snapshot import Snapshot
 from scheduler.edge import EventRecorder, ScheduleObserver
+from scheduler.framework.batch import OpportunisticBatch
 from scheduler.framework.fit_error import (
     Diagnosis,
     FitError,
     FrameworkError,
     NoNodesAvailableError,
 )
-from scheduler.framework.interface import CycleState, NodeToStatus, SharedLister
-from scheduler.framework.runtime import Framework, NodePluginScores
+from scheduler.framework.interface import CycleState, NodeToStatus, ScorePlugin, SharedLister
+from scheduler.framework.runtime import Framework, NodePluginScores, RawScores
 from scheduler.framework.status import Code, Status, success, unresolvable
 from scheduler.framework.status import error as error_status
 from scheduler.framework.types import ASSIGNED_POD_DELETE, NodeInfo
@@ -123,11 +124,14 @@ class SchedulingAlgorithm:
         percentage_of_nodes_to_score: int = 0,
         rng: random.Random | None = None,
         tie_break: TieBreak = "random",
+        batching: bool = True,
     ) -> None:
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.rng = rng if rng is not None else random.Random()
         self.tie_break: TieBreak = tie_break
         self.next_start_node_index = 0
+        self.batching = batching  # opportunistic batching (framework/batch.py); decisions are the same
+        self.batch = OpportunisticBatch()
 
     def schedule_pod(
         self,
@@ -142,13 +146,13 @@ class SchedulingAlgorithm:
         all_nodes = list(snapshot.list())
         if not all_nodes:
             raise NoNodesAvailableError()
-        feasible, diagnosis = self.find_nodes_that_fit_pod(fwk, state, pod, snapshot, all_nodes, nominator)
+        feasible, diagnosis, positions = self._find_feasible(fwk, state, pod, snapshot, all_nodes, nominator)
         if not feasible:
             raise FitError(pod, len(all_nodes), diagnosis)
         evaluated = len(feasible) + len(diagnosis.node_to_status.statuses)
         if len(feasible) == 1:
             return ScheduleResult(feasible[0].name, evaluated, 1, diagnosis=diagnosis)
-        totals, details = self.prioritize_nodes(fwk, state, pod, feasible)
+        totals, details = self.prioritize_nodes(fwk, state, pod, feasible, positions)
         names = [n.name for n in feasible] if self.tie_break == "name" else ()
         chosen = feasible[select_host(totals, self.rng, self.tie_break, names)]
         return ScheduleResult(chosen.name, evaluated, len(feasible), details or [], diagnosis)
@@ -163,6 +167,20 @@ class SchedulingAlgorithm:
         nominator: NominatedPods | None = None,
     ) -> tuple[list[NodeInfo], Diagnosis]:
         """PreFilter, the nominated-node fast path, then Filter over the (narrowed) node list."""
+        feasible, diagnosis, _ = self._find_feasible(fwk, state, pod, snapshot, all_nodes, nominator)
+        return feasible, diagnosis
+
+    def _find_feasible(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        snapshot: SharedLister,
+        all_nodes: Sequence[NodeInfo],
+        nominator: NominatedPods | None,
+    ) -> tuple[list[NodeInfo], Diagnosis, list[int] | None]:
+        """find_nodes_that_fit_pod, plus the feasible nodes' positions in ``all_nodes`` when the batch
+        answered the walk (its remembered scores then serve prioritize_nodes)."""
         diagnosis = Diagnosis()
         pre_result, status, narrowing = fwk.run_pre_filter_plugins(state, pod, all_nodes)
         diagnosis.unschedulable_plugins = set(narrowing)
@@ -174,11 +192,15 @@ class SchedulingAlgorithm:
             diagnosis.node_to_status.absent = status
             diagnosis.pre_filter_msg = status.message
             diagnosis.add_plugin_status(status)
-            return [], diagnosis
+            return [], diagnosis, None
         if pod.nominated_node_name:
             feasible = self._evaluate_nominated_node(fwk, state, pod, snapshot, diagnosis, nominator)
             if feasible:
-                return feasible, diagnosis
+                return feasible, diagnosis, None
+        if pre_result is None or pre_result.node_names is None:
+            positions = self._batched_filter(fwk, state, pod, diagnosis, all_nodes, nominator)
+            if positions is not None:
+                return [all_nodes[p] for p in positions], diagnosis, positions
         nodes: Sequence[NodeInfo] = all_nodes
         if pre_result is not None and pre_result.node_names is not None:
             # Upstream walks the result's name set (Go map order, i.e. random); snapshot order keeps
@@ -196,7 +218,48 @@ class SchedulingAlgorithm:
         self.next_start_node_index = (self.next_start_node_index + processed) % len(all_nodes)
         if failure is not None:
             raise FrameworkError(failure)
-        return feasible, diagnosis
+        return feasible, diagnosis, None
+
+    def _batched_filter(
+        self,
+        fwk: Framework,
+        state: CycleState,
+        pod: Pod,
+        diagnosis: Diagnosis,
+        all_nodes: Sequence[NodeInfo],
+        nominator: NominatedPods | None,
+    ) -> list[int] | None:
+        """The filter walk answered by the batch: positions of the feasible nodes, rejections recorded in
+        the diagnosis, start index advanced, as _filter_nodes would. None: the pod is not batched (no
+        signature, nominated pods anywhere, first pod of its signature, a filter error)."""
+        if not self.batching or not fwk.has_filter_plugins():
+            return None
+        if nominator is not None and nominator.nodes_with_nominated_pods():
+            return None
+        signature = fwk.sign_pod(pod)
+        if signature is None:
+            return None
+        began = time.perf_counter()
+        key = (signature, frozenset(state.skip_filter_plugins))
+        if not self.batch.refresh(key, all_nodes, fwk.filter_runner(state, pod)):
+            return None
+        chosen, rejected = self.batch.walk(self.next_start_node_index, self._num_to_find(fwk, len(all_nodes)))
+        statuses = diagnosis.node_to_status.statuses
+        verdicts = self.batch.verdicts
+        for p in rejected:
+            status = verdicts[p]
+            assert status is not None
+            statuses[all_nodes[p].name] = status
+            diagnosis.add_plugin_status(status)
+        self.next_start_node_index = (self.next_start_node_index + len(chosen) + len(rejected)) % len(all_nodes)
+        fwk.observe("Filter", None, time.perf_counter() - began)
+        return chosen
+
+    def _num_to_find(self, fwk: Framework, num_nodes: int) -> int:
+        percentage = fwk.percentage_of_nodes_to_score
+        if percentage is None:
+            percentage = self.percentage_of_nodes_to_score
+        return num_feasible_nodes_to_find(percentage, num_nodes, fwk.has_score_plugins())
 
     def _evaluate_nominated_node(
         self,
@@ -227,10 +290,7 @@ class SchedulingAlgorithm:
         """Visit nodes[(start + i) % n] until enough feasible nodes are found; record rejections in
         the diagnosis. Returns the feasible nodes and the Error status that stopped the walk, if any."""
         n = len(nodes)
-        percentage = fwk.percentage_of_nodes_to_score
-        if percentage is None:
-            percentage = self.percentage_of_nodes_to_score
-        k = num_feasible_nodes_to_find(percentage, n, fwk.has_score_plugins())
+        k = self._num_to_find(fwk, n)
         start = self.next_start_node_index
         if not fwk.has_filter_plugins():
             return [nodes[(start + i) % n] for i in range(min(k, n))], None
@@ -261,10 +321,12 @@ class SchedulingAlgorithm:
         return feasible, failure
 
     def prioritize_nodes(
-        self, fwk: Framework, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+        self, fwk: Framework, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo],
+        positions: Sequence[int] | None = None,
     ) -> tuple[list[int], list[NodePluginScores] | None]:
         """PreScore + Score: the totals in ``nodes`` order and, when the framework records them, the
-        per-plugin details. Without score plugins every node scores 1 (so selection is uniform)."""
+        per-plugin details. Without score plugins every node scores 1 (so selection is uniform).
+        ``positions`` (the nodes' places in the batch) lets the batch supply the raw scores it has."""
         if not fwk.has_score_plugins():
             totals = [1] * len(nodes)
             return totals, [NodePluginScores(n.name, 1) for n in nodes] if fwk.record_scores else None
@@ -272,11 +334,24 @@ class SchedulingAlgorithm:
         if not success(status):
             assert status is not None
             raise FrameworkError(status)
-        totals, details, status = fwk.score_totals(state, pod, nodes)
+        raw_scores = self._batched_raw_scores(fwk, positions) if positions is not None else None
+        totals, details, status = fwk.score_totals(state, pod, nodes, raw_scores)
         if not success(status):
             assert status is not None
             raise FrameworkError(status)
         return totals, details
+
+
+    def _batched_raw_scores(self, fwk: Framework, positions: Sequence[int]) -> RawScores:
+        batch = self.batch
+
+        def raw_scores(
+            state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin]
+        ) -> tuple[dict[str, list[int]], Status | None]:
+            names = tuple(pl.name for pl in plugins)
+            return batch.scores(positions, names, lambda todo: fwk.score_nodes(state, pod, todo, plugins))
+
+        return raw_scores
 
 
 @dataclass(slots=True)

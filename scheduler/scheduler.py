@@ -139,6 +139,7 @@ class Scheduler(EventHandlers, ScheduleOne):
             percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
             rng=self.rng,
             tie_break=tie_break,
+            batching=config.opportunistic_batching,
         )
         self._pending = {}
         self._pod_seen = {}

@@ -26,6 +26,8 @@ Accepted document::
       podMaxInUnschedulablePodsSeconds: 300   # upstream: the deprecated flag --pod-max-in-unschedulable-pods-duration
       assumedPodTTLSeconds: 0                  # 0 = assumed pods never expire (upstream); the seed era used 30
       registry: {MyPlugin: "pkg.module:MyPlugin"}   # out-of-tree plugins, by import path
+      opportunisticBatching: true              # alike pods reuse the previous one's verdicts and scores
+                                               # (same decisions; framework/batch.py); false turns it off
 
 Differences from upstream, on purpose:
 
@@ -155,7 +157,8 @@ _EXTENDER_KEYS = frozenset(
     }
 )
 _TLS_KEYS = frozenset({"insecure", "serverName", "certFile", "keyFile", "caFile", "certData", "keyData", "caData"})
-_EXT_KEYS = frozenset({"podMaxInUnschedulablePodsSeconds", "assumedPodTTLSeconds", "registry"})
+_EXT_KEYS = frozenset({"podMaxInUnschedulablePodsSeconds", "assumedPodTTLSeconds", "registry",
+                       "opportunisticBatching"})
 
 
 # --------------------------------------------------------------------------------------------- YAML
@@ -364,6 +367,10 @@ class _Loader:
                 e.add(p, f"invalid value {v:g}: must not be negative (0 = never expire)")
             elif v is not None:
                 cfg.assumed_pod_ttl_seconds = v
+        if m.get("opportunisticBatching") is not None:
+            v = want_bool(m["opportunisticBatching"], f"{EXTENSION_KEY}.opportunisticBatching", e)
+            if v is not None:
+                cfg.opportunistic_batching = v
         reg = want_map(m.get("registry"), f"{EXTENSION_KEY}.registry", e) or {}
         for name, target in reg.items():
             p = f"{EXTENSION_KEY}.registry.{name}"

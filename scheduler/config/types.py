@@ -76,6 +76,8 @@ class SchedulerConfiguration:
     # Out-of-tree plugins from the config's ``pyScheduler.registry``: name -> "pkg.module:Class".
     # ``config.load.build_registry(cfg)`` turns them into a plugin Registry.
     plugin_registry: dict[str, str] = field(default_factory=dict)
+    # ``pyScheduler.opportunisticBatching``: alike pods reuse the previous pod's filter and score results.
+    opportunistic_batching: bool = True
 
     def profile(self, scheduler_name: str) -> Profile | None:
         for p in self.profiles:

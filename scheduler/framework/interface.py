@@ -2,14 +2,14 @@
 
 A plugin is any object with a ``name`` attribute and the methods of the extension points it
 implements; the runtime checks with isinstance against these runtime-checkable protocols, once per
-profile, and finds the optional fast paths (FilterForPlugin, ScoreNodesPlugin, NormalizeValuesExtension)
+profile, and finds the optional fast paths (FilterForPlugin, ScoreNodesPlugin, NormalizeValuesExtension, SignPlugin)
 the same way. Nothing else is looked up on a plugin or a handle.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -370,6 +370,20 @@ class NormalizeValuesExtension(Protocol):
 
 
 @runtime_checkable
+class SignPlugin(Protocol):
+    """Opportunistic batching (upstream KEP-5598's SignPlugin): pods with one signature reuse the previous
+    pod's Filter verdicts and Score values on every node whose NodeInfo is unchanged. A profile batches only
+    when each of its PreFilter, Filter, PreScore and Score plugins is a SignPlugin."""
+
+    def sign_pod(self, pod: Pod) -> Hashable | None:
+        """What, beyond the pod template (namespace, labels, annotations and spec without volume names,
+        ``batch.template_key``), this plugin's verdicts and scores for the pod depend on, as long as they
+        are a function of that and of one node's NodeInfo (and the number of nodes). None when they
+        also depend on other nodes or objects (other pods' placement, claims, ...): no batching."""
+        ...
+
+
+@runtime_checkable
 class StateData(Protocol):
     """A CycleState value that must be copied when the state is cloned (mutable per-cycle data)."""
 
@@ -426,6 +440,7 @@ __all__ = [
     "ScoreNodesPlugin",
     "ScorePlugin",
     "SharedLister",
+    "SignPlugin",
     "StateData",
     "WaitingPod",
     "score_by_batch",

@@ -12,11 +12,12 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.config.types import EXTENSION_POINTS, Profile
+from scheduler.framework.batch import template_key
 from scheduler.framework.interface import (
     EXTENSION_POINT_PROTOCOLS,
     MAX_NODE_SCORE,
@@ -47,6 +48,7 @@ from scheduler.framework.interface import (
     ScoreNodesPlugin,
     ScorePlugin,
     SharedLister,
+    SignPlugin,
 )
 from scheduler.framework.status import Code, Status, error, success, unresolvable
 from scheduler.framework.types import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, NodeInfo
@@ -54,6 +56,10 @@ from scheduler.model.pod import Pod
 
 # callable(extension_point, status_code_string, seconds): wired to scheduler_framework_extension_point_duration.
 MetricsHook = Callable[[str, str, float], None]
+# (state, pod, nodes, plugins) -> raw scores per plugin in nodes order, or an error status
+RawScores = Callable[
+    [CycleState, Pod, Sequence[NodeInfo], "list[ScorePlugin]"], "tuple[dict[str, list[int]], Status | None]"
+]
 
 # Permit plugins may not ask for a longer wait than this (upstream maxTimeout).
 MAX_PERMIT_TIMEOUT_SECONDS = 15 * 60.0
@@ -320,6 +326,12 @@ class Framework:
             pl.name: pl for pl in self._score if isinstance(pl, ScoreNodesPlugin)
         }
 
+        # Opportunistic batching needs every PreFilter, Filter, PreScore and Score plugin to sign pods.
+        points = (self._pre_filter, self._filter, self._pre_score, self._score)
+        unique: list[Any] = list({id(pl): pl for pls in points for pl in pls}.values())
+        signers: list[SignPlugin] = [pl for pl in unique if isinstance(pl, SignPlugin)]
+        self._signers: list[SignPlugin] | None = signers if len(signers) == len(unique) else None
+
     # ----- construction -------------------------------------------------------------------------
 
     def _build(self, profile: Profile, registry: Mapping[str, PluginFactory]) -> None:
@@ -401,6 +413,18 @@ class Framework:
                     continue
                 out[pl.name] = list(pl.events_to_register()) if isinstance(pl, EnqueueExtensions) else [WILDCARD_EVENT]
         return out
+
+    def sign_pod(self, pod: Pod) -> Hashable | None:
+        """The pod's batching signature (framework/batch.py), or None when it cannot be batched."""
+        if self._signers is None:
+            return None
+        parts: list[Hashable] = [self.profile_name, template_key(pod)]
+        for pl in self._signers:
+            fragment = pl.sign_pod(pod)
+            if fragment is None:
+                return None
+            parts.append(fragment)
+        return tuple(parts)
 
     # ----- PreFilter / Filter -------------------------------------------------------------------
 
@@ -641,15 +665,16 @@ class Framework:
         return [NodePluginScores(n.name, t) for n, t in zip(nodes, totals, strict=True)], None
 
     def score_totals(
-        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], raw_scores: RawScores | None = None
     ) -> tuple[list[int], list[NodePluginScores] | None, Status | None]:
         """run_score_plugins as a plain list of weighted totals in ``nodes`` order, the form the cycle
-        selects from; the NodePluginScores details are built only when ``record_scores`` is set."""
+        selects from; the NodePluginScores details are built only when ``record_scores`` is set.
+        ``raw_scores`` gives the plugins' raw scores instead of ``score_nodes`` (opportunistic batching)."""
         start = time.perf_counter()
         status: Status | None = None
         try:
-            plugins = [pl for pl in self._score if pl.name not in state.skip_score_plugins]
-            raw, status = self._score_nodes(state, pod, nodes, plugins)
+            plugins = self.active_score_plugins(state)
+            raw, status = (raw_scores or self.score_nodes)(state, pod, nodes, plugins)
             if status is None:
                 status = self._normalize(state, pod, nodes, plugins, raw)
             totals: list[int] = []
@@ -661,11 +686,15 @@ class Framework:
         finally:
             self._observe_since("Score", status, start)
 
-    def _score_nodes(
+    def active_score_plugins(self, state: CycleState) -> list[ScorePlugin]:
+        """The Score plugins whose PreScore did not skip this cycle."""
+        return [pl for pl in self._score if pl.name not in state.skip_score_plugins]
+
+    def score_nodes(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin]
     ) -> tuple[dict[str, list[int]], Status | None]:
-        """Plugin by plugin over all nodes, as plain int lists in ``nodes`` order; a ScoreNodesPlugin
-        scores every node in one call."""
+        """Raw scores plugin by plugin over all nodes, as plain int lists in ``nodes`` order; a
+        ScoreNodesPlugin scores every node in one call."""
         raw: dict[str, list[int]] = {}
         for pl in plugins:
             batch = self._score_nodes_of.get(pl.name)

@@ -17,7 +17,7 @@ Extended resources backed by DRA (DRAExtendedResource, alpha and off in 1.34) ar
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +60,11 @@ class DynamicResources:
     """Keeps pods with resource claims away (unsupported) and gives the others upstream's verdicts."""
 
     name = NAME
+
+
+    def sign_pod(self, pod: Pod) -> Hashable | None:
+        """Batchable without resource claims (a claim's allocation is shared state)."""
+        return None if resource_claim_names(pod) else ()
 
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         # DynamicResourcesArgs.filterTimeout bounds device allocation in Filter; there is none here.

@@ -12,7 +12,7 @@ verbatim and match only a node image listed under that exact digest name, as ups
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, score_by_batch
@@ -67,6 +67,11 @@ class ImageLocality:
     """Scores nodes by the (spread-damped) size of the pod's images they already have."""
 
     name = NAME
+
+
+    def sign_pod(self, pod: Pod) -> Hashable | None:
+        """Batchable: verdicts and scores depend on the pod template and the one node only."""
+        return ()
 
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle

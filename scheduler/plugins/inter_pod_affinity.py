@@ -11,7 +11,7 @@ parsed once in its life, not once per scheduling cycle.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -311,6 +311,16 @@ class InterPodAffinity:
     """PreFilter/Filter on required terms, PreScore/Score/NormalizeScore on preferred terms."""
 
     name = NAME
+
+
+    def sign_pod(self, pod: Pod) -> Hashable | None:
+        """Batchable only when neither the pod nor any scheduled pod has (anti-)affinity terms: otherwise
+        verdicts and scores count pods on other nodes of a topology domain."""
+        snapshot = self.handle.snapshot()
+        if pod.has_affinity or snapshot.have_pods_with_affinity_list() \
+                or snapshot.have_pods_with_required_anti_affinity_list():
+            return None
+        return ()
 
     def __init__(self, args: InterPodAffinityArgs | Mapping[str, Any], handle: Handle) -> None:
         a = plugin_args(InterPodAffinityArgs, args)

@@ -21,7 +21,7 @@ Error status naming it, as upstream's NewPreferredSchedulingTerms error does.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -409,6 +409,11 @@ class NodeAffinity:
     """Keeps pods on nodes their nodeSelector / node affinity allow; prefers preferred-term matches."""
 
     name = NAME
+
+
+    def sign_pod(self, pod: Pod) -> Hashable | None:
+        """Batchable: verdicts and scores depend on the pod template and the one node only."""
+        return ()
 
     def __init__(self, args: NodeAffinityArgs | Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 from scheduler.framework.interface import CycleState, Handle
@@ -20,6 +20,11 @@ def fits(pod: Pod, node_info: NodeInfo) -> bool:
 
 class NodeName:
     name = "NodeName"
+
+
+    def sign_pod(self, pod: Pod) -> Hashable | None:
+        """Batchable: verdicts and scores depend on the pod template and the one node only."""
+        return ()
 
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         del args, handle  # no configuration

@@ -8,7 +8,7 @@ with the same IP or ``0.0.0.0`` (HostPortInfo.CheckConflict) — as Unschedulabl
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from scheduler.framework.interface import CycleState, Handle, PreFilterResult
@@ -40,6 +40,11 @@ class NodePorts:
     """Rejects nodes where a host port the pod wants is already taken."""
 
     name = NAME
+
+
+    def sign_pod(self, pod: Pod) -> Hashable | None:
+        """Batchable: verdicts and scores depend on the pod template and the one node only."""
+        return ()
 
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle

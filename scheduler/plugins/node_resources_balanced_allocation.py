@@ -12,7 +12,7 @@ best-effort pods are not all packed onto the emptiest, most "balanced" node.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from scheduler.config.args import plugin_args
@@ -53,6 +53,11 @@ class NodeResourcesBalancedAllocation:
     """Scores nodes by how evenly the pod would leave their resources used."""
 
     name = NAME
+
+
+    def sign_pod(self, pod: Pod) -> Hashable | None:
+        """Batchable: verdicts and scores depend on the pod template and the one node only."""
+        return ()
 
     def __init__(self, args: NodeResourcesBalancedAllocationArgs | Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle

@@ -13,7 +13,7 @@ The resource-allocation scorer below is shared with NodeResourcesBalancedAllocat
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -368,6 +368,11 @@ class NodeResourcesFit:
     """Checks that the node has room for the pod's requests and scores by the configured strategy."""
 
     name = NAME
+
+
+    def sign_pod(self, pod: Pod) -> Hashable | None:
+        """Batchable: verdicts and scores depend on the pod template and the one node only."""
+        return ()
 
     def __init__(self, args: NodeResourcesFitArgs | Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle

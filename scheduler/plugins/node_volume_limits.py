@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import random
 import string
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from scheduler.framework.interface import CycleState, Handle, PreFilterResult
@@ -51,6 +51,7 @@ from scheduler.plugins.volume_util import (
     ephemeral_claim_name,
     get_csi_node,
     get_pvc,
+    has_scheduling_volumes,
     in_tree_plugin_of_pv,
     in_tree_plugin_of_volume,
     is_ephemeral,
@@ -113,6 +114,11 @@ class NodeVolumeLimits:
     """Per-driver CSI attach limits from CSINode."""
 
     name = NAME
+
+
+    def sign_pod(self, pod: Pod) -> Hashable | None:
+        """Batchable unless the pod has volumes this plugin looks at (claims, disks: shared objects)."""
+        return None if has_scheduling_volumes(pod) else ()
 
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle

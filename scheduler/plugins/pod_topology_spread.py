@@ -14,7 +14,7 @@ the framework performs, both give the same minimum.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -389,6 +389,15 @@ class PodTopologySpread:
         if selector.nothing or not selector.requirements:
             return ()
         return tuple(replace(c, selector=selector) for c in defaults)
+
+    def sign_pod(self, pod: Pod) -> Hashable | None:
+        """Batchable only without constraints (own or defaulted): skews count pods on other nodes."""
+        try:
+            if self.get_constraints(pod, DO_NOT_SCHEDULE) or self.get_constraints(pod, SCHEDULE_ANYWAY):
+                return None
+        except InvalidObjectError:
+            return None
+        return ()
 
     # --- PreFilter / Filter ----------------------------------------------------------------------
 

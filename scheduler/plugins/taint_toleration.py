@@ -12,7 +12,7 @@ with Exists matches every key, Equal compares values.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, NodeScore, score_by_batch
@@ -61,6 +61,11 @@ class TaintToleration:
     """Keeps pods off nodes whose NoSchedule/NoExecute taints they do not tolerate."""
 
     name = NAME
+
+
+    def sign_pod(self, pod: Pod) -> Hashable | None:
+        """Batchable: verdicts and scores depend on the pod template and the one node only."""
+        return ()
 
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -83,6 +83,7 @@ from scheduler.plugins.volume_util import (
     ephemeral_claim_name,
     get_csi_node,
     get_pvc,
+    has_scheduling_volumes,
     in_tree_plugin_of_pv,
     is_ephemeral,
     is_pvc_fully_bound,
@@ -408,6 +409,11 @@ class VolumeBinding:
     """Binds pods' PVCs to PVs (static or by provisioning) as part of scheduling."""
 
     name = NAME
+
+
+    def sign_pod(self, pod: Pod) -> Hashable | None:
+        """Batchable unless the pod has volumes this plugin looks at (claims, disks: shared objects)."""
+        return None if has_scheduling_volumes(pod) else ()
 
     def __init__(self, args: VolumeBindingArgs | Mapping[str, Any] | None, handle: Handle) -> None:
         self.handle = handle

@@ -19,7 +19,7 @@ ReadWriteOncePod claim in use.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +40,7 @@ from scheduler.plugins.volume_util import (
     access_modes,
     claim_name_of,
     get_pvc,
+    has_scheduling_volumes,
     name_of,
     namespace_of,
     pod_volumes,
@@ -141,6 +142,11 @@ class VolumeRestrictions:
     """Disk conflicts (GCE PD, AWS EBS, iSCSI, RBD) and ReadWriteOncePod claims already in use."""
 
     name = NAME
+
+
+    def sign_pod(self, pod: Pod) -> Hashable | None:
+        """Batchable unless the pod has volumes this plugin looks at (claims, disks: shared objects)."""
+        return None if has_scheduling_volumes(pod) else ()
 
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle

@@ -136,6 +136,16 @@ def pod_volumes(pod: Pod) -> list[Mapping[str, Any]]:
     return [v for v in vols if isinstance(v, Mapping)]
 
 
+# Volume sources no scheduling plugin looks at: the pod's own data (the service-account token every
+# pod gets is a projected volume), never a claim, a disk or a driver with limits.
+POD_LOCAL_VOLUME_SOURCES = frozenset({"name", "projected", "configMap", "secret", "downwardAPI", "emptyDir"})
+
+
+def has_scheduling_volumes(pod: Pod) -> bool:
+    """The pod has a volume the volume plugins check (anything but pod-local sources)."""
+    return any(not POD_LOCAL_VOLUME_SOURCES.issuperset(v) for v in pod_volumes(pod))
+
+
 def claim_name_of(vol: Mapping[str, Any]) -> str | None:
     """``persistentVolumeClaim.claimName`` of a volume, None when it is not a PVC volume."""
     src = vol.get("persistentVolumeClaim")

@@ -19,7 +19,7 @@ matched by the node's GA key) with one of the PV's values, else UnschedulableAnd
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +45,7 @@ from scheduler.plugins.volume_util import (
     get_pv,
     get_pvc,
     get_storage_class,
+    has_scheduling_volumes,
     label_zones_to_set,
     labels_of,
     name_of,
@@ -91,6 +92,11 @@ class VolumeZone:
     """Bound PVs' zone/region labels must match the node's."""
 
     name = NAME
+
+
+    def sign_pod(self, pod: Pod) -> Hashable | None:
+        """Batchable unless the pod has volumes this plugin looks at (claims, disks: shared objects)."""
+        return None if has_scheduling_volumes(pod) else ()
 
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle

@@ -1,0 +1,176 @@
+"""Opportunistic batching (upstream KEP-5598), exact: alike pods reuse the previous pod's Filter verdicts
+and Score values on every node whose NodeInfo is unchanged.
+
+A pod's signature is its template (``template_key``: namespace, labels, annotations, owners and spec,
+without volume names, which differ per pod) plus what each plugin's ``sign_pod`` adds; a plugin returns
+None when its verdicts or scores for the pod depend on more than the template and one node (pod
+(anti-)affinity anywhere in the cluster, topology spread, claims, volumes with claims or disks). The
+batch keeps, for the latest signature, every node's verdict and the raw (unnormalized) score of each
+plugin, tied to the very NodeInfo object of the snapshot they were computed on: the snapshot replaces a
+node's NodeInfo whenever it changes, so an identity check finds the nodes to re-evaluate (usually the one
+the previous pod went to) without a Python loop per node. A change in the number of nodes re-evaluates
+all of them (ImageLocality scales by it).
+
+The filter walk is then answered from sorted lists of feasible and rejected node positions: the same
+nodes, in the same rotation order from the same start index, as the per-node walk visits, so sampling
+(numFeasibleNodesToFind), the diagnosis, the next start index, the scores and the random tie-break draw
+are those of the reference path. Normalization, weights and selection run on the feasible nodes as
+always. The algorithm uses the batch only when no pod is nominated anywhere (the two-pass filter reads
+other pods) and PreFilter did not narrow the nodes; a signature is evaluated on all nodes only when a
+second pod with it comes, so lone pods pay nothing but the signing.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_left, bisect_right, insort
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from itertools import compress
+from operator import is_not
+from typing import Any
+
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import NodeInfo
+from scheduler.model.pod import Pod
+
+_MEMO_KEY = "batch.template_key"
+_METADATA = ("namespace", "labels", "annotations", "ownerReferences")
+
+
+def template_key(pod: Pod) -> str:
+    """The pod as plugins read it, minus what differs between pods of one workload: name, uid,
+    volume names (the service-account token volume is named per pod) and the containers' mounts."""
+    key = pod.memo.get(_MEMO_KEY)
+    if key is None:
+        raw = pod.raw
+        meta = raw.get("metadata") or {}
+        spec = dict(raw.get("spec") or {})
+        spec.pop("nodeName", None)
+        volumes = spec.pop("volumes", None) or []
+        spec["volumes"] = [{k: v for k, v in vol.items() if k != "name"} if isinstance(vol, Mapping) else vol
+                           for vol in volumes]
+        for field in ("containers", "initContainers", "ephemeralContainers"):
+            if isinstance(spec.get(field), list):
+                spec[field] = [_without_mounts(c) for c in spec[field]]
+        body = [meta.get(k) for k in _METADATA] + [spec]
+        key = pod.memo[_MEMO_KEY] = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+    return key
+
+
+def _without_mounts(container: Any) -> Any:
+    if not isinstance(container, Mapping):
+        return container
+    return {k: v for k, v in container.items() if k != "volumeMounts"}
+
+
+RawScorer = Callable[[Sequence[NodeInfo]], "tuple[dict[str, list[int]], Status | None]"]
+
+
+class OpportunisticBatch:
+    """Verdicts and raw scores of the latest signature, by position in the snapshot's node list."""
+
+    __slots__ = ("_candidate", "feasible", "nodes", "raw", "rejected", "score_plugins", "signature", "verdicts")
+
+    def __init__(self) -> None:
+        self.signature: Hashable | None = None
+        self._candidate: Hashable | None = None  # seen once; batched when the next pod has it too
+        self.nodes: list[NodeInfo] = []  # the NodeInfo each position's entries were computed on
+        self.verdicts: list[Status | None] = []
+        self.feasible: list[int] = []  # sorted positions
+        self.rejected: list[int] = []  # sorted positions
+        self.raw: dict[str, list[int | None]] = {}
+        self.score_plugins: tuple[str, ...] = ()
+
+    def invalidate(self) -> None:
+        self.signature = None
+        self.nodes, self.verdicts, self.feasible, self.rejected, self.raw = [], [], [], [], {}
+
+    def refresh(
+        self, signature: Hashable, all_nodes: Sequence[NodeInfo], run_filters: Callable[[NodeInfo], Status | None]
+    ) -> bool:
+        """Bring the verdicts up to date for ``signature`` (which includes the skipped filters). False:
+        not batched this time (first pod of a signature, or a filter errored); run the per-node walk."""
+        n = len(all_nodes)
+        if signature != self.signature or n != len(self.nodes):
+            if signature != self.signature and signature != self._candidate:
+                self._candidate = signature
+                self.invalidate()
+                return False
+            self.invalidate()
+            self.nodes = list(all_nodes)
+            self.verdicts = [None] * n
+            self.raw = {}
+            changed: Sequence[int] = range(n)
+            fresh = True
+        else:
+            changed = list(compress(range(n), map(is_not, self.nodes, all_nodes)))
+            fresh = False
+        for p in changed:
+            info = all_nodes[p]
+            status = run_filters(info)
+            if status is not None and status.code == Code.ERROR:
+                self.invalidate()
+                return False
+            if fresh:
+                (self.feasible if status is None or status.code == Code.SUCCESS else self.rejected).append(p)
+            else:
+                self._move(p, status)
+            self.verdicts[p] = status
+            self.nodes[p] = info
+            for column in self.raw.values():
+                column[p] = None
+        self.signature = signature
+        return True
+
+    def _move(self, p: int, status: Status | None) -> None:
+        was_ok = _ok(self.verdicts[p])
+        now_ok = _ok(status)
+        if was_ok == now_ok:
+            return
+        src, dst = (self.feasible, self.rejected) if was_ok else (self.rejected, self.feasible)
+        del src[bisect_left(src, p)]
+        insort(dst, p)
+
+    def walk(self, start: int, k: int) -> tuple[list[int], list[int]]:
+        """The positions the per-node walk from ``start`` finds feasible (at most ``k``) and those it
+        rejects on the way, both in visiting order."""
+        feasible, rejected = self.feasible, self.rejected
+        b = bisect_left(feasible, start)
+        chosen = feasible[b:b + k]
+        if len(chosen) < k:
+            chosen += feasible[:min(k - len(chosen), b)]
+        if len(chosen) < k:  # fewer feasible than wanted: every node is visited
+            r = bisect_left(rejected, start)
+            return chosen, rejected[r:] + rejected[:r]
+        last = chosen[-1]
+        lo = bisect_left(rejected, start)
+        if last >= start:
+            return chosen, rejected[lo:bisect_right(rejected, last)]
+        return chosen, rejected[lo:] + rejected[:bisect_right(rejected, last)]
+
+    def scores(
+        self, positions: Sequence[int], plugins: tuple[str, ...], compute: RawScorer
+    ) -> tuple[dict[str, list[int]], Status | None]:
+        """Raw scores of ``plugins`` on the nodes at ``positions``: remembered ones, ``compute`` for the
+        rest (all plugins' entries of a node are dropped together when it changes)."""
+        if plugins != self.score_plugins:
+            self.raw, self.score_plugins = {}, plugins
+        n = len(self.nodes)
+        columns = [self.raw.setdefault(name, [None] * n) for name in plugins]
+        if not columns:
+            return {}, None
+        first = columns[0]
+        missing = [p for p in positions if first[p] is None]
+        if missing:
+            computed, status = compute([self.nodes[p] for p in missing])
+            if status is not None:
+                return computed, status
+            for name, column in zip(plugins, columns, strict=True):
+                for p, value in zip(missing, computed[name], strict=True):
+                    column[p] = value
+        return {name: [column[p] for p in positions]  # type: ignore[misc]  # every position is filled
+                for name, column in zip(plugins, columns, strict=True)}, None
+
+
+def _ok(status: Status | None) -> bool:
+    return status is None or status.code == Code.SUCCESS

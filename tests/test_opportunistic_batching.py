@@ -1,0 +1,230 @@
+"""Opportunistic batching decides exactly as the per-node reference path (batching off).
+
+Two Schedulers, one with ``pyScheduler.opportunisticBatching`` on and one with it off, get the same
+random cluster (over 100 nodes, so sampling by numFeasibleNodesToFind and the rotating start index are
+in play), the same seed and the same random stream of events: alike pods from a few templates (some
+with no signature: pod affinity, topology spread, volumes with claims), node additions, updates and
+deletions, bound pods deleted, and pods nominated to nodes (the two-pass filter). Every binding, every
+FailedScheduling message, the start index and the random source must end up the same.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scheduler.app.offline import OfflineWriter, RecordingBinder, RecordingEventSink
+from scheduler.config.load import build_registry, load_dict
+from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
+from scheduler.framework.batch import OpportunisticBatch, template_key
+from scheduler.model.pod import pod_from_api
+from scheduler.scheduler import Scheduler
+
+NAME = "py-scheduler"
+ZONE = "topology.kubernetes.io/zone"
+TS = "2026-01-01T00:00:00Z"
+
+
+def node_obj(i: int, cpu: str, pods: int, zone: int, taint: bool, label: str, image: bool, rv: int = 1) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    if taint:
+        spec["taints"] = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]
+    status: dict[str, Any] = {
+        "allocatable": {"cpu": cpu, "memory": "8Gi", "pods": str(pods)},
+        "capacity": {"cpu": cpu, "memory": "8Gi", "pods": str(pods)},
+        "conditions": [{"type": "Ready", "status": "True"}],
+    }
+    if image:
+        status["images"] = [{"names": ["repo/app:v1"], "sizeBytes": 400 * 2**20}]
+    return {"apiVersion": "v1", "kind": "Node", "spec": spec, "status": status, "metadata": {
+        "name": f"n{i}", "uid": f"node-{i}", "resourceVersion": str(rv), "creationTimestamp": TS,
+        "labels": {"kubernetes.io/hostname": f"n{i}", ZONE: f"z{zone}", "disk": label}}}
+
+
+# Mostly untainted, so that over 100 nodes (k) are often feasible with a few rejected among them.
+node_st = st.tuples(st.sampled_from(["1", "2", "4"]), st.integers(1, 4), st.integers(0, 2),
+                    st.sampled_from([False, False, False, False, True]), st.sampled_from(["a", "a", "a", "b"]),
+                    st.booleans())
+
+
+@st.composite
+def template_st(draw: st.DrawFn) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "c", "image": draw(st.sampled_from(["repo/app:v1", "pause"])),
+                                 "resources": {"requests": {"cpu": draw(st.sampled_from(["100m", "500m", "1"])),
+                                                            "memory": draw(st.sampled_from(["100Mi", "2Gi"]))}}}
+    if draw(st.booleans()):
+        container["ports"] = [{"containerPort": 80, "hostPort": 8080}]
+    container["volumeMounts"] = [{"name": "token", "mountPath": "/var/run"}]
+    spec: dict[str, Any] = {"schedulerName": NAME, "containers": [container],
+                            "priority": draw(st.sampled_from([0, 10])),
+                            "volumes": [{"name": "token", "projected": {"sources": []}}]}
+    if draw(st.booleans()):
+        spec["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
+    kind = draw(st.sampled_from(["plain", "plain", "selector", "preferred", "anti", "spread", "claim"]))
+    labels = {"app": draw(st.sampled_from(["x", "y"]))}
+    if kind == "selector":
+        spec["nodeSelector"] = {"disk": "a"}
+    elif kind == "preferred":
+        spec["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 5, "preference": {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["z1"]}]}}]}}
+    elif kind == "anti":
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": labels}, "topologyKey": "kubernetes.io/hostname"}]}}
+    elif kind == "spread":
+        spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+                                              "labelSelector": {"matchLabels": labels}}]
+    elif kind == "claim":
+        spec["volumes"].append({"name": "data", "hostPath": {"path": "/data"}})
+        spec["volumes"].append({"name": "disk", "gcePersistentDisk": {"pdName": "pd"}})
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": labels}, "spec": spec}
+
+
+event_st = st.one_of(
+    st.tuples(st.just("pod"), st.integers(0, 3), st.integers(1, 6)),
+    st.tuples(st.just("pod"), st.integers(0, 3), st.integers(1, 6)),
+    st.tuples(st.just("pod"), st.integers(0, 3), st.integers(1, 6)),
+    st.tuples(st.just("update-node"), st.integers(0, 10_000), node_st),
+    st.tuples(st.just("add-node"), node_st),
+    st.tuples(st.just("delete-node"), st.integers(0, 10_000)),
+    st.tuples(st.just("delete-pod"), st.integers(0, 10_000)),
+    st.tuples(st.just("nominate"), st.integers(0, 10_000), st.integers(0, 3)),
+    st.tuples(st.just("unnominate"),),
+)
+
+
+class World:
+    """One scheduler and the objects it was told about."""
+
+    def __init__(self, batching: bool, seed: int) -> None:
+        cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                         "pyScheduler": {"opportunisticBatching": batching}}, [NAME])
+        self.writer = OfflineWriter()
+        self.sink = RecordingEventSink()
+        self.sched = Scheduler(cfg, build_registry(cfg), RecordingBinder(), self.sink, None, writer=self.writer,
+                               synchronous_binding=True, rng=random.Random(seed))
+        self.writer.connect(self.sched)
+        self.bindings: list[tuple[str, str]] = []
+
+    def run(self, pods: dict[str, dict[str, Any]]) -> None:
+        binder = self.sched.binder
+        assert isinstance(binder, RecordingBinder)
+        while self.sched.schedule_one(timeout=0):
+            while binder.bindings:
+                key, node = binder.bindings.pop(0)
+                self.bindings.append((key, node))
+                obj = pods[key]
+                self.sched.on_pod_event(MODIFIED, {**obj, "spec": {**obj["spec"], "nodeName": node}})
+
+
+def pod_obj(template: dict[str, Any], i: int) -> dict[str, Any]:
+    meta = {**template["metadata"], "name": f"p{i}", "namespace": "default", "uid": f"pod-{i}",
+            "resourceVersion": "1", "creationTimestamp": TS}
+    spec = {**template["spec"], "volumes": [{**v, "name": f"{v['name']}-{i}"} for v in template["spec"]["volumes"]]}
+    return {**template, "metadata": meta, "spec": spec}
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    nodes=st.lists(node_st, min_size=101, max_size=220),
+    templates=st.lists(template_st(), min_size=1, max_size=4),
+    events=st.lists(event_st, min_size=5, max_size=40),
+    seed=st.integers(0, 2**16),
+)
+def test_batching_decides_as_the_reference_path(
+    nodes: list[tuple[Any, ...]], templates: list[dict[str, Any]], events: list[tuple[Any, ...]], seed: int
+) -> None:
+    worlds = [World(True, seed), World(False, seed)]
+    node_names = [f"n{i}" for i in range(len(nodes))]
+    for i, shape in enumerate(nodes):
+        for w in worlds:
+            w.sched.on_node_event(ADDED, node_obj(i, *shape))
+    pods: dict[str, dict[str, Any]] = {}
+    nominated: list[Any] = []
+    for n, event in enumerate(events):
+        kind = event[0]
+        for w in worlds:
+            if kind == "pod":  # a burst of alike pods, as from a ReplicaSet
+                for j in range(event[2]):
+                    obj = pod_obj(templates[event[1] % len(templates)], 100 * n + j)
+                    pods[f"default/{obj['metadata']['name']}"] = obj
+                    w.sched.on_pod_event(ADDED, obj)
+            elif kind == "update-node" and node_names:
+                name = node_names[event[1] % len(node_names)]
+                w.sched.on_node_event(MODIFIED, node_obj(int(name[1:]), *event[2], rv=n + 2))
+            elif kind == "add-node":
+                w.sched.on_node_event(ADDED, node_obj(1000 + n, *event[1]))
+            elif kind == "delete-node" and node_names:
+                name = node_names[event[1] % len(node_names)]
+                w.sched.on_node_event(DELETED, node_obj(int(name[1:]), "1", 1, 0, False, "a", False))
+            elif kind == "delete-pod" and worlds[0].bindings:
+                key, node = worlds[0].bindings[event[1] % len(worlds[0].bindings)]
+                obj = pods[key]
+                w.sched.on_pod_event(DELETED, {**obj, "spec": {**obj["spec"], "nodeName": node}})
+            elif kind == "nominate" and node_names:
+                phantom = pod_from_api(pod_obj(templates[event[2] % len(templates)], 100_000 + n))
+                w.sched.queue.nominator.add_nominated_pod(phantom, node_names[event[1] % len(node_names)])
+                if w is worlds[0]:
+                    nominated.append(phantom)
+            elif kind == "unnominate" and nominated:
+                w.sched.queue.nominator.delete_nominated_pod_if_exists(nominated[0])
+        if kind == "add-node":
+            node_names.append(f"n{1000 + n}")
+        elif kind == "delete-node" and node_names:
+            node_names.remove(node_names[event[1] % len(node_names)])
+        elif kind == "unnominate" and nominated:
+            nominated.pop(0)
+        for w in worlds:
+            w.run(pods)
+        on, off = worlds
+        assert on.bindings == off.bindings
+        assert on.sink.events == off.sink.events
+        assert on.sched.algorithm.next_start_node_index == off.sched.algorithm.next_start_node_index
+        assert on.sched.rng.getstate() == off.sched.rng.getstate()
+
+
+def test_alike_pods_are_batched_and_distinct_volume_names_do_not_matter() -> None:
+    """The equivalence test above must exercise the batch: alike pods hit it after the first one."""
+    template = {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"labels": {"app": "x"}},
+        "spec": {"schedulerName": NAME, "containers": [{"name": "c", "image": "pause", "volumeMounts": [
+            {"name": "token", "mountPath": "/var/run"}], "resources": {"requests": {"cpu": "100m"}}}],
+            "volumes": [{"name": "token", "projected": {"sources": []}}]},
+    }
+    a, b = pod_from_api(pod_obj(template, 1)), pod_from_api(pod_obj(template, 2))
+    assert template_key(a) == template_key(b)
+    world = World(True, 1)
+    for i in range(120):
+        world.sched.on_node_event(ADDED, node_obj(i, "4", 110, i % 3, False, "a", False))
+    pods = {}
+    for i in range(3):
+        obj = pod_obj(template, i)
+        pods[f"default/p{i}"] = obj
+        world.sched.on_pod_event(ADDED, obj)
+    world.run(pods)
+    batch = world.sched.algorithm.batch
+    assert isinstance(batch, OpportunisticBatch)
+    assert batch.signature is not None
+    assert len(batch.feasible) == 120 and not batch.rejected
+    assert len(world.bindings) == 3
+
+
+@settings(max_examples=300, deadline=None)
+@given(ok=st.lists(st.booleans(), min_size=1, max_size=60), start=st.integers(0, 10_000), k=st.integers(1, 70))
+def test_walk_visits_what_the_per_node_walk_visits(ok: list[bool], start: int, k: int) -> None:
+    """From ``start``, in rotation order, stop right after the k-th feasible node (schedule_one's loop)."""
+    n = len(ok)
+    start %= n
+    want_feasible: list[int] = []
+    want_rejected: list[int] = []
+    for i in range(n):
+        if len(want_feasible) >= k:
+            break
+        p = (start + i) % n
+        (want_feasible if ok[p] else want_rejected).append(p)
+    batch = OpportunisticBatch()
+    batch.feasible = [p for p in range(n) if ok[p]]
+    batch.rejected = [p for p in range(n) if not ok[p]]
+    assert batch.walk(start, k) == (want_feasible, want_rejected)

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Any, Literal, Protocol
 
 import structlog
@@ -111,7 +112,7 @@ def select_host(totals: Sequence[int], rng: random.Random, tie_break: TieBreak =
     top = max(totals)
     if tie_break == "name":
         return min((i for i, t in enumerate(totals) if t == top), key=lambda i: names[i])
-    ties = [i for i, t in enumerate(totals) if t == top]
+    ties = list(compress(range(len(totals)), map(top.__eq__, totals)))  # a C loop over the feasible nodes
     return ties[rng.randrange(len(ties))] if len(ties) > 1 else ties[0]
 
 
@@ -198,9 +199,9 @@ class SchedulingAlgorithm:
             if feasible:
                 return feasible, diagnosis, None
         if pre_result is None or pre_result.node_names is None:
-            positions = self._batched_filter(fwk, state, pod, diagnosis, all_nodes, nominator)
+            positions = self._batched_filter(fwk, state, pod, snapshot, diagnosis, all_nodes, nominator)
             if positions is not None:
-                return [all_nodes[p] for p in positions], diagnosis, positions
+                return list(map(all_nodes.__getitem__, positions)), diagnosis, positions
         nodes: Sequence[NodeInfo] = all_nodes
         if pre_result is not None and pre_result.node_names is not None:
             # Upstream walks the result's name set (Go map order, i.e. random); snapshot order keeps
@@ -225,6 +226,7 @@ class SchedulingAlgorithm:
         fwk: Framework,
         state: CycleState,
         pod: Pod,
+        snapshot: SharedLister,
         diagnosis: Diagnosis,
         all_nodes: Sequence[NodeInfo],
         nominator: NominatedPods | None,
@@ -241,7 +243,12 @@ class SchedulingAlgorithm:
             return None
         began = time.perf_counter()
         key = (signature, frozenset(state.skip_filter_plugins))
-        if not self.batch.refresh(key, all_nodes, fwk.filter_runner(state, pod)):
+        run_filters = fwk.filter_runner(state, pod)
+        if isinstance(snapshot, Snapshot):
+            fresh = self.batch.refresh(key, all_nodes, run_filters, snapshot.changed_since, snapshot.change_mark())
+        else:
+            fresh = self.batch.refresh(key, all_nodes, run_filters)
+        if not fresh:
             return None
         chosen, rejected = self.batch.walk(self.next_start_node_index, self._num_to_find(fwk, len(all_nodes)))
         statuses = diagnosis.node_to_status.statuses

@@ -28,7 +28,9 @@ ZONE = "topology.kubernetes.io/zone"
 TS = "2026-01-01T00:00:00Z"
 
 
-def node_obj(i: int, cpu: str, pods: int, zone: int, taint: bool, label: str, image: bool, rv: int = 1) -> dict[str, Any]:
+def node_obj(
+    i: int, cpu: str, pods: int, zone: int, taint: bool, label: str, image: bool, rv: int = 1
+) -> dict[str, Any]:
     spec: dict[str, Any] = {}
     if taint:
         spec["taints"] = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]

@@ -25,6 +25,8 @@ class Snapshot:
         "_affinity_pos",
         "_anti_affinity",
         "_anti_affinity_pos",
+        "_changed",
+        "_epoch",
         "_infos",
         "_list",
         "_pos",
@@ -42,6 +44,10 @@ class Snapshot:
         self._anti_affinity_pos: dict[str, int] = {}
         self._pvc_users: dict[str, int] = {}  # "ns/claim" -> number of snapshot nodes whose pods use it
         self.generation = 0  # highest NodeInfo generation already copied in
+        # Positions in the node list whose NodeInfo was replaced, in order, since the list was last rebuilt
+        # (epoch): opportunistic batching re-evaluates just those.
+        self._epoch = 0
+        self._changed: builtins.list[int] = []
 
     # --- SharedLister -------------------------------------------------------------------------
 
@@ -60,6 +66,24 @@ class Snapshot:
 
     def num_nodes(self) -> int:
         return len(self._list)
+
+    def change_mark(self) -> tuple[int, int, int]:
+        """Where the change log stands now, for ``changed_since``."""
+        return id(self), self._epoch, len(self._changed)
+
+    def changed_since(self, mark: tuple[int, int, int]) -> builtins.list[int] | None:
+        """Positions in ``list()`` whose NodeInfo was replaced since ``mark``; None when the list was rebuilt
+        (positions moved, nodes came or went) or the mark is another snapshot's."""
+        snapshot, epoch, length = mark
+        if snapshot != id(self) or epoch != self._epoch:
+            return None
+        return builtins.list(dict.fromkeys(self._changed[length:]))
+
+    def _log_change(self, name: str) -> None:
+        if len(self._changed) > 2 * len(self._list) + 1000:  # bounded: old marks then rebuild from scratch
+            self._epoch += 1
+            self._changed = []
+        self._changed.append(self._pos[name])
 
     # --- volumes ------------------------------------------------------------------------------
 
@@ -108,6 +132,7 @@ class Snapshot:
     def patch(self, name: str, info: NodeInfo) -> None:
         """Put a replaced NodeInfo at its existing positions (membership of every list unchanged)."""
         self._list[self._pos[name]] = info
+        self._log_change(name)
         if name in self._affinity_pos:
             self._affinity[self._affinity_pos[name]] = info
         if name in self._anti_affinity_pos:
@@ -117,12 +142,15 @@ class Snapshot:
         """Put a replaced NodeInfo at its position in the node list only (the affinity lists are
         rebuilt next, since its affinity membership changed)."""
         self._list[self._pos[name]] = info
+        self._log_change(name)
 
     def rebuild_list(self, names: Sequence[str]) -> builtins.list[str]:
         """Rebuild the node list in the given (tree) order; returns names missing from the map."""
         missing: builtins.list[str] = []
         self._list = []
         self._pos = {}
+        self._epoch += 1
+        self._changed = []
         for name in names:
             info = self._infos.get(name)
             if info is None:

@@ -69,7 +69,9 @@ RawScorer = Callable[[Sequence[NodeInfo]], "tuple[dict[str, list[int]], Status |
 class OpportunisticBatch:
     """Verdicts and raw scores of the latest signature, by position in the snapshot's node list."""
 
-    __slots__ = ("_candidate", "feasible", "nodes", "raw", "rejected", "score_plugins", "signature", "verdicts")
+    __slots__ = (
+        "_candidate", "feasible", "mark", "nodes", "raw", "rejected", "score_plugins", "signature", "verdicts",
+    )
 
     def __init__(self) -> None:
         self.signature: Hashable | None = None
@@ -80,17 +82,28 @@ class OpportunisticBatch:
         self.rejected: list[int] = []  # sorted positions
         self.raw: dict[str, list[int | None]] = {}
         self.score_plugins: tuple[str, ...] = ()
+        self.mark: Hashable = None  # the snapshot's change-log position at the last refresh
 
     def invalidate(self) -> None:
         self.signature = None
         self.nodes, self.verdicts, self.feasible, self.rejected, self.raw = [], [], [], [], {}
 
     def refresh(
-        self, signature: Hashable, all_nodes: Sequence[NodeInfo], run_filters: Callable[[NodeInfo], Status | None]
+        self,
+        signature: Hashable,
+        all_nodes: Sequence[NodeInfo],
+        run_filters: Callable[[NodeInfo], Status | None],
+        changed_since: Callable[[Any], Sequence[int] | None] | None = None,
+        mark: Hashable = None,
     ) -> bool:
         """Bring the verdicts up to date for ``signature`` (which includes the skipped filters). False:
-        not batched this time (first pod of a signature, or a filter errored); run the per-node walk."""
+        not batched this time (first pod of a signature, or a filter errored); run the per-node walk.
+
+        ``changed_since(previous mark)`` names the positions replaced since then (None: unknown), and
+        ``mark`` is the current one; without them every position's NodeInfo is compared by identity."""
         n = len(all_nodes)
+        logged = changed_since(self.mark) if changed_since is not None and self.signature is not None else None
+        self.mark = mark
         if signature != self.signature or n != len(self.nodes):
             if signature != self.signature and signature != self._candidate:
                 self._candidate = signature
@@ -103,7 +116,7 @@ class OpportunisticBatch:
             changed: Sequence[int] = range(n)
             fresh = True
         else:
-            changed = list(compress(range(n), map(is_not, self.nodes, all_nodes)))
+            changed = logged if logged is not None else list(compress(range(n), map(is_not, self.nodes, all_nodes)))
             fresh = False
         for p in changed:
             info = all_nodes[p]
@@ -160,15 +173,16 @@ class OpportunisticBatch:
         if not columns:
             return {}, None
         first = columns[0]
-        missing = [p for p in positions if first[p] is None]
-        if missing:
+        if None in map(first.__getitem__, positions):
+            missing = [p for p in positions if first[p] is None]
             computed, status = compute([self.nodes[p] for p in missing])
             if status is not None:
                 return computed, status
             for name, column in zip(plugins, columns, strict=True):
                 for p, value in zip(missing, computed[name], strict=True):
                     column[p] = value
-        return {name: [column[p] for p in positions]  # type: ignore[misc]  # every position is filled
+        # C loops (map) over the feasible nodes; every position is filled by now.
+        return {name: list(map(column.__getitem__, positions))  # type: ignore[arg-type]
                 for name, column in zip(plugins, columns, strict=True)}, None
 
 

@@ -9,12 +9,14 @@ shared with the binding threads and is guarded by a lock.
 
 from __future__ import annotations
 
+import operator
 import random
 import threading
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import repeat
+from typing import Any, cast
 
 from scheduler.config.types import EXTENSION_POINTS, Profile
 from scheduler.framework.batch import template_key
@@ -79,6 +81,18 @@ _ENQUEUE_POINTS = ("preEnqueue", "preFilter", "filter", "reserve", "permit")
 
 # Registered for plugins that do not say which events matter to them: any event may help.
 WILDCARD_EVENT = ClusterEventWithHint(ClusterEvent(EventResource.WILDCARD, ActionType.ALL, "WildCard"))
+
+
+_VALUES_EXTENSION: dict[type, bool] = {}
+
+
+def _normalizes_values(ext: object) -> bool:
+    """isinstance(ext, NormalizeValuesExtension), remembered per type (a Protocol check is slow)."""
+    t = type(ext)
+    known = _VALUES_EXTENSION.get(t)
+    if known is None:
+        known = _VALUES_EXTENSION[t] = isinstance(ext, NormalizeValuesExtension)
+    return known
 
 
 def code_name(status: Status | None) -> str:
@@ -726,8 +740,8 @@ class Framework:
             if ext is None:
                 continue
             values = raw[pl.name]
-            if isinstance(ext, NormalizeValuesExtension):
-                s = ext.normalize_values(state, pod, values)
+            if _normalizes_values(ext):
+                s = cast(NormalizeValuesExtension, ext).normalize_values(state, pod, values)
             else:
                 scores = [NodeScore(n.name, v) for n, v in zip(nodes, values, strict=True)]
                 s = ext.normalize_score(state, pod, scores)
@@ -741,7 +755,7 @@ class Framework:
         self, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin], raw: dict[str, list[int]]
     ) -> tuple[list[int], Status | None]:
         """Range check, weights and totals."""
-        totals = [0] * len(nodes)
+        totals: list[int] = [0] * len(nodes)
         for pl in plugins:
             weight = self.score_plugin_weight[pl.name]
             values = raw[pl.name]
@@ -752,7 +766,10 @@ class Framework:
                     f"score {bad}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
                     f"after normalizing"
                 )
-            totals = [t + v * weight for t, v in zip(totals, values, strict=True)]
+            if len(values) != len(totals):
+                raise ValueError(f"plugin {pl.name!r} returned {len(values)} scores for {len(totals)} nodes")
+            weighted = values if weight == 1 else map(operator.mul, values, repeat(weight))
+            totals = list(map(operator.add, totals, weighted))  # C loops: this runs for every feasible node
         return totals, None
 
     def _details(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
@@ -23,6 +23,7 @@ from scheduler.cache.snapshot import Snapshot
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.edge import APIWriter, Binder, EventRecorder, ScheduleObserver
 from scheduler.eventhandlers import EventHandlers
+from scheduler.framework.features import Features
 from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Status
@@ -85,6 +86,12 @@ class _Handle:
         """The pod has not been deleted (as far as the watch told)."""
         return pod.uid in self._s._pod_seen
 
+    def activate(self, pods: Sequence[Pod]) -> None:
+        self._s.queue.activate(pods)
+
+    def features(self) -> Features:
+        return self._s.features
+
 
 class Scheduler(EventHandlers, ScheduleOne):
     def __init__(
@@ -102,9 +109,12 @@ class Scheduler(EventHandlers, ScheduleOne):
         rng: random.Random | None = None,
         tie_break: Literal["random", "name"] = "random",
         clock: Callable[[], float] = time.monotonic,
+        features: Features | None = None,
     ) -> None:
         """``writer`` makes preemption's and VolumeBinding's API writes; without one they fail with an
-        error status. ``observer`` sees every attempt's outcome (simulate)."""
+        error status. ``observer`` sees every attempt's outcome (simulate). ``features``: the feature
+        gates, v1.34's defaults if None."""
+        self.features = features if features is not None else Features()
         self.config = config
         self.binder = binder
         self.writer = writer

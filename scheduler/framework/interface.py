@@ -13,6 +13,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from scheduler.framework.features import Features
 from scheduler.framework.status import Status
 from scheduler.framework.types import ClusterEventWithHint, NodeInfo
 from scheduler.model.node import Node
@@ -160,6 +161,14 @@ class ClusterHandle(Protocol):
 
     def pod_exists(self, pod: Pod) -> bool:
         """False once the pod was deleted (as far as the watch told)."""
+        ...
+
+    def activate(self, pods: Sequence[Pod]) -> None:
+        """Move pods waiting in the queue to activeQ (upstream PodActivator.Activate)."""
+        ...
+
+    def features(self) -> Features:
+        """The feature gates in force (upstream passes them to each plugin's factory)."""
         ...
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.config.types import EXTENSION_POINTS, Profile
+from scheduler.framework.features import Features
 from scheduler.framework.interface import (
     EXTENSION_POINT_PROTOCOLS,
     MAX_NODE_SCORE,
@@ -251,6 +252,12 @@ class FrameworkHandle:
 
     def pod_exists(self, pod: Pod) -> bool:
         return self._base.pod_exists(pod)
+
+    def activate(self, pods: Sequence[Pod]) -> None:
+        self._base.activate(pods)
+
+    def features(self) -> Features:
+        return self._base.features()
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
         return self.framework.get_waiting_pod(uid)

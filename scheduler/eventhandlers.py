@@ -17,7 +17,7 @@ from scheduler.cache.objects import ObjectStore
 from scheduler.framework.runtime import Framework
 from scheduler.framework.types import ActionType, ClusterEvent, EventResource
 from scheduler.model.node import node_from_api
-from scheduler.model.pod import Pod, pod_from_api
+from scheduler.model.pod import DEFAULT_SCHEDULER_NAME, Pod, pod_from_api
 from scheduler.queue.scheduling_queue import PriorityQueue
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
@@ -43,6 +43,10 @@ class EventHandlers:
     def on_pod_event(self, type_: str, obj: Mapping[str, Any]) -> None:
         """addPodToCache / updatePodInCache / addPodToSchedulingQueue / ...: assigned pods go to the
         cache, unassigned pods of our profiles to the queue."""
+        spec = obj.get("spec")
+        if isinstance(spec, Mapping) and not spec.get("nodeName") and (
+                spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME) not in self.frameworks:
+            return  # another scheduler's pending pod: it matters (as usage) only once bound
         pod = pod_from_api(obj)
         if type_ == DELETED:
             self._pod_seen.pop(pod.uid, None)

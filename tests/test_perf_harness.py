@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import orjson
 import pytest
 
 from e2e.perf import procstat, stats, workloads
@@ -282,3 +283,17 @@ def test_profile_summary() -> None:
     assert area("f (urllib3/util/wait.py:1)") == "urllib3"  # py-spy's short paths
     assert area("f (ssl.py:1)") == "ssl"
     assert area("f (scheduler/framework/runtime.py:1)") == "scheduler/framework"
+
+
+def test_watch_replay_feeds_every_event_through_the_scheduler() -> None:
+    from e2e.perf import watchreplay
+
+    lines = watchreplay.watch_lines(pods=10, nodes=3, foreign=0.5)
+    types = [orjson.loads(line)["type"] for line in lines]
+    assert types == ["ADDED"] * 10 + ["MODIFIED"] * 20 + ["DELETED"] * 10
+    events, _, sched = watchreplay.replay(pods=10, nodes=3, foreign=0.5, upto="ADDED")
+    assert events == 10 and len(sched._pending) == 5, "another scheduler's pending pods are not queued"
+    _, _, sched = watchreplay.replay(pods=10, nodes=3, foreign=0.5, upto="BOUND")
+    assert sched.cache.pod_count() == 10 and not sched._pending, "once bound, every pod counts as usage"
+    _, _, sched = watchreplay.replay(pods=10, nodes=3, foreign=0.5)
+    assert sched.cache.pod_count() == 0

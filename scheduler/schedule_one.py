@@ -10,6 +10,7 @@ deterministic: exactly the nodes up to the k-th feasible one, in rotation order.
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 from collections.abc import Sequence
@@ -212,6 +213,7 @@ class SchedulingAlgorithm:
         if not fwk.has_filter_plugins():
             return [nodes[(start + i) % n] for i in range(min(k, n))], None
         began = time.perf_counter()
+        rejected_before = len(diagnosis.node_to_status.statuses)
         feasible: list[NodeInfo] = []
         failure: Status | None = None
         # Nodes without nominated pods need one plain filter pass; find them once per cycle.
@@ -237,6 +239,9 @@ class SchedulingAlgorithm:
                 diagnosis.node_to_status.statuses[node_info.name] = status
                 diagnosis.add_plugin_status(status)
         fwk.observe("Filter", failure, time.perf_counter() - began)
+        rejected = itertools.islice(diagnosis.node_to_status.statuses.values(), rejected_before, None)
+        fwk.count_filter_evaluations(state, len(feasible) + len(diagnosis.node_to_status.statuses) - rejected_before,
+                                     rejected)
         return feasible, failure
 
     def prioritize_nodes(

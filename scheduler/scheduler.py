@@ -167,8 +167,9 @@ class Scheduler:
         self.handle = _Handle(self)
         self.frameworks: dict[str, Framework] = {}
         for p in config.profiles:
-            hook = self._metrics_hook(p.scheduler_name)
-            self.frameworks[p.scheduler_name] = Framework(p, registry, self.handle, metrics=hook)
+            prof = metrics.profile(p.scheduler_name) if metrics is not None else None
+            hook = prof.extension_point if prof is not None else None
+            self.frameworks[p.scheduler_name] = Framework(p, registry, self.handle, metrics=hook, plugin_metrics=prof)
         first = next(iter(self.frameworks.values()))
         self.queue = PriorityQueue(
             less=first.queue_sort_less,
@@ -180,6 +181,8 @@ class Scheduler:
             pod_max_backoff=config.pod_max_backoff_seconds,
             pod_max_in_unschedulable=config.pod_max_in_unschedulable_pods_seconds,
             clock=clock,
+            metrics=metrics.pod_incoming if metrics is not None else None,
+            hint_metrics=metrics.hint_executed if metrics is not None else None,
         )
         self.algorithm = SchedulingAlgorithm(
             percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
@@ -197,18 +200,14 @@ class Scheduler:
         # When each pod (by uid) and node (by name) was last heard of, for the periodic resync.
         self._pod_seen: dict[str, tuple[float, Mapping[str, Any]]] = {}
         self._node_seen: dict[str, tuple[float, Mapping[str, Any]]] = {}
+        if metrics is not None:
+            metrics.instrument_event_handlers(self)
 
     def record_outcomes(self) -> None:
         """Keep every attempt's decision, filter verdicts and per-plugin scores (simulate, explain)."""
         self.outcomes = []
         for fwk in self.frameworks.values():
             fwk.record_scores = True
-
-    def _metrics_hook(self, profile: str) -> Callable[[str, str, float], None] | None:
-        m = self.metrics
-        if m is None:
-            return None
-        return lambda point, status, seconds: m.observe_extension_point(profile, point, status, seconds)
 
     # ----- cluster events (called from the watch side) -----
 
@@ -337,11 +336,7 @@ class Scheduler:
             for pod in self.cache.cleanup_expired_assumed():
                 log.warning("assumed pod expired before its binding was confirmed", pod=pod.key)
         if self.metrics is not None:
-            self.metrics.cache_size.labels("nodes").set(self.cache.node_count())
-            self.metrics.cache_size.labels("pods").set(self.cache.pod_count())
-            self.metrics.cache_size.labels("assumed_pods").set(self.cache.assumed_count())
-            for queue_name, n in self.queue.lengths().items():
-                self.metrics.pending_pods.labels(queue_name).set(n)
+            self.metrics.refresh(self.cache, self.queue)
 
     def schedule_one(self, timeout: float | None = None) -> bool:
         """Pop one pod and run its scheduling cycle. False when nothing was popped."""
@@ -364,6 +359,7 @@ class Scheduler:
         pod = qpi.pod
         start = self.clock()
         state = CycleState()
+        state.record_plugin_metrics = self.metrics is not None and self.metrics.sample_plugin_metrics()
         try:
             self.cache.update_snapshot(self.snapshot)
         except SnapshotInconsistentError as exc:
@@ -380,7 +376,7 @@ class Scheduler:
             self._schedule_error(fwk, state, qpi, exc, cycle, start)
             return
         if self.metrics is not None:
-            self.metrics.algorithm_duration.observe(self.clock() - start)
+            self.metrics.algorithm_done(self.clock() - start)
         host = result.suggested_host
         assumed = pod.with_node(host)
         self.queue.nominator.delete_nominated_pod_if_exists(pod)
@@ -412,12 +408,16 @@ class Scheduler:
             self._bind_pool.submit(self._binding_cycle_guarded, fwk, state, qpi, assumed, host, cycle, start)
 
     def _binding_cycle_guarded(self, *args: Any) -> None:
+        if self.metrics is not None:
+            self.metrics.binding_started()
         try:
             self._binding_cycle(*args)
         except Exception:
             log.exception("binding cycle crashed")
         finally:
             self._bind_slots.release()
+            if self.metrics is not None:
+                self.metrics.binding_finished()
 
     def _binding_cycle(
         self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, assumed: Pod, host: str, cycle: int,
@@ -433,7 +433,8 @@ class Scheduler:
             self._undo(fwk, state, assumed, host)
             self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)
             if st.code == Code.ERROR and getattr(st.error, "status", None) == 404:
-                log.info("pod deleted before it could be bound", pod=assumed.key)
+                log.info("pod deleted before it could be bound", pod=assumed.key, node=host, profile=fwk.profile_name,
+                         cycle=cycle)
                 return
             self._failure(fwk, qpi, st, cycle, start, message=st.message, plugins=set(), requeue=True,
                           clear_nominated=True)
@@ -441,13 +442,11 @@ class Scheduler:
         self.cache.finish_binding(assumed)
         elapsed = self.clock() - start
         if self.metrics is not None:
-            self.metrics.schedule_attempts.labels("scheduled", fwk.profile_name).inc()
-            self.metrics.attempt_duration.labels("scheduled", fwk.profile_name).observe(elapsed)
-            self.metrics.pod_attempts.observe(qpi.attempts)
-            if qpi.initial_attempt_timestamp is not None:
-                attempts = str(qpi.attempts) if qpi.attempts < 15 else "15+"
-                self.metrics.sli_duration.labels(attempts).observe(self.clock() - qpi.initial_attempt_timestamp)
-        log.info("bound", pod=assumed.key, node=host, latency_ms=round(elapsed * 1000, 1))
+            first = qpi.initial_attempt_timestamp
+            self.metrics.pod_scheduled(fwk.profile_name, elapsed, qpi.attempts,
+                                       None if first is None else self.clock() - first)
+        log.info("bound", pod=assumed.key, node=host, profile=fwk.profile_name, cycle=cycle,
+                 attempts=qpi.attempts, latency_ms=round(elapsed * 1000, 1))
         self.sink.event(assumed, "Normal", "Scheduled", "Binding",
                         f"Successfully assigned {assumed.key} to {host}", fwk.profile_name)
         fwk.run_post_bind_plugins(state, assumed, host)
@@ -466,7 +465,10 @@ class Scheduler:
         handleSchedulingFailure."""
         if not isinstance(exc, FitError | NoNodesAvailableError | FrameworkError):
             log.exception("scheduling algorithm failed", pod=qpi.pod.key)
+        victims_before = len(self.preemptions)
         failure = handle_schedule_error(fwk, state, qpi.pod, exc)
+        if self.metrics is not None and isinstance(exc, FitError) and fwk.has_post_filter_plugins():
+            self.metrics.preemption_ran(fwk, len(self.preemptions) - victims_before)
         latest = self._pending.get(qpi.pod.uid)
         if failure.nominated_node_name is not None and latest is not None:
             # Set (preemption) or clear ("") the nomination now, not when the status patch comes back.
@@ -504,9 +506,7 @@ class Scheduler:
         rejected = st.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING)
         reason = "Unschedulable" if rejected else "SchedulerError"
         if self.metrics is not None:
-            result = "unschedulable" if rejected else "error"
-            self.metrics.schedule_attempts.labels(result, fwk.profile_name).inc()
-            self.metrics.attempt_duration.labels(result, fwk.profile_name).observe(self.clock() - start)
+            self.metrics.attempt_failed(fwk.profile_name, rejected, self.clock() - start)
         latest = self._pending.get(pod.uid)
         if latest is None or latest.node_name:
             self.queue.done(pod.uid)
@@ -518,7 +518,7 @@ class Scheduler:
             self.queue.add_unschedulable_if_not_present(qpi, cycle)
         else:
             self.queue.done(pod.uid)
-        log.info("unschedulable" if rejected else "scheduling error", pod=pod.key, message=message)
+        log_attempt_failure(pod.key, fwk.profile_name, cycle, qpi.attempts, rejected, message)
         self.sink.event(latest, "Warning", "FailedScheduling", "Scheduling", message, fwk.profile_name)
         self.sink.pod_condition(latest, reason, message, "" if clear_nominated else nominated)
 
@@ -581,6 +581,18 @@ class Scheduler:
         except Exception as exc:
             return error_status(exc)
         return None
+
+
+def log_attempt_failure(pod: str, profile: str, cycle: int, attempts: int, rejected: bool, message: str) -> None:
+    """One line per failed attempt: errors at warning, a pod's first unschedulable verdict at info,
+    its retries (the same pod failing again after a requeue) at debug, so a stuck pod does not flood."""
+    fields = {"pod": pod, "node": None, "profile": profile, "cycle": cycle, "attempts": attempts, "message": message}
+    if not rejected:
+        log.warning("scheduling error", **fields)
+    elif attempts <= 1:
+        log.info("unschedulable", **fields)
+    else:
+        log.debug("unschedulable", **fields)
 
 
 def disruption_target_condition(victim: Pod, preemptor: Pod) -> dict[str, Any] | None:

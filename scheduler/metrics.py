@@ -18,12 +18,15 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
     from scheduler.framework.runtime import Framework
+
+# Go's client exports no *_created series; neither do we (process-wide prometheus_client setting).
+disable_created_metrics()
 
 # Upstream schedule_one.go: plugin execution durations are recorded for 10 % of scheduling cycles.
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
@@ -368,7 +371,7 @@ _ACTION = {"ADDED": "Add", "MODIFIED": "Update", "DELETED": "Delete"}
 
 
 def pod_event_label(type_: str, obj: Any) -> str:
-    """Upstream's handler labels: AssignedPod* for pods with a node, UnscheduledPod* for the others."""
+    """Upstream's handler labels: AssignedPod* for pods with a node, UnschedulablePod* for the others."""
     spec = obj.get("spec") or {} if isinstance(obj, dict) else {}
-    kind = "AssignedPod" if spec.get("nodeName") else "UnscheduledPod"
+    kind = "AssignedPod" if spec.get("nodeName") else "UnschedulablePod"
     return f"{kind}{_ACTION.get(type_, type_)}"

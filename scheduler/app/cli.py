@@ -47,7 +47,9 @@ def _run(args: argparse.Namespace) -> int:
     writer = ApiWriter(api, TokenBucket(qps, burst))
     metrics = Metrics()
     synced = threading.Event()
-    health = HealthServer(args.metrics_port, registry=metrics.registry) if args.metrics_port else None
+    health = None
+    if args.metrics_port:
+        health = HealthServer(args.metrics_port, registry=metrics.registry, on_scrape_error=metrics.scrape_errors.inc)
     if health is not None:  # /metrics, /healthz and /readyz on one port
         health.add_readiness_check("caches-synced", event_check(synced, "initial list not finished"))
         health.start()
@@ -125,7 +127,13 @@ def _simulate(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="py-scheduler", description=__doc__)
-    p.add_argument("--log-level", default=os.environ.get("PY_SCHEDULER_LOG_LEVEL", "INFO"))
+    p.add_argument(
+        "--log-level", default=os.environ.get("PY_SCHEDULER_LOG_LEVEL", "INFO"),
+        choices=["DEBUG", "INFO", "WARNING", "ERROR", "debug", "info", "warning", "error"], metavar="LEVEL",
+        help="DEBUG, INFO (default; env PY_SCHEDULER_LOG_LEVEL), WARNING or ERROR. One JSON line per scheduling "
+             "attempt: bindings and a pod's first unschedulable verdict at INFO, its retries at DEBUG, errors at "
+             "WARNING; fields pod, node, profile, cycle, attempts, message",
+    )
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run the scheduler against a cluster")
     r.add_argument("--kubeconfig", default=None)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import structlog
 
+from scheduler import KUBE_SCHEDULER_TARGET, version
 from scheduler.app import logging as sched_logging
 
 log = structlog.get_logger(__name__)
@@ -127,16 +128,16 @@ def _simulate(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="py-scheduler", description=__doc__)
-    p.add_argument(
-        "--log-level", default=os.environ.get("PY_SCHEDULER_LOG_LEVEL", "INFO"),
-        choices=["DEBUG", "INFO", "WARNING", "ERROR", "debug", "info", "warning", "error"], metavar="LEVEL",
-        help="DEBUG, INFO (default; env PY_SCHEDULER_LOG_LEVEL), WARNING or ERROR. One JSON line per scheduling "
-             "attempt: bindings and a pod's first unschedulable verdict at INFO, its retries at DEBUG, errors at "
-             "WARNING; fields pod, node, profile, cycle, attempts, message",
-    )
+    p.add_argument("--version", action="version",
+                   version=f"%(prog)s {version()} (decides as kube-scheduler {KUBE_SCHEDULER_TARGET})")
+    p.add_argument("--log-level", default=os.environ.get("PY_SCHEDULER_LOG_LEVEL", "INFO"),
+                   choices=["DEBUG", "INFO", "WARNING", "ERROR"], type=str.upper,
+                   help="log threshold (default INFO, or $PY_SCHEDULER_LOG_LEVEL). One JSON line per scheduling "
+                        "attempt with pod, node, profile, cycle, attempts (and message): bindings and a pod's "
+                        "first unschedulable verdict at INFO, its retries at DEBUG, errors at WARNING")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run the scheduler against a cluster")
-    r.add_argument("--kubeconfig", default=None)
+    r.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: $KUBECONFIG, else in-cluster)")
     r.add_argument("--config", default=None, help="KubeSchedulerConfiguration file")
     r.add_argument("--scheduler-name", action="append", default=[],
                    help="serve this schedulerName (repeatable; default py-scheduler) when --config has no profiles")
@@ -149,21 +150,23 @@ def parser() -> argparse.ArgumentParser:
         "off without --config)",
     )
     r.add_argument("--qps", type=float, default=None, help="client QPS for API writes (config default 50)")
-    r.add_argument("--burst", type=int, default=None)
-    r.add_argument("--bind-workers", type=int, default=16)
-    r.add_argument("--resync-seconds", type=float, default=300.0)
+    r.add_argument("--burst", type=int, default=None, help="client burst for API writes (config default 100)")
+    r.add_argument("--bind-workers", type=int, default=16, help="binding cycles run at once (default 16)")
+    r.add_argument("--resync-seconds", type=float, default=300.0,
+                   help="relist every watched kind this often and reconcile the cache (default 300)")
     r.add_argument("--pod-watch", choices=["stream", "kopf"], default="stream",
                    help="pods through the thin list-watch (default: no gap between list and watch, "
                         "deletions missed during an outage are synthesized, ~20x less CPU per event) "
                         "or through kopf's @on.event")
     s = sub.add_parser("simulate", help="schedule pods against a cluster described in YAML, offline")
-    s.add_argument("--cluster", required=True)
-    s.add_argument("--pods", required=True)
-    s.add_argument("--config", default=None)
+    s.add_argument("--cluster", required=True, help="YAML/JSON file of nodes, bound pods and other objects")
+    s.add_argument("--pods", required=True, help="YAML/JSON file of pods to place, in order")
+    s.add_argument("--config", default=None, help="KubeSchedulerConfiguration file (default: the default profile)")
     g = s.add_mutually_exclusive_group()
-    g.add_argument("--seed", type=int, default=None)
-    g.add_argument("--tie-break", choices=["random", "name"], default="random")
-    s.add_argument("--output", choices=["table", "json"], default="table")
+    g.add_argument("--seed", type=int, default=None, help="seed the random tie-break, for repeatable output")
+    g.add_argument("--tie-break", choices=["random", "name"], default="random",
+                   help="among equal best nodes: random as kube-scheduler (default), or the first by name")
+    s.add_argument("--output", choices=["table", "json"], default="table", help="table for people, json for tools")
     return p
 
 

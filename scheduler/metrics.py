@@ -60,6 +60,10 @@ class DeferredHistogram(Collector):
     def record(self, labelvalues: tuple[str, ...], value: float) -> None:
         self._pending.append((labelvalues, value))
 
+    def sink(self) -> Callable[[tuple[Any, float]], None]:
+        """``record`` without the call: append((labelvalues, value)) directly (per-node timings)."""
+        return self._pending.append
+
     def fold(self) -> None:
         """Bin every queued observation (scrape time, or a test)."""
         with self._lock:
@@ -93,39 +97,28 @@ class DeferredHistogram(Collector):
 
 
 class DeferredCounter(Collector):
-    """A counter whose increments are queued and summed at scrape time (see DeferredHistogram)."""
+    """A counter written by one thread (the scheduling thread) with plain dict arithmetic, no lock;
+    a scrape reads a copy (one C-level step under the GIL)."""
 
     def __init__(self, name: str, documentation: str, labelnames: Sequence[str]) -> None:
         self.name = name  # without the _total suffix, as prometheus_client's families want it
         self.documentation = documentation
         self.labelnames = list(labelnames)
-        self._pending: deque[tuple[tuple[str, ...], float]] = deque()
         self._totals: dict[tuple[str, ...], float] = {}
-        self._lock = threading.Lock()
 
     def add(self, labelvalues: tuple[str, ...], amount: float) -> None:
-        self._pending.append((labelvalues, amount))
-
-    def fold(self) -> None:
-        with self._lock:
-            while True:
-                try:
-                    labels, amount = self._pending.popleft()
-                except IndexError:
-                    return
-                self._totals[labels] = self._totals.get(labels, 0.0) + amount
+        totals = self._totals
+        totals[labelvalues] = totals.get(labelvalues, 0.0) + amount
 
     def value(self, labelvalues: tuple[str, ...]) -> float:
-        self.fold()
-        return self._totals.get(labelvalues, 0.0)
+        return self._totals.copy().get(labelvalues, 0.0)
 
     def describe(self) -> Iterator[CounterMetricFamily]:
         yield CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
 
     def collect(self) -> Iterator[CounterMetricFamily]:
-        self.fold()
         family = CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
-        for labels, total in sorted(self._totals.items()):
+        for labels, total in sorted(self._totals.copy().items()):
             family.add_metric(list(labels), total)
         yield family
 
@@ -142,13 +135,16 @@ class ProfileMetrics:
         self.profile = profile
 
     def extension_point(self, point: str, status: str, seconds: float) -> None:
-        self._m.extension_point_duration.labels(point, status, self.profile).observe(seconds)
+        self._m.extension_point_duration.record((point, status, self.profile), seconds)
 
     def plugin_duration(self, plugin: str, point: str, status: str, seconds: float) -> None:
         self._m.plugin_execution_duration.record((plugin, point, status), seconds)
 
+    def duration_sink(self) -> Callable[[tuple[tuple[str, str, str], float]], None]:
+        return self._m.plugin_execution_duration.sink()
+
     def plugin_evaluations(self, plugin: str, point: str, count: int) -> None:
-        if count:
+        if count:  # PreFilter/Filter/PreScore/Score run on the scheduling thread only
             self._m.plugin_evaluation_total.add((plugin, point, self.profile), count)
 
     def permit_wait(self, status: str, seconds: float) -> None:
@@ -168,18 +164,18 @@ class Metrics:
             "scheduled, while 'error' means an internal scheduler problem.",
             ["result", "profile"], registry=r,
         )
-        self.event_handling_duration = Histogram(
+        self.event_handling_duration = DeferredHistogram(
             "scheduler_event_handling_duration_seconds", "Event handling latency in seconds.",
-            ["event"], buckets=exponential_buckets(0.0001, 2, 12), registry=r,
+            ["event"], exponential_buckets(0.0001, 2, 12),
         )
-        self.attempt_duration = Histogram(
+        self.attempt_duration = DeferredHistogram(
             "scheduler_scheduling_attempt_duration_seconds",
             "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
-            ["result", "profile"], buckets=exponential_buckets(0.001, 2, 15), registry=r,
+            ["result", "profile"], exponential_buckets(0.001, 2, 15),
         )
-        self.algorithm_duration = Histogram(
+        self.algorithm_duration = DeferredHistogram(
             "scheduler_scheduling_algorithm_duration_seconds", "Scheduling algorithm latency in seconds",
-            buckets=exponential_buckets(0.001, 2, 15), registry=r,
+            [], exponential_buckets(0.001, 2, 15),
         )
         self.preemption_victims = Histogram(
             "scheduler_preemption_victims", "Number of selected preemption victims",
@@ -204,20 +200,20 @@ class Metrics:
             "scheduler_goroutines", "Number of running goroutines split by the work they do such as binding.",
             ["operation"], registry=r,
         )
-        self.sli_duration = Histogram(
+        self.sli_duration = DeferredHistogram(
             "scheduler_pod_scheduling_sli_duration_seconds",
             "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue and "
             "might involve multiple scheduling attempts.",
-            ["attempts"], buckets=exponential_buckets(0.01, 2, 20), registry=r,
+            ["attempts"], exponential_buckets(0.01, 2, 20),
         )
-        self.pod_attempts = Histogram(
+        self.pod_attempts = DeferredHistogram(
             "scheduler_pod_scheduling_attempts", "Number of attempts to successfully schedule a pod.",
-            buckets=exponential_buckets(1, 2, 5), registry=r,
+            [], exponential_buckets(1, 2, 5),
         )
-        self.extension_point_duration = Histogram(
+        self.extension_point_duration = DeferredHistogram(
             "scheduler_framework_extension_point_duration_seconds",
             "Latency for running all plugins of a specific extension point.",
-            ["extension_point", "status", "profile"], buckets=exponential_buckets(0.0001, 2, 12), registry=r,
+            ["extension_point", "status", "profile"], exponential_buckets(0.0001, 2, 12),
         )
         self.plugin_execution_duration = DeferredHistogram(
             "scheduler_plugin_execution_duration_seconds",
@@ -254,13 +250,19 @@ class Metrics:
             "PreFilter, Filter, PreScore, and Score).",
             ["plugin", "extension_point", "profile"],
         )
-        for c in (self.plugin_execution_duration, self.queueing_hint_duration, self.plugin_evaluation_total):
+        collectors: tuple[Collector, ...] = (
+            self.event_handling_duration, self.attempt_duration, self.algorithm_duration, self.sli_duration,
+            self.pod_attempts, self.extension_point_duration, self.plugin_execution_duration,
+                  self.queueing_hint_duration, self.plugin_evaluation_total)
+        for c in collectors:
             r.register(c)
+        self._deferred = [c for c in collectors if isinstance(c, DeferredHistogram)]
         self.scrape_errors = Counter(
             "py_scheduler_metrics_scrape_errors_total",
             "Scrapes of /metrics that failed (e.g. the client went away mid-response).", registry=r,
         )
         self._incoming: dict[tuple[str, str], Any] = {}
+        self._attempts: dict[tuple[str, str], Any] = {}
         self._bindings = self.goroutines.labels(BINDING)
         self._gauge_series: dict[int, set[tuple[str, ...]]] = {}
 
@@ -271,7 +273,7 @@ class Metrics:
 
     def sample_plugin_metrics(self) -> bool:
         """Whether this scheduling cycle records per-plugin durations (upstream: rand.Intn(100) < 10)."""
-        return self._rng.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT
+        return self._rng.random() * 100 < PLUGIN_METRICS_SAMPLE_PERCENT
 
     def instrument_event_handlers(self, sched: Any) -> None:
         """Time the scheduler's event handlers (scheduler_event_handling_duration_seconds): the pod,
@@ -305,7 +307,7 @@ class Metrics:
     # ----- recording ----------------------------------------------------------------------------
 
     def event_handled(self, event: str, seconds: float) -> None:
-        self.event_handling_duration.labels(event).observe(seconds)
+        self.event_handling_duration.record((event,), seconds)
 
     def pod_incoming(self, queue: str, event: str) -> None:
         """The queue's callback: one pod entered ``queue`` because of ``event``."""
@@ -318,20 +320,24 @@ class Metrics:
         self.queueing_hint_duration.record((plugin, event, hint), seconds)
 
     def algorithm_done(self, seconds: float) -> None:
-        self.algorithm_duration.observe(seconds)
+        self.algorithm_duration.record((), seconds)
 
     def attempt_failed(self, profile: str, unschedulable: bool, seconds: float) -> None:
-        result = UNSCHEDULABLE if unschedulable else ERROR
-        self.schedule_attempts.labels(result, profile).inc()
-        self.attempt_duration.labels(result, profile).observe(seconds)
+        self._attempt(UNSCHEDULABLE if unschedulable else ERROR, profile, seconds)
 
     def pod_scheduled(self, profile: str, seconds: float, attempts: int, since_first_attempt: float | None) -> None:
-        self.schedule_attempts.labels(SCHEDULED, profile).inc()
-        self.attempt_duration.labels(SCHEDULED, profile).observe(seconds)
-        self.pod_attempts.observe(attempts)
+        self._attempt(SCHEDULED, profile, seconds)
+        self.pod_attempts.record((), attempts)
         if since_first_attempt is not None:
             label = str(attempts) if attempts < SLI_ATTEMPTS_CAP else f"{SLI_ATTEMPTS_CAP}+"
-            self.sli_duration.labels(label).observe(since_first_attempt)
+            self.sli_duration.record((label,), since_first_attempt)
+
+    def _attempt(self, result: str, profile: str, seconds: float) -> None:
+        child = self._attempts.get((result, profile))
+        if child is None:
+            child = self._attempts[(result, profile)] = self.schedule_attempts.labels(result, profile)
+        child.inc()
+        self.attempt_duration.record((result, profile), seconds)
 
     def preemption_ran(self, fwk: Framework, victims: int) -> None:
         """PostFilter ran for an unschedulable pod: DefaultPreemption counts an attempt; victims are
@@ -348,7 +354,10 @@ class Metrics:
         self._bindings.dec()
 
     def refresh(self, cache: Any, queue: Any) -> None:
-        """Gauges that mirror the cache and the queue (housekeeping, once a second)."""
+        """Gauges that mirror the cache and the queue, and the queued samples binned so they never pile
+        up when nobody scrapes (housekeeping, once a second)."""
+        for deferred in self._deferred:
+            deferred.fold()
         self.cache_size.labels("nodes").set(cache.node_count())
         self.cache_size.labels("pods").set(cache.pod_count())
         self.cache_size.labels("assumed_pods").set(cache.assumed_count())

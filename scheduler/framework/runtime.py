@@ -56,6 +56,9 @@ class PluginMetrics(Protocol):
     """Per-plugin metrics of one profile (scheduler/metrics.py ProfileMetrics implements it)."""
 
     def plugin_duration(self, plugin: str, point: str, status: str, seconds: float) -> None: ...
+    def duration_sink(self) -> Callable[[tuple[tuple[str, str, str], float]], None]:
+        """Takes ((plugin, point, status), seconds): the per-node Filter timings skip a Python call."""
+        ...
     def plugin_evaluations(self, plugin: str, point: str, count: int) -> None: ...
     def permit_wait(self, status: str, seconds: float) -> None: ...
 
@@ -147,7 +150,19 @@ class TimedPlugin:
         return timed
 
     def _timed_check(self, check: Callable[[NodeInfo], Status | None] | None) -> Any:
-        return None if check is None else self._timed(check, "Filter")
+        """The per-node check, timed with as little added work per node as possible."""
+        if check is None:
+            return None
+        append, name, perf = self._recorder.duration_sink(), self.name, time.perf_counter
+        passed = (name, "Filter", "Success")
+
+        def timed(node_info: NodeInfo) -> Status | None:
+            start = perf()
+            s = check(node_info)
+            append((passed if s is None else (name, "Filter", CODE_NAMES[s.code]), perf() - start))
+            return s
+
+        return timed
 
 
 def _failure(message: str, plugin: str = "") -> Status:

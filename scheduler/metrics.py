@@ -316,6 +316,10 @@ class Metrics:
             child = self._incoming[(queue, event)] = self.incoming_pods.labels(queue, event)
         child.inc()
 
+    def pre_enqueue_ran(self, profile: str, status: str, seconds: float) -> None:
+        """The queue's PreEnqueue callback (upstream times it in runPreEnqueuePlugins)."""
+        self.extension_point_duration.record(("PreEnqueue", status, profile), seconds)
+
     def hint_executed(self, plugin: str, event: str, hint: str, seconds: float) -> None:
         self.queueing_hint_duration.record((plugin, event, hint), seconds)
 

@@ -183,6 +183,7 @@ class Scheduler:
             clock=clock,
             metrics=metrics.pod_incoming if metrics is not None else None,
             hint_metrics=metrics.hint_executed if metrics is not None else None,
+            pre_enqueue_metrics=metrics.pre_enqueue_ran if metrics is not None else None,
         )
         self.algorithm = SchedulingAlgorithm(
             percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,

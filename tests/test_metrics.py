@@ -163,6 +163,8 @@ def test_attempt_results_and_queue_metrics(served: tuple[Scheduler, Metrics, Hea
     assert metrics.pending_pods.labels("unschedulable")._value.get() == 1
     assert metrics.unschedulable_pods.labels("NodeResourcesFit", "py-scheduler")._value.get() == 1
     assert metrics.cache_size.labels("nodes")._value.get() == 3
+    metrics.extension_point_duration.fold()
+    assert sum(metrics.extension_point_duration._series[("PreEnqueue", "Success", "py-scheduler")][:-1]) >= 3
     metrics.event_handling_duration.fold()
     assert sum(metrics.event_handling_duration._series[("NodeAdd",)][:-1]) == 3
 

@@ -45,6 +45,7 @@ from scheduler.framework.events import (
     pod_scheduling_properties_change,
 )
 from scheduler.framework.interface import PreEnqueuePlugin
+from scheduler.framework.runtime import code_name
 from scheduler.framework.status import Status, error, success
 from scheduler.framework.types import (
     ASSIGNED_POD_ADD,
@@ -83,6 +84,8 @@ LessFunc = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
 MetricsCallback = Callable[[str, str], None]
 # (plugin, event label, hint label "Queue"|"QueueSkip"|"Error", seconds): one queueing hint ran.
 HintMetricsCallback = Callable[[str, str, str, float], None]
+# (profile, status code name, seconds): the PreEnqueue plugins of one pod ran.
+PreEnqueueMetricsCallback = Callable[[str, str, float], None]
 # scheduler_inflight_events label of the popped pods themselves (upstream PodPoppedInFlightEvent).
 POD_POPPED = "PodPopped"
 
@@ -141,6 +144,7 @@ class PriorityQueue:
         clock: Callable[[], float] = time.monotonic,
         metrics: MetricsCallback | None = None,
         hint_metrics: HintMetricsCallback | None = None,
+        pre_enqueue_metrics: PreEnqueueMetricsCallback | None = None,
         is_bound: Callable[[Pod], bool] | None = None,
         queueing_hints: bool = True,
         unschedulable_flush_interval: float = UNSCHEDULABLE_FLUSH_INTERVAL,
@@ -154,6 +158,7 @@ class PriorityQueue:
         self._clock = clock
         self._metrics = metrics
         self._hint_metrics = hint_metrics
+        self._pre_enqueue_metrics = pre_enqueue_metrics
         self._hints_enabled = queueing_hints
         self._unschedulable_flush_interval = unschedulable_flush_interval
         self.nominator = Nominator(is_bound) if is_bound is not None else Nominator()
@@ -772,7 +777,14 @@ class PriorityQueue:
         return True
 
     def _run_pre_enqueue(self, qpi: QueuedPodInfo) -> None:
-        """Run the profile's PreEnqueue plugins, the previous gating plugin first; record a new gate."""
+        """Run the profile's PreEnqueue plugins, the previous gating plugin first; record a new gate.
+        Timed as the PreEnqueue extension point (scheduler_framework_extension_point_duration_seconds)."""
+        start = time.perf_counter()
+        status = self._pre_enqueue_loop(qpi)
+        if self._pre_enqueue_metrics is not None:
+            self._pre_enqueue_metrics(qpi.pod.scheduler_name, code_name(status), time.perf_counter() - start)
+
+    def _pre_enqueue_loop(self, qpi: QueuedPodInfo) -> Status | None:
         plugins = self._pre_enqueue.get(qpi.pod.scheduler_name, [])
         if qpi.gating_plugin is not None:
             plugins = sorted(plugins, key=lambda p: p.name != qpi.gating_plugin)
@@ -783,10 +795,11 @@ class PriorityQueue:
                 qpi.gating_plugin = plugin.name
                 qpi.gating_message = status.message
                 qpi.gating_plugin_events = list(self._plugin_events.get(plugin.name, []))
-                return
+                return status
         qpi.gating_plugin = None
         qpi.gating_plugin_events = []
         qpi.gating_message = ""
+        return None
 
     @staticmethod
     def _call_pre_enqueue(plugin: PreEnqueuePlugin, pod: Pod) -> Status | None:

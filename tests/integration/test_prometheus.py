@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import math
 import re
+import socket
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -13,6 +16,7 @@ import pytest
 from kubernetes import client
 
 from e2e.kube import create_namespace, delete_namespace, node_of, pod_manifest, scheduled_condition, wait_for
+from e2e.process import stop_scheduler
 from tests.integration.conftest import SchedulerProc, free_port
 from tests.integration.prometheus import Prometheus
 
@@ -100,3 +104,49 @@ def test_every_dashboard_query_evaluates_and_names_exported_metrics(
         expr = query.replace("$__rate_interval", "1m").replace("$job", ".*")
         body = prom.query(expr)
         assert body["status"] == "success", f"{expr}: {body.get('errorType')}: {body.get('error')}"
+
+
+def test_attempt_log_lines_are_structured(observed: tuple[Prometheus, SchedulerProc]) -> None:
+    _, sched = observed
+    lines = [json.loads(line) for line in sched.log_text().splitlines() if line.startswith("{")]
+    bound = [e for e in lines if e.get("event") == "bound"]
+    assert len(bound) == PODS
+    assert all(e["level"] == "info" and e["profile"] == PROFILE and e["node"] and e["cycle"] >= 1 for e in bound)
+    failed = [e for e in lines if e.get("event") == "unschedulable" and e["pod"].endswith("/too-big")]
+    assert failed and failed[0]["level"] == "info" and "Insufficient cpu" in failed[0]["message"]
+
+
+def test_scrapes_racing_a_sigterm_leave_a_clean_exit(
+    core: client.CoreV1Api, start_py_scheduler: Callable[..., SchedulerProc],
+) -> None:
+    """Clients scraping (and hanging up mid-response) while the scheduler shuts down: exit code 0, no traceback."""
+    sched = start_py_scheduler("--scheduler-name", "prom-shutdown", name="prom-shutdown")
+
+    def serving() -> bool:
+        try:
+            return "scheduler_pending_pods" in sched.metrics()
+        except OSError:
+            return False
+
+    wait_for(serving, 60, what="metrics served")
+    stop = threading.Event()
+
+    def hammer() -> None:
+        while not stop.is_set():
+            try:
+                with socket.create_connection(("127.0.0.1", sched.metrics_port), timeout=2) as c:
+                    c.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+                    c.recv(100)  # read a little, then hang up mid-response
+            except OSError:
+                time.sleep(0.01)
+
+    threads = [threading.Thread(target=hammer) for _ in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(1)
+    code = stop_scheduler(sched.proc)
+    stop.set()
+    for t in threads:
+        t.join(10)
+    assert code == 0, sched.log_text()[-3000:]
+    assert "Traceback" not in sched.log_text()

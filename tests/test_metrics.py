@@ -280,3 +280,17 @@ def test_scrapes_during_shutdown_never_crash_the_scheduler(served: tuple[Schedul
     for t in threads:
         t.join(10)
     assert problems == []
+
+
+def test_preemption_counts_the_attempt_and_its_victims() -> None:
+    m = Metrics()
+    s, _ = make(m)
+    s.on_node_event(ADDED, node("n0", cpu="2"))
+    s.on_pod_event(ADDED, pod("low-1", node_name="n0"))
+    s.on_pod_event(ADDED, pod("low-2", node_name="n0"))
+    s.on_pod_event(ADDED, pod("high", cpu="2", priority=100))
+    assert s.schedule_one(timeout=0)
+    assert s.preemptions and len(s.preemptions) == 2
+    assert m.preemption_attempts._value.get() == 1
+    samples = {x.name: x.value for f in m.preemption_victims.collect() for x in f.samples}
+    assert samples["scheduler_preemption_victims_count"] == 1 and samples["scheduler_preemption_victims_sum"] == 2

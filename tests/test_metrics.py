@@ -180,7 +180,7 @@ def test_plugin_durations_only_in_sampled_cycles() -> None:
     points = {(plugin, point) for plugin, point, _ in sampled.plugin_execution_duration._series}
     assert {("NodeResourcesFit", "Filter"), ("NodeResourcesFit", "PreFilter"), ("DefaultBinder", "Bind"),
             ("DefaultPreemption", "PostFilter")} <= points
-    # Filter is timed per node: 3 pods x 3 nodes for the first filter plugin that sees every node.
+    # Filter is timed per node (up to TIMED_NODES_PER_CYCLE): 3 pods x 3 nodes for the first filter plugin.
     series = sampled.plugin_execution_duration._series
     filter_calls = sum(sum(row[:-1]) for (pl, pt, _), row in series.items() if pl == "NodeUnschedulable"
                        and pt == "Filter")

@@ -63,6 +63,9 @@ class PluginMetrics(Protocol):
     def permit_wait(self, status: str, seconds: float) -> None: ...
 
 
+# Per-node Filter timings in a sampled cycle stop after this many nodes per plugin (upstream times all).
+TIMED_NODES_PER_CYCLE = 16
+
 # Plugin method -> the extension_point label its duration is recorded under in sampled cycles.
 _TIMED_METHODS = {
     "pre_filter": "PreFilter", "filter": "Filter", "post_filter": "PostFilter", "pre_score": "PreScore",
@@ -150,13 +153,19 @@ class TimedPlugin:
         return timed
 
     def _timed_check(self, check: Callable[[NodeInfo], Status | None] | None) -> Any:
-        """The per-node check, timed with as little added work per node as possible."""
+        """The per-node check, timed on the first TIMED_NODES_PER_CYCLE nodes it sees: enough samples for
+        the distribution, while a sampled cycle over thousands of nodes stays nearly as cheap as any other."""
         if check is None:
             return None
         append, name, perf = self._recorder.duration_sink(), self.name, time.perf_counter
         passed = (name, "Filter", "Success")
+        left = TIMED_NODES_PER_CYCLE
 
         def timed(node_info: NodeInfo) -> Status | None:
+            nonlocal left
+            if left <= 0:
+                return check(node_info)
+            left -= 1
             start = perf()
             s = check(node_info)
             append((passed if s is None else (name, "Filter", CODE_NAMES[s.code]), perf() - start))

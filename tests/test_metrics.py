@@ -294,3 +294,18 @@ def test_preemption_counts_the_attempt_and_its_victims() -> None:
     assert m.preemption_attempts._value.get() == 1
     samples = {x.name: x.value for f in m.preemption_victims.collect() for x in f.samples}
     assert samples["scheduler_preemption_victims_count"] == 1 and samples["scheduler_preemption_victims_sum"] == 2
+
+
+def test_a_client_resetting_before_its_request_is_counted_not_printed(capfd: pytest.CaptureFixture[str]) -> None:
+    metrics = Metrics()
+    health = HealthServer(0, "127.0.0.1", registry=metrics.registry, on_scrape_error=metrics.scrape_errors.inc)
+    health.start()
+    try:
+        for _ in range(5):
+            with socket.create_connection(("127.0.0.1", health.port)) as c:
+                c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                c.sendall(b"GET /metr")  # half a request line, then a reset
+        assert "scheduler_pending_pods" in scrape(health.port)
+    finally:
+        health.stop()
+    assert "Traceback" not in capfd.readouterr().err

@@ -17,6 +17,7 @@ line per failing check; ``?verbose`` lists every check with ``[+]``/``[-]``.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -67,7 +68,14 @@ class HealthServer:
 
     def start(self) -> int:
         """Bind and serve on a daemon thread; returns the port."""
-        server = ThreadingHTTPServer((self._addr, self._requested_port), self._handler_class())
+        outer = self
+
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                """A client that resets while its request is read: counted, never a traceback on stderr."""
+                outer._scrape_failed("request failed", sys.exc_info()[1] or Exception("unknown"))
+
+        server = Server((self._addr, self._requested_port), self._handler_class())
         server.daemon_threads = True
         self._server = server
         self._thread = threading.Thread(target=server.serve_forever, name="health-http", daemon=True)

@@ -265,6 +265,7 @@ class Metrics:
         self._attempts: dict[tuple[str, str], Any] = {}
         self._bindings = self.goroutines.labels(BINDING)
         self._gauge_series: dict[int, set[tuple[str, ...]]] = {}
+        self._victims = 0
 
     # ----- wiring -------------------------------------------------------------------------------
 
@@ -343,13 +344,18 @@ class Metrics:
         child.inc()
         self.attempt_duration.record((result, profile), seconds)
 
-    def preemption_ran(self, fwk: Framework, victims: int) -> None:
-        """PostFilter ran for an unschedulable pod: DefaultPreemption counts an attempt; victims are
-        observed when a candidate was chosen (upstream prepareCandidate)."""
+    def victim_selected(self) -> None:
+        """The preemption handle is evicting one victim of the chosen candidate (scheduling thread)."""
+        self._victims += 1
+
+    def preemption_ran(self, fwk: Framework) -> None:
+        """PostFilter ran for an unschedulable pod: DefaultPreemption counts an attempt; the victims
+        evicted for it are observed when there were any (upstream: in prepareCandidate)."""
         if "DefaultPreemption" in fwk.list_plugins().get("postFilter", ()):
             self.preemption_attempts.inc()
-        if victims:
-            self.preemption_victims.observe(victims)
+        if self._victims:
+            self.preemption_victims.observe(self._victims)
+        self._victims = 0
 
     def binding_started(self) -> None:
         self._bindings.inc()

@@ -18,10 +18,11 @@ from prometheus_client import CollectorRegistry
 from structlog.testing import capture_logs
 
 from scheduler.app.health import HealthServer
+from scheduler.app.offline import OfflineWriter, RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
-from scheduler.kube.recorder import RecordingEventSink
+from scheduler.eventhandlers import ADDED
 from scheduler.metrics import Metrics, exponential_buckets
-from scheduler.scheduler import ADDED, Scheduler
+from scheduler.scheduler import Scheduler
 from tests.test_scheduler import Binder, Clock, node, pod
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -54,9 +55,10 @@ class NeverSample(random.Random):
 def make(metrics: Metrics) -> tuple[Scheduler, Binder]:
     cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                      "profiles": [{"schedulerName": "py-scheduler"}]})
-    b = Binder()
-    s = Scheduler(cfg, build_registry(cfg), b, RecordingEventSink(), metrics, synchronous_binding=True,
+    b, writer = Binder(), OfflineWriter()
+    s = Scheduler(cfg, build_registry(cfg), b, RecordingEventSink(), metrics, writer=writer, synchronous_binding=True,
                   rng=random.Random(1), tie_break="name", clock=Clock())
+    writer.connect(s)
     return s, b
 
 
@@ -290,7 +292,7 @@ def test_preemption_counts_the_attempt_and_its_victims() -> None:
     s.on_pod_event(ADDED, pod("low-2", node_name="n0"))
     s.on_pod_event(ADDED, pod("high", cpu="2", priority=100))
     assert s.schedule_one(timeout=0)
-    assert s.preemptions and len(s.preemptions) == 2
+    assert s.cache.pod_count() == 0  # both victims were deleted
     assert m.preemption_attempts._value.get() == 1
     samples = {x.name: x.value for f in m.preemption_victims.collect() for x in f.samples}
     assert samples["scheduler_preemption_victims_count"] == 1 and samples["scheduler_preemption_victims_sum"] == 2

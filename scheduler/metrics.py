@@ -344,9 +344,10 @@ class Metrics:
         child.inc()
         self.attempt_duration.record((result, profile), seconds)
 
-    def victim_selected(self) -> None:
-        """The preemption handle is evicting one victim of the chosen candidate (scheduling thread)."""
-        self._victims += 1
+    def victims_selected(self, count: int) -> None:
+        """Preemption chose a candidate with ``count`` victims (scheduling thread; the evictions may
+        run later on a worker)."""
+        self._victims = count
 
     def preemption_ran(self, fwk: Framework) -> None:
         """PostFilter ran for an unschedulable pod: DefaultPreemption counts an attempt; the victims

@@ -71,9 +71,11 @@ class _Handle:
         return self._s._pending.get(pod.uid)
 
     def preempt(self, victim: Pod, preemptor: Pod, node_name: str, plugin: str) -> Status | None:
-        if self._s.metrics is not None:
-            self._s.metrics.victim_selected()
         return self._s.preempt_victim(victim, preemptor, node_name, plugin)
+
+    def victims_selected(self, count: int) -> None:
+        if self._s.metrics is not None:
+            self._s.metrics.victims_selected(count)
 
     def clear_nominated_node(self, pod: Pod) -> Status | None:
         return self._s.clear_nominated_node(pod)

@@ -21,6 +21,7 @@ from scheduler.app.health import HealthServer
 from scheduler.app.offline import OfflineWriter, RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
 from scheduler.eventhandlers import ADDED
+from scheduler.framework.features import Features
 from scheduler.metrics import Metrics, exponential_buckets
 from scheduler.scheduler import Scheduler
 from tests.test_scheduler import Binder, Clock, node, pod
@@ -52,12 +53,12 @@ class NeverSample(random.Random):
         return 0.99
 
 
-def make(metrics: Metrics) -> tuple[Scheduler, Binder]:
+def make(metrics: Metrics, features: Features | None = None) -> tuple[Scheduler, Binder]:
     cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                      "profiles": [{"schedulerName": "py-scheduler"}]})
     b, writer = Binder(), OfflineWriter()
     s = Scheduler(cfg, build_registry(cfg), b, RecordingEventSink(), metrics, writer=writer, synchronous_binding=True,
-                  rng=random.Random(1), tie_break="name", clock=Clock())
+                  rng=random.Random(1), tie_break="name", clock=Clock(), features=features)
     writer.connect(s)
     return s, b
 
@@ -284,14 +285,16 @@ def test_scrapes_during_shutdown_never_crash_the_scheduler(served: tuple[Schedul
     assert problems == []
 
 
-def test_preemption_counts_the_attempt_and_its_victims() -> None:
+@pytest.mark.parametrize("async_preemption", [True, False])
+def test_preemption_counts_the_attempt_and_its_victims(async_preemption: bool) -> None:
     m = Metrics()
-    s, _ = make(m)
+    s, _ = make(m, Features(enable_async_preemption=async_preemption))
     s.on_node_event(ADDED, node("n0", cpu="2"))
     s.on_pod_event(ADDED, pod("low-1", node_name="n0"))
     s.on_pod_event(ADDED, pod("low-2", node_name="n0"))
     s.on_pod_event(ADDED, pod("high", cpu="2", priority=100))
     assert s.schedule_one(timeout=0)
+    s.frameworks["py-scheduler"].plugins["DefaultPreemption"].evaluator.executor().shutdown(wait=True)
     assert s.cache.pod_count() == 0  # both victims were deleted
     assert m.preemption_attempts._value.get() == 1
     samples = {x.name: x.value for f in m.preemption_victims.collect() for x in f.samples}

@@ -153,6 +153,11 @@ class ClusterHandle(Protocol):
         it; record the Preempted event. A victim already gone is a success."""
         ...
 
+    def victims_selected(self, count: int) -> None:
+        """Preemption is evicting the ``count`` victims of its chosen candidate (the
+        scheduler_preemption_victims metric), called on the scheduling thread."""
+        ...
+
     def clear_nominated_node(self, pod: Pod) -> Status | None:
         """Remove status.nominatedNodeName of a pod (lower-priority pods nominated to a preempted node)."""
         ...

@@ -298,11 +298,13 @@ class Evaluator:
         log.info("preemption target chosen", pod=pod.key, node=best.name,
                  victims=[v.key for v in best.victims.pods])
         if self.enable_async:
+            self.handle.victims_selected(len(best.victims.pods))
             self.prepare_candidate_async(best, pod)
         else:
             status = self.prepare_candidate(best, pod)
             if not success(status):
                 return None, status
+            self.handle.victims_selected(len(best.victims.pods))
         return PostFilterResult(best.name), None
 
     def find_candidates(

@@ -325,6 +325,9 @@ class FrameworkHandle:
     def preempt(self, victim: Pod, preemptor: Pod, node_name: str, plugin: str) -> Status | None:
         return self._base.preempt(victim, preemptor, node_name, plugin)
 
+    def victims_selected(self, count: int) -> None:
+        self._base.victims_selected(count)
+
     def clear_nominated_node(self, pod: Pod) -> Status | None:
         return self._base.clear_nominated_node(pod)
 

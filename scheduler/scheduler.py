@@ -77,6 +77,10 @@ class _Handle:
         if self._s.metrics is not None:
             self._s.metrics.victims_selected(count)
 
+    def async_preemption_done(self, ok: bool, seconds: float) -> None:
+        if self._s.metrics is not None:
+            self._s.metrics.preemption_goroutine_done(ok, seconds)
+
     def clear_nominated_node(self, pod: Pod) -> Status | None:
         return self._s.clear_nominated_node(pod)
 

@@ -34,6 +34,7 @@ UPSTREAM_BUCKETS = {
     "scheduler_scheduling_attempt_duration_seconds": exponential_buckets(0.001, 2, 15),
     "scheduler_scheduling_algorithm_duration_seconds": exponential_buckets(0.001, 2, 15),
     "scheduler_preemption_victims": exponential_buckets(1, 2, 7),
+    "scheduler_preemption_goroutines_duration_seconds": exponential_buckets(0.01, 2, 20),
     "scheduler_pod_scheduling_sli_duration_seconds": exponential_buckets(0.01, 2, 20),
     "scheduler_pod_scheduling_attempts": exponential_buckets(1, 2, 5),
     "scheduler_framework_extension_point_duration_seconds": exponential_buckets(0.0001, 2, 12),
@@ -149,6 +150,7 @@ def test_histogram_buckets_are_upstreams(served: tuple[Scheduler, Metrics, Healt
     s.metrics.event_handled("NodeAdd", 0.001)  # type: ignore[union-attr]
     s.metrics.permit_wait_duration.labels("Success").observe(0.01)  # type: ignore[union-attr]
     s.metrics.preemption_victims.observe(1)  # type: ignore[union-attr]
+    s.metrics.preemption_goroutine_done(True, 0.05)  # type: ignore[union-attr]
     s.metrics.hint_executed("NodeResourcesFit", "NodeAdd", "Queue", 0.0001)  # type: ignore[union-attr]
     _, _, bounds = parse_scrape(scrape(health.port))
     for name, want in UPSTREAM_BUCKETS.items():
@@ -299,6 +301,9 @@ def test_preemption_counts_the_attempt_and_its_victims(async_preemption: bool) -
     assert m.preemption_attempts._value.get() == 1
     samples = {x.name: x.value for f in m.preemption_victims.collect() for x in f.samples}
     assert samples["scheduler_preemption_victims_count"] == 1 and samples["scheduler_preemption_victims_sum"] == 2
+    runs = {(x.name, x.labels.get("result")): x.value for f in m.preemption_goroutines_execution.collect()
+            for x in f.samples if x.name.endswith("_total")}
+    assert runs == ({("scheduler_preemption_goroutines_execution_total", "success"): 1} if async_preemption else {})
 
 
 def test_a_client_resetting_before_its_request_is_counted_not_printed(capfd: pytest.CaptureFixture[str]) -> None:

@@ -81,6 +81,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--qps", type=float, default=5000, help="client QPS of every scheduler and of the creators")
     p.add_argument("--burst", type=int, default=5000)
     p.add_argument("--creators", type=int, default=32, help="pod creation requests in flight")
+    p.add_argument("--feature-gates", default="", metavar="GATE=BOOL,...",
+                   help="feature gates for py-scheduler and kube-scheduler, e.g. SchedulerAsyncPreemption=false; "
+                        "rows are labelled with them")
     p.add_argument("--rate", type=float, default=None, metavar="N",
                    help="paced mode: create the measured pods at N per second (below the schedulers' capacity, "
                         "so latency shows scheduling delay rather than queue build-up); rows are labelled @N/s")
@@ -160,6 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 init_timeout=args.timeout, scheduler_name=args.scheduler_name, creators=args.creators,
                 init_pods=args.init_pods, out_dir=out.parent, profile=args.profile,
                 wait_idle=args.wait_idle, idle_cores=args.idle_cores, rate=args.rate,
+                feature_gates=args.feature_gates,
             )  # fmt: skip
             try:
                 run_size(WORKLOADS[wl], nodes, pods, opts, bin_dir, on_run)

@@ -65,6 +65,7 @@ class Options:
     profile_rate: int = 100
     wait_idle: float = 0.0  # before each run, wait up to this long for the machine to be idle
     rate: float | None = None  # paced mode: measured pods created at this many per second
+    feature_gates: str = ""  # passed to py-scheduler and kube-scheduler
     idle_cores: float = 0.5  # "idle": fewer busy CPUs than this (our own idle control plane included)
 
 
@@ -188,10 +189,12 @@ class SizeRunner:
         proc = schedulers.start(
             which, kubeconfig=self.kubeconfig, bin_dir=self.bin_dir, workdir=run_dir,
             scheduler_name=opts.scheduler_name, qps=opts.qps, burst=opts.burst,
-            py_score_plugins=self.wl.py_score_plugins,
+            py_score_plugins=self.wl.py_score_plugins, feature_gates=opts.feature_gates,
         )  # fmt: skip
         profiler: subprocess.Popen[bytes] | None = None
         label = f"{self.wl.name} @{opts.rate:g}/s" if opts.rate else self.wl.name
+        if opts.feature_gates:
+            label += f" [{opts.feature_gates}]"
         result: dict[str, Any] = {
             "workload": label, "rate": opts.rate, "nodes": self.nodes, "pods": self.pods, "scheduler": which,
             "repeat": repeat, "pods_per_second": None, "latency_p50_ms": None, "latency_p90_ms": None,

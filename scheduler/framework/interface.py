@@ -158,6 +158,10 @@ class ClusterHandle(Protocol):
         scheduler_preemption_victims metric), called on the scheduling thread."""
         ...
 
+    def async_preemption_done(self, ok: bool, seconds: float) -> None:
+        """An asynchronous preemption's API calls ended, all succeeding or not (the goroutine metrics)."""
+        ...
+
     def clear_nominated_node(self, pod: Pod) -> Status | None:
         """Remove status.nominatedNodeName of a pod (lower-priority pods nominated to a preempted node)."""
         ...

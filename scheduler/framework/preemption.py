@@ -400,6 +400,7 @@ class Evaluator:
         """Clear lower-priority nominations, evict all victims but the last (stop at a failure), drop
         the preempting mark, evict the last victim. After a failure the pod is activated, since no
         deletion event may come to requeue it."""
+        began = time.monotonic()
         ok = False
         try:
             ok = self._clear_lower_priority_nominations(candidate.name, pod)
@@ -418,6 +419,7 @@ class Evaluator:
             log.exception("asynchronous preemption of the last victim failed", preemptor=pod.key)
             ok = False
         log.debug("asynchronous preemption finished", preemptor=pod.key, node=candidate.name, ok=ok)
+        self.handle.async_preemption_done(ok, time.monotonic() - began)
         if not ok:
             self.handle.activate([pod])
 

@@ -328,6 +328,9 @@ class FrameworkHandle:
     def victims_selected(self, count: int) -> None:
         self._base.victims_selected(count)
 
+    def async_preemption_done(self, ok: bool, seconds: float) -> None:
+        self._base.async_preemption_done(ok, seconds)
+
     def clear_nominated_node(self, pod: Pod) -> Status | None:
         return self._base.clear_nominated_node(pod)
 

@@ -239,7 +239,9 @@ def test_multi_victim_preemption_matches_upstream(
                 assert wait_for(lambda s=side, i=i: gone(core, ns, f"low{i}-{s}"), 60, what=f"{side} victim gone")
                 notes = [e.note for e in wait_for(lambda s=side, i=i: events_for(api, ns, f"low{i}-{s}", "Preempted"),
                                                   30, what="Preempted event")]
-                assert notes == [f"Preempted by pod {uids[side]} on node {n}"], (side, notes)
+                # A retry that runs before the nominatedNodeName patch is seen may preempt the still
+                # terminating victims again (kube-scheduler does it too): the same event, repeated.
+                assert set(notes) == {f"Preempted by pod {uids[side]} on node {n}"}, (side, notes)
         core.delete_collection_namespaced_pod(ns, grace_period_seconds=0)
 
 

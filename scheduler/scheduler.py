@@ -42,6 +42,7 @@ from scheduler.kube.recorder import EventSink, pod_condition
 from scheduler.metrics import Metrics
 from scheduler.model.node import node_from_api
 from scheduler.model.pod import Pod, pod_from_api
+from scheduler.plugins.podgroup import PodGroupWriter
 from scheduler.queue.queued_pod_info import QueuedPodInfo
 from scheduler.queue.scheduling_queue import PriorityQueue, QueueProfile
 from scheduler.schedule_one import SchedulingAlgorithm, handle_schedule_error
@@ -132,6 +133,14 @@ class _Handle:
         """The pod has not been deleted (as far as the watch told)."""
         return pod.uid in self._s._pod_seen
 
+    # Coscheduling (CoschedulingHandle)
+
+    def activate_pods(self, pods: list[Pod]) -> None:
+        self._s.queue.activate(pods)
+
+    def podgroup_writer(self) -> PodGroupWriter | None:
+        return self._s.podgroup_writer
+
 
 class Scheduler:
     def __init__(
@@ -148,8 +157,10 @@ class Scheduler:
         tie_break: Literal["random", "name"] = "random",
         clock: Callable[[], float] = time.monotonic,
         pod_writer: PodWriter | None = None,
+        podgroup_writer: PodGroupWriter | None = None,
     ) -> None:
         self.config = config
+        self.podgroup_writer = podgroup_writer
         self.binder = binder
         # Preemption's API writes: given, or the API binder's writer. Without one (simulate, tests)
         # a preempted victim is removed at once, as its deletion event would remove it.
@@ -194,6 +205,8 @@ class Scheduler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.outcomes: list[Outcome] | None = None  # set to a list to record outcomes (simulate)
+        # Binding cycles of pods waiting at Permit, with synchronous binding (simulate, tests).
+        self.parked: list[tuple[Any, ...]] = []
         # When each pod (by uid) and node (by name) was last heard of, for the periodic resync.
         self._pod_seen: dict[str, tuple[float, Mapping[str, Any]]] = {}
         self._node_seen: dict[str, tuple[float, Mapping[str, Any]]] = {}
@@ -281,7 +294,9 @@ class Scheduler:
             self.queue.move_all_to_active_or_backoff(ev, old, node)
 
     def on_object_event(self, kind: str, type_: str, obj: Mapping[str, Any]) -> None:
-        """Services, ReplicaSets, PVCs, Namespaces, ...: stored for plugins; may wake pods."""
+        """Services, ReplicaSets, PVCs, Namespaces, PodGroups ...: stored for plugins; may wake pods."""
+        for fwk in self.frameworks.values():
+            fwk.notify_object_event(kind, type_ == DELETED, obj)
         if type_ == DELETED:
             old = self.objects.delete(kind, obj)
             action = ActionType.DELETE
@@ -293,6 +308,12 @@ class Scheduler:
         except ValueError:
             return
         self.queue.move_all_to_active_or_backoff(ClusterEvent(resource, action, f"{kind}{action.name}"), old, obj)
+
+    def on_group_pod_event(self, type_: str, obj: Mapping[str, Any]) -> None:
+        """A pod of a pod group, from a watch that also sees terminal pods (Coscheduling's members)."""
+        pod = pod_from_api(obj)
+        for fwk in self.frameworks.values():
+            fwk.notify_pod_event(type_ == DELETED, pod)
 
     def event_clock(self) -> float:
         return self.clock()
@@ -358,6 +379,8 @@ class Scheduler:
             self.queue.done(pod.uid)
             return True
         self._scheduling_cycle(fwk, qpi, self.queue.scheduling_cycle)
+        if self.parked:
+            self.run_decided_parked()
         return True
 
     def _scheduling_cycle(self, fwk: Framework, qpi: QueuedPodInfo, cycle: int) -> None:
@@ -405,19 +428,45 @@ class Scheduler:
                 for ns in result.scores
             }
             self.outcomes.append(Outcome(pod, host, "", result.diagnosis.node_to_status, scores))
-        if self._synchronous or self._bind_pool is None:
-            self._binding_cycle(fwk, state, qpi, assumed, host, cycle, start)
+        args = (fwk, state, qpi, assumed, host, cycle, start)
+        if permit is not None and permit.code == Code.WAIT:
+            self._park(args)
+        elif self._synchronous or self._bind_pool is None:
+            self._binding_cycle(*args)
         else:
             self._bind_slots.acquire()
-            self._bind_pool.submit(self._binding_cycle_guarded, fwk, state, qpi, assumed, host, cycle, start)
+            self._bind_pool.submit(self._binding_cycle_guarded, *args)
+
+    def _park(self, args: tuple[Any, ...]) -> None:
+        """A pod waiting at Permit must not hold a binding worker or slot: a gang larger than the
+        pool would wait for members the blocked loop can never schedule. Live, it waits on its own
+        thread (a goroutine upstream); with synchronous binding its binding cycle runs once decided."""
+        if self._synchronous or self._bind_pool is None:
+            self.parked.append(args)
+            return
+        threading.Thread(target=self._binding_cycle_logged, args=args, name="permit-wait", daemon=True).start()
+
+    def run_decided_parked(self) -> None:
+        """Synchronous binding: run the binding cycles of parked pods that were allowed or rejected."""
+        while True:
+            ready = [a for a in self.parked if _permit_decided(a[0], a[3])]
+            if not ready:
+                return
+            for a in ready:
+                self.parked.remove(a)
+                self._binding_cycle(*a)
 
     def _binding_cycle_guarded(self, *args: Any) -> None:
+        try:
+            self._binding_cycle_logged(*args)
+        finally:
+            self._bind_slots.release()
+
+    def _binding_cycle_logged(self, *args: Any) -> None:
         try:
             self._binding_cycle(*args)
         except Exception:
             log.exception("binding cycle crashed")
-        finally:
-            self._bind_slots.release()
 
     def _binding_cycle(
         self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, assumed: Pod, host: str, cycle: int,
@@ -581,6 +630,11 @@ class Scheduler:
         except Exception as exc:
             return error_status(exc)
         return None
+
+
+def _permit_decided(fwk: Framework, pod: Pod) -> bool:
+    wp = fwk.get_waiting_pod(pod.uid)
+    return wp is None or wp.decided()
 
 
 def disruption_target_condition(victim: Pod, preemptor: Pod) -> dict[str, Any] | None:

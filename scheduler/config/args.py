@@ -154,6 +154,14 @@ def _default_preemption(a: dict[str, Any], path: str, errs: ErrorList) -> dict[s
     return a
 
 
+def _coscheduling(a: dict[str, Any], path: str, errs: ErrorList) -> dict[str, Any]:
+    for key in ("permitWaitingTimeSeconds", "podGroupBackoffSeconds"):
+        v = want_int(a.get(key), f"{path}.{key}", errs)
+        if v is not None and v < 0:
+            errs.add(f"{path}.{key}", f"invalid value {v}: must not be negative")
+    return a
+
+
 def _inter_pod_affinity(a: dict[str, Any], path: str, errs: ErrorList) -> dict[str, Any]:
     w = want_int(a.get("hardPodAffinityWeight"), f"{path}.hardPodAffinityWeight", errs)
     if w is not None and not 0 <= w <= 100:
@@ -434,6 +442,7 @@ def _label_lists(*keys: str) -> Callable[[dict[str, Any], str, ErrorList], dict[
 
 
 _VALIDATORS: dict[str, Callable[[dict[str, Any], str, ErrorList], dict[str, Any]]] = {
+    "CoschedulingArgs": _coscheduling,
     "DefaultPreemptionArgs": _default_preemption,
     "InterPodAffinityArgs": _inter_pod_affinity,
     "NodeAffinityArgs": _node_affinity,

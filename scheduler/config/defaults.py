@@ -132,6 +132,7 @@ _CPU_MEMORY: list[dict[str, Any]] = [{"name": "cpu", "weight": 1}, {"name": "mem
 
 # plugin name -> args kind
 ARGS_KIND: dict[str, str] = {
+    "Coscheduling": "CoschedulingArgs",
     "DefaultPreemption": "DefaultPreemptionArgs",
     "InterPodAffinity": "InterPodAffinityArgs",
     "NodeAffinity": "NodeAffinityArgs",
@@ -145,6 +146,8 @@ ARGS_KIND: dict[str, str] = {
 }
 
 DEFAULT_ARGS: dict[str, dict[str, Any]] = {
+    # scheduler-plugins' v1 defaults (its args are registered in the kubescheduler.config.k8s.io group).
+    "CoschedulingArgs": {"permitWaitingTimeSeconds": 60, "podGroupBackoffSeconds": 0},
     "DefaultPreemptionArgs": {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100},
     "InterPodAffinityArgs": {"hardPodAffinityWeight": 1, "ignorePreferredTermsOfExistingPods": False},
     "NodeAffinityArgs": {"addedAffinity": None},

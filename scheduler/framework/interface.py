@@ -271,6 +271,18 @@ class PostBindPlugin(Protocol):
     def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
 
 
+@runtime_checkable
+class ClusterEventObserver(Protocol):
+    """Our addition: a plugin that keeps its own state from watch events, where upstream plugins
+    read informers (Coscheduling's pod and PodGroup informers). The framework calls these on the
+    watch threads for the pods of its profile and for the other kinds; they must return quickly."""
+
+    name: str
+
+    def on_pod_event(self, deleted: bool, pod: Pod) -> None: ...
+    def on_object_event(self, kind: str, deleted: bool, obj: Mapping[str, Any]) -> None: ...
+
+
 class PluginFactory(Protocol):
     """Builds a plugin from its (defaulted) args and the framework handle.
 
@@ -283,6 +295,7 @@ __all__ = [
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",
     "BindPlugin",
+    "ClusterEventObserver",
     "CycleState",
     "EnqueueExtensions",
     "FilterPlugin",

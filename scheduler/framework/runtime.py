@@ -20,6 +20,7 @@ from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     BindPlugin,
+    ClusterEventObserver,
     CycleState,
     EnqueueExtensions,
     FilterPlugin,
@@ -172,6 +173,12 @@ class WaitingPod:
             self._expire_locked()
             return sorted(self._pending) if not self._decided else []
 
+    def decided(self) -> bool:
+        """Allowed, rejected or timed out (synchronous binding runs the binding cycle only then)."""
+        with self._cond:
+            self._expire_locked()
+            return self._decided
+
     def allow(self, plugin_name: str) -> None:
         """The plugin lets the pod go; the pod is released once no plugin is pending."""
         with self._cond:
@@ -310,6 +317,7 @@ class Framework:
         self._pre_bind: list[PreBindPlugin] = self._by_point["preBind"]
         self._bind: list[BindPlugin] = self._by_point["bind"]
         self._post_bind: list[PostBindPlugin] = self._by_point["postBind"]
+        self._observers = [p for p in self.plugins.values() if isinstance(p, ClusterEventObserver)]
 
     # ----- construction -------------------------------------------------------------------------
 
@@ -369,6 +377,19 @@ class Framework:
     def _observe_since(self, extension_point: str, status: Status | None, start: float) -> None:
         if self._metrics is not None:
             self._metrics(extension_point, code_name(status), time.perf_counter() - start)
+
+    # ----- watch events for plugins that keep state ----------------------------------------------
+
+    def notify_pod_event(self, deleted: bool, pod: Pod) -> None:
+        """A pod of this profile changed (any phase, as a label-selected pod watch sees it)."""
+        if pod.scheduler_name != self.profile_name:
+            return
+        for pl in self._observers:
+            pl.on_pod_event(deleted, pod)
+
+    def notify_object_event(self, kind: str, deleted: bool, obj: Mapping[str, Any]) -> None:
+        for pl in self._observers:
+            pl.on_object_event(kind, deleted, obj)
 
     # ----- queue side ---------------------------------------------------------------------------
 

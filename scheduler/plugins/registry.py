@@ -81,9 +81,12 @@ _LEGACY_NAMES = (
 )
 
 
+# kubernetes-sigs/scheduler-plugins plugins (same names, args and CRDs).
+_SCHEDULER_PLUGINS_NAMES = ("Coscheduling",)
+
 # plugin name -> "scheduler.plugins.<module>:<Class>"
 IN_TREE: dict[str, str] = {
-    **{n: f"scheduler.plugins.{snake_case(n)}:{n}" for n in _IN_TREE_NAMES},
+    **{n: f"scheduler.plugins.{snake_case(n)}:{n}" for n in _IN_TREE_NAMES + _SCHEDULER_PLUGINS_NAMES},
     **{n: f"scheduler.plugins.legacy.{snake_case(n)}:{n}" for n in _LEGACY_NAMES},
 }
 

@@ -473,7 +473,6 @@ class Scheduler:
         start: float,
     ) -> None:
         st = fwk.wait_on_permit(assumed)
-        self.queue.done(assumed.uid)
         if st is None or st.code == Code.SUCCESS:
             st = fwk.run_pre_bind_plugins(state, assumed, host)
         if st is None or st.code == Code.SUCCESS:
@@ -483,10 +482,15 @@ class Scheduler:
             self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)
             if st.code == Code.ERROR and getattr(st.error, "status", None) == 404:
                 log.info("pod deleted before it could be bound", pod=assumed.key)
+                self.queue.done(assumed.uid)
                 return
-            self._failure(fwk, qpi, st, cycle, start, message=st.message, plugins=set(), requeue=True,
-                          clear_nominated=True)
+            # A Permit rejection names its plugin: the pod waits for that plugin's events (upstream
+            # wraps it in a FitError with that plugin as the unschedulable one).
+            rejector = {st.plugin} - {""} if st.is_rejected() else set()
+            self._failure(fwk, qpi, st, cycle, start, message=st.message, plugins=rejector, requeue=True,
+                          clear_nominated=True)  # marks the pod done (upstream defers Done to here)
             return
+        self.queue.done(assumed.uid)
         self.cache.finish_binding(assumed)
         elapsed = self.clock() - start
         if self.metrics is not None:

@@ -96,6 +96,8 @@ EXTENSION_POINTS_BY_PLUGIN: dict[str, frozenset[str]] = {
     "MostRequestedPriority": _points("score"),
     "BalancedResourceAllocation": _points("score"),
     "NoDiskConflict": _points("filter"),
+    # kubernetes-sigs/scheduler-plugins
+    "Coscheduling": _points("queueSort", "preFilter", "postFilter", "reserve", "permit"),
 }
 
 # Python method name -> extension point, for inspecting third-party plugin classes.

@@ -11,7 +11,9 @@ scheduler-plugins, so jobs move between the two schedulers unchanged.
 - PreFilter: a pod whose group is missing or invalid, recently failed (backoff), has fewer than
   minMember live pods, or whose minResources exceed the cluster's free capacity is rejected as
   UnschedulableAndUnresolvable, with the group and the numbers in the message.
-- Permit: members wait until minMember are assumed or bound, then all are allowed at once.
+- Permit: members wait until minMember are assumed or bound, then all are allowed at once. Members
+  that were waiting for siblings are moved to activeQ when the group becomes whole (upstream
+  activates them from Permit, which also wakes a member that cannot fit, in a loop).
 - PostFilter: a member that fits nowhere rejects its waiting siblings (so they do not sit on nodes)
   and backs the group off, unless the group is (nearly, <= 10 % missing) complete.
 - Unreserve: a member that failed after Reserve (Permit timeout or rejection, deletion while waiting,
@@ -46,6 +48,7 @@ from scheduler.framework.types import (
     ClusterEventWithHint,
     EventResource,
     NodeInfo,
+    QueueingHint,
 )
 from scheduler.model.pod import Pod, parse_time
 from scheduler.plugins.helper import int_arg
@@ -235,8 +238,6 @@ class Coscheduling:
                 if group_full_name(wp.get_pod()) == full:
                     wp.allow(NAME)
             return None, 0.0
-        if assigned == 0:
-            self.manager.activate_pending(full, exclude_uid=pod.uid)  # the first member in: siblings forward
         msg = f'waiting for PodGroup "{full}": {assigned + 1} of minMember {group.min_member} assigned'
         return Status(Code.WAIT, [msg]), float(self._timeout(group))
 
@@ -255,8 +256,9 @@ class Coscheduling:
         """A PodGroup created or changed, room freed or added; sibling arrivals and backoff ends
         activate the group's pods directly."""
         return [
-            ClusterEventWithHint(ClusterEvent(EventResource.POD_GROUP, ActionType.ADD | ActionType.UPDATE)),
-            ClusterEventWithHint(ClusterEvent(EventResource.POD, ActionType.DELETE)),
+            ClusterEventWithHint(ClusterEvent(EventResource.POD_GROUP, ActionType.ADD | ActionType.UPDATE),
+                                 _podgroup_changed),
+            ClusterEventWithHint(ClusterEvent(EventResource.POD, ActionType.DELETE), _other_pod_deleted),
             ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE)),
         ]
 
@@ -266,6 +268,25 @@ class Coscheduling:
     def on_object_event(self, kind: str, deleted: bool, obj: Mapping[str, Any]) -> None:
         if kind == KIND:
             self.manager.on_podgroup_event(deleted, obj)
+
+
+def _podgroup_changed(pod: Pod, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> QueueingHint:
+    """Only the pod's own group, created or with a new spec: our own status writes must not requeue."""
+    if new is None:
+        return QueueingHint.QUEUE_SKIP
+    meta = new.get("metadata") or {}
+    if meta.get("namespace") != pod.namespace or meta.get("name") != group_name(pod):
+        return QueueingHint.QUEUE_SKIP
+    if old is not None and old.get("spec") == new.get("spec"):
+        return QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE
+
+
+def _other_pod_deleted(pod: Pod, old: Pod | None, new: Any) -> QueueingHint:
+    """Room freed by another pod; a sibling released by the group's own rejection does not help it."""
+    if old is not None and group_name(pod) and group_full_name(old) == group_full_name(pod):
+        return QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE
 
 
 def _creation(obj: Mapping[str, Any] | None) -> float | None:

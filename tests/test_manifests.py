@@ -42,6 +42,8 @@ EXPECTED_CLUSTER_RULES: dict[tuple[str, str], set[str]] = {
     ("storage.k8s.io", "csidrivers"): {"list", "watch"},
     ("storage.k8s.io", "csistoragecapacities"): {"list", "watch"},
     ("policy", "poddisruptionbudgets"): {"list", "watch"},
+    ("scheduling.x-k8s.io", "podgroups"): {"get", "list", "watch"},
+    ("scheduling.x-k8s.io", "podgroups/status"): {"update", "patch"},
 }
 
 
@@ -78,11 +80,11 @@ def test_renders_the_expected_objects(docs: list[dict[str, Any]]) -> None:
         ("Namespace", NS), ("ServiceAccount", "py-scheduler"), ("ClusterRole", "py-scheduler"),
         ("ClusterRoleBinding", "py-scheduler"), ("Role", "py-scheduler-leader-election"),
         ("RoleBinding", "py-scheduler-leader-election"), ("ConfigMap", cm), ("Deployment", "py-scheduler"),
-        ("Service", "py-scheduler-metrics"),
+        ("Service", "py-scheduler-metrics"), ("CustomResourceDefinition", "podgroups.scheduling.x-k8s.io"),
     ])  # fmt: skip
     for d in docs:
         assert d["apiVersion"] and d["metadata"]["name"]
-        if d["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
+        if d["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"):
             assert d["metadata"].get("namespace") == NS, f"{d['kind']} {d['metadata']['name']} not in {NS}"
 
 
@@ -247,3 +249,29 @@ def test_dockerfile_is_multi_stage_non_root_and_ships_only_the_venv() -> None:
     ignore = [ln.strip() for ln in (ROOT / ".dockerignore").read_text().splitlines() if ln.strip()[:1] not in ("", "#")]
     assert ignore[0] == "*", ".dockerignore starts from nothing (no .venv, .git, .cluster in the context)"
     assert {"!pyproject.toml", "!README.md", "!scheduler"} <= set(ignore)
+
+
+def test_podgroup_crd_is_scheduler_plugins_v1alpha1_with_a_status_subresource(docs: list[dict[str, Any]]) -> None:
+    crd = one(docs, "CustomResourceDefinition", "podgroups.scheduling.x-k8s.io")["spec"]
+    assert (crd["group"], crd["scope"], crd["names"]["kind"], crd["names"]["plural"]) == (
+        "scheduling.x-k8s.io", "Namespaced", "PodGroup", "podgroups")
+    (version,) = crd["versions"]
+    assert version["name"] == "v1alpha1" and version["served"] and version["storage"]
+    assert version["subresources"] == {"status": {}}
+    props = version["schema"]["openAPIV3Schema"]["properties"]
+    assert set(props["spec"]["properties"]) == {"minMember", "minResources", "scheduleTimeoutSeconds"}
+    assert {"phase", "scheduled", "running", "succeeded", "failed", "scheduleStartTime"} <= set(
+        props["status"]["properties"])
+
+
+def test_coscheduling_example_config_loads_and_names_the_group_label() -> None:
+    from scheduler.plugins.podgroup import POD_GROUP_LABEL
+
+    cfg = load_dict(yaml.safe_load((ROOT / "manifests" / "examples" / "coscheduling-config.yaml").read_text()))
+    (profile,) = cfg.profiles
+    assert [p.name for p in profile.plugins["queueSort"]] == ["Coscheduling"]
+    assert "Coscheduling" in [p.name for p in profile.plugins["permit"]]
+    assert profile.plugin_config["Coscheduling"] == {"permitWaitingTimeSeconds": 60, "podGroupBackoffSeconds": 5}
+    job = [d for d in yaml.safe_load_all((ROOT / "manifests" / "examples" / "gang-job.yaml").read_text())
+           if d["kind"] == "Job"][0]
+    assert job["spec"]["template"]["metadata"]["labels"] == {POD_GROUP_LABEL: "trainer"}

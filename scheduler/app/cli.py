@@ -22,11 +22,13 @@ def _run(args: argparse.Namespace) -> int:
     from scheduler.kube.client import ApiWriter, load_api_client
     from scheduler.kube.leaderelection import LeaderElector, LeaderGatedBinder
     from scheduler.kube.operator import NON_TERMINAL_PODS, OBJECT_KINDS, run_operator
+    from scheduler.kube.podgroups import PODGROUP_KINDS, ApiPodGroupWriter, podgroups_served
     from scheduler.kube.podstream import PodStream, wait_synced
     from scheduler.kube.ratelimit import TokenBucket
     from scheduler.kube.recorder import ApiEventSink
     from scheduler.kube.sync import Resyncer, initial_sync
     from scheduler.metrics import Metrics
+    from scheduler.plugins.podgroup import POD_GROUP_LABEL
     from scheduler.scheduler import Scheduler
 
     try:
@@ -71,12 +73,23 @@ def _run(args: argparse.Namespace) -> int:
         if health is not None:
             health.add_readiness_check("leader-election", elector.readiness)
             health.add_liveness_check("leader-election", elector.liveness)
-    sched = Scheduler(cfg, registry, binder, sink, metrics, bind_workers=args.bind_workers)
+    kinds = dict(OBJECT_KINDS)
+    podgroup_writer = None
+    if podgroups_served(writer.raw):  # Coscheduling's PodGroups; a cluster without the CRD starts as before
+        kinds.update(PODGROUP_KINDS)
+        podgroup_writer = ApiPodGroupWriter(writer, controller=cfg.profiles[0].scheduler_name)
+    else:
+        log.info("PodGroup CRD (scheduling.x-k8s.io/v1alpha1) not served; Coscheduling sees no PodGroups")
+    sched = Scheduler(cfg, registry, binder, sink, metrics, bind_workers=args.bind_workers,
+                      podgroup_writer=podgroup_writer)
     stream_pods = args.pod_watch == "stream"
-    initial_sync(api, sched, OBJECT_KINDS, pods=not stream_pods)
-    stream = None
+    initial_sync(api, sched, kinds, pods=not stream_pods)
+    streams = []
+    if podgroup_writer is not None:  # group members in every phase (the main stream skips terminal pods)
+        streams.append(PodStream(api.configuration, sched.on_group_pod_event, label_selector=POD_GROUP_LABEL))
     if stream_pods:
-        stream = PodStream(api.configuration, sched.on_pod_event, field_selector=NON_TERMINAL_PODS)
+        streams.append(PodStream(api.configuration, sched.on_pod_event, field_selector=NON_TERMINAL_PODS))
+    for stream in streams:
         stream.start()
         if not wait_synced(stream):
             log.error("pod list did not complete; scheduling starts anyway")
@@ -89,16 +102,18 @@ def _run(args: argparse.Namespace) -> int:
     resync.start()
     log.info("py-scheduler started", profiles=[p.scheduler_name for p in cfg.profiles], qps=qps, burst=burst)
     try:
-        run_operator(sched, api.configuration, stop_flag=stop, watch_pods=not stream_pods)
+        run_operator(sched, api.configuration, kinds=kinds, stop_flag=stop, watch_pods=not stream_pods)
     finally:
         stop.set()
         if elector is not None:
             elector.stop()  # stop leading (the binding gate closes), then release the Lease
         resync.stop()
-        if stream is not None:
+        for stream in streams:
             stream.stop()
         sched.stop()
         sink.close()
+        if podgroup_writer is not None:
+            podgroup_writer.close()
         if health is not None:
             health.stop()
         log.info("py-scheduler stopped")

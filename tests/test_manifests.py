@@ -272,6 +272,6 @@ def test_coscheduling_example_config_loads_and_names_the_group_label() -> None:
     assert [p.name for p in profile.plugins["queueSort"]] == ["Coscheduling"]
     assert "Coscheduling" in [p.name for p in profile.plugins["permit"]]
     assert profile.plugin_config["Coscheduling"] == {"permitWaitingTimeSeconds": 60, "podGroupBackoffSeconds": 5}
-    job = [d for d in yaml.safe_load_all((ROOT / "manifests" / "examples" / "gang-job.yaml").read_text())
-           if d["kind"] == "Job"][0]
+    job = next(d for d in yaml.safe_load_all((ROOT / "manifests" / "examples" / "gang-job.yaml").read_text())
+               if d["kind"] == "Job")
     assert job["spec"]["template"]["metadata"]["labels"] == {POD_GROUP_LABEL: "trainer"}

@@ -5,10 +5,11 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from scheduler.app.offline import RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
-from scheduler.kube.recorder import RecordingEventSink
+from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
 from scheduler.plugins.podgroup import POD_GROUP_LABEL
-from scheduler.scheduler import ADDED, DELETED, MODIFIED, Scheduler
+from scheduler.scheduler import Scheduler
 from tests.test_scheduler import Binder, Clock, node, pod
 
 GANG_PROFILE: dict[str, Any] = {
@@ -127,6 +128,6 @@ def test_pod_naming_a_missing_group_waits_and_blocks_nobody() -> None:
     add(s, pod("plain"))
     drain(s, clock)
     assert b.bound == [("default/plain", "n1")]
-    sink = s.sink
+    sink = s.recorder
     assert isinstance(sink, RecordingEventSink)
     assert 'names PodGroup "default/nope"' in sink.conditions["default/orphan"][1]

@@ -476,8 +476,9 @@ class ScheduleOne:
             self.queue.done(assumed.uid)
             return
         # A Permit rejection names its plugin: the pod waits for that plugin's events (upstream wraps
-        # it in a FitError with that plugin unschedulable). The failure handling marks the pod done.
-        rejector = {st.plugin} - {""} if st.is_rejected() else set()
+        # it in a FitError with that plugin unschedulable); a plugin without events (e.g. preemption
+        # rejecting a victim) leaves it to backoff. The failure handling marks the pod done.
+        rejector = {st.plugin} & set(fwk.events_to_register()) if st.is_rejected() else set()
         self.handle_scheduling_failure(fwk, qpi, st, cycle, start, message=st.message, plugins=rejector,
                                        clear_nominated=True)
 

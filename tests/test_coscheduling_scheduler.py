@@ -131,3 +131,44 @@ def test_pod_naming_a_missing_group_waits_and_blocks_nobody() -> None:
     sink = s.recorder
     assert isinstance(sink, RecordingEventSink)
     assert 'names PodGroup "default/nope"' in sink.conditions["default/orphan"][1]
+
+
+def test_a_group_larger_than_the_binding_pool_completes() -> None:
+    """Waiting members hold no binding worker or slot (1 worker, 4 slots here, 12 members)."""
+    import threading
+    import time
+
+    class SlowBinder(Binder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lock = threading.Lock()
+
+        def bind(self, p: Any, node_name: str) -> None:
+            with self.lock:
+                super().bind(p, node_name)
+
+    cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                     "profiles": [GANG_PROFILE]})
+    b = SlowBinder()
+    s = Scheduler(cfg, build_registry(cfg), b, RecordingEventSink(), None, bind_workers=1,
+                  rng=random.Random(1), tie_break="name")
+    try:
+        s.on_node_event(ADDED, node("n1", cpu="16"))
+        s.on_object_event("PodGroup", ADDED, podgroup("big", 12))
+        for i in range(12):
+            add(s, member(f"big-{i}", "big"))
+        done = threading.Event()
+
+        def loop() -> None:
+            for _ in range(12):
+                s.schedule_one(timeout=1)
+            done.set()
+
+        threading.Thread(target=loop, daemon=True).start()
+        assert done.wait(10), "the scheduling loop blocked behind waiting members"
+        deadline = time.monotonic() + 10
+        while len(b.bound) < 12 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(b.bound) == 12
+    finally:
+        s.stop()

@@ -74,3 +74,16 @@ def test_podgroups_are_served_only_when_discovery_lists_them() -> None:
     assert not podgroups_served(Raw({"resources": [{"name": "elasticquotas"}]}))
     assert not podgroups_served(Raw(ApiException(status=404)))
     assert not podgroups_served(Raw(ApiException(status=403)))
+
+
+def test_a_replica_that_is_not_leading_writes_nothing() -> None:
+    fake = FakeWriter()
+    fake.release.set()
+    leading = [False]
+    w = ApiPodGroupWriter(fake, leading=lambda: leading[0])  # type: ignore[arg-type]
+    w.patch_status("ns", "g", {"phase": "Pending"})
+    time.sleep(0.1)
+    leading[0] = True
+    w.patch_status("ns", "g", {"phase": "Scheduling"})
+    assert wait_calls(fake, 1) == [("status", ("g", {"phase": "Scheduling"}))]
+    w.close()

@@ -84,7 +84,8 @@ def _run(args: argparse.Namespace) -> int:
     podgroup_writer = None
     if podgroups_served(raw):  # Coscheduling's PodGroups; a cluster without the CRD starts as before
         kinds.update(PODGROUP_KINDS)
-        podgroup_writer = ApiPodGroupWriter(writer, controller=cfg.profiles[0].scheduler_name)
+        leading = (lambda: elector.is_leader) if elector is not None else (lambda: True)
+        podgroup_writer = ApiPodGroupWriter(writer, controller=cfg.profiles[0].scheduler_name, leading=leading)
     else:
         log.info("PodGroup CRD (scheduling.x-k8s.io/v1alpha1) not served; Coscheduling sees no PodGroups")
     sched = Scheduler(cfg, registry, binder, sink, metrics, writer=api_writer, bind_workers=args.bind_workers,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -41,8 +41,14 @@ def podgroups_served(raw: Requester) -> bool:
 class ApiPodGroupWriter:
     """scheduler.plugins.podgroup.PodGroupWriter over the API: asynchronous, ordered, bounded."""
 
-    def __init__(self, writer: ApiWriter, controller: str = "py-scheduler", backlog: int = 5000) -> None:
+    def __init__(
+        self, writer: ApiWriter, controller: str = "py-scheduler", backlog: int = 5000,
+        leading: Callable[[], bool] = lambda: True,
+    ) -> None:
+        """``leading``: writes are made only while it holds (a standby replica sees the same watch
+        events and keeps the same view, but the leader alone writes)."""
         self._writer = writer
+        self._leading = leading
         self._controller = controller
         self._backlog = backlog
         self._cond = threading.Condition()
@@ -113,6 +119,8 @@ class ApiPodGroupWriter:
                     return
                 what, arg = self._tasks.popleft()
                 bodies = self._statuses.pop(arg, []) if what == "status" else []
+            if not self._leading():
+                continue
             try:
                 if what == "event":
                     self._writer.create_event(*arg)

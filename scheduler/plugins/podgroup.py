@@ -324,9 +324,13 @@ class PodGroupManager:
         writes: list[tuple[dict[str, Any], str]] = []
         with self._lock:
             g = self._groups.setdefault(group.full_name, _Group())
+            if not g.members and group.phase:
+                return  # members not known (yet): never overwrite a status with an empty view
             if g.status is None:
                 status = group.raw.get("status") or {}
-                g.status = _Status(phase=group.phase, start=status.get("scheduleStartTime") or "")
+                counts = tuple(int(status.get(k) or 0) for k in ("scheduled", "running", "succeeded", "failed"))
+                g.status = _Status(group.phase, (counts[0], counts[1], counts[2], counts[3]),
+                                   status.get("scheduleStartTime") or "")
             members = list(g.members.values())
             counts = _counts(members)
             live = sum(1 for p in members if _live(p))

@@ -87,3 +87,17 @@ def test_a_replica_that_is_not_leading_writes_nothing() -> None:
     w.patch_status("ns", "g", {"phase": "Scheduling"})
     assert wait_calls(fake, 1) == [("status", ("g", {"phase": "Scheduling"}))]
     w.close()
+
+
+def test_writes_wait_until_the_members_are_listed() -> None:
+    fake = FakeWriter()
+    fake.release.set()
+    ready = threading.Event()
+    w = ApiPodGroupWriter(fake, ready=ready)  # type: ignore[arg-type]
+    w.patch_status("ns", "g", {"phase": "Pending"})
+    w.patch_status("ns", "g", {"phase": "Scheduling"})
+    time.sleep(0.2)
+    assert fake.calls == []
+    ready.set()
+    assert wait_calls(fake, 2) == [("status", ("g", {"phase": "Pending"})), ("status", ("g", {"phase": "Scheduling"}))]
+    w.close()

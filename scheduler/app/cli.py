@@ -82,10 +82,12 @@ def _run(args: argparse.Namespace) -> int:
             health.add_liveness_check("leader-election", elector.liveness)
     kinds = dict(OBJECT_KINDS)
     podgroup_writer = None
+    members_listed = threading.Event()  # PodGroup status is written once the members are listed
     if podgroups_served(raw):  # Coscheduling's PodGroups; a cluster without the CRD starts as before
         kinds.update(PODGROUP_KINDS)
         leading = (lambda: elector.is_leader) if elector is not None else (lambda: True)
-        podgroup_writer = ApiPodGroupWriter(writer, controller=cfg.profiles[0].scheduler_name, leading=leading)
+        podgroup_writer = ApiPodGroupWriter(writer, controller=cfg.profiles[0].scheduler_name, leading=leading,
+                                            ready=members_listed)
     else:
         log.info("PodGroup CRD (scheduling.x-k8s.io/v1alpha1) not served; Coscheduling sees no PodGroups")
     sched = Scheduler(cfg, registry, binder, sink, metrics, writer=api_writer, bind_workers=args.bind_workers,
@@ -101,6 +103,7 @@ def _run(args: argparse.Namespace) -> int:
         stream.start()
         if not wait_synced(stream):
             log.error("pod list did not complete; scheduling starts anyway")
+    members_listed.set()
     synced.set()
     if elector is not None:
         elector.start()  # the scheduling loop starts when this replica acquires the Lease

@@ -44,11 +44,14 @@ class ApiPodGroupWriter:
     def __init__(
         self, writer: ApiWriter, controller: str = "py-scheduler", backlog: int = 5000,
         leading: Callable[[], bool] = lambda: True,
+        ready: threading.Event | None = None,
     ) -> None:
-        """``leading``: writes are made only while it holds (a standby replica sees the same watch
-        events and keeps the same view, but the leader alone writes)."""
+        """Writes wait until ``ready`` is set (the members are listed: a half-listed group would get
+        counts that are too low) and are dropped while not ``leading`` (a standby sees the same watch
+        events and keeps the same view; the leader alone writes)."""
         self._writer = writer
         self._leading = leading
+        self._ready = ready
         self._controller = controller
         self._backlog = backlog
         self._cond = threading.Condition()
@@ -111,6 +114,9 @@ class ApiPodGroupWriter:
         return False
 
     def _work(self) -> None:
+        while self._ready is not None and not self._ready.wait(0.5):
+            if self._closed:
+                return
         while True:
             with self._cond:
                 while not self._tasks and not self._closed:

@@ -179,6 +179,12 @@ class WaitingPod:
             self._expire_locked()
             return self._decided
 
+    def rejected(self) -> bool:
+        """Rejected or timed out: it will not be bound, even if its binding cycle has not woken yet."""
+        with self._cond:
+            self._expire_locked()
+            return self._decided and self._decision is not None
+
     def allow(self, plugin_name: str) -> None:
         """The plugin lets the pod go; the pod is released once no plugin is pending."""
         with self._cond:

@@ -93,6 +93,7 @@ class WaitingPodLike(Protocol):
     def get_pod(self) -> Pod: ...
     def allow(self, plugin_name: str) -> None: ...
     def reject(self, plugin_name: str, msg: str) -> None: ...
+    def rejected(self) -> bool: ...
 
 
 class CoschedulingHandle(Handle, Protocol):
@@ -232,11 +233,13 @@ class Coscheduling:
             return None, 0.0
         if group is None or group.problem:
             return Status(Code.UNSCHEDULABLE, [f'PodGroup "{full}" not found or invalid']), 0.0
-        assigned = self.manager.assigned_count(group, exclude_uid=pod.uid)
+        siblings = [wp for wp in self.handle.iterate_over_waiting_pods() if group_full_name(wp.get_pod()) == full]
+        # A sibling rejected or timed out whose binding cycle has not unreserved it yet does not count.
+        gone = {wp.get_pod().uid for wp in siblings if wp.rejected()}
+        assigned = self.manager.assigned_count(group, exclude=gone | {pod.uid})
         if assigned + 1 >= group.min_member:
-            for wp in self.handle.iterate_over_waiting_pods():
-                if group_full_name(wp.get_pod()) == full:
-                    wp.allow(NAME)
+            for wp in siblings:
+                wp.allow(NAME)
             return None, 0.0
         msg = f'waiting for PodGroup "{full}": {assigned + 1} of minMember {group.min_member} assigned'
         return Status(Code.WAIT, [msg]), float(self._timeout(group))
@@ -245,10 +248,13 @@ class Coscheduling:
         return group.schedule_timeout_seconds or self.args.permit_waiting_time_seconds
 
     def _reject_waiting(self, group: PodGroup, msg: str) -> None:
+        """Reject every waiting member; they stop counting as assigned now, not when their binding
+        cycles get to Unreserve (a member permitted meanwhile must not count them)."""
         for wp in self.handle.iterate_over_waiting_pods():
             p = wp.get_pod()
             if p.namespace == group.namespace and group_name(p) == group.name:
                 wp.reject(NAME, msg)
+                self.manager.unreserve(p)
 
     # ----- events -------------------------------------------------------------------------------
 

@@ -55,6 +55,9 @@ class Waiting:
     def reject(self, plugin_name: str, msg: str) -> None:
         self.decision = f"reject: {msg}"
 
+    def rejected(self) -> bool:
+        return bool(self.decision and self.decision.startswith("reject"))
+
 
 class Writer:
     def __init__(self) -> None:
@@ -230,7 +233,7 @@ def test_unreserve_rejects_every_waiting_sibling() -> None:
     h.waiting = [Waiting(p0)]
     pl.unreserve(CycleState(), p1, "n")
     assert h.waiting[0].decision is not None and "member p1 was unreserved" in h.waiting[0].decision
-    assert pl.manager.assigned_count(podgroup_from_api(podgroup(min_member=3))) == 1
+    assert pl.manager.assigned_count(podgroup_from_api(podgroup(min_member=3))) == 0  # neither counts now
 
 
 def test_events_register_podgroup_changes() -> None:
@@ -294,3 +297,19 @@ def test_a_restart_does_not_overwrite_status_before_members_are_known() -> None:
     add_members(pl, gpod("p0", node="n", phase="Succeeded"))
     assert w.statuses[-1][1] | {"scheduleStartTime": ""} == {
         "phase": "Finished", "scheduled": 1, "running": 0, "succeeded": 1, "failed": 0, "scheduleStartTime": ""}
+
+
+def test_permit_does_not_count_a_sibling_rejected_but_not_yet_unreserved() -> None:
+    pl, h = plugin()
+    h.store.upsert("PodGroup", podgroup(min_member=3))
+    p0, p1, p2 = gpod("p0"), gpod("p1"), gpod("p2")
+    add_members(pl, p0, p1, p2)
+    for p in (p0, p1):
+        pl.reserve(CycleState(), p, "n")
+    timed_out = Waiting(p0)
+    timed_out.decision = "reject: timeout"
+    h.waiting = [timed_out, Waiting(p1)]
+    pl.reserve(CycleState(), p2, "n")
+    st, _ = pl.permit(CycleState(), p2, "n")
+    assert st is not None and st.code == Code.WAIT  # 2 of 3, not 3
+    assert h.waiting[1].decision is None

@@ -23,6 +23,7 @@ from scheduler.cache.snapshot import Snapshot
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.edge import APIWriter, Binder, EventRecorder, ScheduleObserver
 from scheduler.eventhandlers import EventHandlers
+from scheduler.framework.interface import PodGroupWriter
 from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Status
@@ -30,7 +31,6 @@ from scheduler.framework.status import error as error_status
 from scheduler.metrics import Metrics
 from scheduler.model.conditions import pod_condition
 from scheduler.model.pod import Pod
-from scheduler.plugins.podgroup import PodGroupWriter
 from scheduler.queue.scheduling_queue import PriorityQueue, QueueProfile
 from scheduler.schedule_one import ScheduleOne, SchedulingAlgorithm
 
@@ -62,7 +62,7 @@ class _Handle:
     def parallelism(self) -> int:
         return self._s.config.parallelism
 
-    # preemption (PreemptionHandle)
+    # preemption (ClusterHandle)
 
     def rng(self) -> random.Random:
         return self._s.rng
@@ -86,7 +86,7 @@ class _Handle:
         """The pod has not been deleted (as far as the watch told)."""
         return pod.uid in self._s._pod_seen
 
-    # Coscheduling (CoschedulingHandle)
+    # Coscheduling
 
     def activate_pods(self, pods: list[Pod]) -> None:
         self._s.queue.activate(pods)

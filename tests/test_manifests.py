@@ -265,13 +265,14 @@ def test_podgroup_crd_is_scheduler_plugins_v1alpha1_with_a_status_subresource(do
 
 
 def test_coscheduling_example_config_loads_and_names_the_group_label() -> None:
+    from scheduler.config.types_pluginargs import CoschedulingArgs
     from scheduler.plugins.podgroup import POD_GROUP_LABEL
 
     cfg = load_dict(yaml.safe_load((ROOT / "manifests" / "examples" / "coscheduling-config.yaml").read_text()))
     (profile,) = cfg.profiles
     assert [p.name for p in profile.plugins["queueSort"]] == ["Coscheduling"]
     assert "Coscheduling" in [p.name for p in profile.plugins["permit"]]
-    assert profile.plugin_config["Coscheduling"] == {"permitWaitingTimeSeconds": 60, "podGroupBackoffSeconds": 5}
+    assert profile.plugin_config["Coscheduling"] == CoschedulingArgs(60, 5)
     job = next(d for d in yaml.safe_load_all((ROOT / "manifests" / "examples" / "gang-job.yaml").read_text())
                if d["kind"] == "Job")
     assert job["spec"]["template"]["metadata"]["labels"] == {POD_GROUP_LABEL: "trainer"}

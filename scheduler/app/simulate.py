@@ -203,7 +203,7 @@ def _schedule_one(
     if outcome.node is None and victims and nominated:
         obj = _retry_after_preemption(sched, obj, pod, nominated)
         outcome = _attempt(sched, observer, pod.key) or outcome
-    if outcome.node and sched.frameworks[pod.scheduler_name].will_wait_on_permit(pod):
+    if outcome.node and sched.frameworks[pod.scheduler_name].get_waiting_pod(pod.uid) is not None:
         waiting[pod.key] = obj  # bound (or rejected) together with its group, later
     elif outcome.node:
         bound = {**obj, "spec": {**(obj.get("spec") or {}), "nodeName": outcome.node}}
@@ -221,7 +221,7 @@ def _settle(
     bound = dict(sched.binder.bindings) if isinstance(sched.binder, RecordingBinder) else {}
     for key, obj in list(waiting.items()):
         pod = pod_from_api(obj)
-        if sched.frameworks[pod.scheduler_name].will_wait_on_permit(pod):
+        if sched.frameworks[pod.scheduler_name].get_waiting_pod(pod.uid) is not None:
             continue
         del waiting[key]
         if key in bound:

@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Any
 
+from scheduler.config.args import plugin_args
+from scheduler.config.types_pluginargs import CoschedulingArgs
 from scheduler.framework.interface import (
     CycleState,
     Handle,
@@ -51,13 +52,11 @@ from scheduler.framework.types import (
     QueueingHint,
 )
 from scheduler.model.pod import Pod, parse_time
-from scheduler.plugins.helper import int_arg
 from scheduler.plugins.podgroup import (
     KIND,
     POD_GROUP_LABEL,
     PodGroup,
     PodGroupManager,
-    PodGroupWriter,
     cluster_resource_gap,
     group_full_name,
     group_name,
@@ -69,56 +68,13 @@ NAME = "Coscheduling"
 _NEARLY_COMPLETE = 0.1
 
 
-@dataclass(frozen=True, slots=True)
-class CoschedulingArgs:
-    """scheduler-plugins' CoschedulingArgs (defaults and validation in scheduler.config.args)."""
-
-    permit_waiting_time_seconds: int = 60
-    pod_group_backoff_seconds: int = 0
-
-    @classmethod
-    def from_args(cls, args: Mapping[str, Any]) -> CoschedulingArgs:
-        out = cls(
-            int_arg(args.get("permitWaitingTimeSeconds"), "permitWaitingTimeSeconds", 60),
-            int_arg(args.get("podGroupBackoffSeconds"), "podGroupBackoffSeconds", 0),
-        )
-        if out.permit_waiting_time_seconds < 0:
-            raise ValueError(f"permitWaitingTimeSeconds: must not be negative, got {out.permit_waiting_time_seconds}")
-        if out.pod_group_backoff_seconds < 0:
-            raise ValueError(f"podGroupBackoffSeconds: must not be negative, got {out.pod_group_backoff_seconds}")
-        return out
-
-
-class WaitingPodLike(Protocol):
-    def get_pod(self) -> Pod: ...
-    def allow(self, plugin_name: str) -> None: ...
-    def reject(self, plugin_name: str, msg: str) -> None: ...
-    def rejected(self) -> bool: ...
-
-
-class CoschedulingHandle(Handle, Protocol):
-    """The handle plus what Coscheduling needs (the scheduler's handle, wrapped by the framework's)."""
-
-    def iterate_over_waiting_pods(self) -> Sequence[WaitingPodLike]: ...
-
-    def activate_pods(self, pods: list[Pod]) -> None:
-        """Move pending pods to activeQ (upstream's PodsToActivate)."""
-        ...
-
-    def podgroup_writer(self) -> PodGroupWriter | None:
-        """Where PodGroup status and events go; None offline (simulate)."""
-        ...
-
-
 class Coscheduling:
     name = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
-        self.args = CoschedulingArgs.from_args(args)
-        self.handle = cast(CoschedulingHandle, handle)
-        self.manager = PodGroupManager(
-            handle.objects, self.handle.podgroup_writer(), self.handle.activate_pods
-        )
+    def __init__(self, args: CoschedulingArgs | Mapping[str, Any], handle: Handle) -> None:
+        self.args = plugin_args(CoschedulingArgs, args)
+        self.handle = handle
+        self.manager = PodGroupManager(handle.objects, handle.podgroup_writer(), handle.activate_pods)
         # Queue timestamps are monotonic; group creation times are wall clock.
         self._wall_offset = time.time() - time.monotonic()
 

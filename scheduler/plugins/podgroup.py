@@ -13,9 +13,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from scheduler.framework.interface import ObjectLister
+from scheduler.framework.interface import ObjectLister, PodGroupWriter
 from scheduler.model.errors import InvalidObjectError
 from scheduler.model.pod import Pod, parse_time
 from scheduler.model.quantity import PODS
@@ -96,18 +96,6 @@ def group_name(pod: Pod) -> str:
 def group_full_name(pod: Pod) -> str:
     name = group_name(pod)
     return f"{pod.namespace}/{name}" if name else ""
-
-
-class PodGroupWriter(Protocol):
-    """The API writes for PodGroups (implemented in scheduler.kube). Both must return at once."""
-
-    def patch_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
-        """Merge-patch the PodGroup's status subresource."""
-        ...
-
-    def event(self, podgroup: Mapping[str, Any], type_: str, reason: str, note: str) -> None:
-        """Record an Event regarding the PodGroup."""
-        ...
 
 
 def cluster_resource_gap(nodes: Iterable[Any], group: PodGroup) -> dict[str, int]:

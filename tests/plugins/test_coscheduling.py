@@ -8,10 +8,12 @@ from typing import Any
 import pytest
 
 from scheduler.cache.objects import ObjectStore
+from scheduler.config.args import plugin_args
+from scheduler.config.types_pluginargs import CoschedulingArgs
 from scheduler.framework.interface import CycleState, NodeToStatus
 from scheduler.framework.status import Code
 from scheduler.model.pod import Pod, pod_from_api
-from scheduler.plugins.coscheduling import Coscheduling, CoschedulingArgs
+from scheduler.plugins.coscheduling import Coscheduling
 from scheduler.plugins.podgroup import POD_GROUP_LABEL, podgroup_from_api
 from scheduler.queue.queued_pod_info import QueuedPodInfo
 from tests.plugins.util import make_node, node_info
@@ -114,11 +116,13 @@ def add_members(pl: Coscheduling, *pods: Pod) -> None:
 
 
 def test_args_defaults_and_validation() -> None:
-    assert CoschedulingArgs.from_args({}) == CoschedulingArgs(60, 0)
-    assert CoschedulingArgs.from_args({"permitWaitingTimeSeconds": 5, "podGroupBackoffSeconds": 2}) == \
+    assert plugin_args(CoschedulingArgs, {}) == CoschedulingArgs(60, 0)
+    assert plugin_args(CoschedulingArgs, {"permitWaitingTimeSeconds": 5, "podGroupBackoffSeconds": 2}) == \
         CoschedulingArgs(5, 2)
     with pytest.raises(ValueError, match="podGroupBackoffSeconds"):
-        CoschedulingArgs.from_args({"podGroupBackoffSeconds": -1})
+        plugin_args(CoschedulingArgs, {"podGroupBackoffSeconds": -1})
+    with pytest.raises(ValueError, match="permitWaitingTimeSeconds"):
+        plugin_args(CoschedulingArgs, {"permitWaitingTimeSeconds": "10s"})
 
 
 def test_queue_sort_keeps_groups_together_by_priority_then_group_age() -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.framework.interface import ObjectLister, PodGroupWriter
+from scheduler.framework.types import NodeInfo
 from scheduler.model.errors import InvalidObjectError
 from scheduler.model.pod import Pod, parse_time
 from scheduler.model.quantity import PODS
@@ -98,7 +99,7 @@ def group_full_name(pod: Pod) -> str:
     return f"{pod.namespace}/{name}" if name else ""
 
 
-def cluster_resource_gap(nodes: Iterable[Any], group: PodGroup) -> dict[str, int]:
+def cluster_resource_gap(nodes: Iterable[NodeInfo], group: PodGroup) -> dict[str, int]:
     """What ``minResources`` (plus ``pods: minMember``) lacks in the free capacity of the cluster,
     counting the group's own pods as free (scheduler-plugins' CheckClusterResource). Empty: it fits.
     Amounts are in the units of :class:`Resource` (cpu in millicores)."""

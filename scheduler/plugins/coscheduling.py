@@ -149,6 +149,9 @@ class Coscheduling:
         full, group = self.manager.get(pod)
         if group is None:
             return None, Status(Code.UNSCHEDULABLE, ["can not find pod group"] if full else [])
+        own = statuses.absent
+        if own is not None and own.plugin == NAME and not statuses.statuses:
+            return None, Status(Code.UNSCHEDULABLE)  # our PreFilter held it back: no sibling was placed for it
         assigned = self.manager.assigned_count(group)
         if assigned >= group.min_member:
             return None, Status(Code.UNSCHEDULABLE)

@@ -11,7 +11,7 @@ from scheduler.cache.objects import ObjectStore
 from scheduler.config.args import plugin_args
 from scheduler.config.types_pluginargs import CoschedulingArgs
 from scheduler.framework.interface import CycleState, NodeToStatus
-from scheduler.framework.status import Code
+from scheduler.framework.status import Code, Status
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.coscheduling import Coscheduling
 from scheduler.plugins.podgroup import POD_GROUP_LABEL, podgroup_from_api
@@ -317,3 +317,15 @@ def test_permit_does_not_count_a_sibling_rejected_but_not_yet_unreserved() -> No
     st, _ = pl.permit(CycleState(), p2, "n")
     assert st is not None and st.code == Code.WAIT  # 2 of 3, not 3
     assert h.waiting[1].decision is None
+
+
+def test_post_filter_after_its_own_prefilter_rejection_does_nothing() -> None:
+    pl, h = plugin({"podGroupBackoffSeconds": 30})
+    h.store.upsert("PodGroup", podgroup(min_member=3))
+    p0 = gpod("p0")
+    add_members(pl, p0, gpod("p1"), gpod("p2"))
+    h.waiting = [Waiting(gpod("p1"))]
+    gate = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ["gated"], plugin="Coscheduling")
+    _, st = pl.post_filter(CycleState(), p0, NodeToStatus(absent=gate))
+    assert st is not None and st.code == Code.UNSCHEDULABLE and not st.reasons
+    assert h.waiting[0].decision is None and not pl.manager.backed_off("default/g")

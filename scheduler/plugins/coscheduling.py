@@ -60,6 +60,7 @@ from scheduler.plugins.podgroup import (
     cluster_resource_gap,
     group_full_name,
     group_name,
+    podgroup_from_api,
 )
 
 NAME = "Coscheduling"
@@ -231,8 +232,12 @@ class Coscheduling:
         self.manager.on_pod_event(deleted, pod)
 
     def on_object_event(self, kind: str, deleted: bool, obj: Mapping[str, Any]) -> None:
-        if kind == KIND:
-            self.manager.on_podgroup_event(deleted, obj)
+        if kind != KIND:
+            return
+        self.manager.on_podgroup_event(deleted, obj)
+        if deleted:  # members waiting for a group that is gone would hold their nodes until the timeout
+            group = podgroup_from_api(obj)
+            self._reject_waiting(group, f'PodGroup "{group.full_name}" was deleted')
 
 
 def _podgroup_changed(pod: Pod, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> QueueingHint:

@@ -329,3 +329,13 @@ def test_post_filter_after_its_own_prefilter_rejection_does_nothing() -> None:
     _, st = pl.post_filter(CycleState(), p0, NodeToStatus(absent=gate))
     assert st is not None and st.code == Code.UNSCHEDULABLE and not st.reasons
     assert h.waiting[0].decision is None and not pl.manager.backed_off("default/g")
+
+
+def test_deleting_the_podgroup_rejects_its_waiting_members() -> None:
+    pl, h = plugin()
+    pg = podgroup(min_member=3)
+    h.store.upsert("PodGroup", pg)
+    h.waiting = [Waiting(gpod("p0")), Waiting(gpod("o", "h"))]
+    pl.on_object_event("PodGroup", True, pg)
+    assert h.waiting[0].decision == 'reject: PodGroup "default/g" was deleted'
+    assert h.waiting[1].decision is None

@@ -22,7 +22,9 @@ from scheduler.cache.cache import Cache, SnapshotInconsistentError
 from scheduler.cache.objects import ObjectStore
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config.types import SchedulerConfiguration
+from scheduler.extender import build_extenders
 from scheduler.framework.events import node_scheduling_properties_change, pod_scheduling_properties_change
+from scheduler.framework.extender import Extender
 from scheduler.framework.fit_error import FitError, FrameworkError, NoNodesAvailableError
 from scheduler.framework.interface import CycleState, NodeToStatus
 from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
@@ -44,7 +46,7 @@ from scheduler.model.node import node_from_api
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.queue.queued_pod_info import QueuedPodInfo
 from scheduler.queue.scheduling_queue import PriorityQueue, QueueProfile
-from scheduler.schedule_one import SchedulingAlgorithm, handle_schedule_error
+from scheduler.schedule_one import SchedulingAlgorithm, extenders_binding, handle_schedule_error
 
 log = structlog.get_logger(__name__)
 
@@ -98,6 +100,9 @@ class _Handle:
         return self._s.config.parallelism
 
     # preemption (PreemptionHandle)
+
+    def extenders(self) -> list[Extender]:
+        return self._s.algorithm.extenders
 
     def rng(self) -> random.Random:
         return self._s.rng
@@ -185,6 +190,7 @@ class Scheduler:
             percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
             rng=self.rng,
             tie_break=tie_break,
+            extenders=build_extenders(config.extenders),
         )
         # Unassigned pods this scheduler is responsible for, as last seen (the podLister re-read on failure).
         self._pending: dict[str, Pod] = {}
@@ -428,7 +434,9 @@ class Scheduler:
         if st is None or st.code == Code.SUCCESS:
             st = fwk.run_pre_bind_plugins(state, assumed, host)
         if st is None or st.code == Code.SUCCESS:
-            st = fwk.run_bind_plugins(state, assumed, host)
+            bound, st = extenders_binding(self.algorithm.extenders, assumed, host)
+            if not bound:
+                st = fwk.run_bind_plugins(state, assumed, host)
         if st is not None and st.code != Code.SUCCESS:
             self._undo(fwk, state, assumed, host)
             self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)

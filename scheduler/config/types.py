@@ -59,6 +59,47 @@ class ClientConnection:
 
 
 @dataclass(slots=True)
+class ExtenderTLSConfig:
+    """``extenders[].tlsConfig`` (upstream ExtenderTLSConfig); the *Data fields are the decoded bytes."""
+
+    insecure: bool = False
+    server_name: str = ""
+    cert_file: str = ""
+    key_file: str = ""
+    ca_file: str = ""
+    cert_data: bytes = b""
+    key_data: bytes = b""
+    ca_data: bytes = b""
+
+
+@dataclass(slots=True)
+class ExtenderManagedResource:
+    name: str
+    ignored_by_scheduler: bool = False
+
+
+DEFAULT_EXTENDER_TIMEOUT_SECONDS = 5.0  # upstream DefaultExtenderTimeout, used when httpTimeout is 0 or absent
+
+
+@dataclass(slots=True)
+class Extender:
+    """One entry of ``extenders:`` (KubeSchedulerConfiguration v1 Extender); an empty verb is not called."""
+
+    url_prefix: str
+    filter_verb: str = ""
+    preempt_verb: str = ""
+    prioritize_verb: str = ""
+    bind_verb: str = ""
+    weight: int = 0
+    enable_https: bool = False
+    tls_config: ExtenderTLSConfig | None = None
+    http_timeout_seconds: float = DEFAULT_EXTENDER_TIMEOUT_SECONDS
+    node_cache_capable: bool = False
+    managed_resources: list[ExtenderManagedResource] = field(default_factory=list)
+    ignorable: bool = False
+
+
+@dataclass(slots=True)
 class SchedulerConfiguration:
     profiles: list[Profile]
     parallelism: int = 16
@@ -71,7 +112,7 @@ class SchedulerConfiguration:
     assumed_pod_ttl_seconds: float = 0.0
     leader_election: LeaderElection = field(default_factory=LeaderElection)
     client_connection: ClientConnection = field(default_factory=ClientConnection)
-    extenders: list[dict[str, Any]] = field(default_factory=list)
+    extenders: list[Extender] = field(default_factory=list)
     # Upstream default plugins dropped from the profiles because their module/class does not exist yet
     # (the CLI logs a warning naming them). Empty once every default plugin is implemented.
     unavailable_default_plugins: list[str] = field(default_factory=list)

@@ -9,12 +9,15 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from scheduler.framework.status import Status
 from scheduler.framework.types import ClusterEventWithHint, NodeInfo
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
+
+if TYPE_CHECKING:
+    from scheduler.framework.extender import Extender
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -123,6 +126,11 @@ class PreemptionHandle(Handle, Protocol):
 
     A separate protocol so that handles of plugins that never preempt need not implement it; the
     scheduler's handle (wrapped by the framework's) provides every method."""
+
+    def extenders(self) -> Sequence[Extender]:
+        """The configured extenders (shared by all profiles); those with a preempt verb narrow the
+        preemption candidates."""
+        ...
 
     def rng(self) -> random.Random:
         """The scheduler's random source (seedable), e.g. for preemption's start offset."""

@@ -13,6 +13,7 @@ Every request is recorded (mode, verb, decoded body) so tests assert on the exac
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -39,7 +40,9 @@ class Request:
 
 
 class ExtenderServer:
-    def __init__(self) -> None:
+    """``tls``: (certificate file, key file) to serve HTTPS instead of HTTP."""
+
+    def __init__(self, tls: tuple[str, str] | None = None) -> None:
         self.behaviour = ExtenderBehaviour()
         self.requests: list[Request] = []
         self.bindings: list[dict[str, Any]] = []
@@ -77,13 +80,19 @@ class ExtenderServer:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        self._scheme = "http"
+        if tls is not None:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*tls)
+            self._server.socket = ctx.wrap_socket(self._server.socket, server_side=True)
+            self._scheme = "https"
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), name="extender",
                                         daemon=True)
 
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"{self._scheme}://{host!s}:{port}"
 
     def start(self) -> ExtenderServer:
         self._thread.start()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import shutil
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -213,3 +216,34 @@ def test_answers_decode_case_insensitively_and_must_name_input_nodes(server: Ext
             ext.filter(p, [x, y])
     finally:
         server.answer = original  # type: ignore[method-assign]
+
+
+@pytest.fixture
+def tls_server(tmp_path: Path) -> Iterator[tuple[ExtenderServer, bytes]]:
+    """An HTTPS extender with a self-signed certificate for "localhost" (not for 127.0.0.1)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    s = ExtenderServer(tls=(str(cert), str(key))).start()
+    yield s, cert.read_bytes()
+    s.stop()
+
+
+def test_https_with_and_without_verification(tls_server: tuple[ExtenderServer, bytes], tmp_path: Path) -> None:
+    server, ca = tls_server
+    server.behaviour.failed = {"node-a": "no"}
+    base = {"urlPrefix": f"{server.url}/ok", "filterVerb": "filter"}
+    # enableHTTPS without a CA: the certificate is not verified (upstream makeTransport).
+    result, = simulate(tmp_path, THREE, [pod("p")], [{**base, "enableHTTPS": True}])
+    assert result["node"] == "node-b"
+    # With the CA, the certificate must match: it names localhost, not 127.0.0.1 ...
+    ca_data = base64.b64encode(ca).decode()
+    result, = simulate(tmp_path, THREE, [pod("p")], [{**base, "tlsConfig": {"caData": ca_data}}])
+    assert result["node"] is None and "CERTIFICATE_VERIFY_FAILED" in result["message"]
+    # ... unless serverName says which name to verify.
+    result, = simulate(tmp_path, THREE, [pod("p")], [{**base, "tlsConfig": {"caData": ca_data,
+                                                                             "serverName": "localhost"}}])
+    assert result["node"] == "node-b"

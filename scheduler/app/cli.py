@@ -7,19 +7,24 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import structlog
 
 from scheduler.app import logging as sched_logging
+
+if TYPE_CHECKING:
+    from scheduler.config.types import SchedulerConfiguration
 
 log = structlog.get_logger(__name__)
 
 
 def _run(args: argparse.Namespace) -> int:
     from scheduler.app.health import HealthServer, event_check
-    from scheduler.config.load import ConfigError, build_registry, load
+    from scheduler.config.load import ConfigError, build_registry
     from scheduler.kube.binder import ApiBinder
     from scheduler.kube.client import ApiWriter, load_api_client
+    from scheduler.kube.configmap import ConfigMapError
     from scheduler.kube.leaderelection import LeaderElector, LeaderGatedBinder
     from scheduler.kube.operator import NON_TERMINAL_PODS, OBJECT_KINDS, run_operator
     from scheduler.kube.podstream import PodStream, wait_synced
@@ -30,8 +35,8 @@ def _run(args: argparse.Namespace) -> int:
     from scheduler.scheduler import Scheduler
 
     try:
-        cfg = load(args.config, args.scheduler_name or None)
-    except ConfigError as exc:
+        cfg = _load_configuration(args)
+    except (ConfigError, ConfigMapError) as exc:
         print(f"py-scheduler: invalid configuration: {exc}", file=sys.stderr)
         return 2
     if args.leader_elect is not None:
@@ -105,11 +110,40 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+POLICY_CONFIGMAP_KEY = "policy.cfg"  # upstream SchedulerPolicyConfigMapKey
+
+
+def _load_configuration(args: argparse.Namespace) -> SchedulerConfiguration:
+    """--config, --policy-config-file or --policy-configmap (at most one; a Policy with --config is an
+    error, as upstream), or the defaults for --scheduler-name."""
+    from scheduler.config.errors import ConfigError, FieldError
+    from scheduler.config.load import load
+    from scheduler.config.policy import load_policy, load_policy_text
+
+    names = args.scheduler_name or None
+    given = [f for f, v in (("--config", args.config), ("--policy-config-file", args.policy_config_file),
+                            ("--policy-configmap", args.policy_configmap)) if v]
+    if len(given) > 1:
+        raise ConfigError([FieldError("", f"{' and '.join(given)} cannot be used together")])
+    if args.policy_config_file:
+        return load_policy(args.policy_config_file, names)
+    if args.policy_configmap:
+        from scheduler.kube.client import load_api_client
+        from scheduler.kube.configmap import read_config_map_key
+
+        api = load_api_client(args.kubeconfig or os.environ.get("KUBECONFIG") or None)
+        ns, name = args.policy_configmap_namespace, args.policy_configmap
+        text, _ = read_config_map_key(api, ns, name, POLICY_CONFIGMAP_KEY)
+        return load_policy_text(text, f"ConfigMap {ns}/{name}", names)
+    return load(args.config, names)
+
+
 def _simulate(args: argparse.Namespace) -> int:
     from scheduler.app.simulate import SimulationError, format_table, run_simulation
 
     try:
-        results = run_simulation(args.cluster, args.pods, args.config, seed=args.seed, tie_break=args.tie_break)
+        results = run_simulation(args.cluster, args.pods, args.config, seed=args.seed, tie_break=args.tie_break,
+                                 policy_path=args.policy_config_file)
     except SimulationError as exc:
         print(f"py-scheduler simulate: {exc}", file=sys.stderr)
         return 2
@@ -130,6 +164,11 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run the scheduler against a cluster")
     r.add_argument("--kubeconfig", default=None)
     r.add_argument("--config", default=None, help="KubeSchedulerConfiguration file")
+    r.add_argument("--policy-config-file", default=None,
+                   help="a seed-era scheduler Policy (kind: Policy, apiVersion: v1; JSON or YAML) instead of --config")
+    r.add_argument("--policy-configmap", default=None,
+                   help=f"read the Policy from this ConfigMap's {POLICY_CONFIGMAP_KEY!r} key instead of --config")
+    r.add_argument("--policy-configmap-namespace", default="kube-system")
     r.add_argument("--scheduler-name", action="append", default=[],
                    help="serve this schedulerName (repeatable; default py-scheduler) when --config has no profiles")
     r.add_argument("--metrics-port", type=int, default=0, help="serves /metrics, /healthz and /readyz (0: off)")
@@ -152,6 +191,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--cluster", required=True)
     s.add_argument("--pods", required=True)
     s.add_argument("--config", default=None)
+    s.add_argument("--policy-config-file", default=None, help="a seed-era scheduler Policy instead of --config")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--seed", type=int, default=None)
     g.add_argument("--tie-break", choices=["random", "name"], default="random")

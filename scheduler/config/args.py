@@ -433,6 +433,18 @@ def _label_lists(*keys: str) -> Callable[[dict[str, Any], str, ErrorList], dict[
     return check
 
 
+def _node_label(a: dict[str, Any], path: str, errs: ErrorList) -> dict[str, Any]:
+    """Label keys, and no key both required and forbidden (or both preferred present and absent)."""
+    a = _label_lists("presentLabels", "absentLabels", "presentLabelsPreference", "absentLabelsPreference")(
+        a, path, errs)
+    for present, absent in (("presentLabels", "absentLabels"), ("presentLabelsPreference", "absentLabelsPreference")):
+        both = sorted(set(a[present]) & set(a[absent]))
+        if both:
+            errs.add(f"{path}.{present}", f"detecting at least one label (e.g., {both[0]!r}) that exist in both "
+                     f"the present({a[present]}) and absent({a[absent]}) label list")
+    return a
+
+
 _VALIDATORS: dict[str, Callable[[dict[str, Any], str, ErrorList], dict[str, Any]]] = {
     "DefaultPreemptionArgs": _default_preemption,
     "InterPodAffinityArgs": _inter_pod_affinity,
@@ -444,6 +456,7 @@ _VALIDATORS: dict[str, Callable[[dict[str, Any], str, ErrorList], dict[str, Any]
     "SelectorSpreadArgs": _label_lists(),
     "ServiceAffinityArgs": _label_lists("affinityLabels", "antiAffinityLabelsPreference"),
     "ServiceAntiAffinityArgs": _label_lists("antiAffinityLabelsPreference"),
+    "NodeLabelArgs": _node_label,
 }
 
 # keys each kind accepts besides apiVersion/kind (VolumeBindingArgs.shape is accepted so it can be rejected

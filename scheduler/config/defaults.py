@@ -96,6 +96,8 @@ EXTENSION_POINTS_BY_PLUGIN: dict[str, frozenset[str]] = {
     "MostRequestedPriority": _points("score"),
     "BalancedResourceAllocation": _points("score"),
     "NoDiskConflict": _points("filter"),
+    "NodeLabel": _points("filter", "score"),
+    "NodePreferAvoidPods": _points("score"),
 }
 
 # Python method name -> extension point, for inspecting third-party plugin classes.
@@ -142,6 +144,7 @@ ARGS_KIND: dict[str, str] = {
     "SelectorSpread": "SelectorSpreadArgs",
     "ServiceAffinity": "ServiceAffinityArgs",
     "ServiceAntiAffinity": "ServiceAntiAffinityArgs",
+    "NodeLabel": "NodeLabelArgs",
 }
 
 DEFAULT_ARGS: dict[str, dict[str, Any]] = {
@@ -162,6 +165,8 @@ DEFAULT_ARGS: dict[str, dict[str, Any]] = {
     "SelectorSpreadArgs": {},
     "ServiceAffinityArgs": {"affinityLabels": [], "antiAffinityLabelsPreference": []},
     "ServiceAntiAffinityArgs": {"antiAffinityLabelsPreference": []},
+    "NodeLabelArgs": {"presentLabels": [], "absentLabels": [], "presentLabelsPreference": [],
+                      "absentLabelsPreference": []},
 }
 
 

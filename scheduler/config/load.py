@@ -201,7 +201,8 @@ def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bo
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-def _parse_yaml(text: str, source: str) -> Any:
+def parse_document(text: str, source: str) -> Any:
+    """YAML (or JSON, a subset) with duplicate keys rejected; errors name the line and column."""
     try:
         return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: no arbitrary objects
     except yaml.YAMLError as e:
@@ -233,7 +234,7 @@ def load(
             text = f.read()
     except OSError as e:
         raise ConfigError([FieldError("", f"cannot read {source}: {e.strerror or e}")], source) from None
-    data = _parse_yaml(text, source)
+    data = parse_document(text, source)
     return load_dict(data, scheduler_names, registry=registry, source=source)
 
 

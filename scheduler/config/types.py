@@ -39,6 +39,9 @@ class Profile:
     # plugin name -> args (camelCase keys as in YAML), defaults applied.
     plugin_config: dict[str, dict[str, Any]] = field(default_factory=dict)
     percentage_of_nodes_to_score: int | None = None
+    # Run every Filter plugin even after one rejected the node, reporting all reasons (a Policy's
+    # alwaysCheckAllPredicates; upstream's runAllFilters). Not settable in a KubeSchedulerConfiguration.
+    run_all_filters: bool = False
 
 
 @dataclass(slots=True)

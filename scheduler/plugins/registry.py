@@ -78,6 +78,8 @@ _LEGACY_NAMES = (
     "MostRequestedPriority",
     "BalancedResourceAllocation",
     "NoDiskConflict",
+    "NodeLabel",
+    "NodePreferAvoidPods",
 )
 
 

@@ -1,0 +1,22 @@
+"""Reading one ConfigMap: the Policy of ``--policy-configmap`` and the configuration of
+``--config-configmap``. A GET of that single object, so the RBAC needed is ``get`` on that one name."""
+
+from __future__ import annotations
+
+from kubernetes import client
+
+
+class ConfigMapError(Exception):
+    """The ConfigMap or its key cannot be read; the message names namespace, name and key."""
+
+
+def read_config_map_key(api: client.ApiClient, namespace: str, name: str, key: str) -> tuple[str, str]:
+    """The value under ``key`` and the object's resourceVersion."""
+    try:
+        cm = client.CoreV1Api(api).read_namespaced_config_map(name, namespace)
+    except client.ApiException as exc:
+        raise ConfigMapError(f"cannot read ConfigMap {namespace}/{name}: {exc.status} {exc.reason}") from None
+    data = cm.data or {}
+    if key not in data:
+        raise ConfigMapError(f'ConfigMap {namespace}/{name} has no key "{key}"')
+    return str(data[key]), str(cm.metadata.resource_version or "") if cm.metadata is not None else ""

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from scheduler import KUBE_SCHEDULER_TARGET, version
 from scheduler.app import logging as sched_logging
 
 if TYPE_CHECKING:
@@ -159,16 +160,21 @@ def _simulate(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="py-scheduler", description=__doc__)
-    p.add_argument("--log-level", default=os.environ.get("PY_SCHEDULER_LOG_LEVEL", "INFO"))
+    p.add_argument("--version", action="version",
+                   version=f"%(prog)s {version()} (decides as kube-scheduler {KUBE_SCHEDULER_TARGET})")
+    p.add_argument("--log-level", default=os.environ.get("PY_SCHEDULER_LOG_LEVEL", "INFO"),
+                   choices=["DEBUG", "INFO", "WARNING", "ERROR"], type=str.upper,
+                   help="log threshold (default INFO, or $PY_SCHEDULER_LOG_LEVEL)")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run the scheduler against a cluster")
-    r.add_argument("--kubeconfig", default=None)
+    r.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: $KUBECONFIG, else in-cluster)")
     r.add_argument("--config", default=None, help="KubeSchedulerConfiguration file")
     r.add_argument("--policy-config-file", default=None,
                    help="a seed-era scheduler Policy (kind: Policy, apiVersion: v1; JSON or YAML) instead of --config")
     r.add_argument("--policy-configmap", default=None,
                    help=f"read the Policy from this ConfigMap's {POLICY_CONFIGMAP_KEY!r} key instead of --config")
-    r.add_argument("--policy-configmap-namespace", default="kube-system")
+    r.add_argument("--policy-configmap-namespace", default="kube-system",
+                   help="namespace of --policy-configmap (default kube-system)")
     r.add_argument("--scheduler-name", action="append", default=[],
                    help="serve this schedulerName (repeatable; default py-scheduler) when --config has no profiles")
     r.add_argument("--metrics-port", type=int, default=0, help="serves /metrics, /healthz and /readyz (0: off)")
@@ -180,22 +186,24 @@ def parser() -> argparse.ArgumentParser:
         "off without --config)",
     )
     r.add_argument("--qps", type=float, default=None, help="client QPS for API writes (config default 50)")
-    r.add_argument("--burst", type=int, default=None)
-    r.add_argument("--bind-workers", type=int, default=16)
-    r.add_argument("--resync-seconds", type=float, default=300.0)
+    r.add_argument("--burst", type=int, default=None, help="client burst for API writes (config default 100)")
+    r.add_argument("--bind-workers", type=int, default=16, help="binding cycles run at once (default 16)")
+    r.add_argument("--resync-seconds", type=float, default=300.0,
+                   help="relist every watched kind this often and reconcile the cache (default 300)")
     r.add_argument("--pod-watch", choices=["stream", "kopf"], default="stream",
                    help="pods through the thin list-watch (default: no gap between list and watch, "
                         "deletions missed during an outage are synthesized, ~20x less CPU per event) "
                         "or through kopf's @on.event")
     s = sub.add_parser("simulate", help="schedule pods against a cluster described in YAML, offline")
-    s.add_argument("--cluster", required=True)
-    s.add_argument("--pods", required=True)
-    s.add_argument("--config", default=None)
+    s.add_argument("--cluster", required=True, help="YAML/JSON file of nodes, bound pods and other objects")
+    s.add_argument("--pods", required=True, help="YAML/JSON file of pods to place, in order")
+    s.add_argument("--config", default=None, help="KubeSchedulerConfiguration file (default: the default profile)")
     s.add_argument("--policy-config-file", default=None, help="a seed-era scheduler Policy instead of --config")
     g = s.add_mutually_exclusive_group()
-    g.add_argument("--seed", type=int, default=None)
-    g.add_argument("--tie-break", choices=["random", "name"], default="random")
-    s.add_argument("--output", choices=["table", "json"], default="table")
+    g.add_argument("--seed", type=int, default=None, help="seed the random tie-break, for repeatable output")
+    g.add_argument("--tie-break", choices=["random", "name"], default="random",
+                   help="among equal best nodes: random as kube-scheduler (default), or the first by name")
+    s.add_argument("--output", choices=["table", "json"], default="table", help="table for people, json for tools")
     return p
 
 

@@ -37,6 +37,12 @@ class Metrics:
         self.pending_pods = Gauge(
             "scheduler_pending_pods", "Number of pending pods, by the queue type.", ["queue"], registry=r
         )
+        self.config_reloads = Counter(
+            "py_scheduler_config_reloads",
+            "Configuration reloads without restart, by result (success: swapped in; failure: refused).",
+            ["result"],
+            registry=r,
+        )
         self.incoming_pods = Counter(
             "scheduler_queue_incoming_pods_total",
             "Number of pods added to scheduling queues by event and queue type.",

@@ -108,10 +108,14 @@ class SchedulingAlgorithm:
         tie_break: TieBreak = "random",
         extenders: Sequence[Extender] = (),
     ) -> None:
-        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.rng = rng if rng is not None else random.Random()
         self.tie_break: TieBreak = tie_break
         self.next_start_node_index = 0
+        self.configure(percentage_of_nodes_to_score, extenders)
+
+    def configure(self, percentage_of_nodes_to_score: int, extenders: Sequence[Extender]) -> None:
+        """The configuration's global settings (at start and on reload, between cycles)."""
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.extenders = list(extenders)
         self._extenders_filter_or_score = any(e.is_filter() or e.is_prioritizer() for e in self.extenders)
 

@@ -170,17 +170,12 @@ class Scheduler:
         self.objects = ObjectStore()
         self.snapshot = Snapshot()
         self.handle = _Handle(self)
-        self.frameworks: dict[str, Framework] = {}
-        for p in config.profiles:
-            hook = self._metrics_hook(p.scheduler_name)
-            self.frameworks[p.scheduler_name] = Framework(p, registry, self.handle, metrics=hook)
+        self.outcomes: list[Outcome] | None = None  # set to a list to record outcomes (simulate)
+        self.frameworks: dict[str, Framework] = self.build_frameworks(config, registry)
         first = next(iter(self.frameworks.values()))
         self.queue = PriorityQueue(
             less=first.queue_sort_less,
-            profiles={
-                name: QueueProfile(pre_enqueue_plugins=f.pre_enqueue_plugins(), hints=f.events_to_register())
-                for name, f in self.frameworks.items()
-            },
+            profiles=_queue_profiles(self.frameworks),
             pod_initial_backoff=config.pod_initial_backoff_seconds,
             pod_max_backoff=config.pod_max_backoff_seconds,
             pod_max_in_unschedulable=config.pod_max_in_unschedulable_pods_seconds,
@@ -192,6 +187,9 @@ class Scheduler:
             tie_break=tie_break,
             extenders=build_extenders(config.extenders),
         )
+        # A validated configuration waiting to be swapped in between two scheduling cycles (reload).
+        self._next_config: tuple[SchedulerConfiguration, dict[str, Framework]] | None = None
+        self._next_config_lock = threading.Lock()
         # Unassigned pods this scheduler is responsible for, as last seen (the podLister re-read on failure).
         self._pending: dict[str, Pod] = {}
         self._synchronous = synchronous_binding
@@ -199,7 +197,6 @@ class Scheduler:
         self._bind_slots = threading.BoundedSemaphore(bind_workers * 4)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.outcomes: list[Outcome] | None = None  # set to a list to record outcomes (simulate)
         # When each pod (by uid) and node (by name) was last heard of, for the periodic resync.
         self._pod_seen: dict[str, tuple[float, Mapping[str, Any]]] = {}
         self._node_seen: dict[str, tuple[float, Mapping[str, Any]]] = {}
@@ -209,6 +206,50 @@ class Scheduler:
         self.outcomes = []
         for fwk in self.frameworks.values():
             fwk.record_scores = True
+
+    def build_frameworks(self, config: SchedulerConfiguration, registry: Any) -> dict[str, Framework]:
+        """One framework per profile; raises ValueError when a plugin refuses its args."""
+        out = {p.scheduler_name: Framework(p, registry, self.handle, metrics=self._metrics_hook(p.scheduler_name))
+               for p in config.profiles}
+        for fwk in out.values():
+            fwk.record_scores = self.outcomes is not None
+        return out
+
+    def reconfigure(self, config: SchedulerConfiguration, registry: Any) -> None:
+        """Accept a new configuration: its profiles are built now (a ValueError leaves everything as it
+        is) and swapped in between two scheduling cycles (``apply_next_config``). The queue sort cannot
+        change while pods are queued under the old one."""
+        frameworks = self.build_frameworks(config, registry)
+        old_sort = next(iter(self.frameworks.values())).list_plugins().get("queueSort")
+        new_sort = next(iter(frameworks.values())).list_plugins().get("queueSort")
+        if old_sort != new_sort:
+            raise ValueError(f"profiles[0].plugins.queueSort: {new_sort} instead of {old_sort} needs a restart")
+        with self._next_config_lock:
+            self._next_config = (config, frameworks)
+
+    def apply_next_config(self) -> None:
+        """Swap in the configuration given to ``reconfigure``, on the scheduling thread between cycles:
+        pods in flight finish under the frameworks they started with, queue and cache stay. Pods of a
+        removed profile leave the queue (left alone, as any other scheduler's); pending pods of a new
+        profile, as last seen, enter it."""
+        with self._next_config_lock:
+            pending, self._next_config = self._next_config, None
+        if pending is None:
+            return
+        config, frameworks = pending
+        added = set(frameworks) - set(self.frameworks)
+        self.config, self.frameworks = config, frameworks
+        self.algorithm.configure(config.percentage_of_nodes_to_score, build_extenders(config.extenders))
+        self.queue.set_profiles(_queue_profiles(frameworks), config.pod_initial_backoff_seconds,
+                                config.pod_max_backoff_seconds)
+        for pod in [p for p in self._pending.values() if not self.responsible_for(p)]:
+            self._pending.pop(pod.uid, None)
+            self.queue.delete(pod)
+        for _, obj in list(self._pod_seen.values()):
+            spec = obj.get("spec") or {}
+            if not spec.get("nodeName") and spec.get("schedulerName", "default-scheduler") in added:
+                self.on_pod_event(MODIFIED, obj)
+        log.info("configuration reloaded", profiles=list(frameworks))
 
     def _metrics_hook(self, profile: str) -> Callable[[str, str, float], None] | None:
         m = self.metrics
@@ -330,6 +371,7 @@ class Scheduler:
         while not self._stop.is_set():
             try:
                 self.schedule_one(timeout=0.5)
+                self.apply_next_config()
             except Exception:  # the loop must survive any bug in one attempt
                 log.exception("scheduling attempt crashed")
             now = self.clock()
@@ -589,6 +631,11 @@ class Scheduler:
         except Exception as exc:
             return error_status(exc)
         return None
+
+
+def _queue_profiles(frameworks: Mapping[str, Framework]) -> dict[str, QueueProfile]:
+    return {name: QueueProfile(pre_enqueue_plugins=f.pre_enqueue_plugins(), hints=f.events_to_register())
+            for name, f in frameworks.items()}
 
 
 def disruption_target_condition(victim: Pod, preemptor: Pod) -> dict[str, Any] | None:

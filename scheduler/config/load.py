@@ -109,7 +109,7 @@ from scheduler.config.types import (
 )
 from scheduler.plugins.registry import PluginNotAvailable, Registry
 
-__all__ = ["DEFAULT_SCHEDULER_NAME", "KIND", "ConfigError", "build_registry", "load", "load_dict"]
+__all__ = ["DEFAULT_SCHEDULER_NAME", "KIND", "ConfigError", "build_registry", "load", "load_dict", "load_text"]
 
 log = logging.getLogger(__name__)
 
@@ -234,8 +234,14 @@ def load(
             text = f.read()
     except OSError as e:
         raise ConfigError([FieldError("", f"cannot read {source}: {e.strerror or e}")], source) from None
-    data = parse_document(text, source)
-    return load_dict(data, scheduler_names, registry=registry, source=source)
+    return load_text(text, source, scheduler_names, registry=registry)
+
+
+def load_text(
+    text: str, source: str, scheduler_names: list[str] | None = None, *, registry: Registry | None = None
+) -> SchedulerConfiguration:
+    """A configuration document already read (a file's or a ConfigMap's content); ``source`` names it."""
+    return load_dict(parse_document(text, source), scheduler_names, registry=registry, source=source)
 
 
 def load_dict(

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from kubernetes import client
 
 
@@ -20,3 +22,8 @@ def read_config_map_key(api: client.ApiClient, namespace: str, name: str, key: s
     if key not in data:
         raise ConfigMapError(f'ConfigMap {namespace}/{name} has no key "{key}"')
     return str(data[key]), str(cm.metadata.resource_version or "") if cm.metadata is not None else ""
+
+
+def config_map_reader(api: client.ApiClient, namespace: str, name: str, key: str) -> Callable[[], tuple[str, str]]:
+    """A reader of one key, versioned by the ConfigMap's resourceVersion (for the reloader)."""
+    return lambda: read_config_map_key(api, namespace, name, key)

@@ -112,5 +112,7 @@ def test_queue_sort_change_needs_a_restart(tmp_path: Path) -> None:
                                     "kind": "KubeSchedulerConfiguration",
                                     "profiles": [{"schedulerName": "a", "plugins": changed}]}))
     assert reloader.check_once() == "failure"
+    sched.apply_next_config()
+    assert sched.frameworks["a"].list_plugins()["queueSort"] == ["PrioritySort"]
     assert "queueSort" in events.bodies[-1]["note"]
     assert reloads(metrics, "failure") == 1

@@ -17,6 +17,7 @@ import hashlib
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -154,7 +155,7 @@ class ConfigReloader:
             return
         body = {
             "apiVersion": "events.k8s.io/v1", "kind": "Event",
-            "metadata": {"generateName": "py-scheduler-config.", "namespace": self.regarding["namespace"]},
+            "metadata": {"name": f"py-scheduler-config.{time.time_ns():x}", "namespace": self.regarding["namespace"]},
             "eventTime": micro_time(), "reportingController": "py-scheduler",
             "reportingInstance": f"py-scheduler-{socket.gethostname()}", "action": "Reload", "reason": reason,
             "type": type_, "note": note[:1024], "regarding": self.regarding,

@@ -11,7 +11,10 @@ from pathlib import Path
 import yaml
 from kubernetes import client
 
+from e2e.cluster.cluster import LocalCluster
 from e2e.kube import node_of, pod_manifest, wait_for
+from e2e.process import start_scheduler, stop_scheduler
+from e2e.rbac import NAMESPACE, forbidden_lines, render_manifests, select, service_account_kubeconfig
 from tests.integration.conftest import SchedulerProc
 
 FIRST, SECOND = "reload-a", "reload-b"
@@ -62,3 +65,43 @@ def test_config_edit_takes_effect_without_losing_a_pod(
     assert "percentageOfNodesToScore" in events[-1].note and events[-1].type == "Warning"
     core.create_namespaced_pod(ns, pod_manifest("after", scheduler_name=SECOND))
     wait_for(lambda: node_of(core, ns, "after"), 30, what="the running configuration still schedules")
+
+
+def test_config_configmap_reloads_under_the_manifests_rbac(
+    cluster: LocalCluster, core: client.CoreV1Api, ns: str, workdir: Path,
+) -> None:
+    """As the manifests' ServiceAccount (get on its own ConfigMap only), --config-configmap loads the
+    configuration and an edit of that ConfigMap adds a profile within seconds."""
+    docs = render_manifests()
+    sa_kubeconfig = service_account_kubeconfig(cluster, workdir / "reload-sa.kubeconfig", docs)
+    (cm,) = [d["metadata"]["name"] for d in select(docs, "ConfigMap")]
+    first, second = f"cm-{ns}-a", f"cm-{ns}-b"
+
+    def publish(*profiles: str) -> None:
+        text = yaml.safe_dump({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                               "leaderElection": {"leaderElect": False},
+                               "profiles": [{"schedulerName": p} for p in profiles]})
+        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": cm, "namespace": NAMESPACE},
+                "data": {"config.yaml": text}}
+        try:
+            core.create_namespaced_config_map(NAMESPACE, body)
+        except client.ApiException as exc:
+            if exc.status != 409:
+                raise
+            core.patch_namespaced_config_map(cm, NAMESPACE, {"data": {"config.yaml": text}})
+
+    publish(first)
+    log = workdir / f"{ns}-reload-cm.log"
+    proc = start_scheduler(sa_kubeconfig, log, ["--config-configmap", f"{NAMESPACE}/{cm}",
+                                                "--config-reload-seconds", "0.5"])
+    try:
+        wait_for(lambda: "py-scheduler started" in log.read_text(errors="replace"), 60, what="initial sync")
+        core.create_namespaced_pod(ns, pod_manifest("one", scheduler_name=first))
+        core.create_namespaced_pod(ns, pod_manifest("two", scheduler_name=second))
+        wait_for(lambda: node_of(core, ns, "one"), 30, what="the ConfigMap's profile schedules")
+        assert node_of(core, ns, "two") is None
+        publish(first, second)
+        wait_for(lambda: node_of(core, ns, "two"), 30, what="the added profile schedules after the edit")
+    finally:
+        stop_scheduler(proc)
+    assert forbidden_lines(log.read_text(errors="replace")) == [], "the scheduler was denied API access"

@@ -25,7 +25,7 @@ from scheduler.config.types import SchedulerConfiguration
 from scheduler.extender import build_extenders
 from scheduler.framework.events import node_scheduling_properties_change, pod_scheduling_properties_change
 from scheduler.framework.extender import Extender
-from scheduler.framework.fit_error import FitError, FrameworkError, NoNodesAvailableError
+from scheduler.framework.fit_error import EXTENDER_NAME, FitError, FrameworkError, NoNodesAvailableError
 from scheduler.framework.interface import CycleState, NodeToStatus
 from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
 from scheduler.framework.runtime import Framework
@@ -38,6 +38,7 @@ from scheduler.framework.types import (
     NODE_DELETE,
     ActionType,
     ClusterEvent,
+    ClusterEventWithHint,
     EventResource,
 )
 from scheduler.kube.recorder import EventSink, pod_condition
@@ -175,7 +176,7 @@ class Scheduler:
         first = next(iter(self.frameworks.values()))
         self.queue = PriorityQueue(
             less=first.queue_sort_less,
-            profiles=_queue_profiles(self.frameworks),
+            profiles=_queue_profiles(self.frameworks, bool(config.extenders)),
             pod_initial_backoff=config.pod_initial_backoff_seconds,
             pod_max_backoff=config.pod_max_backoff_seconds,
             pod_max_in_unschedulable=config.pod_max_in_unschedulable_pods_seconds,
@@ -240,8 +241,8 @@ class Scheduler:
         added = set(frameworks) - set(self.frameworks)
         self.config, self.frameworks = config, frameworks
         self.algorithm.configure(config.percentage_of_nodes_to_score, build_extenders(config.extenders))
-        self.queue.set_profiles(_queue_profiles(frameworks), config.pod_initial_backoff_seconds,
-                                config.pod_max_backoff_seconds)
+        self.queue.set_profiles(_queue_profiles(frameworks, bool(config.extenders)),
+                                config.pod_initial_backoff_seconds, config.pod_max_backoff_seconds)
         for pod in [p for p in self._pending.values() if not self.responsible_for(p)]:
             self._pending.pop(pod.uid, None)
             self.queue.delete(pod)
@@ -633,8 +634,12 @@ class Scheduler:
         return None
 
 
-def _queue_profiles(frameworks: Mapping[str, Framework]) -> dict[str, QueueProfile]:
-    return {name: QueueProfile(pre_enqueue_plugins=f.pre_enqueue_plugins(), hints=f.events_to_register())
+def _queue_profiles(frameworks: Mapping[str, Framework], extenders: bool) -> dict[str, QueueProfile]:
+    """Each profile's PreEnqueue plugins and queueing hints. Extenders register no events, so a pod they
+    rejected (rejector "Extender") is requeued by any cluster event, as upstream's defaultEnqueueExtension."""
+    extra = {EXTENDER_NAME: [ClusterEventWithHint(ClusterEvent(EventResource.WILDCARD, ActionType.ALL))]}
+    return {name: QueueProfile(pre_enqueue_plugins=f.pre_enqueue_plugins(),
+                               hints={**f.events_to_register(), **(extra if extenders else {})})
             for name, f in frameworks.items()}
 
 

@@ -247,3 +247,24 @@ def test_https_with_and_without_verification(tls_server: tuple[ExtenderServer, b
     result, = simulate(tmp_path, THREE, [pod("p")], [{**base, "tlsConfig": {"caData": ca_data,
                                                                              "serverName": "localhost"}}])
     assert result["node"] == "node-b"
+
+
+def test_pod_rejected_by_an_extender_is_requeued_by_any_cluster_event(server: ExtenderServer) -> None:
+    """Extenders register no events: the rejector "Extender" makes every event worth a retry."""
+    from scheduler.config.load import build_registry, load_dict
+    from scheduler.kube.binder import RecordingBinder
+    from scheduler.kube.recorder import RecordingEventSink
+    from scheduler.scheduler import ADDED, Scheduler
+
+    server.behaviour.failed = {"node-a": "no"}
+    cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                     "extenders": [{"urlPrefix": f"{server.url}/ok", "filterVerb": "filter"}]})
+    sched = Scheduler(cfg, build_registry(cfg), RecordingBinder(), RecordingEventSink(), synchronous_binding=True)
+    sched.on_node_event(ADDED, {**node("node-a"), "metadata": {"name": "node-a", "resourceVersion": "1"}})
+    sched.on_pod_event(ADDED, {**pod("p"), "metadata": {"name": "p", "namespace": "default", "uid": "u1"}})
+    assert sched.schedule_one(timeout=0)
+    assert sched.queue.lengths()["unschedulable"] == 1
+    # A label change no plugin's hints care about for this pod still moves it: the extender might accept now.
+    sched.on_node_event("MODIFIED", {**node("node-a"), "metadata": {"name": "node-a", "resourceVersion": "2",
+                                                                   "labels": {"x": "y"}}})
+    assert sched.queue.lengths()["unschedulable"] == 0

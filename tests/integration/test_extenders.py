@@ -18,7 +18,7 @@ from kubernetes import client
 from e2e.cluster.cluster import LocalCluster
 from e2e.kube import events_for, gone, node_of, pod_manifest, wait_for
 from tests.extender_server import ExtenderServer
-from tests.integration.conftest import SchedulerProc, temporary_nodes
+from tests.integration.conftest import SchedulerProc, create_priority_classes, temporary_nodes
 
 SCHED = "py-ext"
 MEMBER = {"it-ext/member": "yes"}
@@ -56,14 +56,7 @@ def nodes(cluster: LocalCluster) -> Iterator[list[str]]:
 @pytest.fixture(scope="module")
 def ext_scheduler(extender: ExtenderServer, nodes: list[str], workdir: Path, api: client.ApiClient,
                   start_py_scheduler: Callable[..., SchedulerProc]) -> SchedulerProc:
-    sched_api = client.SchedulingV1Api(api)
-    for name, value in CLASSES:
-        try:
-            sched_api.create_priority_class({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                                             "metadata": {"name": name}, "value": value})
-        except client.ApiException as exc:
-            if exc.status != 409:
-                raise
+    create_priority_classes(api, CLASSES)
     config = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",

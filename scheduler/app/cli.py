@@ -38,7 +38,7 @@ def _run(args: argparse.Namespace) -> int:
     from scheduler.scheduler import Scheduler
 
     try:
-        cfg, reload_source = _load_configuration(args)
+        cfg, reload_source = load_configuration(args)
     except (ConfigError, ConfigMapError, OSError) as exc:
         print(f"py-scheduler: invalid configuration: {exc}", file=sys.stderr)
         return 2
@@ -124,7 +124,7 @@ def _run(args: argparse.Namespace) -> int:
 POLICY_CONFIGMAP_KEY = "policy.cfg"  # upstream SchedulerPolicyConfigMapKey
 
 
-def _load_configuration(args: argparse.Namespace) -> tuple[SchedulerConfiguration, ReloadSource | None]:
+def load_configuration(args: argparse.Namespace) -> tuple[SchedulerConfiguration, ReloadSource | None]:
     """--config, --config-configmap, --policy-config-file or --policy-configmap (at most one; a Policy with
     --config is an error, as upstream), or the defaults for --scheduler-name. The source is returned for
     reloading when it is a KubeSchedulerConfiguration."""

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from scheduler.app.cli import main
+from scheduler.app.cli import load_configuration, parser
+from scheduler.app.simulate import run_simulation
 from scheduler.config.errors import ConfigError
 from scheduler.config.policy import load_policy_text
 from scheduler.config.types import Profile
@@ -122,11 +123,13 @@ def test_invalid_policies_are_rejected_naming_the_field(doc: str, path: str, wor
     assert any(words in e.message for e in ei.value.errors if e.path == path), ei.value
 
 
-def test_policy_and_config_together_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_policy_and_config_together_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "p.json").write_text(policy())
     (tmp_path / "c.yaml").write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n")
-    assert main(["run", "--config", str(tmp_path / "c.yaml"), "--policy-config-file", str(tmp_path / "p.json")]) == 2
-    assert "--config and --policy-config-file cannot be used together" in capsys.readouterr().err
+    args = parser().parse_args(["run", "--config", str(tmp_path / "c.yaml"),
+                                "--policy-config-file", str(tmp_path / "p.json")])
+    with pytest.raises(ConfigError, match="--config and --policy-config-file cannot be used together"):
+        load_configuration(args)
 
 
 # ----- the seed article (Predicates Policies / Priorities Policies, v1.16) through simulate ------------------
@@ -171,19 +174,17 @@ PODS = [pod("web", "1", "1Gi"), pod("db", "1", "1Gi", disk="data"),
         pod("proxy", "500m", "512Mi", host_port=8080, selector={"disk": "ssd"}), pod("big", "4", "1Gi")]
 
 
-def simulate_policy(tmp_path: Path, capsys: pytest.CaptureFixture[str], doc: dict[str, Any]) -> dict[str, Any]:
+def simulate_policy(tmp_path: Path, doc: dict[str, Any]) -> dict[str, Any]:
     (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all(CLUSTER))
     (tmp_path / "pods.yaml").write_text(yaml.safe_dump_all(PODS))
     (tmp_path / "policy.json").write_text(json.dumps(doc))
-    assert main(["--log-level", "ERROR", "simulate", "--cluster", str(tmp_path / "cluster.yaml"),
-                 "--pods", str(tmp_path / "pods.yaml"),
-                 "--policy-config-file", str(tmp_path / "policy.json"), "--tie-break", "name",
-                 "--output", "json"]) == 0
-    return {r["pod"].split("/")[1]: r for r in json.loads(capsys.readouterr().out)["results"]}
+    results = run_simulation(str(tmp_path / "cluster.yaml"), str(tmp_path / "pods.yaml"), tie_break="name",
+                             policy_path=str(tmp_path / "policy.json"))
+    return {r["pod"].split("/")[1]: r for r in results}
 
 
-def test_seed_policy_gives_the_seed_articles_decisions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    res = simulate_policy(tmp_path, capsys, SEED_POLICY)
+def test_seed_policy_gives_the_seed_articles_decisions(tmp_path: Path) -> None:
+    res = simulate_policy(tmp_path, SEED_POLICY)
     # web (1 cpu, 1Gi), by the article's formulas (0..10): least = (cpu (cap-req)*10/cap + mem ...) / 2,
     # balanced = 10 - |cpuFraction - memFraction| * 10 (0 once a fraction reaches 1):
     #   n1: cpu 4/4 -> 0, mem 2/8 -> 7, least 3; cpu fraction 1 -> balanced 0; total 3
@@ -210,8 +211,8 @@ def test_seed_policy_gives_the_seed_articles_decisions(tmp_path: Path, capsys: p
     assert res["big"]["message"].startswith("0/3 nodes are available: 3 Insufficient cpu.")
 
 
-def test_always_check_all_predicates_reports_every_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    res = simulate_policy(tmp_path, capsys, {**SEED_POLICY, "alwaysCheckAllPredicates": True})
+def test_always_check_all_predicates_reports_every_reason(tmp_path: Path) -> None:
+    res = simulate_policy(tmp_path, {**SEED_POLICY, "alwaysCheckAllPredicates": True})
     # n1 also lacks disk=ssd and is out of cpu by then (busy 3 + db 1): all three predicates are reported.
     assert res["proxy"]["filtered"]["n1"] == {
         "plugin": "NodePorts", "reason": "node(s) didn't have free ports for the requested pod ports, "

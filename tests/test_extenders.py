@@ -13,11 +13,15 @@ from typing import Any
 import pytest
 import yaml
 
+from scheduler.app.offline import RecordingBinder, RecordingEventSink
 from scheduler.app.simulate import run_simulation
+from scheduler.config.load import build_registry, load_dict
 from scheduler.config.types import Extender as ExtenderConfig
+from scheduler.eventhandlers import ADDED
 from scheduler.extender import HTTPExtender, build_extenders
 from scheduler.framework.extender import ExtenderError
 from scheduler.model.pod import pod_from_api
+from scheduler.scheduler import Scheduler
 
 from .extender_server import ExtenderServer
 
@@ -251,11 +255,6 @@ def test_https_with_and_without_verification(tls_server: tuple[ExtenderServer, b
 
 def test_pod_rejected_by_an_extender_is_requeued_by_any_cluster_event(server: ExtenderServer) -> None:
     """Extenders register no events: the rejector "Extender" makes every event worth a retry."""
-    from scheduler.config.load import build_registry, load_dict
-    from scheduler.kube.binder import RecordingBinder
-    from scheduler.kube.recorder import RecordingEventSink
-    from scheduler.scheduler import ADDED, Scheduler
-
     server.behaviour.failed = {"node-a": "no"}
     cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                      "extenders": [{"urlPrefix": f"{server.url}/ok", "filterVerb": "filter"}]})

@@ -8,12 +8,12 @@ from typing import Any
 
 import yaml
 
+from scheduler.app.offline import RecordingBinder, RecordingEventSink
 from scheduler.app.reload import ConfigReloader, file_reader
 from scheduler.config.load import build_registry, load
-from scheduler.kube.binder import RecordingBinder
-from scheduler.kube.recorder import RecordingEventSink
+from scheduler.eventhandlers import ADDED
 from scheduler.metrics import Metrics
-from scheduler.scheduler import ADDED, Scheduler
+from scheduler.scheduler import Scheduler
 
 
 def config(*profiles: str, **extra: Any) -> str:

@@ -25,11 +25,13 @@ def _run(args: argparse.Namespace) -> int:
     from scheduler.app.health import HealthServer, event_check
     from scheduler.app.reload import ConfigReloader
     from scheduler.config.load import ConfigError, build_registry
+    from scheduler.edge import APIWriter, Binder
     from scheduler.kube.binder import ApiBinder
-    from scheduler.kube.client import ApiWriter, load_api_client
+    from scheduler.kube.client import ApiWriter, RawApi, load_api_client
     from scheduler.kube.configmap import ConfigMapError
-    from scheduler.kube.leaderelection import LeaderElector, LeaderGatedBinder
-    from scheduler.kube.operator import NON_TERMINAL_PODS, OBJECT_KINDS, run_operator
+    from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS
+    from scheduler.kube.leaderelection import LeaderElector, LeaderGatedBinder, LeaderGatedWriter
+    from scheduler.kube.operator import run_operator
     from scheduler.kube.podstream import PodStream, wait_synced
     from scheduler.kube.ratelimit import TokenBucket
     from scheduler.kube.recorder import ApiEventSink
@@ -52,7 +54,8 @@ def _run(args: argparse.Namespace) -> int:
     api = load_api_client(kubeconfig)
     qps = args.qps if args.qps is not None else cfg.client_connection.qps
     burst = args.burst if args.burst is not None else cfg.client_connection.burst
-    writer = ApiWriter(api, TokenBucket(qps, burst))
+    raw = RawApi(api)  # reads and writes share one connection pool; the lease has its own below
+    writer = ApiWriter(raw, TokenBucket(qps, burst))
     metrics = Metrics()
     synced = threading.Event()
     health = HealthServer(args.metrics_port, registry=metrics.registry) if args.metrics_port else None
@@ -62,7 +65,8 @@ def _run(args: argparse.Namespace) -> int:
     sink = ApiEventSink(writer)
     registry = build_registry(cfg)
     stop = threading.Event()  # kopf handles SIGTERM/SIGINT itself and stops the operator
-    binder: ApiBinder | LeaderGatedBinder = ApiBinder(writer)
+    binder: Binder = ApiBinder(writer)
+    api_writer: APIWriter = writer
     elector: LeaderElector | None = None
     if cfg.leader_election.leader_elect:
 
@@ -73,18 +77,20 @@ def _run(args: argparse.Namespace) -> int:
                 os._exit(1)
 
         elector = LeaderElector(
-            api, cfg.leader_election, on_started_leading=lambda: sched.start(), on_stopped_leading=stopped_leading
+            RawApi(api, timeout=10.0), cfg.leader_election, on_started_leading=lambda: sched.start(),
+            on_stopped_leading=stopped_leading,
         )
         binder = LeaderGatedBinder(binder, elector)  # a replica that is not leading never binds
+        api_writer = LeaderGatedWriter(writer, elector)  # nor evicts pods or binds volumes
         if health is not None:
             health.add_readiness_check("leader-election", elector.readiness)
             health.add_liveness_check("leader-election", elector.liveness)
-    sched = Scheduler(cfg, registry, binder, sink, metrics, bind_workers=args.bind_workers)
+    sched = Scheduler(cfg, registry, binder, sink, metrics, writer=api_writer, bind_workers=args.bind_workers)
     stream_pods = args.pod_watch == "stream"
-    initial_sync(api, sched, OBJECT_KINDS, pods=not stream_pods)
+    initial_sync(raw, sched, OBJECT_KINDS, pods=not stream_pods)
     stream = None
     if stream_pods:
-        stream = PodStream(api.configuration, sched.on_pod_event, field_selector=NON_TERMINAL_PODS)
+        stream = PodStream(raw, sched.on_pod_event, field_selector=NON_TERMINAL_PODS)
         stream.start()
         if not wait_synced(stream):
             log.error("pod list did not complete; scheduling starts anyway")
@@ -93,7 +99,7 @@ def _run(args: argparse.Namespace) -> int:
         elector.start()  # the scheduling loop starts when this replica acquires the Lease
     else:
         sched.start()
-    resync = Resyncer(api, sched, period=args.resync_seconds)
+    resync = Resyncer(raw, sched, period=args.resync_seconds)
     resync.start()
     reloader = None
     if reload_source is not None and args.config_reload_seconds > 0:
@@ -142,10 +148,10 @@ def load_configuration(args: argparse.Namespace) -> tuple[SchedulerConfiguration
     if args.policy_config_file:
         return load_policy(args.policy_config_file, names), None
     if args.policy_configmap or args.config_configmap:
-        from scheduler.kube.client import load_api_client
+        from scheduler.kube.client import RawApi, load_api_client
         from scheduler.kube.configmap import config_map_reader
 
-        api = load_api_client(args.kubeconfig or os.environ.get("KUBECONFIG") or None)
+        api = RawApi(load_api_client(args.kubeconfig or os.environ.get("KUBECONFIG") or None))
         if args.policy_configmap:
             ns, name = args.policy_configmap_namespace, args.policy_configmap
             text, _ = config_map_reader(api, ns, name, POLICY_CONFIGMAP_KEY)()

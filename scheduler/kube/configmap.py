@@ -4,26 +4,30 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from urllib.parse import quote
 
-from kubernetes import client
+import orjson
+from kubernetes.client import ApiException
+
+from scheduler.kube.client import Requester
 
 
 class ConfigMapError(Exception):
     """The ConfigMap or its key cannot be read; the message names namespace, name and key."""
 
 
-def read_config_map_key(api: client.ApiClient, namespace: str, name: str, key: str) -> tuple[str, str]:
+def read_config_map_key(api: Requester, namespace: str, name: str, key: str) -> tuple[str, str]:
     """The value under ``key`` and the object's resourceVersion."""
     try:
-        cm = client.CoreV1Api(api).read_namespaced_config_map(name, namespace)
-    except client.ApiException as exc:
+        cm = orjson.loads(api.request("GET", f"/api/v1/namespaces/{quote(namespace)}/configmaps/{quote(name)}"))
+    except ApiException as exc:
         raise ConfigMapError(f"cannot read ConfigMap {namespace}/{name}: {exc.status} {exc.reason}") from None
-    data = cm.data or {}
+    data = cm.get("data") or {}
     if key not in data:
         raise ConfigMapError(f'ConfigMap {namespace}/{name} has no key "{key}"')
-    return str(data[key]), str(cm.metadata.resource_version or "") if cm.metadata is not None else ""
+    return str(data[key]), str((cm.get("metadata") or {}).get("resourceVersion") or "")
 
 
-def config_map_reader(api: client.ApiClient, namespace: str, name: str, key: str) -> Callable[[], tuple[str, str]]:
+def config_map_reader(api: Requester, namespace: str, name: str, key: str) -> Callable[[], tuple[str, str]]:
     """A reader of one key, versioned by the ConfigMap's resourceVersion (for the reloader)."""
     return lambda: read_config_map_key(api, namespace, name, key)

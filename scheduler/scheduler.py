@@ -22,19 +22,18 @@ from scheduler.cache.objects import ObjectStore
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.edge import APIWriter, Binder, EventRecorder, ScheduleObserver
-from scheduler.eventhandlers import MODIFIED, EventHandlers
+from scheduler.eventhandlers import EventHandlers
 from scheduler.extender import build_extenders
 from scheduler.framework.extender import Extender
-from scheduler.framework.fit_error import EXTENDER_NAME
 from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Status
 from scheduler.framework.status import error as error_status
-from scheduler.framework.types import ActionType, ClusterEvent, ClusterEventWithHint, EventResource
 from scheduler.metrics import Metrics
 from scheduler.model.conditions import pod_condition
 from scheduler.model.pod import Pod
-from scheduler.queue.scheduling_queue import PriorityQueue, QueueProfile
+from scheduler.queue.scheduling_queue import PriorityQueue
+from scheduler.reconfigure import Reconfigure, queue_profiles
 from scheduler.schedule_one import ScheduleOne, SchedulingAlgorithm
 
 log = structlog.get_logger(__name__)
@@ -93,7 +92,7 @@ class _Handle:
         return pod.uid in self._s._pod_seen
 
 
-class Scheduler(EventHandlers, ScheduleOne):
+class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
     def __init__(
         self,
         config: SchedulerConfiguration,
@@ -128,7 +127,7 @@ class Scheduler(EventHandlers, ScheduleOne):
         first = next(iter(self.frameworks.values()))
         self.queue = PriorityQueue(
             less=first.queue_sort_less,
-            profiles=_queue_profiles(self.frameworks, bool(config.extenders)),
+            profiles=queue_profiles(self.frameworks, bool(config.extenders)),
             pod_initial_backoff=config.pod_initial_backoff_seconds,
             pod_max_backoff=config.pod_max_backoff_seconds,
             pod_max_in_unschedulable=config.pod_max_in_unschedulable_pods_seconds,
@@ -150,56 +149,6 @@ class Scheduler(EventHandlers, ScheduleOne):
         self._bind_slots = threading.BoundedSemaphore(bind_workers * 4)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-
-    def build_frameworks(self, config: SchedulerConfiguration, registry: Any) -> dict[str, Framework]:
-        """One framework per profile; raises ValueError when a plugin refuses its args."""
-        out = {p.scheduler_name: Framework(p, registry, self.handle, metrics=self._metrics_hook(p.scheduler_name))
-               for p in config.profiles}
-        for fwk in out.values():
-            fwk.record_scores = self.observer is not None
-        return out
-
-    def reconfigure(self, config: SchedulerConfiguration, registry: Any) -> None:
-        """Accept a new configuration: its profiles are built now (a ValueError leaves everything as it
-        is) and swapped in between two scheduling cycles (``apply_next_config``). The queue sort cannot
-        change while pods are queued under the old one."""
-        frameworks = self.build_frameworks(config, registry)
-        old_sort = next(iter(self.frameworks.values())).list_plugins().get("queueSort")
-        new_sort = next(iter(frameworks.values())).list_plugins().get("queueSort")
-        if old_sort != new_sort:
-            raise ValueError(f"profiles[0].plugins.queueSort: {new_sort} instead of {old_sort} needs a restart")
-        with self._next_config_lock:
-            self._next_config = (config, frameworks)
-
-    def apply_next_config(self) -> None:
-        """Swap in the configuration given to ``reconfigure``, on the scheduling thread between cycles:
-        pods in flight finish under the frameworks they started with, queue and cache stay. Pods of a
-        removed profile leave the queue (left alone, as any other scheduler's); pending pods of a new
-        profile, as last seen, enter it."""
-        with self._next_config_lock:
-            pending, self._next_config = self._next_config, None
-        if pending is None:
-            return
-        config, frameworks = pending
-        added = set(frameworks) - set(self.frameworks)
-        self.config, self.frameworks = config, frameworks
-        self.algorithm.configure(config.percentage_of_nodes_to_score, build_extenders(config.extenders))
-        self.queue.set_profiles(_queue_profiles(frameworks, bool(config.extenders)),
-                                config.pod_initial_backoff_seconds, config.pod_max_backoff_seconds)
-        for pod in [p for p in self._pending.values() if not self.responsible_for(p)]:
-            self._pending.pop(pod.uid, None)
-            self.queue.delete(pod)
-        for _, obj in list(self._pod_seen.values()):
-            spec = obj.get("spec") or {}
-            if not spec.get("nodeName") and spec.get("schedulerName", "default-scheduler") in added:
-                self.on_pod_event(MODIFIED, obj)
-        log.info("configuration reloaded", profiles=list(frameworks))
-
-    def _metrics_hook(self, profile: str) -> Callable[[str, str, float], None] | None:
-        m = self.metrics
-        if m is None:
-            return None
-        return lambda point, status, seconds: m.observe_extension_point(profile, point, status, seconds)
 
     # ----- Run -----
 
@@ -302,15 +251,6 @@ class Scheduler(EventHandlers, ScheduleOne):
         except Exception as exc:
             return error_status(exc)
         return None
-
-
-def _queue_profiles(frameworks: Mapping[str, Framework], extenders: bool) -> dict[str, QueueProfile]:
-    """Each profile's PreEnqueue plugins and queueing hints. Extenders register no events, so a pod they
-    rejected (rejector "Extender") is requeued by any cluster event, as upstream's defaultEnqueueExtension."""
-    extra = {EXTENDER_NAME: [ClusterEventWithHint(ClusterEvent(EventResource.WILDCARD, ActionType.ALL))]}
-    return {name: QueueProfile(pre_enqueue_plugins=f.pre_enqueue_plugins(),
-                               hints={**f.events_to_register(), **(extra if extenders else {})})
-            for name, f in frameworks.items()}
 
 
 def disruption_target_condition(victim: Pod, preemptor: Pod) -> dict[str, Any] | None:

@@ -335,7 +335,8 @@ def add_extender_scores(
 ) -> None:
     """Add each prioritizing extender's score x weight, scaled from [0, 10] to [0, 100], to ``totals``
     (and to ``details`` when recorded). An extender that fails contributes nothing, whether ignorable
-    or not, as upstream."""
+    or not, as upstream. The extenders are asked one after the other where upstream asks them
+    concurrently; the sums are the same."""
     index = {n.name: i for i, n in enumerate(nodes)}
     for ext in extenders:
         if not ext.is_prioritizer() or not ext.is_interested(pod):

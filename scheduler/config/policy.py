@@ -299,13 +299,13 @@ class _Translator:
             if name == EQUAL_PRIORITY:
                 continue  # every node the same: upstream skips it
             name = PRIORITY_ALIASES.get(name, name)
+            if name in PRIORITIES:  # a registered name wins over an argument, as upstream
+                keys[name] = weight
+                continue
             arg = want_map(m.get("argument"), f"{p}.argument", e) if m.get("argument") is not None else None
             if not arg:
-                if name in PRIORITIES:
-                    keys[name] = weight
-                else:
-                    e.add(f"{p}.name", f"unsupported value {name!r}: priority type not found (known: "
-                          f"{', '.join(sorted(PRIORITIES))}; or give an argument)")
+                e.add(f"{p}.name", f"unsupported value {name!r}: priority type not found (known: "
+                      f"{', '.join(sorted(PRIORITIES))}; or give an argument)")
                 continue
             kind = self._custom_priority(arg, f"{p}.argument")
             if kind is None:

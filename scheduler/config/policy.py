@@ -234,10 +234,8 @@ class _Translator:
             if name in PREDICATES:
                 keys.add(name)
                 continue
-            arg = want_map(m.get("argument"), f"{p}.argument", e) if m.get("argument") is not None else None
-            if not arg:
-                e.add(f"{p}.name", f"unsupported value {name!r}: predicate type not found (known: "
-                      f"{', '.join(sorted(PREDICATES))}; or give an argument)")
+            arg = self._argument(m, p, name, "predicate", PREDICATES)
+            if arg is None:
                 continue
             check_keys(arg, {"serviceAffinity", "labelsPresence"}, f"{p}.argument", e)
             if len([k for k in ("serviceAffinity", "labelsPresence") if arg.get(k) is not None]) != 1:
@@ -254,6 +252,16 @@ class _Translator:
                 self._append_args("NodeLabel", "presentLabels" if presence else "absentLabels", labels)
                 keys.add("CheckNodeLabelPresence")
         return keys
+
+    def _argument(self, m: Mapping[str, Any], p: str, name: str, what: str,
+                  known: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        """The argument of a custom predicate or priority; without one, the name had to be a known one."""
+        arg = want_map(m.get("argument"), f"{p}.argument", self.errs) if m.get("argument") is not None else None
+        if not arg:
+            self.errs.add(f"{p}.name", f"unsupported value {name!r}: {what} type not found (known: "
+                          f"{', '.join(sorted(known))}; or give an argument)")
+            return None
+        return arg
 
     def _labels(self, raw: Any, key: str, path: str) -> list[str]:
         m = want_map(raw, path, self.errs) or {}
@@ -302,10 +310,8 @@ class _Translator:
             if name in PRIORITIES:  # a registered name wins over an argument, as upstream
                 keys[name] = weight
                 continue
-            arg = want_map(m.get("argument"), f"{p}.argument", e) if m.get("argument") is not None else None
-            if not arg:
-                e.add(f"{p}.name", f"unsupported value {name!r}: priority type not found (known: "
-                      f"{', '.join(sorted(PRIORITIES))}; or give an argument)")
+            arg = self._argument(m, p, name, "priority", PRIORITIES)
+            if arg is None:
                 continue
             kind = self._custom_priority(arg, f"{p}.argument")
             if kind is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import shutil
 import subprocess
 import time
@@ -267,3 +268,19 @@ def test_pod_rejected_by_an_extender_is_requeued_by_any_cluster_event(server: Ex
     sched.on_node_event("MODIFIED", {**node("node-a"), "metadata": {"name": "node-a", "resourceVersion": "2",
                                                                    "labels": {"x": "y"}}})
     assert sched.queue.lengths()["unschedulable"] == 0
+
+
+def test_policy_extenders_are_called(server: ExtenderServer, tmp_path: Path) -> None:
+    """A seed-era Policy's extenders (keys as its Go decoding accepted them, httpTimeout in ns)."""
+    server.behaviour.failed = {"node-a": "no", "node-b": "no"}
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump_all(THREE))
+    (tmp_path / "pods.yaml").write_text(yaml.safe_dump_all([pod("p")]))
+    (tmp_path / "policy.json").write_text(json.dumps({
+        "kind": "Policy", "apiVersion": "v1", "predicates": [{"name": "PodFitsResources"}],
+        "priorities": [{"name": "LeastRequestedPriority", "weight": 1}],
+        "extenders": [{"urlPrefix": f"{server.url}/ok", "filterVerb": "filter", "enableHttps": False,
+                       "httpTimeout": 2000000000, "nodeCacheCapable": True}]}))
+    result, = run_simulation(str(tmp_path / "cluster.yaml"), str(tmp_path / "pods.yaml"), tie_break="name",
+                             policy_path=str(tmp_path / "policy.json"))
+    assert result["node"] == "node-c"
+    assert sorted(server.calls("filter")[0]["NodeNames"]) == ["node-a", "node-b", "node-c"]

@@ -18,7 +18,7 @@ from scheduler.config.types import SchedulerConfiguration
 from scheduler.edge import ScheduleObserver
 from scheduler.eventhandlers import MODIFIED
 from scheduler.extender import build_extenders
-from scheduler.framework.fit_error import EXTENDER_NAME
+from scheduler.framework.extender import EXTENDER_NAME
 from scheduler.framework.runtime import Framework
 from scheduler.framework.types import ActionType, ClusterEvent, ClusterEventWithHint, EventResource
 from scheduler.metrics import Metrics

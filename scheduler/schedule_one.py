@@ -29,9 +29,8 @@ import structlog
 from scheduler.cache.cache import Cache, SnapshotInconsistentError
 from scheduler.cache.snapshot import Snapshot
 from scheduler.edge import EventRecorder, ScheduleObserver
-from scheduler.framework.extender import MAX_EXTENDER_PRIORITY, Extender, ExtenderError
+from scheduler.framework.extender import EXTENDER_NAME, MAX_EXTENDER_PRIORITY, Extender, ExtenderError
 from scheduler.framework.fit_error import (
-    EXTENDER_NAME,
     Diagnosis,
     FitError,
     FrameworkError,

@@ -64,7 +64,7 @@ class _Handle:
     def parallelism(self) -> int:
         return self._s.config.parallelism
 
-    # preemption (PreemptionHandle)
+    # preemption (ClusterHandle)
 
     def extenders(self) -> list[Extender]:
         return self._s.algorithm.extenders

@@ -192,7 +192,7 @@ class _Translator:
         if hard is not None and (w := want_int(hard, "hardPodAffinitySymmetricWeight", e)) is not None:
             if not 0 <= w <= 100:
                 e.add("hardPodAffinitySymmetricWeight", f"invalid value {w}: not in valid range [0-100]")
-            elif w:
+            elif w and any(ref["name"] == "InterPodAffinity" for refs in self.points.values() for ref in refs):
                 self.plugin_config.setdefault("InterPodAffinity", {})["hardPodAffinityWeight"] = w
         run_all = d.get("alwaysCheckAllPredicates")
         run_all_filters = bool(want_bool(run_all, "alwaysCheckAllPredicates", e)) if run_all is not None else False

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 # to the plugins' range by MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY.
 MIN_EXTENDER_PRIORITY = 0
 MAX_EXTENDER_PRIORITY = 10
+# The pseudo plugin recorded as a rejector when extenders filtered nodes out (upstream ExtenderName).
+EXTENDER_NAME = "Extender"
 
 
 class ExtenderError(Exception):

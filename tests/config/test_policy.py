@@ -15,6 +15,7 @@ from scheduler.app.simulate import run_simulation
 from scheduler.config.errors import ConfigError
 from scheduler.config.policy import load_policy_text
 from scheduler.config.types import Profile
+from scheduler.config.types_pluginargs import NodeLabelArgs, ResourceSpec, UtilizationShapePoint
 
 
 def policy(**fields: Any) -> str:
@@ -82,14 +83,14 @@ def test_custom_arguments_weights_and_globals() -> None:
                        "httpTimeout": 1500000000}],
     }), "policy.yaml")
     [p] = cfg.profiles
-    assert p.plugin_config["NodeLabel"] == {"presentLabels": ["zone"], "absentLabels": ["retiring"],
-                                            "presentLabelsPreference": ["ssd"], "absentLabelsPreference": ["spot"]}
-    assert p.plugin_config["ServiceAffinity"]["affinityLabels"] == ["rack"]
+    assert p.plugin_config["NodeLabel"] == NodeLabelArgs(("zone",), ("retiring",), ("ssd",), ("spot",))
+    assert p.plugin_config["ServiceAffinity"].affinity_labels == ("rack",)
     # Two label preferences of weight 2: one NodeLabel score plugin of weight 2 x 2.
     assert weights(p) == {"NodeLabel": 4, "NodeResourcesFit": 3}
-    strategy = p.plugin_config["NodeResourcesFit"]["scoringStrategy"]
-    assert strategy["type"] == "RequestedToCapacityRatio"
-    assert strategy["requestedToCapacityRatio"]["shape"][1] == {"utilization": 100, "score": 10}
+    strategy = p.plugin_config["NodeResourcesFit"].scoring_strategy
+    assert strategy.type == "RequestedToCapacityRatio"
+    assert strategy.requested_to_capacity_ratio.shape[1] == UtilizationShapePoint(100, 10)
+    assert strategy.resources == (ResourceSpec("cpu", 1),)
     assert p.run_all_filters
     [ext] = cfg.extenders
     assert (ext.url_prefix, ext.filter_verb, ext.enable_https, ext.http_timeout_seconds) == (
@@ -97,7 +98,7 @@ def test_custom_arguments_weights_and_globals() -> None:
     assert "InterPodAffinity" not in p.plugin_config  # hardPodAffinityWeight only matters when it scores
     [q] = load_policy_text(policy(priorities=[{"name": "InterPodAffinityPriority", "weight": 1}],
                                   hardPodAffinitySymmetricWeight=7), "p").profiles
-    assert q.plugin_config["InterPodAffinity"]["hardPodAffinityWeight"] == 7
+    assert q.plugin_config["InterPodAffinity"].hard_pod_affinity_weight == 7
 
 
 @pytest.mark.parametrize(("doc", "path", "words"), [

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from scheduler.config.args import plugin_args
+from scheduler.config.types_pluginargs import NodeLabelArgs
 from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle
 from scheduler.framework.status import Status, unresolvable
 from scheduler.framework.types import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, NodeInfo
@@ -23,23 +25,15 @@ NAME = "NodeLabel"
 ERR_REASON_PRESENCE_VIOLATED = "node(s) didn't have the requested labels"
 
 
-def _labels(args: Mapping[str, Any], key: str) -> tuple[str, ...]:
-    value = args.get(key) or []
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise ValueError(f"NodeLabelArgs.{key}: must be a list of label keys")
-    return tuple(value)
-
-
 class NodeLabel:
     """Filter on required present/absent label keys; Score on preferred ones."""
 
     name = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
-        self.present = _labels(args, "presentLabels")
-        self.absent = _labels(args, "absentLabels")
-        self.present_preference = _labels(args, "presentLabelsPreference")
-        self.absent_preference = _labels(args, "absentLabelsPreference")
+    def __init__(self, args: NodeLabelArgs | Mapping[str, Any], handle: Handle) -> None:
+        a = plugin_args(NodeLabelArgs, args)
+        self.present, self.absent = a.present_labels, a.absent_labels
+        self.present_preference, self.absent_preference = a.present_labels_preference, a.absent_labels_preference
         self.handle = handle
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:

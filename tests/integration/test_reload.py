@@ -14,7 +14,7 @@ from kubernetes import client
 from e2e.cluster.cluster import LocalCluster
 from e2e.kube import node_of, pod_manifest, wait_for
 from e2e.process import start_scheduler, stop_scheduler
-from e2e.rbac import NAMESPACE, forbidden_lines, render_manifests, select, service_account_kubeconfig
+from e2e.rbac import NAMESPACE, apply, forbidden_lines, render_manifests, select, service_account_kubeconfig
 from tests.integration.conftest import SchedulerProc
 
 FIRST, SECOND = "reload-a", "reload-b"
@@ -78,17 +78,13 @@ def test_config_configmap_reloads_under_the_manifests_rbac(
     first, second = f"cm-{ns}-a", f"cm-{ns}-b"
 
     def publish(*profiles: str) -> None:
+        """kubectl apply of the manifests' ConfigMap with this configuration (as an operator would edit it;
+        apply, not create, so a later apply of the manifests sees its own annotation)."""
         text = yaml.safe_dump({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                                "leaderElection": {"leaderElect": False},
                                "profiles": [{"schedulerName": p} for p in profiles]})
-        body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": cm, "namespace": NAMESPACE},
-                "data": {"config.yaml": text}}
-        try:
-            core.create_namespaced_config_map(NAMESPACE, body)
-        except client.ApiException as exc:
-            if exc.status != 409:
-                raise
-            core.patch_namespaced_config_map(cm, NAMESPACE, {"data": {"config.yaml": text}})
+        (doc,) = select(docs, "ConfigMap")
+        apply([{**doc, "data": {"config.yaml": text}}], cluster.kubeconfig)
 
     publish(first)
     log = workdir / f"{ns}-reload-cm.log"

@@ -9,7 +9,7 @@ are not rebuilt, and the queue sort never changes under queued pods.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -50,18 +50,15 @@ class Reconfigure:
         def on_pod_event(self, type_: str, obj: Mapping[str, Any]) -> None: ...
 
     def build_frameworks(self, config: SchedulerConfiguration, registry: Any) -> dict[str, Framework]:
-        """One framework per profile; raises ValueError when a plugin refuses its args."""
-        out = {p.scheduler_name: Framework(p, registry, self.handle, metrics=self._metrics_hook(p.scheduler_name))
-               for p in config.profiles}
-        for fwk in out.values():
+        """One framework per profile, with its metrics; raises ValueError when a plugin refuses its args."""
+        out: dict[str, Framework] = {}
+        for p in config.profiles:
+            prof = self.metrics.profile(p.scheduler_name) if self.metrics is not None else None
+            hook = prof.extension_point if prof is not None else None
+            fwk = Framework(p, registry, self.handle, metrics=hook, plugin_metrics=prof)
             fwk.record_scores = self.observer is not None
+            out[p.scheduler_name] = fwk
         return out
-
-    def _metrics_hook(self, profile: str) -> Callable[[str, str, float], None] | None:
-        m = self.metrics
-        if m is None:
-            return None
-        return lambda point, status, seconds: m.observe_extension_point(profile, point, status, seconds)
 
     def reconfigure(self, config: SchedulerConfiguration, registry: Any) -> None:
         """Accept a new configuration: its profiles are built now (a ValueError leaves everything as it

@@ -109,15 +109,19 @@ def _with_defaults(o: dict[str, Any], i: int) -> dict[str, Any]:
 
 
 def _build(
-    config_path: str | None, pod_objs: list[dict[str, Any]], seed: int | None, tie_break: Literal["random", "name"]
+    config_path: str | None, pod_objs: list[dict[str, Any]], seed: int | None, tie_break: Literal["random", "name"],
+    policy_path: str | None = None,
 ) -> tuple[Scheduler, OutcomeRecorder]:
     from scheduler.config.load import ConfigError, build_registry, load
+    from scheduler.config.policy import load_policy
 
+    if config_path and policy_path:
+        raise SimulationError("--config and --policy-config-file cannot be used together")
     names = sorted({(p.get("spec") or {}).get("schedulerName") or "default-scheduler" for p in pod_objs})
     try:
-        cfg = load(config_path, names or None)
+        cfg = load_policy(policy_path, names or None) if policy_path else load(config_path, names or None)
     except ConfigError as exc:
-        raise SimulationError(f"{config_path or 'configuration'}: {exc}") from None
+        raise SimulationError(f"{policy_path or config_path or 'configuration'}: {exc}") from None
     registry = build_registry(cfg)
     rng = random.Random(seed) if seed is not None else random.Random()
     writer, observer = OfflineWriter(), OutcomeRecorder()
@@ -129,14 +133,14 @@ def _build(
 
 def run_simulation(
     cluster_path: str, pods_path: str, config_path: str | None = None, *, seed: int | None = None,
-    tie_break: Literal["random", "name"] = "random",
+    tie_break: Literal["random", "name"] = "random", policy_path: str | None = None,
 ) -> list[dict[str, Any]]:
     cluster = [_with_defaults(o, i) for i, o in enumerate(_load_objects(cluster_path))]
     pods = [_with_defaults(o, i + len(cluster)) for i, o in enumerate(_load_objects(pods_path))]
     for p in pods:
         if p.get("kind") != "Pod":
             raise SimulationError(f"{pods_path}: {_ident(p)}: only Pods can be scheduled")
-    sched, observer = _build(config_path, pods, seed, tie_break)
+    sched, observer = _build(config_path, pods, seed, tie_break, policy_path)
     for o in cluster:
         kind = o["kind"]
         if kind == "Node":

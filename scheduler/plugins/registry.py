@@ -28,6 +28,7 @@ from scheduler.config.types_pluginargs import (
     DefaultPreemptionArgs,
     InterPodAffinityArgs,
     NodeAffinityArgs,
+    NodeLabelArgs,
     NodeResourcesBalancedAllocationArgs,
     NodeResourcesFitArgs,
     PodTopologySpreadArgs,
@@ -136,6 +137,8 @@ IN_TREE_PLUGINS: tuple[InTreePlugin, ...] = (
     _legacy("MostRequestedPriority", _points("score")),
     _legacy("BalancedResourceAllocation", _points("score")),
     _legacy("NoDiskConflict", _points("filter")),
+    _legacy("NodeLabel", _points("filter", "score"), NodeLabelArgs),
+    _legacy("NodePreferAvoidPods", _points("score")),
     # kubernetes-sigs/scheduler-plugins (same names, args and CRDs), outside the default profile
     InTreePlugin("Coscheduling", _points("queueSort", "preFilter", "postFilter", "reserve", "permit"), None,
                  CoschedulingArgs),

@@ -163,7 +163,7 @@ def _attempt(sched: Scheduler, observer: OutcomeRecorder, key: str) -> Outcome |
     while sched.schedule_one(timeout=0):
         mine = [o for o in observer.outcomes[before:] if o.pod.key == key]
         if mine:
-            return mine[0]
+            return mine[-1]  # a binding failure comes after the decision
     return None
 
 

@@ -172,3 +172,19 @@ def test_a_group_larger_than_the_binding_pool_completes() -> None:
         assert len(b.bound) == 12
     finally:
         s.stop()
+
+
+def test_a_reload_keeps_what_coscheduling_knows_of_groups() -> None:
+    b, clock = Binder(), Clock()
+    s = make(b, clock)
+    s.on_node_event(ADDED, node("n1", cpu="4"))
+    s.on_object_event("PodGroup", ADDED, podgroup("g", 2))
+    for i in range(2):
+        add(s, member(f"g-{i}", "g"))
+    profile = {**GANG_PROFILE, "pluginConfig": [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 5}}]}
+    cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                     "profiles": [profile]})
+    s.reconfigure(cfg, build_registry(cfg))
+    s.apply_next_config()
+    drain(s, clock)
+    assert sorted(k for k, _ in b.bound) == ["default/g-0", "default/g-1"]

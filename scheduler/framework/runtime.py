@@ -496,6 +496,9 @@ class Framework:
 
     # ----- watch events for plugins that keep state ----------------------------------------------
 
+    def has_observers(self) -> bool:
+        return bool(self._observers)
+
     def notify_pod_event(self, deleted: bool, pod: Pod) -> None:
         """A pod of this profile changed (any phase, as a label-selected pod watch sees it)."""
         if pod.scheduler_name != self.profile_name:

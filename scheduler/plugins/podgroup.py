@@ -313,8 +313,8 @@ class PodGroupManager:
         writes: list[tuple[dict[str, Any], str]] = []
         with self._lock:
             g = self._groups.setdefault(group.full_name, _Group())
-            if not g.members and group.phase:
-                return  # members not known (yet): never overwrite a status with an empty view
+            if (not g.members and group.phase) or group.phase in (FINISHED, FAILED):
+                return  # members not known (yet), or a final status: never overwrite it
             if g.status is None:
                 status = group.raw.get("status") or {}
                 counts = tuple(int(status.get(k) or 0) for k in ("scheduled", "running", "succeeded", "failed"))

@@ -85,6 +85,9 @@ class Reconfigure:
             return
         config, frameworks = pending
         added = set(frameworks) - set(self.frameworks)
+        for name, fwk in frameworks.items():
+            if name in self.frameworks:  # pods waiting at Permit stay visible to the new plugins
+                fwk.share_waiting_pods(self.frameworks[name])
         self.config, self.frameworks = config, frameworks
         self.algorithm.configure(config.percentage_of_nodes_to_score, build_extenders(config.extenders))
         self.queue.set_profiles(queue_profiles(frameworks, bool(config.extenders)),

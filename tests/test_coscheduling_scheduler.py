@@ -188,3 +188,19 @@ def test_a_reload_keeps_what_coscheduling_knows_of_groups() -> None:
     s.apply_next_config()
     drain(s, clock)
     assert sorted(k for k, _ in b.bound) == ["default/g-0", "default/g-1"]
+
+
+def test_members_waiting_across_a_reload_are_allowed_by_the_last_member() -> None:
+    b, clock = Binder(), Clock()
+    s = make(b, clock)
+    s.on_node_event(ADDED, node("n1", cpu="4"))
+    s.on_object_event("PodGroup", ADDED, podgroup("g", 2))
+    for i in range(2):
+        add(s, member(f"g-{i}", "g"))
+    assert s.schedule_one(timeout=0) and len(s.parked) == 1  # g-0 waits at Permit
+    cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                     "profiles": [GANG_PROFILE]})
+    s.reconfigure(cfg, build_registry(cfg))
+    s.apply_next_config()
+    drain(s, clock)
+    assert sorted(k for k, _ in b.bound) == ["default/g-0", "default/g-1"]

@@ -999,6 +999,11 @@ class Framework:
         with self._waiting_lock:
             return self._waiting.get(uid)
 
+    def share_waiting_pods(self, previous: Framework) -> None:
+        """After a reload: the pods waiting at Permit under the previous framework of this profile are
+        this one's too (a gang's last member, permitted by the new plugins, allows the earlier ones)."""
+        self._waiting, self._waiting_lock = previous._waiting, previous._waiting_lock
+
     def iterate_over_waiting_pods(self) -> list[WaitingPod]:
         with self._waiting_lock:
             return list(self._waiting.values())

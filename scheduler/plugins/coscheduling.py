@@ -196,7 +196,8 @@ class Coscheduling:
         siblings = [wp for wp in self.handle.iterate_over_waiting_pods() if group_full_name(wp.get_pod()) == full]
         # A sibling rejected or timed out whose binding cycle has not unreserved it yet does not count.
         gone = {wp.get_pod().uid for wp in siblings if wp.rejected()}
-        assigned = self.manager.assigned_count(group, exclude=gone | {pod.uid})
+        waiting = {wp.get_pod().uid for wp in siblings} - gone  # also those waiting since before a reload
+        assigned = self.manager.assigned_count(group, exclude=gone | {pod.uid}, waiting=waiting)
         if assigned + 1 >= group.min_member:
             for wp in siblings:
                 wp.allow(NAME)

@@ -180,14 +180,18 @@ class PodGroupManager:
             g = self._groups.get(full_name)
             return 0 if g is None else sum(1 for p in g.members.values() if _live(p))
 
-    def assigned_count(self, group: PodGroup, exclude: set[str] | frozenset[str] = frozenset()) -> int:
-        """Members assumed (reserved) or bound (upstream CalculateAssignedPods), in O(group size)."""
+    def assigned_count(
+        self, group: PodGroup, exclude: set[str] | frozenset[str] = frozenset(),
+        waiting: set[str] | frozenset[str] = frozenset(),
+    ) -> int:
+        """Members assumed (reserved, or ``waiting`` at Permit) or bound (upstream CalculateAssignedPods),
+        in O(group size)."""
         with self._lock:
             g = self._groups.get(group.full_name)
             if g is None:
-                return 0
+                return len(waiting - exclude)
             bound = {uid for uid, p in g.members.items() if p.node_name}
-            return len((bound | g.reserved) - exclude)
+            return len((bound | g.reserved | waiting) - exclude)
 
     def reserve(self, pod: Pod) -> None:
         """The pod was assumed on a node: it counts as assigned until bound or unreserved."""

@@ -174,33 +174,36 @@ def test_a_group_larger_than_the_binding_pool_completes() -> None:
         s.stop()
 
 
-def test_a_reload_keeps_what_coscheduling_knows_of_groups() -> None:
-    b, clock = Binder(), Clock()
+def two_members_pending(b: Binder, clock: Clock) -> Scheduler:
     s = make(b, clock)
     s.on_node_event(ADDED, node("n1", cpu="4"))
     s.on_object_event("PodGroup", ADDED, podgroup("g", 2))
     for i in range(2):
         add(s, member(f"g-{i}", "g"))
-    profile = {**GANG_PROFILE, "pluginConfig": [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 5}}]}
+    return s
+
+
+def reload(s: Scheduler, permit_wait: int) -> None:
+    profile = {**GANG_PROFILE, "pluginConfig": [{"name": "Coscheduling",
+                                                 "args": {"permitWaitingTimeSeconds": permit_wait}}]}
     cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                      "profiles": [profile]})
     s.reconfigure(cfg, build_registry(cfg))
     s.apply_next_config()
+
+
+def test_a_reload_keeps_what_coscheduling_knows_of_groups() -> None:
+    b, clock = Binder(), Clock()
+    s = two_members_pending(b, clock)
+    reload(s, 5)
     drain(s, clock)
     assert sorted(k for k, _ in b.bound) == ["default/g-0", "default/g-1"]
 
 
 def test_members_waiting_across_a_reload_are_allowed_by_the_last_member() -> None:
     b, clock = Binder(), Clock()
-    s = make(b, clock)
-    s.on_node_event(ADDED, node("n1", cpu="4"))
-    s.on_object_event("PodGroup", ADDED, podgroup("g", 2))
-    for i in range(2):
-        add(s, member(f"g-{i}", "g"))
+    s = two_members_pending(b, clock)
     assert s.schedule_one(timeout=0) and len(s.parked) == 1  # g-0 waits at Permit
-    cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-                     "profiles": [GANG_PROFILE]})
-    s.reconfigure(cfg, build_registry(cfg))
-    s.apply_next_config()
+    reload(s, 30)
     drain(s, clock)
     assert sorted(k for k, _ in b.bound) == ["default/g-0", "default/g-1"]

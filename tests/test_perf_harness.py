@@ -297,3 +297,17 @@ def test_watch_replay_feeds_every_event_through_the_scheduler() -> None:
     assert sched.cache.pod_count() == 10 and not sched._pending, "once bound, every pod counts as usage"
     _, _, sched = watchreplay.replay(pods=10, nodes=3, foreign=0.5)
     assert sched.cache.pod_count() == 0
+
+
+def test_gang_workload_marks_unfit_groups_and_counts_partial_ones() -> None:
+    from e2e.perf.gang import LABEL, members, summarize
+
+    bodies, unfit = members(groups=10, size=3, unfit=2)
+    assert len(bodies) == 30 and unfit == {"pg-0000", "pg-0005"}
+    big = [b for b in bodies if b["metadata"]["labels"][LABEL] in unfit]
+    assert all(c["resources"]["requests"]["cpu"] == "5" for b in big for c in b["spec"]["containers"])
+    posted = {f"sched-1/{b['metadata']['name']}": 0.0 for b in bodies}
+    bound = {"sched-1/pg-0001-0": 1.0, "sched-1/pg-0001-1": 1.5, "sched-1/pg-0001-2": 2.0, "sched-1/pg-0002-0": 1.0}
+    r = summarize(posted, bound, 10, 3, unfit, 20, [])
+    assert (r["complete_groups"], r["partial_groups"], r["unfit_groups_bound_pods"]) == (1, 1, 0)
+    assert r["seconds_to_last_complete_group"] == 2.0 and r["groups_per_second"] == 0.5

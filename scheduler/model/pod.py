@@ -117,6 +117,12 @@ def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
     return tuple(out)
 
 
+def pod_uid(obj: Mapping[str, Any]) -> str:
+    """metadata.uid, or namespace/name for objects without one (hand-written test and simulate pods)."""
+    meta = obj.get("metadata") or {}
+    return meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
+
+
 def pod_from_api(obj: Mapping[str, Any]) -> Pod:
     """Build a Pod view. Malformed fields do not raise: they land in `parse_error` so the pod
     can be reported (FailedScheduling) instead of crashing the scheduler."""
@@ -141,7 +147,7 @@ def pod_from_api(obj: Mapping[str, Any]) -> Pod:
     prio = spec.get("priority")
     return Pod(
         raw=obj,
-        uid=meta.get("uid") or f"{ns}/{name}",
+        uid=pod_uid(obj),
         namespace=ns,
         name=name,
         labels=meta.get("labels") or {},

@@ -24,7 +24,7 @@ from scheduler.cache.snapshot import Snapshot
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.framework.events import node_scheduling_properties_change, pod_scheduling_properties_change
 from scheduler.framework.fit_error import FitError, FrameworkError, NoNodesAvailableError
-from scheduler.framework.interface import CycleState, NodeToStatus
+from scheduler.framework.interface import CycleObserver, CycleState, NodeToStatus
 from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status, unresolvable
@@ -148,6 +148,7 @@ class Scheduler:
         tie_break: Literal["random", "name"] = "random",
         clock: Callable[[], float] = time.monotonic,
         pod_writer: PodWriter | None = None,
+        observer: CycleObserver | None = None,
     ) -> None:
         self.config = config
         self.binder = binder
@@ -168,7 +169,8 @@ class Scheduler:
         self.frameworks: dict[str, Framework] = {}
         for p in config.profiles:
             hook = self._metrics_hook(p.scheduler_name)
-            self.frameworks[p.scheduler_name] = Framework(p, registry, self.handle, metrics=hook)
+            self.frameworks[p.scheduler_name] = Framework(p, registry, self.handle, metrics=hook, observer=observer)
+        self.observer = observer
         first = next(iter(self.frameworks.values()))
         self.queue = PriorityQueue(
             less=first.queue_sort_less,
@@ -448,6 +450,8 @@ class Scheduler:
                 attempts = str(qpi.attempts) if qpi.attempts < 15 else "15+"
                 self.metrics.sli_duration.labels(attempts).observe(self.clock() - qpi.initial_attempt_timestamp)
         log.info("bound", pod=assumed.key, node=host, latency_ms=round(elapsed * 1000, 1))
+        if self.observer is not None:
+            self.observer.attempt_done(assumed, host)
         self.sink.event(assumed, "Normal", "Scheduled", "Binding",
                         f"Successfully assigned {assumed.key} to {host}", fwk.profile_name)
         fwk.run_post_bind_plugins(state, assumed, host)
@@ -501,6 +505,8 @@ class Scheduler:
         pod = qpi.pod
         if self.outcomes is not None:
             self.outcomes.append(Outcome(pod, None, message, statuses, None))
+        if self.observer is not None:
+            self.observer.attempt_done(pod, None)
         rejected = st.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING)
         reason = "Unschedulable" if rejected else "SchedulerError"
         if self.metrics is not None:

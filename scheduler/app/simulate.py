@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import yaml
 
+from scheduler.framework.results import ResultRecorder
 from scheduler.kube.binder import RecordingBinder
 from scheduler.kube.operator import OBJECT_KINDS
 from scheduler.kube.recorder import RecordingEventSink
@@ -71,9 +72,13 @@ def _with_defaults(o: dict[str, Any], i: int) -> dict[str, Any]:
     return {**o, "metadata": meta}
 
 
-def _build(
-    config_path: str | None, pod_objs: list[dict[str, Any]], seed: int | None, tie_break: Literal["random", "name"]
+def build_scheduler(
+    config_path: str | None, pod_objs: list[dict[str, Any]], recorder: ResultRecorder, *, seed: int | None = None,
+    tie_break: Literal["random", "name"] = "random", preemption: bool = True,
 ) -> Scheduler:
+    """The offline scheduler: the profiles the pods name (from ``config_path`` or the defaults), a
+    recording binder and event sink, synchronous binding and ``recorder`` as the cycle observer.
+    ``preemption=False`` drops the PostFilter plugins (capacity must not evict what it counts on)."""
     from scheduler.config.load import ConfigError, build_registry, load
 
     names = sorted({(p.get("spec") or {}).get("schedulerName") or "default-scheduler" for p in pod_objs})
@@ -81,40 +86,66 @@ def _build(
         cfg = load(config_path, names or None)
     except ConfigError as exc:
         raise SimulationError(f"{config_path or 'configuration'}: {exc}") from None
+    if not preemption:
+        for profile in cfg.profiles:
+            profile.plugins["postFilter"] = []
     registry = build_registry(cfg)
     rng = random.Random(seed) if seed is not None else random.Random()
     sched = Scheduler(cfg, registry, RecordingBinder(), RecordingEventSink(), None, synchronous_binding=True,
-                      rng=rng, tie_break=tie_break)
+                      rng=rng, tie_break=tie_break, observer=recorder)
     sched.record_outcomes()
     return sched
 
 
-def run_simulation(
-    cluster_path: str, pods_path: str, config_path: str | None = None, *, seed: int | None = None,
-    tie_break: Literal["random", "name"] = "random",
-) -> list[dict[str, Any]]:
-    cluster = [_with_defaults(o, i) for i, o in enumerate(_load_objects(cluster_path))]
-    pods = [_with_defaults(o, i + len(cluster)) for i, o in enumerate(_load_objects(pods_path))]
+def load_objects(path: str) -> list[dict[str, Any]]:
+    """A YAML file of objects (documents and Lists), with what the API server would fill in."""
+    return [_with_defaults(o, i) for i, o in enumerate(_load_objects(path))]
+
+
+def pods_to_place(path: str, first: int = 0) -> list[dict[str, Any]]:
+    pods = [_with_defaults(o, first + i) for i, o in enumerate(_load_objects(path))]
     for p in pods:
         if p.get("kind") != "Pod":
-            raise SimulationError(f"{pods_path}: {_ident(p)}: only Pods can be scheduled")
-    sched = _build(config_path, pods, seed, tie_break)
-    for o in cluster:
+            raise SimulationError(f"{path}: {_ident(p)}: only Pods can be scheduled")
+    return pods
+
+
+def add_cluster(sched: Scheduler, objects: list[dict[str, Any]], source: str, *, live: bool = False) -> None:
+    """Feed the cluster's objects to the scheduler as its initial list would. A file's pods must be
+    bound; a live snapshot's pending pods are left out (they use no node's resources)."""
+    for o in objects:
         kind = o["kind"]
         if kind == "Node":
             sched.on_node_event(ADDED, o)
         elif kind == "Pod":
             if not (o.get("spec") or {}).get("nodeName"):
-                raise SimulationError(f"{cluster_path}: {_ident(o)}: field spec.nodeName: cluster pods must be bound")
+                if live:
+                    continue
+                raise SimulationError(f"{source}: {_ident(o)}: field spec.nodeName: cluster pods must be bound")
             sched.on_pod_event(ADDED, o)
         elif kind in OBJECT_KINDS:
             sched.on_object_event(kind, ADDED, o)
         else:
-            raise SimulationError(f"{cluster_path}: {_ident(o)}: unsupported kind {kind}")
-    return [_result(o, victims) for o, victims in _schedule_each(sched, pods)]
+            raise SimulationError(f"{source}: {_ident(o)}: unsupported kind {kind}")
 
 
-def _attempt(sched: Scheduler) -> Outcome | None:
+def run_simulation(
+    cluster_path: str | None, pods_path: str, config_path: str | None = None, *, seed: int | None = None,
+    tie_break: Literal["random", "name"] = "random", live: list[dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """Place the pods of ``pods_path`` one by one. The cluster: ``live`` (a snapshot of a live cluster)
+    if given, with the objects of ``cluster_path`` on top."""
+    cluster = load_objects(cluster_path) if cluster_path else []
+    pods = pods_to_place(pods_path, len(cluster))
+    recorder = ResultRecorder()
+    sched = build_scheduler(config_path, pods, recorder, seed=seed, tie_break=tie_break)
+    if live is not None:
+        add_cluster(sched, live, "the live cluster", live=True)
+    add_cluster(sched, cluster, cluster_path or "")
+    return [result_dict(o, victims, recorder) for o, victims in _schedule_each(sched, pods)]
+
+
+def attempt(sched: Scheduler) -> Outcome | None:
     """Run scheduling cycles until one records an outcome (None: nothing left to schedule)."""
     assert sched.outcomes is not None
     before = len(sched.outcomes)
@@ -135,9 +166,9 @@ def _schedule_each(sched: Scheduler, pods: list[dict[str, Any]]) -> Iterator[tup
             continue
         sched.on_pod_event(ADDED, obj)
         preempted_before = len(sched.preemptions)
-        outcome = _attempt(sched)
+        outcome = attempt(sched)
         if outcome is None:
-            msg = _queue_message(sched, pod.key)
+            msg = queue_message(sched, pod.key)
             sched.on_pod_event(DELETED, obj)
             yield Outcome(pod, None, msg), []
             continue
@@ -145,7 +176,7 @@ def _schedule_each(sched: Scheduler, pods: list[dict[str, Any]]) -> Iterator[tup
         nominated = sched.queue.nominator.nominated_node_name(pod)
         if outcome.node is None and victims and nominated:
             obj = _retry_after_preemption(sched, obj, pod, nominated)
-            outcome = _attempt(sched) or outcome
+            outcome = attempt(sched) or outcome
         if outcome.node:
             bound = {**obj, "spec": {**(obj.get("spec") or {}), "nodeName": outcome.node}}
             sched.on_pod_event(MODIFIED, bound)  # what the watch would deliver: confirms the assumed pod
@@ -168,7 +199,7 @@ def _retry_after_preemption(sched: Scheduler, obj: dict[str, Any], pod: Pod, nom
     return obj
 
 
-def _queue_message(sched: Scheduler, key: str) -> str:
+def queue_message(sched: Scheduler, key: str) -> str:
     """A pod that never reached a cycle (e.g. gated) keeps the PreEnqueue message."""
     sink = sched.sink
     if isinstance(sink, RecordingEventSink) and key in sink.conditions:
@@ -177,18 +208,28 @@ def _queue_message(sched: Scheduler, key: str) -> str:
     return reasons or "pod was not scheduled (waiting in the queue)"
 
 
-def _result(o: Outcome, victims: list[str]) -> dict[str, Any]:
+def result_dict(o: Outcome, victims: list[str], recorder: ResultRecorder) -> dict[str, Any]:
+    """The JSON schema of simulate (explain adds to it): ``scores`` holds each plugin's normalized score
+    and the weighted total; ``score_details`` each plugin's raw, normalized and weighted score."""
     filtered: dict[str, dict[str, str]] = {}
     if o.statuses is not None:
         for node, st in sorted(o.statuses.statuses.items()):
             if st is not None and st.reasons:
                 filtered[node] = {"plugin": st.plugin, "reason": st.message}
+    attempt_result = recorder.result(o.pod.uid)
+    scores: dict[str, dict[str, int]] = {}
+    details: dict[str, dict[str, dict[str, int]]] = {}
+    if attempt_result is not None:
+        details = attempt_result.score_details()
+        scores = {node: {**{p: d["normalized"] for p, d in plugins.items()}, "total": attempt_result.total(node)}
+                  for node, plugins in details.items()}
     return {
         "pod": o.pod.key,
         "node": o.node,
         "message": o.message,
         "filtered": filtered,
-        "scores": o.scores or {},
+        "scores": scores,
+        "score_details": details,
         "victims": victims,
     }
 

@@ -20,6 +20,7 @@ from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     BindPlugin,
+    CycleObserver,
     CycleState,
     EnqueueExtensions,
     FilterPlugin,
@@ -284,8 +285,12 @@ class Framework:
         *,
         metrics: MetricsHook | None = None,
         clock: Callable[[], float] = time.monotonic,
+        observer: CycleObserver | None = None,
     ) -> None:
         self.profile_name = profile.scheduler_name
+        # Told every plugin's result (simulate, explain, --record-results); None in the plain live path.
+        self.observer = observer
+        self._in_post_filter = False
         self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
         self.handle = FrameworkHandle(handle, self)
         self._metrics = metrics
@@ -417,6 +422,8 @@ class Framework:
         start = time.perf_counter()
         skip: set[str] = set()
         status: Status | None = None
+        if self.observer is not None:
+            self.observer.begin(pod)
         try:
             all_nodes = list(nodes) if nodes is not None else list(self.handle.snapshot().list())
             result, status, with_nodes = self._pre_filter_loop(state, pod, all_nodes, skip)
@@ -433,6 +440,10 @@ class Framework:
         returned: Status | None = None
         for pl in self._pre_filter:
             r, s = pl.pre_filter(state, pod, nodes)
+            if self.observer is not None:
+                self.observer.plugin_status("PreFilter", pod, pl.name, s)
+                if r is not None and r.node_names is not None:
+                    self.observer.pre_filter_result(pod, pl.name, r.node_names)
             if s is not None and s.code == Code.SKIP:
                 skip.add(pl.name)
                 continue
@@ -503,6 +514,8 @@ class Framework:
             check = specialise(state, pod)
             if check is not None:
                 active.append((pl.name, check, True))
+        # Preemption's dry runs filter too: their verdicts are not the cycle's, so they go unobserved.
+        observer = None if self._in_post_filter else self.observer
 
         def run(node_info: NodeInfo) -> Status | None:
             node = node_info.node
@@ -514,7 +527,11 @@ class Framework:
                     if not s.is_rejected():
                         s = error(f'running "{name}" filter plugin: {s.message}')
                     s.plugin = name
+                    if observer is not None:
+                        observer.filter_status(pod, node_info.name, name, s)
                     return s
+                if observer is not None:
+                    observer.filter_status(pod, node_info.name, name, None)
             return None
 
         return run
@@ -578,10 +595,12 @@ class Framework:
         no mode, so any non-None result counts."""
         start = time.perf_counter()
         status: Status | None = None
+        self._in_post_filter = True
         try:
             result, status = self._post_filter_loop(state, pod, statuses)
             return result, status
         finally:
+            self._in_post_filter = False
             self._observe_since("PostFilter", status, start)
 
     def _post_filter_loop(
@@ -592,6 +611,9 @@ class Framework:
         rejector = ""
         for pl in self._post_filter:
             r, s = pl.post_filter(state, pod, statuses)
+            if self.observer is not None:
+                nominated = r.nominated_node_name if r is not None else ""
+                self.observer.post_filter_result(pod, pl.name, nominated, list(statuses.statuses))
             if success(s):
                 return r, s
             assert s is not None
@@ -616,6 +638,8 @@ class Framework:
         try:
             for pl in self._pre_score:
                 s = pl.pre_score(state, pod, nodes)
+                if self.observer is not None:
+                    self.observer.plugin_status("PreScore", pod, pl.name, s)
                 if s is not None and s.code == Code.SKIP:
                     skip.add(pl.name)
                     continue
@@ -652,6 +676,7 @@ class Framework:
         try:
             plugins = [pl for pl in self._score if pl.name not in state.skip_score_plugins]
             raw, status = self._score_nodes(state, pod, nodes, plugins)
+            before = {name: list(values) for name, values in raw.items()} if self.observer is not None else {}
             if status is None:
                 status = self._normalize(state, pod, nodes, plugins, raw)
             totals: list[int] = []
@@ -659,6 +684,10 @@ class Framework:
                 totals, status = self._weigh(nodes, plugins, raw)
             if status is not None:
                 return [], None, status
+            if self.observer is not None:
+                self.observer.scores(pod, [n.name for n in nodes], {
+                    pl.name: (before[pl.name], raw[pl.name], self.score_plugin_weight[pl.name]) for pl in plugins
+                })
             return totals, self._details(nodes, plugins, raw, totals) if self.record_scores else None, None
         finally:
             self._observe_since("Score", status, start)
@@ -747,6 +776,8 @@ class Framework:
 
     def run_reserve_plugins_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         """Stop at the first failure; the caller then runs Unreserve for all plugins."""
+        if self.observer is not None:
+            self.observer.selected_node(pod, node_name)
         return self._run_until_failure("Reserve", [(pl.name, pl.reserve) for pl in self._reserve],
                                        state, pod, node_name)
 
@@ -761,6 +792,8 @@ class Framework:
         try:
             for name, call in calls:
                 s = call(state, pod, node_name)
+                if self.observer is not None:
+                    self.observer.plugin_status(point, pod, name, s)
                 if not success(s):
                     assert s is not None
                     if s.is_rejected():
@@ -789,6 +822,9 @@ class Framework:
             waits: dict[str, float] = {}
             for pl in self._permit:
                 s, timeout = pl.permit(state, pod, node_name)
+                if self.observer is not None:
+                    self.observer.plugin_status("Permit", pod, pl.name, s)
+                    self.observer.permit_timeout(pod, pl.name, timeout)
                 if success(s):
                     continue
                 assert s is not None
@@ -871,6 +907,8 @@ class Framework:
     def _bind_loop(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         for pl in self._bind:
             s = pl.bind(state, pod, node_name)
+            if self.observer is not None:
+                self.observer.plugin_status("Bind", pod, pl.name, s)
             if s is not None and s.code == Code.SKIP:
                 continue
             if success(s):

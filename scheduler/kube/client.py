@@ -72,6 +72,7 @@ def auth_headers(cfg: Any) -> dict[str, str]:
 
 JSON = "application/json"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
 
 
 class Requester(Protocol):
@@ -184,6 +185,10 @@ class ApiWriter:
     def patch_pod_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
         """Strategic merge: conditions merge by type, as the client's default patch did."""
         self._request("PATCH", pod_path(namespace, name, "status"), patch, STRATEGIC_MERGE)
+
+    def patch_pod(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        """JSON merge patch of the pod itself (`run --record-results` writes its annotations)."""
+        self._request("PATCH", pod_path(namespace, name), patch, MERGE_PATCH)
 
     def delete_pod(self, namespace: str, name: str) -> None:
         """DELETE the pod with default options (graceful), as preemption evicts its victims."""

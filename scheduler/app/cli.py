@@ -13,6 +13,7 @@ from typing import Any
 
 import structlog
 
+from scheduler import KUBE_SCHEDULER_TARGET, version
 from scheduler.app import logging as sched_logging
 
 log = structlog.get_logger(__name__)
@@ -242,11 +243,15 @@ def _capacity(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="py-scheduler", description=__doc__)
+    p.add_argument("--version", action="version",
+                   version=f"%(prog)s {version()} (decides as kube-scheduler {KUBE_SCHEDULER_TARGET})")
     p.add_argument("--log-level", default=os.environ.get("PY_SCHEDULER_LOG_LEVEL"),
-                   help="default INFO for run, WARNING for the what-if commands (their answer is the output)")
+                   choices=["DEBUG", "INFO", "WARNING", "ERROR"], type=str.upper,
+                   help="log threshold (default $PY_SCHEDULER_LOG_LEVEL, else INFO for run and WARNING for the "
+                        "what-if commands, whose answer is their output)")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run the scheduler against a cluster")
-    r.add_argument("--kubeconfig", default=None)
+    r.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: $KUBECONFIG, else in-cluster)")
     r.add_argument("--config", default=None, help="KubeSchedulerConfiguration file")
     r.add_argument("--scheduler-name", action="append", default=[],
                    help="serve this schedulerName (repeatable; default py-scheduler) when --config has no profiles")
@@ -259,9 +264,10 @@ def parser() -> argparse.ArgumentParser:
         "off without --config)",
     )
     r.add_argument("--qps", type=float, default=None, help="client QPS for API writes (config default 50)")
-    r.add_argument("--burst", type=int, default=None)
-    r.add_argument("--bind-workers", type=int, default=16)
-    r.add_argument("--resync-seconds", type=float, default=300.0)
+    r.add_argument("--burst", type=int, default=None, help="client burst for API writes (config default 100)")
+    r.add_argument("--bind-workers", type=int, default=16, help="binding cycles run at once (default 16)")
+    r.add_argument("--resync-seconds", type=float, default=300.0,
+                   help="relist every watched kind this often and reconcile the cache (default 300)")
     r.add_argument("--pod-watch", choices=["stream", "kopf"], default="stream",
                    help="pods through the thin list-watch (default: no gap between list and watch, "
                         "deletions missed during an outage are synthesized, ~20x less CPU per event) "
@@ -270,30 +276,36 @@ def parser() -> argparse.ArgumentParser:
                    help="write kube-scheduler-simulator's result annotations on each pod scheduled "
                         "(needs patch on pods: manifests/record-results/)")
     s = sub.add_parser("simulate", help="schedule pods against a cluster described in YAML, offline")
-    s.add_argument("--cluster", default=None, help="objects of the cluster (with --from-cluster: added on top)")
+    s.add_argument("--cluster", default=None,
+                   help="YAML/JSON file of nodes, bound pods and other objects (with --from-cluster: added on top)")
     s.add_argument("--from-cluster", action="store_true", help="start from a read-only snapshot of the live cluster")
-    s.add_argument("--kubeconfig", default=None)
-    s.add_argument("--pods", required=True)
-    s.add_argument("--config", default=None)
+    s.add_argument("--kubeconfig", default=None, help="kubeconfig file for --from-cluster (default: $KUBECONFIG)")
+    s.add_argument("--pods", required=True, help="YAML/JSON file of pods to place, in order")
+    s.add_argument("--config", default=None, help="KubeSchedulerConfiguration file (default: the default profile)")
     g = s.add_mutually_exclusive_group()
-    g.add_argument("--seed", type=int, default=None)
-    g.add_argument("--tie-break", choices=["random", "name"], default="random")
-    s.add_argument("--output", choices=["table", "json"], default="table")
+    g.add_argument("--seed", type=int, default=None, help="seed the random tie-break, for repeatable output")
+    g.add_argument("--tie-break", choices=["random", "name"], default="random",
+                   help="among equal best nodes: random as kube-scheduler (default), or the first by name")
+    s.add_argument("--output", choices=["table", "json"], default="table", help="table for people, json for tools")
     e = sub.add_parser("explain", help="why a pod goes (or went) where it does, on a snapshot of the live cluster")
-    e.add_argument("pod", metavar="POD")
-    e.add_argument("-n", "--namespace", default="default")
-    e.add_argument("--kubeconfig", default=None)
-    e.add_argument("--config", default=None, help="KubeSchedulerConfiguration (default: the default profile)")
-    e.add_argument("--output", choices=["table", "json"], default="table")
-    e.add_argument("--nodes", type=int, default=20, help="scored nodes shown in the table")
+    e.add_argument("pod", metavar="POD", help="the pod's name")
+    e.add_argument("-n", "--namespace", default="default", help="the pod's namespace (default: default)")
+    e.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: $KUBECONFIG, else in-cluster)")
+    e.add_argument("--config", default=None,
+                   help="KubeSchedulerConfiguration file: the profile of the pod's schedulerName (default: the "
+                        "default profile)")
+    e.add_argument("--output", choices=["table", "json"], default="table", help="table for people, json for tools")
+    e.add_argument("--nodes", type=int, default=20, help="scored nodes shown in the table (default 20)")
     c = sub.add_parser("capacity", help="how many copies of a pod fit, placed one by one by the scheduler")
     c.add_argument("--pod", required=True, help="POD.yaml: the pod to replicate")
-    c.add_argument("--cluster", default=None, help="objects of the cluster (with --from-cluster: added on top)")
+    c.add_argument("--cluster", default=None,
+                   help="YAML/JSON file of nodes, bound pods and other objects (with --from-cluster: added on top)")
     c.add_argument("--from-cluster", action="store_true", help="start from a read-only snapshot of the live cluster")
-    c.add_argument("--kubeconfig", default=None)
-    c.add_argument("--config", default=None)
-    c.add_argument("--max", type=int, default=None, help="stop after this many copies")
-    c.add_argument("--output", choices=["table", "json"], default="table")
+    c.add_argument("--kubeconfig", default=None, help="kubeconfig file for --from-cluster (default: $KUBECONFIG)")
+    c.add_argument("--config", default=None, help="KubeSchedulerConfiguration file (default: the default profile)")
+    c.add_argument("--max", type=int, default=None, help="stop after this many copies (default: no limit)")
+    c.add_argument("--output", choices=["table", "json"], default="table",
+                   help='table for people; json: {"count": N, "nodes": {node: n}, "message": why it stopped}')
     return p
 
 

@@ -111,3 +111,10 @@ def test_unreachable_cluster_is_one_line(tmp_path: Path, capsys: pytest.CaptureF
     assert err.count("\n") == 1
     code, _, err = run_cli(capsys, "explain", "web", "--kubeconfig", str(tmp_path / "missing"))
     assert code == 1 and err.startswith("py-scheduler explain: cannot load the kubeconfig") and err.count("\n") == 1
+
+
+def test_a_config_without_the_pods_profile_is_one_clear_error(tmp_path: Path) -> None:
+    config = write(tmp_path, "config.yaml", "apiVersion: kubescheduler.config.k8s.io/v1\n"
+                   "kind: KubeSchedulerConfiguration\nprofiles: [{schedulerName: other}]\n")
+    with pytest.raises(SimulationError, match="no profile for the pod's schedulerName 'py-scheduler'"):
+        explain(pod("a", "1"), CLUSTER, config)

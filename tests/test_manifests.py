@@ -247,3 +247,23 @@ def test_dockerfile_is_multi_stage_non_root_and_ships_only_the_venv() -> None:
     ignore = [ln.strip() for ln in (ROOT / ".dockerignore").read_text().splitlines() if ln.strip()[:1] not in ("", "#")]
     assert ignore[0] == "*", ".dockerignore starts from nothing (no .venv, .git, .cluster in the context)"
     assert {"!pyproject.toml", "!README.md", "!scheduler"} <= set(ignore)
+
+
+def optional_docs(path: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all((ROOT / "manifests" / path).read_text()) if d]
+
+
+def test_read_only_role_lists_what_the_snapshot_lists_and_writes_nothing() -> None:
+    from scheduler.kube.operator import OBJECT_KINDS
+
+    (role,) = optional_docs("readonly/clusterrole.yaml")
+    granted = {(g, res, v) for g, res, v, _ in expand(role["rules"])}
+    wanted = {(g, plural, "list") for g, _, plural in [*OBJECT_KINDS.values(), ("", "v1", "nodes"), ("", "v1", "pods")]}
+    assert granted == wanted | {("", "pods", "get")}, "exactly the reads of kube/snapshot.py"
+
+
+def test_record_results_role_adds_only_patch_on_pods_for_the_service_account() -> None:
+    role, binding = optional_docs("record-results/clusterrole.yaml")
+    assert set(expand(role["rules"])) == {("", "pods", "patch", ())}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "py-scheduler", "namespace": NS}]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]

@@ -15,6 +15,7 @@ from collections import defaultdict
 from typing import Any
 
 from scheduler.app.simulate import (
+    SimulationError,
     add_cluster,
     attempt,
     build_scheduler,
@@ -46,7 +47,9 @@ def explain(pod: dict[str, Any], cluster: list[dict[str, Any]], config_path: str
     add_cluster(sched, [o for o in cluster if (o.get("metadata") or {}).get("uid") != uid or o.get("kind") != "Pod"],
                 "the live cluster", live=True)
     parsed = pod_from_api(target)
-    fwk = sched.frameworks[parsed.scheduler_name]
+    fwk = sched.frameworks.get(parsed.scheduler_name)
+    if fwk is None:
+        raise SimulationError(f"{config_path}: no profile for the pod's schedulerName {parsed.scheduler_name!r}")
     sched.cache.update_snapshot(sched.snapshot)
     order = [n.name for n in sched.snapshot.list()]
     start = sched.algorithm.next_start_node_index

@@ -118,3 +118,11 @@ def test_a_config_without_the_pods_profile_is_one_clear_error(tmp_path: Path) ->
                    "kind: KubeSchedulerConfiguration\nprofiles: [{schedulerName: other}]\n")
     with pytest.raises(SimulationError, match="no profile for the pod's schedulerName 'py-scheduler'"):
         explain(pod("a", "1"), CLUSTER, config)
+
+
+def test_invalid_yaml_is_reported_on_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = write(tmp_path, "bad.yaml", "kind: Pod: [\n")
+    code, _, err = run_cli(capsys, "capacity", "--pod", bad, "--cluster", bad)
+    assert code == 2
+    assert err == (f"py-scheduler capacity: {bad}: invalid YAML: mapping values are not allowed here "
+                   "(line 1, column 10)\n")

@@ -38,7 +38,8 @@ def as_pending(pod: dict[str, Any]) -> dict[str, Any]:
 
 def explain(pod: dict[str, Any], cluster: list[dict[str, Any]], config_path: str | None) -> dict[str, Any]:
     """Run one cycle for ``pod`` on ``cluster`` (a live snapshot) and describe it in simulate's schema
-    plus ``profile``, ``boundTo``, ``nominatedNode`` and ``sampling``."""
+    plus ``profile``, ``boundTo``, ``nominatedNode``, ``scoreSkipped`` (plugins whose PreScore said Skip) and
+    ``sampling``."""
     uid = (pod.get("metadata") or {}).get("uid")
     bound_to = (pod.get("spec") or {}).get("nodeName") or None
     target = as_pending(pod) if bound_to else pod
@@ -73,6 +74,7 @@ def explain(pod: dict[str, Any], cluster: list[dict[str, Any]], config_path: str
                 out["filtered"][n] = {"plugin": absent.plugin, "reason": absent.message}
     out.update({
         "profile": parsed.scheduler_name,
+        "scoreSkipped": sorted(p for p, v in (attempt_result.pre_score if attempt_result else {}).items() if not v),
         "boundTo": bound_to,
         "nominatedNode": sched.queue.nominator.nominated_node_name(parsed) if outcome and not outcome.node else None,
         "sampling": {
@@ -114,6 +116,8 @@ def format_explain(r: dict[str, Any], rows: int = DEFAULT_ROWS, color: bool = Fa
         + (f", {len(s['notEvaluated'])} not evaluated" if s["notEvaluated"] else "")
     )
     lines.extend(_score_table(r, rows, color))
+    if r["score_details"] and r["scoreSkipped"]:
+        lines.append(f"Skipped at PreScore (nothing to score for this pod): {', '.join(r['scoreSkipped'])}")
     lines.extend(_filtered_groups(r))
     if s["notEvaluated"]:
         lines.append(f"Not evaluated (enough feasible nodes found first): {', '.join(s['notEvaluated'])}")
@@ -144,13 +148,17 @@ def _score_table(r: dict[str, Any], rows: int, color: bool) -> list[str]:
     return out
 
 
+def _nodes(n: int) -> str:
+    return f"{n} node" if n == 1 else f"{n} nodes"
+
+
 def _filtered_groups(r: dict[str, Any]) -> list[str]:
     groups: dict[tuple[str, str], list[str]] = defaultdict(list)
     for node, f in r["filtered"].items():
         groups[(f["plugin"], f["reason"])].append(node)
     if not groups:
         return []
-    out = [f"Filtered out ({len(r['filtered'])} nodes):"]
+    out = [f"Filtered out ({_nodes(len(r['filtered']))}):"]
     for (plugin, reason), nodes in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         out.append(f"  {plugin or '(no plugin)'}: {reason} ({len(nodes)}): {', '.join(sorted(nodes))}")
     return out

@@ -35,7 +35,7 @@ def _load_objects(path: str) -> list[dict[str, Any]]:
     try:
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
-        raise SimulationError(f"{path}: invalid YAML: {exc}") from None
+        raise SimulationError(f"{path}: invalid YAML: {_one_line(exc)}") from None
     out: list[dict[str, Any]] = []
     for i, d in enumerate(docs):
         if not isinstance(d, dict):
@@ -53,6 +53,15 @@ def _load_objects(path: str) -> list[dict[str, Any]]:
         if not (o.get("metadata") or {}).get("name"):
             raise SimulationError(f"{path}: {o['kind']} #{i}: missing field metadata.name")
     return out
+
+
+def _one_line(exc: yaml.YAMLError) -> str:
+    """PyYAML's error without its multi-line source excerpt: the problem and where."""
+    problem = getattr(exc, "problem", None)
+    mark = getattr(exc, "problem_mark", None)
+    if problem and mark is not None:
+        return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
+    return " ".join(str(exc).split())
 
 
 def _ident(o: Mapping[str, Any]) -> str:

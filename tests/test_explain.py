@@ -3,7 +3,9 @@ tables, and the CLI's one-line errors for bad input."""
 
 from __future__ import annotations
 
+import io
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -126,3 +128,27 @@ def test_invalid_yaml_is_reported_on_one_line(tmp_path: Path, capsys: pytest.Cap
     assert code == 2
     assert err == (f"py-scheduler capacity: {bad}: invalid YAML: mapping values are not allowed here "
                    "(line 1, column 10)\n")
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_only_on_a_terminal_and_after_a_second(monkeypatch: pytest.MonkeyPatch) -> None:
+    from scheduler.app.cli import _Progress
+
+    err = _Tty()
+    monkeypatch.setattr(sys, "stderr", err)
+    monkeypatch.setattr(sys, "stdout", _Tty())
+    bar = _Progress(10)
+    bar(1)
+    assert err.getvalue() == "", "nothing during the first second"
+    bar.start -= 1.5
+    bar(5)
+    assert err.getvalue() == "\r[###############...............] 5/10 placed"
+    monkeypatch.setattr(sys, "stdout", io.StringIO())  # piped output: no bar at all
+    piped = _Progress(10)
+    piped.start -= 1.5
+    piped(5)
+    assert err.getvalue().count("placed") == 1

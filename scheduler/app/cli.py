@@ -187,13 +187,13 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 class _Progress:
-    """A counter on stderr, only on a terminal and only once the run has taken more than a second."""
+    """A bar on stderr, only on a terminal and only once the run has taken more than a second."""
 
     def __init__(self, total: int | None) -> None:
         self.total = total
         self.start = time.monotonic()
         self.shown = False
-        self.enabled = sys.stderr.isatty()
+        self.enabled = sys.stderr.isatty() and sys.stdout.isatty()  # none when the output is piped
 
     def __call__(self, count: int) -> None:
         if not self.enabled or time.monotonic() - self.start < 1.0:

@@ -73,7 +73,6 @@ class Outcome:
     node: str | None
     message: str
     statuses: NodeToStatus | None = None
-    scores: dict[str, dict[str, int]] | None = None
 
 
 class _Handle:
@@ -201,10 +200,8 @@ class Scheduler:
         self._node_seen: dict[str, tuple[float, Mapping[str, Any]]] = {}
 
     def record_outcomes(self) -> None:
-        """Keep every attempt's decision, filter verdicts and per-plugin scores (simulate, explain)."""
+        """Keep every attempt's decision and filter verdicts (simulate, explain; scores: the observer)."""
         self.outcomes = []
-        for fwk in self.frameworks.values():
-            fwk.record_scores = True
 
     def _metrics_hook(self, profile: str) -> Callable[[str, str, float], None] | None:
         m = self.metrics
@@ -402,11 +399,7 @@ class Scheduler:
             self._failure(fwk, qpi, permit, cycle, start, message=permit.message, plugins={permit.plugin} - {""})
             return
         if self.outcomes is not None:
-            scores = {
-                ns.name: {**{ps.name: ps.normalized for ps in ns.scores}, "total": ns.total_score}
-                for ns in result.scores
-            }
-            self.outcomes.append(Outcome(pod, host, "", result.diagnosis.node_to_status, scores))
+            self.outcomes.append(Outcome(pod, host, "", result.diagnosis.node_to_status))
         if self._synchronous or self._bind_pool is None:
             self._binding_cycle(fwk, state, qpi, assumed, host, cycle, start)
         else:
@@ -504,7 +497,7 @@ class Scheduler:
         """handleSchedulingFailure: event, PodScheduled=False, and back to the queue unless gone or bound."""
         pod = qpi.pod
         if self.outcomes is not None:
-            self.outcomes.append(Outcome(pod, None, message, statuses, None))
+            self.outcomes.append(Outcome(pod, None, message, statuses))
         if self.observer is not None:
             self.observer.attempt_done(pod, None)
         rejected = st.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING)

@@ -80,7 +80,8 @@ def write(tmp_path: Path, name: str, objects: list[dict[str, Any]] | str) -> str
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
+    # ERROR: main() points structlog at this test's captured stderr, which later tests must not write to.
+    code = main(["--log-level", "ERROR", *argv])
     out, err = capsys.readouterr()
     return code, out, err
 

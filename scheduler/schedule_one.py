@@ -23,7 +23,7 @@ from scheduler.framework.fit_error import (
     NoNodesAvailableError,
 )
 from scheduler.framework.interface import CycleState, SharedLister
-from scheduler.framework.runtime import Framework, NodePluginScores
+from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status, success, unresolvable
 from scheduler.framework.types import NodeInfo
 from scheduler.model.pod import Pod
@@ -42,15 +42,12 @@ class NominatedPods(Protocol):
 
 @dataclass(slots=True)
 class ScheduleResult:
-    """The chosen node plus what the cycle saw, for logs, `simulate` and `explain`.
-
-    ``scores`` is empty when the node was chosen without scoring (one feasible node, or the
-    nominated node passed); ``diagnosis`` holds the statuses of the nodes that were rejected."""
+    """The chosen node plus what the cycle saw; ``diagnosis`` holds the statuses of the nodes that were
+    rejected. (Per-plugin scores go to the framework's CycleObserver.)"""
 
     suggested_host: str
     evaluated_nodes: int
     feasible_nodes: int
-    scores: list[NodePluginScores] = field(default_factory=list)
     diagnosis: Diagnosis = field(default_factory=Diagnosis)
 
 
@@ -125,10 +122,10 @@ class SchedulingAlgorithm:
         evaluated = len(feasible) + len(diagnosis.node_to_status.statuses)
         if len(feasible) == 1:
             return ScheduleResult(feasible[0].name, evaluated, 1, diagnosis=diagnosis)
-        totals, details = self.prioritize_nodes(fwk, state, pod, feasible)
+        totals = self.prioritize_nodes(fwk, state, pod, feasible)
         names = [n.name for n in feasible] if self.tie_break == "name" else ()
         chosen = feasible[select_host(totals, self.rng, self.tie_break, names)]
-        return ScheduleResult(chosen.name, evaluated, len(feasible), details or [], diagnosis)
+        return ScheduleResult(chosen.name, evaluated, len(feasible), diagnosis)
 
     def find_nodes_that_fit_pod(
         self,
@@ -241,21 +238,20 @@ class SchedulingAlgorithm:
 
     def prioritize_nodes(
         self, fwk: Framework, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
-    ) -> tuple[list[int], list[NodePluginScores] | None]:
-        """PreScore + Score: the totals in ``nodes`` order and, when the framework records them, the
-        per-plugin details. Without score plugins every node scores 1 (so selection is uniform)."""
+    ) -> list[int]:
+        """PreScore + Score: the totals in ``nodes`` order. Without score plugins every node scores 1 (so
+        selection is uniform)."""
         if not fwk.has_score_plugins():
-            totals = [1] * len(nodes)
-            return totals, [NodePluginScores(n.name, 1) for n in nodes] if fwk.record_scores else None
+            return [1] * len(nodes)
         status = fwk.run_pre_score_plugins(state, pod, nodes)
         if not success(status):
             assert status is not None
             raise FrameworkError(status)
-        totals, details, status = fwk.score_totals(state, pod, nodes)
+        totals, status = fwk.score_totals(state, pod, nodes)
         if not success(status):
             assert status is not None
             raise FrameworkError(status)
-        return totals, details
+        return totals
 
 
 @dataclass(slots=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from scheduler.config.types import EXTENSION_POINTS, Profile
@@ -129,20 +129,11 @@ def _decimal(value: int, unit: int) -> str:
 
 
 @dataclass(slots=True)
-class PluginScore:
-    """One plugin's contribution to a node: ``score`` is weighted (as upstream reports it),
-    ``normalized`` the value before the weight was applied."""
-
-    name: str
-    score: int
-    normalized: int = 0
-
-
-@dataclass(slots=True)
 class NodePluginScores:
+    """A node's weighted total (per-plugin scores go to the CycleObserver, when one is injected)."""
+
     name: str
     total_score: int = 0
-    scores: list[PluginScore] = field(default_factory=list)
 
 
 class WaitingPod:
@@ -300,8 +291,6 @@ class Framework:
         self.plugins: dict[str, Any] = {}
         self._by_point: dict[str, list[Any]] = {}
         self.score_plugin_weight: dict[str, int] = {}
-        # Keep per-plugin scores in ScheduleResult (simulate, explain); off in the live hot path.
-        self.record_scores = False
         self._build(profile, registry)
         self._pre_enqueue: list[PreEnqueuePlugin] = self._by_point["preEnqueue"]
         self._queue_sort: list[QueueSortPlugin] = self._by_point["queueSort"]
@@ -657,20 +646,17 @@ class Framework:
     ) -> tuple[list[NodePluginScores], Status | None]:
         """Score every node with every non-skipped plugin, normalize, check [0, 100], weight, sum.
 
-        Returns the per-node results in ``nodes`` order (per-plugin details only when ``record_scores``
-        is set), or ([], Error status)."""
-        totals, details, status = self.score_totals(state, pod, nodes)
+        Returns the per-node totals in ``nodes`` order, or ([], Error status)."""
+        totals, status = self.score_totals(state, pod, nodes)
         if status is not None:
             return [], status
-        if details is not None:
-            return details, None
         return [NodePluginScores(n.name, t) for n, t in zip(nodes, totals, strict=True)], None
 
     def score_totals(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
-    ) -> tuple[list[int], list[NodePluginScores] | None, Status | None]:
+    ) -> tuple[list[int], Status | None]:
         """run_score_plugins as a plain list of weighted totals in ``nodes`` order, the form the cycle
-        selects from; the NodePluginScores details are built only when ``record_scores`` is set."""
+        selects from. The observer (if any) gets every plugin's raw and normalized scores."""
         start = time.perf_counter()
         status: Status | None = None
         try:
@@ -683,12 +669,12 @@ class Framework:
             if status is None:
                 totals, status = self._weigh(nodes, plugins, raw)
             if status is not None:
-                return [], None, status
+                return [], status
             if self.observer is not None:
                 self.observer.scores(pod, [n.name for n in nodes], {
                     pl.name: (before[pl.name], raw[pl.name], self.score_plugin_weight[pl.name]) for pl in plugins
                 })
-            return totals, self._details(nodes, plugins, raw, totals) if self.record_scores else None, None
+            return totals, None
         finally:
             self._observe_since("Score", status, start)
 
@@ -758,19 +744,6 @@ class Framework:
                 )
             totals = [t + v * weight for t, v in zip(totals, values, strict=True)]
         return totals, None
-
-    def _details(
-        self, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin], raw: dict[str, list[int]], totals: list[int]
-    ) -> list[NodePluginScores]:
-        """Per-node, per-plugin scores (simulate, explain): building them costs more than the sum itself."""
-        out: list[NodePluginScores] = []
-        for index, node_info in enumerate(nodes):
-            entry = NodePluginScores(node_info.name, totals[index])
-            for pl in plugins:
-                score = raw[pl.name][index]
-                entry.scores.append(PluginScore(pl.name, score * self.score_plugin_weight[pl.name], score))
-            out.append(entry)
-        return out
 
     # ----- Reserve / Permit ---------------------------------------------------------------------
 

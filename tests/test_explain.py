@@ -153,3 +153,15 @@ def test_progress_bar_only_on_a_terminal_and_after_a_second(monkeypatch: pytest.
     piped.start -= 1.5
     piped(5)
     assert err.getvalue().count("placed") == 1
+
+
+def test_a_pending_pods_nomination_holds_its_room() -> None:
+    nominated = pod("preemptor", "2", priority=100, scheduler=DEFAULT)
+    nominated["status"] = {"nominatedNodeName": "n3"}
+    r = explain(pod("a", "1", scheduler=DEFAULT), [*CLUSTER, nominated], None)
+    assert r["node"] == "n1"
+    assert r["filtered"]["n3"] == {"plugin": "NodeResourcesFit", "reason": "Insufficient cpu"}
+    other = pod("other", "2", priority=100, scheduler="someone-else")
+    other["status"] = {"nominatedNodeName": "n3"}
+    assert explain(pod("a", "1", scheduler=DEFAULT), [*CLUSTER, other], None)["node"] == "n3", \
+        "another scheduler's nominations are not this scheduler's"

@@ -121,7 +121,9 @@ def pods_to_place(path: str, first: int = 0) -> list[dict[str, Any]]:
 
 def add_cluster(sched: Scheduler, objects: list[dict[str, Any]], source: str, *, live: bool = False) -> None:
     """Feed the cluster's objects to the scheduler as its initial list would. A file's pods must be
-    bound; a live snapshot's pending pods are left out (they use no node's resources)."""
+    bound. A live snapshot's pending pods use no node's resources and are not placed; those of the
+    scheduler's profiles that carry status.nominatedNodeName keep their nomination, as in the live
+    scheduler's nominator (filters count them on their node)."""
     for o in objects:
         kind = o["kind"]
         if kind == "Node":
@@ -129,6 +131,7 @@ def add_cluster(sched: Scheduler, objects: list[dict[str, Any]], source: str, *,
         elif kind == "Pod":
             if not (o.get("spec") or {}).get("nodeName"):
                 if live:
+                    _keep_nomination(sched, o)
                     continue
                 raise SimulationError(f"{source}: {_ident(o)}: field spec.nodeName: cluster pods must be bound")
             sched.on_pod_event(ADDED, o)
@@ -136,6 +139,12 @@ def add_cluster(sched: Scheduler, objects: list[dict[str, Any]], source: str, *,
             sched.on_object_event(kind, ADDED, o)
         else:
             raise SimulationError(f"{source}: {_ident(o)}: unsupported kind {kind}")
+
+
+def _keep_nomination(sched: Scheduler, obj: dict[str, Any]) -> None:
+    pod = pod_from_api(obj)
+    if pod.nominated_node_name and sched.responsible_for(pod):
+        sched.queue.nominator.add_nominated_pod(pod)
 
 
 def run_simulation(

@@ -28,6 +28,9 @@ WAIT = "wait"
 PREEMPTION_VICTIM = "preemption victim"  # the simulator's PostFilterNominatedMessage
 # Pod annotations are limited to 256 KiB in total; the history gives way first.
 MAX_ANNOTATION_BYTES = 200 * 1024
+# Attempts kept while waiting for their end when results are handed on (`run`); far above the pods
+# in flight at once (the binding workers' queue).
+MAX_OPEN_ATTEMPTS = 10_000
 
 
 def status_text(status: Status | None) -> str:
@@ -146,7 +149,11 @@ class ResultRecorder:
 
     def begin(self, pod: Pod) -> None:
         with self._lock:
+            self._results.pop(pod.uid, None)  # re-inserted last: the oldest attempts come first
             self._results[pod.uid] = AttemptResult()
+            if self._on_done is not None and len(self._results) > MAX_OPEN_ATTEMPTS:
+                # An attempt that never reports done (its pod vanished mid-binding) must not stay forever.
+                del self._results[next(iter(self._results))]
 
     def plugin_status(self, point: str, pod: Pod, plugin: str, status: Status | None) -> None:
         with self._lock:

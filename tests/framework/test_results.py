@@ -10,7 +10,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from scheduler.app.simulate import add_cluster, attempt, build_scheduler
+from scheduler.framework import results
 from scheduler.framework.results import (
     MAX_ANNOTATION_BYTES,
     PREFIX,
@@ -21,6 +24,7 @@ from scheduler.framework.results import (
     with_history,
 )
 from scheduler.framework.status import Code, Status
+from scheduler.model.pod import pod_from_api
 from scheduler.scheduler import ADDED
 from tests.test_simulate import CONFIG
 
@@ -108,3 +112,16 @@ def test_history_appends_caps_and_stays_within_the_size_bound() -> None:
     big = {PREFIX + "filter-result": "x" * (MAX_ANNOTATION_BYTES // 2 + 1)}
     assert RESULT_HISTORY not in with_history(big, None, 5), "the history gives way to the current result"
     assert with_history(entry, None, 0) == entry
+
+
+def test_open_attempts_are_bounded_when_results_are_handed_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(results, "MAX_OPEN_ATTEMPTS", 2)
+    done: list[str] = []
+    recorder = ResultRecorder(on_done=lambda p, r: done.append(p.name))
+    pods = [pod_from_api({"metadata": {"name": n, "namespace": "d", "uid": n}, "spec": {"containers": []}})
+            for n in ("a", "b", "c")]
+    for p in pods:
+        recorder.begin(p)
+    assert recorder.result("a") is None and recorder.result("c") is not None, "the oldest gives way"
+    recorder.attempt_done(pods[2], "n1")
+    assert done == ["c"] and recorder.result("c") is None

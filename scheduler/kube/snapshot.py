@@ -78,6 +78,8 @@ def _request(
     except (OSError, urllib3.exceptions.HTTPError, http.client.HTTPException) as exc:
         host = getattr(raw, "host", "the API server")
         raise ClusterReadError(f"cannot reach the API server at {host}: {exc}") from None
+    except orjson.JSONDecodeError:
+        raise ClusterReadError(f"{_describe(verb, group, resource)}: the server's answer is not JSON") from None
 
 
 def list_objects(

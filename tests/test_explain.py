@@ -165,3 +165,10 @@ def test_a_pending_pods_nomination_holds_its_room() -> None:
     other["status"] = {"nominatedNodeName": "n3"}
     assert explain(pod("a", "1", scheduler=DEFAULT), [*CLUSTER, other], None)["node"] == "n3", \
         "another scheduler's nominations are not this scheduler's"
+
+
+def test_long_node_lists_are_cut_in_the_table_only() -> None:
+    many = [{**NODES[2], "metadata": {"name": f"m{i:02d}", "uid": f"m{i}"}} for i in range(12)]
+    r = explain(pod("big", "7", scheduler=DEFAULT), many, None)
+    assert len(r["filtered"]) == 12
+    assert "Insufficient cpu (12): m00, m01, m02, m03, m04, m05, m06, m07, m08, m09 and 2 more\n" in format_explain(r)

@@ -36,3 +36,9 @@ def test_no_patch_when_the_pod_already_shows_these_results() -> None:
     second = annotation_patch(again, changed)
     assert second is not None
     assert len(json.loads(second["metadata"]["annotations"][RESULT_HISTORY])) == 2
+
+
+def test_results_too_large_for_annotations_are_not_sent() -> None:
+    nodes = {f"node-{i:05d}": {"NodeResourcesFit": "Insufficient cpu", "TaintToleration": "passed"}
+             for i in range(5000)}
+    assert annotation_patch(make_pod(), AttemptResult(filter=nodes)) is None

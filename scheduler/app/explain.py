@@ -120,7 +120,7 @@ def format_explain(r: dict[str, Any], rows: int = DEFAULT_ROWS, color: bool = Fa
         lines.append(f"Skipped at PreScore (nothing to score for this pod): {', '.join(r['scoreSkipped'])}")
     lines.extend(_filtered_groups(r))
     if s["notEvaluated"]:
-        lines.append(f"Not evaluated (enough feasible nodes found first): {', '.join(s['notEvaluated'])}")
+        lines.append(f"Not evaluated (enough feasible nodes found first): {_names(s['notEvaluated'])}")
     return "\n".join(lines) + "\n"
 
 
@@ -148,6 +148,14 @@ def _score_table(r: dict[str, Any], rows: int, color: bool) -> list[str]:
     return out
 
 
+NAMES_SHOWN = 10  # node names per line of the table (all of them are in the JSON)
+
+
+def _names(names: list[str]) -> str:
+    shown = ", ".join(names[:NAMES_SHOWN])
+    return shown if len(names) <= NAMES_SHOWN else f"{shown} and {len(names) - NAMES_SHOWN} more"
+
+
 def _nodes(n: int) -> str:
     return f"{n} node" if n == 1 else f"{n} nodes"
 
@@ -160,5 +168,5 @@ def _filtered_groups(r: dict[str, Any]) -> list[str]:
         return []
     out = [f"Filtered out ({_nodes(len(r['filtered']))}):"]
     for (plugin, reason), nodes in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        out.append(f"  {plugin or '(no plugin)'}: {reason} ({len(nodes)}): {', '.join(sorted(nodes))}")
+        out.append(f"  {plugin or '(no plugin)'}: {reason} ({len(nodes)}): {_names(sorted(nodes))}")
     return out

@@ -13,7 +13,13 @@ from typing import Any
 
 import structlog
 
-from scheduler.framework.results import RESULT_HISTORY, AttemptResult, ResultRecorder, with_history
+from scheduler.framework.results import (
+    MAX_ANNOTATION_BYTES,
+    RESULT_HISTORY,
+    AttemptResult,
+    ResultRecorder,
+    with_history,
+)
 from scheduler.kube.client import ApiWriter
 from scheduler.model.pod import Pod
 
@@ -23,10 +29,14 @@ HISTORY_CAP = 5  # attempts kept in result-history (the simulator keeps all; a p
 
 
 def annotation_patch(pod: Pod, result: AttemptResult, cap: int = HISTORY_CAP) -> dict[str, Any] | None:
-    """The merge patch for one attempt, or None when the pod already carries these results."""
+    """The merge patch for one attempt, or None when the pod already carries these results or they
+    are too large for annotations (thousands of nodes): the API server would refuse them."""
     current = result.annotations()
     existing = (pod.raw.get("metadata") or {}).get("annotations") or {}
     if all(existing.get(k) == v for k, v in current.items()):
+        return None
+    if sum(len(k) + len(v) for k, v in current.items()) > MAX_ANNOTATION_BYTES:
+        log.warning("scheduling results too large for annotations; not recorded", pod=pod.key)
         return None
     annotations = with_history(current, existing.get(RESULT_HISTORY), cap)
     return {"metadata": {"uid": pod.uid, "annotations": annotations}}

@@ -23,9 +23,10 @@ from scheduler.app.simulate import (
     result_dict,
 )
 from scheduler.framework.results import ResultRecorder
+from scheduler.framework.runtime import Framework
 from scheduler.model.pod import pod_from_api
 from scheduler.schedule_one import num_feasible_nodes_to_find
-from scheduler.scheduler import ADDED
+from scheduler.scheduler import ADDED, Scheduler
 
 DEFAULT_ROWS = 20
 
@@ -40,52 +41,60 @@ def explain(pod: dict[str, Any], cluster: list[dict[str, Any]], config_path: str
     """Run one cycle for ``pod`` on ``cluster`` (a live snapshot) and describe it in simulate's schema
     plus ``profile``, ``boundTo``, ``nominatedNode``, ``scoreSkipped`` (plugins whose PreScore said Skip) and
     ``sampling``."""
-    uid = (pod.get("metadata") or {}).get("uid")
     bound_to = (pod.get("spec") or {}).get("nodeName") or None
     target = as_pending(pod) if bound_to else pod
     recorder = ResultRecorder()
-    sched = build_scheduler(config_path, [target], recorder, tie_break="name")
-    add_cluster(sched, [o for o in cluster if (o.get("metadata") or {}).get("uid") != uid or o.get("kind") != "Pod"],
-                "the live cluster", live=True)
-    parsed = pod_from_api(target)
-    fwk = sched.frameworks.get(parsed.scheduler_name)
-    if fwk is None:
-        raise SimulationError(f"{config_path}: no profile for the pod's schedulerName {parsed.scheduler_name!r}")
+    sched, fwk = _offline_scheduler(target, cluster, config_path, recorder)
     sched.cache.update_snapshot(sched.snapshot)
     order = [n.name for n in sched.snapshot.list()]
-    start = sched.algorithm.next_start_node_index
     percentage = fwk.percentage_of_nodes_to_score
     if percentage is None:
         percentage = sched.algorithm.percentage_of_nodes_to_score
+    sampling: dict[str, Any] = {
+        "numAllNodes": len(order),
+        "numFeasibleNodesToFind": num_feasible_nodes_to_find(percentage, len(order), fwk.has_score_plugins()),
+        "startIndex": sched.algorithm.next_start_node_index,
+    }
+    parsed = pod_from_api(target)
     sched.on_pod_event(ADDED, target)
     outcome = attempt(sched)
-    victims = [v for v, by, _ in sched.preemptions if by == parsed.key]
-    if outcome is None:
+    if outcome is None:  # it never reached a cycle (scheduling gates)
         out: dict[str, Any] = {"pod": parsed.key, "node": None, "message": queue_message(sched, parsed.key),
                                "filtered": {}, "scores": {}, "score_details": {}, "victims": []}
     else:
-        out = result_dict(outcome, victims, recorder)
+        out = result_dict(outcome, [v for v, by, _ in sched.preemptions if by == parsed.key], recorder)
     attempt_result = recorder.result(parsed.uid)
     ran = attempt_result.filter if attempt_result is not None else {}
-    absent = outcome.statuses.absent if outcome is not None and outcome.statuses is not None else None
-    if absent is not None:  # PreFilter rejected every node, or left these out of its result
+    if outcome is not None and outcome.statuses is not None and outcome.statuses.absent is not None:
+        absent = outcome.statuses.absent  # PreFilter rejected every node, or left these out of its result
         for n in order:
             if n not in ran and n not in out["filtered"]:
                 out["filtered"][n] = {"plugin": absent.plugin, "reason": absent.message}
+    sampling["evaluated"] = [n for n in order if n in ran]
+    sampling["notEvaluated"] = [n for n in order if ran and n not in ran and n not in out["filtered"]]
     out.update({
         "profile": parsed.scheduler_name,
         "scoreSkipped": sorted(p for p, v in (attempt_result.pre_score if attempt_result else {}).items() if not v),
         "boundTo": bound_to,
-        "nominatedNode": sched.queue.nominator.nominated_node_name(parsed) if outcome and not outcome.node else None,
-        "sampling": {
-            "numAllNodes": len(order),
-            "numFeasibleNodesToFind": num_feasible_nodes_to_find(percentage, len(order), fwk.has_score_plugins()),
-            "startIndex": start,
-            "evaluated": [n for n in order if n in ran],
-            "notEvaluated": [n for n in order if ran and n not in ran and n not in out["filtered"]],
-        },
+        "nominatedNode": sched.queue.nominator.nominated_node_name(parsed) if out["victims"] else None,
+        "sampling": sampling,
     })
     return out
+
+
+def _offline_scheduler(
+    target: dict[str, Any], cluster: list[dict[str, Any]], config_path: str | None, recorder: ResultRecorder
+) -> tuple[Scheduler, Framework]:
+    """The offline scheduler with the target's profile, loaded with the cluster minus the target itself."""
+    uid = (target.get("metadata") or {}).get("uid")
+    sched = build_scheduler(config_path, [target], recorder, tie_break="name")
+    others = [o for o in cluster if o.get("kind") != "Pod" or (o.get("metadata") or {}).get("uid") != uid]
+    add_cluster(sched, others, "the live cluster", live=True)
+    name = (target.get("spec") or {}).get("schedulerName") or "default-scheduler"
+    fwk = sched.frameworks.get(name)
+    if fwk is None:
+        raise SimulationError(f"{config_path}: no profile for the pod's schedulerName {name!r}")
+    return sched, fwk
 
 
 # ----- the table -------------------------------------------------------------------------------

@@ -42,3 +42,34 @@ def test_results_too_large_for_annotations_are_not_sent() -> None:
     nodes = {f"node-{i:05d}": {"NodeResourcesFit": "Insufficient cpu", "TaintToleration": "passed"}
              for i in range(5000)}
     assert annotation_patch(make_pod(), AttemptResult(filter=nodes)) is None
+
+
+class Patches:
+    """Stands in for ApiWriter.patch_pod: records the patches."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str, dict[str, object]]] = []
+
+    def patch_pod(self, namespace: str, name: str, patch: dict[str, object]) -> None:
+        self.sent.append((namespace, name, patch))
+
+
+def test_the_writer_sends_one_patch_when_an_attempt_ends_and_none_before() -> None:
+    from scheduler.framework.interface import NodeToStatus
+    from scheduler.kube.results import ResultWriter
+
+    api = Patches()
+    writer = ResultWriter(api)  # type: ignore[arg-type]  # Patches stands in for ApiWriter
+    pod = make_pod()
+    writer.recorder.begin(pod)
+    writer.recorder.selected_node(pod, "n1")
+    writer.scheduled(pod, "n1", NodeToStatus())
+    writer.close()
+    assert api.sent == [], "the binding cycle is still to come"
+    writer = ResultWriter(api)  # type: ignore[arg-type]  # Patches stands in for ApiWriter
+    writer.recorder.begin(pod)
+    writer.recorder.selected_node(pod, "n1")
+    writer.bound(pod, "n1")
+    writer.failed(pod, "gone", None)  # nothing left to write for this attempt
+    writer.close()
+    assert [(ns, name) for ns, name, _ in api.sent] == [("ns", "p")]

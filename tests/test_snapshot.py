@@ -20,7 +20,8 @@ class Pages:
         self.fail = fail or {}
         self.asked: list[str] = []
 
-    def request(self, method: str, path: str, body: Any = None, content_type: str = "") -> bytes:
+    def request(self, method: str, path: str, body: Any = None, content_type: str = "",
+                timeout: float | None = None) -> bytes:
         self.asked.append(path)
         base = path.split("?")[0]
         if base in self.fail:
@@ -68,7 +69,8 @@ def test_unknown_pod_and_a_non_json_answer() -> None:
         get_pod(raw, "ns", "web")
 
     class Html(Pages):
-        def request(self, method: str, path: str, body: Any = None, content_type: str = "") -> bytes:
+        def request(self, method: str, path: str, body: Any = None, content_type: str = "",
+                    timeout: float | None = None) -> bytes:
             return b"<html>login</html>"
 
     with pytest.raises(ClusterReadError, match=r"^get pods: the server's answer is not JSON$"):

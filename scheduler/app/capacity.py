@@ -13,8 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from scheduler.app.simulate import SimulationError, add_cluster, attempt, build_scheduler, queue_message
-from scheduler.framework.results import ResultRecorder
-from scheduler.scheduler import ADDED, DELETED, MODIFIED
+from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
 
 
 def copy_of(pod: dict[str, Any], i: int) -> dict[str, Any]:
@@ -34,7 +33,8 @@ def capacity(
     """``{"count": N, "nodes": {node: n}, "message": why it stopped}``; ``progress`` hears the count."""
     if pod.get("kind") != "Pod":
         raise SimulationError(f"expected a Pod, got {pod.get('kind')}")
-    sched = build_scheduler(config_path, [pod], ResultRecorder(), preemption=False)
+    off = build_scheduler(config_path, [pod], preemption=False)
+    sched = off.sched
     add_cluster(sched, cluster, source, live=live)
     placed: Counter[str] = Counter()
     message = f"limit reached: --max {max_count}"
@@ -42,7 +42,7 @@ def capacity(
     while max_count is None or i < max_count:
         obj = copy_of(pod, i)
         sched.on_pod_event(ADDED, obj)
-        outcome = attempt(sched)
+        outcome = attempt(off)
         if outcome is None or not outcome.node:
             meta = obj["metadata"]
             message = outcome.message if outcome else queue_message(sched, f"{meta['namespace']}/{meta['name']}")

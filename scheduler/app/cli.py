@@ -22,10 +22,12 @@ log = structlog.get_logger(__name__)
 def _run(args: argparse.Namespace) -> int:
     from scheduler.app.health import HealthServer, event_check
     from scheduler.config.load import ConfigError, build_registry, load
+    from scheduler.edge import APIWriter, Binder
     from scheduler.kube.binder import ApiBinder
-    from scheduler.kube.client import ApiWriter, load_api_client
-    from scheduler.kube.leaderelection import LeaderElector, LeaderGatedBinder
-    from scheduler.kube.operator import NON_TERMINAL_PODS, OBJECT_KINDS, run_operator
+    from scheduler.kube.client import ApiWriter, RawApi, load_api_client
+    from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS
+    from scheduler.kube.leaderelection import LeaderElector, LeaderGatedBinder, LeaderGatedWriter
+    from scheduler.kube.operator import run_operator
     from scheduler.kube.podstream import PodStream, wait_synced
     from scheduler.kube.ratelimit import TokenBucket
     from scheduler.kube.recorder import ApiEventSink
@@ -48,7 +50,8 @@ def _run(args: argparse.Namespace) -> int:
     api = load_api_client(kubeconfig)
     qps = args.qps if args.qps is not None else cfg.client_connection.qps
     burst = args.burst if args.burst is not None else cfg.client_connection.burst
-    writer = ApiWriter(api, TokenBucket(qps, burst))
+    raw = RawApi(api)  # reads and writes share one connection pool; the lease has its own below
+    writer = ApiWriter(raw, TokenBucket(qps, burst))
     metrics = Metrics()
     synced = threading.Event()
     health = HealthServer(args.metrics_port, registry=metrics.registry) if args.metrics_port else None
@@ -58,7 +61,8 @@ def _run(args: argparse.Namespace) -> int:
     sink = ApiEventSink(writer)
     registry = build_registry(cfg)
     stop = threading.Event()  # kopf handles SIGTERM/SIGINT itself and stops the operator
-    binder: ApiBinder | LeaderGatedBinder = ApiBinder(writer)
+    binder: Binder = ApiBinder(writer)
+    api_writer: APIWriter = writer
     elector: LeaderElector | None = None
     if cfg.leader_election.leader_elect:
 
@@ -69,9 +73,11 @@ def _run(args: argparse.Namespace) -> int:
                 os._exit(1)
 
         elector = LeaderElector(
-            api, cfg.leader_election, on_started_leading=lambda: sched.start(), on_stopped_leading=stopped_leading
+            RawApi(api, timeout=10.0), cfg.leader_election, on_started_leading=lambda: sched.start(),
+            on_stopped_leading=stopped_leading,
         )
         binder = LeaderGatedBinder(binder, elector)  # a replica that is not leading never binds
+        api_writer = LeaderGatedWriter(writer, elector)  # nor evicts pods or binds volumes
         if health is not None:
             health.add_readiness_check("leader-election", elector.readiness)
             health.add_liveness_check("leader-election", elector.liveness)
@@ -80,13 +86,13 @@ def _run(args: argparse.Namespace) -> int:
         from scheduler.kube.results import ResultWriter
 
         results = ResultWriter(writer)
-    sched = Scheduler(cfg, registry, binder, sink, metrics, bind_workers=args.bind_workers,
-                      observer=results.recorder if results is not None else None)
+    sched = Scheduler(cfg, registry, binder, sink, metrics, writer=api_writer, bind_workers=args.bind_workers,
+                      observer=results, cycle_observer=results.recorder if results is not None else None)
     stream_pods = args.pod_watch == "stream"
-    initial_sync(api, sched, OBJECT_KINDS, pods=not stream_pods)
+    initial_sync(raw, sched, OBJECT_KINDS, pods=not stream_pods)
     stream = None
     if stream_pods:
-        stream = PodStream(api.configuration, sched.on_pod_event, field_selector=NON_TERMINAL_PODS)
+        stream = PodStream(raw, sched.on_pod_event, field_selector=NON_TERMINAL_PODS)
         stream.start()
         if not wait_synced(stream):
             log.error("pod list did not complete; scheduling starts anyway")
@@ -95,7 +101,7 @@ def _run(args: argparse.Namespace) -> int:
         elector.start()  # the scheduling loop starts when this replica acquires the Lease
     else:
         sched.start()
-    resync = Resyncer(api, sched, period=args.resync_seconds)
+    resync = Resyncer(raw, sched, period=args.resync_seconds)
     resync.start()
     log.info("py-scheduler started", profiles=[p.scheduler_name for p in cfg.profiles], qps=qps, burst=burst)
     try:

@@ -15,18 +15,19 @@ from collections import defaultdict
 from typing import Any
 
 from scheduler.app.simulate import (
+    Offline,
     SimulationError,
     add_cluster,
     attempt,
     build_scheduler,
     queue_message,
     result_dict,
+    victims_of,
 )
-from scheduler.framework.results import ResultRecorder
+from scheduler.eventhandlers import ADDED
 from scheduler.framework.runtime import Framework
 from scheduler.model.pod import pod_from_api
 from scheduler.schedule_one import num_feasible_nodes_to_find
-from scheduler.scheduler import ADDED, Scheduler
 
 DEFAULT_ROWS = 20
 
@@ -43,8 +44,8 @@ def explain(pod: dict[str, Any], cluster: list[dict[str, Any]], config_path: str
     ``sampling``."""
     bound_to = (pod.get("spec") or {}).get("nodeName") or None
     target = as_pending(pod) if bound_to else pod
-    recorder = ResultRecorder()
-    sched, fwk = _offline_scheduler(target, cluster, config_path, recorder)
+    off, fwk = _offline_scheduler(target, cluster, config_path)
+    sched = off.sched
     sched.cache.update_snapshot(sched.snapshot)
     order = [n.name for n in sched.snapshot.list()]
     percentage = fwk.percentage_of_nodes_to_score
@@ -57,13 +58,13 @@ def explain(pod: dict[str, Any], cluster: list[dict[str, Any]], config_path: str
     }
     parsed = pod_from_api(target)
     sched.on_pod_event(ADDED, target)
-    outcome = attempt(sched)
+    outcome = attempt(off)
     if outcome is None:  # it never reached a cycle (scheduling gates)
         out: dict[str, Any] = {"pod": parsed.key, "node": None, "message": queue_message(sched, parsed.key),
                                "filtered": {}, "scores": {}, "score_details": {}, "victims": []}
     else:
-        out = result_dict(outcome, [v for v, by, _ in sched.preemptions if by == parsed.key], recorder)
-    attempt_result = recorder.result(parsed.uid)
+        out = result_dict(outcome, victims_of(off, parsed), off.results)
+    attempt_result = off.results.result(parsed.uid)
     ran = attempt_result.filter if attempt_result is not None else {}
     if outcome is not None and outcome.statuses is not None and outcome.statuses.absent is not None:
         absent = outcome.statuses.absent  # PreFilter rejected every node, or left these out of its result
@@ -83,18 +84,18 @@ def explain(pod: dict[str, Any], cluster: list[dict[str, Any]], config_path: str
 
 
 def _offline_scheduler(
-    target: dict[str, Any], cluster: list[dict[str, Any]], config_path: str | None, recorder: ResultRecorder
-) -> tuple[Scheduler, Framework]:
+    target: dict[str, Any], cluster: list[dict[str, Any]], config_path: str | None
+) -> tuple[Offline, Framework]:
     """The offline scheduler with the target's profile, loaded with the cluster minus the target itself."""
     uid = (target.get("metadata") or {}).get("uid")
-    sched = build_scheduler(config_path, [target], recorder, tie_break="name")
+    off = build_scheduler(config_path, [target], tie_break="name")
     others = [o for o in cluster if o.get("kind") != "Pod" or (o.get("metadata") or {}).get("uid") != uid]
-    add_cluster(sched, others, "the live cluster", live=True)
+    add_cluster(off.sched, others, "the live cluster", live=True)
     name = (target.get("spec") or {}).get("schedulerName") or "default-scheduler"
-    fwk = sched.frameworks.get(name)
+    fwk = off.sched.frameworks.get(name)
     if fwk is None:
         raise SimulationError(f"{config_path}: no profile for the pod's schedulerName {name!r}")
-    return sched, fwk
+    return off, fwk
 
 
 # ----- the table -------------------------------------------------------------------------------

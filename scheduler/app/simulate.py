@@ -1,4 +1,5 @@
-"""`py-scheduler simulate`: the live scheduler core on an in-memory cluster, with a recording binder.
+"""`py-scheduler simulate`: the live scheduler core on an in-memory cluster, with the offline stand-ins
+of scheduler.app.offline injected (recording binder and event sink, offline API writer).
 
 Pods are scheduled one at a time in file order; each placed pod is confirmed into the cache before
 the next, exactly as the watch would confirm a binding. A pod that preempts gets its victims removed
@@ -10,21 +11,54 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 
+from scheduler.app.offline import OfflineWriter, RecordingBinder, RecordingEventSink
+from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
+from scheduler.framework.interface import NodeToStatus
 from scheduler.framework.results import ResultRecorder
-from scheduler.kube.binder import RecordingBinder
-from scheduler.kube.operator import OBJECT_KINDS
-from scheduler.kube.recorder import RecordingEventSink
+from scheduler.kube.kinds import OBJECT_KINDS
 from scheduler.model.pod import Pod, pod_from_api
-from scheduler.scheduler import ADDED, DELETED, MODIFIED, Outcome, Scheduler
+from scheduler.scheduler import Scheduler
 
 
 class SimulationError(Exception):
     """Bad input: names the file, the object and the field."""
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What happened to one pod in one attempt (its per-plugin results: the ResultRecorder's)."""
+
+    pod: Pod
+    node: str | None
+    message: str
+    statuses: NodeToStatus | None = None
+
+
+@dataclass(slots=True)
+class OutcomeRecorder:
+    """The scheduler's ScheduleObserver here: every attempt's decision and filter verdicts, and every
+    preemption as (victim key, preemptor key, node)."""
+
+    outcomes: list[Outcome] = field(default_factory=list)
+    preemptions: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def scheduled(self, pod: Pod, node: str, statuses: NodeToStatus) -> None:
+        self.outcomes.append(Outcome(pod, node, "", statuses))
+
+    def bound(self, pod: Pod, node: str) -> None:
+        """Bindings are synchronous here; ``scheduled`` already recorded the outcome."""
+
+    def failed(self, pod: Pod, message: str, statuses: NodeToStatus | None) -> None:
+        self.outcomes.append(Outcome(pod, None, message, statuses))
+
+    def preempted(self, victim: Pod, preemptor: Pod, node: str) -> None:
+        self.preemptions.append((victim.key, preemptor.key, node))
 
 
 def _load_objects(path: str) -> list[dict[str, Any]]:
@@ -81,13 +115,23 @@ def _with_defaults(o: dict[str, Any], i: int) -> dict[str, Any]:
     return {**o, "metadata": meta}
 
 
+@dataclass(slots=True)
+class Offline:
+    """The offline scheduler and what observes it: outcomes (ScheduleObserver) and every plugin's
+    results (the CycleObserver)."""
+
+    sched: Scheduler
+    outcomes: OutcomeRecorder
+    results: ResultRecorder
+
+
 def build_scheduler(
-    config_path: str | None, pod_objs: list[dict[str, Any]], recorder: ResultRecorder, *, seed: int | None = None,
+    config_path: str | None, pod_objs: list[dict[str, Any]], *, seed: int | None = None,
     tie_break: Literal["random", "name"] = "random", preemption: bool = True,
-) -> Scheduler:
-    """The offline scheduler: the profiles the pods name (from ``config_path`` or the defaults), a
-    recording binder and event sink, synchronous binding and ``recorder`` as the cycle observer.
-    ``preemption=False`` drops the PostFilter plugins (capacity must not evict what it counts on)."""
+) -> Offline:
+    """The scheduler with the profiles the pods name (from ``config_path`` or the defaults) and the
+    offline stand-ins. ``preemption=False`` drops the PostFilter plugins (capacity must not evict what it
+    counts on)."""
     from scheduler.config.load import ConfigError, build_registry, load
 
     names = sorted({(p.get("spec") or {}).get("schedulerName") or "default-scheduler" for p in pod_objs})
@@ -100,10 +144,11 @@ def build_scheduler(
             profile.plugins["postFilter"] = []
     registry = build_registry(cfg)
     rng = random.Random(seed) if seed is not None else random.Random()
-    sched = Scheduler(cfg, registry, RecordingBinder(), RecordingEventSink(), None, synchronous_binding=True,
-                      rng=rng, tie_break=tie_break, observer=recorder)
-    sched.record_outcomes()
-    return sched
+    writer, outcomes, results = OfflineWriter(), OutcomeRecorder(), ResultRecorder()
+    sched = Scheduler(cfg, registry, RecordingBinder(), RecordingEventSink(), None, writer=writer, observer=outcomes,
+                      cycle_observer=results, synchronous_binding=True, rng=rng, tie_break=tie_break)
+    writer.connect(sched)
+    return Offline(sched, outcomes, results)
 
 
 def load_objects(path: str) -> list[dict[str, Any]]:
@@ -155,25 +200,29 @@ def run_simulation(
     if given, with the objects of ``cluster_path`` on top."""
     cluster = load_objects(cluster_path) if cluster_path else []
     pods = pods_to_place(pods_path, len(cluster))
-    recorder = ResultRecorder()
-    sched = build_scheduler(config_path, pods, recorder, seed=seed, tie_break=tie_break)
+    off = build_scheduler(config_path, pods, seed=seed, tie_break=tie_break)
     if live is not None:
-        add_cluster(sched, live, "the live cluster", live=True)
-    add_cluster(sched, cluster, cluster_path or "")
-    return [result_dict(o, victims, recorder) for o, victims in _schedule_each(sched, pods)]
+        add_cluster(off.sched, live, "the live cluster", live=True)
+    add_cluster(off.sched, cluster, cluster_path or "")
+    return [result_dict(o, victims, off.results) for o, victims in _schedule_each(off, pods)]
 
 
-def attempt(sched: Scheduler) -> Outcome | None:
+def attempt(off: Offline) -> Outcome | None:
     """Run scheduling cycles until one records an outcome (None: nothing left to schedule)."""
-    assert sched.outcomes is not None
-    before = len(sched.outcomes)
-    while sched.schedule_one(timeout=0):
-        if len(sched.outcomes) > before:
-            return sched.outcomes[-1]
+    before = len(off.outcomes.outcomes)
+    while off.sched.schedule_one(timeout=0):
+        if len(off.outcomes.outcomes) > before:
+            return off.outcomes.outcomes[-1]
     return None
 
 
-def _schedule_each(sched: Scheduler, pods: list[dict[str, Any]]) -> Iterator[tuple[Outcome, list[str]]]:
+def victims_of(off: Offline, pod: Pod, since: int = 0) -> list[str]:
+    """The pods ``pod`` preempted (keys), from the ``since``-th preemption on."""
+    return [v for v, by, _ in off.outcomes.preemptions[since:] if by == pod.key]
+
+
+def _schedule_each(off: Offline, pods: list[dict[str, Any]]) -> Iterator[tuple[Outcome, list[str]]]:
+    sched = off.sched
     for obj in pods:
         pod = pod_from_api(obj)
         if pod.scheduler_name not in sched.frameworks:
@@ -183,18 +232,18 @@ def _schedule_each(sched: Scheduler, pods: list[dict[str, Any]]) -> Iterator[tup
             yield Outcome(pod, None, f"spec.nodeName is already set ({pod.node_name}): not scheduled"), []
             continue
         sched.on_pod_event(ADDED, obj)
-        preempted_before = len(sched.preemptions)
-        outcome = attempt(sched)
+        preempted_before = len(off.outcomes.preemptions)
+        outcome = attempt(off)
         if outcome is None:
             msg = queue_message(sched, pod.key)
             sched.on_pod_event(DELETED, obj)
             yield Outcome(pod, None, msg), []
             continue
-        victims = [v for v, by, _ in sched.preemptions[preempted_before:] if by == pod.key]
+        victims = victims_of(off, pod, preempted_before)
         nominated = sched.queue.nominator.nominated_node_name(pod)
         if outcome.node is None and victims and nominated:
             obj = _retry_after_preemption(sched, obj, pod, nominated)
-            outcome = attempt(sched) or outcome
+            outcome = attempt(off) or outcome
         if outcome.node:
             bound = {**obj, "spec": {**(obj.get("spec") or {}), "nodeName": outcome.node}}
             sched.on_pod_event(MODIFIED, bound)  # what the watch would deliver: confirms the assumed pod
@@ -219,11 +268,10 @@ def _retry_after_preemption(sched: Scheduler, obj: dict[str, Any], pod: Pod, nom
 
 def queue_message(sched: Scheduler, key: str) -> str:
     """A pod that never reached a cycle (e.g. gated) keeps the PreEnqueue message."""
-    sink = sched.sink
+    sink = sched.recorder
     if isinstance(sink, RecordingEventSink) and key in sink.conditions:
         return sink.conditions[key][1]
-    reasons = sched.queue.gating_message(key) if hasattr(sched.queue, "gating_message") else ""
-    return reasons or "pod was not scheduled (waiting in the queue)"
+    return sched.queue.gating_message(key) or "pod was not scheduled (waiting in the queue)"
 
 
 def result_dict(o: Outcome, victims: list[str], recorder: ResultRecorder) -> dict[str, Any]:

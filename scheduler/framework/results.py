@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,8 +28,8 @@ WAIT = "wait"
 PREEMPTION_VICTIM = "preemption victim"  # the simulator's PostFilterNominatedMessage
 # Pod annotations are limited to 256 KiB in total; the history gives way first.
 MAX_ANNOTATION_BYTES = 200 * 1024
-# Attempts kept while waiting for their end when results are handed on (`run`); far above the pods
-# in flight at once (the binding workers' queue).
+# Attempts kept (by pod): far above the pods in flight at once (the binding workers' queue) and the
+# one pod at a time that `simulate` and `explain` read back.
 MAX_OPEN_ATTEMPTS = 10_000
 
 
@@ -127,19 +127,21 @@ def with_history(current: Mapping[str, str], previous: str | None, cap: int) -> 
 
 
 class ResultRecorder:
-    """The CycleObserver: keeps each pod's latest attempt (by uid) until it is taken.
+    """The CycleObserver: keeps each pod's latest attempt (by uid), the newest MAX_OPEN_ATTEMPTS of
+    them. Plugins run on the scheduling thread and (Permit's wait, PreBind, Bind) on binding workers."""
 
-    ``on_done`` (if given) is called with the pod and its result when an attempt ends, on the thread
-    that ended it (the scheduling thread for failures, a binding worker for bindings)."""
-
-    def __init__(self, on_done: Callable[[Pod, AttemptResult], None] | None = None) -> None:
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._results: dict[str, AttemptResult] = {}
-        self._on_done = on_done
 
     def result(self, uid: str) -> AttemptResult | None:
         with self._lock:
             return self._results.get(uid)
+
+    def take(self, uid: str) -> AttemptResult | None:
+        """The attempt's result, forgotten here (`run --record-results` takes each when it ends)."""
+        with self._lock:
+            return self._results.pop(uid, None)
 
     def _get(self, pod: Pod) -> AttemptResult:
         r = self._results.get(pod.uid)
@@ -151,8 +153,8 @@ class ResultRecorder:
         with self._lock:
             self._results.pop(pod.uid, None)  # re-inserted last: the oldest attempts come first
             self._results[pod.uid] = AttemptResult()
-            if self._on_done is not None and len(self._results) > MAX_OPEN_ATTEMPTS:
-                # An attempt that never reports done (its pod vanished mid-binding) must not stay forever.
+            if len(self._results) > MAX_OPEN_ATTEMPTS:
+                # Never taken (offline runs, a pod deleted mid-binding): the oldest gives way.
                 del self._results[next(iter(self._results))]
 
     def plugin_status(self, point: str, pod: Pod, plugin: str, status: Status | None) -> None:
@@ -199,11 +201,3 @@ class ResultRecorder:
     def selected_node(self, pod: Pod, node: str) -> None:
         with self._lock:
             self._get(pod).selected_node = node
-
-    def attempt_done(self, pod: Pod, node: str | None) -> None:
-        if self._on_done is None:
-            return
-        with self._lock:
-            r = self._results.pop(pod.uid, None)
-        if r is not None:
-            self._on_done(pod, r)

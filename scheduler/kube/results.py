@@ -13,6 +13,7 @@ from typing import Any
 
 import structlog
 
+from scheduler.framework.interface import NodeToStatus
 from scheduler.framework.results import (
     MAX_ANNOTATION_BYTES,
     RESULT_HISTORY,
@@ -43,16 +44,31 @@ def annotation_patch(pod: Pod, result: AttemptResult, cap: int = HISTORY_CAP) ->
 
 
 class ResultWriter:
-    """Writes each finished attempt's annotations; ``recorder`` is the observer to give the Scheduler."""
+    """The ScheduleObserver of `run --record-results`: when an attempt ends (bound, or failed) it takes
+    the attempt's results from ``recorder`` (the frameworks' CycleObserver) and writes them."""
 
     def __init__(self, writer: ApiWriter, cap: int = HISTORY_CAP) -> None:
         self._writer = writer
         self._cap = cap
         self._pool = ThreadPoolExecutor(1, "record-results")
-        self.recorder = ResultRecorder(on_done=self._submit)
+        self.recorder = ResultRecorder()
 
-    def _submit(self, pod: Pod, result: AttemptResult) -> None:
-        self._pool.submit(self._write, pod, result)
+    def scheduled(self, pod: Pod, node: str, statuses: NodeToStatus) -> None:
+        """Not the end yet: the binding cycle's plugins are still to be recorded."""
+
+    def bound(self, pod: Pod, node: str) -> None:
+        self._submit(pod)
+
+    def failed(self, pod: Pod, message: str, statuses: NodeToStatus | None) -> None:
+        self._submit(pod)
+
+    def preempted(self, victim: Pod, preemptor: Pod, node: str) -> None:
+        """The preemptor's own results say it (postfilter-result)."""
+
+    def _submit(self, pod: Pod) -> None:
+        result = self.recorder.take(pod.uid)
+        if result is not None:
+            self._pool.submit(self._write, pod, result)
 
     def _write(self, pod: Pod, result: AttemptResult) -> None:
         patch = annotation_patch(pod, result, self._cap)

@@ -1,26 +1,27 @@
 """A read-only snapshot of the live cluster for `explain`, `capacity` and `simulate --from-cluster`.
 
-It lists what the live scheduler lists at start-up (kube/sync.py): nodes, non-terminal pods and the
-objects plugins read (OBJECT_KINDS), with GET requests only, so the read-only ClusterRole in
-manifests/readonly/ is enough. Every failure becomes one ClusterReadError line that names the cause:
-the missing permission (verb, resource, API group), the unknown pod, or the unreachable server.
+It lists what the live scheduler lists at start-up (kube/sync.py, with the same paginated LIST):
+nodes, non-terminal pods and the objects plugins read (OBJECT_KINDS), with GET requests only, so the
+read-only ClusterRole in manifests/readonly/ is enough. Every failure becomes one ClusterReadError line
+that names the cause: the missing permission (verb, resource, API group), the unknown pod, or the
+unreachable server.
 """
 
 from __future__ import annotations
 
 import http.client
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode
 
 import orjson
 import urllib3
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config import ConfigException
 
-from scheduler.kube.client import RawApi, Requester, load_api_client, pod_path
-from scheduler.kube.operator import NON_TERMINAL_PODS, OBJECT_KINDS
+from scheduler.kube.client import RawApi, Requester, list_all, load_api_client, pod_path
+from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS, collection_path
 
 NODES = ("", "v1", "nodes")
 PODS = ("", "v1", "pods")
@@ -50,21 +51,15 @@ def connect(kubeconfig: str | None) -> RawApi:
         raise ClusterReadError(f"cannot load the kubeconfig: {exc}") from None
 
 
-def _path(group: str, version: str, plural: str) -> str:
-    return f"/api/{version}/{plural}" if not group else f"/apis/{group}/{version}/{plural}"
-
-
 def _describe(verb: str, group: str, resource: str) -> str:
     return f'{verb} {resource}{"." + group if group else ""}'
 
 
-def _request(
-    raw: Requester, path: str, verb: str, group: str, resource: str, not_found: str = ""
-) -> dict[str, Any]:
-    """GET one path; API and transport errors become one ClusterReadError line."""
+@contextmanager
+def _reading(raw: Requester, verb: str, group: str, resource: str, not_found: str = "") -> Iterator[None]:
+    """API and transport errors of the reads inside become one ClusterReadError line."""
     try:
-        data: dict[str, Any] = orjson.loads(raw.request("GET", path) or b"{}")
-        return data
+        yield
     except ApiException as exc:
         if exc.status in (401, 403):
             who = "unauthenticated" if exc.status == 401 else "forbidden"
@@ -83,38 +78,28 @@ def _request(
 
 
 def list_objects(
-    raw: Requester, kind: str, gvr: tuple[str, str, str], field_selector: str = "", limit: int = 500
-) -> Iterator[dict[str, Any]]:
-    """Paginated LIST of one resource, items with kind and apiVersion filled in."""
+    raw: Requester, kind: str, gvr: tuple[str, str, str], field_selector: str = ""
+) -> list[dict[str, Any]]:
+    """Every object of one resource, with kind and apiVersion filled in."""
     group, version, plural = gvr
     api_version = f"{group}/{version}" if group else version
-    cont = ""
-    while True:
-        query: dict[str, Any] = {"limit": limit}
-        if cont:
-            query["continue"] = cont
-        if field_selector:
-            query["fieldSelector"] = field_selector
-        data = _request(raw, f"{_path(group, version, plural)}?{urlencode(query)}", "list", group, plural)
-        for item in data.get("items") or []:
-            yield {"apiVersion": api_version, "kind": kind, **item}
-        cont = (data.get("metadata") or {}).get("continue") or ""
-        if not cont:
-            return
+    with _reading(raw, "list", group, plural):
+        return [{"apiVersion": api_version, "kind": kind, **item}
+                for item in list_all(raw, collection_path(group, version, plural), field_selector)]
 
 
 def read_snapshot(raw: Requester) -> ClusterSnapshot:
     """Nodes, non-terminal pods and every OBJECT_KINDS kind, as the live scheduler's initial list sees them."""
     snap = ClusterSnapshot()
-    snap.nodes = list(list_objects(raw, "Node", NODES))
+    snap.nodes = list_objects(raw, "Node", NODES)
     for kind, gvr in OBJECT_KINDS.items():
         snap.objects.extend(list_objects(raw, kind, gvr))
-    snap.pods = list(list_objects(raw, "Pod", PODS, NON_TERMINAL_PODS))
+    snap.pods = list_objects(raw, "Pod", PODS, NON_TERMINAL_PODS)
     return snap
 
 
 def get_pod(raw: Requester, namespace: str, name: str) -> dict[str, Any]:
     """One pod; an unknown pod is a ClusterReadError naming it."""
-    missing = f'pod "{name}" not found in namespace "{namespace}"'
-    data = _request(raw, pod_path(namespace, name), "get", "", "pods", not_found=missing)
+    with _reading(raw, "get", "", "pods", not_found=f'pod "{name}" not found in namespace "{namespace}"'):
+        data: dict[str, Any] = orjson.loads(raw.request("GET", pod_path(namespace, name)) or b"{}")
     return {"apiVersion": "v1", "kind": "Pod", **data}

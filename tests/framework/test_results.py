@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from scheduler.app.simulate import add_cluster, attempt, build_scheduler
+from scheduler.eventhandlers import ADDED
 from scheduler.framework import results
 from scheduler.framework.results import (
     MAX_ANNOTATION_BYTES,
@@ -25,7 +26,6 @@ from scheduler.framework.results import (
 )
 from scheduler.framework.status import Code, Status
 from scheduler.model.pod import pod_from_api
-from scheduler.scheduler import ADDED
 from tests.test_simulate import CONFIG
 
 NODES = [
@@ -53,12 +53,11 @@ def one_attempt(tmp_path: Path, target: dict[str, Any], cluster: list[dict[str, 
     if config is not None:
         (tmp_path / "config.yaml").write_text(config)
         path = str(tmp_path / "config.yaml")
-    recorder = ResultRecorder()
-    sched = build_scheduler(path, [target], recorder)
-    add_cluster(sched, cluster, "test")
-    sched.on_pod_event(ADDED, target)
-    assert attempt(sched) is not None
-    result = recorder.result(target["metadata"]["uid"])
+    off = build_scheduler(path, [target])
+    add_cluster(off.sched, cluster, "test")
+    off.sched.on_pod_event(ADDED, target)
+    assert attempt(off) is not None
+    result = off.results.result(target["metadata"]["uid"])
     assert result is not None
     return result.annotations()
 
@@ -114,14 +113,12 @@ def test_history_appends_caps_and_stays_within_the_size_bound() -> None:
     assert with_history(entry, None, 0) == entry
 
 
-def test_open_attempts_are_bounded_when_results_are_handed_on(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_oldest_attempts_give_way_and_taken_ones_are_forgotten(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(results, "MAX_OPEN_ATTEMPTS", 2)
-    done: list[str] = []
-    recorder = ResultRecorder(on_done=lambda p, r: done.append(p.name))
+    recorder = ResultRecorder()
     pods = [pod_from_api({"metadata": {"name": n, "namespace": "d", "uid": n}, "spec": {"containers": []}})
             for n in ("a", "b", "c")]
     for p in pods:
         recorder.begin(p)
     assert recorder.result("a") is None and recorder.result("c") is not None, "the oldest gives way"
-    recorder.attempt_done(pods[2], "n1")
-    assert done == ["c"] and recorder.result("c") is None
+    assert recorder.take("c") is not None and recorder.result("c") is None

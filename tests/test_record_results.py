@@ -59,14 +59,14 @@ def test_the_writer_sends_one_patch_when_an_attempt_ends_and_none_before() -> No
     from scheduler.kube.results import ResultWriter
 
     api = Patches()
-    writer = ResultWriter(api)  # type: ignore[arg-type]  # Patches stands in for ApiWriter
+    writer = ResultWriter(api)
     pod = make_pod()
     writer.recorder.begin(pod)
     writer.recorder.selected_node(pod, "n1")
     writer.scheduled(pod, "n1", NodeToStatus())
     writer.close()
     assert api.sent == [], "the binding cycle is still to come"
-    writer = ResultWriter(api)  # type: ignore[arg-type]  # Patches stands in for ApiWriter
+    writer = ResultWriter(api)
     writer.recorder.begin(pod)
     writer.recorder.selected_node(pod, "n1")
     writer.bound(pod, "n1")

@@ -62,7 +62,7 @@ class _Handle:
     def parallelism(self) -> int:
         return self._s.config.parallelism
 
-    # preemption (PreemptionHandle)
+    # preemption (ClusterHandle)
 
     def rng(self) -> random.Random:
         return self._s.rng

@@ -44,8 +44,6 @@ def _run(args: argparse.Namespace) -> int:
         cfg.leader_election.leader_elect = args.leader_elect
     elif not args.config:
         cfg.leader_election.leader_elect = False  # no config file: one process (dev, tests), no Lease
-    for name in cfg.unavailable_default_plugins:
-        log.warning("default plugin not available in py-scheduler; skipped", plugin=name)
     kubeconfig = args.kubeconfig or cfg.client_connection.kubeconfig or os.environ.get("KUBECONFIG") or None
     api = load_api_client(kubeconfig)
     qps = args.qps if args.qps is not None else cfg.client_connection.qps

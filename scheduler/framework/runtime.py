@@ -9,6 +9,7 @@ shared with the binding threads and is guarded by a lock.
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -17,16 +18,19 @@ from typing import Any
 
 from scheduler.config.types import EXTENSION_POINTS, Profile
 from scheduler.framework.interface import (
+    EXTENSION_POINT_PROTOCOLS,
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     BindPlugin,
+    ClusterHandle,
     CycleObserver,
     CycleState,
     EnqueueExtensions,
+    FilterForPlugin,
     FilterPlugin,
-    Handle,
     NodeScore,
     NodeToStatus,
+    NormalizeValuesExtension,
     ObjectLister,
     PermitPlugin,
     PluginFactory,
@@ -41,6 +45,7 @@ from scheduler.framework.interface import (
     QueuedPodInfoLike,
     QueueSortPlugin,
     ReservePlugin,
+    ScoreNodesPlugin,
     ScorePlugin,
     SharedLister,
 )
@@ -62,21 +67,6 @@ CODE_NAMES: dict[Code, str] = {
     Code.WAIT: "Wait",
     Code.SKIP: "Skip",
     Code.PENDING: "Pending",
-}
-
-_POINT_PROTOCOLS: dict[str, type] = {
-    "preEnqueue": PreEnqueuePlugin,
-    "queueSort": QueueSortPlugin,
-    "preFilter": PreFilterPlugin,
-    "filter": FilterPlugin,
-    "postFilter": PostFilterPlugin,
-    "preScore": PreScorePlugin,
-    "score": ScorePlugin,
-    "reserve": ReservePlugin,
-    "permit": PermitPlugin,
-    "preBind": PreBindPlugin,
-    "bind": BindPlugin,
-    "postBind": PostBindPlugin,
 }
 
 # Only plugins at these points can make a pod unschedulable, so only their events requeue pods.
@@ -214,11 +204,10 @@ class WaitingPod:
 
 
 class FrameworkHandle:
-    """What plugins receive as their handle: the scheduler's handle plus the framework's own
-    services (waiting pods, filter re-runs for preemption). Unknown attributes are looked up on the
-    wrapped handle, so additions there reach plugins unchanged."""
+    """What plugins receive as their handle (the Handle protocol): the scheduler's ClusterHandle plus the
+    framework's own services (waiting pods, filter re-runs for preemption)."""
 
-    def __init__(self, base: Handle, framework: Framework) -> None:
+    def __init__(self, base: ClusterHandle, framework: Framework) -> None:
         self._base = base
         self.framework = framework
 
@@ -236,6 +225,24 @@ class FrameworkHandle:
 
     def parallelism(self) -> int:
         return self._base.parallelism()
+
+    def rng(self) -> random.Random:
+        return self._base.rng()
+
+    def latest_pod(self, pod: Pod) -> Pod | None:
+        return self._base.latest_pod(pod)
+
+    def preempt(self, victim: Pod, preemptor: Pod, node_name: str, plugin: str) -> Status | None:
+        return self._base.preempt(victim, preemptor, node_name, plugin)
+
+    def clear_nominated_node(self, pod: Pod) -> Status | None:
+        return self._base.clear_nominated_node(pod)
+
+    def update_object(self, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        return self._base.update_object(kind, obj)
+
+    def pod_exists(self, pod: Pod) -> bool:
+        return self._base.pod_exists(pod)
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
         return self.framework.get_waiting_pod(uid)
@@ -259,11 +266,6 @@ class FrameworkHandle:
     ) -> Status | None:
         return self.framework.run_pre_filter_extension_remove_pod(state, pod, pod_to_remove, node_info)
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name == "_base":
-            raise AttributeError(name)  # no recursion while copying or before __init__ ran
-        return getattr(self._base, name)
-
 
 class Framework:
     """The plugins of one profile, instantiated once each, listed per extension point in config order."""
@@ -272,7 +274,7 @@ class Framework:
         self,
         profile: Profile,
         registry: Mapping[str, PluginFactory],
-        handle: Handle,
+        handle: ClusterHandle,
         *,
         metrics: MetricsHook | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -304,6 +306,13 @@ class Framework:
         self._pre_bind: list[PreBindPlugin] = self._by_point["preBind"]
         self._bind: list[BindPlugin] = self._by_point["bind"]
         self._post_bind: list[PostBindPlugin] = self._by_point["postBind"]
+        # The optional fast paths each plugin declares (interface.py), looked up once per profile.
+        self._filter_for: dict[str, FilterForPlugin] = {
+            pl.name: pl for pl in self._filter if isinstance(pl, FilterForPlugin)
+        }
+        self._score_nodes_of: dict[str, ScoreNodesPlugin] = {
+            pl.name: pl for pl in self._score if isinstance(pl, ScoreNodesPlugin)
+        }
 
     # ----- construction -------------------------------------------------------------------------
 
@@ -316,7 +325,7 @@ class Framework:
             listed: list[Any] = []
             for ref in profile.plugins.get(point, []):
                 plugin = self._instantiate(profile, registry, ref.name)
-                if not isinstance(plugin, _POINT_PROTOCOLS[point]):
+                if not isinstance(plugin, EXTENSION_POINT_PROTOCOLS[point][1]):
                     raise ValueError(
                         f"profile {self.profile_name!r}: plugin {ref.name!r} is enabled at {point} "
                         f"but does not implement it"
@@ -373,16 +382,6 @@ class Framework:
 
     def pre_enqueue_plugins(self) -> list[PreEnqueuePlugin]:
         return list(self._pre_enqueue)
-
-    def run_pre_enqueue_plugins(self, pod: Pod) -> Status | None:
-        """First non-success PreEnqueue status, with its plugin recorded (the gating plugin)."""
-        for pl in self._pre_enqueue:
-            s = pl.pre_enqueue(pod)
-            if not success(s):
-                assert s is not None
-                s.plugin = pl.name
-                return s
-        return None
 
     def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
         """Plugin name -> events that may make a pod it rejected schedulable.
@@ -489,18 +488,17 @@ class Framework:
 
     def filter_runner(self, state: CycleState, pod: Pod) -> Callable[[NodeInfo], Status | None]:
         """run_filter_plugins for one pod with this cycle's non-skipped filters bound once: the filter loop
-        calls it for hundreds of nodes, so per-pod work is hoisted out of it. A plugin may offer
-        ``filter_for(state, pod)``: a per-node check specialised to this pod, or None when its Filter
-        passes every node that has a Node object (the snapshot lists only those)."""
+        calls it for hundreds of nodes, so per-pod work is hoisted out of it, and plugins that are
+        FilterForPlugins run their check specialised to this pod."""
         active: list[tuple[str, Callable[..., Status | None], bool]] = []
         for pl in self._filter:
             if pl.name in state.skip_filter_plugins:
                 continue
-            specialise = getattr(pl, "filter_for", None)
-            if specialise is None:
+            fast = self._filter_for.get(pl.name)
+            if fast is None:
                 active.append((pl.name, pl.filter, False))
                 continue
-            check = specialise(state, pod)
+            check = fast.filter_for(state, pod)
             if check is not None:
                 active.append((pl.name, check, True))
         # Preemption's dry runs filter too: their verdicts are not the cycle's, so they go unobserved.
@@ -681,14 +679,13 @@ class Framework:
     def _score_nodes(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin]
     ) -> tuple[dict[str, list[int]], Status | None]:
-        """Plugin by plugin over all nodes, as plain int lists in ``nodes`` order. A plugin may offer
-        ``score_nodes(state, pod, nodes) -> (scores, status)`` to score every node in one call: the per-node
-        call overhead dominates a Python cycle (hundreds of nodes times several plugins)."""
+        """Plugin by plugin over all nodes, as plain int lists in ``nodes`` order; a ScoreNodesPlugin
+        scores every node in one call."""
         raw: dict[str, list[int]] = {}
         for pl in plugins:
-            batch = getattr(pl, "score_nodes", None)
+            batch = self._score_nodes_of.get(pl.name)
             if batch is not None:
-                values, s = batch(state, pod, nodes)
+                values, s = batch.score_nodes(state, pod, nodes)
                 if not success(s):
                     assert s is not None
                     return raw, _failure(f'running Score plugins: plugin "{pl.name}" failed with: {s.message}')
@@ -708,16 +705,15 @@ class Framework:
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin],
         raw: dict[str, list[int]],
     ) -> Status | None:
-        """NormalizeScore in place. An extension with ``normalize_values(state, pod, values)`` works on the
-        int list; ``normalize_score`` gets the upstream NodeScore list, built only for it."""
+        """NormalizeScore in place. A NormalizeValuesExtension works on the int list; ``normalize_score``
+        gets the upstream NodeScore list, built only for it."""
         for pl in plugins:
             ext = pl.score_extensions()
             if ext is None:
                 continue
             values = raw[pl.name]
-            fast = getattr(ext, "normalize_values", None)
-            if fast is not None:
-                s = fast(state, pod, values)
+            if isinstance(ext, NormalizeValuesExtension):
+                s = ext.normalize_values(state, pod, values)
             else:
                 scores = [NodeScore(n.name, v) for n, v in zip(nodes, values, strict=True)]
                 s = ext.normalize_score(state, pod, scores)
@@ -838,10 +834,6 @@ class Framework:
         if s.is_rejected():
             return s
         return _failure(f"waiting on permit for pod: {s.message}", s.plugin)
-
-    def will_wait_on_permit(self, pod: Pod) -> bool:
-        with self._waiting_lock:
-            return pod.uid in self._waiting
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
         with self._waiting_lock:

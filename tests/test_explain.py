@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 import yaml
+from structlog.testing import capture_logs
 
 from scheduler.app.capacity import capacity, format_capacity
-from scheduler.app.cli import main
+from scheduler.app.cli import dispatch, parser
 from scheduler.app.explain import explain, format_explain
 from scheduler.app.simulate import SimulationError
 from tests.framework.test_results import EXISTING, NODES, pod
@@ -80,8 +81,9 @@ def write(tmp_path: Path, name: str, objects: list[dict[str, Any]] | str) -> str
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    # ERROR: main() points structlog at this test's captured stderr, which later tests must not write to.
-    code = main(["--log-level", "ERROR", *argv])
+    # dispatch, not main: main sets up logging for the whole process, which later tests capture themselves.
+    with capture_logs():
+        code = dispatch(parser().parse_args(list(argv)))
     out, err = capsys.readouterr()
     return code, out, err
 

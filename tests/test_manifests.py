@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -249,12 +250,32 @@ def test_dockerfile_is_multi_stage_non_root_and_ships_only_the_venv() -> None:
     assert {"!pyproject.toml", "!README.md", "!scheduler"} <= set(ignore)
 
 
+def test_service_monitor_component_is_optional_and_scrapes_the_metrics_service(docs: list[dict[str, Any]]) -> None:
+    assert not select(docs, "ServiceMonitor"), "the ServiceMonitor must stay out of the default kustomization"
+    kubectl = build_binaries(build=False) / "kubectl"
+    with tempfile.TemporaryDirectory(dir=ROOT, prefix=".overlay-") as overlay:  # kustomize wants relative paths
+        (Path(overlay) / "kustomization.yaml").write_text(yaml.safe_dump({
+            "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+            "resources": ["../manifests"], "components": ["../manifests/monitoring"],
+        }))
+        out = subprocess.run([str(kubectl), "kustomize", overlay], check=True, capture_output=True, text=True).stdout
+    rendered = [d for d in yaml.safe_load_all(out) if d]
+    monitor = one(rendered, "ServiceMonitor", "py-scheduler")
+    service = one(rendered, "Service", "py-scheduler-metrics")
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= service["metadata"]["labels"].items()
+    assert monitor["spec"]["namespaceSelector"]["matchNames"] == [service["metadata"]["namespace"]]
+    ports = {p["name"] for p in service["spec"]["ports"]}
+    assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["http-metrics"] and "http-metrics" in ports
+    assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
+
+
 def optional_docs(path: str) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all((ROOT / "manifests" / path).read_text()) if d]
 
 
 def test_read_only_role_lists_what_the_snapshot_lists_and_writes_nothing() -> None:
-    from scheduler.kube.operator import OBJECT_KINDS
+    from scheduler.kube.kinds import OBJECT_KINDS
 
     (role,) = optional_docs("readonly/clusterrole.yaml")
     granted = {(g, res, v) for g, res, v, _ in expand(role["rules"])}

@@ -52,7 +52,9 @@ def _run(args: argparse.Namespace) -> int:
     writer = ApiWriter(raw, TokenBucket(qps, burst))
     metrics = Metrics()
     synced = threading.Event()
-    health = HealthServer(args.metrics_port, registry=metrics.registry) if args.metrics_port else None
+    health = None
+    if args.metrics_port:
+        health = HealthServer(args.metrics_port, registry=metrics.registry, on_scrape_error=metrics.scrape_errors.inc)
     if health is not None:  # /metrics, /healthz and /readyz on one port
         health.add_readiness_check("caches-synced", event_check(synced, "initial list not finished"))
         health.start()
@@ -252,7 +254,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--log-level", default=os.environ.get("PY_SCHEDULER_LOG_LEVEL"),
                    choices=["DEBUG", "INFO", "WARNING", "ERROR"], type=str.upper,
                    help="log threshold (default $PY_SCHEDULER_LOG_LEVEL, else INFO for run and WARNING for the "
-                        "what-if commands, whose answer is their output)")
+                        "what-if commands, whose answer is their output). One JSON line per scheduling attempt "
+                        "with pod, node, profile, cycle, attempts (and message): bindings and a pod's first "
+                        "unschedulable verdict at INFO, its retries at DEBUG, errors at WARNING")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run the scheduler against a cluster")
     r.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: $KUBECONFIG, else in-cluster)")
@@ -313,13 +317,18 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    sched_logging.configure(args.log_level or ("INFO" if args.command == "run" else "WARNING"))
+def dispatch(args: argparse.Namespace) -> int:
+    """Run the parsed command (main without the process-wide logging set-up, for tests)."""
     commands: dict[str, Callable[[argparse.Namespace], int]] = {
         "run": _run, "simulate": _simulate, "explain": _explain, "capacity": _capacity,
     }
     return commands[args.command](args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    sched_logging.configure(args.log_level or ("INFO" if args.command == "run" else "WARNING"))
+    return dispatch(args)
 
 
 if __name__ == "__main__":

@@ -12,9 +12,9 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from scheduler.config.types import EXTENSION_POINTS, Profile
 from scheduler.framework.interface import (
@@ -56,6 +56,26 @@ from scheduler.model.pod import Pod
 # callable(extension_point, status_code_string, seconds): wired to scheduler_framework_extension_point_duration.
 MetricsHook = Callable[[str, str, float], None]
 
+
+
+class PluginMetrics(Protocol):
+    """Per-plugin metrics of one profile (scheduler/metrics.py ProfileMetrics implements it)."""
+
+    def plugin_duration(self, plugin: str, point: str, status: str, seconds: float) -> None: ...
+    def duration_sink(self) -> Callable[[tuple[tuple[str, str, str], float]], None]:
+        """Takes ((plugin, point, status), seconds): the per-node Filter timings skip a Python call."""
+        ...
+    def plugin_evaluations(self, plugin: str, point: str, count: int) -> None: ...
+    def permit_wait(self, status: str, seconds: float) -> None: ...
+
+
+# Per-node Filter timings in a sampled cycle stop after this many nodes per plugin (upstream times all).
+TIMED_NODES_PER_CYCLE = 16
+
+# Plugin method -> the extension_point label its duration is recorded under in sampled cycles.
+_TIMED_METHODS = {method: point[0].upper() + point[1:] for point, (method, _) in EXTENSION_POINT_PROTOCOLS.items()}
+_TIMED_METHODS |= {"score_nodes": "Score", "unreserve": "Unreserve"}
+
 # Permit plugins may not ask for a longer wait than this (upstream maxTimeout).
 MAX_PERMIT_TIMEOUT_SECONDS = 15 * 60.0
 
@@ -79,6 +99,67 @@ WILDCARD_EVENT = ClusterEventWithHint(ClusterEvent(EventResource.WILDCARD, Actio
 def code_name(status: Status | None) -> str:
     """Upstream Code.String() of a status (None is Success): the metrics label value."""
     return CODE_NAMES[Code.SUCCESS if status is None else status.code]
+
+
+def _status_of(out: Any) -> Status | None:
+    """The Status in what a plugin method returned (a Status, None, or a tuple holding one)."""
+    if isinstance(out, tuple):
+        return next((x for x in out if isinstance(x, Status)), None)
+    return out if isinstance(out, Status) else None
+
+
+class TimedPlugin:
+    """A plugin as a sampled cycle sees it: each extension-point call reports its duration
+    (scheduler_plugin_execution_duration_seconds); every other attribute is the plugin's own.
+    Per-node checks from ``filter_for`` are timed per node, as upstream times each Filter call."""
+
+    def __init__(self, plugin: Any, recorder: PluginMetrics) -> None:
+        self._plugin = plugin
+        self._recorder = recorder
+        self.name: str = plugin.name
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__") or attr in ("_plugin", "_recorder"):
+            raise AttributeError(attr)
+        value = getattr(self._plugin, attr)
+        point = _TIMED_METHODS.get(attr)
+        if point is not None:
+            return self._timed(value, point)
+        if attr == "filter_for":
+            return lambda state, pod: self._timed_check(value(state, pod))
+        return value
+
+    def _timed(self, method: Callable[..., Any], point: str) -> Callable[..., Any]:
+        record, name = self._recorder.plugin_duration, self.name
+
+        def timed(*args: Any) -> Any:
+            start = time.perf_counter()
+            out = method(*args)
+            record(name, point, code_name(_status_of(out)), time.perf_counter() - start)
+            return out
+
+        return timed
+
+    def _timed_check(self, check: Callable[[NodeInfo], Status | None] | None) -> Any:
+        """The per-node check, timed on the first TIMED_NODES_PER_CYCLE nodes it sees: enough samples for
+        the distribution, while a sampled cycle over thousands of nodes stays nearly as cheap as any other."""
+        if check is None:
+            return None
+        append, name, perf = self._recorder.duration_sink(), self.name, time.perf_counter
+        passed = (name, "Filter", "Success")
+        left = TIMED_NODES_PER_CYCLE
+
+        def timed(node_info: NodeInfo) -> Status | None:
+            nonlocal left
+            if left <= 0:
+                return check(node_info)
+            left -= 1
+            start = perf()
+            s = check(node_info)
+            append((passed if s is None else (name, "Filter", CODE_NAMES[s.code]), perf() - start))
+            return s
+
+        return timed
 
 
 def _failure(message: str, plugin: str = "") -> Status:
@@ -277,6 +358,7 @@ class Framework:
         handle: ClusterHandle,
         *,
         metrics: MetricsHook | None = None,
+        plugin_metrics: PluginMetrics | None = None,
         clock: Callable[[], float] = time.monotonic,
         observer: CycleObserver | None = None,
     ) -> None:
@@ -287,6 +369,7 @@ class Framework:
         self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
         self.handle = FrameworkHandle(handle, self)
         self._metrics = metrics
+        self._plugin_metrics = plugin_metrics
         self._clock = clock
         self._waiting: dict[str, WaitingPod] = {}
         self._waiting_lock = threading.Lock()
@@ -313,6 +396,10 @@ class Framework:
         self._score_nodes_of: dict[str, ScoreNodesPlugin] = {
             pl.name: pl for pl in self._score if isinstance(pl, ScoreNodesPlugin)
         }
+        self._timed_by_point: dict[str, list[Any]] = {}
+        if plugin_metrics is not None:
+            self._timed_by_point = {p: [TimedPlugin(pl, plugin_metrics) for pl in pls]
+                                    for p, pls in self._by_point.items()}
 
     # ----- construction -------------------------------------------------------------------------
 
@@ -373,6 +460,32 @@ class Framework:
         if self._metrics is not None:
             self._metrics(extension_point, code_name(status), time.perf_counter() - start)
 
+    def _plugins(self, state: CycleState, point: str) -> list[Any]:
+        """The plugins of ``point``, timed ones when this cycle samples plugin durations."""
+        if state.record_plugin_metrics and self._timed_by_point:
+            return self._timed_by_point[point]
+        return self._by_point[point]
+
+    def _count(self, point: str, plugins: Iterable[Any], n: int = 1) -> None:
+        """scheduler_plugin_evaluation_total: each plugin ran ``n`` times (once per node for Filter/Score)."""
+        if self._plugin_metrics is not None and n:
+            for pl in plugins:
+                self._plugin_metrics.plugin_evaluations(pl.name, point, n)
+
+    def count_filter_evaluations(self, state: CycleState, visited: int, rejections: Iterable[Status]) -> None:
+        """Filter evaluations without per-node counting: a plugin ran on every visited node that the
+        plugins before it passed (``rejections``: the statuses of the nodes rejected in this walk)."""
+        if self._plugin_metrics is None:
+            return
+        rejected: dict[str, int] = {}
+        for st in rejections:
+            rejected[st.plugin] = rejected.get(st.plugin, 0) + 1
+        for pl in self._filter:
+            if pl.name in state.skip_filter_plugins:
+                continue
+            self._count("Filter", (pl,), visited)
+            visited -= rejected.get(pl.name, 0)
+
     # ----- queue side ---------------------------------------------------------------------------
 
     def queue_sort_less(self, a: QueuedPodInfoLike, b: QueuedPodInfoLike) -> bool:
@@ -419,6 +532,7 @@ class Framework:
         finally:
             state.skip_filter_plugins = skip
             self._observe_since("PreFilter", status, start)
+            self._count("PreFilter", self._pre_filter)
 
     def _pre_filter_loop(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], skip: set[str]
@@ -426,7 +540,7 @@ class Framework:
         result: PreFilterResult | None = None
         with_nodes: set[str] = set()
         returned: Status | None = None
-        for pl in self._pre_filter:
+        for pl in self._plugins(state, "preFilter"):
             r, s = pl.pre_filter(state, pod, nodes)
             if self.observer is not None:
                 self.observer.plugin_status("PreFilter", pod, pl.name, s)
@@ -491,14 +605,14 @@ class Framework:
         calls it for hundreds of nodes, so per-pod work is hoisted out of it, and plugins that are
         FilterForPlugins run their check specialised to this pod."""
         active: list[tuple[str, Callable[..., Status | None], bool]] = []
-        for pl in self._filter:
+        for pl in self._plugins(state, "filter"):
             if pl.name in state.skip_filter_plugins:
                 continue
             fast = self._filter_for.get(pl.name)
             if fast is None:
                 active.append((pl.name, pl.filter, False))
                 continue
-            check = fast.filter_for(state, pod)
+            check = (pl if isinstance(pl, TimedPlugin) else fast).filter_for(state, pod)
             if check is not None:
                 active.append((pl.name, check, True))
         # Preemption's dry runs filter too: their verdicts are not the cycle's, so they go unobserved.
@@ -596,7 +710,7 @@ class Framework:
         result: PostFilterResult | None = None
         reasons: list[str] = []
         rejector = ""
-        for pl in self._post_filter:
+        for pl in self._plugins(state, "postFilter"):
             r, s = pl.post_filter(state, pod, statuses)
             if self.observer is not None:
                 nominated = r.nominated_node_name if r is not None else ""
@@ -623,7 +737,7 @@ class Framework:
         skip: set[str] = set()
         status: Status | None = None
         try:
-            for pl in self._pre_score:
+            for pl in self._plugins(state, "preScore"):
                 s = pl.pre_score(state, pod, nodes)
                 if self.observer is not None:
                     self.observer.plugin_status("PreScore", pod, pl.name, s)
@@ -638,6 +752,7 @@ class Framework:
         finally:
             state.skip_score_plugins = skip
             self._observe_since("PreScore", status, start)
+            self._count("PreScore", self._pre_score)
 
     def run_score_plugins(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
@@ -658,7 +773,8 @@ class Framework:
         start = time.perf_counter()
         status: Status | None = None
         try:
-            plugins = [pl for pl in self._score if pl.name not in state.skip_score_plugins]
+            plugins = [pl for pl in self._plugins(state, "score") if pl.name not in state.skip_score_plugins]
+            self._count("Score", plugins, len(nodes))
             raw, status = self._score_nodes(state, pod, nodes, plugins)
             before = {name: list(values) for name, values in raw.items()} if self.observer is not None else {}
             if status is None:
@@ -685,7 +801,7 @@ class Framework:
         for pl in plugins:
             batch = self._score_nodes_of.get(pl.name)
             if batch is not None:
-                values, s = batch.score_nodes(state, pod, nodes)
+                values, s = (pl if isinstance(pl, TimedPlugin) else batch).score_nodes(state, pod, nodes)
                 if not success(s):
                     assert s is not None
                     return raw, _failure(f'running Score plugins: plugin "{pl.name}" failed with: {s.message}')
@@ -747,7 +863,7 @@ class Framework:
         """Stop at the first failure; the caller then runs Unreserve for all plugins."""
         if self.observer is not None:
             self.observer.selected_node(pod, node_name)
-        return self._run_until_failure("Reserve", [(pl.name, pl.reserve) for pl in self._reserve],
+        return self._run_until_failure("Reserve", [(pl.name, pl.reserve) for pl in self._plugins(state, "reserve")],
                                        state, pod, node_name)
 
     def _run_until_failure(
@@ -778,7 +894,7 @@ class Framework:
     def run_reserve_plugins_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         """Undo Reserve in reverse order, so later plugins release before the ones they built on."""
         start = time.perf_counter()
-        for pl in reversed(self._reserve):
+        for pl in reversed(self._plugins(state, "reserve")):
             pl.unreserve(state, pod, node_name)
         self._observe_since("Unreserve", None, start)
 
@@ -789,7 +905,7 @@ class Framework:
         status: Status | None = None
         try:
             waits: dict[str, float] = {}
-            for pl in self._permit:
+            for pl in self._plugins(state, "permit"):
                 s, timeout = pl.permit(state, pod, node_name)
                 if self.observer is not None:
                     self.observer.plugin_status("Permit", pod, pl.name, s)
@@ -822,12 +938,16 @@ class Framework:
             wp = self._waiting.get(pod.uid)
         if wp is None:
             return None
+        start = time.perf_counter()
+        s: Status | None = error("waiting on permit was interrupted")
         try:
             s = wp.wait(timeout)
         finally:
             with self._waiting_lock:
                 if self._waiting.get(pod.uid) is wp:
                     del self._waiting[pod.uid]
+            if self._plugin_metrics is not None:
+                self._plugin_metrics.permit_wait(code_name(s), time.perf_counter() - start)
         if success(s):
             return None
         assert s is not None
@@ -854,7 +974,7 @@ class Framework:
     # ----- PreBind / Bind / PostBind ------------------------------------------------------------
 
     def run_pre_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        return self._run_until_failure("PreBind", [(pl.name, pl.pre_bind) for pl in self._pre_bind],
+        return self._run_until_failure("PreBind", [(pl.name, pl.pre_bind) for pl in self._plugins(state, "preBind")],
                                        state, pod, node_name)
 
     def run_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
@@ -870,7 +990,7 @@ class Framework:
             self._observe_since("Bind", status, start)
 
     def _bind_loop(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        for pl in self._bind:
+        for pl in self._plugins(state, "bind"):
             s = pl.bind(state, pod, node_name)
             if self.observer is not None:
                 self.observer.plugin_status("Bind", pod, pl.name, s)
@@ -887,7 +1007,7 @@ class Framework:
 
     def run_post_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> None:
         start = time.perf_counter()
-        for pl in self._post_bind:
+        for pl in self._plugins(state, "postBind"):
             pl.post_bind(state, pod, node_name)
         self._observe_since("PostBind", None, start)
 

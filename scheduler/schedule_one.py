@@ -30,13 +30,14 @@ import structlog
 from scheduler.cache.cache import Cache, SnapshotInconsistentError
 from scheduler.cache.snapshot import Snapshot
 from scheduler.edge import EventRecorder, ScheduleObserver
+from scheduler.framework.extender import EXTENDER_NAME, MAX_EXTENDER_PRIORITY, Extender, ExtenderError
 from scheduler.framework.fit_error import (
     Diagnosis,
     FitError,
     FrameworkError,
     NoNodesAvailableError,
 )
-from scheduler.framework.interface import CycleState, NodeToStatus, SharedLister
+from scheduler.framework.interface import MAX_NODE_SCORE, CycleObserver, CycleState, NodeToStatus, SharedLister
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status, success, unresolvable
 from scheduler.framework.status import error as error_status
@@ -45,6 +46,8 @@ from scheduler.metrics import Metrics
 from scheduler.model.pod import Pod
 from scheduler.queue.queued_pod_info import QueuedPodInfo
 from scheduler.queue.scheduling_queue import PriorityQueue
+
+log = structlog.get_logger(__name__)
 
 log = structlog.get_logger(__name__)
 
@@ -121,11 +124,18 @@ class SchedulingAlgorithm:
         percentage_of_nodes_to_score: int = 0,
         rng: random.Random | None = None,
         tie_break: TieBreak = "random",
+        extenders: Sequence[Extender] = (),
     ) -> None:
-        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.rng = rng if rng is not None else random.Random()
         self.tie_break: TieBreak = tie_break
         self.next_start_node_index = 0
+        self.configure(percentage_of_nodes_to_score, extenders)
+
+    def configure(self, percentage_of_nodes_to_score: int, extenders: Sequence[Extender]) -> None:
+        """The configuration's global settings (at start and on reload, between cycles)."""
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self.extenders = list(extenders)
+        self._extenders_filter_or_score = any(e.is_filter() or e.is_prioritizer() for e in self.extenders)
 
     def schedule_pod(
         self,
@@ -194,7 +204,11 @@ class SchedulingAlgorithm:
         self.next_start_node_index = (self.next_start_node_index + processed) % len(all_nodes)
         if failure is not None:
             raise FrameworkError(failure)
-        return feasible, diagnosis
+        passed = find_nodes_that_pass_extenders(self.extenders, pod, feasible, diagnosis.node_to_status)
+        if len(passed) != len(feasible):
+            # Extenders register no cluster events: a pod they rejected requeues on any event.
+            diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
+        return passed, diagnosis
 
     def _evaluate_nominated_node(
         self,
@@ -211,7 +225,12 @@ class SchedulingAlgorithm:
         if node_info is None:
             return []
         feasible, failure = self._filter_nodes(fwk, state, pod, diagnosis, [node_info], nominator)
-        return feasible if failure is None else []
+        if failure is not None:
+            return []
+        try:
+            return find_nodes_that_pass_extenders(self.extenders, pod, feasible, diagnosis.node_to_status)
+        except FrameworkError:
+            return []
 
     def _filter_nodes(
         self,
@@ -228,7 +247,7 @@ class SchedulingAlgorithm:
         percentage = fwk.percentage_of_nodes_to_score
         if percentage is None:
             percentage = self.percentage_of_nodes_to_score
-        k = num_feasible_nodes_to_find(percentage, n, fwk.has_score_plugins())
+        k = num_feasible_nodes_to_find(percentage, n, fwk.has_score_plugins() or self._extenders_filter_or_score)
         start = self.next_start_node_index
         if not fwk.has_filter_plugins():
             return [nodes[(start + i) % n] for i in range(min(k, n))], None
@@ -265,9 +284,9 @@ class SchedulingAlgorithm:
     def prioritize_nodes(
         self, fwk: Framework, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> list[int]:
-        """PreScore + Score: the totals in ``nodes`` order. Without score plugins every node scores 1 (so
-        selection is uniform)."""
-        if not fwk.has_score_plugins():
+        """PreScore + Score, then the extenders' scores: the totals in ``nodes`` order. Without score
+        plugins and extenders every node scores 1 (so selection is uniform)."""
+        if not fwk.has_score_plugins() and not self.extenders:
             return [1] * len(nodes)
         status = fwk.run_pre_score_plugins(state, pod, nodes)
         if not success(status):
@@ -277,7 +296,84 @@ class SchedulingAlgorithm:
         if not success(status):
             assert status is not None
             raise FrameworkError(status)
+        add_extender_scores(self.extenders, pod, nodes, totals, fwk.observer)
         return totals
+
+
+def find_nodes_that_pass_extenders(
+    extenders: Sequence[Extender], pod: Pod, feasible: list[NodeInfo], statuses: NodeToStatus
+) -> list[NodeInfo]:
+    """Filter extenders, one after the other on the survivors of the previous one. Their rejections go
+    into ``statuses`` (unresolvable ones win when a node is in both maps). An error fails the cycle
+    (FrameworkError) unless the extender is ignorable."""
+    for ext in extenders:
+        if not feasible:
+            break
+        if not ext.is_filter() or not ext.is_interested(pod):
+            continue
+        try:
+            result = ext.filter(pod, feasible)
+        except ExtenderError as exc:
+            if ext.is_ignorable():
+                log.info("skipping extender as it returned error and has ignorable flag set",
+                         extender=ext.name(), error=str(exc))
+                continue
+            raise FrameworkError(error_status(str(exc))) from exc
+        for name, reason in result.failed_and_unresolvable_nodes.items():
+            statuses.statuses[name] = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [reason])
+        for name, reason in result.failed_nodes.items():
+            if name not in result.failed_and_unresolvable_nodes:
+                statuses.statuses[name] = Status(Code.UNSCHEDULABLE, [reason])
+        feasible = result.nodes
+    return feasible
+
+
+def add_extender_scores(
+    extenders: Sequence[Extender], pod: Pod, nodes: Sequence[NodeInfo], totals: list[int],
+    observer: CycleObserver | None = None,
+) -> None:
+    """Add each prioritizing extender's score x weight, scaled from [0, 10] to [0, 100], to ``totals``
+    (and tell the observer, if any, as it is told a score plugin's). An extender that fails contributes
+    nothing, whether ignorable or not, as upstream. The extenders are asked one after the other where
+    upstream asks them concurrently; the sums are the same."""
+    index = {n.name: i for i, n in enumerate(nodes)}
+    for ext in extenders:
+        if not ext.is_prioritizer() or not ext.is_interested(pod):
+            continue
+        try:
+            priorities, weight = ext.prioritize(pod, nodes)
+        except ExtenderError as exc:
+            log.info("extender's prioritize failed; no score given by this extender", extender=ext.name(),
+                     pod=pod.key, error=str(exc))
+            continue
+        raw = [0] * len(nodes)
+        for hp in priorities:
+            i = index.get(hp.host)
+            if i is not None:
+                raw[i] = hp.score
+                totals[i] += hp.score * weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
+        if observer is not None:  # its own 0-10 score; the weight carries the scaling to 0-100
+            observer.scores(pod, [n.name for n in nodes],
+                            {ext.name(): (raw, raw, weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY))})
+
+
+def extenders_binding(extenders: Sequence[Extender], pod: Pod, node_name: str) -> tuple[bool, Status | None]:
+    """The binding extender interested in the pod binds it instead of the Bind plugins. Returns
+    (whether an extender took the binding, its failure). An ignorable binder that fails hands the
+    binding on."""
+    for ext in extenders:
+        if not ext.is_binder() or not ext.is_interested(pod):
+            continue
+        try:
+            ext.bind(pod, node_name)
+        except ExtenderError as exc:
+            if ext.is_ignorable():
+                log.info("skipping extender in bind as it returned error and has ignorable flag set",
+                         extender=ext.name(), error=str(exc))
+                continue
+            return True, error_status(str(exc))
+        return True, None
+    return False, None
 
 
 @dataclass(slots=True)
@@ -417,7 +513,9 @@ class ScheduleOne:
         if st is None or st.code == Code.SUCCESS:
             st = fwk.run_pre_bind_plugins(state, assumed, host)
         if st is None or st.code == Code.SUCCESS:
-            st = fwk.run_bind_plugins(state, assumed, host)
+            bound, st = extenders_binding(self.algorithm.extenders, assumed, host)
+            if not bound:
+                st = fwk.run_bind_plugins(state, assumed, host)
         if st is not None and st.code != Code.SUCCESS:
             self.handle_binding_cycle_error(fwk, state, qpi, assumed, host, st, cycle, start)
             return

@@ -78,7 +78,8 @@ def test_renders_the_expected_objects(docs: list[dict[str, Any]]) -> None:
     assert kinds == sorted([
         ("Namespace", NS), ("ServiceAccount", "py-scheduler"), ("ClusterRole", "py-scheduler"),
         ("ClusterRoleBinding", "py-scheduler"), ("Role", "py-scheduler-leader-election"),
-        ("RoleBinding", "py-scheduler-leader-election"), ("ConfigMap", cm), ("Deployment", "py-scheduler"),
+        ("RoleBinding", "py-scheduler-leader-election"), ("Role", "py-scheduler-config-reader"),
+        ("RoleBinding", "py-scheduler-config-reader"), ("ConfigMap", cm), ("Deployment", "py-scheduler"),
         ("Service", "py-scheduler-metrics"),
     ])  # fmt: skip
     for d in docs:
@@ -118,16 +119,22 @@ def test_lease_role_is_namespaced_and_limited_to_the_lease(docs: list[dict[str, 
     }
 
 
+def test_config_reader_role_reads_only_the_generated_config_map(docs: list[dict[str, Any]]) -> None:
+    """`run --config-configmap` (reload without restart) needs get on that one ConfigMap, nothing more."""
+    cm = one(docs, "ConfigMap")["metadata"]["name"]
+    assert set(expand(one(docs, "Role", "py-scheduler-config-reader")["rules"])) == {("", "configmaps", "get", (cm,))}
+
+
 @pytest.mark.parametrize("kind", ["ClusterRoleBinding", "RoleBinding"])
 def test_bindings_name_the_service_account(docs: list[dict[str, Any]], kind: str) -> None:
-    b = one(docs, kind)
-    assert b["subjects"] == [{"kind": "ServiceAccount", "name": "py-scheduler", "namespace": NS}]
     role_kind = "ClusterRole" if kind == "ClusterRoleBinding" else "Role"
-    assert b["roleRef"] == {
-        "apiGroup": "rbac.authorization.k8s.io",
-        "kind": role_kind,
-        "name": one(docs, role_kind)["metadata"]["name"],
-    }
+    roles = {r["metadata"]["name"] for r in select(docs, role_kind)}
+    bindings = select(docs, kind)
+    assert {b["roleRef"]["name"] for b in bindings} == roles, "every role is bound, once"
+    for b in bindings:
+        assert b["subjects"] == [{"kind": "ServiceAccount", "name": "py-scheduler", "namespace": NS}]
+        assert b["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind,
+                                "name": b["metadata"]["name"]}
 
 
 def test_scheduler_config_loads_with_leader_election_on_its_own_lease(docs: list[dict[str, Any]]) -> None:

@@ -9,22 +9,28 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from scheduler import KUBE_SCHEDULER_TARGET, version
 from scheduler.app import logging as sched_logging
 
+if TYPE_CHECKING:
+    from scheduler.app.reload import ReloadSource
+    from scheduler.config.types import SchedulerConfiguration
+
 log = structlog.get_logger(__name__)
 
 
 def _run(args: argparse.Namespace) -> int:
     from scheduler.app.health import HealthServer, event_check
-    from scheduler.config.load import ConfigError, build_registry, load
+    from scheduler.app.reload import ConfigReloader
+    from scheduler.config.load import ConfigError, build_registry
     from scheduler.edge import APIWriter, Binder
     from scheduler.kube.binder import ApiBinder
     from scheduler.kube.client import ApiWriter, RawApi, load_api_client
+    from scheduler.kube.configmap import ConfigMapError
     from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS
     from scheduler.kube.leaderelection import LeaderElector, LeaderGatedBinder, LeaderGatedWriter
     from scheduler.kube.operator import run_operator
@@ -36,13 +42,13 @@ def _run(args: argparse.Namespace) -> int:
     from scheduler.scheduler import Scheduler
 
     try:
-        cfg = load(args.config, args.scheduler_name or None)
-    except ConfigError as exc:
+        cfg, reload_source = load_configuration(args)
+    except (ConfigError, ConfigMapError, OSError) as exc:
         print(f"py-scheduler: invalid configuration: {exc}", file=sys.stderr)
         return 2
     if args.leader_elect is not None:
         cfg.leader_election.leader_elect = args.leader_elect
-    elif not args.config:
+    elif not (args.config or args.config_configmap):
         cfg.leader_election.leader_elect = False  # no config file: one process (dev, tests), no Lease
     kubeconfig = args.kubeconfig or cfg.client_connection.kubeconfig or os.environ.get("KUBECONFIG") or None
     api = load_api_client(kubeconfig)
@@ -103,6 +109,12 @@ def _run(args: argparse.Namespace) -> int:
         sched.start()
     resync = Resyncer(raw, sched, period=args.resync_seconds)
     resync.start()
+    reloader = None
+    if reload_source is not None and args.config_reload_seconds > 0:
+        reloader = ConfigReloader(sched, reload_source.read, reload_source.name, args.scheduler_name or None,
+                                  initial_version=reload_source.version, metrics=metrics, events=writer,
+                                  regarding=reload_source.regarding, interval=args.config_reload_seconds)
+        reloader.start()
     log.info("py-scheduler started", profiles=[p.scheduler_name for p in cfg.profiles], qps=qps, burst=burst)
     try:
         run_operator(sched, api.configuration, stop_flag=stop, watch_pods=not stream_pods)
@@ -111,6 +123,8 @@ def _run(args: argparse.Namespace) -> int:
         if elector is not None:
             elector.stop()  # stop leading (the binding gate closes), then release the Lease
         resync.stop()
+        if reloader is not None:
+            reloader.stop()
         if stream is not None:
             stream.stop()
         sched.stop()
@@ -121,6 +135,50 @@ def _run(args: argparse.Namespace) -> int:
             health.stop()
         log.info("py-scheduler stopped")
     return 0
+
+
+POLICY_CONFIGMAP_KEY = "policy.cfg"  # upstream SchedulerPolicyConfigMapKey
+
+
+def load_configuration(args: argparse.Namespace) -> tuple[SchedulerConfiguration, ReloadSource | None]:
+    """--config, --config-configmap, --policy-config-file or --policy-configmap (at most one; a Policy with
+    --config is an error, as upstream), or the defaults for --scheduler-name. The source is returned for
+    reloading when it is a KubeSchedulerConfiguration."""
+    from scheduler.app.reload import ReloadSource, file_reader
+    from scheduler.config.errors import ConfigError, FieldError
+    from scheduler.config.load import load, load_text
+    from scheduler.config.policy import load_policy, load_policy_text
+
+    names = args.scheduler_name or None
+    given = [f for f, v in (("--config", args.config), ("--config-configmap", args.config_configmap),
+                            ("--policy-config-file", args.policy_config_file),
+                            ("--policy-configmap", args.policy_configmap)) if v]
+    if len(given) > 1:
+        raise ConfigError([FieldError("", f"{' and '.join(given)} cannot be used together")])
+    if args.policy_config_file:
+        return load_policy(args.policy_config_file, names), None
+    if args.policy_configmap or args.config_configmap:
+        from scheduler.kube.client import RawApi, load_api_client
+        from scheduler.kube.configmap import config_map_reader
+
+        api = RawApi(load_api_client(args.kubeconfig or os.environ.get("KUBECONFIG") or None))
+        if args.policy_configmap:
+            ns, name = args.policy_configmap_namespace, args.policy_configmap
+            text, _ = config_map_reader(api, ns, name, POLICY_CONFIGMAP_KEY)()
+            return load_policy_text(text, f"ConfigMap {ns}/{name}", names), None
+        ns, _, name = args.config_configmap.partition("/")
+        if not ns or not name:
+            raise ConfigError([FieldError("", f"--config-configmap {args.config_configmap!r}: expected NS/NAME")])
+        read = config_map_reader(api, ns, name, args.config_configmap_key)
+        text, version = read()
+        source = f"ConfigMap {ns}/{name}"
+        regarding = {"apiVersion": "v1", "kind": "ConfigMap", "namespace": ns, "name": name}
+        return load_text(text, source, names), ReloadSource(read, source, version, regarding)
+    if args.config:
+        cfg = load(args.config, names)
+        read = file_reader(args.config)
+        return cfg, ReloadSource(read, args.config, read()[1])
+    return load(None, names), None
 
 
 def _live_cluster(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -161,7 +219,7 @@ def _simulate(args: argparse.Namespace) -> int:
             return 2
         live = _live_cluster(args) if args.from_cluster else None
         results = run_simulation(args.cluster, args.pods, args.config, seed=args.seed, tie_break=args.tie_break,
-                                 live=live)
+                                 live=live, policy_path=args.policy_config_file)
         if args.output == "json":
             _print_json({"results": results})
         else:
@@ -260,7 +318,21 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run the scheduler against a cluster")
     r.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: $KUBECONFIG, else in-cluster)")
-    r.add_argument("--config", default=None, help="KubeSchedulerConfiguration file")
+    r.add_argument("--config", default=None,
+                   help="KubeSchedulerConfiguration file; edits are reloaded without restart")
+    r.add_argument("--config-configmap", default=None, metavar="NAMESPACE/NAME",
+                   help="read the KubeSchedulerConfiguration from this ConfigMap (key --config-configmap-key) "
+                        "instead of --config; edits are reloaded without restart")
+    r.add_argument("--config-configmap-key", default="config.yaml",
+                   help="the key of --config-configmap holding the configuration (default config.yaml)")
+    r.add_argument("--config-reload-seconds", type=float, default=2.0,
+                   help="how often --config / --config-configmap is checked for changes (0: never reload)")
+    r.add_argument("--policy-config-file", default=None,
+                   help="a seed-era scheduler Policy (kind: Policy, apiVersion: v1; JSON or YAML) instead of --config")
+    r.add_argument("--policy-configmap", default=None,
+                   help=f"read the Policy from this ConfigMap's {POLICY_CONFIGMAP_KEY!r} key instead of --config")
+    r.add_argument("--policy-configmap-namespace", default="kube-system",
+                   help="namespace of --policy-configmap (default kube-system)")
     r.add_argument("--scheduler-name", action="append", default=[],
                    help="serve this schedulerName (repeatable; default py-scheduler) when --config has no profiles")
     r.add_argument("--metrics-port", type=int, default=0, help="serves /metrics, /healthz and /readyz (0: off)")
@@ -290,6 +362,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--kubeconfig", default=None, help="kubeconfig file for --from-cluster (default: $KUBECONFIG)")
     s.add_argument("--pods", required=True, help="YAML/JSON file of pods to place, in order")
     s.add_argument("--config", default=None, help="KubeSchedulerConfiguration file (default: the default profile)")
+    s.add_argument("--policy-config-file", default=None, help="a seed-era scheduler Policy instead of --config")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--seed", type=int, default=None, help="seed the random tie-break, for repeatable output")
     g.add_argument("--tie-break", choices=["random", "name"], default="random",

@@ -127,18 +127,21 @@ class Offline:
 
 def build_scheduler(
     config_path: str | None, pod_objs: list[dict[str, Any]], *, seed: int | None = None,
-    tie_break: Literal["random", "name"] = "random", preemption: bool = True,
+    tie_break: Literal["random", "name"] = "random", preemption: bool = True, policy_path: str | None = None,
 ) -> Offline:
-    """The scheduler with the profiles the pods name (from ``config_path`` or the defaults) and the
-    offline stand-ins. ``preemption=False`` drops the PostFilter plugins (capacity must not evict what it
-    counts on)."""
+    """The scheduler with the profiles the pods name (from ``config_path``, a Policy at ``policy_path`` or
+    the defaults) and the offline stand-ins. ``preemption=False`` drops the PostFilter plugins (capacity
+    must not evict what it counts on)."""
     from scheduler.config.load import ConfigError, build_registry, load
+    from scheduler.config.policy import load_policy
 
+    if config_path and policy_path:
+        raise SimulationError("--config and --policy-config-file cannot be used together")
     names = sorted({(p.get("spec") or {}).get("schedulerName") or "default-scheduler" for p in pod_objs})
     try:
-        cfg = load(config_path, names or None)
+        cfg = load_policy(policy_path, names or None) if policy_path else load(config_path, names or None)
     except ConfigError as exc:
-        raise SimulationError(f"{config_path or 'configuration'}: {exc}") from None
+        raise SimulationError(f"{policy_path or config_path or 'configuration'}: {exc}") from None
     if not preemption:
         for profile in cfg.profiles:
             profile.plugins["postFilter"] = []
@@ -195,12 +198,13 @@ def _keep_nomination(sched: Scheduler, obj: dict[str, Any]) -> None:
 def run_simulation(
     cluster_path: str | None, pods_path: str, config_path: str | None = None, *, seed: int | None = None,
     tie_break: Literal["random", "name"] = "random", live: list[dict[str, Any]] | None = None,
+    policy_path: str | None = None,
 ) -> list[dict[str, Any]]:
     """Place the pods of ``pods_path`` one by one. The cluster: ``live`` (a snapshot of a live cluster)
     if given, with the objects of ``cluster_path`` on top."""
     cluster = load_objects(cluster_path) if cluster_path else []
     pods = pods_to_place(pods_path, len(cluster))
-    off = build_scheduler(config_path, pods, seed=seed, tie_break=tie_break)
+    off = build_scheduler(config_path, pods, seed=seed, tie_break=tie_break, policy_path=policy_path)
     if live is not None:
         add_cluster(off.sched, live, "the live cluster", live=True)
     add_cluster(off.sched, cluster, cluster_path or "")

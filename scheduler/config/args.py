@@ -28,6 +28,7 @@ from scheduler.config.types_pluginargs import (
     DefaultPreemptionArgs,
     InterPodAffinityArgs,
     NodeAffinityArgs,
+    NodeLabelArgs,
     NodeResourcesBalancedAllocationArgs,
     NodeResourcesFitArgs,
     PluginArgs,
@@ -468,6 +469,18 @@ def _service_anti_affinity(a: Mapping[str, Any], path: str, errs: ErrorList) -> 
     return ServiceAntiAffinityArgs(_labels(a, "antiAffinityLabelsPreference", path, errs))
 
 
+def _node_label(a: Mapping[str, Any], path: str, errs: ErrorList) -> NodeLabelArgs:
+    """Label keys, and no key both required and forbidden (nor both preferred present and absent)."""
+    keys = ("presentLabels", "absentLabels", "presentLabelsPreference", "absentLabelsPreference")
+    present, absent, present_pref, absent_pref = (_labels(a, k, path, errs) for k in keys)
+    for key, p, q in (("presentLabels", present, absent), ("presentLabelsPreference", present_pref, absent_pref)):
+        both = sorted(set(p) & set(q))
+        if both:
+            errs.add(f"{path}.{key}", f"detecting at least one label (e.g., {both[0]!r}) that exist in both the "
+                     f"present({list(p)}) and absent({list(q)}) label list")
+    return NodeLabelArgs(present, absent, present_pref, absent_pref)
+
+
 _DECODERS: dict[type, Callable[[Mapping[str, Any], str, ErrorList], Any]] = {
     DefaultPreemptionArgs: _default_preemption,
     InterPodAffinityArgs: _inter_pod_affinity,
@@ -479,6 +492,7 @@ _DECODERS: dict[type, Callable[[Mapping[str, Any], str, ErrorList], Any]] = {
     SelectorSpreadArgs: _selector_spread,
     ServiceAffinityArgs: _service_affinity,
     ServiceAntiAffinityArgs: _service_anti_affinity,
+    NodeLabelArgs: _node_label,
 }
 
 

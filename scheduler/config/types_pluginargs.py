@@ -120,6 +120,17 @@ class ServiceAntiAffinityArgs:
     anti_affinity_labels_preference: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class NodeLabelArgs:
+    """v1beta1 NodeLabelArgs (a Policy's labelsPresence predicates and labelPreference priorities):
+    label keys a node must have / must not have, and ones it is preferred to have / not to have."""
+
+    present_labels: tuple[str, ...] = ()
+    absent_labels: tuple[str, ...] = ()
+    present_labels_preference: tuple[str, ...] = ()
+    absent_labels_preference: tuple[str, ...] = ()
+
+
 PluginArgs = (
     NodeResourcesFitArgs
     | NodeResourcesBalancedAllocationArgs
@@ -131,4 +142,5 @@ PluginArgs = (
     | SelectorSpreadArgs
     | ServiceAffinityArgs
     | ServiceAntiAffinityArgs
+    | NodeLabelArgs
 )

@@ -11,12 +11,15 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from scheduler.framework.status import Status
 from scheduler.framework.types import ClusterEventWithHint, NodeInfo
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
+
+if TYPE_CHECKING:
+    from scheduler.framework.extender import Extender
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -138,6 +141,11 @@ class ClusterHandle(Protocol):
     def nominated_pods_for(self, node_name: str) -> Sequence[Pod]: ...
     def bind(self, pod: Pod, node_name: str) -> Status | None: ...
     def parallelism(self) -> int: ...
+
+    def extenders(self) -> Sequence[Extender]:
+        """The configured extenders (shared by all profiles); those with a preempt verb narrow the
+        preemption candidates."""
+        ...
 
     def rng(self) -> random.Random:
         """The scheduler's random source (seedable), e.g. for preemption's start offset."""
@@ -459,7 +467,8 @@ class CycleObserver(Protocol):
         self, pod: Pod, nodes: Sequence[str], plugins: Mapping[str, tuple[Sequence[int], Sequence[int], int]]
     ) -> None:
         """The scored nodes and, per score plugin that ran, its raw Score, the values after NormalizeScore
-        (both parallel to ``nodes``) and its weight."""
+        (both parallel to ``nodes``) and its weight; called again for each prioritizing extender (its
+        0-10 score as both, and its weight times 10, the scaling to 0-100)."""
         ...
 
     def permit_timeout(self, pod: Pod, plugin: str, seconds: float) -> None: ...

@@ -186,8 +186,10 @@ class ResultRecorder:
     ) -> None:
         with self._lock:
             r = self._get(pod)
-            for node in nodes:
-                r.raw_score[node], r.normalized_score[node], r.final_score[node] = {}, {}, {}
+            for node in nodes:  # score plugins first, then each prioritizing extender adds its own
+                r.raw_score.setdefault(node, {})
+                r.normalized_score.setdefault(node, {})
+                r.final_score.setdefault(node, {})
             for plugin, (raw, normalized, weight) in plugins.items():
                 for node, before, after in zip(nodes, raw, normalized, strict=True):
                     r.raw_score[node][plugin] = before

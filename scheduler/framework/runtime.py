@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from scheduler.config.types import EXTENSION_POINTS, Profile
 from scheduler.framework.interface import (
@@ -52,6 +52,9 @@ from scheduler.framework.interface import (
 from scheduler.framework.status import Code, Status, error, success, unresolvable
 from scheduler.framework.types import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, NodeInfo
 from scheduler.model.pod import Pod
+
+if TYPE_CHECKING:
+    from scheduler.framework.extender import Extender
 
 # callable(extension_point, status_code_string, seconds): wired to scheduler_framework_extension_point_duration.
 MetricsHook = Callable[[str, str, float], None]
@@ -307,6 +310,9 @@ class FrameworkHandle:
     def parallelism(self) -> int:
         return self._base.parallelism()
 
+    def extenders(self) -> Sequence[Extender]:
+        return self._base.extenders()
+
     def rng(self) -> random.Random:
         return self._base.rng()
 
@@ -367,6 +373,7 @@ class Framework:
         self.observer = observer
         self._in_post_filter = False
         self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
+        self.run_all_filters = profile.run_all_filters
         self.handle = FrameworkHandle(handle, self)
         self._metrics = metrics
         self._plugin_metrics = plugin_metrics
@@ -622,6 +629,7 @@ class Framework:
             node = node_info.node
             if node is not None and node.parse_error is not None:
                 return unresolvable(str(node.parse_error))
+            rejected: Status | None = None
             for name, filter_, per_node in active:
                 s = filter_(node_info) if per_node else filter_(state, pod, node_info)
                 if s is not None and s.code != Code.SUCCESS:
@@ -630,10 +638,12 @@ class Framework:
                     s.plugin = name
                     if observer is not None:
                         observer.filter_status(pod, node_info.name, name, s)
-                    return s
-                if observer is not None:
+                    if not s.is_rejected() or not self.run_all_filters:
+                        return s
+                    rejected = _merge_rejections(rejected, s)
+                elif observer is not None:
                     observer.filter_status(pod, node_info.name, name, None)
-            return None
+            return rejected
 
         return run
 
@@ -1010,6 +1020,15 @@ class Framework:
         for pl in self._plugins(state, "postBind"):
             pl.post_bind(state, pod, node_name)
         self._observe_since("PostBind", None, start)
+
+
+def _merge_rejections(first: Status | None, other: Status) -> Status:
+    """alwaysCheckAllPredicates: every rejecting filter's reasons on one status, the strongest code,
+    the first rejecting plugin (upstream PluginToStatus.Merge)."""
+    if first is None:
+        return Status(other.code, list(other.reasons), plugin=other.plugin)
+    code = max(first.code, other.code, key=lambda c: c == Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+    return Status(code, [*first.reasons, *other.reasons], plugin=first.plugin)
 
 
 def _prefilter_conflict_msg(plugins: set[str]) -> str:

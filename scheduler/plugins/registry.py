@@ -27,6 +27,7 @@ from scheduler.config.types_pluginargs import (
     DefaultPreemptionArgs,
     InterPodAffinityArgs,
     NodeAffinityArgs,
+    NodeLabelArgs,
     NodeResourcesBalancedAllocationArgs,
     NodeResourcesFitArgs,
     PodTopologySpreadArgs,
@@ -135,6 +136,8 @@ IN_TREE_PLUGINS: tuple[InTreePlugin, ...] = (
     _legacy("MostRequestedPriority", _points("score")),
     _legacy("BalancedResourceAllocation", _points("score")),
     _legacy("NoDiskConflict", _points("filter")),
+    _legacy("NodeLabel", _points("filter", "score"), NodeLabelArgs),
+    _legacy("NodePreferAvoidPods", _points("score")),
 )
 
 IN_TREE_BY_NAME: dict[str, InTreePlugin] = {p.name: p for p in IN_TREE_PLUGINS}

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from scheduler.cache.objects import ObjectStore
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.edge import ScheduleObserver
 from scheduler.eventhandlers import MODIFIED
@@ -23,7 +24,7 @@ from scheduler.framework.interface import CycleObserver
 from scheduler.framework.runtime import Framework
 from scheduler.framework.types import ActionType, ClusterEvent, ClusterEventWithHint, EventResource
 from scheduler.metrics import Metrics
-from scheduler.model.pod import Pod
+from scheduler.model.pod import Pod, pod_from_api
 from scheduler.queue.scheduling_queue import PriorityQueue, QueueProfile
 from scheduler.schedule_one import SchedulingAlgorithm
 
@@ -38,6 +39,7 @@ class Reconfigure:
     queue: PriorityQueue
     algorithm: SchedulingAlgorithm
     handle: Any
+    objects: ObjectStore
     observer: ScheduleObserver | None
     cycle_observer: CycleObserver | None
     _pending: dict[str, Pod]
@@ -84,10 +86,14 @@ class Reconfigure:
             return
         config, frameworks = pending
         added = set(frameworks) - set(self.frameworks)
+        for name, fwk in frameworks.items():
+            if name in self.frameworks:  # pods waiting at Permit stay visible to the new plugins
+                fwk.share_waiting_pods(self.frameworks[name])
         self.config, self.frameworks = config, frameworks
         self.algorithm.configure(config.percentage_of_nodes_to_score, build_extenders(config.extenders))
         self.queue.set_profiles(queue_profiles(frameworks, bool(config.extenders)),
                                 config.pod_initial_backoff_seconds, config.pod_max_backoff_seconds)
+        self._replay_to_observers(frameworks)
         for pod in [p for p in self._pending.values() if not self.responsible_for(p)]:
             self._pending.pop(pod.uid, None)
             self.queue.delete(pod)
@@ -96,6 +102,21 @@ class Reconfigure:
             if not spec.get("nodeName") and spec.get("schedulerName", "default-scheduler") in added:
                 self.on_pod_event(MODIFIED, obj)
         log.info("configuration reloaded", profiles=list(frameworks))
+
+
+    def _replay_to_observers(self, frameworks: Mapping[str, Framework]) -> None:
+        """Plugins that keep state from watch events (Coscheduling's groups) are new objects: they start
+        from what the scheduler knows, the stored objects and the pods last seen."""
+        observing = [f for f in frameworks.values() if f.has_observers()]
+        if not observing:
+            return
+        pods = [pod_from_api(obj) for _, obj in list(self._pod_seen.values())]
+        for fwk in observing:
+            for kind in self.objects.kinds():
+                for obj in self.objects.list(kind):
+                    fwk.notify_object_event(kind, False, obj)
+            for pod in pods:
+                fwk.notify_pod_event(False, pod)
 
 
 def queue_profiles(frameworks: Mapping[str, Framework], extenders: bool) -> dict[str, QueueProfile]:

@@ -406,6 +406,11 @@ def _unschedulable(exc: FitError) -> Status:
     return Status(Code.UNSCHEDULABLE, [str(exc)], error=exc)
 
 
+def _permit_decided(fwk: Framework, pod: Pod) -> bool:
+    wp = fwk.get_waiting_pod(pod.uid)
+    return wp is None or wp.decided()
+
+
 class ScheduleOne:
     """The scheduling and binding cycles of the Scheduler (which sets the attributes declared here)."""
 
@@ -421,6 +426,7 @@ class ScheduleOne:
     _pending: dict[str, Pod]
     _bind_pool: ThreadPoolExecutor | None
     _bind_slots: threading.BoundedSemaphore
+    parked: list[tuple[Any, ...]]  # binding cycles of pods waiting at Permit (synchronous binding)
 
     def schedule_one(self, timeout: float | None = None) -> bool:
         """ScheduleOne: pop one pod and run its scheduling cycle. False when nothing was popped."""
@@ -437,6 +443,8 @@ class ScheduleOne:
             self.queue.done(pod.uid)
             return True
         self.scheduling_cycle(fwk, qpi, self.queue.scheduling_cycle)
+        if self.parked:
+            self.run_decided_parked()
         return True
 
     def scheduling_cycle(self, fwk: Framework, qpi: QueuedPodInfo, cycle: int) -> None:
@@ -485,23 +493,49 @@ class ScheduleOne:
             return
         if self.observer is not None:
             self.observer.scheduled(pod, host, result.diagnosis.node_to_status)
-        if self._bind_pool is None:
-            self.binding_cycle(fwk, state, qpi, assumed, host, cycle, start)
+        args = (fwk, state, qpi, assumed, host, cycle, start)
+        if permit is not None and permit.code == Code.WAIT:
+            self._park(args)
+        elif self._bind_pool is None:
+            self.binding_cycle(*args)
         else:
             self._bind_slots.acquire()
-            self._bind_pool.submit(self._binding_cycle_guarded, fwk, state, qpi, assumed, host, cycle, start)
+            self._bind_pool.submit(self._binding_cycle_guarded, *args)
+
+    def _park(self, args: tuple[Any, ...]) -> None:
+        """A pod waiting at Permit must not hold a binding worker or slot: a gang larger than the
+        pool would wait for members the blocked loop can never schedule. Live, it waits on its own
+        thread (a goroutine upstream); with synchronous binding its binding cycle runs once decided."""
+        if self._bind_pool is None:
+            self.parked.append(args)
+            return
+        threading.Thread(target=self._binding_cycle_logged, args=args, name="permit-wait", daemon=True).start()
+
+    def run_decided_parked(self) -> None:
+        """Synchronous binding: run the binding cycles of parked pods that were allowed or rejected."""
+        while True:
+            ready = [a for a in self.parked if _permit_decided(a[0], a[3])]
+            if not ready:
+                return
+            for a in ready:
+                self.parked.remove(a)
+                self.binding_cycle(*a)
 
     def _binding_cycle_guarded(self, *args: Any) -> None:
         if self.metrics is not None:
             self.metrics.binding_started()
         try:
-            self.binding_cycle(*args)
-        except Exception:
-            log.exception("binding cycle crashed")
+            self._binding_cycle_logged(*args)
         finally:
             self._bind_slots.release()
             if self.metrics is not None:
                 self.metrics.binding_finished()
+
+    def _binding_cycle_logged(self, *args: Any) -> None:
+        try:
+            self.binding_cycle(*args)
+        except Exception:
+            log.exception("binding cycle crashed")
 
     def binding_cycle(
         self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, assumed: Pod, host: str, cycle: int,
@@ -509,7 +543,6 @@ class ScheduleOne:
     ) -> None:
         """bindingCycle: WaitOnPermit, PreBind, Bind, then the cache confirms the binding and PostBind runs."""
         st = fwk.wait_on_permit(assumed)
-        self.queue.done(assumed.uid)
         if st is None or st.code == Code.SUCCESS:
             st = fwk.run_pre_bind_plugins(state, assumed, host)
         if st is None or st.code == Code.SUCCESS:
@@ -519,6 +552,7 @@ class ScheduleOne:
         if st is not None and st.code != Code.SUCCESS:
             self.handle_binding_cycle_error(fwk, state, qpi, assumed, host, st, cycle, start)
             return
+        self.queue.done(assumed.uid)  # upstream defers Done to the end of the binding cycle
         self.cache.finish_binding(assumed)
         elapsed = self.clock() - start
         if self.metrics is not None:
@@ -544,8 +578,13 @@ class ScheduleOne:
         if st.code == Code.ERROR and getattr(st.error, "status", None) == 404:
             log.info("pod deleted before it could be bound", pod=assumed.key, node=host, profile=fwk.profile_name,
                      cycle=cycle)
+            self.queue.done(assumed.uid)
             return
-        self.handle_scheduling_failure(fwk, qpi, st, cycle, start, message=st.message, plugins=set(),
+        # A Permit rejection names its plugin: the pod waits for that plugin's events (upstream wraps
+        # it in a FitError with that plugin unschedulable); a plugin without events (e.g. preemption
+        # rejecting a victim) leaves it to backoff. The failure handling marks the pod done.
+        rejector = {st.plugin} & set(fwk.events_to_register()) if st.is_rejected() else set()
+        self.handle_scheduling_failure(fwk, qpi, st, cycle, start, message=st.message, plugins=rejector,
                                        clear_nominated=True)
 
     def _undo(self, fwk: Framework, state: CycleState, assumed: Pod, host: str) -> None:

@@ -25,7 +25,7 @@ from scheduler.edge import APIWriter, Binder, EventRecorder, ScheduleObserver
 from scheduler.eventhandlers import EventHandlers
 from scheduler.extender import build_extenders
 from scheduler.framework.extender import Extender
-from scheduler.framework.interface import CycleObserver
+from scheduler.framework.interface import CycleObserver, PodGroupWriter
 from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Status
@@ -94,6 +94,14 @@ class _Handle:
         """The pod has not been deleted (as far as the watch told)."""
         return pod.uid in self._s._pod_seen
 
+    # Coscheduling
+
+    def activate_pods(self, pods: list[Pod]) -> None:
+        self._s.queue.activate(pods)
+
+    def podgroup_writer(self) -> PodGroupWriter | None:
+        return self._s.podgroup_writer
+
 
 class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
     def __init__(
@@ -112,11 +120,14 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
         rng: random.Random | None = None,
         tie_break: Literal["random", "name"] = "random",
         clock: Callable[[], float] = time.monotonic,
+        podgroup_writer: PodGroupWriter | None = None,
     ) -> None:
         """``writer`` makes preemption's and VolumeBinding's API writes; without one they fail with an
         error status. ``observer`` sees every attempt's outcome (simulate, --record-results);
-        ``cycle_observer`` every plugin's result in it (framework/results.py's recorder)."""
+        ``cycle_observer`` every plugin's result in it (framework/results.py's recorder). ``podgroup_writer``
+        keeps PodGroup status and events current (Coscheduling); without one they are not written."""
         self.config = config
+        self.podgroup_writer = podgroup_writer
         self.binder = binder
         self.writer = writer
         self.recorder = recorder
@@ -156,6 +167,7 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
         self._node_seen = {}
         self._bind_pool = None if synchronous_binding else ThreadPoolExecutor(bind_workers, "binding")
         self._bind_slots = threading.BoundedSemaphore(bind_workers * 4)
+        self.parked: list[tuple[Any, ...]] = []  # binding cycles waiting at Permit (synchronous binding)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         if metrics is not None:

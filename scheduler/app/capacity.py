@@ -41,11 +41,11 @@ def capacity(
     i = 0
     while max_count is None or i < max_count:
         obj = copy_of(pod, i)
+        key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
         sched.on_pod_event(ADDED, obj)
-        outcome = attempt(off)
+        outcome = attempt(off, key)
         if outcome is None or not outcome.node:
-            meta = obj["metadata"]
-            message = outcome.message if outcome else queue_message(sched, f"{meta['namespace']}/{meta['name']}")
+            message = outcome.message if outcome else queue_message(sched, key)
             sched.on_pod_event(DELETED, obj)
             break
         sched.on_pod_event(MODIFIED, {**obj, "spec": {**obj["spec"], "nodeName": outcome.node}})

@@ -34,11 +34,13 @@ def _run(args: argparse.Namespace) -> int:
     from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS
     from scheduler.kube.leaderelection import LeaderElector, LeaderGatedBinder, LeaderGatedWriter
     from scheduler.kube.operator import run_operator
+    from scheduler.kube.podgroups import PODGROUP_KINDS, ApiPodGroupWriter, podgroups_served
     from scheduler.kube.podstream import PodStream, wait_synced
     from scheduler.kube.ratelimit import TokenBucket
     from scheduler.kube.recorder import ApiEventSink
     from scheduler.kube.sync import Resyncer, initial_sync
     from scheduler.metrics import Metrics
+    from scheduler.plugins.podgroup import POD_GROUP_LABEL
     from scheduler.scheduler import Scheduler
 
     try:
@@ -87,21 +89,36 @@ def _run(args: argparse.Namespace) -> int:
         if health is not None:
             health.add_readiness_check("leader-election", elector.readiness)
             health.add_liveness_check("leader-election", elector.liveness)
+    kinds = dict(OBJECT_KINDS)
+    podgroup_writer = None
+    members_listed = threading.Event()  # PodGroup status is written once the members are listed
+    if podgroups_served(raw):  # Coscheduling's PodGroups; a cluster without the CRD starts as before
+        kinds.update(PODGROUP_KINDS)
+        leading = (lambda: elector.is_leader) if elector is not None else (lambda: True)
+        podgroup_writer = ApiPodGroupWriter(writer, controller=cfg.profiles[0].scheduler_name, leading=leading,
+                                            ready=members_listed)
+    else:
+        log.info("PodGroup CRD (scheduling.x-k8s.io/v1alpha1) not served; Coscheduling sees no PodGroups")
     results = None
     if args.record_results:
         from scheduler.kube.results import ResultWriter
 
         results = ResultWriter(writer)
     sched = Scheduler(cfg, registry, binder, sink, metrics, writer=api_writer, bind_workers=args.bind_workers,
-                      observer=results, cycle_observer=results.recorder if results is not None else None)
+                      podgroup_writer=podgroup_writer, observer=results,
+                      cycle_observer=results.recorder if results is not None else None)
     stream_pods = args.pod_watch == "stream"
-    initial_sync(raw, sched, OBJECT_KINDS, pods=not stream_pods)
-    stream = None
+    initial_sync(raw, sched, kinds, pods=not stream_pods)
+    streams = []
+    if podgroup_writer is not None:  # group members in every phase (the main stream skips terminal pods)
+        streams.append(PodStream(raw, sched.on_group_pod_event, label_selector=POD_GROUP_LABEL))
     if stream_pods:
-        stream = PodStream(raw, sched.on_pod_event, field_selector=NON_TERMINAL_PODS)
+        streams.append(PodStream(raw, sched.on_pod_event, field_selector=NON_TERMINAL_PODS))
+    for stream in streams:
         stream.start()
         if not wait_synced(stream):
             log.error("pod list did not complete; scheduling starts anyway")
+    members_listed.set()
     synced.set()
     if elector is not None:
         elector.start()  # the scheduling loop starts when this replica acquires the Lease
@@ -117,7 +134,7 @@ def _run(args: argparse.Namespace) -> int:
         reloader.start()
     log.info("py-scheduler started", profiles=[p.scheduler_name for p in cfg.profiles], qps=qps, burst=burst)
     try:
-        run_operator(sched, api.configuration, stop_flag=stop, watch_pods=not stream_pods)
+        run_operator(sched, api.configuration, kinds=kinds, stop_flag=stop, watch_pods=not stream_pods)
     finally:
         stop.set()
         if elector is not None:
@@ -125,12 +142,14 @@ def _run(args: argparse.Namespace) -> int:
         resync.stop()
         if reloader is not None:
             reloader.stop()
-        if stream is not None:
+        for stream in streams:
             stream.stop()
         sched.stop()
         if results is not None:
             results.close()
         sink.close()
+        if podgroup_writer is not None:
+            podgroup_writer.close()
         if health is not None:
             health.stop()
         log.info("py-scheduler stopped")

@@ -58,7 +58,7 @@ def explain(pod: dict[str, Any], cluster: list[dict[str, Any]], config_path: str
     }
     parsed = pod_from_api(target)
     sched.on_pod_event(ADDED, target)
-    outcome = attempt(off)
+    outcome = attempt(off, parsed.key)
     if outcome is None:  # it never reached a cycle (scheduling gates)
         out: dict[str, Any] = {"pod": parsed.key, "node": None, "message": queue_message(sched, parsed.key),
                                "filtered": {}, "scores": {}, "score_details": {}, "victims": []}

@@ -23,6 +23,8 @@ from scheduler.framework.interface import NodeToStatus
 from scheduler.framework.results import ResultRecorder
 from scheduler.kube.kinds import OBJECT_KINDS
 from scheduler.model.pod import Pod, pod_from_api
+from scheduler.plugins.podgroup import KIND as PODGROUP
+from scheduler.plugins.podgroup import group_full_name, group_name
 from scheduler.scheduler import Scheduler
 
 
@@ -183,7 +185,7 @@ def add_cluster(sched: Scheduler, objects: list[dict[str, Any]], source: str, *,
                     continue
                 raise SimulationError(f"{source}: {_ident(o)}: field spec.nodeName: cluster pods must be bound")
             sched.on_pod_event(ADDED, o)
-        elif kind in OBJECT_KINDS:
+        elif kind in OBJECT_KINDS or kind == PODGROUP:
             sched.on_object_event(kind, ADDED, o)
         else:
             raise SimulationError(f"{source}: {_ident(o)}: unsupported kind {kind}")
@@ -211,12 +213,14 @@ def run_simulation(
     return [result_dict(o, victims, off.results) for o, victims in _schedule_each(off, pods)]
 
 
-def attempt(off: Offline) -> Outcome | None:
-    """Run scheduling cycles until one records an outcome (None: nothing left to schedule)."""
+def attempt(off: Offline, key: str) -> Outcome | None:
+    """Run scheduling cycles until one records an outcome for pod ``key`` (None: nothing left to
+    schedule). Other outcomes may come first: the group members a failing pod's PostFilter rejected."""
     before = len(off.outcomes.outcomes)
     while off.sched.schedule_one(timeout=0):
-        if len(off.outcomes.outcomes) > before:
-            return off.outcomes.outcomes[-1]
+        mine = [o for o in off.outcomes.outcomes[before:] if o.pod.key == key]
+        if mine:
+            return mine[-1]  # a binding failure comes after the decision
     return None
 
 
@@ -226,34 +230,82 @@ def victims_of(off: Offline, pod: Pod, since: int = 0) -> list[str]:
 
 
 def _schedule_each(off: Offline, pods: list[dict[str, Any]]) -> Iterator[tuple[Outcome, list[str]]]:
-    sched = off.sched
+    """One attempt per pod in file order. A pod group's members are all known from the start (as in a
+    live cluster); a member held at Permit gets its result once its group is placed or rejected, and
+    members still waiting at the end are rejected: a group is placed all or nothing."""
+    for obj in pods:
+        if group_name(pod_from_api(obj)):
+            off.sched.on_group_pod_event(ADDED, obj)
+    results: dict[str, tuple[Outcome, list[str]]] = {}
+    waiting: dict[str, dict[str, Any]] = {}  # pod key -> object, held at Permit
     for obj in pods:
         pod = pod_from_api(obj)
-        if pod.scheduler_name not in sched.frameworks:
-            yield Outcome(pod, None, f"no profile for schedulerName {pod.scheduler_name!r}"), []
+        results[pod.key] = _schedule_one(off, obj, pod, waiting)
+        _settle(off, waiting, results)
+    _reject_incomplete_groups(off.sched, waiting)
+    _settle(off, waiting, results)
+    for obj in pods:
+        yield results[pod_from_api(obj).key]
+
+
+def _schedule_one(
+    off: Offline, obj: dict[str, Any], pod: Pod, waiting: dict[str, dict[str, Any]]
+) -> tuple[Outcome, list[str]]:
+    sched = off.sched
+    if pod.scheduler_name not in sched.frameworks:
+        return Outcome(pod, None, f"no profile for schedulerName {pod.scheduler_name!r}"), []
+    if pod.node_name:
+        return Outcome(pod, None, f"spec.nodeName is already set ({pod.node_name}): not scheduled"), []
+    sched.on_pod_event(ADDED, obj)
+    preempted_before = len(off.outcomes.preemptions)
+    outcome = attempt(off, pod.key)
+    if outcome is None:
+        msg = queue_message(sched, pod.key)
+        sched.on_pod_event(DELETED, obj)
+        return Outcome(pod, None, msg), []
+    victims = victims_of(off, pod, preempted_before)
+    nominated = sched.queue.nominator.nominated_node_name(pod)
+    if outcome.node is None and victims and nominated:
+        obj = _retry_after_preemption(sched, obj, pod, nominated)
+        outcome = attempt(off, pod.key) or outcome
+    if outcome.node and sched.frameworks[pod.scheduler_name].get_waiting_pod(pod.uid) is not None:
+        waiting[pod.key] = obj  # bound (or rejected) together with its group, later
+    elif outcome.node:
+        bound = {**obj, "spec": {**(obj.get("spec") or {}), "nodeName": outcome.node}}
+        sched.on_pod_event(MODIFIED, bound)  # what the watch would deliver: confirms the assumed pod
+    else:
+        sched.on_pod_event(DELETED, obj)  # one attempt per pod: it must not come back from backoff
+    return outcome, victims
+
+
+def _settle(off: Offline, waiting: dict[str, dict[str, Any]], results: dict[str, tuple[Outcome, list[str]]]) -> None:
+    """Members that left Permit: bound ones are confirmed, rejected ones get their failure as result."""
+    sched = off.sched
+    bound = dict(sched.binder.bindings) if isinstance(sched.binder, RecordingBinder) else {}
+    for key, obj in list(waiting.items()):
+        pod = pod_from_api(obj)
+        if sched.frameworks[pod.scheduler_name].get_waiting_pod(pod.uid) is not None:
             continue
-        if pod.node_name:
-            yield Outcome(pod, None, f"spec.nodeName is already set ({pod.node_name}): not scheduled"), []
+        del waiting[key]
+        if key in bound:
+            sched.on_pod_event(MODIFIED, {**obj, "spec": {**(obj.get("spec") or {}), "nodeName": bound[key]}})
             continue
-        sched.on_pod_event(ADDED, obj)
-        preempted_before = len(off.outcomes.preemptions)
-        outcome = attempt(off)
-        if outcome is None:
-            msg = queue_message(sched, pod.key)
-            sched.on_pod_event(DELETED, obj)
-            yield Outcome(pod, None, msg), []
-            continue
-        victims = victims_of(off, pod, preempted_before)
-        nominated = sched.queue.nominator.nominated_node_name(pod)
-        if outcome.node is None and victims and nominated:
-            obj = _retry_after_preemption(sched, obj, pod, nominated)
-            outcome = attempt(off) or outcome
-        if outcome.node:
-            bound = {**obj, "spec": {**(obj.get("spec") or {}), "nodeName": outcome.node}}
-            sched.on_pod_event(MODIFIED, bound)  # what the watch would deliver: confirms the assumed pod
-        else:
-            sched.on_pod_event(DELETED, obj)  # one attempt per pod: it must not come back from backoff
-        yield outcome, victims
+        failed = next((o for o in reversed(off.outcomes.outcomes) if o.pod.key == key and o.node is None), None)
+        results[key] = (failed or Outcome(pod, None, "rejected at Permit"), results[key][1])
+        sched.on_pod_event(DELETED, obj)
+
+
+def _reject_incomplete_groups(sched: Scheduler, waiting: dict[str, dict[str, Any]]) -> None:
+    """No more pods: members still waiting for their group are rejected, saying how far it got."""
+    for obj in waiting.values():
+        pod = pod_from_api(obj)
+        fwk = sched.frameworks[pod.scheduler_name]
+        wp = fwk.get_waiting_pod(pod.uid)
+        if wp is not None:
+            held = sum(1 for o in waiting.values() if group_full_name(pod_from_api(o)) == group_full_name(pod))
+            wp.reject("Coscheduling", f'PodGroup "{group_full_name(pod)}" was not placed: only {held} of its '
+                                      f"members could be placed (all or nothing)")
+    sched.run_decided_parked()
 
 
 def _retry_after_preemption(sched: Scheduler, obj: dict[str, Any], pod: Pod, nominated: str) -> dict[str, Any]:

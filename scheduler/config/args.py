@@ -25,6 +25,7 @@ from scheduler.config.types_pluginargs import (
     MAX_CUSTOM_PRIORITY_SCORE,
     SCORING_STRATEGY_TYPES,
     SYSTEM_DEFAULTING,
+    CoschedulingArgs,
     DefaultPreemptionArgs,
     InterPodAffinityArgs,
     NodeAffinityArgs,
@@ -185,6 +186,16 @@ def _default_preemption(a: Mapping[str, Any], path: str, errs: ErrorList) -> Def
     if pct == 0 and absolute == 0:
         errs.add(f"{path}.minCandidateNodesPercentage", "cannot be zero at the same time as minCandidateNodesAbsolute")
     return DefaultPreemptionArgs(pct, absolute)
+
+
+def _coscheduling(a: Mapping[str, Any], path: str, errs: ErrorList) -> CoschedulingArgs:
+    d = CoschedulingArgs()
+    wait = _int_field(a, "permitWaitingTimeSeconds", d.permit_waiting_time_seconds, path, errs)
+    backoff = _int_field(a, "podGroupBackoffSeconds", d.pod_group_backoff_seconds, path, errs)
+    for key, v in (("permitWaitingTimeSeconds", wait), ("podGroupBackoffSeconds", backoff)):
+        if v < 0:
+            errs.add(f"{path}.{key}", f"invalid value {v}: must not be negative")
+    return CoschedulingArgs(wait, backoff)
 
 
 def _inter_pod_affinity(a: Mapping[str, Any], path: str, errs: ErrorList) -> InterPodAffinityArgs:
@@ -482,6 +493,7 @@ def _node_label(a: Mapping[str, Any], path: str, errs: ErrorList) -> NodeLabelAr
 
 
 _DECODERS: dict[type, Callable[[Mapping[str, Any], str, ErrorList], Any]] = {
+    CoschedulingArgs: _coscheduling,
     DefaultPreemptionArgs: _default_preemption,
     InterPodAffinityArgs: _inter_pod_affinity,
     NodeAffinityArgs: _node_affinity,

@@ -131,6 +131,16 @@ class NodeLabelArgs:
     absent_labels_preference: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class CoschedulingArgs:
+    """kubernetes-sigs/scheduler-plugins' CoschedulingArgs (its v1 defaults; its args are registered in the
+    kubescheduler.config.k8s.io group): how long members wait at Permit for their group unless the
+    PodGroup says, and how long a group that failed is kept back (0: not at all)."""
+
+    permit_waiting_time_seconds: int = 60
+    pod_group_backoff_seconds: int = 0
+
+
 PluginArgs = (
     NodeResourcesFitArgs
     | NodeResourcesBalancedAllocationArgs
@@ -143,4 +153,5 @@ PluginArgs = (
     | ServiceAffinityArgs
     | ServiceAntiAffinityArgs
     | NodeLabelArgs
+    | CoschedulingArgs
 )

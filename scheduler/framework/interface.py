@@ -173,6 +173,27 @@ class ClusterHandle(Protocol):
         """False once the pod was deleted (as far as the watch told)."""
         ...
 
+    def activate_pods(self, pods: list[Pod]) -> None:
+        """Move pending pods to activeQ (upstream's PodsToActivate; Coscheduling's siblings)."""
+        ...
+
+    def podgroup_writer(self) -> PodGroupWriter | None:
+        """Where PodGroup status and events go (Coscheduling); None offline (simulate)."""
+        ...
+
+
+class PodGroupWriter(Protocol):
+    """The API writes for scheduler-plugins' PodGroups (implemented in scheduler.kube). Both return
+    at once: the writes are made off the calling thread."""
+
+    def patch_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
+        """Merge-patch the PodGroup's status subresource."""
+        ...
+
+    def event(self, podgroup: Mapping[str, Any], type_: str, reason: str, note: str) -> None:
+        """Record an Event regarding the PodGroup."""
+        ...
+
 
 class WaitingPod(Protocol):
     """A pod held at Permit (upstream framework.WaitingPod)."""
@@ -181,6 +202,10 @@ class WaitingPod(Protocol):
     def get_pending_plugins(self) -> list[str]: ...
     def allow(self, plugin_name: str) -> None: ...
     def reject(self, plugin_name: str, msg: str) -> None: ...
+
+    def rejected(self) -> bool:
+        """Rejected or timed out, though its binding cycle may not have woken yet (our addition)."""
+        ...
 
 
 class Handle(ClusterHandle, Protocol):
@@ -395,6 +420,18 @@ class DeclaresExtensionPoints(Protocol):
     extension_points: Collection[str]
 
 
+@runtime_checkable
+class ClusterEventObserver(Protocol):
+    """Our addition: a plugin that keeps its own state from watch events, where upstream plugins
+    read informers (Coscheduling's pod and PodGroup informers). The framework calls these on the
+    watch threads for the pods of its profile and for the other kinds; they must return quickly."""
+
+    name: str
+
+    def on_pod_event(self, deleted: bool, pod: Pod) -> None: ...
+    def on_object_event(self, kind: str, deleted: bool, obj: Mapping[str, Any]) -> None: ...
+
+
 class PluginFactory(Protocol):
     """Builds a plugin from its args and the framework handle. In-tree plugins get their typed Args
     (``config.types_pluginargs``), already defaulted and validated; plugins without an args type get
@@ -408,6 +445,7 @@ __all__ = [
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",
     "BindPlugin",
+    "ClusterEventObserver",
     "ClusterHandle",
     "CycleState",
     "DeclaresExtensionPoints",
@@ -422,6 +460,7 @@ __all__ = [
     "ObjectLister",
     "PermitPlugin",
     "PluginFactory",
+    "PodGroupWriter",
     "PostBindPlugin",
     "PostFilterPlugin",
     "PostFilterResult",

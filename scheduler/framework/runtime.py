@@ -22,6 +22,7 @@ from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     BindPlugin,
+    ClusterEventObserver,
     ClusterHandle,
     CycleObserver,
     CycleState,
@@ -34,6 +35,7 @@ from scheduler.framework.interface import (
     ObjectLister,
     PermitPlugin,
     PluginFactory,
+    PodGroupWriter,
     PostBindPlugin,
     PostFilterPlugin,
     PostFilterResult,
@@ -238,6 +240,18 @@ class WaitingPod:
             self._expire_locked()
             return sorted(self._pending) if not self._decided else []
 
+    def decided(self) -> bool:
+        """Allowed, rejected or timed out (synchronous binding runs the binding cycle only then)."""
+        with self._cond:
+            self._expire_locked()
+            return self._decided
+
+    def rejected(self) -> bool:
+        """Rejected or timed out: it will not be bound, even if its binding cycle has not woken yet."""
+        with self._cond:
+            self._expire_locked()
+            return self._decided and self._decision is not None
+
     def allow(self, plugin_name: str) -> None:
         """The plugin lets the pod go; the pod is released once no plugin is pending."""
         with self._cond:
@@ -331,6 +345,12 @@ class FrameworkHandle:
     def pod_exists(self, pod: Pod) -> bool:
         return self._base.pod_exists(pod)
 
+    def activate_pods(self, pods: list[Pod]) -> None:
+        self._base.activate_pods(pods)
+
+    def podgroup_writer(self) -> PodGroupWriter | None:
+        return self._base.podgroup_writer()
+
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
         return self.framework.get_waiting_pod(uid)
 
@@ -396,6 +416,7 @@ class Framework:
         self._pre_bind: list[PreBindPlugin] = self._by_point["preBind"]
         self._bind: list[BindPlugin] = self._by_point["bind"]
         self._post_bind: list[PostBindPlugin] = self._by_point["postBind"]
+        self._observers = [p for p in self.plugins.values() if isinstance(p, ClusterEventObserver)]
         # The optional fast paths each plugin declares (interface.py), looked up once per profile.
         self._filter_for: dict[str, FilterForPlugin] = {
             pl.name: pl for pl in self._filter if isinstance(pl, FilterForPlugin)
@@ -466,6 +487,22 @@ class Framework:
     def _observe_since(self, extension_point: str, status: Status | None, start: float) -> None:
         if self._metrics is not None:
             self._metrics(extension_point, code_name(status), time.perf_counter() - start)
+
+    # ----- watch events for plugins that keep state ----------------------------------------------
+
+    def has_observers(self) -> bool:
+        return bool(self._observers)
+
+    def notify_pod_event(self, deleted: bool, pod: Pod) -> None:
+        """A pod of this profile changed (any phase, as a label-selected pod watch sees it)."""
+        if pod.scheduler_name != self.profile_name:
+            return
+        for pl in self._observers:
+            pl.on_pod_event(deleted, pod)
+
+    def notify_object_event(self, kind: str, deleted: bool, obj: Mapping[str, Any]) -> None:
+        for pl in self._observers:
+            pl.on_object_event(kind, deleted, obj)
 
     def _plugins(self, state: CycleState, point: str) -> list[Any]:
         """The plugins of ``point``, timed ones when this cycle samples plugin durations."""
@@ -968,6 +1005,11 @@ class Framework:
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
         with self._waiting_lock:
             return self._waiting.get(uid)
+
+    def share_waiting_pods(self, previous: Framework) -> None:
+        """After a reload: the pods waiting at Permit under the previous framework of this profile are
+        this one's too (a gang's last member, permitted by the new plugins, allows the earlier ones)."""
+        self._waiting, self._waiting_lock = previous._waiting, previous._waiting_lock
 
     def iterate_over_waiting_pods(self) -> list[WaitingPod]:
         with self._waiting_lock:

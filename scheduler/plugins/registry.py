@@ -24,6 +24,7 @@ from typing import Any
 
 from scheduler.config.types import EXTENSION_POINTS
 from scheduler.config.types_pluginargs import (
+    CoschedulingArgs,
     DefaultPreemptionArgs,
     InterPodAffinityArgs,
     NodeAffinityArgs,
@@ -138,6 +139,9 @@ IN_TREE_PLUGINS: tuple[InTreePlugin, ...] = (
     _legacy("NoDiskConflict", _points("filter")),
     _legacy("NodeLabel", _points("filter", "score"), NodeLabelArgs),
     _legacy("NodePreferAvoidPods", _points("score")),
+    # kubernetes-sigs/scheduler-plugins (same names, args and CRDs), outside the default profile
+    InTreePlugin("Coscheduling", _points("queueSort", "preFilter", "postFilter", "reserve", "permit"), None,
+                 CoschedulingArgs),
 )
 
 IN_TREE_BY_NAME: dict[str, InTreePlugin] = {p.name: p for p in IN_TREE_PLUGINS}

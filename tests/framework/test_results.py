@@ -56,7 +56,7 @@ def one_attempt(tmp_path: Path, target: dict[str, Any], cluster: list[dict[str, 
     off = build_scheduler(path, [target])
     add_cluster(off.sched, cluster, "test")
     off.sched.on_pod_event(ADDED, target)
-    assert attempt(off) is not None
+    assert attempt(off, f"default/{target['metadata']['name']}") is not None
     result = off.results.result(target["metadata"]["uid"])
     assert result is not None
     return result.annotations()

@@ -8,7 +8,7 @@ NODES ?= 6
 ZONES ?= 3
 export GOTOOLCHAIN := local
 
-.PHONY: install lint unit integration e2e test cluster-up cluster-down binaries run e2e-kind bench bench-smoke clean lock
+.PHONY: install lint unit integration e2e test cluster-up cluster-down binaries run e2e-kind bench bench-gang bench-smoke clean lock
 
 # Every Python dependency is pinned in constraints.txt (runtime, dev and bench alike), so a fresh machine
 # installs exactly what was tested; `make lock` resolves pyproject.toml's ranges anew.
@@ -62,10 +62,20 @@ e2e-kind: install
 	bash e2e/kind/run.sh
 
 # py-scheduler vs kube-scheduler vs a no-algorithm binder on scheduler_perf workloads (~40 min on 2 cores).
+# Then a paced run (BENCH_PACED_ARGS= skips it): pods created at 100/s, below both schedulers' capacity,
+# so its latencies are scheduling delay rather than queue build-up.
 BENCH_ARGS ?= --suite bench
+BENCH_PACED_ARGS ?= --workload SchedulingBasic --nodes 1000 --pods 3000 --schedulers py,kube --rate 100 --repeat 1
 bench: install binaries
 	$(BIN)/pip install -q -c constraints.txt -e '.[bench]'
 	$(BIN)/python -m e2e.perf $(BENCH_ARGS) --out .bench/results.json
+	$(if $(strip $(BENCH_PACED_ARGS)),$(BIN)/python -m e2e.perf $(BENCH_PACED_ARGS) --out .bench/paced.json)
+	$(MAKE) bench-gang
+
+# Gang scheduling (Coscheduling, PodGroups): py-scheduler only, kube-scheduler v1.34 has no gang scheduling.
+GANG_ARGS ?= --nodes 500 --groups 100 --size 10 --unfit 10
+bench-gang: install binaries
+	$(BIN)/python -m e2e.perf.gang $(GANG_ARGS) --out .bench/gang.json
 
 # The harness end to end on 20 nodes (part of `make test`; measures nothing worth reporting).
 bench-smoke: install binaries

@@ -17,7 +17,7 @@ from scheduler.cache.objects import ObjectStore
 from scheduler.framework.runtime import Framework
 from scheduler.framework.types import ActionType, ClusterEvent, EventResource
 from scheduler.model.node import node_from_api
-from scheduler.model.pod import Pod, pod_from_api
+from scheduler.model.pod import DEFAULT_SCHEDULER_NAME, Pod, pod_from_api, pod_uid
 from scheduler.queue.scheduling_queue import PriorityQueue
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
@@ -43,6 +43,17 @@ class EventHandlers:
     def on_pod_event(self, type_: str, obj: Mapping[str, Any]) -> None:
         """addPodToCache / updatePodInCache / addPodToSchedulingQueue / ...: assigned pods go to the
         cache, unassigned pods of our profiles to the queue."""
+        spec = obj.get("spec")
+        if isinstance(spec, Mapping) and not spec.get("nodeName") and (
+                spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME) not in self.frameworks:
+            # Another scheduler's pending pod: it matters (as usage) only once bound, so it is not built;
+            # it is remembered as seen, for the resync and for a reload that adds its profile.
+            uid = pod_uid(obj)
+            if type_ == DELETED:
+                self._pod_seen.pop(uid, None)
+            else:
+                self._pod_seen[uid] = (self.clock(), obj)
+            return
         pod = pod_from_api(obj)
         if type_ == DELETED:
             self._pod_seen.pop(pod.uid, None)
@@ -106,7 +117,9 @@ class EventHandlers:
         self.queue.node_updated(old, node)
 
     def on_object_event(self, kind: str, type_: str, obj: Mapping[str, Any]) -> None:
-        """Services, ReplicaSets, PVCs, Namespaces, ...: stored for plugins; may wake pods."""
+        """Services, ReplicaSets, PVCs, Namespaces, PodGroups ...: stored for plugins; may wake pods."""
+        for fwk in self.frameworks.values():
+            fwk.notify_object_event(kind, type_ == DELETED, obj)
         if type_ == DELETED:
             old = self.objects.delete(kind, obj)
             action = ActionType.DELETE
@@ -118,6 +131,12 @@ class EventHandlers:
         except ValueError:
             return
         self.queue.move_all_to_active_or_backoff(ClusterEvent(resource, action, f"{kind}{action.name}"), old, obj)
+
+    def on_group_pod_event(self, type_: str, obj: Mapping[str, Any]) -> None:
+        """A pod of a pod group, from a watch that also sees terminal pods (Coscheduling's members)."""
+        pod = pod_from_api(obj)
+        for fwk in self.frameworks.values():
+            fwk.notify_pod_event(type_ == DELETED, pod)
 
     # ----- what the resync and simulate read back -----
 

@@ -16,13 +16,13 @@ feasible one, in rotation order.
 
 from __future__ import annotations
 
+import itertools
 import random
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from itertools import compress
 from typing import Any, Literal, Protocol
 
 import structlog
@@ -31,14 +31,22 @@ from scheduler.cache.cache import Cache, SnapshotInconsistentError
 from scheduler.cache.snapshot import Snapshot
 from scheduler.edge import EventRecorder, ScheduleObserver
 from scheduler.framework.batch import OpportunisticBatch
+from scheduler.framework.extender import EXTENDER_NAME, MAX_EXTENDER_PRIORITY, Extender, ExtenderError
 from scheduler.framework.fit_error import (
     Diagnosis,
     FitError,
     FrameworkError,
     NoNodesAvailableError,
 )
-from scheduler.framework.interface import CycleState, NodeToStatus, ScorePlugin, SharedLister
-from scheduler.framework.runtime import Framework, NodePluginScores, RawScores
+from scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    CycleObserver,
+    CycleState,
+    NodeToStatus,
+    ScorePlugin,
+    SharedLister,
+)
+from scheduler.framework.runtime import Framework, RawScores
 from scheduler.framework.status import Code, Status, success, unresolvable
 from scheduler.framework.status import error as error_status
 from scheduler.framework.types import ASSIGNED_POD_DELETE, NodeInfo
@@ -46,6 +54,8 @@ from scheduler.metrics import Metrics
 from scheduler.model.pod import Pod
 from scheduler.queue.queued_pod_info import QueuedPodInfo
 from scheduler.queue.scheduling_queue import PriorityQueue
+
+log = structlog.get_logger(__name__)
 
 log = structlog.get_logger(__name__)
 
@@ -67,15 +77,12 @@ class NominatedPods(Protocol):
 
 @dataclass(slots=True)
 class ScheduleResult:
-    """The chosen node plus what the cycle saw, for logs, `simulate` and `explain`.
-
-    ``scores`` is empty when the node was chosen without scoring (one feasible node, or the
-    nominated node passed); ``diagnosis`` holds the statuses of the nodes that were rejected."""
+    """The chosen node plus what the cycle saw; ``diagnosis`` holds the statuses of the nodes that were
+    rejected. (Per-plugin scores go to the framework's CycleObserver.)"""
 
     suggested_host: str
     evaluated_nodes: int
     feasible_nodes: int
-    scores: list[NodePluginScores] = field(default_factory=list)
     diagnosis: Diagnosis = field(default_factory=Diagnosis)
 
 
@@ -112,7 +119,7 @@ def select_host(totals: Sequence[int], rng: random.Random, tie_break: TieBreak =
     top = max(totals)
     if tie_break == "name":
         return min((i for i, t in enumerate(totals) if t == top), key=lambda i: names[i])
-    ties = list(compress(range(len(totals)), map(top.__eq__, totals)))  # a C loop over the feasible nodes
+    ties = list(itertools.compress(range(len(totals)), map(top.__eq__, totals)))  # a C loop over the nodes
     return ties[rng.randrange(len(ties))] if len(ties) > 1 else ties[0]
 
 
@@ -125,14 +132,24 @@ class SchedulingAlgorithm:
         percentage_of_nodes_to_score: int = 0,
         rng: random.Random | None = None,
         tie_break: TieBreak = "random",
+        extenders: Sequence[Extender] = (),
         batching: bool = True,
     ) -> None:
-        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.rng = rng if rng is not None else random.Random()
         self.tie_break: TieBreak = tie_break
         self.next_start_node_index = 0
+        self.configure(percentage_of_nodes_to_score, extenders, batching)
+
+    def configure(
+        self, percentage_of_nodes_to_score: int, extenders: Sequence[Extender], batching: bool = True
+    ) -> None:
+        """The configuration's global settings (at start and on reload, between cycles). The batch starts
+        afresh: a reloaded profile's plugins may decide differently under the same name."""
         self.batching = batching  # opportunistic batching (framework/batch.py); decisions are the same
         self.batch = OpportunisticBatch()
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self.extenders = list(extenders)
+        self._extenders_filter_or_score = any(e.is_filter() or e.is_prioritizer() for e in self.extenders)
 
     def schedule_pod(
         self,
@@ -153,10 +170,10 @@ class SchedulingAlgorithm:
         evaluated = len(feasible) + len(diagnosis.node_to_status.statuses)
         if len(feasible) == 1:
             return ScheduleResult(feasible[0].name, evaluated, 1, diagnosis=diagnosis)
-        totals, details = self.prioritize_nodes(fwk, state, pod, feasible, positions)
+        totals = self.prioritize_nodes(fwk, state, pod, feasible, positions)
         names = [n.name for n in feasible] if self.tie_break == "name" else ()
         chosen = feasible[select_host(totals, self.rng, self.tie_break, names)]
-        return ScheduleResult(chosen.name, evaluated, len(feasible), details or [], diagnosis)
+        return ScheduleResult(chosen.name, evaluated, len(feasible), diagnosis)
 
     def find_nodes_that_fit_pod(
         self,
@@ -219,7 +236,11 @@ class SchedulingAlgorithm:
         self.next_start_node_index = (self.next_start_node_index + processed) % len(all_nodes)
         if failure is not None:
             raise FrameworkError(failure)
-        return feasible, diagnosis, None
+        passed = find_nodes_that_pass_extenders(self.extenders, pod, feasible, diagnosis.node_to_status)
+        if len(passed) != len(feasible):
+            # Extenders register no cluster events: a pod they rejected requeues on any event.
+            diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
+        return passed, diagnosis, None
 
     def _batched_filter(
         self,
@@ -233,8 +254,8 @@ class SchedulingAlgorithm:
     ) -> list[int] | None:
         """The filter walk answered by the batch: positions of the feasible nodes, rejections recorded in
         the diagnosis, start index advanced, as _filter_nodes would. None: the pod is not batched (no
-        signature, nominated pods anywhere, first pod of its signature, a filter error)."""
-        if not self.batching or not fwk.has_filter_plugins():
+        signature, extenders, nominated pods anywhere, first pod of its signature, a filter error)."""
+        if not self.batching or self.extenders or not fwk.has_filter_plugins():
             return None
         if nominator is not None and nominator.nodes_with_nominated_pods():
             return None
@@ -253,20 +274,26 @@ class SchedulingAlgorithm:
         chosen, rejected = self.batch.walk(self.next_start_node_index, self._num_to_find(fwk, len(all_nodes)))
         statuses = diagnosis.node_to_status.statuses
         verdicts = self.batch.verdicts
+        rejections: list[Status] = []
         for p in rejected:
             status = verdicts[p]
             assert status is not None
             statuses[all_nodes[p].name] = status
             diagnosis.add_plugin_status(status)
+            rejections.append(status)
         self.next_start_node_index = (self.next_start_node_index + len(chosen) + len(rejected)) % len(all_nodes)
         fwk.observe("Filter", None, time.perf_counter() - began)
+        # Counted as the per-node walk would (the batch re-ran the filters on changed nodes only).
+        fwk.count_filter_evaluations(state, len(chosen) + len(rejected), rejections)
         return chosen
 
     def _num_to_find(self, fwk: Framework, num_nodes: int) -> int:
         percentage = fwk.percentage_of_nodes_to_score
         if percentage is None:
             percentage = self.percentage_of_nodes_to_score
-        return num_feasible_nodes_to_find(percentage, num_nodes, fwk.has_score_plugins())
+        return num_feasible_nodes_to_find(
+            percentage, num_nodes, fwk.has_score_plugins() or self._extenders_filter_or_score
+        )
 
     def _evaluate_nominated_node(
         self,
@@ -283,7 +310,12 @@ class SchedulingAlgorithm:
         if node_info is None:
             return []
         feasible, failure = self._filter_nodes(fwk, state, pod, diagnosis, [node_info], nominator)
-        return feasible if failure is None else []
+        if failure is not None:
+            return []
+        try:
+            return find_nodes_that_pass_extenders(self.extenders, pod, feasible, diagnosis.node_to_status)
+        except FrameworkError:
+            return []
 
     def _filter_nodes(
         self,
@@ -302,6 +334,7 @@ class SchedulingAlgorithm:
         if not fwk.has_filter_plugins():
             return [nodes[(start + i) % n] for i in range(min(k, n))], None
         began = time.perf_counter()
+        rejected_before = len(diagnosis.node_to_status.statuses)
         feasible: list[NodeInfo] = []
         failure: Status | None = None
         # Nodes without nominated pods need one plain filter pass; find them once per cycle.
@@ -325,29 +358,31 @@ class SchedulingAlgorithm:
                 diagnosis.node_to_status.statuses[node_info.name] = status
                 diagnosis.add_plugin_status(status)
         fwk.observe("Filter", failure, time.perf_counter() - began)
+        rejected = itertools.islice(diagnosis.node_to_status.statuses.values(), rejected_before, None)
+        fwk.count_filter_evaluations(state, len(feasible) + len(diagnosis.node_to_status.statuses) - rejected_before,
+                                     rejected)
         return feasible, failure
 
     def prioritize_nodes(
         self, fwk: Framework, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo],
         positions: Sequence[int] | None = None,
-    ) -> tuple[list[int], list[NodePluginScores] | None]:
-        """PreScore + Score: the totals in ``nodes`` order and, when the framework records them, the
-        per-plugin details. Without score plugins every node scores 1 (so selection is uniform).
-        ``positions`` (the nodes' places in the batch) lets the batch supply the raw scores it has."""
-        if not fwk.has_score_plugins():
-            totals = [1] * len(nodes)
-            return totals, [NodePluginScores(n.name, 1) for n in nodes] if fwk.record_scores else None
+    ) -> list[int]:
+        """PreScore + Score, then the extenders' scores: the totals in ``nodes`` order. Without score
+        plugins and extenders every node scores 1 (so selection is uniform). ``positions`` (the nodes'
+        places in the batch) lets the batch supply the raw scores it has."""
+        if not fwk.has_score_plugins() and not self.extenders:
+            return [1] * len(nodes)
         status = fwk.run_pre_score_plugins(state, pod, nodes)
         if not success(status):
             assert status is not None
             raise FrameworkError(status)
         raw_scores = self._batched_raw_scores(fwk, positions) if positions is not None else None
-        totals, details, status = fwk.score_totals(state, pod, nodes, raw_scores)
+        totals, status = fwk.score_totals(state, pod, nodes, raw_scores)
         if not success(status):
             assert status is not None
             raise FrameworkError(status)
-        return totals, details
-
+        add_extender_scores(self.extenders, pod, nodes, totals, fwk.observer)
+        return totals
 
     def _batched_raw_scores(self, fwk: Framework, positions: Sequence[int]) -> RawScores:
         batch = self.batch
@@ -359,6 +394,82 @@ class SchedulingAlgorithm:
             return batch.scores(positions, names, lambda todo: fwk.score_nodes(state, pod, todo, plugins))
 
         return raw_scores
+
+
+def find_nodes_that_pass_extenders(
+    extenders: Sequence[Extender], pod: Pod, feasible: list[NodeInfo], statuses: NodeToStatus
+) -> list[NodeInfo]:
+    """Filter extenders, one after the other on the survivors of the previous one. Their rejections go
+    into ``statuses`` (unresolvable ones win when a node is in both maps). An error fails the cycle
+    (FrameworkError) unless the extender is ignorable."""
+    for ext in extenders:
+        if not feasible:
+            break
+        if not ext.is_filter() or not ext.is_interested(pod):
+            continue
+        try:
+            result = ext.filter(pod, feasible)
+        except ExtenderError as exc:
+            if ext.is_ignorable():
+                log.info("skipping extender as it returned error and has ignorable flag set",
+                         extender=ext.name(), error=str(exc))
+                continue
+            raise FrameworkError(error_status(str(exc))) from exc
+        for name, reason in result.failed_and_unresolvable_nodes.items():
+            statuses.statuses[name] = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [reason])
+        for name, reason in result.failed_nodes.items():
+            if name not in result.failed_and_unresolvable_nodes:
+                statuses.statuses[name] = Status(Code.UNSCHEDULABLE, [reason])
+        feasible = result.nodes
+    return feasible
+
+
+def add_extender_scores(
+    extenders: Sequence[Extender], pod: Pod, nodes: Sequence[NodeInfo], totals: list[int],
+    observer: CycleObserver | None = None,
+) -> None:
+    """Add each prioritizing extender's score x weight, scaled from [0, 10] to [0, 100], to ``totals``
+    (and tell the observer, if any, as it is told a score plugin's). An extender that fails contributes
+    nothing, whether ignorable or not, as upstream. The extenders are asked one after the other where
+    upstream asks them concurrently; the sums are the same."""
+    index = {n.name: i for i, n in enumerate(nodes)}
+    for ext in extenders:
+        if not ext.is_prioritizer() or not ext.is_interested(pod):
+            continue
+        try:
+            priorities, weight = ext.prioritize(pod, nodes)
+        except ExtenderError as exc:
+            log.info("extender's prioritize failed; no score given by this extender", extender=ext.name(),
+                     pod=pod.key, error=str(exc))
+            continue
+        raw = [0] * len(nodes)
+        for hp in priorities:
+            i = index.get(hp.host)
+            if i is not None:
+                raw[i] = hp.score
+                totals[i] += hp.score * weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
+        if observer is not None:  # its own 0-10 score; the weight carries the scaling to 0-100
+            observer.scores(pod, [n.name for n in nodes],
+                            {ext.name(): (raw, raw, weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY))})
+
+
+def extenders_binding(extenders: Sequence[Extender], pod: Pod, node_name: str) -> tuple[bool, Status | None]:
+    """The binding extender interested in the pod binds it instead of the Bind plugins. Returns
+    (whether an extender took the binding, its failure). An ignorable binder that fails hands the
+    binding on."""
+    for ext in extenders:
+        if not ext.is_binder() or not ext.is_interested(pod):
+            continue
+        try:
+            ext.bind(pod, node_name)
+        except ExtenderError as exc:
+            if ext.is_ignorable():
+                log.info("skipping extender in bind as it returned error and has ignorable flag set",
+                         extender=ext.name(), error=str(exc))
+                continue
+            return True, error_status(str(exc))
+        return True, None
+    return False, None
 
 
 @dataclass(slots=True)
@@ -391,6 +502,11 @@ def _unschedulable(exc: FitError) -> Status:
     return Status(Code.UNSCHEDULABLE, [str(exc)], error=exc)
 
 
+def _permit_decided(fwk: Framework, pod: Pod) -> bool:
+    wp = fwk.get_waiting_pod(pod.uid)
+    return wp is None or wp.decided()
+
+
 class ScheduleOne:
     """The scheduling and binding cycles of the Scheduler (which sets the attributes declared here)."""
 
@@ -406,6 +522,7 @@ class ScheduleOne:
     _pending: dict[str, Pod]
     _bind_pool: ThreadPoolExecutor | None
     _bind_slots: threading.BoundedSemaphore
+    parked: list[tuple[Any, ...]]  # binding cycles of pods waiting at Permit (synchronous binding)
 
     def schedule_one(self, timeout: float | None = None) -> bool:
         """ScheduleOne: pop one pod and run its scheduling cycle. False when nothing was popped."""
@@ -422,6 +539,8 @@ class ScheduleOne:
             self.queue.done(pod.uid)
             return True
         self.scheduling_cycle(fwk, qpi, self.queue.scheduling_cycle)
+        if self.parked:
+            self.run_decided_parked()
         return True
 
     def scheduling_cycle(self, fwk: Framework, qpi: QueuedPodInfo, cycle: int) -> None:
@@ -430,6 +549,7 @@ class ScheduleOne:
         pod = qpi.pod
         start = self.clock()
         state = CycleState()
+        state.record_plugin_metrics = self.metrics is not None and self.metrics.sample_plugin_metrics()
         try:
             self.cache.update_snapshot(self.snapshot)
         except SnapshotInconsistentError as exc:
@@ -446,7 +566,7 @@ class ScheduleOne:
             self._schedule_error(fwk, state, qpi, exc, cycle, start)
             return
         if self.metrics is not None:
-            self.metrics.algorithm_duration.observe(self.clock() - start)
+            self.metrics.algorithm_done(self.clock() - start)
         host = result.suggested_host
         assumed = pod.with_node(host)
         self.queue.nominator.delete_nominated_pod_if_exists(pod)
@@ -468,20 +588,50 @@ class ScheduleOne:
                                            plugins={permit.plugin} - {""})
             return
         if self.observer is not None:
-            self.observer.scheduled(pod, host, result.diagnosis.node_to_status, result.scores)
-        if self._bind_pool is None:
-            self.binding_cycle(fwk, state, qpi, assumed, host, cycle, start)
+            self.observer.scheduled(pod, host, result.diagnosis.node_to_status)
+        args = (fwk, state, qpi, assumed, host, cycle, start)
+        if permit is not None and permit.code == Code.WAIT:
+            self._park(args)
+        elif self._bind_pool is None:
+            self.binding_cycle(*args)
         else:
             self._bind_slots.acquire()
-            self._bind_pool.submit(self._binding_cycle_guarded, fwk, state, qpi, assumed, host, cycle, start)
+            self._bind_pool.submit(self._binding_cycle_guarded, *args)
+
+    def _park(self, args: tuple[Any, ...]) -> None:
+        """A pod waiting at Permit must not hold a binding worker or slot: a gang larger than the
+        pool would wait for members the blocked loop can never schedule. Live, it waits on its own
+        thread (a goroutine upstream); with synchronous binding its binding cycle runs once decided."""
+        if self._bind_pool is None:
+            self.parked.append(args)
+            return
+        threading.Thread(target=self._binding_cycle_logged, args=args, name="permit-wait", daemon=True).start()
+
+    def run_decided_parked(self) -> None:
+        """Synchronous binding: run the binding cycles of parked pods that were allowed or rejected."""
+        while True:
+            ready = [a for a in self.parked if _permit_decided(a[0], a[3])]
+            if not ready:
+                return
+            for a in ready:
+                self.parked.remove(a)
+                self.binding_cycle(*a)
 
     def _binding_cycle_guarded(self, *args: Any) -> None:
+        if self.metrics is not None:
+            self.metrics.binding_started()
+        try:
+            self._binding_cycle_logged(*args)
+        finally:
+            self._bind_slots.release()
+            if self.metrics is not None:
+                self.metrics.binding_finished()
+
+    def _binding_cycle_logged(self, *args: Any) -> None:
         try:
             self.binding_cycle(*args)
         except Exception:
             log.exception("binding cycle crashed")
-        finally:
-            self._bind_slots.release()
 
     def binding_cycle(
         self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, assumed: Pod, host: str, cycle: int,
@@ -489,24 +639,26 @@ class ScheduleOne:
     ) -> None:
         """bindingCycle: WaitOnPermit, PreBind, Bind, then the cache confirms the binding and PostBind runs."""
         st = fwk.wait_on_permit(assumed)
-        self.queue.done(assumed.uid)
         if st is None or st.code == Code.SUCCESS:
             st = fwk.run_pre_bind_plugins(state, assumed, host)
         if st is None or st.code == Code.SUCCESS:
-            st = fwk.run_bind_plugins(state, assumed, host)
+            bound, st = extenders_binding(self.algorithm.extenders, assumed, host)
+            if not bound:
+                st = fwk.run_bind_plugins(state, assumed, host)
         if st is not None and st.code != Code.SUCCESS:
             self.handle_binding_cycle_error(fwk, state, qpi, assumed, host, st, cycle, start)
             return
+        self.queue.done(assumed.uid)  # upstream defers Done to the end of the binding cycle
         self.cache.finish_binding(assumed)
         elapsed = self.clock() - start
         if self.metrics is not None:
-            self.metrics.schedule_attempts.labels("scheduled", fwk.profile_name).inc()
-            self.metrics.attempt_duration.labels("scheduled", fwk.profile_name).observe(elapsed)
-            self.metrics.pod_attempts.observe(qpi.attempts)
-            if qpi.initial_attempt_timestamp is not None:
-                attempts = str(qpi.attempts) if qpi.attempts < 15 else "15+"
-                self.metrics.sli_duration.labels(attempts).observe(self.clock() - qpi.initial_attempt_timestamp)
-        log.info("bound", pod=assumed.key, node=host, latency_ms=round(elapsed * 1000, 1))
+            first = qpi.initial_attempt_timestamp
+            self.metrics.pod_scheduled(fwk.profile_name, elapsed, qpi.attempts,
+                                       None if first is None else self.clock() - first)
+        log.info("bound", pod=assumed.key, node=host, profile=fwk.profile_name, cycle=cycle,
+                 attempts=qpi.attempts, latency_ms=round(elapsed * 1000, 1))
+        if self.observer is not None:
+            self.observer.bound(assumed, host)
         self.recorder.event(assumed, "Normal", "Scheduled", "Binding",
                             f"Successfully assigned {assumed.key} to {host}", fwk.profile_name)
         fwk.run_post_bind_plugins(state, assumed, host)
@@ -520,9 +672,15 @@ class ScheduleOne:
         self._undo(fwk, state, assumed, host)
         self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)
         if st.code == Code.ERROR and getattr(st.error, "status", None) == 404:
-            log.info("pod deleted before it could be bound", pod=assumed.key)
+            log.info("pod deleted before it could be bound", pod=assumed.key, node=host, profile=fwk.profile_name,
+                     cycle=cycle)
+            self.queue.done(assumed.uid)
             return
-        self.handle_scheduling_failure(fwk, qpi, st, cycle, start, message=st.message, plugins=set(),
+        # A Permit rejection names its plugin: the pod waits for that plugin's events (upstream wraps
+        # it in a FitError with that plugin unschedulable); a plugin without events (e.g. preemption
+        # rejecting a victim) leaves it to backoff. The failure handling marks the pod done.
+        rejector = {st.plugin} & set(fwk.events_to_register()) if st.is_rejected() else set()
+        self.handle_scheduling_failure(fwk, qpi, st, cycle, start, message=st.message, plugins=rejector,
                                        clear_nominated=True)
 
     def _undo(self, fwk: Framework, state: CycleState, assumed: Pod, host: str) -> None:
@@ -540,6 +698,8 @@ class ScheduleOne:
         if not isinstance(exc, FitError | NoNodesAvailableError | FrameworkError):
             log.exception("scheduling algorithm failed", pod=qpi.pod.key)
         failure = handle_schedule_error(fwk, state, qpi.pod, exc)
+        if self.metrics is not None and isinstance(exc, FitError) and fwk.has_post_filter_plugins():
+            self.metrics.preemption_ran(fwk)
         latest = self._pending.get(qpi.pod.uid)
         if failure.nominated_node_name is not None and latest is not None:
             # Set (preemption) or clear ("") the nomination now, not when the status patch comes back.
@@ -576,9 +736,7 @@ class ScheduleOne:
         rejected = st.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING)
         reason = "Unschedulable" if rejected else "SchedulerError"
         if self.metrics is not None:
-            result = "unschedulable" if rejected else "error"
-            self.metrics.schedule_attempts.labels(result, fwk.profile_name).inc()
-            self.metrics.attempt_duration.labels(result, fwk.profile_name).observe(self.clock() - start)
+            self.metrics.attempt_failed(fwk.profile_name, rejected, self.clock() - start)
         latest = self._pending.get(pod.uid)
         if latest is None or latest.node_name:
             self.queue.done(pod.uid)
@@ -587,6 +745,18 @@ class ScheduleOne:
         qpi.unschedulable_plugins = set(plugins)
         qpi.pending_plugins = set(pending_plugins or ())
         self.queue.add_unschedulable_if_not_present(qpi, cycle)
-        log.info("unschedulable" if rejected else "scheduling error", pod=pod.key, message=message)
+        log_attempt_failure(pod.key, fwk.profile_name, cycle, qpi.attempts, rejected, message)
         self.recorder.event(latest, "Warning", "FailedScheduling", "Scheduling", message, fwk.profile_name)
         self.recorder.pod_condition(latest, reason, message, "" if clear_nominated else nominated)
+
+
+def log_attempt_failure(pod: str, profile: str, cycle: int, attempts: int, rejected: bool, message: str) -> None:
+    """One line per failed attempt: errors at warning, a pod's first unschedulable verdict at info,
+    its retries (the same pod failing again after a requeue) at debug, so a stuck pod does not flood."""
+    fields = {"pod": pod, "node": None, "profile": profile, "cycle": cycle, "attempts": attempts, "message": message}
+    if not rejected:
+        log.warning("scheduling error", **fields)
+    elif attempts <= 1:
+        log.info("unschedulable", **fields)
+    else:
+        log.debug("unschedulable", **fields)

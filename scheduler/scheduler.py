@@ -23,6 +23,10 @@ from scheduler.cache.snapshot import Snapshot
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.edge import APIWriter, Binder, EventRecorder, ScheduleObserver
 from scheduler.eventhandlers import EventHandlers
+from scheduler.extender import build_extenders
+from scheduler.framework.extender import Extender
+from scheduler.framework.features import Features
+from scheduler.framework.interface import CycleObserver, PodGroupWriter
 from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Status
@@ -30,7 +34,8 @@ from scheduler.framework.status import error as error_status
 from scheduler.metrics import Metrics
 from scheduler.model.conditions import pod_condition
 from scheduler.model.pod import Pod
-from scheduler.queue.scheduling_queue import PriorityQueue, QueueProfile
+from scheduler.queue.scheduling_queue import PriorityQueue
+from scheduler.reconfigure import Reconfigure, queue_profiles
 from scheduler.schedule_one import ScheduleOne, SchedulingAlgorithm
 
 log = structlog.get_logger(__name__)
@@ -63,6 +68,9 @@ class _Handle:
 
     # preemption (ClusterHandle)
 
+    def extenders(self) -> list[Extender]:
+        return self._s.algorithm.extenders
+
     def rng(self) -> random.Random:
         return self._s.rng
 
@@ -71,6 +79,14 @@ class _Handle:
 
     def preempt(self, victim: Pod, preemptor: Pod, node_name: str, plugin: str) -> Status | None:
         return self._s.preempt_victim(victim, preemptor, node_name, plugin)
+
+    def victims_selected(self, count: int) -> None:
+        if self._s.metrics is not None:
+            self._s.metrics.victims_selected(count)
+
+    def async_preemption_done(self, ok: bool, seconds: float) -> None:
+        if self._s.metrics is not None:
+            self._s.metrics.preemption_goroutine_done(ok, seconds)
 
     def clear_nominated_node(self, pod: Pod) -> Status | None:
         return self._s.clear_nominated_node(pod)
@@ -85,8 +101,19 @@ class _Handle:
         """The pod has not been deleted (as far as the watch told)."""
         return pod.uid in self._s._pod_seen
 
+    def features(self) -> Features:
+        return self._s.features
 
-class Scheduler(EventHandlers, ScheduleOne):
+    # Coscheduling
+
+    def activate_pods(self, pods: list[Pod]) -> None:
+        self._s.queue.activate(pods)
+
+    def podgroup_writer(self) -> PodGroupWriter | None:
+        return self._s.podgroup_writer
+
+
+class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
     def __init__(
         self,
         config: SchedulerConfiguration,
@@ -97,19 +124,28 @@ class Scheduler(EventHandlers, ScheduleOne):
         *,
         writer: APIWriter | None = None,
         observer: ScheduleObserver | None = None,
+        cycle_observer: CycleObserver | None = None,
         bind_workers: int = 16,
         synchronous_binding: bool = False,
         rng: random.Random | None = None,
         tie_break: Literal["random", "name"] = "random",
         clock: Callable[[], float] = time.monotonic,
+        podgroup_writer: PodGroupWriter | None = None,
+        features: Features | None = None,
     ) -> None:
         """``writer`` makes preemption's and VolumeBinding's API writes; without one they fail with an
-        error status. ``observer`` sees every attempt's outcome (simulate)."""
+        error status. ``observer`` sees every attempt's outcome (simulate, --record-results);
+        ``cycle_observer`` every plugin's result in it (framework/results.py's recorder). ``podgroup_writer``
+        keeps PodGroup status and events current (Coscheduling); without one they are not written.
+        ``features``: the feature gates, v1.34's defaults if None."""
+        self.features = features if features is not None else Features()
         self.config = config
+        self.podgroup_writer = podgroup_writer
         self.binder = binder
         self.writer = writer
         self.recorder = recorder
         self.observer = observer
+        self.cycle_observer = cycle_observer
         self.rng = rng if rng is not None else random.Random()
         self.metrics = metrics
         self.clock = clock
@@ -117,43 +153,39 @@ class Scheduler(EventHandlers, ScheduleOne):
         self.objects = ObjectStore()
         self.snapshot = Snapshot()
         self.handle = _Handle(self)
-        self.frameworks: dict[str, Framework] = {}
-        for p in config.profiles:
-            hook = self._metrics_hook(p.scheduler_name)
-            fwk = Framework(p, registry, self.handle, metrics=hook)
-            fwk.record_scores = observer is not None
-            self.frameworks[p.scheduler_name] = fwk
+        self.frameworks: dict[str, Framework] = self.build_frameworks(config, registry)
         first = next(iter(self.frameworks.values()))
         self.queue = PriorityQueue(
             less=first.queue_sort_less,
-            profiles={
-                name: QueueProfile(pre_enqueue_plugins=f.pre_enqueue_plugins(), hints=f.events_to_register())
-                for name, f in self.frameworks.items()
-            },
+            profiles=queue_profiles(self.frameworks, bool(config.extenders)),
             pod_initial_backoff=config.pod_initial_backoff_seconds,
             pod_max_backoff=config.pod_max_backoff_seconds,
             pod_max_in_unschedulable=config.pod_max_in_unschedulable_pods_seconds,
             clock=clock,
+            metrics=metrics.pod_incoming if metrics is not None else None,
+            hint_metrics=metrics.hint_executed if metrics is not None else None,
+            pre_enqueue_metrics=metrics.pre_enqueue_ran if metrics is not None else None,
         )
         self.algorithm = SchedulingAlgorithm(
             percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
             rng=self.rng,
             tie_break=tie_break,
+            extenders=build_extenders(config.extenders),
             batching=config.opportunistic_batching,
         )
+        # A validated configuration waiting to be swapped in between two scheduling cycles (reload).
+        self._next_config: tuple[SchedulerConfiguration, dict[str, Framework]] | None = None
+        self._next_config_lock = threading.Lock()
         self._pending = {}
         self._pod_seen = {}
         self._node_seen = {}
         self._bind_pool = None if synchronous_binding else ThreadPoolExecutor(bind_workers, "binding")
         self._bind_slots = threading.BoundedSemaphore(bind_workers * 4)
+        self.parked: list[tuple[Any, ...]] = []  # binding cycles waiting at Permit (synchronous binding)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-
-    def _metrics_hook(self, profile: str) -> Callable[[str, str, float], None] | None:
-        m = self.metrics
-        if m is None:
-            return None
-        return lambda point, status, seconds: m.observe_extension_point(profile, point, status, seconds)
+        if metrics is not None:
+            metrics.instrument_event_handlers(self)
 
     # ----- Run -----
 
@@ -176,6 +208,7 @@ class Scheduler(EventHandlers, ScheduleOne):
         while not self._stop.is_set():
             try:
                 self.schedule_one(timeout=0.5)
+                self.apply_next_config()
             except Exception:  # the loop must survive any bug in one attempt
                 log.exception("scheduling attempt crashed")
             now = self.clock()
@@ -189,11 +222,7 @@ class Scheduler(EventHandlers, ScheduleOne):
             for pod in self.cache.cleanup_expired_assumed():
                 log.warning("assumed pod expired before its binding was confirmed", pod=pod.key)
         if self.metrics is not None:
-            self.metrics.cache_size.labels("nodes").set(self.cache.node_count())
-            self.metrics.cache_size.labels("pods").set(self.cache.pod_count())
-            self.metrics.cache_size.labels("assumed_pods").set(self.cache.assumed_count())
-            for queue_name, n in self.queue.lengths().items():
-                self.metrics.pending_pods.labels(queue_name).set(n)
+            self.metrics.refresh(self.cache, self.queue)
 
     # ----- the handle's API edge -----
 

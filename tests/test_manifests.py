@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,8 @@ EXPECTED_CLUSTER_RULES: dict[tuple[str, str], set[str]] = {
     ("storage.k8s.io", "csidrivers"): {"list", "watch"},
     ("storage.k8s.io", "csistoragecapacities"): {"list", "watch"},
     ("policy", "poddisruptionbudgets"): {"list", "watch"},
+    ("scheduling.x-k8s.io", "podgroups"): {"get", "list", "watch"},
+    ("scheduling.x-k8s.io", "podgroups/status"): {"update", "patch"},
 }
 
 
@@ -77,12 +80,13 @@ def test_renders_the_expected_objects(docs: list[dict[str, Any]]) -> None:
     assert kinds == sorted([
         ("Namespace", NS), ("ServiceAccount", "py-scheduler"), ("ClusterRole", "py-scheduler"),
         ("ClusterRoleBinding", "py-scheduler"), ("Role", "py-scheduler-leader-election"),
-        ("RoleBinding", "py-scheduler-leader-election"), ("ConfigMap", cm), ("Deployment", "py-scheduler"),
-        ("Service", "py-scheduler-metrics"),
+        ("RoleBinding", "py-scheduler-leader-election"), ("Role", "py-scheduler-config-reader"),
+        ("RoleBinding", "py-scheduler-config-reader"), ("ConfigMap", cm), ("Deployment", "py-scheduler"),
+        ("Service", "py-scheduler-metrics"), ("CustomResourceDefinition", "podgroups.scheduling.x-k8s.io"),
     ])  # fmt: skip
     for d in docs:
         assert d["apiVersion"] and d["metadata"]["name"]
-        if d["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
+        if d["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"):
             assert d["metadata"].get("namespace") == NS, f"{d['kind']} {d['metadata']['name']} not in {NS}"
 
 
@@ -117,16 +121,22 @@ def test_lease_role_is_namespaced_and_limited_to_the_lease(docs: list[dict[str, 
     }
 
 
+def test_config_reader_role_reads_only_the_generated_config_map(docs: list[dict[str, Any]]) -> None:
+    """`run --config-configmap` (reload without restart) needs get on that one ConfigMap, nothing more."""
+    cm = one(docs, "ConfigMap")["metadata"]["name"]
+    assert set(expand(one(docs, "Role", "py-scheduler-config-reader")["rules"])) == {("", "configmaps", "get", (cm,))}
+
+
 @pytest.mark.parametrize("kind", ["ClusterRoleBinding", "RoleBinding"])
 def test_bindings_name_the_service_account(docs: list[dict[str, Any]], kind: str) -> None:
-    b = one(docs, kind)
-    assert b["subjects"] == [{"kind": "ServiceAccount", "name": "py-scheduler", "namespace": NS}]
     role_kind = "ClusterRole" if kind == "ClusterRoleBinding" else "Role"
-    assert b["roleRef"] == {
-        "apiGroup": "rbac.authorization.k8s.io",
-        "kind": role_kind,
-        "name": one(docs, role_kind)["metadata"]["name"],
-    }
+    roles = {r["metadata"]["name"] for r in select(docs, role_kind)}
+    bindings = select(docs, kind)
+    assert {b["roleRef"]["name"] for b in bindings} == roles, "every role is bound, once"
+    for b in bindings:
+        assert b["subjects"] == [{"kind": "ServiceAccount", "name": "py-scheduler", "namespace": NS}]
+        assert b["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind,
+                                "name": b["metadata"]["name"]}
 
 
 def test_scheduler_config_loads_with_leader_election_on_its_own_lease(docs: list[dict[str, Any]]) -> None:
@@ -247,3 +257,69 @@ def test_dockerfile_is_multi_stage_non_root_and_ships_only_the_venv() -> None:
     ignore = [ln.strip() for ln in (ROOT / ".dockerignore").read_text().splitlines() if ln.strip()[:1] not in ("", "#")]
     assert ignore[0] == "*", ".dockerignore starts from nothing (no .venv, .git, .cluster in the context)"
     assert {"!pyproject.toml", "!README.md", "!scheduler"} <= set(ignore)
+
+
+def test_podgroup_crd_is_scheduler_plugins_v1alpha1_with_a_status_subresource(docs: list[dict[str, Any]]) -> None:
+    crd = one(docs, "CustomResourceDefinition", "podgroups.scheduling.x-k8s.io")["spec"]
+    assert (crd["group"], crd["scope"], crd["names"]["kind"], crd["names"]["plural"]) == (
+        "scheduling.x-k8s.io", "Namespaced", "PodGroup", "podgroups")
+    (version,) = crd["versions"]
+    assert version["name"] == "v1alpha1" and version["served"] and version["storage"]
+    assert version["subresources"] == {"status": {}}
+    props = version["schema"]["openAPIV3Schema"]["properties"]
+    assert set(props["spec"]["properties"]) == {"minMember", "minResources", "scheduleTimeoutSeconds"}
+    assert {"phase", "scheduled", "running", "succeeded", "failed", "scheduleStartTime"} <= set(
+        props["status"]["properties"])
+
+
+def test_coscheduling_example_config_loads_and_names_the_group_label() -> None:
+    from scheduler.config.types_pluginargs import CoschedulingArgs
+    from scheduler.plugins.podgroup import POD_GROUP_LABEL
+
+    cfg = load_dict(yaml.safe_load((ROOT / "manifests" / "examples" / "coscheduling-config.yaml").read_text()))
+    (profile,) = cfg.profiles
+    assert [p.name for p in profile.plugins["queueSort"]] == ["Coscheduling"]
+    assert "Coscheduling" in [p.name for p in profile.plugins["permit"]]
+    assert profile.plugin_config["Coscheduling"] == CoschedulingArgs(60, 5)
+    job = next(d for d in yaml.safe_load_all((ROOT / "manifests" / "examples" / "gang-job.yaml").read_text())
+               if d["kind"] == "Job")
+    assert job["spec"]["template"]["metadata"]["labels"] == {POD_GROUP_LABEL: "trainer"}
+
+def test_service_monitor_component_is_optional_and_scrapes_the_metrics_service(docs: list[dict[str, Any]]) -> None:
+    assert not select(docs, "ServiceMonitor"), "the ServiceMonitor must stay out of the default kustomization"
+    kubectl = build_binaries(build=False) / "kubectl"
+    with tempfile.TemporaryDirectory(dir=ROOT, prefix=".overlay-") as overlay:  # kustomize wants relative paths
+        (Path(overlay) / "kustomization.yaml").write_text(yaml.safe_dump({
+            "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+            "resources": ["../manifests"], "components": ["../manifests/monitoring"],
+        }))
+        out = subprocess.run([str(kubectl), "kustomize", overlay], check=True, capture_output=True, text=True).stdout
+    rendered = [d for d in yaml.safe_load_all(out) if d]
+    monitor = one(rendered, "ServiceMonitor", "py-scheduler")
+    service = one(rendered, "Service", "py-scheduler-metrics")
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= service["metadata"]["labels"].items()
+    assert monitor["spec"]["namespaceSelector"]["matchNames"] == [service["metadata"]["namespace"]]
+    ports = {p["name"] for p in service["spec"]["ports"]}
+    assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["http-metrics"] and "http-metrics" in ports
+    assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
+
+
+def optional_docs(path: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all((ROOT / "manifests" / path).read_text()) if d]
+
+
+def test_read_only_role_lists_what_the_snapshot_lists_and_writes_nothing() -> None:
+    from scheduler.kube.kinds import OBJECT_KINDS
+
+    (role,) = optional_docs("readonly/clusterrole.yaml")
+    granted = {(g, res, v) for g, res, v, _ in expand(role["rules"])}
+    wanted = {(g, plural, "list") for g, _, plural in [*OBJECT_KINDS.values(), ("", "v1", "nodes"), ("", "v1", "pods")]}
+    assert granted == wanted | {("", "pods", "get")}, "exactly the reads of kube/snapshot.py"
+
+
+def test_record_results_role_adds_only_patch_on_pods_for_the_service_account() -> None:
+    role, binding = optional_docs("record-results/clusterrole.yaml")
+    assert set(expand(role["rules"])) == {("", "pods", "patch", ())}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "py-scheduler", "namespace": NS}]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]

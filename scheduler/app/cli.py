@@ -1,4 +1,5 @@
-"""`py-scheduler run` (the controller) and `py-scheduler simulate` (offline what-if)."""
+"""`py-scheduler run` (the controller); `simulate`, `explain` and `capacity` (what-if, offline or on a
+read-only snapshot of the live cluster)."""
 
 from __future__ import annotations
 
@@ -6,40 +7,51 @@ import argparse
 import os
 import sys
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from scheduler import KUBE_SCHEDULER_TARGET, version
 from scheduler.app import logging as sched_logging
+from scheduler.framework.features import Features, parse_feature_gates
+
+if TYPE_CHECKING:
+    from scheduler.app.reload import ReloadSource
+    from scheduler.config.types import SchedulerConfiguration
 
 log = structlog.get_logger(__name__)
 
 
 def _run(args: argparse.Namespace) -> int:
     from scheduler.app.health import HealthServer, event_check
-    from scheduler.config.load import ConfigError, build_registry, load
+    from scheduler.app.reload import ConfigReloader
+    from scheduler.config.load import ConfigError, build_registry
     from scheduler.edge import APIWriter, Binder
     from scheduler.kube.binder import ApiBinder
     from scheduler.kube.client import ApiWriter, RawApi, load_api_client
+    from scheduler.kube.configmap import ConfigMapError
     from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS
     from scheduler.kube.leaderelection import LeaderElector, LeaderGatedBinder, LeaderGatedWriter
     from scheduler.kube.operator import run_operator
+    from scheduler.kube.podgroups import PODGROUP_KINDS, ApiPodGroupWriter, podgroups_served
     from scheduler.kube.podstream import PodStream, wait_synced
     from scheduler.kube.ratelimit import TokenBucket
     from scheduler.kube.recorder import ApiEventSink
     from scheduler.kube.sync import Resyncer, initial_sync
     from scheduler.metrics import Metrics
+    from scheduler.plugins.podgroup import POD_GROUP_LABEL
     from scheduler.scheduler import Scheduler
 
     try:
-        cfg = load(args.config, args.scheduler_name or None)
-    except ConfigError as exc:
+        cfg, reload_source = load_configuration(args)
+    except (ConfigError, ConfigMapError, OSError) as exc:
         print(f"py-scheduler: invalid configuration: {exc}", file=sys.stderr)
         return 2
     if args.leader_elect is not None:
         cfg.leader_election.leader_elect = args.leader_elect
-    elif not args.config:
+    elif not (args.config or args.config_configmap):
         cfg.leader_election.leader_elect = False  # no config file: one process (dev, tests), no Lease
     kubeconfig = args.kubeconfig or cfg.client_connection.kubeconfig or os.environ.get("KUBECONFIG") or None
     api = load_api_client(kubeconfig)
@@ -49,7 +61,9 @@ def _run(args: argparse.Namespace) -> int:
     writer = ApiWriter(raw, TokenBucket(qps, burst))
     metrics = Metrics()
     synced = threading.Event()
-    health = HealthServer(args.metrics_port, registry=metrics.registry) if args.metrics_port else None
+    health = None
+    if args.metrics_port:
+        health = HealthServer(args.metrics_port, registry=metrics.registry, on_scrape_error=metrics.scrape_errors.inc)
     if health is not None:  # /metrics, /healthz and /readyz on one port
         health.add_readiness_check("caches-synced", event_check(synced, "initial list not finished"))
         health.start()
@@ -76,15 +90,37 @@ def _run(args: argparse.Namespace) -> int:
         if health is not None:
             health.add_readiness_check("leader-election", elector.readiness)
             health.add_liveness_check("leader-election", elector.liveness)
-    sched = Scheduler(cfg, registry, binder, sink, metrics, writer=api_writer, bind_workers=args.bind_workers)
+    kinds = dict(OBJECT_KINDS)
+    podgroup_writer = None
+    members_listed = threading.Event()  # PodGroup status is written once the members are listed
+    if podgroups_served(raw):  # Coscheduling's PodGroups; a cluster without the CRD starts as before
+        kinds.update(PODGROUP_KINDS)
+        leading = (lambda: elector.is_leader) if elector is not None else (lambda: True)
+        podgroup_writer = ApiPodGroupWriter(writer, controller=cfg.profiles[0].scheduler_name, leading=leading,
+                                            ready=members_listed)
+    else:
+        log.info("PodGroup CRD (scheduling.x-k8s.io/v1alpha1) not served; Coscheduling sees no PodGroups")
+    results = None
+    if args.record_results:
+        from scheduler.kube.results import ResultWriter
+
+        results = ResultWriter(writer)
+    sched = Scheduler(cfg, registry, binder, sink, metrics, writer=api_writer, bind_workers=args.bind_workers,
+                      podgroup_writer=podgroup_writer, observer=results,
+                      cycle_observer=results.recorder if results is not None else None,
+                      features=args.feature_gates)
     stream_pods = args.pod_watch == "stream"
-    initial_sync(raw, sched, OBJECT_KINDS, pods=not stream_pods)
-    stream = None
+    initial_sync(raw, sched, kinds, pods=not stream_pods)
+    streams = []
+    if podgroup_writer is not None:  # group members in every phase (the main stream skips terminal pods)
+        streams.append(PodStream(raw, sched.on_group_pod_event, label_selector=POD_GROUP_LABEL))
     if stream_pods:
-        stream = PodStream(raw, sched.on_pod_event, field_selector=NON_TERMINAL_PODS)
+        streams.append(PodStream(raw, sched.on_pod_event, field_selector=NON_TERMINAL_PODS))
+    for stream in streams:
         stream.start()
         if not wait_synced(stream):
             log.error("pod list did not complete; scheduling starts anyway")
+    members_listed.set()
     synced.set()
     if elector is not None:
         elector.start()  # the scheduling loop starts when this replica acquires the Lease
@@ -92,53 +128,239 @@ def _run(args: argparse.Namespace) -> int:
         sched.start()
     resync = Resyncer(raw, sched, period=args.resync_seconds)
     resync.start()
+    reloader = None
+    if reload_source is not None and args.config_reload_seconds > 0:
+        reloader = ConfigReloader(sched, reload_source.read, reload_source.name, args.scheduler_name or None,
+                                  initial_version=reload_source.version, metrics=metrics, events=writer,
+                                  regarding=reload_source.regarding, interval=args.config_reload_seconds)
+        reloader.start()
     log.info("py-scheduler started", profiles=[p.scheduler_name for p in cfg.profiles], qps=qps, burst=burst)
     try:
-        run_operator(sched, api.configuration, stop_flag=stop, watch_pods=not stream_pods)
+        run_operator(sched, api.configuration, kinds=kinds, stop_flag=stop, watch_pods=not stream_pods)
     finally:
         stop.set()
         if elector is not None:
             elector.stop()  # stop leading (the binding gate closes), then release the Lease
         resync.stop()
-        if stream is not None:
+        if reloader is not None:
+            reloader.stop()
+        for stream in streams:
             stream.stop()
         sched.stop()
+        if results is not None:
+            results.close()
         sink.close()
+        if podgroup_writer is not None:
+            podgroup_writer.close()
         if health is not None:
             health.stop()
         log.info("py-scheduler stopped")
     return 0
 
 
-def _simulate(args: argparse.Namespace) -> int:
-    from scheduler.app.simulate import SimulationError, format_table, run_simulation
+POLICY_CONFIGMAP_KEY = "policy.cfg"  # upstream SchedulerPolicyConfigMapKey
+
+
+def load_configuration(args: argparse.Namespace) -> tuple[SchedulerConfiguration, ReloadSource | None]:
+    """--config, --config-configmap, --policy-config-file or --policy-configmap (at most one; a Policy with
+    --config is an error, as upstream), or the defaults for --scheduler-name. The source is returned for
+    reloading when it is a KubeSchedulerConfiguration."""
+    from scheduler.app.reload import ReloadSource, file_reader
+    from scheduler.config.errors import ConfigError, FieldError
+    from scheduler.config.load import load, load_text
+    from scheduler.config.policy import load_policy, load_policy_text
+
+    names = args.scheduler_name or None
+    given = [f for f, v in (("--config", args.config), ("--config-configmap", args.config_configmap),
+                            ("--policy-config-file", args.policy_config_file),
+                            ("--policy-configmap", args.policy_configmap)) if v]
+    if len(given) > 1:
+        raise ConfigError([FieldError("", f"{' and '.join(given)} cannot be used together")])
+    if args.policy_config_file:
+        return load_policy(args.policy_config_file, names), None
+    if args.policy_configmap or args.config_configmap:
+        from scheduler.kube.client import RawApi, load_api_client
+        from scheduler.kube.configmap import config_map_reader
+
+        api = RawApi(load_api_client(args.kubeconfig or os.environ.get("KUBECONFIG") or None))
+        if args.policy_configmap:
+            ns, name = args.policy_configmap_namespace, args.policy_configmap
+            text, _ = config_map_reader(api, ns, name, POLICY_CONFIGMAP_KEY)()
+            return load_policy_text(text, f"ConfigMap {ns}/{name}", names), None
+        ns, _, name = args.config_configmap.partition("/")
+        if not ns or not name:
+            raise ConfigError([FieldError("", f"--config-configmap {args.config_configmap!r}: expected NS/NAME")])
+        read = config_map_reader(api, ns, name, args.config_configmap_key)
+        text, version = read()
+        source = f"ConfigMap {ns}/{name}"
+        regarding = {"apiVersion": "v1", "kind": "ConfigMap", "namespace": ns, "name": name}
+        return load_text(text, source, names), ReloadSource(read, source, version, regarding)
+    if args.config:
+        cfg = load(args.config, names)
+        read = file_reader(args.config)
+        return cfg, ReloadSource(read, args.config, read()[1])
+    return load(None, names), None
+
+
+def _live_cluster(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The read-only snapshot of the cluster of --kubeconfig (raises ClusterReadError)."""
+    from scheduler.kube.snapshot import connect, read_snapshot
+
+    return read_snapshot(connect(args.kubeconfig)).all()
+
+
+def _print_json(value: Any) -> None:
+    import json
+
+    json.dump(value, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+
+
+def _what_if(command: str, body: Callable[[], int]) -> int:
+    """Run a what-if command: bad input and cluster errors are one line on stderr, never a traceback."""
+    from scheduler.app.simulate import SimulationError
+    from scheduler.kube.snapshot import ClusterReadError
 
     try:
-        results = run_simulation(args.cluster, args.pods, args.config, seed=args.seed, tie_break=args.tie_break)
+        return body()
+    except ClusterReadError as exc:
+        print(f"py-scheduler {command}: {exc}", file=sys.stderr)
+        return 1
     except SimulationError as exc:
-        print(f"py-scheduler simulate: {exc}", file=sys.stderr)
+        print(f"py-scheduler {command}: {exc}", file=sys.stderr)
         return 2
-    if args.output == "json":
-        import json
 
-        json.dump({"results": results}, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        sys.stdout.write(format_table(results))
-    return 0
+
+def _simulate(args: argparse.Namespace) -> int:
+    from scheduler.app.simulate import format_table, run_simulation
+
+    def body() -> int:
+        if not args.cluster and not args.from_cluster:
+            print("py-scheduler simulate: give --cluster FILE, --from-cluster, or both", file=sys.stderr)
+            return 2
+        live = _live_cluster(args) if args.from_cluster else None
+        results = run_simulation(args.cluster, args.pods, args.config, seed=args.seed, tie_break=args.tie_break,
+                                 live=live, policy_path=args.policy_config_file)
+        if args.output == "json":
+            _print_json({"results": results})
+        else:
+            sys.stdout.write(format_table(results))
+        return 0
+
+    return _what_if("simulate", body)
+
+
+def _color() -> bool:
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from scheduler.app.explain import explain, format_explain
+    from scheduler.kube.snapshot import connect, get_pod, read_snapshot
+
+    def body() -> int:
+        raw = connect(args.kubeconfig)
+        pod = get_pod(raw, args.namespace, args.pod)
+        result = explain(pod, read_snapshot(raw).all(), args.config)
+        if args.output == "json":
+            _print_json(result)
+        else:
+            sys.stdout.write(format_explain(result, args.nodes, _color()))
+        return 0
+
+    return _what_if("explain", body)
+
+
+class _Progress:
+    """A bar on stderr, only on a terminal and only once the run has taken more than a second."""
+
+    def __init__(self, total: int | None) -> None:
+        self.total = total
+        self.start = time.monotonic()
+        self.shown = False
+        self.enabled = sys.stderr.isatty() and sys.stdout.isatty()  # none when the output is piped
+
+    def __call__(self, count: int) -> None:
+        if not self.enabled or time.monotonic() - self.start < 1.0:
+            return
+        self.shown = True
+        if self.total:
+            done = count * 30 // self.total
+            sys.stderr.write(f"\r[{'#' * done}{'.' * (30 - done)}] {count}/{self.total} placed")
+        else:
+            sys.stderr.write(f"\r{count} placed")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+
+def _capacity(args: argparse.Namespace) -> int:
+    from scheduler.app.capacity import capacity, format_capacity
+    from scheduler.app.simulate import SimulationError, load_objects, pods_to_place
+
+    def body() -> int:
+        if not args.cluster and not args.from_cluster:
+            print("py-scheduler capacity: give --cluster FILE, --from-cluster, or both", file=sys.stderr)
+            return 2
+        pods = pods_to_place(args.pod)
+        if len(pods) != 1:
+            raise SimulationError(f"{args.pod}: expected exactly one Pod, found {len(pods)} objects")
+        cluster = _live_cluster(args) if args.from_cluster else []
+        if args.cluster:
+            cluster += load_objects(args.cluster)
+        progress = _Progress(args.max)
+        try:
+            result = capacity(pods[0], cluster, args.config, max_count=args.max, live=args.from_cluster,
+                              source=args.cluster or "the live cluster", progress=progress)
+        finally:
+            progress.close()
+        if args.output == "json":
+            _print_json(result)
+        else:
+            sys.stdout.write(format_capacity(result))
+        return 0
+
+    return _what_if("capacity", body)
+
+
+def _feature_gates(spec: str) -> Features:
+    try:
+        return parse_feature_gates(spec)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="py-scheduler", description=__doc__)
     p.add_argument("--version", action="version",
                    version=f"%(prog)s {version()} (decides as kube-scheduler {KUBE_SCHEDULER_TARGET})")
-    p.add_argument("--log-level", default=os.environ.get("PY_SCHEDULER_LOG_LEVEL", "INFO"),
+    p.add_argument("--log-level", default=os.environ.get("PY_SCHEDULER_LOG_LEVEL"),
                    choices=["DEBUG", "INFO", "WARNING", "ERROR"], type=str.upper,
-                   help="log threshold (default INFO, or $PY_SCHEDULER_LOG_LEVEL)")
+                   help="log threshold (default $PY_SCHEDULER_LOG_LEVEL, else INFO for run and WARNING for the "
+                        "what-if commands, whose answer is their output). One JSON line per scheduling attempt "
+                        "with pod, node, profile, cycle, attempts (and message): bindings and a pod's first "
+                        "unschedulable verdict at INFO, its retries at DEBUG, errors at WARNING")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run the scheduler against a cluster")
     r.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: $KUBECONFIG, else in-cluster)")
-    r.add_argument("--config", default=None, help="KubeSchedulerConfiguration file")
+    r.add_argument("--config", default=None,
+                   help="KubeSchedulerConfiguration file; edits are reloaded without restart")
+    r.add_argument("--config-configmap", default=None, metavar="NAMESPACE/NAME",
+                   help="read the KubeSchedulerConfiguration from this ConfigMap (key --config-configmap-key) "
+                        "instead of --config; edits are reloaded without restart")
+    r.add_argument("--config-configmap-key", default="config.yaml",
+                   help="the key of --config-configmap holding the configuration (default config.yaml)")
+    r.add_argument("--config-reload-seconds", type=float, default=2.0,
+                   help="how often --config / --config-configmap is checked for changes (0: never reload)")
+    r.add_argument("--policy-config-file", default=None,
+                   help="a seed-era scheduler Policy (kind: Policy, apiVersion: v1; JSON or YAML) instead of --config")
+    r.add_argument("--policy-configmap", default=None,
+                   help=f"read the Policy from this ConfigMap's {POLICY_CONFIGMAP_KEY!r} key instead of --config")
+    r.add_argument("--policy-configmap-namespace", default="kube-system",
+                   help="namespace of --policy-configmap (default kube-system)")
     r.add_argument("--scheduler-name", action="append", default=[],
                    help="serve this schedulerName (repeatable; default py-scheduler) when --config has no profiles")
     r.add_argument("--metrics-port", type=int, default=0, help="serves /metrics, /healthz and /readyz (0: off)")
@@ -152,30 +374,65 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--qps", type=float, default=None, help="client QPS for API writes (config default 50)")
     r.add_argument("--burst", type=int, default=None, help="client burst for API writes (config default 100)")
     r.add_argument("--bind-workers", type=int, default=16, help="binding cycles run at once (default 16)")
+    r.add_argument("--feature-gates", type=_feature_gates, default=Features(), metavar="GATE=BOOL,...",
+                   help="kube-scheduler feature gates py-scheduler implements: SchedulerAsyncPreemption "
+                        "(default true; false evicts preemption victims on the scheduling thread)")
     r.add_argument("--resync-seconds", type=float, default=300.0,
                    help="relist every watched kind this often and reconcile the cache (default 300)")
     r.add_argument("--pod-watch", choices=["stream", "kopf"], default="stream",
                    help="pods through the thin list-watch (default: no gap between list and watch, "
                         "deletions missed during an outage are synthesized, ~20x less CPU per event) "
                         "or through kopf's @on.event")
+    r.add_argument("--record-results", action="store_true",
+                   help="write kube-scheduler-simulator's result annotations on each pod scheduled "
+                        "(needs patch on pods: manifests/record-results/)")
     s = sub.add_parser("simulate", help="schedule pods against a cluster described in YAML, offline")
-    s.add_argument("--cluster", required=True, help="YAML/JSON file of nodes, bound pods and other objects")
+    s.add_argument("--cluster", default=None,
+                   help="YAML/JSON file of nodes, bound pods and other objects (with --from-cluster: added on top)")
+    s.add_argument("--from-cluster", action="store_true", help="start from a read-only snapshot of the live cluster")
+    s.add_argument("--kubeconfig", default=None, help="kubeconfig file for --from-cluster (default: $KUBECONFIG)")
     s.add_argument("--pods", required=True, help="YAML/JSON file of pods to place, in order")
     s.add_argument("--config", default=None, help="KubeSchedulerConfiguration file (default: the default profile)")
+    s.add_argument("--policy-config-file", default=None, help="a seed-era scheduler Policy instead of --config")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--seed", type=int, default=None, help="seed the random tie-break, for repeatable output")
     g.add_argument("--tie-break", choices=["random", "name"], default="random",
                    help="among equal best nodes: random as kube-scheduler (default), or the first by name")
     s.add_argument("--output", choices=["table", "json"], default="table", help="table for people, json for tools")
+    e = sub.add_parser("explain", help="why a pod goes (or went) where it does, on a snapshot of the live cluster")
+    e.add_argument("pod", metavar="POD", help="the pod's name")
+    e.add_argument("-n", "--namespace", default="default", help="the pod's namespace (default: default)")
+    e.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: $KUBECONFIG, else in-cluster)")
+    e.add_argument("--config", default=None,
+                   help="KubeSchedulerConfiguration file: the profile of the pod's schedulerName (default: the "
+                        "default profile)")
+    e.add_argument("--output", choices=["table", "json"], default="table", help="table for people, json for tools")
+    e.add_argument("--nodes", type=int, default=20, help="scored nodes shown in the table (default 20)")
+    c = sub.add_parser("capacity", help="how many copies of a pod fit, placed one by one by the scheduler")
+    c.add_argument("--pod", required=True, help="POD.yaml: the pod to replicate")
+    c.add_argument("--cluster", default=None,
+                   help="YAML/JSON file of nodes, bound pods and other objects (with --from-cluster: added on top)")
+    c.add_argument("--from-cluster", action="store_true", help="start from a read-only snapshot of the live cluster")
+    c.add_argument("--kubeconfig", default=None, help="kubeconfig file for --from-cluster (default: $KUBECONFIG)")
+    c.add_argument("--config", default=None, help="KubeSchedulerConfiguration file (default: the default profile)")
+    c.add_argument("--max", type=int, default=None, help="stop after this many copies (default: no limit)")
+    c.add_argument("--output", choices=["table", "json"], default="table",
+                   help='table for people; json: {"count": N, "nodes": {node: n}, "message": why it stopped}')
     return p
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    """Run the parsed command (main without the process-wide logging set-up, for tests)."""
+    commands: dict[str, Callable[[argparse.Namespace], int]] = {
+        "run": _run, "simulate": _simulate, "explain": _explain, "capacity": _capacity,
+    }
+    return commands[args.command](args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    sched_logging.configure(args.log_level)
-    if args.command == "run":
-        return _run(args)
-    return _simulate(args)
+    sched_logging.configure(args.log_level or ("INFO" if args.command == "run" else "WARNING"))
+    return dispatch(args)
 
 
 if __name__ == "__main__":

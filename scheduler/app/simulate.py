@@ -4,13 +4,14 @@ of scheduler.app.offline injected (recording binder and event sink, offline API 
 Pods are scheduled one at a time in file order; each placed pod is confirmed into the cache before
 the next, exactly as the watch would confirm a binding. A pod that preempts gets its victims removed
 from the cluster at once (as their deletion would) and one more attempt, which normally lands it on
-its nominated node; its result lists the victims.
+its nominated node; its result lists the victims. Preemption runs synchronously (SchedulerAsyncPreemption
+off) so that the victims are gone before that attempt.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -19,10 +20,13 @@ import yaml
 
 from scheduler.app.offline import OfflineWriter, RecordingBinder, RecordingEventSink
 from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
+from scheduler.framework.features import Features
 from scheduler.framework.interface import NodeToStatus
-from scheduler.framework.runtime import NodePluginScores
+from scheduler.framework.results import ResultRecorder
 from scheduler.kube.kinds import OBJECT_KINDS
 from scheduler.model.pod import Pod, pod_from_api
+from scheduler.plugins.podgroup import KIND as PODGROUP
+from scheduler.plugins.podgroup import group_full_name, group_name
 from scheduler.scheduler import Scheduler
 
 
@@ -32,30 +36,30 @@ class SimulationError(Exception):
 
 @dataclass(slots=True)
 class Outcome:
-    """What happened to one pod in one attempt."""
+    """What happened to one pod in one attempt (its per-plugin results: the ResultRecorder's)."""
 
     pod: Pod
     node: str | None
     message: str
     statuses: NodeToStatus | None = None
-    scores: dict[str, dict[str, int]] | None = None
 
 
 @dataclass(slots=True)
 class OutcomeRecorder:
-    """The scheduler's ScheduleObserver here: every attempt's decision, filter verdicts and per-plugin
-    scores, and every preemption as (victim key, preemptor key, node)."""
+    """The scheduler's ScheduleObserver here: every attempt's decision and filter verdicts, and every
+    preemption as (victim key, preemptor key, node)."""
 
     outcomes: list[Outcome] = field(default_factory=list)
     preemptions: list[tuple[str, str, str]] = field(default_factory=list)
 
-    def scheduled(self, pod: Pod, node: str, statuses: NodeToStatus, scores: Sequence[NodePluginScores]) -> None:
-        per_node = {ns.name: {**{ps.name: ps.normalized for ps in ns.scores}, "total": ns.total_score}
-                    for ns in scores}
-        self.outcomes.append(Outcome(pod, node, "", statuses, per_node))
+    def scheduled(self, pod: Pod, node: str, statuses: NodeToStatus) -> None:
+        self.outcomes.append(Outcome(pod, node, "", statuses))
+
+    def bound(self, pod: Pod, node: str) -> None:
+        """Bindings are synchronous here; ``scheduled`` already recorded the outcome."""
 
     def failed(self, pod: Pod, message: str, statuses: NodeToStatus | None) -> None:
-        self.outcomes.append(Outcome(pod, None, message, statuses, None))
+        self.outcomes.append(Outcome(pod, None, message, statuses))
 
     def preempted(self, victim: Pod, preemptor: Pod, node: str) -> None:
         self.preemptions.append((victim.key, preemptor.key, node))
@@ -69,7 +73,7 @@ def _load_objects(path: str) -> list[dict[str, Any]]:
     try:
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
-        raise SimulationError(f"{path}: invalid YAML: {exc}") from None
+        raise SimulationError(f"{path}: invalid YAML: {_one_line(exc)}") from None
     out: list[dict[str, Any]] = []
     for i, d in enumerate(docs):
         if not isinstance(d, dict):
@@ -89,6 +93,15 @@ def _load_objects(path: str) -> list[dict[str, Any]]:
     return out
 
 
+def _one_line(exc: yaml.YAMLError) -> str:
+    """PyYAML's error without its multi-line source excerpt: the problem and where."""
+    problem = getattr(exc, "problem", None)
+    mark = getattr(exc, "problem_mark", None)
+    if problem and mark is not None:
+        return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
+    return " ".join(str(exc).split())
+
+
 def _ident(o: Mapping[str, Any]) -> str:
     m = o.get("metadata") or {}
     ns = m.get("namespace")
@@ -106,89 +119,196 @@ def _with_defaults(o: dict[str, Any], i: int) -> dict[str, Any]:
     return {**o, "metadata": meta}
 
 
-def _build(
-    config_path: str | None, pod_objs: list[dict[str, Any]], seed: int | None, tie_break: Literal["random", "name"]
-) -> tuple[Scheduler, OutcomeRecorder]:
-    from scheduler.config.load import ConfigError, build_registry, load
+@dataclass(slots=True)
+class Offline:
+    """The offline scheduler and what observes it: outcomes (ScheduleObserver) and every plugin's
+    results (the CycleObserver)."""
 
+    sched: Scheduler
+    outcomes: OutcomeRecorder
+    results: ResultRecorder
+
+
+def build_scheduler(
+    config_path: str | None, pod_objs: list[dict[str, Any]], *, seed: int | None = None,
+    tie_break: Literal["random", "name"] = "random", preemption: bool = True, policy_path: str | None = None,
+) -> Offline:
+    """The scheduler with the profiles the pods name (from ``config_path``, a Policy at ``policy_path`` or
+    the defaults) and the offline stand-ins. ``preemption=False`` drops the PostFilter plugins (capacity
+    must not evict what it counts on)."""
+    from scheduler.config.load import ConfigError, build_registry, load
+    from scheduler.config.policy import load_policy
+
+    if config_path and policy_path:
+        raise SimulationError("--config and --policy-config-file cannot be used together")
     names = sorted({(p.get("spec") or {}).get("schedulerName") or "default-scheduler" for p in pod_objs})
     try:
-        cfg = load(config_path, names or None)
+        cfg = load_policy(policy_path, names or None) if policy_path else load(config_path, names or None)
     except ConfigError as exc:
-        raise SimulationError(f"{config_path or 'configuration'}: {exc}") from None
+        raise SimulationError(f"{policy_path or config_path or 'configuration'}: {exc}") from None
+    if not preemption:
+        for profile in cfg.profiles:
+            profile.plugins["postFilter"] = []
     registry = build_registry(cfg)
     rng = random.Random(seed) if seed is not None else random.Random()
-    writer, observer = OfflineWriter(), OutcomeRecorder()
-    sched = Scheduler(cfg, registry, RecordingBinder(), RecordingEventSink(), None, writer=writer, observer=observer,
-                      synchronous_binding=True, rng=rng, tie_break=tie_break)
+    writer, outcomes, results = OfflineWriter(), OutcomeRecorder(), ResultRecorder()
+    sched = Scheduler(cfg, registry, RecordingBinder(), RecordingEventSink(), None, writer=writer, observer=outcomes,
+                      cycle_observer=results, synchronous_binding=True, rng=rng, tie_break=tie_break,
+                      features=Features(enable_async_preemption=False))
     writer.connect(sched)
-    return sched, observer
+    return Offline(sched, outcomes, results)
 
 
-def run_simulation(
-    cluster_path: str, pods_path: str, config_path: str | None = None, *, seed: int | None = None,
-    tie_break: Literal["random", "name"] = "random",
-) -> list[dict[str, Any]]:
-    cluster = [_with_defaults(o, i) for i, o in enumerate(_load_objects(cluster_path))]
-    pods = [_with_defaults(o, i + len(cluster)) for i, o in enumerate(_load_objects(pods_path))]
+def load_objects(path: str) -> list[dict[str, Any]]:
+    """A YAML file of objects (documents and Lists), with what the API server would fill in."""
+    return [_with_defaults(o, i) for i, o in enumerate(_load_objects(path))]
+
+
+def pods_to_place(path: str, first: int = 0) -> list[dict[str, Any]]:
+    pods = [_with_defaults(o, first + i) for i, o in enumerate(_load_objects(path))]
     for p in pods:
         if p.get("kind") != "Pod":
-            raise SimulationError(f"{pods_path}: {_ident(p)}: only Pods can be scheduled")
-    sched, observer = _build(config_path, pods, seed, tie_break)
-    for o in cluster:
+            raise SimulationError(f"{path}: {_ident(p)}: only Pods can be scheduled")
+    return pods
+
+
+def add_cluster(sched: Scheduler, objects: list[dict[str, Any]], source: str, *, live: bool = False) -> None:
+    """Feed the cluster's objects to the scheduler as its initial list would. A file's pods must be
+    bound. A live snapshot's pending pods use no node's resources and are not placed; those of the
+    scheduler's profiles that carry status.nominatedNodeName keep their nomination, as in the live
+    scheduler's nominator (filters count them on their node)."""
+    for o in objects:
         kind = o["kind"]
         if kind == "Node":
             sched.on_node_event(ADDED, o)
         elif kind == "Pod":
             if not (o.get("spec") or {}).get("nodeName"):
-                raise SimulationError(f"{cluster_path}: {_ident(o)}: field spec.nodeName: cluster pods must be bound")
+                if live:
+                    _keep_nomination(sched, o)
+                    continue
+                raise SimulationError(f"{source}: {_ident(o)}: field spec.nodeName: cluster pods must be bound")
             sched.on_pod_event(ADDED, o)
-        elif kind in OBJECT_KINDS:
+        elif kind in OBJECT_KINDS or kind == PODGROUP:
             sched.on_object_event(kind, ADDED, o)
         else:
-            raise SimulationError(f"{cluster_path}: {_ident(o)}: unsupported kind {kind}")
-    return [_result(o, victims) for o, victims in _schedule_each(sched, observer, pods)]
+            raise SimulationError(f"{source}: {_ident(o)}: unsupported kind {kind}")
 
 
-def _attempt(sched: Scheduler, observer: OutcomeRecorder) -> Outcome | None:
-    """Run scheduling cycles until one records an outcome (None: nothing left to schedule)."""
-    before = len(observer.outcomes)
-    while sched.schedule_one(timeout=0):
-        if len(observer.outcomes) > before:
-            return observer.outcomes[-1]
+def _keep_nomination(sched: Scheduler, obj: dict[str, Any]) -> None:
+    pod = pod_from_api(obj)
+    if pod.nominated_node_name and sched.responsible_for(pod):
+        sched.queue.nominator.add_nominated_pod(pod)
+
+
+def run_simulation(
+    cluster_path: str | None, pods_path: str, config_path: str | None = None, *, seed: int | None = None,
+    tie_break: Literal["random", "name"] = "random", live: list[dict[str, Any]] | None = None,
+    policy_path: str | None = None,
+) -> list[dict[str, Any]]:
+    """Place the pods of ``pods_path`` one by one. The cluster: ``live`` (a snapshot of a live cluster)
+    if given, with the objects of ``cluster_path`` on top."""
+    cluster = load_objects(cluster_path) if cluster_path else []
+    pods = pods_to_place(pods_path, len(cluster))
+    off = build_scheduler(config_path, pods, seed=seed, tie_break=tie_break, policy_path=policy_path)
+    if live is not None:
+        add_cluster(off.sched, live, "the live cluster", live=True)
+    add_cluster(off.sched, cluster, cluster_path or "")
+    return [result_dict(o, victims, off.results) for o, victims in _schedule_each(off, pods)]
+
+
+def attempt(off: Offline, key: str) -> Outcome | None:
+    """Run scheduling cycles until one records an outcome for pod ``key`` (None: nothing left to
+    schedule). Other outcomes may come first: the group members a failing pod's PostFilter rejected."""
+    before = len(off.outcomes.outcomes)
+    while off.sched.schedule_one(timeout=0):
+        mine = [o for o in off.outcomes.outcomes[before:] if o.pod.key == key]
+        if mine:
+            return mine[-1]  # a binding failure comes after the decision
     return None
 
 
-def _schedule_each(
-    sched: Scheduler, observer: OutcomeRecorder, pods: list[dict[str, Any]]
-) -> Iterator[tuple[Outcome, list[str]]]:
+def victims_of(off: Offline, pod: Pod, since: int = 0) -> list[str]:
+    """The pods ``pod`` preempted (keys), from the ``since``-th preemption on."""
+    return [v for v, by, _ in off.outcomes.preemptions[since:] if by == pod.key]
+
+
+def _schedule_each(off: Offline, pods: list[dict[str, Any]]) -> Iterator[tuple[Outcome, list[str]]]:
+    """One attempt per pod in file order. A pod group's members are all known from the start (as in a
+    live cluster); a member held at Permit gets its result once its group is placed or rejected, and
+    members still waiting at the end are rejected: a group is placed all or nothing."""
+    for obj in pods:
+        if group_name(pod_from_api(obj)):
+            off.sched.on_group_pod_event(ADDED, obj)
+    results: dict[str, tuple[Outcome, list[str]]] = {}
+    waiting: dict[str, dict[str, Any]] = {}  # pod key -> object, held at Permit
     for obj in pods:
         pod = pod_from_api(obj)
-        if pod.scheduler_name not in sched.frameworks:
-            yield Outcome(pod, None, f"no profile for schedulerName {pod.scheduler_name!r}"), []
+        results[pod.key] = _schedule_one(off, obj, pod, waiting)
+        _settle(off, waiting, results)
+    _reject_incomplete_groups(off.sched, waiting)
+    _settle(off, waiting, results)
+    for obj in pods:
+        yield results[pod_from_api(obj).key]
+
+
+def _schedule_one(
+    off: Offline, obj: dict[str, Any], pod: Pod, waiting: dict[str, dict[str, Any]]
+) -> tuple[Outcome, list[str]]:
+    sched = off.sched
+    if pod.scheduler_name not in sched.frameworks:
+        return Outcome(pod, None, f"no profile for schedulerName {pod.scheduler_name!r}"), []
+    if pod.node_name:
+        return Outcome(pod, None, f"spec.nodeName is already set ({pod.node_name}): not scheduled"), []
+    sched.on_pod_event(ADDED, obj)
+    preempted_before = len(off.outcomes.preemptions)
+    outcome = attempt(off, pod.key)
+    if outcome is None:
+        msg = queue_message(sched, pod.key)
+        sched.on_pod_event(DELETED, obj)
+        return Outcome(pod, None, msg), []
+    victims = victims_of(off, pod, preempted_before)
+    nominated = sched.queue.nominator.nominated_node_name(pod)
+    if outcome.node is None and victims and nominated:
+        obj = _retry_after_preemption(sched, obj, pod, nominated)
+        outcome = attempt(off, pod.key) or outcome
+    if outcome.node and sched.frameworks[pod.scheduler_name].get_waiting_pod(pod.uid) is not None:
+        waiting[pod.key] = obj  # bound (or rejected) together with its group, later
+    elif outcome.node:
+        bound = {**obj, "spec": {**(obj.get("spec") or {}), "nodeName": outcome.node}}
+        sched.on_pod_event(MODIFIED, bound)  # what the watch would deliver: confirms the assumed pod
+    else:
+        sched.on_pod_event(DELETED, obj)  # one attempt per pod: it must not come back from backoff
+    return outcome, victims
+
+
+def _settle(off: Offline, waiting: dict[str, dict[str, Any]], results: dict[str, tuple[Outcome, list[str]]]) -> None:
+    """Members that left Permit: bound ones are confirmed, rejected ones get their failure as result."""
+    sched = off.sched
+    bound = dict(sched.binder.bindings) if isinstance(sched.binder, RecordingBinder) else {}
+    for key, obj in list(waiting.items()):
+        pod = pod_from_api(obj)
+        if sched.frameworks[pod.scheduler_name].get_waiting_pod(pod.uid) is not None:
             continue
-        if pod.node_name:
-            yield Outcome(pod, None, f"spec.nodeName is already set ({pod.node_name}): not scheduled"), []
+        del waiting[key]
+        if key in bound:
+            sched.on_pod_event(MODIFIED, {**obj, "spec": {**(obj.get("spec") or {}), "nodeName": bound[key]}})
             continue
-        sched.on_pod_event(ADDED, obj)
-        preempted_before = len(observer.preemptions)
-        outcome = _attempt(sched, observer)
-        if outcome is None:
-            msg = _queue_message(sched, pod.key)
-            sched.on_pod_event(DELETED, obj)
-            yield Outcome(pod, None, msg), []
-            continue
-        victims = [v for v, by, _ in observer.preemptions[preempted_before:] if by == pod.key]
-        nominated = sched.queue.nominator.nominated_node_name(pod)
-        if outcome.node is None and victims and nominated:
-            obj = _retry_after_preemption(sched, obj, pod, nominated)
-            outcome = _attempt(sched, observer) or outcome
-        if outcome.node:
-            bound = {**obj, "spec": {**(obj.get("spec") or {}), "nodeName": outcome.node}}
-            sched.on_pod_event(MODIFIED, bound)  # what the watch would deliver: confirms the assumed pod
-        else:
-            sched.on_pod_event(DELETED, obj)  # one attempt per pod: it must not come back from backoff
-        yield outcome, victims
+        failed = next((o for o in reversed(off.outcomes.outcomes) if o.pod.key == key and o.node is None), None)
+        results[key] = (failed or Outcome(pod, None, "rejected at Permit"), results[key][1])
+        sched.on_pod_event(DELETED, obj)
+
+
+def _reject_incomplete_groups(sched: Scheduler, waiting: dict[str, dict[str, Any]]) -> None:
+    """No more pods: members still waiting for their group are rejected, saying how far it got."""
+    for obj in waiting.values():
+        pod = pod_from_api(obj)
+        fwk = sched.frameworks[pod.scheduler_name]
+        wp = fwk.get_waiting_pod(pod.uid)
+        if wp is not None:
+            held = sum(1 for o in waiting.values() if group_full_name(pod_from_api(o)) == group_full_name(pod))
+            wp.reject("Coscheduling", f'PodGroup "{group_full_name(pod)}" was not placed: only {held} of its '
+                                      f"members could be placed (all or nothing)")
+    sched.run_decided_parked()
 
 
 def _retry_after_preemption(sched: Scheduler, obj: dict[str, Any], pod: Pod, nominated: str) -> dict[str, Any]:
@@ -205,7 +325,7 @@ def _retry_after_preemption(sched: Scheduler, obj: dict[str, Any], pod: Pod, nom
     return obj
 
 
-def _queue_message(sched: Scheduler, key: str) -> str:
+def queue_message(sched: Scheduler, key: str) -> str:
     """A pod that never reached a cycle (e.g. gated) keeps the PreEnqueue message."""
     sink = sched.recorder
     if isinstance(sink, RecordingEventSink) and key in sink.conditions:
@@ -213,18 +333,28 @@ def _queue_message(sched: Scheduler, key: str) -> str:
     return sched.queue.gating_message(key) or "pod was not scheduled (waiting in the queue)"
 
 
-def _result(o: Outcome, victims: list[str]) -> dict[str, Any]:
+def result_dict(o: Outcome, victims: list[str], recorder: ResultRecorder) -> dict[str, Any]:
+    """The JSON schema of simulate (explain adds to it): ``scores`` holds each plugin's normalized score
+    and the weighted total; ``score_details`` each plugin's raw, normalized and weighted score."""
     filtered: dict[str, dict[str, str]] = {}
     if o.statuses is not None:
         for node, st in sorted(o.statuses.statuses.items()):
             if st is not None and st.reasons:
                 filtered[node] = {"plugin": st.plugin, "reason": st.message}
+    attempt_result = recorder.result(o.pod.uid)
+    scores: dict[str, dict[str, int]] = {}
+    details: dict[str, dict[str, dict[str, int]]] = {}
+    if attempt_result is not None:
+        details = attempt_result.score_details()
+        scores = {node: {**{p: d["normalized"] for p, d in plugins.items()}, "total": attempt_result.total(node)}
+                  for node, plugins in details.items()}
     return {
         "pod": o.pod.key,
         "node": o.node,
         "message": o.message,
         "filtered": filtered,
-        "scores": o.scores or {},
+        "scores": scores,
+        "score_details": details,
         "victims": victims,
     }
 

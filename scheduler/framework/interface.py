@@ -11,12 +11,16 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from scheduler.framework.features import Features
 from scheduler.framework.status import Status
 from scheduler.framework.types import ClusterEventWithHint, NodeInfo
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
+
+if TYPE_CHECKING:
+    from scheduler.framework.extender import Extender
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -37,12 +41,14 @@ def _clones(value: object) -> bool:
 class CycleState:
     """Per-cycle plugin scratch space. Cloned for the nominated-pods pass and preemption dry runs."""
 
-    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = ("_data", "record_plugin_metrics", "skip_filter_plugins", "skip_score_plugins")
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
+        # This cycle times every plugin call (upstream samples 10 % of cycles for plugin durations).
+        self.record_plugin_metrics = False
 
     def read(self, key: str) -> Any:
         """Raise KeyError when a plugin's PreFilter/PreScore did not run (an Error status upstream)."""
@@ -60,6 +66,7 @@ class CycleState:
         c._data = {k: (v.clone() if _clones(v) else v) for k, v in self._data.items()}
         c.skip_filter_plugins = set(self.skip_filter_plugins)
         c.skip_score_plugins = set(self.skip_score_plugins)
+        c.record_plugin_metrics = self.record_plugin_metrics
         return c
 
 
@@ -136,6 +143,11 @@ class ClusterHandle(Protocol):
     def bind(self, pod: Pod, node_name: str) -> Status | None: ...
     def parallelism(self) -> int: ...
 
+    def extenders(self) -> Sequence[Extender]:
+        """The configured extenders (shared by all profiles); those with a preempt verb narrow the
+        preemption candidates."""
+        ...
+
     def rng(self) -> random.Random:
         """The scheduler's random source (seedable), e.g. for preemption's start offset."""
         ...
@@ -147,6 +159,15 @@ class ClusterHandle(Protocol):
     def preempt(self, victim: Pod, preemptor: Pod, node_name: str, plugin: str) -> Status | None:
         """Evict one victim: reject it if it waits at Permit, else set DisruptionTarget and delete
         it; record the Preempted event. A victim already gone is a success."""
+        ...
+
+    def victims_selected(self, count: int) -> None:
+        """Preemption is evicting the ``count`` victims of its chosen candidate (the
+        scheduler_preemption_victims metric), called on the scheduling thread."""
+        ...
+
+    def async_preemption_done(self, ok: bool, seconds: float) -> None:
+        """An asynchronous preemption's API calls ended, all succeeding or not (the goroutine metrics)."""
         ...
 
     def clear_nominated_node(self, pod: Pod) -> Status | None:
@@ -162,6 +183,31 @@ class ClusterHandle(Protocol):
         """False once the pod was deleted (as far as the watch told)."""
         ...
 
+    def activate_pods(self, pods: list[Pod]) -> None:
+        """Move pending pods to activeQ (upstream's PodsToActivate; Coscheduling's siblings)."""
+        ...
+
+    def features(self) -> Features:
+        """The feature gates in force (upstream passes them to each plugin's factory)."""
+        ...
+
+    def podgroup_writer(self) -> PodGroupWriter | None:
+        """Where PodGroup status and events go (Coscheduling); None offline (simulate)."""
+        ...
+
+
+class PodGroupWriter(Protocol):
+    """The API writes for scheduler-plugins' PodGroups (implemented in scheduler.kube). Both return
+    at once: the writes are made off the calling thread."""
+
+    def patch_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
+        """Merge-patch the PodGroup's status subresource."""
+        ...
+
+    def event(self, podgroup: Mapping[str, Any], type_: str, reason: str, note: str) -> None:
+        """Record an Event regarding the PodGroup."""
+        ...
+
 
 class WaitingPod(Protocol):
     """A pod held at Permit (upstream framework.WaitingPod)."""
@@ -170,6 +216,10 @@ class WaitingPod(Protocol):
     def get_pending_plugins(self) -> list[str]: ...
     def allow(self, plugin_name: str) -> None: ...
     def reject(self, plugin_name: str, msg: str) -> None: ...
+
+    def rejected(self) -> bool:
+        """Rejected or timed out, though its binding cycle may not have woken yet (our addition)."""
+        ...
 
 
 class Handle(ClusterHandle, Protocol):
@@ -398,6 +448,18 @@ class DeclaresExtensionPoints(Protocol):
     extension_points: Collection[str]
 
 
+@runtime_checkable
+class ClusterEventObserver(Protocol):
+    """Our addition: a plugin that keeps its own state from watch events, where upstream plugins
+    read informers (Coscheduling's pod and PodGroup informers). The framework calls these on the
+    watch threads for the pods of its profile and for the other kinds; they must return quickly."""
+
+    name: str
+
+    def on_pod_event(self, deleted: bool, pod: Pod) -> None: ...
+    def on_object_event(self, kind: str, deleted: bool, obj: Mapping[str, Any]) -> None: ...
+
+
 class PluginFactory(Protocol):
     """Builds a plugin from its args and the framework handle. In-tree plugins get their typed Args
     (``config.types_pluginargs``), already defaulted and validated; plugins without an args type get
@@ -411,6 +473,7 @@ __all__ = [
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",
     "BindPlugin",
+    "ClusterEventObserver",
     "ClusterHandle",
     "CycleState",
     "DeclaresExtensionPoints",
@@ -425,6 +488,7 @@ __all__ = [
     "ObjectLister",
     "PermitPlugin",
     "PluginFactory",
+    "PodGroupWriter",
     "PostBindPlugin",
     "PostFilterPlugin",
     "PostFilterResult",
@@ -445,3 +509,36 @@ __all__ = [
     "WaitingPod",
     "score_by_batch",
 ]
+
+
+class CycleObserver(Protocol):
+    """Sees every plugin's result at every extension point of a pod's scheduling attempt.
+
+    Upstream has no such hook (kube-scheduler-simulator wraps each plugin to get the same view); here
+    the framework calls it when one is injected, so `simulate`, `explain` and `run --record-results`
+    share one recorder (framework/results.py). ``point`` is the upstream extension point name
+    ("PreFilter", "PreScore", "Reserve", "Permit", "PreBind", "Bind"); a None status is Success."""
+
+    def begin(self, pod: Pod) -> None:
+        """A new attempt starts (PreFilter is about to run): forget the previous one."""
+        ...
+
+    def plugin_status(self, point: str, pod: Pod, plugin: str, status: Status | None) -> None: ...
+
+    def pre_filter_result(self, pod: Pod, plugin: str, node_names: set[str]) -> None: ...
+
+    def filter_status(self, pod: Pod, node: str, plugin: str, status: Status | None) -> None: ...
+
+    def post_filter_result(self, pod: Pod, plugin: str, nominated_node: str, nodes: Sequence[str]) -> None: ...
+
+    def scores(
+        self, pod: Pod, nodes: Sequence[str], plugins: Mapping[str, tuple[Sequence[int], Sequence[int], int]]
+    ) -> None:
+        """The scored nodes and, per score plugin that ran, its raw Score, the values after NormalizeScore
+        (both parallel to ``nodes``) and its weight; called again for each prioritizing extender (its
+        0-10 score as both, and its weight times 10, the scaling to 0-100)."""
+        ...
+
+    def permit_timeout(self, pod: Pod, plugin: str, seconds: float) -> None: ...
+
+    def selected_node(self, pod: Pod, node: str) -> None: ...

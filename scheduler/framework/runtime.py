@@ -13,19 +13,22 @@ import operator
 import random
 import threading
 import time
-from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import repeat
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from scheduler.config.types import EXTENSION_POINTS, Profile
 from scheduler.framework.batch import template_key
+from scheduler.framework.features import Features
 from scheduler.framework.interface import (
     EXTENSION_POINT_PROTOCOLS,
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     BindPlugin,
+    ClusterEventObserver,
     ClusterHandle,
+    CycleObserver,
     CycleState,
     EnqueueExtensions,
     FilterForPlugin,
@@ -36,6 +39,7 @@ from scheduler.framework.interface import (
     ObjectLister,
     PermitPlugin,
     PluginFactory,
+    PodGroupWriter,
     PostBindPlugin,
     PostFilterPlugin,
     PostFilterResult,
@@ -56,12 +60,35 @@ from scheduler.framework.status import Code, Status, error, success, unresolvabl
 from scheduler.framework.types import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, NodeInfo
 from scheduler.model.pod import Pod
 
+if TYPE_CHECKING:
+    from scheduler.framework.extender import Extender
+
 # callable(extension_point, status_code_string, seconds): wired to scheduler_framework_extension_point_duration.
 MetricsHook = Callable[[str, str, float], None]
 # (state, pod, nodes, plugins) -> raw scores per plugin in nodes order, or an error status
 RawScores = Callable[
     [CycleState, Pod, Sequence[NodeInfo], "list[ScorePlugin]"], "tuple[dict[str, list[int]], Status | None]"
 ]
+
+
+
+class PluginMetrics(Protocol):
+    """Per-plugin metrics of one profile (scheduler/metrics.py ProfileMetrics implements it)."""
+
+    def plugin_duration(self, plugin: str, point: str, status: str, seconds: float) -> None: ...
+    def duration_sink(self) -> Callable[[tuple[tuple[str, str, str], float]], None]:
+        """Takes ((plugin, point, status), seconds): the per-node Filter timings skip a Python call."""
+        ...
+    def plugin_evaluations(self, plugin: str, point: str, count: int) -> None: ...
+    def permit_wait(self, status: str, seconds: float) -> None: ...
+
+
+# Per-node Filter timings in a sampled cycle stop after this many nodes per plugin (upstream times all).
+TIMED_NODES_PER_CYCLE = 16
+
+# Plugin method -> the extension_point label its duration is recorded under in sampled cycles.
+_TIMED_METHODS = {method: point[0].upper() + point[1:] for point, (method, _) in EXTENSION_POINT_PROTOCOLS.items()}
+_TIMED_METHODS |= {"score_nodes": "Score", "unreserve": "Unreserve"}
 
 # Permit plugins may not ask for a longer wait than this (upstream maxTimeout).
 MAX_PERMIT_TIMEOUT_SECONDS = 15 * 60.0
@@ -98,6 +125,67 @@ def _normalizes_values(ext: object) -> bool:
 def code_name(status: Status | None) -> str:
     """Upstream Code.String() of a status (None is Success): the metrics label value."""
     return CODE_NAMES[Code.SUCCESS if status is None else status.code]
+
+
+def _status_of(out: Any) -> Status | None:
+    """The Status in what a plugin method returned (a Status, None, or a tuple holding one)."""
+    if isinstance(out, tuple):
+        return next((x for x in out if isinstance(x, Status)), None)
+    return out if isinstance(out, Status) else None
+
+
+class TimedPlugin:
+    """A plugin as a sampled cycle sees it: each extension-point call reports its duration
+    (scheduler_plugin_execution_duration_seconds); every other attribute is the plugin's own.
+    Per-node checks from ``filter_for`` are timed per node, as upstream times each Filter call."""
+
+    def __init__(self, plugin: Any, recorder: PluginMetrics) -> None:
+        self._plugin = plugin
+        self._recorder = recorder
+        self.name: str = plugin.name
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__") or attr in ("_plugin", "_recorder"):
+            raise AttributeError(attr)
+        value = getattr(self._plugin, attr)
+        point = _TIMED_METHODS.get(attr)
+        if point is not None:
+            return self._timed(value, point)
+        if attr == "filter_for":
+            return lambda state, pod: self._timed_check(value(state, pod))
+        return value
+
+    def _timed(self, method: Callable[..., Any], point: str) -> Callable[..., Any]:
+        record, name = self._recorder.plugin_duration, self.name
+
+        def timed(*args: Any) -> Any:
+            start = time.perf_counter()
+            out = method(*args)
+            record(name, point, code_name(_status_of(out)), time.perf_counter() - start)
+            return out
+
+        return timed
+
+    def _timed_check(self, check: Callable[[NodeInfo], Status | None] | None) -> Any:
+        """The per-node check, timed on the first TIMED_NODES_PER_CYCLE nodes it sees: enough samples for
+        the distribution, while a sampled cycle over thousands of nodes stays nearly as cheap as any other."""
+        if check is None:
+            return None
+        append, name, perf = self._recorder.duration_sink(), self.name, time.perf_counter
+        passed = (name, "Filter", "Success")
+        left = TIMED_NODES_PER_CYCLE
+
+        def timed(node_info: NodeInfo) -> Status | None:
+            nonlocal left
+            if left <= 0:
+                return check(node_info)
+            left -= 1
+            start = perf()
+            s = check(node_info)
+            append((passed if s is None else (name, "Filter", CODE_NAMES[s.code]), perf() - start))
+            return s
+
+        return timed
 
 
 def _failure(message: str, plugin: str = "") -> Status:
@@ -138,20 +226,11 @@ def _decimal(value: int, unit: int) -> str:
 
 
 @dataclass(slots=True)
-class PluginScore:
-    """One plugin's contribution to a node: ``score`` is weighted (as upstream reports it),
-    ``normalized`` the value before the weight was applied."""
-
-    name: str
-    score: int
-    normalized: int = 0
-
-
-@dataclass(slots=True)
 class NodePluginScores:
+    """A node's weighted total (per-plugin scores go to the CycleObserver, when one is injected)."""
+
     name: str
     total_score: int = 0
-    scores: list[PluginScore] = field(default_factory=list)
 
 
 class WaitingPod:
@@ -181,6 +260,18 @@ class WaitingPod:
         with self._cond:
             self._expire_locked()
             return sorted(self._pending) if not self._decided else []
+
+    def decided(self) -> bool:
+        """Allowed, rejected or timed out (synchronous binding runs the binding cycle only then)."""
+        with self._cond:
+            self._expire_locked()
+            return self._decided
+
+    def rejected(self) -> bool:
+        """Rejected or timed out: it will not be bound, even if its binding cycle has not woken yet."""
+        with self._cond:
+            self._expire_locked()
+            return self._decided and self._decision is not None
 
     def allow(self, plugin_name: str) -> None:
         """The plugin lets the pod go; the pod is released once no plugin is pending."""
@@ -254,6 +345,9 @@ class FrameworkHandle:
     def parallelism(self) -> int:
         return self._base.parallelism()
 
+    def extenders(self) -> Sequence[Extender]:
+        return self._base.extenders()
+
     def rng(self) -> random.Random:
         return self._base.rng()
 
@@ -263,6 +357,12 @@ class FrameworkHandle:
     def preempt(self, victim: Pod, preemptor: Pod, node_name: str, plugin: str) -> Status | None:
         return self._base.preempt(victim, preemptor, node_name, plugin)
 
+    def victims_selected(self, count: int) -> None:
+        self._base.victims_selected(count)
+
+    def async_preemption_done(self, ok: bool, seconds: float) -> None:
+        self._base.async_preemption_done(ok, seconds)
+
     def clear_nominated_node(self, pod: Pod) -> Status | None:
         return self._base.clear_nominated_node(pod)
 
@@ -271,6 +371,15 @@ class FrameworkHandle:
 
     def pod_exists(self, pod: Pod) -> bool:
         return self._base.pod_exists(pod)
+
+    def activate_pods(self, pods: list[Pod]) -> None:
+        self._base.activate_pods(pods)
+
+    def podgroup_writer(self) -> PodGroupWriter | None:
+        return self._base.podgroup_writer()
+
+    def features(self) -> Features:
+        return self._base.features()
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
         return self.framework.get_waiting_pod(uid)
@@ -305,20 +414,25 @@ class Framework:
         handle: ClusterHandle,
         *,
         metrics: MetricsHook | None = None,
+        plugin_metrics: PluginMetrics | None = None,
         clock: Callable[[], float] = time.monotonic,
+        observer: CycleObserver | None = None,
     ) -> None:
         self.profile_name = profile.scheduler_name
+        # Told every plugin's result (simulate, explain, --record-results); None in the plain live path.
+        self.observer = observer
+        self._in_post_filter = False
         self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
+        self.run_all_filters = profile.run_all_filters
         self.handle = FrameworkHandle(handle, self)
         self._metrics = metrics
+        self._plugin_metrics = plugin_metrics
         self._clock = clock
         self._waiting: dict[str, WaitingPod] = {}
         self._waiting_lock = threading.Lock()
         self.plugins: dict[str, Any] = {}
         self._by_point: dict[str, list[Any]] = {}
         self.score_plugin_weight: dict[str, int] = {}
-        # Keep per-plugin scores in ScheduleResult (simulate, explain); off in the live hot path.
-        self.record_scores = False
         self._build(profile, registry)
         self._pre_enqueue: list[PreEnqueuePlugin] = self._by_point["preEnqueue"]
         self._queue_sort: list[QueueSortPlugin] = self._by_point["queueSort"]
@@ -332,6 +446,7 @@ class Framework:
         self._pre_bind: list[PreBindPlugin] = self._by_point["preBind"]
         self._bind: list[BindPlugin] = self._by_point["bind"]
         self._post_bind: list[PostBindPlugin] = self._by_point["postBind"]
+        self._observers = [p for p in self.plugins.values() if isinstance(p, ClusterEventObserver)]
         # The optional fast paths each plugin declares (interface.py), looked up once per profile.
         self._filter_for: dict[str, FilterForPlugin] = {
             pl.name: pl for pl in self._filter if isinstance(pl, FilterForPlugin)
@@ -339,6 +454,10 @@ class Framework:
         self._score_nodes_of: dict[str, ScoreNodesPlugin] = {
             pl.name: pl for pl in self._score if isinstance(pl, ScoreNodesPlugin)
         }
+        self._timed_by_point: dict[str, list[Any]] = {}
+        if plugin_metrics is not None:
+            self._timed_by_point = {p: [TimedPlugin(pl, plugin_metrics) for pl in pls]
+                                    for p, pls in self._by_point.items()}
 
         # Opportunistic batching needs every PreFilter, Filter, PreScore and Score plugin to sign pods.
         points = (self._pre_filter, self._filter, self._pre_score, self._score)
@@ -405,6 +524,48 @@ class Framework:
         if self._metrics is not None:
             self._metrics(extension_point, code_name(status), time.perf_counter() - start)
 
+    # ----- watch events for plugins that keep state ----------------------------------------------
+
+    def has_observers(self) -> bool:
+        return bool(self._observers)
+
+    def notify_pod_event(self, deleted: bool, pod: Pod) -> None:
+        """A pod of this profile changed (any phase, as a label-selected pod watch sees it)."""
+        if pod.scheduler_name != self.profile_name:
+            return
+        for pl in self._observers:
+            pl.on_pod_event(deleted, pod)
+
+    def notify_object_event(self, kind: str, deleted: bool, obj: Mapping[str, Any]) -> None:
+        for pl in self._observers:
+            pl.on_object_event(kind, deleted, obj)
+
+    def _plugins(self, state: CycleState, point: str) -> list[Any]:
+        """The plugins of ``point``, timed ones when this cycle samples plugin durations."""
+        if state.record_plugin_metrics and self._timed_by_point:
+            return self._timed_by_point[point]
+        return self._by_point[point]
+
+    def _count(self, point: str, plugins: Iterable[Any], n: int = 1) -> None:
+        """scheduler_plugin_evaluation_total: each plugin ran ``n`` times (once per node for Filter/Score)."""
+        if self._plugin_metrics is not None and n:
+            for pl in plugins:
+                self._plugin_metrics.plugin_evaluations(pl.name, point, n)
+
+    def count_filter_evaluations(self, state: CycleState, visited: int, rejections: Iterable[Status]) -> None:
+        """Filter evaluations without per-node counting: a plugin ran on every visited node that the
+        plugins before it passed (``rejections``: the statuses of the nodes rejected in this walk)."""
+        if self._plugin_metrics is None:
+            return
+        rejected: dict[str, int] = {}
+        for st in rejections:
+            rejected[st.plugin] = rejected.get(st.plugin, 0) + 1
+        for pl in self._filter:
+            if pl.name in state.skip_filter_plugins:
+                continue
+            self._count("Filter", (pl,), visited)
+            visited -= rejected.get(pl.name, 0)
+
     # ----- queue side ---------------------------------------------------------------------------
 
     def queue_sort_less(self, a: QueuedPodInfoLike, b: QueuedPodInfoLike) -> bool:
@@ -454,6 +615,8 @@ class Framework:
         start = time.perf_counter()
         skip: set[str] = set()
         status: Status | None = None
+        if self.observer is not None:
+            self.observer.begin(pod)
         try:
             all_nodes = list(nodes) if nodes is not None else list(self.handle.snapshot().list())
             result, status, with_nodes = self._pre_filter_loop(state, pod, all_nodes, skip)
@@ -461,6 +624,7 @@ class Framework:
         finally:
             state.skip_filter_plugins = skip
             self._observe_since("PreFilter", status, start)
+            self._count("PreFilter", self._pre_filter)
 
     def _pre_filter_loop(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], skip: set[str]
@@ -468,8 +632,12 @@ class Framework:
         result: PreFilterResult | None = None
         with_nodes: set[str] = set()
         returned: Status | None = None
-        for pl in self._pre_filter:
+        for pl in self._plugins(state, "preFilter"):
             r, s = pl.pre_filter(state, pod, nodes)
+            if self.observer is not None:
+                self.observer.plugin_status("PreFilter", pod, pl.name, s)
+                if r is not None and r.node_names is not None:
+                    self.observer.pre_filter_result(pod, pl.name, r.node_names)
             if s is not None and s.code == Code.SKIP:
                 skip.add(pl.name)
                 continue
@@ -529,29 +697,38 @@ class Framework:
         calls it for hundreds of nodes, so per-pod work is hoisted out of it, and plugins that are
         FilterForPlugins run their check specialised to this pod."""
         active: list[tuple[str, Callable[..., Status | None], bool]] = []
-        for pl in self._filter:
+        for pl in self._plugins(state, "filter"):
             if pl.name in state.skip_filter_plugins:
                 continue
             fast = self._filter_for.get(pl.name)
             if fast is None:
                 active.append((pl.name, pl.filter, False))
                 continue
-            check = fast.filter_for(state, pod)
+            check = (pl if isinstance(pl, TimedPlugin) else fast).filter_for(state, pod)
             if check is not None:
                 active.append((pl.name, check, True))
+        # Preemption's dry runs filter too: their verdicts are not the cycle's, so they go unobserved.
+        observer = None if self._in_post_filter else self.observer
 
         def run(node_info: NodeInfo) -> Status | None:
             node = node_info.node
             if node is not None and node.parse_error is not None:
                 return unresolvable(str(node.parse_error))
+            rejected: Status | None = None
             for name, filter_, per_node in active:
                 s = filter_(node_info) if per_node else filter_(state, pod, node_info)
                 if s is not None and s.code != Code.SUCCESS:
                     if not s.is_rejected():
                         s = error(f'running "{name}" filter plugin: {s.message}')
                     s.plugin = name
-                    return s
-            return None
+                    if observer is not None:
+                        observer.filter_status(pod, node_info.name, name, s)
+                    if not s.is_rejected() or not self.run_all_filters:
+                        return s
+                    rejected = _merge_rejections(rejected, s)
+                elif observer is not None:
+                    observer.filter_status(pod, node_info.name, name, None)
+            return rejected
 
         return run
 
@@ -614,10 +791,12 @@ class Framework:
         no mode, so any non-None result counts."""
         start = time.perf_counter()
         status: Status | None = None
+        self._in_post_filter = True
         try:
             result, status = self._post_filter_loop(state, pod, statuses)
             return result, status
         finally:
+            self._in_post_filter = False
             self._observe_since("PostFilter", status, start)
 
     def _post_filter_loop(
@@ -626,8 +805,11 @@ class Framework:
         result: PostFilterResult | None = None
         reasons: list[str] = []
         rejector = ""
-        for pl in self._post_filter:
+        for pl in self._plugins(state, "postFilter"):
             r, s = pl.post_filter(state, pod, statuses)
+            if self.observer is not None:
+                nominated = r.nominated_node_name if r is not None else ""
+                self.observer.post_filter_result(pod, pl.name, nominated, list(statuses.statuses))
             if success(s):
                 return r, s
             assert s is not None
@@ -650,8 +832,10 @@ class Framework:
         skip: set[str] = set()
         status: Status | None = None
         try:
-            for pl in self._pre_score:
+            for pl in self._plugins(state, "preScore"):
                 s = pl.pre_score(state, pod, nodes)
+                if self.observer is not None:
+                    self.observer.plugin_status("PreScore", pod, pl.name, s)
                 if s is not None and s.code == Code.SKIP:
                     skip.add(pl.name)
                     continue
@@ -663,46 +847,50 @@ class Framework:
         finally:
             state.skip_score_plugins = skip
             self._observe_since("PreScore", status, start)
+            self._count("PreScore", self._pre_score)
 
     def run_score_plugins(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[list[NodePluginScores], Status | None]:
         """Score every node with every non-skipped plugin, normalize, check [0, 100], weight, sum.
 
-        Returns the per-node results in ``nodes`` order (per-plugin details only when ``record_scores``
-        is set), or ([], Error status)."""
-        totals, details, status = self.score_totals(state, pod, nodes)
+        Returns the per-node totals in ``nodes`` order, or ([], Error status)."""
+        totals, status = self.score_totals(state, pod, nodes)
         if status is not None:
             return [], status
-        if details is not None:
-            return details, None
         return [NodePluginScores(n.name, t) for n, t in zip(nodes, totals, strict=True)], None
 
     def score_totals(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], raw_scores: RawScores | None = None
-    ) -> tuple[list[int], list[NodePluginScores] | None, Status | None]:
+    ) -> tuple[list[int], Status | None]:
         """run_score_plugins as a plain list of weighted totals in ``nodes`` order, the form the cycle
-        selects from; the NodePluginScores details are built only when ``record_scores`` is set.
-        ``raw_scores`` gives the plugins' raw scores instead of ``score_nodes`` (opportunistic batching)."""
+        selects from. The observer (if any) gets every plugin's raw and normalized scores. ``raw_scores``
+        gives the plugins' raw scores instead of ``score_nodes`` (opportunistic batching)."""
         start = time.perf_counter()
         status: Status | None = None
         try:
             plugins = self.active_score_plugins(state)
+            self._count("Score", plugins, len(nodes))
             raw, status = (raw_scores or self.score_nodes)(state, pod, nodes, plugins)
+            before = {name: list(values) for name, values in raw.items()} if self.observer is not None else {}
             if status is None:
                 status = self._normalize(state, pod, nodes, plugins, raw)
             totals: list[int] = []
             if status is None:
                 totals, status = self._weigh(nodes, plugins, raw)
             if status is not None:
-                return [], None, status
-            return totals, self._details(nodes, plugins, raw, totals) if self.record_scores else None, None
+                return [], status
+            if self.observer is not None:
+                self.observer.scores(pod, [n.name for n in nodes], {
+                    pl.name: (before[pl.name], raw[pl.name], self.score_plugin_weight[pl.name]) for pl in plugins
+                })
+            return totals, None
         finally:
             self._observe_since("Score", status, start)
 
     def active_score_plugins(self, state: CycleState) -> list[ScorePlugin]:
         """The Score plugins whose PreScore did not skip this cycle."""
-        return [pl for pl in self._score if pl.name not in state.skip_score_plugins]
+        return [pl for pl in self._plugins(state, "score") if pl.name not in state.skip_score_plugins]
 
     def score_nodes(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin]
@@ -713,7 +901,7 @@ class Framework:
         for pl in plugins:
             batch = self._score_nodes_of.get(pl.name)
             if batch is not None:
-                values, s = batch.score_nodes(state, pod, nodes)
+                values, s = (pl if isinstance(pl, TimedPlugin) else batch).score_nodes(state, pod, nodes)
                 if not success(s):
                     assert s is not None
                     return raw, _failure(f'running Score plugins: plugin "{pl.name}" failed with: {s.message}')
@@ -772,24 +960,13 @@ class Framework:
             totals = list(map(operator.add, totals, weighted))  # C loops: this runs for every feasible node
         return totals, None
 
-    def _details(
-        self, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin], raw: dict[str, list[int]], totals: list[int]
-    ) -> list[NodePluginScores]:
-        """Per-node, per-plugin scores (simulate, explain): building them costs more than the sum itself."""
-        out: list[NodePluginScores] = []
-        for index, node_info in enumerate(nodes):
-            entry = NodePluginScores(node_info.name, totals[index])
-            for pl in plugins:
-                score = raw[pl.name][index]
-                entry.scores.append(PluginScore(pl.name, score * self.score_plugin_weight[pl.name], score))
-            out.append(entry)
-        return out
-
     # ----- Reserve / Permit ---------------------------------------------------------------------
 
     def run_reserve_plugins_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         """Stop at the first failure; the caller then runs Unreserve for all plugins."""
-        return self._run_until_failure("Reserve", [(pl.name, pl.reserve) for pl in self._reserve],
+        if self.observer is not None:
+            self.observer.selected_node(pod, node_name)
+        return self._run_until_failure("Reserve", [(pl.name, pl.reserve) for pl in self._plugins(state, "reserve")],
                                        state, pod, node_name)
 
     def _run_until_failure(
@@ -803,6 +980,8 @@ class Framework:
         try:
             for name, call in calls:
                 s = call(state, pod, node_name)
+                if self.observer is not None:
+                    self.observer.plugin_status(point, pod, name, s)
                 if not success(s):
                     assert s is not None
                     if s.is_rejected():
@@ -818,7 +997,7 @@ class Framework:
     def run_reserve_plugins_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         """Undo Reserve in reverse order, so later plugins release before the ones they built on."""
         start = time.perf_counter()
-        for pl in reversed(self._reserve):
+        for pl in reversed(self._plugins(state, "reserve")):
             pl.unreserve(state, pod, node_name)
         self._observe_since("Unreserve", None, start)
 
@@ -829,8 +1008,11 @@ class Framework:
         status: Status | None = None
         try:
             waits: dict[str, float] = {}
-            for pl in self._permit:
+            for pl in self._plugins(state, "permit"):
                 s, timeout = pl.permit(state, pod, node_name)
+                if self.observer is not None:
+                    self.observer.plugin_status("Permit", pod, pl.name, s)
+                    self.observer.permit_timeout(pod, pl.name, timeout)
                 if success(s):
                     continue
                 assert s is not None
@@ -859,12 +1041,16 @@ class Framework:
             wp = self._waiting.get(pod.uid)
         if wp is None:
             return None
+        start = time.perf_counter()
+        s: Status | None = error("waiting on permit was interrupted")
         try:
             s = wp.wait(timeout)
         finally:
             with self._waiting_lock:
                 if self._waiting.get(pod.uid) is wp:
                     del self._waiting[pod.uid]
+            if self._plugin_metrics is not None:
+                self._plugin_metrics.permit_wait(code_name(s), time.perf_counter() - start)
         if success(s):
             return None
         assert s is not None
@@ -875,6 +1061,11 @@ class Framework:
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
         with self._waiting_lock:
             return self._waiting.get(uid)
+
+    def share_waiting_pods(self, previous: Framework) -> None:
+        """After a reload: the pods waiting at Permit under the previous framework of this profile are
+        this one's too (a gang's last member, permitted by the new plugins, allows the earlier ones)."""
+        self._waiting, self._waiting_lock = previous._waiting, previous._waiting_lock
 
     def iterate_over_waiting_pods(self) -> list[WaitingPod]:
         with self._waiting_lock:
@@ -891,7 +1082,7 @@ class Framework:
     # ----- PreBind / Bind / PostBind ------------------------------------------------------------
 
     def run_pre_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        return self._run_until_failure("PreBind", [(pl.name, pl.pre_bind) for pl in self._pre_bind],
+        return self._run_until_failure("PreBind", [(pl.name, pl.pre_bind) for pl in self._plugins(state, "preBind")],
                                        state, pod, node_name)
 
     def run_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
@@ -907,8 +1098,10 @@ class Framework:
             self._observe_since("Bind", status, start)
 
     def _bind_loop(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        for pl in self._bind:
+        for pl in self._plugins(state, "bind"):
             s = pl.bind(state, pod, node_name)
+            if self.observer is not None:
+                self.observer.plugin_status("Bind", pod, pl.name, s)
             if s is not None and s.code == Code.SKIP:
                 continue
             if success(s):
@@ -922,9 +1115,18 @@ class Framework:
 
     def run_post_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> None:
         start = time.perf_counter()
-        for pl in self._post_bind:
+        for pl in self._plugins(state, "postBind"):
             pl.post_bind(state, pod, node_name)
         self._observe_since("PostBind", None, start)
+
+
+def _merge_rejections(first: Status | None, other: Status) -> Status:
+    """alwaysCheckAllPredicates: every rejecting filter's reasons on one status, the strongest code,
+    the first rejecting plugin (upstream PluginToStatus.Merge)."""
+    if first is None:
+        return Status(other.code, list(other.reasons), plugin=other.plugin)
+    code = max(first.code, other.code, key=lambda c: c == Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+    return Status(code, [*first.reasons, *other.reasons], plugin=first.plugin)
 
 
 def _prefilter_conflict_msg(plugins: set[str]) -> str:

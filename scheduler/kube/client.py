@@ -74,6 +74,7 @@ def authorization(cfg: Any) -> str:
 
 JSON = "application/json"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
+MERGE_PATCH = "application/merge-patch+json"  # custom resources take no strategic merge
 
 
 class Requester(Protocol):
@@ -221,6 +222,10 @@ class ApiWriter:
         """Strategic merge: conditions merge by type, as the client's default patch did."""
         self._request("PATCH", pod_path(namespace, name, "status"), patch, STRATEGIC_MERGE)
 
+    def patch_pod(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        """JSON merge patch of the pod itself (`run --record-results` writes its annotations)."""
+        self._request("PATCH", pod_path(namespace, name), patch, MERGE_PATCH)
+
     def delete_pod(self, namespace: str, name: str) -> None:
         """DELETE the pod with default options (graceful), as preemption evicts its victims."""
         self._request("DELETE", pod_path(namespace, name))
@@ -240,6 +245,12 @@ class ApiWriter:
             raise ValueError(f"update_object: unsupported kind {kind}")
         data: dict[str, Any] = orjson.loads(self._request("PUT", path, body) or b"{}")
         return data
+
+    def patch_custom_status(self, group: str, version: str, plural: str, namespace: str, name: str,
+                            status: Mapping[str, Any]) -> None:
+        """Merge-patch the status subresource of a namespaced custom resource (PodGroups)."""
+        path = f"/apis/{group}/{version}/namespaces/{quote(namespace)}/{plural}/{quote(name)}/status"
+        self._request("PATCH", path, {"status": status}, MERGE_PATCH)
 
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> str:
         data = orjson.loads(self._request("POST", f"/apis/events.k8s.io/v1/namespaces/{quote(namespace)}/events",

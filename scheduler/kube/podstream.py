@@ -37,7 +37,8 @@ class Gone(Exception):
 
 
 class PodStream:
-    """List then watch `/api/v1/pods` (all namespaces) with a field selector; calls `on_event(type, obj)`.
+    """List then watch `/api/v1/pods` (all namespaces) with field and label selectors; calls
+    `on_event(type, obj)`.
 
     Runs in its own thread and event loop so the scheduler's other work cannot delay it. `synced` is
     set once the first list has been delivered (the scheduling loop waits for it, like upstream's
@@ -51,10 +52,12 @@ class PodStream:
         field_selector: str = "",
         page_size: int = 500,
         watch_timeout: int = 300,
+        label_selector: str = "",
     ) -> None:
         self.api = api
         self.on_event = on_event
         self.field_selector = field_selector
+        self.label_selector = label_selector
         self.page_size = page_size
         self.watch_timeout = watch_timeout
         self.synced = threading.Event()
@@ -98,6 +101,8 @@ class PodStream:
         params = {k: str(v) for k, v in extra.items()}
         if self.field_selector:
             params["fieldSelector"] = self.field_selector
+        if self.label_selector:
+            params["labelSelector"] = self.label_selector
         return params
 
     def relist(self) -> str:

@@ -164,7 +164,7 @@ class SchedulingAlgorithm:
         all_nodes = list(snapshot.list())
         if not all_nodes:
             raise NoNodesAvailableError()
-        feasible, diagnosis, positions = self._find_feasible(fwk, state, pod, snapshot, all_nodes, nominator)
+        feasible, diagnosis, positions = self.find_nodes_that_fit_pod(fwk, state, pod, snapshot, all_nodes, nominator)
         if not feasible:
             raise FitError(pod, len(all_nodes), diagnosis)
         evaluated = len(feasible) + len(diagnosis.node_to_status.statuses)
@@ -183,22 +183,10 @@ class SchedulingAlgorithm:
         snapshot: SharedLister,
         all_nodes: Sequence[NodeInfo],
         nominator: NominatedPods | None = None,
-    ) -> tuple[list[NodeInfo], Diagnosis]:
-        """PreFilter, the nominated-node fast path, then Filter over the (narrowed) node list."""
-        feasible, diagnosis, _ = self._find_feasible(fwk, state, pod, snapshot, all_nodes, nominator)
-        return feasible, diagnosis
-
-    def _find_feasible(
-        self,
-        fwk: Framework,
-        state: CycleState,
-        pod: Pod,
-        snapshot: SharedLister,
-        all_nodes: Sequence[NodeInfo],
-        nominator: NominatedPods | None,
     ) -> tuple[list[NodeInfo], Diagnosis, list[int] | None]:
-        """find_nodes_that_fit_pod, plus the feasible nodes' positions in ``all_nodes`` when the batch
-        answered the walk (its remembered scores then serve prioritize_nodes)."""
+        """PreFilter, the nominated-node fast path, then Filter over the (narrowed) node list. Also returns
+        the feasible nodes' positions in ``all_nodes`` when the batch answered the walk (its remembered
+        scores then serve prioritize_nodes), else None."""
         diagnosis = Diagnosis()
         pre_result, status, narrowing = fwk.run_pre_filter_plugins(state, pod, all_nodes)
         diagnosis.unschedulable_plugins = set(narrowing)

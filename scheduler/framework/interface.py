@@ -26,15 +26,16 @@ MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
 
 
-_CLONES: dict[type, bool] = {}
+_IMPLEMENTS: dict[tuple[type, type], bool] = {}
 
 
-def _clones(value: object) -> bool:
-    """isinstance(value, StateData), remembered per type: states are cloned per node in preemption."""
-    kind = type(value)
-    known = _CLONES.get(kind)
+def implements(value: object, protocol: type) -> bool:
+    """isinstance(value, protocol) for a runtime-checkable Protocol, remembered per type: a Protocol check
+    is slow, and the hot paths ask it per cycle (normalize) or per node (state clones in preemption)."""
+    key = (type(value), protocol)
+    known = _IMPLEMENTS.get(key)
     if known is None:
-        known = _CLONES[kind] = isinstance(value, StateData)
+        known = _IMPLEMENTS[key] = isinstance(value, protocol)
     return known
 
 
@@ -63,7 +64,7 @@ class CycleState:
     def clone(self) -> CycleState:
         """Values that have a ``clone`` method are cloned, the rest shared (they are read-only)."""
         c = CycleState()
-        c._data = {k: (v.clone() if _clones(v) else v) for k, v in self._data.items()}
+        c._data = {k: (v.clone() if implements(v, StateData) else v) for k, v in self._data.items()}
         c.skip_filter_plugins = set(self.skip_filter_plugins)
         c.skip_score_plugins = set(self.skip_score_plugins)
         c.record_plugin_metrics = self.record_plugin_metrics
@@ -507,6 +508,7 @@ __all__ = [
     "SignPlugin",
     "StateData",
     "WaitingPod",
+    "implements",
     "score_by_batch",
 ]
 

@@ -55,6 +55,7 @@ from scheduler.framework.interface import (
     ScorePlugin,
     SharedLister,
     SignPlugin,
+    implements,
 )
 from scheduler.framework.status import Code, Status, error, success, unresolvable
 from scheduler.framework.types import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, NodeInfo
@@ -108,18 +109,6 @@ _ENQUEUE_POINTS = ("preEnqueue", "preFilter", "filter", "reserve", "permit")
 
 # Registered for plugins that do not say which events matter to them: any event may help.
 WILDCARD_EVENT = ClusterEventWithHint(ClusterEvent(EventResource.WILDCARD, ActionType.ALL, "WildCard"))
-
-
-_VALUES_EXTENSION: dict[type, bool] = {}
-
-
-def _normalizes_values(ext: object) -> bool:
-    """isinstance(ext, NormalizeValuesExtension), remembered per type (a Protocol check is slow)."""
-    t = type(ext)
-    known = _VALUES_EXTENSION.get(t)
-    if known is None:
-        known = _VALUES_EXTENSION[t] = isinstance(ext, NormalizeValuesExtension)
-    return known
 
 
 def code_name(status: Status | None) -> str:
@@ -928,7 +917,7 @@ class Framework:
             if ext is None:
                 continue
             values = raw[pl.name]
-            if _normalizes_values(ext):
+            if implements(ext, NormalizeValuesExtension):
                 s = cast(NormalizeValuesExtension, ext).normalize_values(state, pod, values)
             else:
                 scores = [NodeScore(n.name, v) for n, v in zip(nodes, values, strict=True)]

@@ -4,6 +4,7 @@ shape, the markdown table, workload templates and sizes, /proc parsing and py-sp
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import orjson
 import pytest
@@ -311,3 +312,19 @@ def test_gang_workload_marks_unfit_groups_and_counts_partial_ones() -> None:
     r = summarize(posted, bound, 10, 3, unfit, 20, [])
     assert (r["complete_groups"], r["partial_groups"], r["unfit_groups_bound_pods"]) == (1, 1, 0)
     assert r["seconds_to_last_complete_group"] == 2.0 and r["groups_per_second"] == 0.5
+
+
+# ---- in-process harness (e2e/perf/inproc.py)
+
+
+def test_inproc_places_every_pod_and_batching_changes_no_placement(tmp_path: Any) -> None:
+    from e2e.perf import inproc
+
+    off = tmp_path / "off.yaml"
+    off.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+                   "pyScheduler: {opportunisticBatching: false}\n")
+    cpu_on, placed_on = inproc.run("SchedulingBasic", 120, 150, None, 7)
+    cpu_off, placed_off = inproc.run("SchedulingBasic", 120, 150, str(off), 7)
+    assert len(placed_on) == 150
+    assert placed_on == placed_off
+    assert cpu_on > 0 and cpu_off > 0

@@ -72,6 +72,7 @@ class PluginMetrics(Protocol):
         ...
     def plugin_evaluations(self, plugin: str, point: str, count: int) -> None: ...
     def permit_wait(self, status: str, seconds: float) -> None: ...
+    def volume_scheduling_stage_failed(self, operation: str) -> None: ...
 
 
 # Per-node Filter timings in a sampled cycle stop after this many nodes per plugin (upstream times all).
@@ -359,6 +360,9 @@ class FrameworkHandle:
 
     def reject_waiting_pod(self, uid: str) -> bool:
         return self.framework.reject_waiting_pod(uid)
+
+    def volume_scheduling_stage_failed(self, operation: str) -> None:
+        self.framework.volume_scheduling_stage_failed(operation)
 
     def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         return self.framework.run_filter_plugins_with_nominated_pods(state, pod, node_info)
@@ -1022,6 +1026,10 @@ class Framework:
             return False
         wp.reject("", "removed")
         return True
+
+    def volume_scheduling_stage_failed(self, operation: str) -> None:
+        if self._plugin_metrics is not None:
+            self._plugin_metrics.volume_scheduling_stage_failed(operation)
 
     # ----- PreBind / Bind / PostBind ------------------------------------------------------------
 

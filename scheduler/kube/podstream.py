@@ -29,7 +29,7 @@ from scheduler.kube.client import RawApi, list_pages, ssl_context
 
 log = structlog.get_logger(__name__)
 
-EventHandler = Callable[[str, Mapping[str, Any]], None]
+EventHandler = Callable[[str, Mapping[str, Any]], object]  # the return value (metric labels) is ignored
 
 
 class Gone(Exception):

@@ -62,10 +62,14 @@ e2e-kind: install
 	bash e2e/kind/run.sh
 
 # py-scheduler vs kube-scheduler vs a no-algorithm binder on scheduler_perf workloads (~40 min on 2 cores).
+# Then a paced run (BENCH_PACED_ARGS= skips it): pods created at 100/s, below both schedulers' capacity,
+# so its latencies are scheduling delay rather than queue build-up.
 BENCH_ARGS ?= --suite bench
+BENCH_PACED_ARGS ?= --workload SchedulingBasic --nodes 1000 --pods 3000 --schedulers py,kube --rate 100 --repeat 1
 bench: install binaries
 	$(BIN)/pip install -q -c constraints.txt -e '.[bench]'
 	$(BIN)/python -m e2e.perf $(BENCH_ARGS) --out .bench/results.json
+	$(if $(strip $(BENCH_PACED_ARGS)),$(BIN)/python -m e2e.perf $(BENCH_PACED_ARGS) --out .bench/paced.json)
 	$(MAKE) bench-gang
 
 # Gang scheduling (Coscheduling, PodGroups): py-scheduler only, kube-scheduler v1.34 has no gang scheduling.

@@ -34,7 +34,7 @@ from scheduler.framework.types import (
     EventResource,
 )
 from scheduler.model.node import node_from_api
-from scheduler.model.pod import Pod, pod_from_api
+from scheduler.model.pod import DEFAULT_SCHEDULER_NAME, Pod, pod_from_api, pod_uid
 from scheduler.queue.scheduling_queue import PriorityQueue
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
@@ -80,6 +80,17 @@ class EventHandlers:
         """addPodToCache / updatePodInCache / addPodToSchedulingQueue / ...: assigned pods go to the
         cache, unassigned pods of our profiles to the queue. Returns the labels of upstream's
         scheduler_event_handling_duration_seconds samples for this watch event (the handlers it runs)."""
+        spec = obj.get("spec")
+        if isinstance(spec, Mapping) and not spec.get("nodeName") and (
+                spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME) not in self.frameworks:
+            # Another scheduler's pending pod: it matters (as usage) only once bound, so it is not built;
+            # it is remembered as seen, for the resync and for a reload that adds its profile.
+            uid = pod_uid(obj)
+            if type_ == DELETED:
+                self._pod_seen.pop(uid, None)
+            else:
+                self._pod_seen[uid] = (self.clock(), obj)
+            return ()  # upstream's informer filter hands it to no handler
         pod = pod_from_api(obj)
         if type_ == DELETED:
             self._pod_seen.pop(pod.uid, None)

@@ -187,6 +187,15 @@ class Metrics:
         self.preemption_attempts = Counter(
             "scheduler_preemption_attempts_total", "Total preemption attempts in the cluster till now", registry=r,
         )
+        self.preemption_goroutines_duration = Histogram(
+            "scheduler_preemption_goroutines_duration_seconds",
+            "Duration in seconds for running goroutines for the preemption.",
+            ["result"], buckets=exponential_buckets(0.01, 2, 20), registry=r,
+        )
+        self.preemption_goroutines_execution = Counter(
+            "scheduler_preemption_goroutines_execution_total", "Number of preemption goroutines executed.",
+            ["result"], registry=r,
+        )
         self.pending_pods = Gauge(
             "scheduler_pending_pods",
             "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' "
@@ -347,9 +356,16 @@ class Metrics:
         child.inc()
         self.attempt_duration.record((result, profile), seconds)
 
-    def victim_selected(self) -> None:
-        """The preemption handle is evicting one victim of the chosen candidate (scheduling thread)."""
-        self._victims += 1
+    def victims_selected(self, count: int) -> None:
+        """Preemption chose a candidate with ``count`` victims (scheduling thread; the evictions may
+        run later on a worker)."""
+        self._victims = count
+
+    def preemption_goroutine_done(self, ok: bool, seconds: float) -> None:
+        """An asynchronous preemption's API calls ended (a worker thread; upstream's goroutine)."""
+        result = "success" if ok else "error"
+        self.preemption_goroutines_duration.labels(result).observe(seconds)
+        self.preemption_goroutines_execution.labels(result).inc()
 
     def preemption_ran(self, fwk: Framework) -> None:
         """PostFilter ran for an unschedulable pod: DefaultPreemption counts an attempt; the victims

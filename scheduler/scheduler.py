@@ -25,6 +25,7 @@ from scheduler.edge import APIWriter, Binder, EventRecorder, ScheduleObserver
 from scheduler.eventhandlers import EventHandlers
 from scheduler.extender import build_extenders
 from scheduler.framework.extender import Extender
+from scheduler.framework.features import Features
 from scheduler.framework.interface import CycleObserver, PodGroupWriter
 from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
 from scheduler.framework.runtime import Framework
@@ -77,9 +78,15 @@ class _Handle:
         return self._s._pending.get(pod.uid)
 
     def preempt(self, victim: Pod, preemptor: Pod, node_name: str, plugin: str) -> Status | None:
-        if self._s.metrics is not None:
-            self._s.metrics.victim_selected()
         return self._s.preempt_victim(victim, preemptor, node_name, plugin)
+
+    def victims_selected(self, count: int) -> None:
+        if self._s.metrics is not None:
+            self._s.metrics.victims_selected(count)
+
+    def async_preemption_done(self, ok: bool, seconds: float) -> None:
+        if self._s.metrics is not None:
+            self._s.metrics.preemption_goroutine_done(ok, seconds)
 
     def clear_nominated_node(self, pod: Pod) -> Status | None:
         return self._s.clear_nominated_node(pod)
@@ -93,6 +100,9 @@ class _Handle:
     def pod_exists(self, pod: Pod) -> bool:
         """The pod has not been deleted (as far as the watch told)."""
         return pod.uid in self._s._pod_seen
+
+    def features(self) -> Features:
+        return self._s.features
 
     # Coscheduling
 
@@ -121,11 +131,14 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
         tie_break: Literal["random", "name"] = "random",
         clock: Callable[[], float] = time.monotonic,
         podgroup_writer: PodGroupWriter | None = None,
+        features: Features | None = None,
     ) -> None:
         """``writer`` makes preemption's and VolumeBinding's API writes; without one they fail with an
         error status. ``observer`` sees every attempt's outcome (simulate, --record-results);
         ``cycle_observer`` every plugin's result in it (framework/results.py's recorder). ``podgroup_writer``
-        keeps PodGroup status and events current (Coscheduling); without one they are not written."""
+        keeps PodGroup status and events current (Coscheduling); without one they are not written.
+        ``features``: the feature gates, v1.34's defaults if None."""
+        self.features = features if features is not None else Features()
         self.config = config
         self.podgroup_writer = podgroup_writer
         self.binder = binder

@@ -22,6 +22,7 @@ from scheduler.app.health import HealthServer
 from scheduler.app.offline import OfflineWriter, RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
 from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
+from scheduler.framework.features import Features
 from scheduler.metrics import Metrics, exponential_buckets
 from scheduler.scheduler import Scheduler
 from tests.test_scheduler import Binder, Clock, node, pod
@@ -34,6 +35,7 @@ UPSTREAM_BUCKETS = {
     "scheduler_scheduling_attempt_duration_seconds": exponential_buckets(0.001, 2, 15),
     "scheduler_scheduling_algorithm_duration_seconds": exponential_buckets(0.001, 2, 15),
     "scheduler_preemption_victims": exponential_buckets(1, 2, 7),
+    "scheduler_preemption_goroutines_duration_seconds": exponential_buckets(0.01, 2, 20),
     "scheduler_pod_scheduling_sli_duration_seconds": exponential_buckets(0.01, 2, 20),
     "scheduler_pod_scheduling_attempts": exponential_buckets(1, 2, 5),
     "scheduler_framework_extension_point_duration_seconds": exponential_buckets(0.0001, 2, 12),
@@ -53,12 +55,12 @@ class NeverSample(random.Random):
         return 0.99
 
 
-def make(metrics: Metrics) -> tuple[Scheduler, Binder]:
+def make(metrics: Metrics, features: Features | None = None) -> tuple[Scheduler, Binder]:
     cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                      "profiles": [{"schedulerName": "py-scheduler"}]})
     b, writer = Binder(), OfflineWriter()
     s = Scheduler(cfg, build_registry(cfg), b, RecordingEventSink(), metrics, writer=writer, synchronous_binding=True,
-                  rng=random.Random(1), tie_break="name", clock=Clock())
+                  rng=random.Random(1), tie_break="name", clock=Clock(), features=features)
     writer.connect(s)
     return s, b
 
@@ -148,6 +150,7 @@ def test_histogram_buckets_are_upstreams(served: tuple[Scheduler, Metrics, Healt
     workload(s)
     s.metrics.permit_wait_duration.labels("Success").observe(0.01)  # type: ignore[union-attr]
     s.metrics.preemption_victims.observe(1)  # type: ignore[union-attr]
+    s.metrics.preemption_goroutine_done(True, 0.05)  # type: ignore[union-attr]
     s.metrics.hint_executed("NodeResourcesFit", "NodeAdd", "Queue", 0.0001)  # type: ignore[union-attr]
     _, _, bounds = parse_scrape(scrape(health.port))
     for name, want in UPSTREAM_BUCKETS.items():
@@ -381,18 +384,23 @@ def test_scrapes_during_shutdown_never_crash_the_scheduler(served: tuple[Schedul
     assert problems == []
 
 
-def test_preemption_counts_the_attempt_and_its_victims() -> None:
+@pytest.mark.parametrize("async_preemption", [True, False])
+def test_preemption_counts_the_attempt_and_its_victims(async_preemption: bool) -> None:
     m = Metrics()
-    s, _ = make(m)
+    s, _ = make(m, Features(enable_async_preemption=async_preemption))
     s.on_node_event(ADDED, node("n0", cpu="2"))
     s.on_pod_event(ADDED, pod("low-1", node_name="n0"))
     s.on_pod_event(ADDED, pod("low-2", node_name="n0"))
     s.on_pod_event(ADDED, pod("high", cpu="2", priority=100))
     assert s.schedule_one(timeout=0)
+    s.frameworks["py-scheduler"].plugins["DefaultPreemption"].evaluator.executor().shutdown(wait=True)
     assert s.cache.pod_count() == 0  # both victims were deleted
     assert m.preemption_attempts._value.get() == 1
     samples = {x.name: x.value for f in m.preemption_victims.collect() for x in f.samples}
     assert samples["scheduler_preemption_victims_count"] == 1 and samples["scheduler_preemption_victims_sum"] == 2
+    runs = {(x.name, x.labels.get("result")): x.value for f in m.preemption_goroutines_execution.collect()
+            for x in f.samples if x.name.endswith("_total")}
+    assert runs == ({("scheduler_preemption_goroutines_execution_total", "success"): 1} if async_preemption else {})
 
 
 def test_a_client_resetting_before_its_request_is_counted_not_printed(capfd: pytest.CaptureFixture[str]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import orjson
 import pytest
 
 from e2e.perf import procstat, stats, workloads
@@ -130,7 +131,7 @@ def test_templates_are_upstream_shaped(name: str) -> None:
         t = make()
         (c,) = t["spec"]["containers"]
         assert c["name"] == "pause" and c["image"].startswith("registry.k8s.io/pause:")
-        if make is not workloads.pod_with_label:
+        if make not in (workloads.pod_with_label, workloads.pod_low_priority, workloads.pod_high_priority):
             assert c["resources"]["requests"] == {"cpu": "100m", "memory": "500Mi"}
             assert c["resources"]["limits"] == c["resources"]["requests"]
 
@@ -168,11 +169,25 @@ def test_sizes_follow_upstream() -> None:
     assert w["SchedulingPodAntiAffinity"].sizes(5000, 2000) == (1000, 2000)
     assert w["TopologySpreading"].sizes(500, 1000) == (1000, 1000)
     assert w["SchedulingBasic"].sizes(500, 1000, init=0) == (0, 1000)
+    assert w["PreemptionBasic"].sizes(1000, 3000) == (4000, 1000)  # upstream 1000Nodes: one preemptor per node
+
+
+def test_preemption_basic_fills_nodes_then_needs_three_victims_each() -> None:
+    """4 x 900m fill a 4-CPU node; a 3-CPU preemptor fits only once 3 of them are gone."""
+    low, high = workloads.pod_low_priority(), workloads.pod_high_priority()
+    cpu = {p["spec"]["priorityClassName"]: p["spec"]["containers"][0]["resources"]["requests"]["cpu"]
+           for p in (low, high)}
+    assert cpu == {"perf-low": "900m", "perf-high": "3000m"}
+    values = dict(workloads.WORKLOADS["PreemptionBasic"].priority_classes)
+    assert values["perf-high"] > values["perf-low"]
+    assert not workloads.WORKLOADS["PreemptionBasic"].ceiling
+    assert workloads.pod_default()["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "100m", "unchanged"
 
 
 def test_default_suite() -> None:
     suite = workloads.default_suite()
     assert ("SchedulingBasic", 5000, 10000) in suite
+    assert ("PreemptionBasic", 1000, 1000) in suite
     assert {w for w, _, _ in suite} == set(workloads.WORKLOADS)
     assert all(n < workloads.LARGE_NODES for _, n, _ in workloads.default_suite(skip_large=True))
 
@@ -268,6 +283,20 @@ def test_profile_summary() -> None:
     assert area("f (urllib3/util/wait.py:1)") == "urllib3"  # py-spy's short paths
     assert area("f (ssl.py:1)") == "ssl"
     assert area("f (scheduler/framework/runtime.py:1)") == "scheduler/framework"
+
+
+def test_watch_replay_feeds_every_event_through_the_scheduler() -> None:
+    from e2e.perf import watchreplay
+
+    lines = watchreplay.watch_lines(pods=10, nodes=3, foreign=0.5)
+    types = [orjson.loads(line)["type"] for line in lines]
+    assert types == ["ADDED"] * 10 + ["MODIFIED"] * 20 + ["DELETED"] * 10
+    events, _, sched = watchreplay.replay(pods=10, nodes=3, foreign=0.5, upto="ADDED")
+    assert events == 10 and len(sched._pending) == 5, "another scheduler's pending pods are not queued"
+    _, _, sched = watchreplay.replay(pods=10, nodes=3, foreign=0.5, upto="BOUND")
+    assert sched.cache.pod_count() == 10 and not sched._pending, "once bound, every pod counts as usage"
+    _, _, sched = watchreplay.replay(pods=10, nodes=3, foreign=0.5)
+    assert sched.cache.pod_count() == 0
 
 
 def test_gang_workload_marks_unfit_groups_and_counts_partial_ones() -> None:

@@ -12,5 +12,5 @@ Results: ``--out`` JSON (machine, runs, summary with py/kube and py/ceiling rati
 a markdown table next to it (``.md``) and a chart (``.png``). Modules: ``workloads`` (pod templates,
 sizes), ``runner`` (one size: cluster, runs), ``kubeio`` (watcher process, creators), ``schedulers``,
 ``ceiling``, ``procstat`` (/proc CPU and VmHWM), ``stats`` (pure maths, JSON, markdown), ``plot``,
-``profile`` (py-spy raw summaries).
+``profile`` (py-spy raw summaries), ``watchreplay`` (the pod watch path in process, no API server).
 """

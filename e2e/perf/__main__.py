@@ -6,6 +6,8 @@ Examples::
         --repeat 3 --out .bench/results.json
     python -m e2e.perf --skip-large                  # every workload at 500/1000 and 1000/3000
     python -m e2e.perf --suite bench                 # what `make bench` runs
+    python -m e2e.perf --workload SchedulingBasic --nodes 1000 --pods 3000 --schedulers py,kube --rate 100 \
+        --repeat 1 --out .bench/paced.json           # paced: latency at 100 pods/s, below both capacities
     python -m e2e.perf --workload SchedulingBasic --nodes 1000 --pods 3000 --schedulers py --repeat 1 \\
         --profile py-spy --out .bench/profile.json  # + py-spy raw profile and its top costs
 """
@@ -79,6 +81,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--qps", type=float, default=5000, help="client QPS of every scheduler and of the creators")
     p.add_argument("--burst", type=int, default=5000)
     p.add_argument("--creators", type=int, default=32, help="pod creation requests in flight")
+    p.add_argument("--feature-gates", default="", metavar="GATE=BOOL,...",
+                   help="feature gates for py-scheduler and kube-scheduler, e.g. SchedulerAsyncPreemption=false; "
+                        "rows are labelled with them")
+    p.add_argument("--rate", type=float, default=None, metavar="N",
+                   help="paced mode: create the measured pods at N per second (below the schedulers' capacity, "
+                        "so latency shows scheduling delay rather than queue build-up); rows are labelled @N/s")
     p.add_argument("--timeout", type=float, default=900, help="seconds for the measured batch to be bound")
     p.add_argument("--scheduler-name", default="bench-scheduler")
     p.add_argument(
@@ -154,7 +162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 schedulers=scheds, repeat=rep, qps=args.qps, burst=args.burst, timeout=args.timeout,
                 init_timeout=args.timeout, scheduler_name=args.scheduler_name, creators=args.creators,
                 init_pods=args.init_pods, out_dir=out.parent, profile=args.profile,
-                wait_idle=args.wait_idle, idle_cores=args.idle_cores,
+                wait_idle=args.wait_idle, idle_cores=args.idle_cores, rate=args.rate,
+                feature_gates=args.feature_gates,
             )  # fmt: skip
             try:
                 run_size(WORKLOADS[wl], nodes, pods, opts, bin_dir, on_run)

@@ -8,6 +8,8 @@ A run (one scheduler, one repeat):
    until all are bound (or the timeout), sample CPU time and VmHWM, stop the scheduler;
 4. throughput = bound pods / (first creation -> last binding seen by the watch), latency per pod =
    binding seen - creation (POST answered or ADDED seen, earlier wins), all on the monotonic clock;
+   with ``rate`` (paced mode) the measured pods are created at that fixed rate instead of as fast as
+   possible, so that below both schedulers' capacity the latency is scheduling delay, not queueing;
 5. delete the pods (grace 0) and their events, and wait until they are gone, for the next run.
 """
 
@@ -41,6 +43,7 @@ from e2e.perf.workloads import (
     ZONES,
     Workload,
     pod_body,
+    priority_class,
     violations,
 )
 
@@ -61,6 +64,8 @@ class Options:
     profile: str | None = None  # "py-spy" / "py-spy-gil": profile py-scheduler during the measured batch
     profile_rate: int = 100
     wait_idle: float = 0.0  # before each run, wait up to this long for the machine to be idle
+    rate: float | None = None  # paced mode: measured pods created at this many per second
+    feature_gates: str = ""  # passed to py-scheduler and kube-scheduler
     idle_cores: float = 0.5  # "idle": fewer busy CPUs than this (our own idle control plane included)
 
 
@@ -99,6 +104,9 @@ class SizeRunner:
             self.core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
         for make in self.wl.services:
             self.core.create_namespaced_service(MEASURE_NAMESPACE, make())
+        sched_api = client.SchedulingV1Api(self.api)
+        for name, value in self.wl.priority_classes:
+            sched_api.create_priority_class(priority_class(name, value))
         log(f"{self.wl.name}: control plane + {self.nodes} nodes ready in {time.monotonic() - t0:.1f} s")
         return self
 
@@ -181,11 +189,14 @@ class SizeRunner:
         proc = schedulers.start(
             which, kubeconfig=self.kubeconfig, bin_dir=self.bin_dir, workdir=run_dir,
             scheduler_name=opts.scheduler_name, qps=opts.qps, burst=opts.burst,
-            py_score_plugins=self.wl.py_score_plugins,
+            py_score_plugins=self.wl.py_score_plugins, feature_gates=opts.feature_gates,
         )  # fmt: skip
         profiler: subprocess.Popen[bytes] | None = None
+        label = f"{self.wl.name} @{opts.rate:g}/s" if opts.rate else self.wl.name
+        if opts.feature_gates:
+            label += f" [{opts.feature_gates}]"
         result: dict[str, Any] = {
-            "workload": self.wl.name, "nodes": self.nodes, "pods": self.pods, "scheduler": which,
+            "workload": label, "rate": opts.rate, "nodes": self.nodes, "pods": self.pods, "scheduler": which,
             "repeat": repeat, "pods_per_second": None, "latency_p50_ms": None, "latency_p90_ms": None,
             "latency_p99_ms": None, "cpu_seconds_per_1000": None, "peak_rss_mb": None, "all_bound": False,
             "init_pods": self.n_init, "started_at": datetime.now(UTC).isoformat(timespec="seconds"), **idle,
@@ -209,7 +220,8 @@ class SizeRunner:
                 profiler = self._start_py_spy(proc.pid, run_dir)
             bodies = self._bodies(self.wl.measure_template, MEASURE_NAMESPACE, "pod", self.pods)
             t_create = time.monotonic()
-            posted, errors = create_pods(self.conn, bodies, opts.qps, opts.burst, opts.creators)
+            qps, burst = (opts.rate, 1) if opts.rate else (opts.qps, opts.burst)
+            posted, errors = create_pods(self.conn, bodies, qps, burst, opts.creators)
             ok = self._wait_bound(watcher, MEASURE_NAMESPACE, self.pods,
                                   opts.timeout - (time.monotonic() - t_create), proc, "measured pods")  # fmt: skip
             cpu1 = {k: procstat.cpu_seconds(p) for k, p in pids.items()}
@@ -286,11 +298,13 @@ def cpu_breakdown(
 def run_size(
     workload: Workload, nodes: int, pods: int, opts: Options, bin_dir: Path, on_run: Callable[[dict[str, Any]], None]
 ) -> list[dict[str, Any]]:
-    """Every scheduler ``opts.repeat`` times, interleaved (py, kube, ceiling, py, kube, ceiling, ...)."""
+    """Every scheduler ``opts.repeat`` times, interleaved (py, kube, ceiling, py, kube, ceiling, ...);
+    the ceiling binder only where it can stand for the workload."""
     out = []
+    which_list = [s for s in opts.schedulers if s != "ceiling" or workload.ceiling]
     with SizeRunner(workload, nodes, pods, opts, bin_dir) as sr:
         for rep in range(1, opts.repeat + 1):
-            for which in opts.schedulers:
+            for which in which_list:
                 r = sr.run(which, rep)
                 out.append(r)
                 on_run(r)

@@ -55,13 +55,17 @@ def start(
     qps: float,
     burst: int,
     py_score_plugins: Mapping[str, int] | None = None,
+    feature_gates: str = "",
 ) -> subprocess.Popen[bytes]:
-    """Start scheduler ``which`` (py, kube or ceiling); its log goes to ``workdir/<which>.log``."""
+    """Start scheduler ``which`` (py, kube or ceiling); its log goes to ``workdir/<which>.log``.
+    ``feature_gates`` (``Gate=bool,...``) go to py-scheduler and kube-scheduler alike."""
     workdir.mkdir(parents=True, exist_ok=True)
     log_path = workdir / f"{which}.log"
     q, b = f"{qps:g}", str(burst)
     if which == "py":
         extra = ["--qps", q, "--burst", b, "--scheduler-name", scheduler_name]
+        if feature_gates:
+            extra += ["--feature-gates", feature_gates]
         if py_score_plugins:
             cfg = workdir / "py-scheduler-config.yaml"
             cfg.write_text(yaml.safe_dump(py_scheduler_config(scheduler_name, py_score_plugins), sort_keys=False))
@@ -71,6 +75,8 @@ def start(
         cfg = workdir / "kube-scheduler-config.yaml"
         cfg.write_text(yaml.safe_dump(kube_scheduler_config(kubeconfig, scheduler_name, qps, burst), sort_keys=False))
         cmd = [str(bin_dir / "kube-scheduler"), f"--config={cfg}", "--secure-port=0"]
+        if feature_gates:
+            cmd.append(f"--feature-gates={feature_gates}")
     elif which == "ceiling":
         cmd = [sys.executable, "-m", "e2e.perf.ceiling", "--kubeconfig", kubeconfig,
                "--scheduler-name", scheduler_name, "--qps", q, "--burst", b]  # fmt: skip

@@ -21,6 +21,11 @@ Differences from upstream, on purpose:
   the Service's pods), which is what upstream measures.
 * SchedulingPodAntiAffinity: at most one pod per node fits, so the measured count is capped at
   ``nodes - init`` (upstream's 500Nodes variant is 100 init / 400 measured).
+* PreemptionBasic (misc/performance-config.yaml): 4 low-priority pods of 900m per node fill it, then each
+  measured high-priority pod (3 CPU) has to preempt 3 of them. Upstream's templates set ``spec.priority``
+  directly (its test API server runs without the Priority admission plugin); here two PriorityClasses
+  (``perf-low`` 0, ``perf-high`` 10) give the same values. The ceiling binder does not preempt, so the
+  workload runs without it.
 """
 
 from __future__ import annotations
@@ -124,6 +129,29 @@ def pod_with_label() -> dict[str, Any]:
     return _pod(dict(SERVICE_SELECTOR), resources=False)
 
 
+def pod_low_priority() -> dict[str, Any]:
+    """templates/pod-low-priority.yaml: 900m, grace 0."""
+    body = _pod(spec={"terminationGracePeriodSeconds": 0, "priorityClassName": "perf-low"})
+    _set_requests(body, "900m")
+    return body
+
+
+def pod_high_priority() -> dict[str, Any]:
+    """templates/pod-high-priority.yaml: 3 CPU, priority 10."""
+    body = _pod(spec={"priorityClassName": "perf-high"})
+    _set_requests(body, "3000m")
+    return body
+
+
+def _set_requests(body: dict[str, Any], cpu: str) -> None:
+    res = body["spec"]["containers"][0]["resources"]
+    res["requests"]["cpu"] = res["limits"]["cpu"] = cpu
+
+
+def priority_class(name: str, value: int) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+
+
 def service() -> dict[str, Any]:
     """templates/service.yaml, in the measured pods' namespace."""
     return {
@@ -144,6 +172,8 @@ class Workload:
     services: tuple[Callable[[], dict[str, Any]], ...] = ()
     # extra plugins py-scheduler enables on top of its default profile (score plugin name -> weight)
     py_score_plugins: dict[str, int] = field(default_factory=dict)
+    priority_classes: tuple[tuple[str, int], ...] = ()
+    ceiling: bool = True  # the ceiling binder can stand for the workload (False: it needs preemption)
     note: str = ""
 
     def sizes(self, nodes: int, pods: int, init: int | None = None) -> tuple[int, int]:
@@ -192,6 +222,17 @@ WORKLOADS: dict[str, Workload] = {
             py_score_plugins={"SelectorSpread": 1},
             note="py: default profile + SelectorSpread; kube: default profile (no SelectorSpread since 1.29)",
         ),
+        # misc/performance-config.yaml 1000Nodes: 4000 init / 1000 measured
+        Workload(
+            "PreemptionBasic",
+            pod_low_priority,
+            pod_high_priority,
+            lambda n: 4 * n,
+            max_pods=lambda n, i: n,
+            priority_classes=(("perf-low", 0), ("perf-high", 10)),
+            ceiling=False,
+            note="4 low-priority 900m pods per node, then one 3-CPU high-priority pod per node preempts 3 of them",
+        ),
     )
 }
 
@@ -206,9 +247,11 @@ def pod_body(template: dict[str, Any], name: str, namespace: str, scheduler_name
 
 
 def default_suite(skip_large: bool = False) -> list[tuple[str, int, int]]:
-    """(workload, nodes, measured pods) of ``make bench``: SchedulingBasic at all sizes, the others at 500/1000."""
+    """(workload, nodes, measured pods) of ``make bench``: SchedulingBasic at all sizes, PreemptionBasic at
+    upstream's 1000 nodes, the others at 500/1000."""
     suite = [("SchedulingBasic", n, p) for n, p in SIZES if not (skip_large and n >= LARGE_NODES)]
-    suite += [(name, 500, 1000) for name in WORKLOADS if name != "SchedulingBasic"]
+    suite += [(name, 500, 1000) for name in WORKLOADS if name not in ("SchedulingBasic", "PreemptionBasic")]
+    suite.append(("PreemptionBasic", 1000, 1000))
     return suite
 
 

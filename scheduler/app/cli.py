@@ -15,6 +15,7 @@ import structlog
 
 from scheduler import KUBE_SCHEDULER_TARGET, version
 from scheduler.app import logging as sched_logging
+from scheduler.framework.features import Features, parse_feature_gates
 
 if TYPE_CHECKING:
     from scheduler.app.reload import ReloadSource
@@ -106,7 +107,8 @@ def _run(args: argparse.Namespace) -> int:
         results = ResultWriter(writer)
     sched = Scheduler(cfg, registry, binder, sink, metrics, writer=api_writer, bind_workers=args.bind_workers,
                       podgroup_writer=podgroup_writer, observer=results,
-                      cycle_observer=results.recorder if results is not None else None)
+                      cycle_observer=results.recorder if results is not None else None,
+                      features=args.feature_gates)
     stream_pods = args.pod_watch == "stream"
     initial_sync(raw, sched, kinds, pods=not stream_pods)
     streams = []
@@ -324,6 +326,13 @@ def _capacity(args: argparse.Namespace) -> int:
     return _what_if("capacity", body)
 
 
+def _feature_gates(spec: str) -> Features:
+    try:
+        return parse_feature_gates(spec)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="py-scheduler", description=__doc__)
     p.add_argument("--version", action="version",
@@ -365,6 +374,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--qps", type=float, default=None, help="client QPS for API writes (config default 50)")
     r.add_argument("--burst", type=int, default=None, help="client burst for API writes (config default 100)")
     r.add_argument("--bind-workers", type=int, default=16, help="binding cycles run at once (default 16)")
+    r.add_argument("--feature-gates", type=_feature_gates, default=Features(), metavar="GATE=BOOL,...",
+                   help="kube-scheduler feature gates py-scheduler implements: SchedulerAsyncPreemption "
+                        "(default true; false evicts preemption victims on the scheduling thread)")
     r.add_argument("--resync-seconds", type=float, default=300.0,
                    help="relist every watched kind this often and reconcile the cache (default 300)")
     r.add_argument("--pod-watch", choices=["stream", "kopf"], default="stream",

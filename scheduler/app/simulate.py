@@ -4,7 +4,8 @@ of scheduler.app.offline injected (recording binder and event sink, offline API 
 Pods are scheduled one at a time in file order; each placed pod is confirmed into the cache before
 the next, exactly as the watch would confirm a binding. A pod that preempts gets its victims removed
 from the cluster at once (as their deletion would) and one more attempt, which normally lands it on
-its nominated node; its result lists the victims.
+its nominated node; its result lists the victims. Preemption runs synchronously (SchedulerAsyncPreemption
+off) so that the victims are gone before that attempt.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import yaml
 
 from scheduler.app.offline import OfflineWriter, RecordingBinder, RecordingEventSink
 from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
+from scheduler.framework.features import Features
 from scheduler.framework.interface import NodeToStatus
 from scheduler.framework.results import ResultRecorder
 from scheduler.kube.kinds import OBJECT_KINDS
@@ -151,7 +153,8 @@ def build_scheduler(
     rng = random.Random(seed) if seed is not None else random.Random()
     writer, outcomes, results = OfflineWriter(), OutcomeRecorder(), ResultRecorder()
     sched = Scheduler(cfg, registry, RecordingBinder(), RecordingEventSink(), None, writer=writer, observer=outcomes,
-                      cycle_observer=results, synchronous_binding=True, rng=rng, tie_break=tie_break)
+                      cycle_observer=results, synchronous_binding=True, rng=rng, tie_break=tie_break,
+                      features=Features(enable_async_preemption=False))
     writer.connect(sched)
     return Offline(sched, outcomes, results)
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from scheduler.framework.features import Features
 from scheduler.framework.status import Status
 from scheduler.framework.types import ClusterEventWithHint, NodeInfo
 from scheduler.model.node import Node
@@ -160,6 +161,15 @@ class ClusterHandle(Protocol):
         it; record the Preempted event. A victim already gone is a success."""
         ...
 
+    def victims_selected(self, count: int) -> None:
+        """Preemption is evicting the ``count`` victims of its chosen candidate (the
+        scheduler_preemption_victims metric), called on the scheduling thread."""
+        ...
+
+    def async_preemption_done(self, ok: bool, seconds: float) -> None:
+        """An asynchronous preemption's API calls ended, all succeeding or not (the goroutine metrics)."""
+        ...
+
     def clear_nominated_node(self, pod: Pod) -> Status | None:
         """Remove status.nominatedNodeName of a pod (lower-priority pods nominated to a preempted node)."""
         ...
@@ -175,6 +185,10 @@ class ClusterHandle(Protocol):
 
     def activate_pods(self, pods: list[Pod]) -> None:
         """Move pending pods to activeQ (upstream's PodsToActivate; Coscheduling's siblings)."""
+        ...
+
+    def features(self) -> Features:
+        """The feature gates in force (upstream passes them to each plugin's factory)."""
         ...
 
     def podgroup_writer(self) -> PodGroupWriter | None:

@@ -10,15 +10,20 @@ Given the filter verdicts of a pod that fits nowhere, the evaluator
 3. picks the best candidate node (fewest PDB violations, lowest highest victim priority, lowest
    priority sum, fewest victims, latest start of the most important victims, first found);
 4. evicts the victims through the handle and clears the nomination of lower-priority pods
-   nominated to that node, then nominates the pod there.
+   nominated to that node, then nominates the pod there. With asynchronous preemption the pod is
+   nominated at once and the API calls run on a worker thread; until the calls for all victims but
+   the last are done, ``is_pod_running_preemption`` is true and DefaultPreemption's PreEnqueue keeps
+   the pod out of activeQ. The flag drops before the last victim is deleted, so that deletion's
+   event finds the pod requeueable (upstream ``prepareCandidateAsync``).
 
 Differences from upstream, on purpose:
 
 * The dry run checks nodes one after the other in rotation order, so "enough candidates" stops it
   at a well-defined node instead of wherever 16 goroutines happened to be.
-* Eviction is synchronous: upstream's default (SchedulerAsyncPreemption, beta in 1.34) runs it in a
-  goroutine and keeps the pod out of the queue meanwhile; the outcome (victims deleted, pod
-  nominated) is the same, our scheduling thread just waits for the API calls.
+* Asynchronous preemption (SchedulerAsyncPreemption, on by default as upstream 1.34) runs the API
+  calls of one preemption on a worker thread of a small pool instead of a goroutine, and evicts the
+  victims before the last one sequentially rather than in parallel. With the gate off the scheduling
+  thread makes the calls itself (upstream's synchronous path).
 * Ties that upstream breaks by Go map order (explicit node statuses, the last tie in node
   selection) are broken by snapshot order and dry-run order; the random offset still spreads
   preemption over the cluster, and a seeded rng makes it reproducible.
@@ -31,8 +36,10 @@ Differences from upstream, on purpose:
 from __future__ import annotations
 
 import random
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -56,6 +63,10 @@ REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 NOT_HELPFUL_MSG = "Preemption is not helpful for scheduling"
 
 _PRIORITY_OFFSET = 2**31  # math.MaxInt32 + 1: makes every priority non-negative in the sum score
+
+# Worker threads running asynchronous preemptions (upstream: one goroutine each). Each spends its time
+# waiting on API calls, so a few threads keep up with the scheduling thread.
+ASYNC_PREEMPTION_WORKERS = 8
 
 
 # --- victims, candidates, PDBs ------------------------------------------------------------------
@@ -233,11 +244,28 @@ class Evaluator:
         handle: Handle,
         iface: PreemptionInterface,
         clock: Callable[[], float] = time.time,
+        enable_async: bool = False,
     ) -> None:
         self.plugin_name = plugin_name
         self.handle = handle
         self.iface = iface
         self.clock = clock
+        self.enable_async = enable_async
+        self._mu = threading.Lock()
+        self._preempting: set[str] = set()  # uids of pods whose asynchronous preemption is under way
+        self._executor: ThreadPoolExecutor | None = None
+
+    def executor(self) -> ThreadPoolExecutor:
+        """The pool running asynchronous preemptions, started on first use."""
+        with self._mu:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(ASYNC_PREEMPTION_WORKERS, thread_name_prefix="preemption")
+            return self._executor
+
+    def is_pod_running_preemption(self, uid: str) -> bool:
+        """The pod's asynchronous preemption has victims other than the last still to evict."""
+        with self._mu:
+            return uid in self._preempting
 
     def rng(self) -> random.Random:
         return self.handle.rng()
@@ -274,9 +302,14 @@ class Evaluator:
             return None, unschedulable("no candidate node for preemption")
         log.info("preemption target chosen", pod=pod.key, node=best.name,
                  victims=[v.key for v in best.victims.pods])
-        status = self.prepare_candidate(best, pod)
-        if not success(status):
-            return None, status
+        if self.enable_async:
+            self.handle.victims_selected(len(best.victims.pods))
+            self.prepare_candidate_async(best, pod)
+        else:
+            status = self.prepare_candidate(best, pod)
+            if not success(status):
+                return None, status
+            self.handle.victims_selected(len(best.victims.pods))
         return PostFilterResult(best.name), None
 
     def find_candidates(
@@ -386,13 +419,66 @@ class Evaluator:
             status = self.handle.preempt(victim, pod, candidate.name, self.plugin_name)
             if not success(status):
                 return status
-        for other in self.handle.nominated_pods_for(candidate.name):
+        self._clear_lower_priority_nominations(candidate.name, pod)
+        return None
+
+    def prepare_candidate_async(self, candidate: Candidate, pod: Pod) -> None:
+        """Mark the pod as preempting and hand the API calls to a worker thread."""
+        with self._mu:
+            self._preempting.add(pod.uid)
+        try:
+            self.executor().submit(self._prepare_candidate_in_background, candidate, pod)
+        except RuntimeError:  # the pool was shut down: nothing will clear the mark
+            with self._mu:
+                self._preempting.discard(pod.uid)
+            raise
+
+    def _prepare_candidate_in_background(self, candidate: Candidate, pod: Pod) -> None:
+        """Clear lower-priority nominations, evict all victims but the last (stop at a failure), drop
+        the preempting mark, evict the last victim. After a failure the pod is activated, since no
+        deletion event may come to requeue it."""
+        began = time.monotonic()
+        ok = False
+        try:
+            ok = self._clear_lower_priority_nominations(candidate.name, pod)
+            for victim in candidate.victims.pods[:-1]:
+                if not self._preempt_logged(victim, pod, candidate.name):
+                    ok = False
+                    break
+        except Exception:
+            log.exception("asynchronous preemption failed", preemptor=pod.key, node=candidate.name)
+        finally:
+            with self._mu:
+                self._preempting.discard(pod.uid)
+        try:
+            ok = self._preempt_logged(candidate.victims.pods[-1], pod, candidate.name) and ok
+        except Exception:
+            log.exception("asynchronous preemption of the last victim failed", preemptor=pod.key)
+            ok = False
+        log.debug("asynchronous preemption finished", preemptor=pod.key, node=candidate.name, ok=ok)
+        self.handle.async_preemption_done(ok, time.monotonic() - began)
+        if not ok:
+            self.handle.activate_pods([pod])
+
+    def _preempt_logged(self, victim: Pod, pod: Pod, node_name: str) -> bool:
+        status = self.handle.preempt(victim, pod, node_name, self.plugin_name)
+        if success(status):
+            return True
+        assert status is not None
+        log.error("could not preempt a victim", preemptor=pod.key, victim=victim.key, error=status.message)
+        return False
+
+    def _clear_lower_priority_nominations(self, node_name: str, pod: Pod) -> bool:
+        """Lower-priority pods nominated to the node may no longer fit there; False if a clear failed."""
+        ok = True
+        for other in self.handle.nominated_pods_for(node_name):
             if other.priority < pod.priority:
                 status = self.handle.clear_nominated_node(other)
                 if not success(status):
                     assert status is not None
                     log.warning("could not clear nominatedNodeName", pod=other.key, error=status.message)
-        return None
+                    ok = False
+        return ok
 
 
 def pick_one_node_for_preemption(

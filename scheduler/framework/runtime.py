@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from scheduler.config.types import EXTENSION_POINTS, Profile
+from scheduler.framework.features import Features
 from scheduler.framework.interface import (
     EXTENSION_POINT_PROTOCOLS,
     MAX_NODE_SCORE,
@@ -337,6 +338,12 @@ class FrameworkHandle:
     def preempt(self, victim: Pod, preemptor: Pod, node_name: str, plugin: str) -> Status | None:
         return self._base.preempt(victim, preemptor, node_name, plugin)
 
+    def victims_selected(self, count: int) -> None:
+        self._base.victims_selected(count)
+
+    def async_preemption_done(self, ok: bool, seconds: float) -> None:
+        self._base.async_preemption_done(ok, seconds)
+
     def clear_nominated_node(self, pod: Pod) -> Status | None:
         return self._base.clear_nominated_node(pod)
 
@@ -351,6 +358,9 @@ class FrameworkHandle:
 
     def podgroup_writer(self) -> PodGroupWriter | None:
         return self._base.podgroup_writer()
+
+    def features(self) -> Features:
+        return self._base.features()
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
         return self.framework.get_waiting_pod(uid)

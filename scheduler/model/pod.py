@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from scheduler.model.errors import InvalidObjectError
-from scheduler.model.resources import Resource, calculate_pod_resources
+from scheduler.model.resources import Resource, pod_resources
 from scheduler.model.taints import Toleration, parse_tolerations
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
@@ -91,6 +92,12 @@ def parse_time(value: object) -> float:
     """RFC 3339 timestamp from the API to epoch seconds (0 when absent or malformed)."""
     if not isinstance(value, str) or not value:
         return 0.0
+    return _parse_rfc3339(value)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_rfc3339(value: str) -> float:
+    """Remembered: timestamps have one-second resolution, so pods created together share them."""
     try:
         return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
     except ValueError:
@@ -110,6 +117,12 @@ def _host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
     return tuple(out)
 
 
+def pod_uid(obj: Mapping[str, Any]) -> str:
+    """metadata.uid, or namespace/name for objects without one (hand-written test and simulate pods)."""
+    meta = obj.get("metadata") or {}
+    return meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
+
+
 def pod_from_api(obj: Mapping[str, Any]) -> Pod:
     """Build a Pod view. Malformed fields do not raise: they land in `parse_error` so the pod
     can be reported (FailedScheduling) instead of crashing the scheduler."""
@@ -121,7 +134,7 @@ def pod_from_api(obj: Mapping[str, Any]) -> Pod:
     ident = f"pod {ns}/{name}"
     error: InvalidObjectError | None = None
     try:
-        resources = calculate_pod_resources(spec, status, ident)
+        resources = pod_resources(spec, status, ident)
         requests = resources.requests
         non_zero_cpu, non_zero_mem = resources.non_zero_milli_cpu, resources.non_zero_memory
     except InvalidObjectError as exc:
@@ -134,7 +147,7 @@ def pod_from_api(obj: Mapping[str, Any]) -> Pod:
     prio = spec.get("priority")
     return Pod(
         raw=obj,
-        uid=meta.get("uid") or f"{ns}/{name}",
+        uid=pod_uid(obj),
         namespace=ns,
         name=name,
         labels=meta.get("labels") or {},

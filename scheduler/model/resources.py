@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+import orjson
+
 from scheduler.model.quantity import CPU, EPHEMERAL_STORAGE, HUGEPAGES_PREFIX, MEMORY, PODS, parse
 
 # Defaults used for scoring only, per container without a request (util/pod_resources.go upstream).
@@ -353,6 +355,39 @@ def calculate_pod_resources(spec: Mapping[str, object], status: Mapping[str, obj
         milli_value(non_zero.get(CPU, Decimal(0))),
         int_value(non_zero.get(MEMORY, Decimal(0))),
     )
+
+
+# Pods made from one template carry the same resource fields, so their parsed resources are shared:
+# the JSON of exactly what calculate_pod_resources reads -> its result. Cleared when it grows past the bound.
+_RESOURCES_MEMO: dict[bytes, PodResources] = {}
+_RESOURCES_MEMO_MAX = 4096
+
+
+def _resource_fields(spec: Mapping[str, object], status: Mapping[str, object]) -> bytes:
+    """Everything calculate_pod_resources reads of a pod, serialized."""
+    statuses = [
+        (cs.get("name"), cs.get("resources"), cs.get("allocatedResources"))
+        for key in ("containerStatuses", "initContainerStatuses")
+        for cs in _mappings(status.get(key))
+    ]
+    return orjson.dumps((
+        spec.get("containers"), spec.get("initContainers"), spec.get("resources"), spec.get("overhead"),
+        statuses, is_pod_resize_infeasible(status) if statuses else False,
+    ), default=str)
+
+
+def pod_resources(spec: Mapping[str, object], status: Mapping[str, object], obj: str) -> PodResources:
+    """calculate_pod_resources, remembered by the fields it reads (the pod watch builds thousands of
+    pods from a few templates). Invalid pods are not remembered: their error names the pod."""
+    key = _resource_fields(spec, status)
+    found = _RESOURCES_MEMO.get(key)
+    if found is not None:
+        return found
+    result = calculate_pod_resources(spec, status, obj)
+    if len(_RESOURCES_MEMO) >= _RESOURCES_MEMO_MAX:
+        _RESOURCES_MEMO.clear()
+    _RESOURCES_MEMO[key] = result
+    return result
 
 
 def scoring_request_list(

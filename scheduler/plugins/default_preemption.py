@@ -14,8 +14,10 @@ dry-run and which pods to evict on a node:
 
 Its messages are upstream's, prefixed with ``preemption: ``.
 
-Preemption runs synchronously (upstream's SchedulerAsyncPreemption gate off), so PreEnqueue never
-holds a pod back and the plugin registers no events.
+With SchedulerAsyncPreemption (the default) the victims are evicted on a worker thread; PreEnqueue
+keeps the preemptor out of activeQ meanwhile and the plugin registers Pod/Delete (hint: Skip) so the
+queue lets deletions reach the gated preemptor, whose other rejecting plugins decide. With the gate
+off preemption is synchronous, PreEnqueue never holds a pod back and no event is registered.
 """
 
 from __future__ import annotations
@@ -41,13 +43,21 @@ from scheduler.framework.preemption import (
     terminating_by_preemption,
 )
 from scheduler.framework.status import Code, Status, code_of, success, unresolvable
-from scheduler.framework.types import ClusterEventWithHint, NodeInfo
+from scheduler.framework.types import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    NodeInfo,
+    QueueingHint,
+)
 from scheduler.model.pod import Pod
 
 NAME = "DefaultPreemption"
 
 NOT_ELIGIBLE_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
+WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
 
 # (node, victim, preemptor) -> may the victim be preempted, besides having a lower priority.
 IsEligiblePod = Callable[[NodeInfo, Pod, Pod], bool]
@@ -55,6 +65,11 @@ IsEligiblePod = Callable[[NodeInfo, Pod, Pod], bool]
 
 def _always(node_info: NodeInfo, victim: Pod, preemptor: Pod) -> bool:
     return True
+
+
+def _skip(pod: Pod, old: Any, new: Any) -> QueueingHint:
+    """isPodSchedulableAfterPodDeletion: always Skip (see events_to_register)."""
+    return QueueingHint.QUEUE_SKIP
 
 
 class DefaultPreemption:
@@ -67,7 +82,8 @@ class DefaultPreemption:
         self.min_candidate_nodes_percentage = a.min_candidate_nodes_percentage
         self.min_candidate_nodes_absolute = a.min_candidate_nodes_absolute
         self.handle = handle
-        self.evaluator = Evaluator(NAME, self.handle, self)
+        self.enable_async_preemption = handle.features().enable_async_preemption
+        self.evaluator = Evaluator(NAME, self.handle, self, enable_async=self.enable_async_preemption)
         self.is_eligible_pod: IsEligiblePod = _always
 
     # ----- extension points ---------------------------------------------------------------------
@@ -81,12 +97,17 @@ class DefaultPreemption:
         return result, status
 
     def pre_enqueue(self, pod: Pod) -> Status | None:
-        """Only holds pods back while an asynchronous preemption runs for them; ours is synchronous."""
+        """Holds a pod back while its asynchronous preemption runs."""
+        if self.enable_async_preemption and self.evaluator.is_pod_running_preemption(pod.uid):
+            return unresolvable(WAITING_FOR_PREEMPTION)
         return None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        """PreEnqueue never rejects, so no event can matter (as upstream without async preemption)."""
-        return []
+        """Pod/Delete with a Skip hint: deletions may ungate a preemptor, but the plugins that rejected
+        it decide whether they help. Nothing when PreEnqueue never rejects (synchronous preemption)."""
+        if not self.enable_async_preemption:
+            return []
+        return [ClusterEventWithHint(ClusterEvent(EventResource.POD, ActionType.DELETE), _skip)]
 
     # ----- the preemption.Interface -------------------------------------------------------------
 

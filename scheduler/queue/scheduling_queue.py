@@ -166,6 +166,7 @@ class PriorityQueue:
 
         self._pre_enqueue: dict[str, list[PreEnqueuePlugin]] = {}
         self._hints: dict[str, list[tuple[str, ClusterEventWithHint]]] = {}
+        self._interest: dict[ClusterEvent, bool] = {}
         self._plugin_events: dict[str, list[ClusterEvent]] = {}
         self._index_profiles(profiles or {})
 
@@ -673,9 +674,14 @@ class PriorityQueue:
             self._cond.notify_all()
 
     def _is_event_of_interest(self, event: ClusterEvent) -> bool:
-        if event.is_wildcard:
-            return True
-        return any(event_matches(event, ewh.event) for regs in self._hints.values() for _, ewh in regs)
+        """Some plugin registered the event. The registrations are fixed, so each answer is remembered
+        (every pod watch event asks)."""
+        known = self._interest.get(event)
+        if known is None:
+            known = event.is_wildcard or any(
+                event_matches(event, ewh.event) for regs in self._hints.values() for _, ewh in regs)
+            self._interest[event] = known
+        return known
 
     def _worth_requeuing(self, qpi: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> Strategy:
         """Consult only the hints of the plugins that rejected the pod (upstream isPodWorthRequeuing)."""

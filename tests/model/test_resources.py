@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from scheduler.model.errors import InvalidObjectError
 from scheduler.model.pod import pod_from_api
-from scheduler.model.resources import Resource, scoring_request_list
+from scheduler.model.resources import Resource, calculate_pod_resources, pod_resources, scoring_request_list
 from scheduler.plugins.node_resources_fit import fit_request
 
 MI = 1024 * 1024
@@ -99,3 +102,27 @@ def test_only_scalar_resource_names_are_tracked() -> None:
                             "kubernetes.io/batch-cpu": "4", "attachable-volumes-csi-x": "5"}, "node n", "status")
     assert r.scalar == {"example.com/gpu": 2, "hugepages-1Gi": GI, "kubernetes.io/batch-cpu": 4,
                         "attachable-volumes-csi-x": 5}
+
+
+def test_remembered_resources_follow_every_field_they_come_from() -> None:
+    """pod_resources shares results between pods alike; any field calculate_pod_resources reads
+    changes the answer, and an invalid pod's error still names that pod."""
+    spec = {"containers": [_container("a", {"cpu": "100m", "memory": "64Mi"})]}
+    status = {"containerStatuses": [{"name": "a", "resources": {"requests": {"cpu": "300m"}}}]}
+    infeasible = dict(status, conditions=[{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}])
+    variants = [
+        (spec, {}),
+        (spec, status),
+        ({"containers": [_container("a", {"cpu": "200m"})]}, {}),
+        (dict(spec, overhead={"cpu": "50m"}), {}),
+        (dict(spec, initContainers=[_container("i", {"cpu": "1"})]), {}),
+        (dict(spec, resources={"requests": {"cpu": "2"}}), {}),
+        ({"containers": [_container("a", {"cpu": "2", "memory": "64Mi"})]}, infeasible),
+    ]
+    for sp, st in variants:
+        for _ in range(2):  # the second time from the memo
+            assert pod_resources(sp, st, "pod ns/p") == calculate_pod_resources(sp, st, "pod ns/p"), (sp, st)
+    bad = {"containers": [_container("a", {"cpu": "lots"})]}
+    for name in ("x", "y"):
+        with pytest.raises(InvalidObjectError, match=f"pod ns/{name}"):
+            pod_resources(bad, {}, f"pod ns/{name}")

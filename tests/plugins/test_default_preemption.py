@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -14,6 +15,7 @@ from scheduler.app.offline import OfflineWriter, RecordingEventSink
 from scheduler.app.simulate import OutcomeRecorder
 from scheduler.config.load import build_registry, load_dict
 from scheduler.eventhandlers import ADDED, MODIFIED
+from scheduler.framework.features import Features, parse_feature_gates
 from scheduler.framework.interface import CycleState, NodeToStatus
 from scheduler.framework.preemption import (
     Victims,
@@ -25,6 +27,7 @@ from scheduler.framework.preemption import (
 )
 from scheduler.framework.runtime import WaitingPod
 from scheduler.framework.status import Code, Status, unresolvable, unschedulable
+from scheduler.framework.types import ActionType, EventResource, QueueingHint
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.default_preemption import DefaultPreemption
 from scheduler.scheduler import Scheduler, disruption_target_condition
@@ -107,8 +110,8 @@ class Writer:
 class Cluster:
     """A scheduler with one profile over an in-memory cluster."""
 
-    def __init__(self, plugins: Sequence[str] | None = PLUGINS, seed: int = 1, writer: Writer | None = None,
-                 args: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, plugins: Sequence[str] | None = PLUGINS, seed: int = 1, writer: Any = None,
+                 args: Mapping[str, Any] | None = None, async_preemption: bool = False) -> None:
         profile: dict[str, Any] = {"schedulerName": SCHED}
         if plugins is not None:
             profile["plugins"] = {"multiPoint": {"enabled": [{"name": n} for n in plugins],
@@ -123,9 +126,11 @@ class Cluster:
         offline = OfflineWriter() if writer is None else None  # victims go away as their deletion would
         self.s = Scheduler(cfg, build_registry(cfg), self.binder, self.sink, None, synchronous_binding=True,
                            rng=random.Random(seed), tie_break="name", writer=writer or offline,
-                           observer=self.observer)
+                           observer=self.observer, features=Features(enable_async_preemption=async_preemption))
         if offline is not None:
             offline.connect(self.s)
+        elif isinstance(writer, OfflineWriter):
+            writer.connect(self.s)
 
     def add(self, *objs: dict[str, Any]) -> Cluster:
         for o in objs:
@@ -561,6 +566,9 @@ class _NoHandle:
     def parallelism(self) -> int:
         return 1
 
+    def features(self) -> Features:
+        return Features()
+
 
 def test_simulate_evicts_victims_and_places_the_preemptor(tmp_path: Any) -> None:
     from scheduler.app.simulate import run_simulation
@@ -591,3 +599,121 @@ spec: {schedulerName: py-scheduler, priority: 1, containers: [{name: c, image: x
     high, later = run_simulation(str(cluster), str(pods), seed=3)
     assert (high["node"], high["victims"], high["message"]) == ("n1", ["default/low"], "")
     assert (later["node"], later["victims"]) == ("n1", []), "the victim's room is free for the next pod"
+
+
+# --- asynchronous preemption (SchedulerAsyncPreemption) -----------------------------------------
+
+
+class HeldWriter(OfflineWriter):
+    """An OfflineWriter whose deletions wait for ``release``: the preemption stays in flight meanwhile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.deleting = threading.Event()
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        self.deleting.set()
+        assert self.release.wait(10), "test never released the deletion"
+        super().delete_pod(namespace, name)
+
+
+def _preemption_done(c: Cluster) -> None:
+    pl = c.s.frameworks[SCHED].plugins["DefaultPreemption"]
+    pl.evaluator.executor().shutdown(wait=True)
+
+
+def test_async_preemption_nominates_at_once_gates_the_pod_until_done_then_binds_on_the_node() -> None:
+    w = HeldWriter()
+    c = Cluster(writer=w, async_preemption=True).add(
+        node("n1"), node("n2"),
+        pod("low-a", cpu="1500m", node_name="n1", priority=10),
+        pod("low-b", cpu="1500m", node_name="n2", priority=5),
+    )
+    reason, message = c.attempt(pod("high", cpu="1", priority=100))
+    # The same outcome as the synchronous path, reported before any victim is gone.
+    assert (reason, message) == ("Unschedulable", "0/2 nodes are available: 2 Insufficient cpu.")
+    assert c.sink.nominated["default/high"] == "n2"
+    assert w.deleting.wait(10)
+    # One victim: the worker is deleting the last one, so the pod is no longer held back.
+    c.s.queue.activate([c.s._pending["uid-high"]])
+    assert c.s.queue.gating_message("default/high") == ""
+    w.release.set()
+    _preemption_done(c)
+    assert c.on_node("n2") == set() and c.on_node("n1") == {"low-a"}
+    assert c.preempted() == [("default/low-b", "Preempted by pod uid-high on node n2")]
+    c.s.on_pod_event(MODIFIED, pod("high", cpu="1", priority=100, nominated="n2", rv="2"))
+    assert c.s.schedule_one(timeout=0)
+    assert c.binder.bound == [("default/high", "n2")]
+
+
+def test_async_preemption_holds_the_preemptor_while_victims_before_the_last_are_evicted() -> None:
+    w = HeldWriter()
+    c = Cluster(writer=w, async_preemption=True).add(
+        node("n1"),
+        pod("v1", cpu="1", node_name="n1", priority=1), pod("v2", cpu="1", node_name="n1", priority=2),
+    )
+    c.attempt(pod("high", cpu="2", priority=100))
+    assert w.deleting.wait(10)
+    # The first victim's deletion is in flight: PreEnqueue keeps the preemptor out of activeQ.
+    c.s.queue.activate([c.s._pending["uid-high"]])
+    assert c.s.queue.gating_message("default/high") == "waiting for the preemption for this pod to be finished"
+    assert not c.s.schedule_one(timeout=0)
+    w.release.set()
+    _preemption_done(c)
+    assert {v for v, _ in c.preempted()} == {"default/v1", "default/v2"}
+    # The last victim's deletion event ungated it: NodeResourcesFit's hint queued it again.
+    assert c.s.queue.gating_message("default/high") == ""
+    c.s.queue.flush_backoff_completed()
+    c.s.on_pod_event(MODIFIED, pod("high", cpu="2", priority=100, nominated="n1", rv="2"))
+    c.retry("high")
+    assert c.binder.bound == [("default/high", "n1")]
+
+
+def test_async_preemption_failure_activates_the_preemptor() -> None:
+    w = Writer({"patch": ApiException(status=403, reason="Forbidden")})
+    c = Cluster(writer=w, async_preemption=True).add(node("n1"), pod("v", cpu="2", node_name="n1", priority=1))
+    _, message = c.attempt(pod("p", cpu="1", priority=9))
+    assert message == "0/1 nodes are available: 1 Insufficient cpu.", "the API error is not the cycle's"
+    assert c.sink.nominated["default/p"] == "n1"
+    _preemption_done(c)
+    assert [call[0] for call in w.calls] == ["patch"], "no delete after a failed condition patch"
+    assert c.s.queue.queue_of(c.s._pending["uid-p"]) == "active", "no deletion event would requeue it"
+
+
+def test_pre_enqueue_and_events_follow_the_gate() -> None:
+    class Handle(_NoHandle):
+        def __init__(self, on: bool) -> None:
+            self.on = on
+
+        def features(self) -> Features:
+            return Features(enable_async_preemption=self.on)
+
+    off = DefaultPreemption({}, Handle(False))
+    on = DefaultPreemption({}, Handle(True))
+    assert off.events_to_register() == []
+    [registered] = on.events_to_register()
+    assert (registered.event.resource, registered.event.action) == (EventResource.POD, ActionType.DELETE)
+    assert registered.hint(pod_from_api(pod("p")), None, None) == QueueingHint.QUEUE_SKIP
+    on.evaluator._preempting.add("uid-p")
+    off.evaluator._preempting.add("uid-p")
+    status = on.pre_enqueue(pod_from_api(pod("p")))
+    assert status is not None and status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert off.pre_enqueue(pod_from_api(pod("p"))) is None
+    assert on.pre_enqueue(pod_from_api(pod("other"))) is None
+
+
+@pytest.mark.parametrize(
+    ("spec", "want"),
+    [("", True), ("SchedulerAsyncPreemption=false", False), (" SchedulerAsyncPreemption=True ,", True)],
+)
+def test_parse_feature_gates(spec: str, want: bool) -> None:
+    assert parse_feature_gates(spec).enable_async_preemption is want
+
+
+@pytest.mark.parametrize(("spec", "fragment"), [("Foo=true", "unrecognized feature gate: Foo"),
+                                                ("SchedulerAsyncPreemption", "want Name=true|false"),
+                                                ("SchedulerAsyncPreemption=yes", "want Name=true|false")])
+def test_parse_feature_gates_rejects(spec: str, fragment: str) -> None:
+    with pytest.raises(ValueError, match=fragment):
+        parse_feature_gates(spec)

@@ -743,7 +743,7 @@ class PriorityQueue:
     def _add_or_update_unschedulable(self, qpi: QueuedPodInfo, event: str) -> None:
         k = qpi.pod.key
         if k not in self._unschedulable:
-            self._record(GATED if qpi.gated else UNSCHEDULABLE, event)
+            self._record(UNSCHEDULABLE, event)  # gated pods too (upstream addOrUpdate)
         self._unschedulable[k] = qpi
 
     def _move_to_active(self, qpi: QueuedPodInfo, event: str, from_backoff: bool = False) -> bool:

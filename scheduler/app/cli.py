@@ -109,17 +109,17 @@ def _simulate(args: argparse.Namespace) -> int:
     from scheduler.app.simulate import SimulationError, format_table, run_simulation
 
     try:
-        results = run_simulation(args.cluster, args.pods, args.config, seed=args.seed, tie_break=args.tie_break)
+        sim = run_simulation(args.cluster, args.pods, args.config, seed=args.seed, tie_break=args.tie_break)
     except SimulationError as exc:
         print(f"py-scheduler simulate: {exc}", file=sys.stderr)
         return 2
     if args.output == "json":
         import json
 
-        json.dump({"results": results}, sys.stdout, indent=2)
+        json.dump({"results": sim.results, "invalid": sim.invalid}, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(format_table(results))
+        sys.stdout.write(format_table(sim))
     return 0
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,6 +20,7 @@ from scheduler.kube.binder import RecordingBinder
 from scheduler.kube.operator import OBJECT_KINDS
 from scheduler.kube.recorder import RecordingEventSink
 from scheduler.model.pod import Pod, pod_from_api
+from scheduler.model.validation import validate
 from scheduler.scheduler import ADDED, DELETED, MODIFIED, Outcome, Scheduler
 
 
@@ -89,16 +91,62 @@ def _build(
     return sched
 
 
+@dataclass
+class Simulation:
+    """Per-pod results in file order, and every object the API server would have rejected (one line per
+    invalid field, `default/p: spec.tolerations[0].operator: ...`); invalid objects take no part."""
+
+    results: list[dict[str, Any]]
+    invalid: list[str] = field(default_factory=list)
+
+
+def _invalid_fields(o: Mapping[str, Any]) -> list[str]:
+    meta = o.get("metadata") or {}
+    name = f"{meta['namespace']}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
+    who = name if o.get("kind") == "Pod" else f"{o.get('kind')} {name}"
+    return [f"{who}: {e}" for e in validate(o)]
+
+
 def run_simulation(
     cluster_path: str, pods_path: str, config_path: str | None = None, *, seed: int | None = None,
     tie_break: Literal["random", "name"] = "random",
-) -> list[dict[str, Any]]:
+) -> Simulation:
     cluster = [_with_defaults(o, i) for i, o in enumerate(_load_objects(cluster_path))]
     pods = [_with_defaults(o, i + len(cluster)) for i, o in enumerate(_load_objects(pods_path))]
     for p in pods:
         if p.get("kind") != "Pod":
             raise SimulationError(f"{pods_path}: {_ident(p)}: only Pods can be scheduled")
+    sim = Simulation([])
+    cluster_errors = [_invalid_fields(o) for o in cluster]
+    sim.invalid.extend(e for errs in cluster_errors for e in errs)
+    cluster = [o for o, errs in zip(cluster, cluster_errors, strict=True) if not errs]
     sched = _build(config_path, pods, seed, tie_break)
+    _load_cluster(sched, cluster, cluster_path)
+    valid: list[dict[str, Any]] = []
+    rejected: dict[int, list[str]] = {}
+    for i, p in enumerate(pods):
+        errs = _invalid_fields(p)
+        if errs:
+            rejected[i] = errs
+            sim.invalid.extend(errs)
+        else:
+            valid.append(p)
+    placed = iter(_schedule_each(sched, valid))
+    for i, p in enumerate(pods):
+        if i in rejected:
+            sim.results.append(_rejected(p, rejected[i]))
+        else:
+            sim.results.append(_result(*next(placed)))
+    return sim
+
+
+def _rejected(obj: Mapping[str, Any], errors: list[str]) -> dict[str, Any]:
+    pod = pod_from_api(obj)
+    return {"pod": pod.key, "node": None, "message": "invalid: " + "; ".join(errors), "filtered": {},
+            "scores": {}, "victims": [], "invalid": errors}
+
+
+def _load_cluster(sched: Scheduler, cluster: list[dict[str, Any]], cluster_path: str) -> None:
     for o in cluster:
         kind = o["kind"]
         if kind == "Node":
@@ -111,7 +159,6 @@ def run_simulation(
             sched.on_object_event(kind, ADDED, o)
         else:
             raise SimulationError(f"{cluster_path}: {_ident(o)}: unsupported kind {kind}")
-    return [_result(o, victims) for o, victims in _schedule_each(sched, pods)]
 
 
 def _attempt(sched: Scheduler) -> Outcome | None:
@@ -193,12 +240,13 @@ def _result(o: Outcome, victims: list[str]) -> dict[str, Any]:
     }
 
 
-def format_table(results: list[dict[str, Any]]) -> str:
-    """A human-readable view: one line per pod, then the filter reasons and the top scores."""
-    lines = []
-    for r in results:
+def format_table(sim: Simulation) -> str:
+    """A human-readable view: the invalid objects, then one line per pod with the filter reasons and
+    the top scores."""
+    lines = [f"invalid {e}" for e in sim.invalid]
+    for r in sim.results:
         lines.append(f"{r['pod']:<40} -> {r['node'] or '(unschedulable)'}")
-        if r["message"]:
+        if r["message"] and not r.get("invalid"):
             lines.append(f"    {r['message']}")
         if r.get("victims"):
             lines.append(f"    preempted {', '.join(r['victims'])}")

@@ -8,7 +8,8 @@ NODES ?= 6
 ZONES ?= 3
 export GOTOOLCHAIN := local
 
-.PHONY: install lint unit integration e2e test cluster-up cluster-down binaries run e2e-kind bench bench-smoke clean
+.PHONY: install lint unit integration e2e test cluster-up cluster-down binaries run e2e-kind bench bench-smoke clean \
+	differential chaos
 
 $(BIN)/py-scheduler: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -68,6 +69,12 @@ bench: install binaries
 bench-smoke: install binaries
 	$(BIN)/python -m e2e.perf --workload SchedulingBasic --nodes 20 --pods 40 --repeat 1 --timeout 180 \
 	  --out .bench/smoke.json
+
+# kube-scheduler v1.34.10 vs `simulate` on N random seeded scenarios (a small batch runs in `make integration`).
+N ?= 200
+SEED ?= 1
+differential: install binaries
+	$(BIN)/python -m e2e.differential --scenarios $(N) --first-seed $(SEED)
 
 clean: cluster-down
 	rm -rf $(VENV) .bench .pytest_cache .mypy_cache .ruff_cache

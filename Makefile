@@ -76,5 +76,11 @@ SEED ?= 1
 differential: install binaries
 	$(BIN)/python -m e2e.differential --scenarios $(N) --first-seed $(SEED)
 
+# py-scheduler under faults (e2e/chaos): apiserver/etcd/scheduler/leader kills, outages, a competing binder,
+# node deletions, 410 on nodes; 300 pods on 20 nodes per scenario (~15 min on 2 cores; not part of `make test`).
+CHAOS_ARGS ?=
+chaos: install binaries
+	$(BIN)/python -m e2e.chaos $(CHAOS_ARGS)
+
 clean: cluster-down
-	rm -rf $(VENV) .bench .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .bench .chaos .pytest_cache .mypy_cache .ruff_cache

@@ -17,7 +17,7 @@ from typing import Any, TypeGuard
 from scheduler.model.errors import InvalidObjectError
 from scheduler.model.labels import LABEL_OPS, NODE_OPS, is_valid_label_key, is_valid_label_value, parse_int64
 from scheduler.model.quantity import CPU, EPHEMERAL_STORAGE, HUGEPAGES_PREFIX, MEMORY, parse
-from scheduler.model.resources import NATIVE_NAMESPACE
+from scheduler.model.resources import NATIVE_NAMESPACE, aggregate_container_requests
 from scheduler.model.taints import EFFECTS, NO_EXECUTE
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -312,9 +312,9 @@ def _resource_list(value: object, path: str, errs: _Errors, pod_level: bool) -> 
     return out
 
 
-def _requirements(value: object, path: str, errs: _Errors, *, pod_level: bool = False) -> None:
+def _requirements(value: object, path: str, errs: _Errors, *, pod_level: bool = False) -> dict[str, Decimal]:
     """ValidateResourceRequirements: valid names and quantities >= 0, requests <= limits, extended
-    resources and hugepages with requests equal to limits."""
+    resources and hugepages with requests equal to limits. Returns the valid requests."""
     res = _map(value, path, errs)
     limits = _resource_list(res.get("limits"), f"{path}.limits", errs, pod_level)
     requests = _resource_list(res.get("requests"), f"{path}.requests", errs, pod_level)
@@ -327,6 +327,19 @@ def _requirements(value: object, path: str, errs: _Errors, *, pod_level: bool = 
                 errs.add(f"{path}.requests.{name}", f"must be equal to {name} limit of {res['limits'][name]}")
         elif limit is not None and q > limit:
             errs.add(f"{path}.requests.{name}", f"must be less than or equal to {name} limit of {res['limits'][name]}")
+    return requests
+
+
+def _pod_level_requests(spec: Mapping[str, Any], errs: _Errors) -> None:
+    """Pod-level requests must cover what the containers request together (validatePodResourceConsistency)."""
+    requests = _requirements(spec["resources"], "spec.resources", errs, pod_level=True)
+    if errs:
+        return  # the containers' own errors make their aggregate meaningless
+    aggregate = aggregate_container_requests(spec, {}, "")
+    for name, q in requests.items():
+        if name in aggregate and q < aggregate[name]:
+            errs.add(f"spec.resources.requests.{name}",
+                     f"must be greater than or equal to aggregate container requests of {aggregate[name]}")
 
 
 # --- containers, ports, spread ----------------------------------------------------------------------
@@ -422,7 +435,7 @@ def validate_pod(obj: Mapping[str, Any]) -> list[FieldError]:
     spec = _map(obj.get("spec"), "spec", errs)
     _containers(spec, errs)
     if spec.get("resources") is not None:
-        _requirements(spec["resources"], "spec.resources", errs, pod_level=True)
+        _pod_level_requests(spec, errs)
     _label_map(spec.get("nodeSelector"), "spec.nodeSelector", errs)
     _affinity(spec.get("affinity"), errs)
     _tolerations(spec.get("tolerations"), errs)

@@ -132,6 +132,10 @@ def test_container_resources(resources: dict[str, Any], expected: str) -> None:
      "spec.resources.requests.ephemeral-storage: unsupported value 'ephemeral-storage'"),
     ({"resources": {"requests": {"cpu": "-1"}}}, "spec.resources.requests.cpu: must be >= 0"),
     ({"overhead": {"cpu": "-100m"}}, "spec.overhead.cpu: must be >= 0"),
+    ({"resources": {"requests": {"cpu": "500m"}},
+      "containers": [{"name": "a", "resources": {"requests": {"cpu": "400m"}}},
+                     {"name": "b", "resources": {"requests": {"cpu": "200m"}}}]},
+     "spec.resources.requests.cpu: must be greater than or equal to aggregate container requests of 0.6"),
     ({"initContainers": container(resources={"requests": {"memory": "1Qi"}})},
      "spec.initContainers[0].resources.requests.memory: '1Qi' is not a valid quantity"),
 ])

@@ -109,11 +109,11 @@ def run_scenario(cluster: LocalCluster, workdir: Path, name: str, nodes: int, po
     try:
         with run.running():
             run.wait_bound(pods // 3)
+            injected_at = time.monotonic()
             heal = fault(run) if fault else None
             if heal is not None:
                 heal()
-            healed_at = time.monotonic()
-            run.converge(healed_at)
+            run.converge(injected_at, time.monotonic())
         return run.check()
     finally:
         run.cleanup()
@@ -124,6 +124,7 @@ def line(f: Figures) -> str:
     return (f"{f.scenario:<17} lost={f.lost} overcommitted={f.overcommitted_nodes} "
             f"bound-to-missing={f.bound_to_missing_nodes} false-unschedulable={f.false_unschedulable} "
             f"errors-after={f.error_lines_after_convergence} converge={conv} "
+            f"fault-to-all-bound={f.fault_to_all_bound_s} s "
             f"(removed with deleted nodes: {f.removed_with_deleted_nodes})")
 
 

@@ -47,6 +47,7 @@ class Figures:
     false_unschedulable: int = 0
     error_lines_after_convergence: int = 0
     converge_s: float | None = None
+    fault_to_all_bound_s: float | None = None
     removed_with_deleted_nodes: int = 0
     notes: list[str] = field(default_factory=list)
 
@@ -219,13 +220,15 @@ class Run:
 
     # ----- verdict --------------------------------------------------------------------------------
 
-    def converge(self, healed_at: float) -> None:
-        """Wait until every pod created is bound (or gone with a deleted node); time it from the heal."""
+    def converge(self, injected_at: float, healed_at: float) -> None:
+        """Wait until every pod created is bound (or gone with a deleted node); time it from the heal
+        (0 when all were bound before the fault was healed) and from the fault."""
         deadline = time.monotonic() + CONVERGE_TIMEOUT_S
         while time.monotonic() < deadline:
             if len(self.created) == self.pods and self._unbound(self._pods_or_none()) == 0:
                 last = max((t for _, t in self.bound_at.values()), default=healed_at)
                 self.figures.converge_s = round(max(0.0, last - healed_at), 1)
+                self.figures.fault_to_all_bound_s = round(max(0.0, last - injected_at), 1)
                 return
             time.sleep(0.5)
 

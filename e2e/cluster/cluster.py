@@ -112,6 +112,20 @@ def _free_ports(n: int) -> list[int]:
         return [s.getsockname()[1] for s in socks]
 
 
+def _wait_port_free(port: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind(("127.0.0.1", port))
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise ClusterError(f"port {port} still in use after {timeout:.0f} s") from None
+        time.sleep(0.2)
+
+
 def _pid_runs(pid: int, binary: str) -> bool:
     """True if ``pid`` is a live (non-zombie) process of ``binary``: guards against recycled PIDs."""
     try:
@@ -518,6 +532,9 @@ class LocalCluster:
         """Start a killed component again with the arguments it first ran with, and wait until it serves."""
         st = self._require_state()
         spawned = st["spawned"][name]
+        ports = {"etcd": ("etcd", "etcd_peer"), "kube-apiserver": ("kube-apiserver",)}.get(name, ())
+        for key in ports:  # a killed process's listener can linger for a moment
+            _wait_port_free(st["ports"][key], timeout)
         self._spawn(st, name, list(spawned["args"]), spawned.get("env"))
         if name == "etcd":
             url = f"http://127.0.0.1:{st['ports']['etcd']}/health"

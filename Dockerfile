@@ -13,9 +13,9 @@ WORKDIR /src
 # installer-related is copied into the final image.
 RUN python -m venv --without-pip /opt/py-scheduler
 # Dependencies first (cached while only the code changes), then the package itself.
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md constraints.txt ./
 RUN mkdir -p scheduler && touch scheduler/__init__.py \
- && pip --python /opt/py-scheduler/bin/python install . \
+ && pip --python /opt/py-scheduler/bin/python install -c constraints.txt . \
  && pip --python /opt/py-scheduler/bin/python uninstall -y py-scheduler \
  && rm -rf build scheduler *.egg-info
 COPY scheduler ./scheduler

@@ -8,13 +8,15 @@ NODES ?= 6
 ZONES ?= 3
 export GOTOOLCHAIN := local
 
-.PHONY: install lint unit integration e2e test cluster-up cluster-down binaries run e2e-kind bench bench-smoke clean \
+.PHONY: install lint unit integration e2e test cluster-up cluster-down binaries run e2e-kind bench bench-smoke clean lock \
 	differential chaos
 
-$(BIN)/py-scheduler: pyproject.toml
+# Every Python dependency is pinned in constraints.txt (runtime, dev and bench alike), so a fresh machine
+# installs exactly what was tested; `make lock` resolves pyproject.toml's ranges anew.
+$(BIN)/py-scheduler: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
 	touch $@
 
 install: $(BIN)/py-scheduler
@@ -26,7 +28,8 @@ lint: install
 	$(BIN)/ruff check scheduler tests e2e
 	$(BIN)/mypy
 
-unit: install
+# Unit tests render manifests/ with the pinned kubectl, so they need the binaries too.
+unit: install binaries
 	$(BIN)/pytest -q -m "not integration" tests
 
 integration: install binaries
@@ -62,7 +65,7 @@ e2e-kind: install
 # py-scheduler vs kube-scheduler vs a no-algorithm binder on scheduler_perf workloads (~40 min on 2 cores).
 BENCH_ARGS ?= --suite bench
 bench: install binaries
-	$(BIN)/pip install -q -e '.[bench]'
+	$(BIN)/pip install -q -c constraints.txt -e '.[bench]'
 	$(BIN)/python -m e2e.perf $(BENCH_ARGS) --out .bench/results.json
 
 # The harness end to end on 20 nodes (part of `make test`; measures nothing worth reporting).
@@ -81,6 +84,15 @@ differential: install binaries
 CHAOS_ARGS ?=
 chaos: install binaries
 	$(BIN)/python -m e2e.chaos $(CHAOS_ARGS)
+
+lock:
+	rm -rf .lock-venv && $(PY) -m venv .lock-venv
+	.lock-venv/bin/pip install -q --upgrade pip
+	.lock-venv/bin/pip install -q -e '.[dev,bench]'
+	{ echo "# Pinned versions of every Python dependency (runtime, dev, bench) that make install and CI use."; \
+	  echo "# Refresh with 'make lock' (resolves pyproject.toml's ranges anew in a scratch venv), then run make test."; \
+	  .lock-venv/bin/pip freeze --exclude-editable | grep -v '^py-scheduler'; } > constraints.txt
+	rm -rf .lock-venv
 
 clean: cluster-down
 	rm -rf $(VENV) .bench .chaos .pytest_cache .mypy_cache .ruff_cache

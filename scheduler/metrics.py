@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 
 def _exp(start: float, factor: float, count: int) -> list[float]:
@@ -77,10 +77,6 @@ class Metrics:
             "scheduler_goroutines", "Number of running workers split by the work they do such as binding.",
             ["operation"], registry=r,
         )
-
-    def serve(self, port: int, addr: str = "0.0.0.0") -> None:
-        """Expose /metrics over HTTP (the metrics Service scrapes it)."""
-        start_http_server(port, addr=addr, registry=self.registry)
 
     def observe_extension_point(self, profile: str, point: str, status: str, seconds: float) -> None:
         self.extension_point_duration.labels(point, status, profile).observe(seconds)

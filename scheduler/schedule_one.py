@@ -1,32 +1,51 @@
-"""The scheduling algorithm for one pod: which node, or why none (``schedule_one.go`` schedulePod).
+"""Scheduling one pod (upstream pkg/scheduler/schedule_one.go).
 
-Pure with respect to the cluster: it reads a snapshot and runs the framework; assuming, binding,
-events and the queue belong to the scheduler loop. Filtering and scoring run sequentially on the
-calling thread. Upstream checks nodes with 16 goroutines, but in CPython the filters are CPU-bound
-Python code that threads would only interleave under the GIL, so ``parallelism`` is accepted in
-the configuration and ignored here. Sequential filtering also makes the set of examined nodes
-deterministic: exactly the nodes up to the k-th feasible one, in rotation order.
+``ScheduleOne`` holds the Scheduler's per-pod methods: schedule_one pops a pod and runs the
+scheduling cycle (snapshot, algorithm, assume, reserve, permit); the binding cycle (wait on permit,
+pre-bind, bind, post-bind) runs on a bounded pool of binding workers (or inline for simulate) so the
+next pod is scheduled while earlier ones are being bound; handle_scheduling_failure reports and requeues.
+
+``SchedulingAlgorithm`` is the algorithm (schedulePod, findNodesThatFitPod, prioritizeNodes, selectHost,
+numFeasibleNodesToFind): pure with respect to the cluster, it reads a snapshot and runs the framework.
+Filtering and scoring run sequentially on the calling thread. Upstream checks nodes with 16
+goroutines, but in CPython the filters are CPU-bound Python code that threads would only interleave
+under the GIL, so ``parallelism`` is accepted in the configuration and ignored here. Sequential
+filtering also makes the set of examined nodes deterministic: exactly the nodes up to the k-th
+feasible one, in rotation order.
 """
 
 from __future__ import annotations
 
 import random
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
+import structlog
+
+from scheduler.cache.cache import Cache, SnapshotInconsistentError
+from scheduler.cache.snapshot import Snapshot
+from scheduler.edge import EventRecorder, ScheduleObserver
 from scheduler.framework.fit_error import (
     Diagnosis,
     FitError,
     FrameworkError,
     NoNodesAvailableError,
 )
-from scheduler.framework.interface import CycleState, SharedLister
+from scheduler.framework.interface import CycleState, NodeToStatus, SharedLister
 from scheduler.framework.runtime import Framework, NodePluginScores
 from scheduler.framework.status import Code, Status, success, unresolvable
-from scheduler.framework.types import NodeInfo
+from scheduler.framework.status import error as error_status
+from scheduler.framework.types import ASSIGNED_POD_DELETE, NodeInfo
+from scheduler.metrics import Metrics
 from scheduler.model.pod import Pod
+from scheduler.queue.queued_pod_info import QueuedPodInfo
+from scheduler.queue.scheduling_queue import PriorityQueue
+
+log = structlog.get_logger(__name__)
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -38,6 +57,10 @@ class NominatedPods(Protocol):
     """Where nominated pods come from (the queue's Nominator)."""
 
     def nominated_pods_for_node(self, node_name: str) -> Sequence[Pod]: ...
+
+    def nodes_with_nominated_pods(self) -> set[str]:
+        """Nodes with at least one nominated pod: every other node needs one plain filter pass."""
+        ...
 
 
 @dataclass(slots=True)
@@ -215,9 +238,7 @@ class SchedulingAlgorithm:
         feasible: list[NodeInfo] = []
         failure: Status | None = None
         # Nodes without nominated pods need one plain filter pass; find them once per cycle.
-        nominated_nodes: set[str] | None = None
-        if nominator is not None and hasattr(nominator, "nodes_with_nominated_pods"):
-            nominated_nodes = nominator.nodes_with_nominated_pods()
+        nominated_nodes = nominator.nodes_with_nominated_pods() if nominator is not None else None
         run_filters = fwk.filter_runner(state, pod)
         for i in range(n):
             if len(feasible) >= k:
@@ -286,3 +307,204 @@ def handle_schedule_error(fwk: Framework, state: CycleState, pod: Pod, exc: Exce
 
 def _unschedulable(exc: FitError) -> Status:
     return Status(Code.UNSCHEDULABLE, [str(exc)], error=exc)
+
+
+class ScheduleOne:
+    """The scheduling and binding cycles of the Scheduler (which sets the attributes declared here)."""
+
+    frameworks: dict[str, Framework]
+    queue: PriorityQueue
+    cache: Cache
+    snapshot: Snapshot
+    algorithm: SchedulingAlgorithm
+    recorder: EventRecorder
+    observer: ScheduleObserver | None
+    metrics: Metrics | None
+    clock: Callable[[], float]
+    _pending: dict[str, Pod]
+    _bind_pool: ThreadPoolExecutor | None
+    _bind_slots: threading.BoundedSemaphore
+
+    def schedule_one(self, timeout: float | None = None) -> bool:
+        """ScheduleOne: pop one pod and run its scheduling cycle. False when nothing was popped."""
+        qpi = self.queue.pop(timeout)
+        if qpi is None:
+            return False
+        pod = qpi.pod
+        fwk = self.frameworks.get(pod.scheduler_name)
+        if fwk is None:
+            log.error("no profile for pod", pod=pod.key, scheduler_name=pod.scheduler_name)
+            self.queue.done(pod.uid)
+            return True
+        if pod.terminating or self.cache.is_assumed(pod.uid):
+            self.queue.done(pod.uid)
+            return True
+        self.scheduling_cycle(fwk, qpi, self.queue.scheduling_cycle)
+        return True
+
+    def scheduling_cycle(self, fwk: Framework, qpi: QueuedPodInfo, cycle: int) -> None:
+        """schedulingCycle: find a node, assume the pod there, Reserve and Permit; then hand the pod
+        to the binding cycle."""
+        pod = qpi.pod
+        start = self.clock()
+        state = CycleState()
+        try:
+            self.cache.update_snapshot(self.snapshot)
+        except SnapshotInconsistentError as exc:
+            self.handle_scheduling_failure(fwk, qpi, error_status(exc), cycle, start, message=str(exc), plugins=set())
+            return
+        if pod.parse_error is not None:
+            st = unresolvable(str(pod.parse_error))
+            self.handle_scheduling_failure(fwk, qpi, st, cycle, start, message=f"0/{self.snapshot.num_nodes()} "
+                                           f"nodes are available: {pod.parse_error}.", plugins=set())
+            return
+        try:
+            result = self.algorithm.schedule_pod(fwk, state, pod, self.snapshot, self.queue.nominator)
+        except Exception as exc:
+            self._schedule_error(fwk, state, qpi, exc, cycle, start)
+            return
+        if self.metrics is not None:
+            self.metrics.algorithm_duration.observe(self.clock() - start)
+        host = result.suggested_host
+        assumed = pod.with_node(host)
+        self.queue.nominator.delete_nominated_pod_if_exists(pod)
+        try:
+            self.cache.assume_pod(assumed)
+        except Exception as exc:
+            self.handle_scheduling_failure(fwk, qpi, error_status(exc), cycle, start, message=str(exc), plugins=set())
+            return
+        reserve = fwk.run_reserve_plugins_reserve(state, assumed, host)
+        if reserve is not None and reserve.code != Code.SUCCESS:
+            self._undo(fwk, state, assumed, host)
+            self.handle_scheduling_failure(fwk, qpi, reserve, cycle, start, message=reserve.message,
+                                           plugins={reserve.plugin} - {""})
+            return
+        permit = fwk.run_permit_plugins(state, assumed, host)
+        if permit is not None and permit.code not in (Code.SUCCESS, Code.WAIT):
+            self._undo(fwk, state, assumed, host)
+            self.handle_scheduling_failure(fwk, qpi, permit, cycle, start, message=permit.message,
+                                           plugins={permit.plugin} - {""})
+            return
+        if self.observer is not None:
+            self.observer.scheduled(pod, host, result.diagnosis.node_to_status, result.scores)
+        if self._bind_pool is None:
+            self.binding_cycle(fwk, state, qpi, assumed, host, cycle, start)
+        else:
+            self._bind_slots.acquire()
+            self._bind_pool.submit(self._binding_cycle_guarded, fwk, state, qpi, assumed, host, cycle, start)
+
+    def _binding_cycle_guarded(self, *args: Any) -> None:
+        try:
+            self.binding_cycle(*args)
+        except Exception:
+            log.exception("binding cycle crashed")
+        finally:
+            self._bind_slots.release()
+
+    def binding_cycle(
+        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, assumed: Pod, host: str, cycle: int,
+        start: float,
+    ) -> None:
+        """bindingCycle: WaitOnPermit, PreBind, Bind, then the cache confirms the binding and PostBind runs."""
+        st = fwk.wait_on_permit(assumed)
+        self.queue.done(assumed.uid)
+        if st is None or st.code == Code.SUCCESS:
+            st = fwk.run_pre_bind_plugins(state, assumed, host)
+        if st is None or st.code == Code.SUCCESS:
+            st = fwk.run_bind_plugins(state, assumed, host)
+        if st is not None and st.code != Code.SUCCESS:
+            self.handle_binding_cycle_error(fwk, state, qpi, assumed, host, st, cycle, start)
+            return
+        self.cache.finish_binding(assumed)
+        elapsed = self.clock() - start
+        if self.metrics is not None:
+            self.metrics.schedule_attempts.labels("scheduled", fwk.profile_name).inc()
+            self.metrics.attempt_duration.labels("scheduled", fwk.profile_name).observe(elapsed)
+            self.metrics.pod_attempts.observe(qpi.attempts)
+            if qpi.initial_attempt_timestamp is not None:
+                attempts = str(qpi.attempts) if qpi.attempts < 15 else "15+"
+                self.metrics.sli_duration.labels(attempts).observe(self.clock() - qpi.initial_attempt_timestamp)
+        log.info("bound", pod=assumed.key, node=host, latency_ms=round(elapsed * 1000, 1))
+        self.recorder.event(assumed, "Normal", "Scheduled", "Binding",
+                            f"Successfully assigned {assumed.key} to {host}", fwk.profile_name)
+        fwk.run_post_bind_plugins(state, assumed, host)
+
+    def handle_binding_cycle_error(
+        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, assumed: Pod, host: str, st: Status,
+        cycle: int, start: float,
+    ) -> None:
+        """handleBindingCycleError: unreserve and forget, wake the pods the assumed one kept out, and
+        report, unless the pod was deleted meanwhile (404)."""
+        self._undo(fwk, state, assumed, host)
+        self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)
+        if st.code == Code.ERROR and getattr(st.error, "status", None) == 404:
+            log.info("pod deleted before it could be bound", pod=assumed.key)
+            return
+        self.handle_scheduling_failure(fwk, qpi, st, cycle, start, message=st.message, plugins=set(),
+                                       clear_nominated=True)
+
+    def _undo(self, fwk: Framework, state: CycleState, assumed: Pod, host: str) -> None:
+        fwk.run_reserve_plugins_unreserve(state, assumed, host)
+        try:
+            self.cache.forget_pod(assumed)
+        except Exception as exc:
+            log.warning("forget failed", pod=assumed.key, error=str(exc))
+
+    def _schedule_error(
+        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, exc: Exception, cycle: int, start: float
+    ) -> None:
+        """The failure branch of the scheduling cycle: PostFilter (preemption) for a FitError, then
+        handleSchedulingFailure."""
+        if not isinstance(exc, FitError | NoNodesAvailableError | FrameworkError):
+            log.exception("scheduling algorithm failed", pod=qpi.pod.key)
+        failure = handle_schedule_error(fwk, state, qpi.pod, exc)
+        latest = self._pending.get(qpi.pod.uid)
+        if failure.nominated_node_name is not None and latest is not None:
+            # Set (preemption) or clear ("") the nomination now, not when the status patch comes back.
+            self.queue.nominator.add_nominated_pod(latest, failure.nominated_node_name)
+        diagnosis = exc.diagnosis if isinstance(exc, FitError) else None
+        self.handle_scheduling_failure(
+            fwk, qpi, failure.status, cycle, start,
+            message=failure.status.message,
+            plugins=set(diagnosis.unschedulable_plugins) if diagnosis else set(),
+            pending_plugins=set(diagnosis.pending_plugins) if diagnosis else set(),
+            nominated=failure.nominated_node_name,
+            statuses=diagnosis.node_to_status if diagnosis else None,
+        )
+
+    def handle_scheduling_failure(
+        self,
+        fwk: Framework,
+        qpi: QueuedPodInfo,
+        st: Status,
+        cycle: int,
+        start: float,
+        *,
+        message: str,
+        plugins: set[str],
+        pending_plugins: set[str] | None = None,
+        nominated: str | None = None,
+        clear_nominated: bool = False,
+        statuses: NodeToStatus | None = None,
+    ) -> None:
+        """handleSchedulingFailure: event, PodScheduled=False, and back to the queue unless gone or bound."""
+        pod = qpi.pod
+        if self.observer is not None:
+            self.observer.failed(pod, message, statuses)
+        rejected = st.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING)
+        reason = "Unschedulable" if rejected else "SchedulerError"
+        if self.metrics is not None:
+            result = "unschedulable" if rejected else "error"
+            self.metrics.schedule_attempts.labels(result, fwk.profile_name).inc()
+            self.metrics.attempt_duration.labels(result, fwk.profile_name).observe(self.clock() - start)
+        latest = self._pending.get(pod.uid)
+        if latest is None or latest.node_name:
+            self.queue.done(pod.uid)
+            return
+        qpi.pod = latest
+        qpi.unschedulable_plugins = set(plugins)
+        qpi.pending_plugins = set(pending_plugins or ())
+        self.queue.add_unschedulable_if_not_present(qpi, cycle)
+        log.info("unschedulable" if rejected else "scheduling error", pod=pod.key, message=message)
+        self.recorder.event(latest, "Warning", "FailedScheduling", "Scheduling", message, fwk.profile_name)
+        self.recorder.pod_condition(latest, reason, message, "" if clear_nominated else nominated)

@@ -1,13 +1,19 @@
-"""The API edge without an API server: retry policy, rate limiting, event dedup and truncation."""
+"""The API edge without an API server: retry policy, rate limiting, event dedup and truncation, paginated
+reads, credentials and the lease's raw requests."""
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
+import orjson
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from scheduler.kube.client import ApiWriter, is_transient
+from scheduler.kube.client import ApiWriter, authorization, is_transient, list_all, list_pages
+from scheduler.kube.leaderelection import KubeLeaseStore, LeaseConflict, LeaseRecord
+from scheduler.kube.operator import connection_info
+from scheduler.kube.podstream import Gone, PodStream
 from scheduler.kube.ratelimit import TokenBucket
 from scheduler.kube.recorder import ApiEventSink, truncate_note
 from scheduler.model.pod import pod_from_api
@@ -203,3 +209,109 @@ def test_scheduled_false_condition_keeps_transition_and_sets_observed_generation
         "conditions": [dict(earlier, status="True")]}})
     cond = scheduled_false_condition(fresh, "Unschedulable", "new")
     assert cond["lastTransitionTime"] != "2026-01-01T00:00:00Z" and "observedGeneration" not in cond
+
+
+# --- reads: one paginated LIST for the sync, the resync and the pod stream's relist -----------------
+
+
+class PagedRaw:
+    """Serves a LIST in pages (the continue token is the page index); records the request paths."""
+
+    def __init__(self, pages: list[list[dict[str, Any]]], rv: str = "77", error: ApiException | None = None) -> None:
+        self.pages = pages
+        self.rv = rv
+        self.error = error
+        self.paths: list[str] = []
+        self.timeouts: list[float | None] = []
+
+    def request(self, method: str, path: str, body: Any = None, content_type: str = "application/json",
+                timeout: float | None = None) -> bytes:
+        self.paths.append(path)
+        if self.error is not None:
+            raise self.error
+        query = parse_qs(urlsplit(path).query)
+        i = int(query.get("continue", ["0"])[0])
+        meta = {"resourceVersion": self.rv, "continue": str(i + 1) if i + 1 < len(self.pages) else ""}
+        return orjson.dumps({"items": self.pages[i], "metadata": meta})
+
+
+def pod_obj(uid: str) -> dict[str, Any]:
+    return {"metadata": {"uid": uid, "name": uid, "namespace": "ns"}}
+
+
+def test_list_pages_follows_continue_tokens_with_limit_and_selector() -> None:
+    raw = PagedRaw([[pod_obj("a"), pod_obj("b")], [], [pod_obj("c")]])
+    pages = list(list_pages(raw, "/api/v1/pods", "status.phase!=Failed", limit=2))
+    assert [[o["metadata"]["uid"] for o in items] for items, _ in pages] == [["a", "b"], [], ["c"]]
+    assert pages[-1][1]["resourceVersion"] == "77"
+    queries = [parse_qs(urlsplit(p).query) for p in raw.paths]
+    assert [q.get("continue") for q in queries] == [None, ["1"], ["2"]]
+    assert all(q["limit"] == ["2"] and q["fieldSelector"] == ["status.phase!=Failed"] for q in queries)
+    assert [o["metadata"]["uid"] for o in list_all(raw, "/api/v1/nodes")] == ["a", "b", "c"]
+
+
+def test_pod_stream_relist_synthesizes_deletions_and_maps_410_to_gone() -> None:
+    events: list[tuple[str, str]] = []
+    raw = PagedRaw([[pod_obj("a"), pod_obj("b")]], rv="10")
+    stream = PodStream(raw, lambda t, o: events.append((t, o["metadata"]["uid"])))  # type: ignore[arg-type]
+    assert stream.relist() == "10" and stream.synced.is_set()
+    raw.pages, raw.rv = [[pod_obj("b")]], "20"
+    assert stream.relist() == "20"
+    assert events == [("ADDED", "a"), ("ADDED", "b"), ("ADDED", "b"), ("DELETED", "a")]
+    raw.error = api_error(410)
+    with pytest.raises(Gone):
+        stream.relist()
+
+
+class Cfg:
+    """The parts of a kubernetes client Configuration that credentials are read from."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self.host = "https://k:6443"
+        self.ssl_ca_cert, self.verify_ssl, self.cert_file, self.key_file = "/ca", True, None, None
+
+    def get_api_key_with_prefix(self, name: str) -> str:
+        return self.key if name == "authorization" else ""
+
+
+@pytest.mark.parametrize(("key", "header", "scheme", "token"), [
+    ("tok", "Bearer tok", "Bearer", "tok"), ("Basic abc", "Basic abc", "Basic", "abc"), ("", "", None, None)])
+def test_credentials_are_read_once_for_raw_requests_and_kopf(key: str, header: str, scheme: str | None,
+                                                             token: str | None) -> None:
+    assert authorization(Cfg(key)) == header
+    info = connection_info(Cfg(key))
+    assert (info.scheme, info.token, info.server, info.ca_path) == (scheme, token, "https://k:6443", "/ca")
+
+
+def test_lease_store_speaks_raw_json_with_the_elector_timeout() -> None:
+    class LeaseRaw:
+        def __init__(self) -> None:
+            self.calls: list[tuple[str, str, Any, float | None]] = []
+            self.fail: dict[str, ApiException] = {}
+
+        def request(self, method: str, path: str, body: Any = None, content_type: str = "application/json",
+                    timeout: float | None = None) -> bytes:
+            self.calls.append((method, path, body, timeout))
+            if method in self.fail:
+                raise self.fail[method]
+            return orjson.dumps(body or {"metadata": {"name": "lease", "resourceVersion": "5"}})
+
+    raw = LeaseRaw()
+    store = KubeLeaseStore(raw, "kube-system", "py-scheduler")
+    store.timeout = 3.5
+    lease = store.get()
+    assert lease is not None and lease["metadata"]["resourceVersion"] == "5"
+    record = LeaseRecord("me", 15, "t", "t", 0)
+    written = store.update(lease, record)
+    assert written["spec"]["holderIdentity"] == "me" and written["metadata"]["resourceVersion"] == "5"
+    assert [(m, p, t) for m, p, _, t in raw.calls] == [
+        ("GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/py-scheduler", 3.5),
+        ("PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/py-scheduler", 3.5),
+    ]
+    raw.fail = {"GET": api_error(404), "POST": api_error(409), "PUT": api_error(409)}
+    assert store.get() is None
+    with pytest.raises(LeaseConflict):
+        store.create(record)
+    with pytest.raises(LeaseConflict):
+        store.update(lease, record)

@@ -145,3 +145,25 @@ def test_error_statuses_are_returned_with_headers(server_factory: list[ScriptedS
 def test_only_http_urls() -> None:
     with pytest.raises(ValueError, match="unsupported server URL"):
         Http11Pool("ftp://example", None)
+
+
+def test_a_large_body_arrives_whole_and_the_connection_is_reused(server_factory: list[ScriptedServer]) -> None:
+    """A LIST page runs to megabytes: many reads joined into one body, nothing left over for the next."""
+    big = bytes(range(256)) * 8192  # 2 MiB
+    server, pool = start(server_factory, [ok(big), ok(b"next")])
+    assert pool.request("GET", "/big", {}).body == big
+    assert pool.request("GET", "/next", {}).body == b"next"
+    assert server.connections == 1
+
+
+def test_the_per_request_timeout_bounds_the_wait_for_an_answer() -> None:
+    """The lease's requests must give up before the renew deadline, whatever the pool's default."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(1)  # accepts (in the backlog) but never answers
+    try:
+        pool = Http11Pool(f"http://127.0.0.1:{silent.getsockname()[1]}", None, timeout=30)
+        with pytest.raises(TimeoutError):
+            pool.request("GET", "/lease", {}, timeout=0.2)
+    finally:
+        silent.close()

@@ -21,6 +21,7 @@ from scheduler.kube.leaderelection import (
     Action,
     LeaderElector,
     LeaderGatedBinder,
+    LeaderGatedWriter,
     LeaseConflict,
     LeaseRecord,
     NotLeaderError,
@@ -442,30 +443,26 @@ class RecordingWriter:
         self.calls.append(("delete", f"{namespace}/{name}"))
 
 
-class WriterBinder(RecordingBinder):
-    """Like ApiBinder: carries the writer the Scheduler uses for preemption."""
-
-    def __init__(self, writer: RecordingWriter) -> None:
-        super().__init__()
-        self.writer = writer
+    def update_object(self, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        self.calls.append(("update", f"{kind}/{obj['metadata']['name']}"))
+        return obj
 
 
-def test_preemption_writes_through_the_gated_binder_are_gated_too() -> None:
-    """The Scheduler takes its preemption writer from ``binder.writer``: wrapping must not lose it."""
-    from scheduler.scheduler import PodWriter
-
+def test_api_writes_through_the_gated_writer_are_gated_too() -> None:
+    """Preemption's and VolumeBinding's writes (the Scheduler's injected APIWriter) are gated like binding."""
     inner_writer, flag = RecordingWriter(), Flag(True)
-    gate = LeaderGatedBinder(WriterBinder(inner_writer), flag)
-    assert isinstance(gate.writer, PodWriter)
-    gate.writer.patch_pod_status("ns", "victim", {"status": {}})
-    gate.writer.delete_pod("ns", "victim")
+    gate = LeaderGatedWriter(inner_writer, flag)
+    gate.patch_pod_status("ns", "victim", {"status": {}})
+    gate.delete_pod("ns", "victim")
+    gate.update_object("PersistentVolume", {"metadata": {"name": "pv"}})
     flag.is_leader = False
     with pytest.raises(NotLeaderError, match="deletion of ns/other"):
-        gate.writer.delete_pod("ns", "other")
+        gate.delete_pod("ns", "other")
     with pytest.raises(NotLeaderError, match="status patch of ns/other"):
-        gate.writer.patch_pod_status("ns", "other", {})
-    assert inner_writer.calls == [("patch", "ns/victim"), ("delete", "ns/victim")]
-    assert LeaderGatedBinder(RecordingBinder(), flag).writer is None
+        gate.patch_pod_status("ns", "other", {})
+    with pytest.raises(NotLeaderError, match="update of PersistentVolumeClaim c"):
+        gate.update_object("PersistentVolumeClaim", {"metadata": {"name": "c"}})
+    assert inner_writer.calls == [("patch", "ns/victim"), ("delete", "ns/victim"), ("update", "PersistentVolume/pv")]
 
 
 def test_gate_closes_with_the_elector_at_the_renew_deadline() -> None:

@@ -90,6 +90,9 @@ class Nominator:
     def nominated_pods_for_node(self, node_name: str) -> Sequence[Pod]:
         return self.by_node.get(node_name, [])
 
+    def nodes_with_nominated_pods(self) -> set[str]:
+        return {name for name, pods in self.by_node.items() if pods}
+
 
 def build(points: Mapping[str, list[Any]], percentage: int | None = None) -> Framework:
     registry: dict[str, Any] = {}

@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
+from scheduler.app.offline import RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
-from scheduler.kube.recorder import RecordingEventSink
+from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
 from scheduler.model.pod import Pod
-from scheduler.scheduler import ADDED, DELETED, MODIFIED, Scheduler
+from scheduler.scheduler import Scheduler
 
 
 def node(name: str, cpu: str = "4", zone: str = "a") -> dict[str, Any]:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import structlog
 
+from scheduler import KUBE_SCHEDULER_TARGET, version
 from scheduler.app import logging as sched_logging
 
 log = structlog.get_logger(__name__)
@@ -18,10 +19,12 @@ log = structlog.get_logger(__name__)
 def _run(args: argparse.Namespace) -> int:
     from scheduler.app.health import HealthServer, event_check
     from scheduler.config.load import ConfigError, build_registry, load
+    from scheduler.edge import APIWriter, Binder
     from scheduler.kube.binder import ApiBinder
-    from scheduler.kube.client import ApiWriter, load_api_client
-    from scheduler.kube.leaderelection import LeaderElector, LeaderGatedBinder
-    from scheduler.kube.operator import NON_TERMINAL_PODS, OBJECT_KINDS, run_operator
+    from scheduler.kube.client import ApiWriter, RawApi, load_api_client
+    from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS
+    from scheduler.kube.leaderelection import LeaderElector, LeaderGatedBinder, LeaderGatedWriter
+    from scheduler.kube.operator import run_operator
     from scheduler.kube.podstream import PodStream, wait_synced
     from scheduler.kube.ratelimit import TokenBucket
     from scheduler.kube.recorder import ApiEventSink
@@ -44,7 +47,8 @@ def _run(args: argparse.Namespace) -> int:
     api = load_api_client(kubeconfig)
     qps = args.qps if args.qps is not None else cfg.client_connection.qps
     burst = args.burst if args.burst is not None else cfg.client_connection.burst
-    writer = ApiWriter(api, TokenBucket(qps, burst))
+    raw = RawApi(api)  # reads and writes share one connection pool; the lease has its own below
+    writer = ApiWriter(raw, TokenBucket(qps, burst))
     metrics = Metrics()
     synced = threading.Event()
     health = HealthServer(args.metrics_port, registry=metrics.registry) if args.metrics_port else None
@@ -54,7 +58,8 @@ def _run(args: argparse.Namespace) -> int:
     sink = ApiEventSink(writer)
     registry = build_registry(cfg)
     stop = threading.Event()  # kopf handles SIGTERM/SIGINT itself and stops the operator
-    binder: ApiBinder | LeaderGatedBinder = ApiBinder(writer)
+    binder: Binder = ApiBinder(writer)
+    api_writer: APIWriter = writer
     elector: LeaderElector | None = None
     if cfg.leader_election.leader_elect:
 
@@ -65,18 +70,20 @@ def _run(args: argparse.Namespace) -> int:
                 os._exit(1)
 
         elector = LeaderElector(
-            api, cfg.leader_election, on_started_leading=lambda: sched.start(), on_stopped_leading=stopped_leading
+            RawApi(api, timeout=10.0), cfg.leader_election, on_started_leading=lambda: sched.start(),
+            on_stopped_leading=stopped_leading,
         )
         binder = LeaderGatedBinder(binder, elector)  # a replica that is not leading never binds
+        api_writer = LeaderGatedWriter(writer, elector)  # nor evicts pods or binds volumes
         if health is not None:
             health.add_readiness_check("leader-election", elector.readiness)
             health.add_liveness_check("leader-election", elector.liveness)
-    sched = Scheduler(cfg, registry, binder, sink, metrics, bind_workers=args.bind_workers)
+    sched = Scheduler(cfg, registry, binder, sink, metrics, writer=api_writer, bind_workers=args.bind_workers)
     stream_pods = args.pod_watch == "stream"
-    initial_sync(api, sched, OBJECT_KINDS, pods=not stream_pods)
+    initial_sync(raw, sched, OBJECT_KINDS, pods=not stream_pods)
     stream = None
     if stream_pods:
-        stream = PodStream(api.configuration, sched.on_pod_event, field_selector=NON_TERMINAL_PODS)
+        stream = PodStream(raw, sched.on_pod_event, field_selector=NON_TERMINAL_PODS)
         stream.start()
         if not wait_synced(stream):
             log.error("pod list did not complete; scheduling starts anyway")
@@ -85,7 +92,7 @@ def _run(args: argparse.Namespace) -> int:
         elector.start()  # the scheduling loop starts when this replica acquires the Lease
     else:
         sched.start()
-    resync = Resyncer(api, sched, period=args.resync_seconds)
+    resync = Resyncer(raw, sched, period=args.resync_seconds)
     resync.start()
     log.info("py-scheduler started", profiles=[p.scheduler_name for p in cfg.profiles], qps=qps, burst=burst)
     try:
@@ -125,10 +132,14 @@ def _simulate(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="py-scheduler", description=__doc__)
-    p.add_argument("--log-level", default=os.environ.get("PY_SCHEDULER_LOG_LEVEL", "INFO"))
+    p.add_argument("--version", action="version",
+                   version=f"%(prog)s {version()} (decides as kube-scheduler {KUBE_SCHEDULER_TARGET})")
+    p.add_argument("--log-level", default=os.environ.get("PY_SCHEDULER_LOG_LEVEL", "INFO"),
+                   choices=["DEBUG", "INFO", "WARNING", "ERROR"], type=str.upper,
+                   help="log threshold (default INFO, or $PY_SCHEDULER_LOG_LEVEL)")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run the scheduler against a cluster")
-    r.add_argument("--kubeconfig", default=None)
+    r.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: $KUBECONFIG, else in-cluster)")
     r.add_argument("--config", default=None, help="KubeSchedulerConfiguration file")
     r.add_argument("--scheduler-name", action="append", default=[],
                    help="serve this schedulerName (repeatable; default py-scheduler) when --config has no profiles")
@@ -141,21 +152,23 @@ def parser() -> argparse.ArgumentParser:
         "off without --config)",
     )
     r.add_argument("--qps", type=float, default=None, help="client QPS for API writes (config default 50)")
-    r.add_argument("--burst", type=int, default=None)
-    r.add_argument("--bind-workers", type=int, default=16)
-    r.add_argument("--resync-seconds", type=float, default=300.0)
+    r.add_argument("--burst", type=int, default=None, help="client burst for API writes (config default 100)")
+    r.add_argument("--bind-workers", type=int, default=16, help="binding cycles run at once (default 16)")
+    r.add_argument("--resync-seconds", type=float, default=300.0,
+                   help="relist every watched kind this often and reconcile the cache (default 300)")
     r.add_argument("--pod-watch", choices=["stream", "kopf"], default="stream",
                    help="pods through the thin list-watch (default: no gap between list and watch, "
                         "deletions missed during an outage are synthesized, ~20x less CPU per event) "
                         "or through kopf's @on.event")
     s = sub.add_parser("simulate", help="schedule pods against a cluster described in YAML, offline")
-    s.add_argument("--cluster", required=True)
-    s.add_argument("--pods", required=True)
-    s.add_argument("--config", default=None)
+    s.add_argument("--cluster", required=True, help="YAML/JSON file of nodes, bound pods and other objects")
+    s.add_argument("--pods", required=True, help="YAML/JSON file of pods to place, in order")
+    s.add_argument("--config", default=None, help="KubeSchedulerConfiguration file (default: the default profile)")
     g = s.add_mutually_exclusive_group()
-    g.add_argument("--seed", type=int, default=None)
-    g.add_argument("--tie-break", choices=["random", "name"], default="random")
-    s.add_argument("--output", choices=["table", "json"], default="table")
+    g.add_argument("--seed", type=int, default=None, help="seed the random tie-break, for repeatable output")
+    g.add_argument("--tie-break", choices=["random", "name"], default="random",
+                   help="among equal best nodes: random as kube-scheduler (default), or the first by name")
+    s.add_argument("--output", choices=["table", "json"], default="table", help="table for people, json for tools")
     return p
 
 

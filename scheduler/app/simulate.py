@@ -1,4 +1,5 @@
-"""`py-scheduler simulate`: the live scheduler core on an in-memory cluster, with a recording binder.
+"""`py-scheduler simulate`: the live scheduler core on an in-memory cluster, with the offline stand-ins
+of scheduler.app.offline injected (recording binder and event sink, offline API writer).
 
 Pods are scheduled one at a time in file order; each placed pod is confirmed into the cache before
 the next, exactly as the watch would confirm a binding. A pod that preempts gets its victims removed
@@ -9,23 +10,56 @@ its nominated node; its result lists the victims.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 
-from scheduler.kube.binder import RecordingBinder
-from scheduler.kube.operator import OBJECT_KINDS
-from scheduler.kube.recorder import RecordingEventSink
+from scheduler.app.offline import OfflineWriter, RecordingBinder, RecordingEventSink
+from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
+from scheduler.framework.interface import NodeToStatus
+from scheduler.framework.runtime import NodePluginScores
+from scheduler.kube.kinds import OBJECT_KINDS
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.model.validation import validate
-from scheduler.scheduler import ADDED, DELETED, MODIFIED, Outcome, Scheduler
+from scheduler.scheduler import Scheduler
 
 
 class SimulationError(Exception):
     """Bad input: names the file, the object and the field."""
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What happened to one pod in one attempt."""
+
+    pod: Pod
+    node: str | None
+    message: str
+    statuses: NodeToStatus | None = None
+    scores: dict[str, dict[str, int]] | None = None
+
+
+@dataclass(slots=True)
+class OutcomeRecorder:
+    """The scheduler's ScheduleObserver here: every attempt's decision, filter verdicts and per-plugin
+    scores, and every preemption as (victim key, preemptor key, node)."""
+
+    outcomes: list[Outcome] = field(default_factory=list)
+    preemptions: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def scheduled(self, pod: Pod, node: str, statuses: NodeToStatus, scores: Sequence[NodePluginScores]) -> None:
+        per_node = {ns.name: {**{ps.name: ps.normalized for ps in ns.scores}, "total": ns.total_score}
+                    for ns in scores}
+        self.outcomes.append(Outcome(pod, node, "", statuses, per_node))
+
+    def failed(self, pod: Pod, message: str, statuses: NodeToStatus | None) -> None:
+        self.outcomes.append(Outcome(pod, None, message, statuses, None))
+
+    def preempted(self, victim: Pod, preemptor: Pod, node: str) -> None:
+        self.preemptions.append((victim.key, preemptor.key, node))
 
 
 def _load_objects(path: str) -> list[dict[str, Any]]:
@@ -75,7 +109,7 @@ def _with_defaults(o: dict[str, Any], i: int) -> dict[str, Any]:
 
 def _build(
     config_path: str | None, pod_objs: list[dict[str, Any]], seed: int | None, tie_break: Literal["random", "name"]
-) -> Scheduler:
+) -> tuple[Scheduler, OutcomeRecorder]:
     from scheduler.config.load import ConfigError, build_registry, load
 
     names = sorted({(p.get("spec") or {}).get("schedulerName") or "default-scheduler" for p in pod_objs})
@@ -85,10 +119,11 @@ def _build(
         raise SimulationError(f"{config_path or 'configuration'}: {exc}") from None
     registry = build_registry(cfg)
     rng = random.Random(seed) if seed is not None else random.Random()
-    sched = Scheduler(cfg, registry, RecordingBinder(), RecordingEventSink(), None, synchronous_binding=True,
-                      rng=rng, tie_break=tie_break)
-    sched.record_outcomes()
-    return sched
+    writer, observer = OfflineWriter(), OutcomeRecorder()
+    sched = Scheduler(cfg, registry, RecordingBinder(), RecordingEventSink(), None, writer=writer, observer=observer,
+                      synchronous_binding=True, rng=rng, tie_break=tie_break)
+    writer.connect(sched)
+    return sched, observer
 
 
 @dataclass
@@ -120,7 +155,7 @@ def run_simulation(
     cluster_errors = [_invalid_fields(o) for o in cluster]
     sim.invalid.extend(e for errs in cluster_errors for e in errs)
     cluster = [o for o, errs in zip(cluster, cluster_errors, strict=True) if not errs]
-    sched = _build(config_path, pods, seed, tie_break)
+    sched, observer = _build(config_path, pods, seed, tie_break)
     _load_cluster(sched, cluster, cluster_path)
     valid: list[dict[str, Any]] = []
     rejected: dict[int, list[str]] = {}
@@ -131,7 +166,7 @@ def run_simulation(
             sim.invalid.extend(errs)
         else:
             valid.append(p)
-    placed = iter(_schedule_each(sched, valid))
+    placed = iter(_schedule_each(sched, observer, valid))
     for i, p in enumerate(pods):
         if i in rejected:
             sim.results.append(_rejected(p, rejected[i]))
@@ -161,17 +196,18 @@ def _load_cluster(sched: Scheduler, cluster: list[dict[str, Any]], cluster_path:
             raise SimulationError(f"{cluster_path}: {_ident(o)}: unsupported kind {kind}")
 
 
-def _attempt(sched: Scheduler) -> Outcome | None:
+def _attempt(sched: Scheduler, observer: OutcomeRecorder) -> Outcome | None:
     """Run scheduling cycles until one records an outcome (None: nothing left to schedule)."""
-    assert sched.outcomes is not None
-    before = len(sched.outcomes)
+    before = len(observer.outcomes)
     while sched.schedule_one(timeout=0):
-        if len(sched.outcomes) > before:
-            return sched.outcomes[-1]
+        if len(observer.outcomes) > before:
+            return observer.outcomes[-1]
     return None
 
 
-def _schedule_each(sched: Scheduler, pods: list[dict[str, Any]]) -> Iterator[tuple[Outcome, list[str]]]:
+def _schedule_each(
+    sched: Scheduler, observer: OutcomeRecorder, pods: list[dict[str, Any]]
+) -> Iterator[tuple[Outcome, list[str]]]:
     for obj in pods:
         pod = pod_from_api(obj)
         if pod.scheduler_name not in sched.frameworks:
@@ -181,18 +217,18 @@ def _schedule_each(sched: Scheduler, pods: list[dict[str, Any]]) -> Iterator[tup
             yield Outcome(pod, None, f"spec.nodeName is already set ({pod.node_name}): not scheduled"), []
             continue
         sched.on_pod_event(ADDED, obj)
-        preempted_before = len(sched.preemptions)
-        outcome = _attempt(sched)
+        preempted_before = len(observer.preemptions)
+        outcome = _attempt(sched, observer)
         if outcome is None:
             msg = _queue_message(sched, pod.key)
             sched.on_pod_event(DELETED, obj)
             yield Outcome(pod, None, msg), []
             continue
-        victims = [v for v, by, _ in sched.preemptions[preempted_before:] if by == pod.key]
+        victims = [v for v, by, _ in observer.preemptions[preempted_before:] if by == pod.key]
         nominated = sched.queue.nominator.nominated_node_name(pod)
         if outcome.node is None and victims and nominated:
             obj = _retry_after_preemption(sched, obj, pod, nominated)
-            outcome = _attempt(sched) or outcome
+            outcome = _attempt(sched, observer) or outcome
         if outcome.node:
             bound = {**obj, "spec": {**(obj.get("spec") or {}), "nodeName": outcome.node}}
             sched.on_pod_event(MODIFIED, bound)  # what the watch would deliver: confirms the assumed pod
@@ -217,11 +253,10 @@ def _retry_after_preemption(sched: Scheduler, obj: dict[str, Any], pod: Pod, nom
 
 def _queue_message(sched: Scheduler, key: str) -> str:
     """A pod that never reached a cycle (e.g. gated) keeps the PreEnqueue message."""
-    sink = sched.sink
+    sink = sched.recorder
     if isinstance(sink, RecordingEventSink) and key in sink.conditions:
         return sink.conditions[key][1]
-    reasons = sched.queue.gating_message(key) if hasattr(sched.queue, "gating_message") else ""
-    return reasons or "pod was not scheduled (waiting in the queue)"
+    return sched.queue.gating_message(key) or "pod was not scheduled (waiting in the queue)"
 
 
 def _result(o: Outcome, victims: list[str]) -> dict[str, Any]:

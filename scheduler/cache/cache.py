@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import structlog
@@ -313,7 +313,7 @@ class Cache:
                 if info.node is None:
                     continue
                 clone = _snapshot_clone(info)
-                old = snapshot._put(name, clone)
+                old = snapshot.put(name, clone)
                 if old is None:
                     rebuild_all = True
                     continue
@@ -322,14 +322,14 @@ class Cache:
                 replaced.append((name, clone))
             if self._nodes:
                 snapshot.generation = next(reversed(self._nodes.values())).generation
-            if len(snapshot._infos) > self._tree.num_nodes:
+            if snapshot.map_size() > self._tree.num_nodes:
                 self._drop_deleted(snapshot)
                 rebuild_all = True
             self._refresh_lists(snapshot, replaced, rebuild_all, flip_affinity or flip_anti)
-            if len(snapshot._list) != self._tree.num_nodes:
+            if snapshot.num_nodes() != self._tree.num_nodes:
                 msg = (
-                    f"snapshot state is not consistent, length of NodeInfoList={len(snapshot._list)} not equal to "
-                    f"length of nodes in tree={self._tree.num_nodes}, length of NodeInfoMap={len(snapshot._infos)}, "
+                    f"snapshot state is not consistent, length of NodeInfoList={snapshot.num_nodes()} not equal to "
+                    f"length of nodes in tree={self._tree.num_nodes}, length of NodeInfoMap={snapshot.map_size()}, "
                     f"length of nodes in cache={len(self._nodes)}, trying to recover"
                 )
                 log.error(msg)
@@ -337,24 +337,25 @@ class Cache:
                 raise SnapshotInconsistentError(msg)
 
     def _drop_deleted(self, snapshot: Snapshot) -> None:
-        for name in [n for n in snapshot._infos if n not in self._tree]:
-            snapshot._drop(name)
+        for name in snapshot.node_names():
+            if name not in self._tree:
+                snapshot.drop(name)
 
     def _refresh_lists(
         self, snapshot: Snapshot, replaced: list[tuple[str, NodeInfo]], rebuild_all: bool, flipped: bool
     ) -> None:
         if rebuild_all:
-            for name in snapshot._rebuild_list(self._tree.list()):
+            for name in snapshot.rebuild_list(self._tree.list()):
                 log.error("node exists in node tree but not in snapshot", node=name)
-            snapshot._rebuild_affinity_lists()
+            snapshot.rebuild_affinity_lists()
             return
         if flipped:
             for name, clone in replaced:
-                snapshot._list[snapshot._pos[name]] = clone
-            snapshot._rebuild_affinity_lists()
+                snapshot.replace_in_list(name, clone)
+            snapshot.rebuild_affinity_lists()
             return
         for name, clone in replaced:
-            snapshot._patch(name, clone)
+            snapshot.patch(name, clone)
 
     # --- introspection ------------------------------------------------------------------------
 
@@ -398,6 +399,21 @@ class Cache:
     def image_state(self, name: str) -> ImageStateSummary | None:
         with self._lock:
             return self._images.get(name)
+
+
+def new_snapshot(nodes: Sequence[Node], pods: Sequence[Pod]) -> Snapshot:
+    """A fresh snapshot of these nodes and bound pods, built exactly as the live cache builds one (same
+    zone order, image counts, accounting): upstream's NewSnapshot, for tests and offline tools. Pods
+    without a node, or on a node not in `nodes`, are not visible, as in the cache."""
+    cache = Cache()
+    for node in nodes:
+        cache.add_node(node)
+    for pod in pods:
+        if pod.node_name:
+            cache.add_pod(pod)
+    snap = Snapshot()
+    cache.update_snapshot(snap)
+    return snap
 
 
 def _snapshot_clone(info: NodeInfo) -> NodeInfo:

@@ -11,8 +11,6 @@ import builtins
 from collections.abc import Sequence, Set
 
 from scheduler.framework.types import NodeInfo
-from scheduler.model.node import Node
-from scheduler.model.pod import Pod
 
 
 class Snapshot:
@@ -75,15 +73,25 @@ class Snapshot:
 
     # --- building (called by Cache.update_snapshot under the cache lock) ------------------------
 
-    def _put(self, name: str, info: NodeInfo) -> NodeInfo | None:
-        """Replace (or insert) a node's NodeInfo in the map; return the previous one."""
+    def node_names(self) -> builtins.list[str]:
+        """Names in the node map (including nodes the cache has since removed)."""
+        return builtins.list(self._infos)
+
+    def map_size(self) -> int:
+        """Entries in the node map; more than the tree's node count means deleted nodes linger."""
+        return len(self._infos)
+
+    def put(self, name: str, info: NodeInfo) -> NodeInfo | None:
+        """Replace (or insert) a node's NodeInfo in the map; return the previous one. The lists are
+        brought up to date by `patch`, `replace_in_list` or `rebuild_list`."""
         old = self._infos.get(name)
         self._infos[name] = info
         self._count_pvcs(old, -1)
         self._count_pvcs(info, 1)
         return old
 
-    def _drop(self, name: str) -> None:
+    def drop(self, name: str) -> None:
+        """Remove a deleted node from the map (the lists follow with `rebuild_list`)."""
         self._count_pvcs(self._infos.pop(name, None), -1)
 
     def _count_pvcs(self, info: NodeInfo | None, delta: int) -> None:
@@ -97,15 +105,20 @@ class Snapshot:
             else:
                 users.pop(key, None)
 
-    def _patch(self, name: str, info: NodeInfo) -> None:
-        """Put a replaced NodeInfo at its existing positions (membership unchanged)."""
+    def patch(self, name: str, info: NodeInfo) -> None:
+        """Put a replaced NodeInfo at its existing positions (membership of every list unchanged)."""
         self._list[self._pos[name]] = info
         if name in self._affinity_pos:
             self._affinity[self._affinity_pos[name]] = info
         if name in self._anti_affinity_pos:
             self._anti_affinity[self._anti_affinity_pos[name]] = info
 
-    def _rebuild_list(self, names: Sequence[str]) -> builtins.list[str]:
+    def replace_in_list(self, name: str, info: NodeInfo) -> None:
+        """Put a replaced NodeInfo at its position in the node list only (the affinity lists are
+        rebuilt next, since its affinity membership changed)."""
+        self._list[self._pos[name]] = info
+
+    def rebuild_list(self, names: Sequence[str]) -> builtins.list[str]:
         """Rebuild the node list in the given (tree) order; returns names missing from the map."""
         missing: builtins.list[str] = []
         self._list = []
@@ -119,7 +132,7 @@ class Snapshot:
             self._list.append(info)
         return missing
 
-    def _rebuild_affinity_lists(self) -> None:
+    def rebuild_affinity_lists(self) -> None:
         """Affinity sub-lists in node-list order, as upstream rebuilds them from nodeInfoList."""
         self._affinity, self._affinity_pos = [], {}
         self._anti_affinity, self._anti_affinity_pos = [], {}
@@ -131,22 +144,3 @@ class Snapshot:
             if info.pods_with_required_anti_affinity:
                 self._anti_affinity_pos[name] = len(self._anti_affinity)
                 self._anti_affinity.append(info)
-
-    # --- offline construction -----------------------------------------------------------------
-
-    @classmethod
-    def from_objects(cls, nodes: Sequence[Node], pods: Sequence[Pod]) -> Snapshot:
-        """A fresh snapshot of these nodes and bound pods, built exactly as the live cache would
-        (same zone order, image counts, accounting). Pods without a node, or on a node not in
-        `nodes`, are not visible, as in the cache."""
-        from scheduler.cache.cache import Cache  # the cache builds snapshots; avoid an import cycle
-
-        cache = Cache()
-        for node in nodes:
-            cache.add_node(node)
-        for pod in pods:
-            if pod.node_name:
-                cache.add_pod(pod)
-        snap = cls()
-        cache.update_snapshot(snap)
-        return snap

@@ -1,8 +1,6 @@
-"""Binders: the API server's Binding subresource (live) and an in-memory recorder (simulate)."""
+"""The live Binder: the API server's Binding subresource (simulate's is app.offline.RecordingBinder)."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass, field
 
 from scheduler.kube.client import ApiWriter
 from scheduler.model.pod import Pod
@@ -16,13 +14,3 @@ class ApiBinder:
 
     def bind(self, pod: Pod, node_name: str) -> None:
         self.writer.bind(pod.namespace, pod.name, pod.uid, node_name)
-
-
-@dataclass(slots=True)
-class RecordingBinder:
-    """Records bindings instead of posting them; `simulate` confirms them into the cache itself."""
-
-    bindings: list[tuple[str, str]] = field(default_factory=list)
-
-    def bind(self, pod: Pod, node_name: str) -> None:
-        self.bindings.append((pod.key, node_name))

@@ -1,21 +1,22 @@
-"""The Kubernetes API edge: client construction and the few writes the scheduler makes.
+"""The Kubernetes API edge: credentials, TLS, and one HTTP stack for the scheduler's reads and writes.
 
 Every write goes through one token bucket (clientConnection qps/burst) and tenacity retries for
 transient failures: connection errors, 5xx and 429 (honouring Retry-After). 404 and 409 are final.
 
-The writes bypass the generated API classes: their pydantic call validation and model coercion cost
+Requests bypass the generated API classes: their pydantic call validation and model coercion cost
 about 0.5 ms of CPU per request (measured with py-spy on SchedulingBasic), more than the request
-itself, for bodies the scheduler builds and never reads back. `RawApi` sends JSON over the client's own
-connection pool, TLS settings and credentials.
+itself, for bodies the scheduler builds and never reads back. `RawApi` sends JSON over Http11Pool with
+the ApiClient's credentials and TLS settings; lists (`list_pages`), the lease and all writes use it.
+The generated client serves only to load the kubeconfig (and, through a proxy, lends RawApi its urllib3 pool).
 """
 
 from __future__ import annotations
 
 import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Protocol
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import orjson
 import structlog
@@ -59,15 +60,16 @@ def ssl_context(cfg: Any) -> ssl.SSLContext:
     return ctx
 
 
-def auth_headers(cfg: Any) -> dict[str, str]:
-    """The Authorization header of a client Configuration (empty for client-certificate auth)."""
+def authorization(cfg: Any) -> str:
+    """The Authorization header value of a client Configuration ("<scheme> <token>"; "" for
+    client-certificate auth). The one place credentials are read: RawApi, the pod watch and kopf's login."""
     hook = getattr(cfg, "refresh_api_key_hook", None)
     if hook is not None:
         hook(cfg)  # in-cluster projected tokens rotate; the client refreshes them here
     header = cfg.get_api_key_with_prefix("BearerToken") or cfg.get_api_key_with_prefix("authorization") or ""
     if header and " " not in header:
         header = f"Bearer {header}"
-    return {"Authorization": header} if header else {}
+    return str(header)
 
 
 JSON = "application/json"
@@ -75,7 +77,9 @@ STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 
 
 class Requester(Protocol):
-    def request(self, method: str, path: str, body: Any = None, content_type: str = JSON) -> bytes: ...
+    def request(
+        self, method: str, path: str, body: Any = None, content_type: str = JSON, timeout: float | None = None
+    ) -> bytes: ...
 
 
 class RawApi:
@@ -93,32 +97,37 @@ class RawApi:
         self._auth_expires = 0.0
         self._direct: Http11Pool | None = None
         self._urllib3 = api.rest_client.pool_manager
-        self._timeout = urllib3.Timeout(total=timeout)
+        self._timeout = timeout
         if not getattr(self.cfg, "proxy", None):
             self._direct = Http11Pool(self.host, ssl_context(self.cfg), timeout=timeout,
                                       server_name=getattr(self.cfg, "tls_server_name", None))
 
-    def _auth(self) -> dict[str, str]:
-        """auth_headers, refreshed once a minute: the kubeconfig refresh hook re-reads the config and the
-        proxy environment on every call, which cost more than the request itself in a profile."""
+    def auth_headers(self) -> dict[str, str]:
+        """The Authorization header, refreshed once a minute: the kubeconfig refresh hook re-reads the
+        config and the proxy environment on every call, which cost more than the request itself in a profile."""
         now = time.monotonic()
         if now >= self._auth_expires:
-            self._auth_cached = auth_headers(self.cfg)
+            header = authorization(self.cfg)
+            self._auth_cached = {"Authorization": header} if header else {}
             self._auth_expires = now + self.AUTH_TTL
         return self._auth_cached
 
-    def request(self, method: str, path: str, body: Any = None, content_type: str = JSON) -> bytes:
-        headers = {"Accept": JSON, "User-Agent": self.user_agent, **self._auth()}
+    def request(
+        self, method: str, path: str, body: Any = None, content_type: str = JSON, timeout: float | None = None
+    ) -> bytes:
+        """One request; ``timeout`` (seconds, default the client's) bounds connecting and each read."""
+        headers = {"Accept": JSON, "User-Agent": self.user_agent, **self.auth_headers()}
         data = None
         if body is not None:
             headers["Content-Type"] = content_type
             data = orjson.dumps(body, default=plain)
+        seconds = self._timeout if timeout is None else timeout
         if self._direct is not None:
-            r = self._direct.request(method, path, headers, data)
+            r = self._direct.request(method, path, headers, data, timeout=seconds)
             status, reason, payload, resp_headers = r.status, r.reason, r.body, r.headers
         else:
-            u = self._urllib3.request(method, self.host + path, body=data, headers=headers, timeout=self._timeout,
-                                      retries=False, preload_content=True)
+            u = self._urllib3.request(method, self.host + path, body=data, headers=headers,
+                                      timeout=urllib3.Timeout(total=seconds), retries=False, preload_content=True)
             status, reason, payload, resp_headers = u.status, u.reason or "", u.data, dict(u.headers)
         if status >= 400:
             exc = ApiException(status=status, reason=reason)
@@ -126,6 +135,32 @@ class RawApi:
             exc.headers = {k.title(): v for k, v in resp_headers.items()}
             raise exc
         return payload
+
+
+def list_pages(
+    api: Requester, path: str, field_selector: str = "", limit: int = 500
+) -> Iterator[tuple[list[dict[str, Any]], dict[str, Any]]]:
+    """A paginated LIST as raw JSON (no model deserialization: it is ten times slower than orjson):
+    each page's items and list metadata; the last page's resourceVersion is where a watch resumes."""
+    cont = ""
+    while True:
+        query: dict[str, Any] = {"limit": limit}
+        if cont:
+            query["continue"] = cont
+        if field_selector:
+            query["fieldSelector"] = field_selector
+        data = orjson.loads(api.request("GET", f"{path}?{urlencode(query)}") or b"{}")
+        meta: dict[str, Any] = data.get("metadata") or {}
+        yield data.get("items") or [], meta
+        cont = meta.get("continue") or ""
+        if not cont:
+            return
+
+
+def list_all(api: Requester, path: str, field_selector: str = "", limit: int = 500) -> Iterator[dict[str, Any]]:
+    """Every item of a paginated LIST."""
+    for items, _ in list_pages(api, path, field_selector, limit):
+        yield from items
 
 
 def pod_path(namespace: str, name: str, sub: str = "") -> str:
@@ -159,10 +194,11 @@ def retrying(max_attempts: int = 6, max_seconds: float = 30.0) -> Retrying:
 
 
 class ApiWriter:
-    """The scheduler's writes: bindings, pod status patches and events, rate limited and retried."""
+    """The scheduler's writes, rate limited and retried: the live APIWriter of scheduler.edge (pod status
+    patches, deletions, PV/PVC updates) plus bindings (ApiBinder) and events (ApiEventSink)."""
 
-    def __init__(self, api: client.ApiClient | Requester, limiter: TokenBucket) -> None:
-        self.raw: Requester = RawApi(api) if isinstance(api, client.ApiClient) else api
+    def __init__(self, raw: Requester, limiter: TokenBucket) -> None:
+        self.raw = raw
         self.limiter = limiter
 
     def _request(self, method: str, path: str, body: Any = None, content_type: str = JSON) -> bytes:

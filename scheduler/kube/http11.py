@@ -1,4 +1,4 @@
-"""A small HTTP/1.1 keep-alive client for the scheduler's writes.
+"""A small HTTP/1.1 keep-alive client for the scheduler's requests (lists, the Lease and every write).
 
 Every scheduled pod costs two writes (the Binding and the Scheduled event). Through urllib3 and
 http.client each took about 420 us of CPU for a small JSON exchange (status line and headers parsed by
@@ -63,8 +63,16 @@ class _Conn:
             self._fill()
 
     def _read_exactly(self, n: int) -> bytes:
-        while len(self.buf) < n:
-            self._fill()
+        if len(self.buf) < n:  # collect the pieces and join once: a LIST page runs to megabytes
+            parts, have = [self.buf], len(self.buf)
+            while have < n:
+                data = self.sock.recv(_RECV)
+                if not data:
+                    raise ConnectionClosed("connection closed by the server")
+                self.received += len(data)
+                parts.append(data)
+                have += len(data)
+            self.buf = b"".join(parts)
         out, self.buf = self.buf[:n], self.buf[n:]
         return out
 
@@ -133,18 +141,20 @@ class Http11Pool:
         self._idle: deque[_Conn] = deque()
         self._lock = threading.Lock()
 
-    def _connect(self) -> _Conn:
-        sock = socket.create_connection((self.hostname, self.port), timeout=self.timeout)
+    def _connect(self, timeout: float) -> _Conn:
+        sock = socket.create_connection((self.hostname, self.port), timeout=timeout)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if self.tls:
             sock = self.ssl_context.wrap_socket(sock, server_hostname=self.server_name)
         return _Conn(sock)
 
-    def _take(self) -> tuple[_Conn, bool]:
+    def _take(self, timeout: float) -> tuple[_Conn, bool]:
         with self._lock:
-            if self._idle:
-                return self._idle.pop(), True
-        return self._connect(), False
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            return self._connect(timeout), False
+        conn.sock.settimeout(timeout)
+        return conn, True
 
     def _give_back(self, conn: _Conn) -> None:
         with self._lock:
@@ -153,14 +163,17 @@ class Http11Pool:
                 return
         conn.close()
 
-    def request(self, method: str, path: str, headers: dict[str, str], body: bytes | None = None) -> Response:
+    def request(self, method: str, path: str, headers: dict[str, str], body: bytes | None = None,
+                timeout: float | None = None) -> Response:
+        """One exchange; ``timeout`` (default the pool's) bounds connecting and every socket read."""
+        seconds = self.timeout if timeout is None else timeout
         lines = [f"{method} {self.prefix}{path} HTTP/1.1", f"Host: {self.host_header}"]
         lines += [f"{k}: {v}" for k, v in headers.items()]
         if body is not None or method in ("POST", "PUT", "PATCH"):
             lines.append(f"Content-Length: {len(body or b'')}")
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         for attempt in range(2):
-            conn, reused = self._take()
+            conn, reused = self._take(seconds)
             try:
                 response, keep = conn.exchange(head, body, method)
             except (OSError, ValueError) as exc:

@@ -21,6 +21,9 @@ dies, and two schedulers binding the same pods at once must never happen. This f
 
 The decision itself (``decide``) is a pure function of the observed record and the time, unit-tested
 with a fake clock; ``LeaderElector`` adds the API calls, the loop and the callbacks.
+Why not ``kubernetes.leaderelection``: its ``run()`` blocks the caller, judges expiry with the wall clock,
+never releases the Lease on stop and has no ``is_leader`` that closes at the renew deadline for the
+binding gate below; and it talks through the generated client instead of RawApi.
 Differences from client-go, on purpose: ``on_stopped_leading`` is called only if we were leading
 (client-go also calls it when ``Run`` ends without ever leading); after losing the lease the elector
 does not campaign again (client-go's ``Run`` returns too; kube-scheduler then exits).
@@ -29,7 +32,6 @@ does not campaign again (client-go's ``Run`` returns too; kube-scheduler then ex
 from __future__ import annotations
 
 import enum
-import json
 import random
 import socket
 import threading
@@ -37,26 +39,24 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
+from urllib.parse import quote
 
+import orjson
 import structlog
-from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from scheduler.config.types import LeaderElection
-
-if TYPE_CHECKING:
-    from scheduler.model.pod import Pod
+from scheduler.edge import APIWriter, Binder
+from scheduler.kube.client import Requester
+from scheduler.kube.recorder import micro_time
+from scheduler.model.conditions import rfc3339
+from scheduler.model.pod import Pod
 
 log = structlog.get_logger(__name__)
 
 JITTER_FACTOR = 1.2  # client-go's JitterFactor for the acquire loop
 MAX_TOLERABLE_EXPIRED_LEASE = 20.0  # kube-scheduler's leader-election healthz tolerance, seconds
-
-
-def micro_time(ts: float | None = None) -> str:
-    """metav1.MicroTime as the API server writes it (RFC 3339, microseconds, UTC)."""
-    return datetime.fromtimestamp(time.time() if ts is None else ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def default_identity() -> str:
@@ -161,63 +161,52 @@ class LeaseStore(Protocol):
 
 
 class KubeLeaseStore:
-    """GET / POST / PUT of one Lease with the official client; raw JSON, so MicroTime round-trips as written."""
+    """GET / POST / PUT of one Lease over RawApi; raw JSON, so MicroTime round-trips as written."""
 
-    def __init__(self, api_client: client.ApiClient, namespace: str, name: str) -> None:
+    def __init__(self, api: Requester, namespace: str, name: str) -> None:
         self.namespace = namespace
         self.name = name
-        # Typed as Any: bodies are plain dicts and responses raw (_preload_content=False), which the
-        # client's stubs do not describe.
-        self._leases: Any = client.CoordinationV1Api(api_client)
-        self._core: Any = client.CoreV1Api(api_client)
+        self._api = api
+        self._leases = f"/apis/coordination.k8s.io/v1/namespaces/{quote(namespace)}/leases"
         self.timeout: float = 10.0  # per request; the elector lowers it to what is left of its deadline
 
     def _body(self, record: LeaseRecord, metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
         meta = dict(metadata or {"name": self.name, "namespace": self.namespace})
         return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta, "spec": record.to_spec()}
 
+    def _request(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
+        data: dict[str, Any] = orjson.loads(self._api.request(method, path, body, timeout=self.timeout) or b"{}")
+        return data
+
     def get(self) -> dict[str, Any] | None:
         try:
-            resp = self._leases.read_namespaced_lease(
-                self.name, self.namespace, _preload_content=False, _request_timeout=self.timeout
-            )
-        except client.ApiException as exc:
+            return self._request("GET", f"{self._leases}/{quote(self.name)}")
+        except ApiException as exc:
             if exc.status == 404:
                 return None
             raise
-        data: dict[str, Any] = json.loads(resp.data)
-        return data
 
     def create(self, record: LeaseRecord) -> dict[str, Any]:
         try:
-            resp = self._leases.create_namespaced_lease(
-                self.namespace, self._body(record), _preload_content=False, _request_timeout=self.timeout
-            )
-        except client.ApiException as exc:
+            return self._request("POST", self._leases, self._body(record))
+        except ApiException as exc:
             if exc.status == 409:
                 raise LeaseConflict("lease created by someone else meanwhile") from exc
             raise
-        data: dict[str, Any] = json.loads(resp.data)
-        return data
 
     def update(self, lease: Mapping[str, Any], record: LeaseRecord) -> dict[str, Any]:
         """PUT with the resourceVersion of ``lease``: fails with LeaseConflict if anyone wrote since."""
-        body = self._body(record, lease.get("metadata"))
         try:
-            resp = self._leases.replace_namespaced_lease(
-                self.name, self.namespace, body, _preload_content=False, _request_timeout=self.timeout
-            )
-        except client.ApiException as exc:
+            return self._request("PUT", f"{self._leases}/{quote(self.name)}", self._body(record, lease.get("metadata")))
+        except ApiException as exc:
             if exc.status == 409:
                 raise LeaseConflict("lease updated by someone else meanwhile") from exc
             raise
-        data: dict[str, Any] = json.loads(resp.data)
-        return data
 
     def record_event(self, lease: Mapping[str, Any], message: str) -> None:
         """A core Event on the Lease, as client-go's LeaseLock.RecordEvent ("<id> became leader")."""
         meta = lease.get("metadata") or {}
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = rfc3339()
         body = {
             "apiVersion": "v1",
             "kind": "Event",
@@ -238,10 +227,7 @@ class KubeLeaseStore:
             "lastTimestamp": now,
             "count": 1,
         }
-        resp = self._core.create_namespaced_event(
-            self.namespace, body, _preload_content=False, _request_timeout=self.timeout
-        )
-        resp.release_conn()
+        self._request("POST", f"/api/v1/namespaces/{quote(self.namespace)}/events", body)
 
 
 class State(enum.Enum):
@@ -260,7 +246,7 @@ class LeaderElector:
 
     def __init__(
         self,
-        api_client: client.ApiClient | None,
+        api: Requester | None,
         cfg: LeaderElection,
         identity: str | None = None,
         on_started_leading: Callable[[], None] = lambda: None,
@@ -276,9 +262,9 @@ class LeaderElector:
         if cfg.renew_deadline_seconds <= cfg.retry_period_seconds:
             raise ValueError("renewDeadline must be greater than retryPeriod")
         if store is None:
-            if api_client is None:
-                raise ValueError("LeaderElector needs an api_client or a store")
-            store = KubeLeaseStore(api_client, cfg.resource_namespace, cfg.resource_name)
+            if api is None:
+                raise ValueError("LeaderElector needs an api or a store")
+            store = KubeLeaseStore(api, cfg.resource_namespace, cfg.resource_name)
         self.cfg = cfg
         self.identity = identity or default_identity()
         self.lease_key = f"{cfg.resource_namespace}/{cfg.resource_name}"
@@ -529,7 +515,7 @@ class LeaderElector:
 
 
 def _brief(exc: BaseException) -> str:
-    if isinstance(exc, client.ApiException):
+    if isinstance(exc, ApiException):
         return f"HTTP {exc.status}: {exc.reason}"
     return f"{type(exc).__name__}: {exc}"
 
@@ -538,25 +524,17 @@ class NotLeaderError(RuntimeError):
     """A binding was attempted while this replica does not hold the leader lease."""
 
 
-class _Binder(Protocol):
-    def bind(self, pod: Pod, node_name: str) -> None: ...
-
-
 class _Leadership(Protocol):
     @property
     def is_leader(self) -> bool: ...
 
 
-class _PodWriter(Protocol):
-    def patch_pod_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None: ...
-    def delete_pod(self, namespace: str, name: str) -> None: ...
+class LeaderGatedWriter:
+    """The core's API writes (preemption's DisruptionTarget conditions and deletions, cleared
+    nominations, VolumeBinding's PV/PVC updates), made only while ``is_leader`` holds: evicting pods
+    and binding volumes are as much a leader's acts as binding pods."""
 
-
-class LeaderGatedPodWriter:
-    """Preemption's writes (victims' DisruptionTarget condition and deletion, cleared nominations),
-    made only while ``is_leader`` holds: evicting pods is as much a leader's act as binding them."""
-
-    def __init__(self, inner: _PodWriter, leadership: _Leadership) -> None:
+    def __init__(self, inner: APIWriter, leadership: _Leadership) -> None:
         self.inner = inner
         self.leadership = leadership
 
@@ -572,22 +550,22 @@ class LeaderGatedPodWriter:
         self._require_leader(f"deletion of {namespace}/{name}")
         self.inner.delete_pod(namespace, name)
 
+    def update_object(self, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        meta = obj.get("metadata") or {}
+        self._require_leader(f"update of {kind} {meta.get('name', '')}")
+        return self.inner.update_object(kind, obj)
+
 
 class LeaderGatedBinder:
     """Wraps the scheduler's binder: no Binding is posted unless ``is_leader`` holds right now.
 
     Why: the scheduling loop may be mid-cycle when the lease is lost; the gate makes the loss take
-    effect at the very next bind instead of whenever the loop notices. ``writer`` (which the
-    Scheduler takes from its binder for preemption) is gated the same way.
+    effect at the very next bind instead of whenever the loop notices.
     """
 
-    def __init__(self, inner: _Binder, leadership: _Leadership) -> None:
+    def __init__(self, inner: Binder, leadership: _Leadership) -> None:
         self.inner = inner
         self.leadership = leadership
-        inner_writer = getattr(inner, "writer", None)
-        self.writer: LeaderGatedPodWriter | None = (
-            LeaderGatedPodWriter(inner_writer, leadership) if inner_writer is not None else None
-        )
 
     def bind(self, pod: Pod, node_name: str) -> None:
         if not self.leadership.is_leader:

@@ -1,9 +1,11 @@
-"""The kopf layer: watch pods, nodes and the objects plugins read, and hand every event to the Scheduler.
+"""The kopf layer: watch nodes and the objects plugins read (and pods with ``--pod-watch kopf``), and hand
+every event to the Scheduler. kopf stays for these low-volume kinds: it brings watch resumption, relogin
+and backoff for a dozen resources in a few lines; the pod stream is kube.podstream's.
 
 Only ``@kopf.on.event`` handlers are used: they never write kopf's annotations or finalizers onto
 pods. Handlers return None (a returned value would make kopf PATCH the object's status). The diff
-base storage is a no-op because nothing here needs kopf's diffs (kopf-notes: it costs a deep copy
-of every object on every event).
+base storage is a no-op because nothing here needs kopf's diffs (kopf's default one deep-copies
+every object on every event).
 """
 
 from __future__ import annotations
@@ -16,28 +18,12 @@ from typing import Any
 import kopf
 import structlog
 
-from scheduler.scheduler import ADDED, Scheduler
+from scheduler.eventhandlers import ADDED
+from scheduler.kube.client import authorization
+from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS
+from scheduler.scheduler import Scheduler
 
 log = structlog.get_logger(__name__)
-
-NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
-
-# kind -> (group, version, plural) of the objects plugins read; watched in addition to pods and nodes.
-OBJECT_KINDS: dict[str, tuple[str, str, str]] = {
-    "Service": ("", "v1", "services"),
-    "ReplicaSet": ("apps", "v1", "replicasets"),
-    "StatefulSet": ("apps", "v1", "statefulsets"),
-    "ReplicationController": ("", "v1", "replicationcontrollers"),
-    "Namespace": ("", "v1", "namespaces"),
-    "PersistentVolume": ("", "v1", "persistentvolumes"),
-    "PersistentVolumeClaim": ("", "v1", "persistentvolumeclaims"),
-    "StorageClass": ("storage.k8s.io", "v1", "storageclasses"),
-    "CSINode": ("storage.k8s.io", "v1", "csinodes"),
-    "CSIDriver": ("storage.k8s.io", "v1", "csidrivers"),
-    "CSIStorageCapacity": ("storage.k8s.io", "v1", "csistoragecapacities"),
-    "PodDisruptionBudget": ("policy", "v1", "poddisruptionbudgets"),
-}
-
 
 class NoDiffBase(kopf.DiffBaseStorage):
     """Stores and fetches nothing: the scheduler has no create/update/field handlers."""
@@ -59,9 +45,8 @@ def _event_type(event: Any) -> str:
 def connection_info(cfg: Any) -> kopf.ConnectionInfo:
     """kopf credentials from the kubernetes client Configuration the rest of the scheduler uses, so
     both log in the same way (kubeconfig path, token, client certificate or in-cluster)."""
-    header = cfg.get_api_key_with_prefix("BearerToken") or cfg.get_api_key_with_prefix("authorization") or ""
-    parts = header.split(" ", 1) if header else []
-    scheme, token = (None, None) if not parts else (None, parts[0]) if len(parts) == 1 else (parts[0], parts[1])
+    header = authorization(cfg)
+    scheme, token = header.split(" ", 1) if header else (None, None)
     return kopf.ConnectionInfo(
         server=cfg.host,
         ca_path=cfg.ssl_ca_cert,
@@ -73,7 +58,7 @@ def connection_info(cfg: Any) -> kopf.ConnectionInfo:
     )
 
 
-def build_registry(
+def register_handlers(
     sched: Scheduler,
     credentials: Any,
     kinds: dict[str, tuple[str, str, str]],
@@ -127,7 +112,7 @@ def run_operator(
     watch_pods: bool = True,
 ) -> None:
     """Run kopf in this thread's event loop until SIGTERM/SIGINT or `stop_flag`."""
-    reg = build_registry(sched, credentials, OBJECT_KINDS if kinds is None else kinds, on_ready,
+    reg = register_handlers(sched, credentials, OBJECT_KINDS if kinds is None else kinds, on_ready,
                          watch_pods=watch_pods)
     try:
         import uvloop

@@ -19,29 +19,15 @@ from typing import Any, Protocol
 import structlog
 
 from scheduler.framework.fit_error import truncate_message as truncate_note
+from scheduler.model.conditions import pod_condition
 from scheduler.model.pod import Pod
 
 log = structlog.get_logger(__name__)
 
+
 def micro_time(ts: float | None = None) -> str:
     """metav1.MicroTime format."""
     return datetime.fromtimestamp(ts if ts is not None else time.time(), UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def rfc3339(ts: float | None = None) -> str:
-    return datetime.fromtimestamp(ts if ts is not None else time.time(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-class EventSink(Protocol):
-    """Where events and pod condition updates go: the API server, or a list in `simulate`."""
-
-    def event(
-        self, pod: Pod, type_: str, reason: str, action: str, note: str, controller: str, related: Pod | None = None
-    ) -> None:
-        """``pod`` is the object the event is about; ``related`` a second one (e.g. the preemptor)."""
-        ...
-
-    def pod_condition(self, pod: Pod, reason: str, message: str, nominated_node: str | None) -> None: ...
 
 
 class Writer(Protocol):
@@ -61,7 +47,8 @@ class _Series:
 
 
 class ApiEventSink:
-    """Writes events and PodScheduled conditions through a small pool of worker threads."""
+    """The live EventRecorder: writes events and PodScheduled conditions through a small pool of
+    worker threads."""
 
     def __init__(
         self,
@@ -201,30 +188,6 @@ def _pod_ref(pod: Pod) -> dict[str, Any]:
     }
 
 
-def pod_condition(pod: Pod, type_: str, status: str, reason: str, message: str) -> dict[str, Any]:
-    """A pod condition as upstream writes one (podutil.UpdatePodCondition): the transition time is kept
-    while the status stays the same, and observedGeneration is the pod's generation
-    (PodObservedGenerationTracking, beta and on by default in 1.34)."""
-    transition = rfc3339()
-    for c in (pod.raw.get("status") or {}).get("conditions") or []:
-        if c.get("type") == type_:
-            if c.get("status") == status and c.get("lastTransitionTime"):
-                transition = c["lastTransitionTime"]
-            break
-    condition: dict[str, Any] = {
-        "type": type_,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "lastProbeTime": None,
-        "lastTransitionTime": transition,
-    }
-    generation = (pod.raw.get("metadata") or {}).get("generation")
-    if isinstance(generation, int) and generation > 0:
-        condition["observedGeneration"] = generation
-    return condition
-
-
 def scheduled_false_condition(pod: Pod, reason: str, message: str) -> dict[str, Any]:
     """PodScheduled=False, as upstream's updatePod writes it after a failed attempt."""
     return pod_condition(pod, "PodScheduled", "False", reason, message)
@@ -235,22 +198,3 @@ def _condition_unchanged(pod: Pod, reason: str, message: str) -> bool:
         if c.get("type") == "PodScheduled":
             return c.get("status") == "False" and c.get("reason") == reason and c.get("message") == message
     return False
-
-
-class RecordingEventSink:
-    """Keeps events and conditions in memory (simulate, tests)."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str, str, str]] = []  # (pod key, type, reason, note)
-        self.conditions: dict[str, tuple[str, str]] = {}
-        self.nominated: dict[str, str] = {}  # pod key -> nominatedNodeName written ("" = cleared)
-
-    def event(
-        self, pod: Pod, type_: str, reason: str, action: str, note: str, controller: str, related: Pod | None = None
-    ) -> None:
-        self.events.append((pod.key, type_, reason, truncate_note(note)))
-
-    def pod_condition(self, pod: Pod, reason: str, message: str, nominated_node: str | None) -> None:
-        self.conditions[pod.key] = (reason, message)
-        if nominated_node is not None:
-            self.nominated[pod.key] = nominated_node

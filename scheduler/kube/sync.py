@@ -7,48 +7,22 @@ has, unless the cache heard of it after the list began (so a racing event is nev
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-from collections.abc import Iterator
-from typing import Any
 
 import structlog
-from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
-from scheduler.kube.operator import NON_TERMINAL_PODS
-from scheduler.scheduler import ADDED, DELETED, Scheduler
+from scheduler.eventhandlers import ADDED, DELETED
+from scheduler.kube.client import Requester, list_all
+from scheduler.kube.kinds import NON_TERMINAL_PODS, collection_path
+from scheduler.scheduler import Scheduler
 
 log = structlog.get_logger(__name__)
 
 
-def list_all(api: client.ApiClient, path: str, field_selector: str = "", limit: int = 500) -> Iterator[dict[str, Any]]:
-    """Paginated raw LIST (no model deserialization: it is ten times slower than json.loads)."""
-    cont = ""
-    while True:
-        query: list[tuple[str, Any]] = [("limit", limit)]
-        if cont:
-            query.append(("continue", cont))
-        if field_selector:
-            query.append(("fieldSelector", field_selector))
-        method, url, headers, _, _ = api.param_serialize(
-            "GET", path, query_params=query, auth_settings=["BearerToken"]
-        )
-        resp = api.call_api(method, url, header_params=headers)
-        resp.read()
-        data = json.loads(resp.data or b"{}")
-        yield from data.get("items") or []
-        cont = (data.get("metadata") or {}).get("continue") or ""
-        if not cont:
-            return
-
-
-def _path(group: str, version: str, plural: str) -> str:
-    return f"/api/{version}/{plural}" if not group else f"/apis/{group}/{version}/{plural}"
-
-
 def initial_sync(
-    api: client.ApiClient, sched: Scheduler, kinds: dict[str, tuple[str, str, str]], pods: bool = True
+    api: Requester, sched: Scheduler, kinds: dict[str, tuple[str, str, str]], pods: bool = True
 ) -> None:
     """Load nodes, other objects and (unless a PodStream delivers them) pods before scheduling starts."""
     start = time.monotonic()
@@ -58,9 +32,9 @@ def initial_sync(
         nodes += 1
     for kind, (group, version, plural) in kinds.items():
         try:
-            for obj in list_all(api, _path(group, version, plural)):
+            for obj in list_all(api, collection_path(group, version, plural)):
                 sched.on_object_event(kind, ADDED, obj)
-        except client.ApiException as exc:
+        except ApiException as exc:
             log.warning("cannot list objects; plugins reading them see none", kind=kind, status=exc.status)
     count = 0
     for obj in list_all(api, "/api/v1/pods", NON_TERMINAL_PODS) if pods else ():
@@ -72,7 +46,7 @@ def initial_sync(
 class Resyncer:
     """Every `period` seconds, remove cached pods and nodes that the API server no longer has."""
 
-    def __init__(self, api: client.ApiClient, sched: Scheduler, period: float = 300.0) -> None:
+    def __init__(self, api: Requester, sched: Scheduler, period: float = 300.0) -> None:
         self.api = api
         self.sched = sched
         self.period = period

@@ -1,7 +1,7 @@
 import pytest
 from cache_helpers import AFFINITY, ANTI_AFFINITY, make_node, make_pod
 
-from scheduler.cache import Cache, NodeTree, Snapshot, SnapshotInconsistentError
+from scheduler.cache import Cache, NodeTree, Snapshot, SnapshotInconsistentError, new_snapshot
 
 
 def names(infos: object) -> list[str]:
@@ -256,7 +256,7 @@ def test_inconsistent_snapshot_is_repaired_and_reported() -> None:
     cache.update_snapshot(snap)  # repaired: no error now
 
 
-def test_from_objects_builds_like_the_cache() -> None:
+def test_new_snapshot_builds_like_the_cache() -> None:
     nodes = [
         make_node("n1", zone="a", images=[(["img"], 5)]),
         make_node("n2", zone="a"),
@@ -268,7 +268,7 @@ def test_from_objects_builds_like_the_cache() -> None:
         make_pod("pending", cpu="9"),
         make_pod("orphan", node="gone", cpu="9"),
     ]
-    snap = Snapshot.from_objects(nodes, pods)
+    snap = new_snapshot(nodes, pods)
     assert names(snap.list()) == ["n1", "n3", "n2"]
     n1 = snap.get("n1")
     assert n1 is not None and n1.requested.milli_cpu == 1000

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
-import aiohttp
 from kubernetes import client
 
 from e2e.cluster.cluster import LocalCluster
 from e2e.kube import node_of, pod_manifest, wait_for
-from scheduler.kube.client import load_api_client, ssl_context
+from scheduler.kube.client import RawApi, load_api_client
 from scheduler.kube.podstream import PodStream, wait_synced
 from tests.integration.conftest import SchedulerProc
 
@@ -26,8 +24,8 @@ def test_stream_delivers_list_watch_and_synthesizes_missed_deletions(
         if obj["metadata"].get("namespace") == ns:
             events.append((type_, obj["metadata"]["name"]))
 
-    cfg = load_api_client(str(cluster.kubeconfig)).configuration
-    stream = PodStream(cfg, on_event, field_selector="status.phase!=Succeeded,status.phase!=Failed")
+    api = RawApi(load_api_client(str(cluster.kubeconfig)))
+    stream = PodStream(api, on_event, field_selector="status.phase!=Succeeded,status.phase!=Failed")
     stream.start()
     try:
         assert wait_synced(stream, 30)
@@ -45,11 +43,7 @@ def test_stream_delivers_list_watch_and_synthesizes_missed_deletions(
     wait_for(lambda: not [p for p in core.list_namespaced_pod(ns).items if p.metadata.name == "before"], 30,
              what="pod gone")
 
-    async def relist() -> None:
-        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ssl_context(cfg))) as s:
-            await stream._relist(s)
-
-    asyncio.run(relist())
+    stream.relist()
     assert ("DELETED", "before") in events
 
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pod_to_pod_util import FakeObjects
 from util import FakeHandle, container, host_port, make_node, make_pod, taint
 
-from scheduler.cache import Snapshot
+from scheduler.cache import new_snapshot
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code, Status, error, unresolvable, unschedulable
 from scheduler.framework.types import NodeInfo
@@ -250,7 +250,7 @@ class _Handle(FakeHandle):
 
 
 def _setup(nodes: list[Node], existing: list[Pod]) -> tuple[FakeHandle, list[NodeInfo]]:
-    handle = _Handle(Snapshot.from_objects(nodes, existing))
+    handle = _Handle(new_snapshot(nodes, existing))
     return handle, list(handle.snapshot().list())
 
 
@@ -579,7 +579,7 @@ def check_resource_memo_follows_node_changes(cluster: tuple[list[Node], list[Pod
 
 def test_empty_node_list() -> None:
     """No node: every batch returns an empty list."""
-    handle = FakeHandle(Snapshot.from_objects([], []))
+    handle = FakeHandle(new_snapshot([], []))
     pod = make_pod(containers=[container(cpu="1", memory="1Gi")])
     plugins = (NodeResourcesFit({}, handle), NodeResourcesBalancedAllocation({}, handle), ImageLocality({}, handle))
     for plugin in plugins:
@@ -591,7 +591,7 @@ def test_empty_node_list() -> None:
 
 def test_node_without_object_fails_like_score() -> None:
     """A NodeInfo without its node fails the batch as the per-node score would."""
-    handle = FakeHandle(Snapshot.from_objects([make_node("n0")], []))
+    handle = FakeHandle(new_snapshot([make_node("n0")], []))
     pod = make_pod(containers=[container(cpu="1")])
     infos = [*handle.snapshot().list(), NodeInfo()]
     plugin = TaintToleration({}, handle)

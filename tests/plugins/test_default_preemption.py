@@ -10,7 +10,10 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
+from scheduler.app.offline import OfflineWriter, RecordingEventSink
+from scheduler.app.simulate import OutcomeRecorder
 from scheduler.config.load import build_registry, load_dict
+from scheduler.eventhandlers import ADDED, MODIFIED
 from scheduler.framework.interface import CycleState, NodeToStatus
 from scheduler.framework.preemption import (
     Victims,
@@ -22,10 +25,9 @@ from scheduler.framework.preemption import (
 )
 from scheduler.framework.runtime import WaitingPod
 from scheduler.framework.status import Code, Status, unresolvable, unschedulable
-from scheduler.kube.recorder import RecordingEventSink
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.default_preemption import DefaultPreemption
-from scheduler.scheduler import ADDED, MODIFIED, Scheduler, disruption_target_condition
+from scheduler.scheduler import Scheduler, disruption_target_condition
 
 SCHED = "py-scheduler"
 # The plugins these tests need (upstream order); the default profile is tested separately.
@@ -85,7 +87,7 @@ class Binder:
 
 
 class Writer:
-    """A PodWriter recording calls; ``fail`` maps a method name to the exception it raises."""
+    """An APIWriter recording pod writes; ``fail`` maps a method name to the exception it raises."""
 
     def __init__(self, fail: Mapping[str, BaseException] | None = None) -> None:
         self.calls: list[tuple[str, str, str, Any]] = []
@@ -117,8 +119,13 @@ class Cluster:
                          "profiles": [profile]})
         self.sink = RecordingEventSink()
         self.binder = Binder()
+        self.observer = OutcomeRecorder()
+        offline = OfflineWriter() if writer is None else None  # victims go away as their deletion would
         self.s = Scheduler(cfg, build_registry(cfg), self.binder, self.sink, None, synchronous_binding=True,
-                           rng=random.Random(seed), tie_break="name", pod_writer=writer)
+                           rng=random.Random(seed), tie_break="name", writer=writer or offline,
+                           observer=self.observer)
+        if offline is not None:
+            offline.connect(self.s)
 
     def add(self, *objs: dict[str, Any]) -> Cluster:
         for o in objs:
@@ -169,7 +176,7 @@ def test_high_priority_pod_preempts_the_least_important_victim_and_binds_on_its_
     assert c.s.queue.nominator.nominated_node_name(pod_from_api(pod("high"))) == "n2"
     assert c.on_node("n2") == set() and c.on_node("n1") == {"low-a"}
     assert c.preempted() == [("default/low-b", "Preempted by pod uid-high on node n2")]
-    assert c.s.preemptions == [("default/low-b", "default/high", "n2")]
+    assert c.observer.preemptions == [("default/low-b", "default/high", "n2")]
     # The status update carrying nominatedNodeName comes back; the next attempt uses that node.
     c.s.on_pod_event(MODIFIED, pod("high", cpu="1", priority=100, nominated="n2", rv="2"))
     c.retry("high")
@@ -322,11 +329,12 @@ def test_anti_affinity_to_a_victim_is_resolved_by_preemption() -> None:
 
 
 def test_lower_priority_pods_nominated_to_the_node_lose_their_nomination() -> None:
-    c = Cluster().add(node("n1"), pod("low", cpu="2", node_name="n1", priority=1))
-    mid = pod_from_api(pod("mid", cpu="1", priority=5, nominated="n1"))
-    top = pod_from_api(pod("top", cpu="1", priority=500, nominated="n1"))
-    c.s.queue.nominator.add_nominated_pod(mid)
-    c.s.queue.nominator.add_nominated_pod(top)
+    objs = [pod("mid", cpu="1", priority=5, nominated="n1"), pod("top", cpu="1", priority=500, nominated="n1")]
+    c = Cluster().add(node("n1"), pod("low", cpu="2", node_name="n1", priority=1), *objs)
+    mid, top = (pod_from_api(o) for o in objs)
+    for p in (mid, top):  # known to the cluster, nominated, but out of the way of the next pop
+        c.s.queue.delete(p)
+        c.s.queue.nominator.add_nominated_pod(p)
     c.attempt(pod("p", cpu="1", priority=50))
     assert c.s.queue.nominator.nominated_node_name(mid) is None
     assert c.s.queue.nominator.nominated_node_name(top) == "n1"

@@ -7,13 +7,14 @@ from typing import Any
 
 from util import make_node, make_pod, node_info
 
+from scheduler.app.offline import RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
+from scheduler.eventhandlers import ADDED
 from scheduler.framework.interface import CycleState, NodeToStatus
 from scheduler.framework.status import Code
-from scheduler.kube.recorder import RecordingEventSink
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.dynamic_resources import UNSUPPORTED_MSG, DynamicResources
-from scheduler.scheduler import ADDED, Scheduler
+from scheduler.scheduler import Scheduler
 
 
 def plugin() -> DynamicResources:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from scheduler.cache import Snapshot
+from scheduler.cache import Snapshot, new_snapshot
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo
@@ -165,7 +165,7 @@ class FakeHandle:
 
 def snapshot_handle(nodes: Sequence[Node], pods: Sequence[Pod] = ()) -> FakeHandle:
     """A handle whose snapshot is built by the real cache (image counts, accounting)."""
-    return FakeHandle(Snapshot.from_objects(nodes, pods))
+    return FakeHandle(new_snapshot(nodes, pods))
 
 
 def new_state() -> CycleState:

@@ -9,11 +9,11 @@ from typing import Any
 
 from util import FakeHandle
 
-from scheduler.cache import Snapshot
+from scheduler.app.offline import apply_offline_update
+from scheduler.cache import new_snapshot
 from scheduler.cache.objects import ObjectStore
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod, pod_from_api
-from scheduler.plugins.volume_util import apply_offline_update
 
 
 def claim_vol(claim: str, name: str | None = None, read_only: bool = False) -> dict[str, Any]:
@@ -230,7 +230,7 @@ class VolumeHandle(FakeHandle):
         pods: Sequence[Pod] = (),
         controller: bool = True,
     ) -> None:
-        super().__init__(Snapshot.from_objects(nodes, pods) if nodes else None)
+        super().__init__(new_snapshot(nodes, pods) if nodes else None)
         self.store = ObjectStore()
         for o in objects:
             self.store.upsert(KIND_OF[o["kind"]], o)

@@ -1,0 +1,57 @@
+"""What the scheduler needs from the world outside it, declared as Protocols and injected.
+
+The live implementations are in scheduler.kube (ApiBinder, ApiWriter, ApiEventSink); simulate's are in
+scheduler.app.offline. The scheduler never probes what it was given: each object is passed for one role.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from scheduler.framework.interface import NodeToStatus
+from scheduler.framework.runtime import NodePluginScores
+from scheduler.model.pod import Pod
+
+
+class Binder(Protocol):
+    """Posts a Binding; raises on failure (the scheduler maps exceptions to a Status)."""
+
+    def bind(self, pod: Pod, node_name: str) -> None: ...
+
+
+class APIWriter(Protocol):
+    """The API writes made besides bindings and events: preemption's (victims' DisruptionTarget
+    condition and deletion, cleared nominations) and VolumeBinding's PreBind (PV / PVC updates).
+    They raise on failure; an exception whose ``status`` is 404 means the object is gone."""
+
+    def patch_pod_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None: ...
+    def delete_pod(self, namespace: str, name: str) -> None: ...
+
+    def update_object(self, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        """PUT a PersistentVolume or PersistentVolumeClaim; returns the object as stored."""
+        ...
+
+
+class EventRecorder(Protocol):
+    """Where Kubernetes Events and PodScheduled condition updates go."""
+
+    def event(
+        self, pod: Pod, type_: str, reason: str, action: str, note: str, controller: str, related: Pod | None = None
+    ) -> None:
+        """``pod`` is the object the event is about; ``related`` a second one (e.g. the preemptor)."""
+        ...
+
+    def pod_condition(self, pod: Pod, reason: str, message: str, nominated_node: str | None) -> None:
+        """PodScheduled=False with this reason and message; ``nominated_node`` None leaves
+        status.nominatedNodeName alone, "" clears it, a name sets it."""
+        ...
+
+
+class ScheduleObserver(Protocol):
+    """Sees every attempt's outcome (simulate's results). With an observer the frameworks keep
+    per-plugin scores, which the live hot path does not compute."""
+
+    def scheduled(self, pod: Pod, node: str, statuses: NodeToStatus, scores: Sequence[NodePluginScores]) -> None: ...
+    def failed(self, pod: Pod, message: str, statuses: NodeToStatus | None) -> None: ...
+    def preempted(self, victim: Pod, preemptor: Pod, node: str) -> None: ...

@@ -1,0 +1,141 @@
+"""Watch events into the cache and the queue (upstream pkg/scheduler/eventhandlers.go).
+
+Assigned pods go to the cache, unassigned pods of this scheduler's profiles to the queue; node
+events update the cache; the other kinds plugins read go to the object store. Every change may wake
+pods through the cluster event it stands for. The watch side (kube.operator, kube.podstream,
+kube.sync) and simulate call these handlers; they are thread-safe through the cache's and the queue's
+locks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from scheduler.cache.cache import Cache
+from scheduler.cache.objects import ObjectStore
+from scheduler.framework.runtime import Framework
+from scheduler.framework.types import ActionType, ClusterEvent, EventResource
+from scheduler.model.node import node_from_api
+from scheduler.model.pod import Pod, pod_from_api
+from scheduler.queue.scheduling_queue import PriorityQueue
+
+ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+
+
+class EventHandlers:
+    """The event-handling methods of the Scheduler (which sets the attributes declared here)."""
+
+    cache: Cache
+    queue: PriorityQueue
+    objects: ObjectStore
+    frameworks: dict[str, Framework]
+    clock: Callable[[], float]
+    # Unassigned pods this scheduler is responsible for, as last seen (the podLister re-read on failure).
+    _pending: dict[str, Pod]
+    # When each pod (by uid) and node (by name) was last heard of, for the periodic resync.
+    _pod_seen: dict[str, tuple[float, Mapping[str, Any]]]
+    _node_seen: dict[str, tuple[float, Mapping[str, Any]]]
+
+    def responsible_for(self, pod: Pod) -> bool:
+        return pod.scheduler_name in self.frameworks
+
+    def on_pod_event(self, type_: str, obj: Mapping[str, Any]) -> None:
+        """addPodToCache / updatePodInCache / addPodToSchedulingQueue / ...: assigned pods go to the
+        cache, unassigned pods of our profiles to the queue."""
+        pod = pod_from_api(obj)
+        if type_ == DELETED:
+            self._pod_seen.pop(pod.uid, None)
+            self._pod_deleted(pod)
+            return
+        self._pod_seen[pod.uid] = (self.clock(), obj)
+        old_assigned = self.cache.get_pod(pod.uid)
+        if pod.node_name:
+            if pod.uid in self._pending:
+                # Bound (by us or someone else): it leaves the queue.
+                del self._pending[pod.uid]
+                self.queue.delete(pod)
+            if old_assigned is None:
+                self.cache.add_pod(pod)
+                self.queue.assigned_pod_added(pod)
+            else:
+                self.cache.update_pod(old_assigned, pod)
+                self.queue.assigned_pod_updated(old_assigned, pod)
+            return
+        if not self.responsible_for(pod):
+            return
+        if self.cache.is_assumed(pod.uid):
+            return  # our own bind is in flight; this is a stale view of the pod
+        old = self._pending.get(pod.uid)
+        self._pending[pod.uid] = pod
+        if old is None:
+            self.queue.add(pod)
+        else:
+            self.queue.update(old, pod)
+
+    def _pod_deleted(self, pod: Pod) -> None:
+        """deletePodFromSchedulingQueue / deletePodFromCache."""
+        old = self._pending.pop(pod.uid, None)
+        if old is not None:
+            self.queue.delete(old)
+            for fwk in self.frameworks.values():
+                fwk.reject_waiting_pod(pod.uid)
+        cached = self.cache.get_pod(pod.uid)
+        if cached is not None and not self.cache.is_assumed(pod.uid):
+            self.cache.remove_pod(cached)
+            self.queue.assigned_pod_deleted(cached)
+
+    def on_node_event(self, type_: str, obj: Mapping[str, Any]) -> None:
+        """addNodeToCache / updateNodeInCache / deleteNodeFromCache."""
+        node = node_from_api(obj)
+        old = self.cache.get_node(node.name)
+        if type_ == DELETED:
+            self._node_seen.pop(node.name, None)
+            if old is not None:
+                self.cache.remove_node(node.name)
+                self.queue.node_deleted(old)
+            return
+        self._node_seen[node.name] = (self.clock(), obj)
+        if old is None:
+            self.cache.add_node(node)
+            self.queue.node_added(node)
+            return
+        if old.resource_version and old.resource_version == node.resource_version:
+            return
+        self.cache.update_node(old, node)
+        self.queue.node_updated(old, node)
+
+    def on_object_event(self, kind: str, type_: str, obj: Mapping[str, Any]) -> None:
+        """Services, ReplicaSets, PVCs, Namespaces, ...: stored for plugins; may wake pods."""
+        if type_ == DELETED:
+            old = self.objects.delete(kind, obj)
+            action = ActionType.DELETE
+        else:
+            old = self.objects.upsert(kind, obj)
+            action = ActionType.ADD if old is None else ActionType.UPDATE_OTHER
+        try:
+            resource = EventResource(kind)
+        except ValueError:
+            return
+        self.queue.move_all_to_active_or_backoff(ClusterEvent(resource, action, f"{kind}{action.name}"), old, obj)
+
+    # ----- what the resync and simulate read back -----
+
+    def event_clock(self) -> float:
+        return self.clock()
+
+    def known_pods_not_in(self, uids: set[str], before: float) -> list[tuple[str, Mapping[str, Any]]]:
+        """Pods heard of before `before` that a fresh LIST no longer returns (missed deletions)."""
+        return [(u, o) for u, (t, o) in list(self._pod_seen.items()) if u not in uids and t < before]
+
+    def known_nodes_not_in(self, names: set[str], before: float) -> list[tuple[str, Mapping[str, Any]]]:
+        return [(n, o) for n, (t, o) in list(self._node_seen.items()) if n not in names and t < before]
+
+    def last_seen_pod(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        """The pod object last heard of under this name (simulate's offline API server looks the
+        targets of its writes up here)."""
+        for _, obj in list(self._pod_seen.values()):
+            pod = pod_from_api(obj)
+            if pod.name == name and pod.namespace == namespace:
+                return obj
+        return None

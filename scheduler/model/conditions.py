@@ -1,0 +1,39 @@
+"""Pod conditions as upstream writes them (podutil.UpdatePodCondition): built by the scheduler
+(DisruptionTarget on preemption victims) and by the event recorder (PodScheduled=False)."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from scheduler.model.pod import Pod
+
+
+def rfc3339(ts: float | None = None) -> str:
+    return datetime.fromtimestamp(ts if ts is not None else time.time(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+
+def pod_condition(pod: Pod, type_: str, status: str, reason: str, message: str) -> dict[str, Any]:
+    """A pod condition as upstream writes one (podutil.UpdatePodCondition): the transition time is kept
+    while the status stays the same, and observedGeneration is the pod's generation
+    (PodObservedGenerationTracking, beta and on by default in 1.34)."""
+    transition = rfc3339()
+    for c in (pod.raw.get("status") or {}).get("conditions") or []:
+        if c.get("type") == type_:
+            if c.get("status") == status and c.get("lastTransitionTime"):
+                transition = c["lastTransitionTime"]
+            break
+    condition: dict[str, Any] = {
+        "type": type_,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastProbeTime": None,
+        "lastTransitionTime": transition,
+    }
+    generation = (pod.raw.get("metadata") or {}).get("generation")
+    if isinstance(generation, int) and generation > 0:
+        condition["observedGeneration"] = generation
+    return condition

@@ -1,0 +1,129 @@
+"""The layering rules of scheduler/, read from the source: the core never imports the API edge, no
+module imports another that imports it back, and every CLI option explains itself."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+from scheduler.app.cli import parser
+
+ROOT = Path(__file__).resolve().parent.parent / "scheduler"
+CORE = ("model", "config", "framework", "plugins", "cache", "queue")
+EDGE_PACKAGES = ("kopf", "aiohttp", "kubernetes")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking_only(tree: ast.AST) -> set[ast.AST]:
+    """Nodes inside ``if TYPE_CHECKING:`` blocks: imports for annotations only, never executed."""
+    blocks = [n for n in ast.walk(tree) if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test)]
+    return {inner for block in blocks for stmt in block.body for inner in ast.walk(stmt)}
+
+
+def imports(path: Path) -> Iterator[str]:
+    """Absolute names of everything the module imports at run time (TYPE_CHECKING blocks aside),
+    wherever the import statement stands: a lazy import inside a function still couples the modules."""
+    tree = ast.parse(path.read_text())
+    skip = _type_checking_only(tree)
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    for node in ast.walk(tree):
+        if node in skip:
+            continue
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            yield base
+            yield from (f"{base}.{a.name}" for a in node.names)
+
+
+def sources() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+def test_core_never_imports_the_api_edge() -> None:
+    offences = []
+    for name, path in sources().items():
+        if name.split(".")[1:2] and name.split(".")[1] in CORE:
+            for imported in imports(path):
+                top = imported.split(".")[0]
+                edge = imported.startswith(("scheduler.kube", "scheduler.app")) or (
+                    top in EDGE_PACKAGES and not imported.startswith("kubernetes.utils")
+                )
+                if edge:
+                    offences.append(f"{name} imports {imported}")
+    assert offences == []
+
+
+def _graph() -> dict[str, set[str]]:
+    mods = sources()
+    graph: dict[str, set[str]] = {}
+    for name, path in mods.items():
+        graph[name] = {m for m in imports(path) if m in mods and m != name and not name.startswith(m + ".")}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycles() -> None:
+    assert _cycles(_graph()) == []
+
+
+def test_cycle_detection_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _options(p: argparse.ArgumentParser, where: str = "py-scheduler") -> Iterator[tuple[str, argparse.Action]]:
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _options(sub, f"{where} {name}")
+        elif not isinstance(action, argparse._HelpAction):
+            yield where, action
+
+
+def test_every_cli_option_has_help() -> None:
+    missing = [f"{where} {'/'.join(a.option_strings) or a.dest}" for where, a in _options(parser()) if not a.help]
+    assert missing == []

@@ -28,7 +28,7 @@ import structlog
 
 from scheduler.cache.cache import Cache, SnapshotInconsistentError
 from scheduler.cache.snapshot import Snapshot
-from scheduler.edge import EventRecorder, ScheduleObserver
+from scheduler.edge import BoundElsewhereError, EventRecorder, ScheduleObserver
 from scheduler.framework.fit_error import (
     Diagnosis,
     FitError,
@@ -434,11 +434,15 @@ class ScheduleOne:
         cycle: int, start: float,
     ) -> None:
         """handleBindingCycleError: unreserve and forget, wake the pods the assumed one kept out, and
-        report, unless the pod was deleted meanwhile (404)."""
+        report, unless the pod was deleted meanwhile (404) or another binder bound it: neither is a
+        failure of this pod, and a FailedScheduling event or PodScheduled=False would be false."""
         self._undo(fwk, state, assumed, host)
         self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)
         if st.code == Code.ERROR and getattr(st.error, "status", None) == 404:
             log.info("pod deleted before it could be bound", pod=assumed.key)
+            return
+        if isinstance(st.error, BoundElsewhereError):
+            log.info("pod bound by another binder", pod=assumed.key, node=st.error.node, chosen=host)
             return
         self.handle_scheduling_failure(fwk, qpi, st, cycle, start, message=st.message, plugins=set(),
                                        clear_nominated=True)

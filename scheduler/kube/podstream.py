@@ -57,12 +57,14 @@ class PodStream:
         field_selector: str = "",
         page_size: int = 500,
         watch_timeout: int = WATCH_TIMEOUT_S,
+        read_grace: float = READ_GRACE_S,
     ) -> None:
         self.api = api
         self.on_event = on_event
         self.field_selector = field_selector
         self.page_size = page_size
         self.watch_timeout = watch_timeout
+        self.read_grace = read_grace
         self.synced = threading.Event()
         self.events = 0
         self.relists = 0
@@ -133,7 +135,7 @@ class PodStream:
     async def _watch(self, session: aiohttp.ClientSession, rv: str) -> str:
         params = self._params(watch="1", resourceVersion=rv, allowWatchBookmarks="true",
                               timeoutSeconds=self.watch_timeout)
-        timeout = aiohttp.ClientTimeout(total=None, sock_read=self.watch_timeout + READ_GRACE_S)
+        timeout = aiohttp.ClientTimeout(total=None, sock_read=self.watch_timeout + self.read_grace)
         async with session.get(f"{self.api.host}/api/v1/pods", params=params, headers=self.api.auth_headers(),
                                timeout=timeout) as resp:
             if resp.status == 410:

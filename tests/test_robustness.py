@@ -21,7 +21,7 @@ from scheduler.kube.binder import ApiBinder
 from scheduler.kube.client import ApiError
 from scheduler.kube.podstream import PodStream
 from scheduler.kube.recorder import ApiEventSink
-from scheduler.kube.sync import reconcile
+from scheduler.kube.sync import Resyncer, reconcile
 from scheduler.model.pod import pod_from_api
 from tests.test_scheduler import Binder, Clock, make, node, pod
 
@@ -81,6 +81,24 @@ def test_a_relist_never_undoes_an_event_heard_after_it_began() -> None:
     # n1 was heard of at the same instant the list began: it may be newer than the list, keep it.
     assert reconcile(api, s, "Node") == 0
     assert s.cache.get_node("n1") is not None
+
+
+def test_kopfs_replay_of_a_kind_triggers_its_reconciliation_once_quiet() -> None:
+    clock = Clock()
+    s = make(Binder(), clock=clock)
+    s.on_node_event(ADDED, node("n1"))
+    s.on_node_event(ADDED, node("gone"))
+    clock.now += 1
+    resync = Resyncer(Lister({"/api/v1/nodes": [node("n1")]}), s, period=3600, quiet=0.2)
+    resync.start()
+    try:
+        resync.listed("Node")  # kopf replayed n1 after a 410; "gone" was not replayed
+        deadline = time.monotonic() + 5
+        while s.cache.get_node("gone") is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        resync.stop()
+    assert s.cache.get_node("gone") is None and s.cache.get_node("n1") is not None
 
 
 # ----- idempotent binding -------------------------------------------------------------------------

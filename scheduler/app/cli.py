@@ -28,7 +28,7 @@ def _run(args: argparse.Namespace) -> int:
     from scheduler.kube.podstream import PodStream, wait_synced
     from scheduler.kube.ratelimit import TokenBucket
     from scheduler.kube.recorder import ApiEventSink
-    from scheduler.kube.sync import RelistReconciler, Resyncer, initial_sync
+    from scheduler.kube.sync import Resyncer, initial_sync
     from scheduler.metrics import Metrics
     from scheduler.scheduler import Scheduler
 
@@ -94,18 +94,15 @@ def _run(args: argparse.Namespace) -> int:
         sched.start()
     resync = Resyncer(raw, sched, period=args.resync_seconds)
     resync.start()
-    reconciler = RelistReconciler(raw, sched)
-    reconciler.start()
     log.info("py-scheduler started", profiles=[p.scheduler_name for p in cfg.profiles], qps=qps, burst=burst)
     try:
         run_operator(sched, api.configuration, stop_flag=stop, watch_pods=not stream_pods,
-                     on_listed=reconciler.listed)
+                     on_listed=resync.listed)
     finally:
         stop.set()
         if elector is not None:
             elector.stop()  # stop leading (the binding gate closes), then release the Lease
         resync.stop()
-        reconciler.stop()
         if stream is not None:
             stream.stop()
         sched.stop()

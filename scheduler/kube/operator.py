@@ -70,7 +70,7 @@ def register_handlers(
 ) -> kopf.OperatorRegistry:
     """A private kopf registry wired to one Scheduler. With `watch_pods` False the pod stream is
     read by scheduler.kube.podstream.PodStream instead of kopf. `on_listed(kind)` hears of every object
-    kopf replays while (re)listing a kind (events of type None): sync.RelistReconciler's cue."""
+    kopf replays while (re)listing a kind (events of type None): sync.Resyncer's cue."""
     reg = kopf.OperatorRegistry()
 
     @kopf.on.startup(registry=reg)

@@ -2,7 +2,7 @@
 and periodic resync.
 
 kopf relists after a 410 Gone (or a broken stream) by replaying every object, without sending DELETED
-for objects that vanished meanwhile. RelistReconciler notices the replay and, once it has gone quiet,
+for objects that vanished meanwhile. Resyncer notices the replay and, once it has gone quiet,
 lists that kind again and delivers the deletions the relist implies, as client-go's informers do
 (DeltaFIFO.Replace); the periodic resync does the same for every kind as a backstop. Neither removes an
 object the cache heard of after the list began, so a racing event is never undone.
@@ -50,47 +50,21 @@ def initial_sync(
 
 
 class Resyncer:
-    """Every `period` seconds, remove cached pods and nodes that the API server no longer has."""
+    """Reconciles the cache with LISTs: a kind kopf has relisted (its replay quiet for `quiet` seconds), at
+    once; pods and nodes every `period` seconds as a backstop. Each pass delivers DELETED for what the
+    cache holds but the API server no longer has."""
 
-    def __init__(self, api: Requester, sched: Scheduler, period: float = 300.0) -> None:
-        self.api = api
-        self.sched = sched
-        self.period = period
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="resync", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.period):
-            try:
-                self.resync_once()
-            except Exception as exc:
-                log.warning("resync failed", error=str(exc))
-
-    def resync_once(self) -> int:
-        """One reconciliation pass over pods and nodes; returns how many stale objects were removed."""
-        return reconcile(self.api, self.sched, "Pod") + reconcile(self.api, self.sched, "Node")
-
-
-class RelistReconciler:
-    """After kopf has relisted a kind (its replay quiet for `quiet` seconds), list it once more and
-    deliver DELETED for what the cache holds but the API server no longer has."""
-
-    def __init__(self, api: Requester, sched: Scheduler, quiet: float = 1.0,
+    def __init__(self, api: Requester, sched: Scheduler, period: float = 300.0, quiet: float = 1.0,
                  kinds: Mapping[str, tuple[str, str, str]] = OBJECT_KINDS) -> None:
         self.api = api
         self.sched = sched
+        self.period = period
         self.quiet = quiet
         self.kinds = kinds
         self._last_listed: dict[str, float] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="relist-reconciler", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="resync", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
@@ -104,21 +78,25 @@ class RelistReconciler:
             self._last_listed[kind] = time.monotonic()
 
     def _run(self) -> None:
-        while not self._stop.wait(self.quiet / 2):
+        next_resync = time.monotonic() + self.period
+        while not self._stop.wait(min(self.quiet / 2, self.period)):
             now = time.monotonic()
             with self._lock:
                 due = [k for k, t in self._last_listed.items() if now - t >= self.quiet]
                 for k in due:
                     del self._last_listed[k]
+            if now >= next_resync:
+                next_resync = now + self.period
+                due += [k for k in ("Pod", "Node") if k not in due]
             for kind in due:
                 try:
-                    self.reconcile(kind)
+                    reconcile(self.api, self.sched, kind, self.kinds)
                 except Exception as exc:
-                    log.warning("relist reconciliation failed; the periodic resync will retry", kind=kind,
-                                error=str(exc))
+                    log.warning("resync failed; the next pass retries", kind=kind, error=str(exc))
 
-    def reconcile(self, kind: str) -> int:
-        return reconcile(self.api, self.sched, kind, self.kinds)
+    def resync_once(self) -> int:
+        """One reconciliation pass over pods and nodes; returns how many stale objects were removed."""
+        return reconcile(self.api, self.sched, "Pod") + reconcile(self.api, self.sched, "Node")
 
 
 def reconcile(api: Requester, sched: Scheduler, kind: str,

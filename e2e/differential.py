@@ -45,7 +45,7 @@ ZONE, HOSTNAME = "topology.kubernetes.io/zone", "kubernetes.io/hostname"
 ZONES = ("zone-a", "zone-b", "zone-c")
 APPS = ("web", "db", "cache")
 IMAGE = "registry.k8s.io/pause:3.10"
-WEIGHTS = {name: weight for name, weight in DEFAULT_MULTIPOINT if weight}
+WEIGHTS = {p.name: p.default_weight for p in DEFAULT_MULTIPOINT if p.default_weight}
 LOG_FLAGS = ("--v=2", "--vmodule=schedule_one=10")
 _SCORE_LINE = re.compile(r'"Plugin scored node for pod" pod="([^"]+)" plugin="([^"]+)" node="([^"]+)" score=(-?\d+)')
 

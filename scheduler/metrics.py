@@ -1,67 +1,237 @@
-"""Prometheus metrics with kube-scheduler's names, labels and buckets (pkg/scheduler/metrics)."""
+"""Prometheus metrics with kube-scheduler v1.34's names, types, labels and buckets (pkg/scheduler/metrics),
+plus py-scheduler's own under ``py_scheduler_``.
+
+The hot path stays cheap: per-node and per-plugin samples (plugin durations in the 10 % of cycles that
+are sampled, as upstream's pluginMetricsSamplePercent; queueing hint durations; plugin evaluation
+counts) are appended to a deque and folded into their metric families when Prometheus scrapes, as
+upstream's MetricAsyncRecorder flushes them off the scheduling goroutine. Gauges that mirror queue
+and cache sizes are refreshed by the scheduler's once-a-second housekeeping.
+"""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+import random
+import threading
+import time
+from bisect import bisect_left
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
+from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from scheduler.framework.runtime import Framework
+
+# Go's client exports no *_created series; neither do we (process-wide prometheus_client setting).
+disable_created_metrics()
+
+# Upstream schedule_one.go: plugin execution durations are recorded for 10 % of scheduling cycles.
+PLUGIN_METRICS_SAMPLE_PERCENT = 10
+
+# Label values (upstream metrics.go / profile_metrics.go).
+SCHEDULED, UNSCHEDULABLE, ERROR = "scheduled", "unschedulable", "error"
+BINDING = "binding"  # scheduler_goroutines{operation}
+SLI_ATTEMPTS_CAP = 15  # attempts label "15+" from there on (upstream getAttemptsLabel)
 
 
-def _exp(start: float, factor: float, count: int) -> list[float]:
+def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
+    """Prometheus ExponentialBuckets: ``count`` upper bounds from ``start``, each ``factor`` times the last."""
     return [start * factor**i for i in range(count)]
+
+
+class DeferredHistogram(Collector):
+    """A histogram whose observations are queued (one deque append) and binned at scrape time.
+
+    For samples taken where even a prometheus_client observe (a lock and a linear bucket scan) would
+    show in a benchmark; deque appends and pops are thread-safe, so any thread may record."""
+
+    def __init__(self, name: str, documentation: str, labelnames: Sequence[str], buckets: Sequence[float]) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.labelnames = list(labelnames)
+        self.bounds = list(buckets)
+        self._pending: deque[tuple[tuple[str, ...], float]] = deque()
+        self._series: dict[tuple[str, ...], list[float]] = {}  # labels -> per-bucket counts + [sum]
+        self._lock = threading.Lock()  # folding is done by one scraper at a time
+
+    def record(self, labelvalues: tuple[str, ...], value: float) -> None:
+        self._pending.append((labelvalues, value))
+
+    def sink(self) -> Callable[[tuple[Any, float]], None]:
+        """``record`` without the call: append((labelvalues, value)) directly (per-node timings)."""
+        return self._pending.append
+
+    def fold(self) -> None:
+        """Bin every queued observation (scrape time, or a test)."""
+        with self._lock:
+            pending, bounds, series = self._pending, self.bounds, self._series
+            n = len(bounds)
+            while True:
+                try:
+                    labels, value = pending.popleft()
+                except IndexError:
+                    return
+                row = series.get(labels)
+                if row is None:
+                    row = series[labels] = [0.0] * (n + 2)
+                row[bisect_left(bounds, value)] += 1  # index n is the +Inf bucket
+                row[n + 1] += value
+
+    def describe(self) -> Iterator[HistogramMetricFamily]:
+        yield HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
+
+    def collect(self) -> Iterator[HistogramMetricFamily]:
+        self.fold()
+        family = HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        n = len(self.bounds)
+        for labels, row in sorted(self._series.items()):
+            cumulative, running = [], 0.0
+            for i, bound in enumerate([*self.bounds, float("inf")]):
+                running += row[i]
+                cumulative.append((_bound(bound), running))
+            family.add_metric(list(labels), cumulative, row[n + 1])
+        yield family
+
+
+class DeferredCounter(Collector):
+    """A counter written by one thread (the scheduling thread) with plain dict arithmetic, no lock;
+    a scrape reads a copy (one C-level step under the GIL)."""
+
+    def __init__(self, name: str, documentation: str, labelnames: Sequence[str]) -> None:
+        self.name = name  # without the _total suffix, as prometheus_client's families want it
+        self.documentation = documentation
+        self.labelnames = list(labelnames)
+        self._totals: dict[tuple[str, ...], float] = {}
+
+    def add(self, labelvalues: tuple[str, ...], amount: float) -> None:
+        totals = self._totals
+        totals[labelvalues] = totals.get(labelvalues, 0.0) + amount
+
+    def value(self, labelvalues: tuple[str, ...]) -> float:
+        return self._totals.copy().get(labelvalues, 0.0)
+
+    def describe(self) -> Iterator[CounterMetricFamily]:
+        yield CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        for labels, total in sorted(self._totals.copy().items()):
+            family.add_metric(list(labels), total)
+        yield family
+
+
+def _bound(b: float) -> str:
+    return "+Inf" if b == float("inf") else repr(float(b))
+
+
+class ProfileMetrics:
+    """What the framework runtime of one profile records (the runtime's PluginMetrics hook)."""
+
+    def __init__(self, metrics: Metrics, profile: str) -> None:
+        self._m = metrics
+        self.profile = profile
+
+    def extension_point(self, point: str, status: str, seconds: float) -> None:
+        self._m.extension_point_duration.record((point, status, self.profile), seconds)
+
+    def plugin_duration(self, plugin: str, point: str, status: str, seconds: float) -> None:
+        self._m.plugin_execution_duration.record((plugin, point, status), seconds)
+
+    def duration_sink(self) -> Callable[[tuple[tuple[str, str, str], float]], None]:
+        return self._m.plugin_execution_duration.sink()
+
+    def plugin_evaluations(self, plugin: str, point: str, count: int) -> None:
+        if count:  # PreFilter/Filter/PreScore/Score run on the scheduling thread only
+            self._m.plugin_evaluation_total.add((plugin, point, self.profile), count)
+
+    def permit_wait(self, status: str, seconds: float) -> None:
+        self._m.permit_wait_duration.labels(status).observe(seconds)
 
 
 class Metrics:
     """One instance per process (or per test); all metrics live in its own registry."""
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+    def __init__(self, registry: CollectorRegistry | None = None, rng: random.Random | None = None) -> None:
         self.registry = registry or CollectorRegistry()
+        self._rng = rng or random.Random()
         r = self.registry
         self.schedule_attempts = Counter(
             "scheduler_schedule_attempts_total",
-            "Number of attempts to schedule pods, by the result.",
-            ["result", "profile"],
-            registry=r,
+            "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be "
+            "scheduled, while 'error' means an internal scheduler problem.",
+            ["result", "profile"], registry=r,
         )
-        self.attempt_duration = Histogram(
+        self.event_handling_duration = DeferredHistogram(
+            "scheduler_event_handling_duration_seconds", "Event handling latency in seconds.",
+            ["event"], exponential_buckets(0.0001, 2, 12),
+        )
+        self.attempt_duration = DeferredHistogram(
             "scheduler_scheduling_attempt_duration_seconds",
-            "Scheduling attempt latency in seconds (scheduling algorithm + binding).",
-            ["result", "profile"],
-            buckets=_exp(0.001, 2, 15),
-            registry=r,
+            "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+            ["result", "profile"], exponential_buckets(0.001, 2, 15),
         )
-        self.algorithm_duration = Histogram(
-            "scheduler_scheduling_algorithm_duration_seconds",
-            "Scheduling algorithm latency in seconds.",
-            buckets=_exp(0.001, 2, 15),
-            registry=r,
+        self.algorithm_duration = DeferredHistogram(
+            "scheduler_scheduling_algorithm_duration_seconds", "Scheduling algorithm latency in seconds",
+            [], exponential_buckets(0.001, 2, 15),
+        )
+        self.preemption_victims = Histogram(
+            "scheduler_preemption_victims", "Number of selected preemption victims",
+            buckets=exponential_buckets(1, 2, 7), registry=r,
+        )
+        self.preemption_attempts = Counter(
+            "scheduler_preemption_attempts_total", "Total preemption attempts in the cluster till now", registry=r,
         )
         self.pending_pods = Gauge(
-            "scheduler_pending_pods", "Number of pending pods, by the queue type.", ["queue"], registry=r
+            "scheduler_pending_pods",
+            "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' "
+            "means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods that "
+            "the scheduler attempted to schedule and failed; 'gated' is the number of unschedulable pods that "
+            "the scheduler never attempted to schedule because they are gated.",
+            ["queue"], registry=r,
         )
-        self.incoming_pods = Counter(
-            "scheduler_queue_incoming_pods_total",
-            "Number of pods added to scheduling queues by event and queue type.",
-            ["queue", "event"],
-            registry=r,
+        self.inflight_events = Gauge(
+            "scheduler_inflight_events", "Number of events currently tracked in the scheduling queue.",
+            ["event"], registry=r,
         )
-        self.sli_duration = Histogram(
+        self.goroutines = Gauge(
+            "scheduler_goroutines", "Number of running goroutines split by the work they do such as binding.",
+            ["operation"], registry=r,
+        )
+        self.sli_duration = DeferredHistogram(
             "scheduler_pod_scheduling_sli_duration_seconds",
-            "E2e latency for a pod being scheduled, from the time the pod enters the queue.",
-            ["attempts"],
-            buckets=_exp(0.01, 2, 20),
-            registry=r,
+            "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue and "
+            "might involve multiple scheduling attempts.",
+            ["attempts"], exponential_buckets(0.01, 2, 20),
         )
-        self.pod_attempts = Histogram(
-            "scheduler_pod_scheduling_attempts",
-            "Number of attempts to successfully schedule a pod.",
-            buckets=_exp(1, 2, 5),
-            registry=r,
+        self.pod_attempts = DeferredHistogram(
+            "scheduler_pod_scheduling_attempts", "Number of attempts to successfully schedule a pod.",
+            [], exponential_buckets(1, 2, 5),
         )
-        self.extension_point_duration = Histogram(
+        self.extension_point_duration = DeferredHistogram(
             "scheduler_framework_extension_point_duration_seconds",
             "Latency for running all plugins of a specific extension point.",
-            ["extension_point", "status", "profile"],
-            buckets=_exp(0.0001, 2, 12),
-            registry=r,
+            ["extension_point", "status", "profile"], exponential_buckets(0.0001, 2, 12),
+        )
+        self.plugin_execution_duration = DeferredHistogram(
+            "scheduler_plugin_execution_duration_seconds",
+            "Duration for running a plugin at a specific extension point.",
+            ["plugin", "extension_point", "status"], exponential_buckets(0.00001, 1.5, 20),
+        )
+        self.queueing_hint_duration = DeferredHistogram(
+            "scheduler_queueing_hint_execution_duration_seconds",
+            "Duration for running a queueing hint function of a plugin.",
+            ["plugin", "event", "hint"], exponential_buckets(0.00001, 1.5, 20),
+        )
+        self.incoming_pods = Counter(
+            "scheduler_queue_incoming_pods_total", "Number of pods added to scheduling queues by event and queue type.",
+            ["queue", "event"], registry=r,
+        )
+        self.permit_wait_duration = Histogram(
+            "scheduler_permit_wait_duration_seconds", "Duration of waiting on permit.",
+            ["result"], buckets=exponential_buckets(0.001, 2, 15), registry=r,
         )
         self.cache_size = Gauge(
             "scheduler_cache_size", "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
@@ -69,14 +239,158 @@ class Metrics:
         )
         self.unschedulable_pods = Gauge(
             "scheduler_unschedulable_pods",
-            "The number of unschedulable pods broken down by plugin name.",
-            ["plugin", "profile"],
-            registry=r,
+            "The number of unschedulable pods broken down by plugin name. A pod will increment the gauge for "
+            "all plugins that caused it to not schedule and so this metric have meaning only when broken down "
+            "by plugin.",
+            ["plugin", "profile"], registry=r,
         )
-        self.goroutines = Gauge(
-            "scheduler_goroutines", "Number of running workers split by the work they do such as binding.",
-            ["operation"], registry=r,
+        self.plugin_evaluation_total = DeferredCounter(
+            "scheduler_plugin_evaluation",
+            "Number of attempts to schedule pods by each plugin and the extension point (available only in "
+            "PreFilter, Filter, PreScore, and Score).",
+            ["plugin", "extension_point", "profile"],
         )
+        collectors: tuple[Collector, ...] = (
+            self.event_handling_duration, self.attempt_duration, self.algorithm_duration, self.sli_duration,
+            self.pod_attempts, self.extension_point_duration, self.plugin_execution_duration,
+                  self.queueing_hint_duration, self.plugin_evaluation_total)
+        for c in collectors:
+            r.register(c)
+        self._deferred = [c for c in collectors if isinstance(c, DeferredHistogram)]
+        self.scrape_errors = Counter(
+            "py_scheduler_metrics_scrape_errors_total",
+            "Scrapes of /metrics that failed (e.g. the client went away mid-response).", registry=r,
+        )
+        self._incoming: dict[tuple[str, str], Any] = {}
+        self._attempts: dict[tuple[str, str], Any] = {}
+        self._bindings = self.goroutines.labels(BINDING)
+        self._gauge_series: dict[int, set[tuple[str, ...]]] = {}
+        self._victims = 0
 
-    def observe_extension_point(self, profile: str, point: str, status: str, seconds: float) -> None:
-        self.extension_point_duration.labels(point, status, profile).observe(seconds)
+    # ----- wiring -------------------------------------------------------------------------------
+
+    def profile(self, name: str) -> ProfileMetrics:
+        return ProfileMetrics(self, name)
+
+    def sample_plugin_metrics(self) -> bool:
+        """Whether this scheduling cycle records per-plugin durations (upstream: rand.Intn(100) < 10)."""
+        return self._rng.random() * 100 < PLUGIN_METRICS_SAMPLE_PERCENT
+
+    def instrument_event_handlers(self, sched: Any) -> None:
+        """Time the scheduler's event handlers (scheduler_event_handling_duration_seconds): the pod,
+        node and object handlers on ``sched`` are replaced by timed wrappers, so every caller (watches,
+        resync, simulate) is measured without touching the handlers themselves."""
+        sched.on_pod_event = self._timed(sched.on_pod_event, pod_event_label)
+        sched.on_node_event = self._timed(sched.on_node_event, lambda t, obj: f"Node{_ACTION[t]}")
+        on_object = sched.on_object_event
+
+        def on_object_event(kind: str, type_: str, obj: Any) -> None:
+            start = time.perf_counter()
+            try:
+                on_object(kind, type_, obj)
+            finally:
+                self.event_handled(f"{kind}{_ACTION.get(type_, type_)}", time.perf_counter() - start)
+
+        sched.on_object_event = on_object_event
+
+    def _timed(
+        self, handler: Callable[[str, Any], None], label: Callable[[str, Any], str]
+    ) -> Callable[[str, Any], None]:
+        def timed(type_: str, obj: Any) -> None:
+            start = time.perf_counter()
+            try:
+                handler(type_, obj)
+            finally:
+                self.event_handled(label(type_, obj), time.perf_counter() - start)
+
+        return timed
+
+    # ----- recording ----------------------------------------------------------------------------
+
+    def event_handled(self, event: str, seconds: float) -> None:
+        self.event_handling_duration.record((event,), seconds)
+
+    def pod_incoming(self, queue: str, event: str) -> None:
+        """The queue's callback: one pod entered ``queue`` because of ``event``."""
+        child = self._incoming.get((queue, event))
+        if child is None:
+            child = self._incoming[(queue, event)] = self.incoming_pods.labels(queue, event)
+        child.inc()
+
+    def pre_enqueue_ran(self, profile: str, status: str, seconds: float) -> None:
+        """The queue's PreEnqueue callback (upstream times it in runPreEnqueuePlugins)."""
+        self.extension_point_duration.record(("PreEnqueue", status, profile), seconds)
+
+    def hint_executed(self, plugin: str, event: str, hint: str, seconds: float) -> None:
+        self.queueing_hint_duration.record((plugin, event, hint), seconds)
+
+    def algorithm_done(self, seconds: float) -> None:
+        self.algorithm_duration.record((), seconds)
+
+    def attempt_failed(self, profile: str, unschedulable: bool, seconds: float) -> None:
+        self._attempt(UNSCHEDULABLE if unschedulable else ERROR, profile, seconds)
+
+    def pod_scheduled(self, profile: str, seconds: float, attempts: int, since_first_attempt: float | None) -> None:
+        self._attempt(SCHEDULED, profile, seconds)
+        self.pod_attempts.record((), attempts)
+        if since_first_attempt is not None:
+            label = str(attempts) if attempts < SLI_ATTEMPTS_CAP else f"{SLI_ATTEMPTS_CAP}+"
+            self.sli_duration.record((label,), since_first_attempt)
+
+    def _attempt(self, result: str, profile: str, seconds: float) -> None:
+        child = self._attempts.get((result, profile))
+        if child is None:
+            child = self._attempts[(result, profile)] = self.schedule_attempts.labels(result, profile)
+        child.inc()
+        self.attempt_duration.record((result, profile), seconds)
+
+    def victim_selected(self) -> None:
+        """The preemption handle is evicting one victim of the chosen candidate (scheduling thread)."""
+        self._victims += 1
+
+    def preemption_ran(self, fwk: Framework) -> None:
+        """PostFilter ran for an unschedulable pod: DefaultPreemption counts an attempt; the victims
+        evicted for it are observed when there were any (upstream: in prepareCandidate)."""
+        if "DefaultPreemption" in fwk.list_plugins().get("postFilter", ()):
+            self.preemption_attempts.inc()
+        if self._victims:
+            self.preemption_victims.observe(self._victims)
+        self._victims = 0
+
+    def binding_started(self) -> None:
+        self._bindings.inc()
+
+    def binding_finished(self) -> None:
+        self._bindings.dec()
+
+    def refresh(self, cache: Any, queue: Any) -> None:
+        """Gauges that mirror the cache and the queue, and the queued samples binned so they never pile
+        up when nobody scrapes (housekeeping, once a second)."""
+        for deferred in self._deferred:
+            deferred.fold()
+        self.cache_size.labels("nodes").set(cache.node_count())
+        self.cache_size.labels("pods").set(cache.pod_count())
+        self.cache_size.labels("assumed_pods").set(cache.assumed_count())
+        for queue_name, n in queue.lengths().items():
+            self.pending_pods.labels(queue_name).set(n)
+        self._set_all(self.inflight_events, {(e,): n for e, n in queue.in_flight_counts().items()})
+        self._set_all(self.unschedulable_pods, queue.unschedulable_by_plugin())
+
+    def _set_all(self, gauge: Gauge, values: dict[tuple[str, ...], int]) -> None:
+        """Set every series of ``gauge``; series seen before but absent now go to 0 (upstream decrements)."""
+        seen = self._gauge_series.setdefault(id(gauge), set())
+        for labels in seen - values.keys():
+            gauge.labels(*labels).set(0)
+        for labels, n in values.items():
+            gauge.labels(*labels).set(n)
+        seen |= values.keys()
+
+
+_ACTION = {"ADDED": "Add", "MODIFIED": "Update", "DELETED": "Delete"}
+
+
+def pod_event_label(type_: str, obj: Any) -> str:
+    """Upstream's handler labels: AssignedPod* for pods with a node, UnschedulablePod* for the others."""
+    spec = obj.get("spec") or {} if isinstance(obj, dict) else {}
+    kind = "AssignedPod" if spec.get("nodeName") else "UnschedulablePod"
+    return f"{kind}{_ACTION.get(type_, type_)}"

@@ -16,6 +16,7 @@ feasible one, in rotation order.
 
 from __future__ import annotations
 
+import itertools
 import random
 import threading
 import time
@@ -235,6 +236,7 @@ class SchedulingAlgorithm:
         if not fwk.has_filter_plugins():
             return [nodes[(start + i) % n] for i in range(min(k, n))], None
         began = time.perf_counter()
+        rejected_before = len(diagnosis.node_to_status.statuses)
         feasible: list[NodeInfo] = []
         failure: Status | None = None
         # Nodes without nominated pods need one plain filter pass; find them once per cycle.
@@ -258,6 +260,9 @@ class SchedulingAlgorithm:
                 diagnosis.node_to_status.statuses[node_info.name] = status
                 diagnosis.add_plugin_status(status)
         fwk.observe("Filter", failure, time.perf_counter() - began)
+        rejected = itertools.islice(diagnosis.node_to_status.statuses.values(), rejected_before, None)
+        fwk.count_filter_evaluations(state, len(feasible) + len(diagnosis.node_to_status.statuses) - rejected_before,
+                                     rejected)
         return feasible, failure
 
     def prioritize_nodes(
@@ -348,6 +353,7 @@ class ScheduleOne:
         pod = qpi.pod
         start = self.clock()
         state = CycleState()
+        state.record_plugin_metrics = self.metrics is not None and self.metrics.sample_plugin_metrics()
         try:
             self.cache.update_snapshot(self.snapshot)
         except SnapshotInconsistentError as exc:
@@ -364,7 +370,7 @@ class ScheduleOne:
             self._schedule_error(fwk, state, qpi, exc, cycle, start)
             return
         if self.metrics is not None:
-            self.metrics.algorithm_duration.observe(self.clock() - start)
+            self.metrics.algorithm_done(self.clock() - start)
         host = result.suggested_host
         assumed = pod.with_node(host)
         self.queue.nominator.delete_nominated_pod_if_exists(pod)
@@ -394,12 +400,16 @@ class ScheduleOne:
             self._bind_pool.submit(self._binding_cycle_guarded, fwk, state, qpi, assumed, host, cycle, start)
 
     def _binding_cycle_guarded(self, *args: Any) -> None:
+        if self.metrics is not None:
+            self.metrics.binding_started()
         try:
             self.binding_cycle(*args)
         except Exception:
             log.exception("binding cycle crashed")
         finally:
             self._bind_slots.release()
+            if self.metrics is not None:
+                self.metrics.binding_finished()
 
     def binding_cycle(
         self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, assumed: Pod, host: str, cycle: int,
@@ -418,13 +428,11 @@ class ScheduleOne:
         self.cache.finish_binding(assumed)
         elapsed = self.clock() - start
         if self.metrics is not None:
-            self.metrics.schedule_attempts.labels("scheduled", fwk.profile_name).inc()
-            self.metrics.attempt_duration.labels("scheduled", fwk.profile_name).observe(elapsed)
-            self.metrics.pod_attempts.observe(qpi.attempts)
-            if qpi.initial_attempt_timestamp is not None:
-                attempts = str(qpi.attempts) if qpi.attempts < 15 else "15+"
-                self.metrics.sli_duration.labels(attempts).observe(self.clock() - qpi.initial_attempt_timestamp)
-        log.info("bound", pod=assumed.key, node=host, latency_ms=round(elapsed * 1000, 1))
+            first = qpi.initial_attempt_timestamp
+            self.metrics.pod_scheduled(fwk.profile_name, elapsed, qpi.attempts,
+                                       None if first is None else self.clock() - first)
+        log.info("bound", pod=assumed.key, node=host, profile=fwk.profile_name, cycle=cycle,
+                 attempts=qpi.attempts, latency_ms=round(elapsed * 1000, 1))
         self.recorder.event(assumed, "Normal", "Scheduled", "Binding",
                             f"Successfully assigned {assumed.key} to {host}", fwk.profile_name)
         fwk.run_post_bind_plugins(state, assumed, host)
@@ -439,7 +447,8 @@ class ScheduleOne:
         self._undo(fwk, state, assumed, host)
         self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)
         if st.code == Code.ERROR and getattr(st.error, "status", None) == 404:
-            log.info("pod deleted before it could be bound", pod=assumed.key)
+            log.info("pod deleted before it could be bound", pod=assumed.key, node=host, profile=fwk.profile_name,
+                     cycle=cycle)
             return
         if isinstance(st.error, BoundElsewhereError):
             log.info("pod bound by another binder", pod=assumed.key, node=st.error.node, chosen=host)
@@ -462,6 +471,8 @@ class ScheduleOne:
         if not isinstance(exc, FitError | NoNodesAvailableError | FrameworkError):
             log.exception("scheduling algorithm failed", pod=qpi.pod.key)
         failure = handle_schedule_error(fwk, state, qpi.pod, exc)
+        if self.metrics is not None and isinstance(exc, FitError) and fwk.has_post_filter_plugins():
+            self.metrics.preemption_ran(fwk)
         latest = self._pending.get(qpi.pod.uid)
         if failure.nominated_node_name is not None and latest is not None:
             # Set (preemption) or clear ("") the nomination now, not when the status patch comes back.
@@ -498,9 +509,7 @@ class ScheduleOne:
         rejected = st.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING)
         reason = "Unschedulable" if rejected else "SchedulerError"
         if self.metrics is not None:
-            result = "unschedulable" if rejected else "error"
-            self.metrics.schedule_attempts.labels(result, fwk.profile_name).inc()
-            self.metrics.attempt_duration.labels(result, fwk.profile_name).observe(self.clock() - start)
+            self.metrics.attempt_failed(fwk.profile_name, rejected, self.clock() - start)
         latest = self._pending.get(pod.uid)
         if latest is None or latest.node_name:
             self.queue.done(pod.uid)
@@ -509,6 +518,18 @@ class ScheduleOne:
         qpi.unschedulable_plugins = set(plugins)
         qpi.pending_plugins = set(pending_plugins or ())
         self.queue.add_unschedulable_if_not_present(qpi, cycle)
-        log.info("unschedulable" if rejected else "scheduling error", pod=pod.key, message=message)
+        log_attempt_failure(pod.key, fwk.profile_name, cycle, qpi.attempts, rejected, message)
         self.recorder.event(latest, "Warning", "FailedScheduling", "Scheduling", message, fwk.profile_name)
         self.recorder.pod_condition(latest, reason, message, "" if clear_nominated else nominated)
+
+
+def log_attempt_failure(pod: str, profile: str, cycle: int, attempts: int, rejected: bool, message: str) -> None:
+    """One line per failed attempt: errors at warning, a pod's first unschedulable verdict at info,
+    its retries (the same pod failing again after a requeue) at debug, so a stuck pod does not flood."""
+    fields = {"pod": pod, "node": None, "profile": profile, "cycle": cycle, "attempts": attempts, "message": message}
+    if not rejected:
+        log.warning("scheduling error", **fields)
+    elif attempts <= 1:
+        log.info("unschedulable", **fields)
+    else:
+        log.debug("unschedulable", **fields)

@@ -61,7 +61,7 @@ class _Handle:
     def parallelism(self) -> int:
         return self._s.config.parallelism
 
-    # preemption (PreemptionHandle)
+    # preemption (ClusterHandle)
 
     def rng(self) -> random.Random:
         return self._s.rng
@@ -70,6 +70,8 @@ class _Handle:
         return self._s._pending.get(pod.uid)
 
     def preempt(self, victim: Pod, preemptor: Pod, node_name: str, plugin: str) -> Status | None:
+        if self._s.metrics is not None:
+            self._s.metrics.victim_selected()
         return self._s.preempt_victim(victim, preemptor, node_name, plugin)
 
     def clear_nominated_node(self, pod: Pod) -> Status | None:
@@ -119,8 +121,9 @@ class Scheduler(EventHandlers, ScheduleOne):
         self.handle = _Handle(self)
         self.frameworks: dict[str, Framework] = {}
         for p in config.profiles:
-            hook = self._metrics_hook(p.scheduler_name)
-            fwk = Framework(p, registry, self.handle, metrics=hook)
+            prof = metrics.profile(p.scheduler_name) if metrics is not None else None
+            hook = prof.extension_point if prof is not None else None
+            fwk = Framework(p, registry, self.handle, metrics=hook, plugin_metrics=prof)
             fwk.record_scores = observer is not None
             self.frameworks[p.scheduler_name] = fwk
         first = next(iter(self.frameworks.values()))
@@ -134,6 +137,9 @@ class Scheduler(EventHandlers, ScheduleOne):
             pod_max_backoff=config.pod_max_backoff_seconds,
             pod_max_in_unschedulable=config.pod_max_in_unschedulable_pods_seconds,
             clock=clock,
+            metrics=metrics.pod_incoming if metrics is not None else None,
+            hint_metrics=metrics.hint_executed if metrics is not None else None,
+            pre_enqueue_metrics=metrics.pre_enqueue_ran if metrics is not None else None,
         )
         self.algorithm = SchedulingAlgorithm(
             percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
@@ -147,12 +153,8 @@ class Scheduler(EventHandlers, ScheduleOne):
         self._bind_slots = threading.BoundedSemaphore(bind_workers * 4)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-
-    def _metrics_hook(self, profile: str) -> Callable[[str, str, float], None] | None:
-        m = self.metrics
-        if m is None:
-            return None
-        return lambda point, status, seconds: m.observe_extension_point(profile, point, status, seconds)
+        if metrics is not None:
+            metrics.instrument_event_handlers(self)
 
     # ----- Run -----
 
@@ -188,11 +190,7 @@ class Scheduler(EventHandlers, ScheduleOne):
             for pod in self.cache.cleanup_expired_assumed():
                 log.warning("assumed pod expired before its binding was confirmed", pod=pod.key)
         if self.metrics is not None:
-            self.metrics.cache_size.labels("nodes").set(self.cache.node_count())
-            self.metrics.cache_size.labels("pods").set(self.cache.pod_count())
-            self.metrics.cache_size.labels("assumed_pods").set(self.cache.assumed_count())
-            for queue_name, n in self.queue.lengths().items():
-                self.metrics.pending_pods.labels(queue_name).set(n)
+            self.metrics.refresh(self.cache, self.queue)
 
     # ----- the handle's API edge -----
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -247,3 +248,23 @@ def test_dockerfile_is_multi_stage_non_root_and_ships_only_the_venv() -> None:
     ignore = [ln.strip() for ln in (ROOT / ".dockerignore").read_text().splitlines() if ln.strip()[:1] not in ("", "#")]
     assert ignore[0] == "*", ".dockerignore starts from nothing (no .venv, .git, .cluster in the context)"
     assert {"!pyproject.toml", "!README.md", "!scheduler"} <= set(ignore)
+
+
+def test_service_monitor_component_is_optional_and_scrapes_the_metrics_service(docs: list[dict[str, Any]]) -> None:
+    assert not select(docs, "ServiceMonitor"), "the ServiceMonitor must stay out of the default kustomization"
+    kubectl = build_binaries(build=False) / "kubectl"
+    with tempfile.TemporaryDirectory(dir=ROOT, prefix=".overlay-") as overlay:  # kustomize wants relative paths
+        (Path(overlay) / "kustomization.yaml").write_text(yaml.safe_dump({
+            "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+            "resources": ["../manifests"], "components": ["../manifests/monitoring"],
+        }))
+        out = subprocess.run([str(kubectl), "kustomize", overlay], check=True, capture_output=True, text=True).stdout
+    rendered = [d for d in yaml.safe_load_all(out) if d]
+    monitor = one(rendered, "ServiceMonitor", "py-scheduler")
+    service = one(rendered, "Service", "py-scheduler-metrics")
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    assert selector.items() <= service["metadata"]["labels"].items()
+    assert monitor["spec"]["namespaceSelector"]["matchNames"] == [service["metadata"]["namespace"]]
+    ports = {p["name"] for p in service["spec"]["ports"]}
+    assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["http-metrics"] and "http-metrics" in ports
+    assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"

@@ -41,8 +41,6 @@ def _run(args: argparse.Namespace) -> int:
         cfg.leader_election.leader_elect = args.leader_elect
     elif not args.config:
         cfg.leader_election.leader_elect = False  # no config file: one process (dev, tests), no Lease
-    for name in cfg.unavailable_default_plugins:
-        log.warning("default plugin not available in py-scheduler; skipped", plugin=name)
     kubeconfig = args.kubeconfig or cfg.client_connection.kubeconfig or os.environ.get("KUBECONFIG") or None
     api = load_api_client(kubeconfig)
     qps = args.qps if args.qps is not None else cfg.client_connection.qps
@@ -51,7 +49,9 @@ def _run(args: argparse.Namespace) -> int:
     writer = ApiWriter(raw, TokenBucket(qps, burst))
     metrics = Metrics()
     synced = threading.Event()
-    health = HealthServer(args.metrics_port, registry=metrics.registry) if args.metrics_port else None
+    health = None
+    if args.metrics_port:
+        health = HealthServer(args.metrics_port, registry=metrics.registry, on_scrape_error=metrics.scrape_errors.inc)
     if health is not None:  # /metrics, /healthz and /readyz on one port
         health.add_readiness_check("caches-synced", event_check(synced, "initial list not finished"))
         health.start()
@@ -137,7 +137,9 @@ def parser() -> argparse.ArgumentParser:
                    version=f"%(prog)s {version()} (decides as kube-scheduler {KUBE_SCHEDULER_TARGET})")
     p.add_argument("--log-level", default=os.environ.get("PY_SCHEDULER_LOG_LEVEL", "INFO"),
                    choices=["DEBUG", "INFO", "WARNING", "ERROR"], type=str.upper,
-                   help="log threshold (default INFO, or $PY_SCHEDULER_LOG_LEVEL)")
+                   help="log threshold (default INFO, or $PY_SCHEDULER_LOG_LEVEL). One JSON line per scheduling "
+                        "attempt with pod, node, profile, cycle, attempts (and message): bindings and a pod's "
+                        "first unschedulable verdict at INFO, its retries at DEBUG, errors at WARNING")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run the scheduler against a cluster")
     r.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: $KUBECONFIG, else in-cluster)")

@@ -7,7 +7,9 @@ plain HTTP (the pod network is the trust boundary; no TokenReview/SubjectAccessR
 * ``/healthz`` (alias ``/livez``): the process answers and every liveness check passes (e.g. the
   leader keeps renewing). Answers from process start, before the initial list.
 * ``/readyz``: every readiness check passes (caches synced, leader election leading or standing by).
-* ``/metrics``: the Prometheus registry given, if any.
+* ``/metrics``: the Prometheus registry given, if any. A collector that fails answers 500 and a client
+  that goes away mid-response is dropped; either counts in ``on_scrape_error`` and the server (and
+  the scheduler) carry on.
 
 Responses follow the API server's convention: 200 ``ok``, or 500 with one ``[-]name failed: reason``
 line per failing check; ``?verbose`` lists every check with ``[+]``/``[-]``.
@@ -15,6 +17,7 @@ line per failing check; ``?verbose`` lists every check with ``[+]``/``[-]``.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -38,8 +41,12 @@ def event_check(event: threading.Event, reason: str) -> Check:
 class HealthServer:
     """/healthz, /readyz and /metrics over HTTP on a daemon thread."""
 
-    def __init__(self, port: int, addr: str = "0.0.0.0", registry: CollectorRegistry | None = None) -> None:
+    def __init__(
+        self, port: int, addr: str = "0.0.0.0", registry: CollectorRegistry | None = None,
+        on_scrape_error: Callable[[], None] | None = None,
+    ) -> None:
         self._addr = addr
+        self._on_scrape_error = on_scrape_error
         self._requested_port = port
         self._registry = registry
         self._checks: dict[str, dict[str, Check]] = {"/healthz": {}, "/readyz": {}}
@@ -61,7 +68,14 @@ class HealthServer:
 
     def start(self) -> int:
         """Bind and serve on a daemon thread; returns the port."""
-        server = ThreadingHTTPServer((self._addr, self._requested_port), self._handler_class())
+        outer = self
+
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                """A client that resets while its request is read: counted, never a traceback on stderr."""
+                outer._scrape_failed("request failed", sys.exc_info()[1] or Exception("unknown"))
+
+        server = Server((self._addr, self._requested_port), self._handler_class())
         server.daemon_threads = True
         self._server = server
         self._thread = threading.Thread(target=server.serve_forever, name="health-http", daemon=True)
@@ -73,6 +87,11 @@ class HealthServer:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
+
+    def _scrape_failed(self, what: str, exc: BaseException) -> None:
+        log.debug("metrics scrape failed", reason=what, error=str(exc))
+        if self._on_scrape_error is not None:
+            self._on_scrape_error()
 
     def evaluate(self, path: str) -> tuple[bool, list[tuple[str, str | None]]]:
         """Run the checks of ``/healthz`` or ``/readyz``: (all passed, [(name, reason or None)])."""
@@ -93,7 +112,7 @@ class HealthServer:
                 url = urlsplit(self.path)
                 path = "/healthz" if url.path == "/livez" else url.path
                 if path == "/metrics" and outer._registry is not None:
-                    self._reply(200, generate_latest(outer._registry), CONTENT_TYPE_LATEST)
+                    self._metrics(outer._registry)
                     return
                 if path not in outer._checks:
                     self._reply(404, b"not found\n", "text/plain; charset=utf-8")
@@ -111,13 +130,27 @@ class HealthServer:
                     lines.append(f"{path[1:]} check passed" if verbose else "ok")
                 self._reply(200 if ok else 500, ("\n".join(lines) + "\n").encode(), "text/plain; charset=utf-8")
 
+            def _metrics(self, registry: CollectorRegistry) -> None:
+                try:
+                    body = generate_latest(registry)
+                except Exception as exc:  # e.g. a collector reading state that is being torn down
+                    outer._scrape_failed("collecting metrics failed", exc)
+                    self._reply(500, f"collecting metrics failed: {exc}\n".encode(), "text/plain; charset=utf-8")
+                    return
+                self._reply(200, body, CONTENT_TYPE_LATEST)
+
             def _reply(self, code: int, body: bytes, content_type: str) -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.send_header("Cache-Control", "no-store")
-                self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.send_response(code)
+                    self.send_header("Content-Type", content_type)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.send_header("Cache-Control", "no-store")
+                    self.end_headers()
+                    self.wfile.write(body)
+                    self.wfile.flush()
+                except OSError as exc:  # the client hung up (broken pipe, reset): nothing to answer
+                    self.close_connection = True
+                    outer._scrape_failed("client went away", exc)
 
             def log_message(self, format: str, *args: Any) -> None:
                 return  # probes every few seconds would flood the log

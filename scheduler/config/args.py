@@ -1,10 +1,11 @@
-"""Defaulting and validation of plugin args (``pluginConfig[].args``) for the args types we know.
+"""Decoding, defaulting and validation of plugin args (``pluginConfig[].args``) into the typed Args.
 
 Mirrors upstream's v1 defaulting (``SetDefaults_<Kind>``) and ``validation_pluginargs.go``: user keys
 override defaults key by key; a few nested defaults are applied as upstream does (scoring resources,
 resource weight 0 -> 1, defaultingType "" -> System). Decoding is strict as upstream's: an unknown key or
-a value of the wrong type is an error naming the field. Plugins without a known args type (third-party
-plugins, args-less in-tree plugins) get their args passed through unchanged.
+a value of the wrong type is an error naming the field. The result is the plugin's Args dataclass
+(``types_pluginargs``); plugins without an args type (third-party plugins, args-less in-tree plugins)
+get their args mapping passed through unchanged.
 
 Errors go into an :class:`ErrorList` so every problem in a file is reported at once.
 """
@@ -12,19 +13,39 @@ Errors go into an :class:`ErrorList` so every problem in a file is reported at o
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
-from scheduler.config.defaults import ARGS_KIND, DEFAULT_ARGS
 from scheduler.config.errors import ErrorList
+from scheduler.config.types_pluginargs import (
+    DEFAULT_RESOURCES,
+    LIST_DEFAULTING,
+    MAX_CUSTOM_PRIORITY_SCORE,
+    SCORING_STRATEGY_TYPES,
+    SYSTEM_DEFAULTING,
+    DefaultPreemptionArgs,
+    InterPodAffinityArgs,
+    NodeAffinityArgs,
+    NodeResourcesBalancedAllocationArgs,
+    NodeResourcesFitArgs,
+    PluginArgs,
+    PodTopologySpreadArgs,
+    RequestedToCapacityRatioParam,
+    ResourceSpec,
+    ScoringStrategy,
+    SelectorSpreadArgs,
+    ServiceAffinityArgs,
+    ServiceAntiAffinityArgs,
+    UtilizationShapePoint,
+    VolumeBindingArgs,
+)
 from scheduler.model.errors import InvalidObjectError
 from scheduler.model.labels import NODE_OPS, parse_requirement
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 
-SCORING_STRATEGY_TYPES = ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio")
-MAX_CUSTOM_PRIORITY_SCORE = 10  # upstream config.MaxCustomPriorityScore (shape scores)
 
 _NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -139,27 +160,42 @@ def want_str_list(v: Any, path: str, errs: ErrorList) -> list[str] | None:
     return out
 
 
-# --- per-kind validators. Each receives the already merged args dict and returns the final one. --------------
+# --- per-kind decoders. Each receives the user's keys (null ones dropped) and returns the typed Args. -------------
+
+A = TypeVar("A")
 
 
-def _default_preemption(a: dict[str, Any], path: str, errs: ErrorList) -> dict[str, Any]:
-    pct = want_int(a.get("minCandidateNodesPercentage"), f"{path}.minCandidateNodesPercentage", errs)
-    absolute = want_int(a.get("minCandidateNodesAbsolute"), f"{path}.minCandidateNodesAbsolute", errs)
-    if pct is not None and not 0 <= pct <= 100:
+def _int_field(a: Mapping[str, Any], key: str, default: int, path: str, errs: ErrorList) -> int:
+    """``a[key]`` as an int (absent: ``default``); a wrong type is recorded and gives the default."""
+    if key not in a:
+        return default
+    v = want_int(a[key], f"{path}.{key}", errs)
+    return default if v is None else v
+
+
+def _default_preemption(a: Mapping[str, Any], path: str, errs: ErrorList) -> DefaultPreemptionArgs:
+    d = DefaultPreemptionArgs()
+    pct = _int_field(a, "minCandidateNodesPercentage", d.min_candidate_nodes_percentage, path, errs)
+    absolute = _int_field(a, "minCandidateNodesAbsolute", d.min_candidate_nodes_absolute, path, errs)
+    if not 0 <= pct <= 100:
         errs.add(f"{path}.minCandidateNodesPercentage", f"invalid value {pct}: not in valid range [0, 100]")
-    if absolute is not None and absolute < 0:
+    if absolute < 0:
         errs.add(f"{path}.minCandidateNodesAbsolute", f"invalid value {absolute}: not in valid range [0, inf)")
     if pct == 0 and absolute == 0:
         errs.add(f"{path}.minCandidateNodesPercentage", "cannot be zero at the same time as minCandidateNodesAbsolute")
-    return a
+    return DefaultPreemptionArgs(pct, absolute)
 
 
-def _inter_pod_affinity(a: dict[str, Any], path: str, errs: ErrorList) -> dict[str, Any]:
-    w = want_int(a.get("hardPodAffinityWeight"), f"{path}.hardPodAffinityWeight", errs)
-    if w is not None and not 0 <= w <= 100:
+def _inter_pod_affinity(a: Mapping[str, Any], path: str, errs: ErrorList) -> InterPodAffinityArgs:
+    d = InterPodAffinityArgs()
+    w = _int_field(a, "hardPodAffinityWeight", d.hard_pod_affinity_weight, path, errs)
+    if not 0 <= w <= 100:
         errs.add(f"{path}.hardPodAffinityWeight", f"invalid value {w}: not in valid range [0, 100]")
-    want_bool(a.get("ignorePreferredTermsOfExistingPods"), f"{path}.ignorePreferredTermsOfExistingPods", errs)
-    return a
+    ignore = d.ignore_preferred_terms_of_existing_pods
+    if "ignorePreferredTermsOfExistingPods" in a:
+        b = want_bool(a["ignorePreferredTermsOfExistingPods"], f"{path}.ignorePreferredTermsOfExistingPods", errs)
+        ignore = ignore if b is None else b
+    return InterPodAffinityArgs(w, ignore)
 
 
 def _node_selector_term(term: Any, path: str, errs: ErrorList) -> None:
@@ -193,14 +229,14 @@ def _node_selector_term(term: Any, path: str, errs: ErrorList) -> None:
             errs.add(f"{p}.values", "must have exactly one value")
 
 
-def _node_affinity(a: dict[str, Any], path: str, errs: ErrorList) -> dict[str, Any]:
+def _node_affinity(a: Mapping[str, Any], path: str, errs: ErrorList) -> NodeAffinityArgs:
     added = a.get("addedAffinity")
     if added is None:
-        return a
+        return NodeAffinityArgs()
     p = f"{path}.addedAffinity"
     m = want_map(added, p, errs)
     if m is None:
-        return a
+        return NodeAffinityArgs()
     req_key, pref_key = (
         "requiredDuringSchedulingIgnoredDuringExecution",
         "preferredDuringSchedulingIgnoredDuringExecution",
@@ -224,19 +260,17 @@ def _node_affinity(a: dict[str, Any], path: str, errs: ErrorList) -> dict[str, A
         if w is not None and not 1 <= w <= 100:
             errs.add(f"{pp}.weight", f"invalid value {w}: must be in the range 1-100")
         _node_selector_term(pm.get("preference"), f"{pp}.preference", errs)
-    return a
+    return NodeAffinityArgs(copy.deepcopy(dict(m)))
 
 
-def _resources(
-    value: Any, path: str, errs: ErrorList, *, default_when_empty: bool, exactly_one: bool
-) -> list[dict[str, Any]]:
-    """ResourceSpec lists: empty -> cpu:1,memory:1 (when the kind defaults it); weight 0/absent -> 1."""
+def _resources(value: Any, path: str, errs: ErrorList, *, exactly_one: bool) -> tuple[ResourceSpec, ...]:
+    """ResourceSpec lists: empty -> cpu:1,memory:1; weight 0/absent -> 1."""
     items = want_list(value, path, errs)
     if items is None:
-        return []
-    if not items and default_when_empty:
-        return copy.deepcopy(DEFAULT_ARGS["NodeResourcesBalancedAllocationArgs"]["resources"])
-    out: list[dict[str, Any]] = []
+        return ()
+    if not items:
+        return DEFAULT_RESOURCES
+    out: list[ResourceSpec] = []
     seen: set[str] = set()
     for i, item in enumerate(items):
         p = f"{path}[{i}]"
@@ -258,18 +292,18 @@ def _resources(
         elif not 0 < weight <= 100:
             errs.add(f"{p}.weight", f"invalid value {weight}: resource weight of {name} not in valid range (0, 100]")
         seen.add(name)
-        out.append({"name": name, "weight": weight})
-    return out
+        out.append(ResourceSpec(name, weight))
+    return tuple(out)
 
 
-def _shape(value: Any, path: str, errs: ErrorList) -> list[dict[str, int]]:
+def _shape(value: Any, path: str, errs: ErrorList) -> tuple[UtilizationShapePoint, ...]:
     items = want_list(value, path, errs)
     if items is None:
-        return []
+        return ()
     if not items:
         errs.add(path, "required: at least one point must be specified")
-        return []
-    out: list[dict[str, int]] = []
+        return ()
+    out: list[UtilizationShapePoint] = []
     for i, item in enumerate(items):
         p = f"{path}[{i}]"
         pt = want_map(item, p, errs)
@@ -284,15 +318,41 @@ def _shape(value: Any, path: str, errs: ErrorList) -> list[dict[str, int]]:
             errs.add(f"{p}.utilization", f"invalid value {u}: not in valid range [0, 100]")
         if not 0 <= s <= MAX_CUSTOM_PRIORITY_SCORE:
             errs.add(f"{p}.score", f"invalid value {s}: not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]")
-        out.append({"utilization": u, "score": s})
+        out.append(UtilizationShapePoint(u, s))
     for i in range(1, len(out)):
-        if out[i - 1]["utilization"] >= out[i]["utilization"]:
+        if out[i - 1].utilization >= out[i].utilization:
             errs.add(f"{path}[{i}].utilization", "values must be sorted in increasing order")
             break
-    return out
+    return tuple(out)
 
 
-def _node_resources_fit(a: dict[str, Any], path: str, errs: ErrorList) -> dict[str, Any]:
+def _scoring_strategy(raw: Any, sp: str, errs: ErrorList) -> ScoringStrategy:
+    ss = want_map(raw, sp, errs)
+    if ss is None:
+        return ScoringStrategy()
+    check_keys(ss, {"type", "resources", "requestedToCapacityRatio"}, sp, errs)
+    typ = ss.get("type", "")
+    if typ not in SCORING_STRATEGY_TYPES:
+        errs.add(f"{sp}.type", f"unsupported value {typ!r}: supported values: {', '.join(SCORING_STRATEGY_TYPES)}")
+    resources = _resources(ss.get("resources"), f"{sp}.resources", errs, exactly_one=False)
+    rtcr = ss.get("requestedToCapacityRatio")
+    param: RequestedToCapacityRatioParam | None = None
+    rp = f"{sp}.requestedToCapacityRatio"
+    if typ == "RequestedToCapacityRatio":
+        if rtcr is None:
+            errs.add(rp, "required: must be specified when type is RequestedToCapacityRatio")
+        else:
+            r = want_map(rtcr, rp, errs)
+            if r is not None:
+                check_keys(r, {"shape"}, rp, errs)
+                param = RequestedToCapacityRatioParam(_shape(r.get("shape"), f"{rp}.shape", errs))
+    elif rtcr is not None:
+        errs.add(rp, "forbidden: must be nil when type is not RequestedToCapacityRatio")
+    return ScoringStrategy(str(typ), resources, param)
+
+
+def _node_resources_fit(a: Mapping[str, Any], path: str, errs: ErrorList) -> NodeResourcesFitArgs:
+    lists: dict[str, tuple[str, ...]] = {}
     for key, no_slash in (("ignoredResources", False), ("ignoredResourceGroups", True)):
         names = want_str_list(a.get(key), f"{path}.{key}", errs)
         for i, n in enumerate(names or []):
@@ -300,47 +360,15 @@ def _node_resources_fit(a: dict[str, Any], path: str, errs: ErrorList) -> dict[s
                 errs.add(f"{path}.{key}[{i}]", f"invalid value {n!r}: resource group name can't contain '/'")
             elif (problem := qualified_name_problem(n)) is not None:
                 errs.add(f"{path}.{key}[{i}]", f"invalid value {n!r}: {problem}")
-        a[key] = names or []
-    sp = f"{path}.scoringStrategy"
+        lists[key] = tuple(names or ())
     raw = a.get("scoringStrategy")
-    if raw is None:
-        a["scoringStrategy"] = copy.deepcopy(DEFAULT_ARGS["NodeResourcesFitArgs"]["scoringStrategy"])
-        return a
-    ss = want_map(raw, sp, errs)
-    if ss is None:
-        return a
-    check_keys(ss, {"type", "resources", "requestedToCapacityRatio"}, sp, errs)
-    strategy: dict[str, Any] = {}
-    typ = ss.get("type", "")
-    if typ not in SCORING_STRATEGY_TYPES:
-        errs.add(f"{sp}.type", f"unsupported value {typ!r}: supported values: {', '.join(SCORING_STRATEGY_TYPES)}")
-    strategy["type"] = typ
-    strategy["resources"] = _resources(
-        ss.get("resources"), f"{sp}.resources", errs, default_when_empty=True, exactly_one=False
-    )
-    rtcr = ss.get("requestedToCapacityRatio")
-    if typ == "RequestedToCapacityRatio":
-        if rtcr is None:
-            errs.add(
-                f"{sp}.requestedToCapacityRatio", "required: must be specified when type is RequestedToCapacityRatio"
-            )
-        else:
-            rp = f"{sp}.requestedToCapacityRatio"
-            r = want_map(rtcr, rp, errs)
-            if r is not None:
-                check_keys(r, {"shape"}, rp, errs)
-                strategy["requestedToCapacityRatio"] = {"shape": _shape(r.get("shape"), f"{rp}.shape", errs)}
-    elif rtcr is not None:
-        errs.add(f"{sp}.requestedToCapacityRatio", "forbidden: must be nil when type is not RequestedToCapacityRatio")
-    a["scoringStrategy"] = strategy
-    return a
+    strategy = ScoringStrategy() if raw is None else _scoring_strategy(raw, f"{path}.scoringStrategy", errs)
+    return NodeResourcesFitArgs(lists["ignoredResources"], lists["ignoredResourceGroups"], strategy)
 
 
-def _balanced_allocation(a: dict[str, Any], path: str, errs: ErrorList) -> dict[str, Any]:
-    a["resources"] = _resources(
-        a.get("resources"), f"{path}.resources", errs, default_when_empty=True, exactly_one=True
-    )
-    return a
+def _balanced_allocation(a: Mapping[str, Any], path: str, errs: ErrorList) -> NodeResourcesBalancedAllocationArgs:
+    resources = _resources(a.get("resources"), f"{path}.resources", errs, exactly_one=True)
+    return NodeResourcesBalancedAllocationArgs(resources)
 
 
 _TSC_KEYS = frozenset(
@@ -357,17 +385,15 @@ _TSC_KEYS = frozenset(
 )
 
 
-def _pod_topology_spread(a: dict[str, Any], path: str, errs: ErrorList) -> dict[str, Any]:
-    dt = a.get("defaultingType") or "System"
-    a["defaultingType"] = dt
-    constraints = want_list(a.get("defaultConstraints"), f"{path}.defaultConstraints", errs)
-    a["defaultConstraints"] = constraints if constraints is not None else []
-    if dt not in ("System", "List"):
+def _pod_topology_spread(a: Mapping[str, Any], path: str, errs: ErrorList) -> PodTopologySpreadArgs:
+    dt = a.get("defaultingType") or SYSTEM_DEFAULTING
+    constraints = want_list(a.get("defaultConstraints"), f"{path}.defaultConstraints", errs) or []
+    if dt not in (SYSTEM_DEFAULTING, LIST_DEFAULTING):
         errs.add(f"{path}.defaultingType", f"unsupported value {dt!r}: supported values: List, System")
-    elif dt == "System" and constraints:
+    elif dt == SYSTEM_DEFAULTING and constraints:
         errs.add(f"{path}.defaultingType", "invalid value 'System': when .defaultConstraints are not empty")
     seen: list[tuple[Any, Any]] = []
-    for i, c in enumerate(constraints or []):
+    for i, c in enumerate(constraints):
         p = f"{path}.defaultConstraints[{i}]"
         cm = want_map(c, p, errs)
         if cm is None:
@@ -405,74 +431,106 @@ def _pod_topology_spread(a: dict[str, Any], path: str, errs: ErrorList) -> dict[
         if pair in seen:
             errs.add(p, f"duplicate value {{{key}, {when}}}")
         seen.append(pair)
-    return a
+    return PodTopologySpreadArgs(tuple(copy.deepcopy(c) for c in constraints), str(dt))
 
 
-def _volume_binding(a: dict[str, Any], path: str, errs: ErrorList) -> dict[str, Any]:
-    t = want_int(a.get("bindTimeoutSeconds"), f"{path}.bindTimeoutSeconds", errs)
-    if t is not None and t < 0:
+def _volume_binding(a: Mapping[str, Any], path: str, errs: ErrorList) -> VolumeBindingArgs:
+    t = _int_field(a, "bindTimeoutSeconds", VolumeBindingArgs().bind_timeout_seconds, path, errs)
+    if t < 0:
         errs.add(f"{path}.bindTimeoutSeconds", f"invalid value {t}: should not be a negative value")
     if a.get("shape") is not None:
         errs.add(
             f"{path}.shape",
             "unexpected field `shape`: storage capacity scoring (gate StorageCapacityScoring) is not supported",
         )
-    return a
+    return VolumeBindingArgs(t)
 
 
-def _label_lists(*keys: str) -> Callable[[dict[str, Any], str, ErrorList], dict[str, Any]]:
-    def check(a: dict[str, Any], path: str, errs: ErrorList) -> dict[str, Any]:
-        for key in keys:
-            labels = want_str_list(a.get(key), f"{path}.{key}", errs)
-            for i, label in enumerate(labels or []):
-                if (problem := qualified_name_problem(label)) is not None:
-                    errs.add(f"{path}.{key}[{i}]", f"invalid value {label!r}: {problem}")
-            a[key] = labels or []
-        return a
-
-    return check
+def _labels(a: Mapping[str, Any], key: str, path: str, errs: ErrorList) -> tuple[str, ...]:
+    labels = want_str_list(a.get(key), f"{path}.{key}", errs)
+    for i, label in enumerate(labels or []):
+        if (problem := qualified_name_problem(label)) is not None:
+            errs.add(f"{path}.{key}[{i}]", f"invalid value {label!r}: {problem}")
+    return tuple(labels or ())
 
 
-_VALIDATORS: dict[str, Callable[[dict[str, Any], str, ErrorList], dict[str, Any]]] = {
-    "DefaultPreemptionArgs": _default_preemption,
-    "InterPodAffinityArgs": _inter_pod_affinity,
-    "NodeAffinityArgs": _node_affinity,
-    "NodeResourcesFitArgs": _node_resources_fit,
-    "NodeResourcesBalancedAllocationArgs": _balanced_allocation,
-    "PodTopologySpreadArgs": _pod_topology_spread,
-    "VolumeBindingArgs": _volume_binding,
-    "SelectorSpreadArgs": _label_lists(),
-    "ServiceAffinityArgs": _label_lists("affinityLabels", "antiAffinityLabelsPreference"),
-    "ServiceAntiAffinityArgs": _label_lists("antiAffinityLabelsPreference"),
+def _selector_spread(a: Mapping[str, Any], path: str, errs: ErrorList) -> SelectorSpreadArgs:
+    return SelectorSpreadArgs()
+
+
+def _service_affinity(a: Mapping[str, Any], path: str, errs: ErrorList) -> ServiceAffinityArgs:
+    return ServiceAffinityArgs(
+        _labels(a, "affinityLabels", path, errs), _labels(a, "antiAffinityLabelsPreference", path, errs)
+    )
+
+
+def _service_anti_affinity(a: Mapping[str, Any], path: str, errs: ErrorList) -> ServiceAntiAffinityArgs:
+    return ServiceAntiAffinityArgs(_labels(a, "antiAffinityLabelsPreference", path, errs))
+
+
+_DECODERS: dict[type, Callable[[Mapping[str, Any], str, ErrorList], Any]] = {
+    DefaultPreemptionArgs: _default_preemption,
+    InterPodAffinityArgs: _inter_pod_affinity,
+    NodeAffinityArgs: _node_affinity,
+    NodeResourcesFitArgs: _node_resources_fit,
+    NodeResourcesBalancedAllocationArgs: _balanced_allocation,
+    PodTopologySpreadArgs: _pod_topology_spread,
+    VolumeBindingArgs: _volume_binding,
+    SelectorSpreadArgs: _selector_spread,
+    ServiceAffinityArgs: _service_affinity,
+    ServiceAntiAffinityArgs: _service_anti_affinity,
 }
 
-# keys each kind accepts besides apiVersion/kind (VolumeBindingArgs.shape is accepted so it can be rejected
-# with a clear message instead of "unknown field").
-_ALLOWED_KEYS: dict[str, frozenset[str]] = {kind: frozenset(d) for kind, d in DEFAULT_ARGS.items()}
-_ALLOWED_KEYS["VolumeBindingArgs"] = _ALLOWED_KEYS["VolumeBindingArgs"] | {"shape"}
+
+def _camel(snake: str) -> str:
+    head, *rest = snake.split("_")
+    return head + "".join(w.capitalize() for w in rest)
 
 
-def resolve_args(plugin: str, user: Any, path: str, errs: ErrorList) -> dict[str, Any]:
-    """The final args of ``plugin``: user args (may be None) over the defaults, validated.
+def _allowed_keys(kind: type) -> frozenset[str]:
+    """The YAML keys of an args type besides apiVersion/kind (VolumeBindingArgs.shape is accepted so it
+    can be rejected with a clear message instead of "unknown field")."""
+    keys = frozenset(_camel(f.name) for f in dataclasses.fields(kind))
+    return keys | {"shape"} if kind is VolumeBindingArgs else keys
 
-    ``path`` names the args in messages (``profiles[0].pluginConfig[2].args``). For plugins without a
-    known args type the user's mapping is returned as given (empty when None).
-    """
-    kind = ARGS_KIND.get(plugin)
+
+def decode_args(kind: type[A], user: Any, path: str, errs: ErrorList) -> A:
+    """``user`` (a mapping, None meaning empty) as the typed ``kind``, defaulted and validated; every
+    problem goes into ``errs`` with its field path (the returned value is then meaningless)."""
     given = want_map(user, path, errs)
     if given is None:
         given = {}
-    if kind is None:
-        return dict(given)
-    merged: dict[str, Any] = copy.deepcopy(DEFAULT_ARGS[kind])
-    body = {k: v for k, v in given.items() if k not in ("apiVersion", "kind")}
+    name = kind.__name__
     if "apiVersion" in given and given["apiVersion"] != API_VERSION:
         errs.add(f"{path}.apiVersion", f"unsupported value {given['apiVersion']!r}: must be {API_VERSION!r}")
-    if "kind" in given and given["kind"] != kind:
-        errs.add(f"{path}.kind", f"invalid value {given['kind']!r}: has to match plugin args ({kind})")
-    check_keys(body, _ALLOWED_KEYS[kind], path, errs)
-    for k, v in body.items():
-        # null keeps the default, as a nil pointer/slice is defaulted upstream.
-        if k in _ALLOWED_KEYS[kind] and v is not None:
-            merged[k] = copy.deepcopy(v)
-    return _VALIDATORS[kind](merged, path, errs)
+    if "kind" in given and given["kind"] != name:
+        errs.add(f"{path}.kind", f"invalid value {given['kind']!r}: has to match plugin args ({name})")
+    body = {k: v for k, v in given.items() if k not in ("apiVersion", "kind")}
+    check_keys(body, _allowed_keys(kind), path, errs)
+    # null keeps the default, as a nil pointer/slice is defaulted upstream.
+    body = {k: v for k, v in body.items() if v is not None}
+    result: A = _DECODERS[kind](body, path, errs)
+    return result
+
+
+def plugin_args(kind: type[A], args: A | Mapping[str, Any] | None) -> A:
+    """A plugin's args as its typed ``kind``: what the config loader resolved passes through; a mapping (a
+    plugin built directly, as in tests or embedding code) is decoded as the loader would. Raises
+    ValueError naming each invalid field."""
+    if isinstance(args, kind):
+        return args
+    errs = ErrorList()
+    out = decode_args(kind, args, kind.__name__, errs)
+    if errs.errors:
+        raise ValueError("; ".join(str(e) for e in errs.errors))
+    return out
+
+
+def resolve_args(args_type: type | None, user: Any, path: str, errs: ErrorList) -> PluginArgs | dict[str, Any]:
+    """The final args of a plugin whose args type is ``args_type``: user args (may be None) over the
+    defaults, validated. ``path`` names the args in messages (``profiles[0].pluginConfig[2].args``).
+    Without an args type the user's mapping is returned as given (empty when None)."""
+    if args_type is None:
+        return dict(want_map(user, path, errs) or {})
+    resolved: PluginArgs = decode_args(args_type, user, path, errs)
+    return resolved

@@ -33,18 +33,16 @@ Differences from upstream, on purpose:
   A file with no profiles gets the same. A file with exactly one profile without ``schedulerName`` gets
   the first requested name (``"py-scheduler"`` by default) where upstream uses ``"default-scheduler"``:
   this scheduler runs next to kube-scheduler and must not claim its pods by default.
-* Plugins not implemented yet. An upstream default plugin whose module or class is missing is dropped
-  from the resolved profile and listed in ``SchedulerConfiguration.unavailable_default_plugins`` (the CLI
-  warns); any other plugin the registry cannot provide is an error naming it and where it was enabled.
+* A plugin the registry cannot provide is an error naming it and where it was enabled.
 * Score weights: 0 or absent resolves to 1 (upstream); any explicit positive number is kept as given with
   no upper bound other than upstream's overflow check (Σ weight·100 ≤ MaxInt64). Negative weights are
   rejected (upstream silently accepts them).
 * pluginConfig for a plugin that is not enabled is validated (as upstream) and then ignored (upstream
-  ignores it too); the resolved ``Profile.plugin_config`` holds args for every enabled plugin, ``{}``
-  for plugins without args.
+  ignores it too); the resolved ``Profile.plugin_config`` holds args for every enabled plugin: its typed
+  Args (``types_pluginargs``), the mapping as given for plugins without an args type (``{}`` if none).
 * ``DynamicResources`` is in the default set but allocates nothing: pods with resource claims are
   rejected (known limitation); VolumeBinding does not score (upstream only scores with the alpha
-  StorageCapacityScoring gate) — see ``defaults.py``.
+  StorageCapacityScoring gate) — see ``plugins/registry.py``.
 
 Plugin resolution follows upstream exactly (``default_plugins.go`` mergePluginSet, then the
 framework's MultiPoint expansion):
@@ -85,13 +83,7 @@ from scheduler.config.args import (
     want_number,
     want_str,
 )
-from scheduler.config.defaults import (
-    DEFAULT_MULTIPOINT,
-    DEFAULT_PLUGIN_NAMES,
-    EXTENSION_POINTS_BY_PLUGIN,
-    INVALID_IN_V1,
-    extension_points_of_class,
-)
+from scheduler.config.defaults import INVALID_IN_V1, extension_points_of_class
 from scheduler.config.duration import parse_duration
 from scheduler.config.errors import ConfigError, ErrorList, FieldError
 from scheduler.config.types import (
@@ -102,7 +94,8 @@ from scheduler.config.types import (
     Profile,
     SchedulerConfiguration,
 )
-from scheduler.plugins.registry import PluginNotAvailable, Registry
+from scheduler.framework.interface import DeclaresExtensionPoints
+from scheduler.plugins.registry import DEFAULT_MULTIPOINT, IN_TREE_BY_NAME, PluginNotAvailable, Registry
 
 __all__ = ["DEFAULT_SCHEDULER_NAME", "KIND", "ConfigError", "build_registry", "load", "load_dict"]
 
@@ -274,16 +267,6 @@ class _PluginSet:
     disabled: list[str] = field(default_factory=list)
 
 
-@dataclass(slots=True)
-class _Resolved:
-    """A profile before unavailable default plugins are dropped (what validation looks at)."""
-
-    name: str
-    plugins: dict[str, list[PluginRef]]
-    plugin_config: dict[str, dict[str, Any]]
-    percentage: int | None
-
-
 class _Loader:
     def __init__(self, errs: ErrorList, registry: Registry, names: list[str]) -> None:
         self.errs = errs
@@ -342,11 +325,7 @@ class _Loader:
 
         resolved = self._profiles(d.get("profiles"))
         self._validate_common_queue_sort(resolved)
-        unavailable: list[str] = []
-        for r in resolved:
-            cfg.profiles.append(self._finalize(r, unavailable))
-        order = {name: i for i, (name, _) in enumerate(DEFAULT_MULTIPOINT)}
-        cfg.unavailable_default_plugins = sorted(unavailable, key=order.__getitem__)
+        cfg.profiles = resolved
         cfg.plugin_registry = dict(self.plugin_registry)
         return cfg
 
@@ -530,7 +509,7 @@ class _Loader:
 
     # ---- profiles
 
-    def _profiles(self, raw: Any) -> list[_Resolved]:
+    def _profiles(self, raw: Any) -> list[Profile]:
         e = self.errs
         items = want_list(raw, "profiles", e)
         if items is None:
@@ -540,7 +519,7 @@ class _Loader:
             items = [{"schedulerName": n} for n in self.names]
         elif len(items) == 1 and isinstance(items[0], Mapping) and items[0].get("schedulerName") is None:
             items = [{**items[0], "schedulerName": self.names[0]}]
-        out: list[_Resolved] = []
+        out: list[Profile] = []
         seen: dict[str, int] = {}
         for i, item in enumerate(items):
             p = f"profiles[{i}]"
@@ -561,7 +540,7 @@ class _Loader:
             pct = self._percentage(m.get("percentageOfNodesToScore"), f"{p}.percentageOfNodesToScore")
             plugins = self._resolve_plugins(m.get("plugins"), f"{p}.plugins")
             plugin_config = self._plugin_config(m.get("pluginConfig"), f"{p}.pluginConfig", plugins)
-            out.append(_Resolved(str(name), plugins, plugin_config, pct))
+            out.append(Profile(str(name), plugins, plugin_config, pct))
         return out
 
     def _plugin_set(self, raw: Any, path: str) -> _PluginSet:
@@ -611,7 +590,8 @@ class _Loader:
         """
         if name in self._points_cache:
             return self._points_cache[name]
-        points: frozenset[str] | None = EXTENSION_POINTS_BY_PLUGIN.get(name)
+        in_tree = IN_TREE_BY_NAME.get(name)
+        points: frozenset[str] | None = in_tree.points if in_tree is not None else None
         if points is None:
             if not self.registry.known(name):
                 self._missing[name] = (
@@ -627,15 +607,14 @@ class _Loader:
                 else:
                     if isinstance(obj, type):
                         points = extension_points_of_class(obj)
-                    else:
-                        declared = getattr(obj, "extension_points", None)
-                        points = frozenset(declared) if declared is not None else None
+                    elif isinstance(obj, DeclaresExtensionPoints):
+                        points = frozenset(obj.extension_points)
         self._points_cache[name] = points
         return points
 
     def _exists(self, name: str) -> bool:
-        """Known to the registry (in-tree plugins count even when their module is not written yet)."""
-        if name in EXTENSION_POINTS_BY_PLUGIN:
+        """Known to the registry (in-tree plugins by the table, whether or not their module imports)."""
+        if name in IN_TREE_BY_NAME:
             return True
         self._points_of(name)
         return name not in self._missing
@@ -653,7 +632,8 @@ class _Loader:
         replaced: set[int] = set()
         multipoint: list[_Entry] = []
         if "*" not in mp_disabled:
-            for name, weight in DEFAULT_MULTIPOINT:
+            for default in DEFAULT_MULTIPOINT:
+                name = default.name
                 if name in mp_disabled:
                     continue
                 if name in user_by_name:
@@ -661,7 +641,7 @@ class _Loader:
                     replaced.add(id(custom))
                     multipoint.append(custom)
                 else:
-                    multipoint.append(_Entry(name, weight or None, ""))
+                    multipoint.append(_Entry(name, default.default_weight or None, ""))
         multipoint += [en for en in user_mp.enabled if id(en) not in replaced]
         mp_seen: set[str] = set()
         for en in multipoint:
@@ -729,13 +709,10 @@ class _Loader:
         if total > MAX_TOTAL_SCORE:
             e.add(f"{path}.score", "total score of Score plugins could overflow")
 
-        # Every enabled plugin must be providable (upstream: "... does not exist"), except upstream default
-        # plugins we have not implemented yet: those are dropped in _finalize and reported as a warning.
+        # Every enabled plugin must be providable (upstream: "... does not exist").
         for name, where in enabled_at.items():
-            if name in DEFAULT_PLUGIN_NAMES:
-                continue
             reason = self._missing.get(name)
-            if reason is None and name in EXTENSION_POINTS_BY_PLUGIN:
+            if reason is None and name in IN_TREE_BY_NAME:
                 reason = self._unavailable_reason(name)
             if reason is not None:
                 e.add(f"{where}.name" if where else path, f"plugin {name!r} is not available: {reason}")
@@ -753,7 +730,7 @@ class _Loader:
 
     def _plugin_config(
         self, raw: Any, path: str, plugins: Mapping[str, Sequence[PluginRef]]
-    ) -> dict[str, dict[str, Any]]:
+    ) -> dict[str, Any]:
         e = self.errs
         enabled: list[str] = []
         for refs in plugins.values():
@@ -778,17 +755,17 @@ class _Loader:
                 e.add(p, f"invalid value {name!r}: was invalid in version {API_VERSION!r}")
                 continue
             given[name] = (m.get("args"), f"{p}.args")
-        out: dict[str, dict[str, Any]] = {}
+        out: dict[str, Any] = {}
         for name in enabled:
             args, apath = given.get(name, (None, f"{path}[{name}].args"))
-            out[name] = resolve_args(name, args, apath, e)
+            out[name] = resolve_args(self._args_type(name), args, apath, e)
         for name, (args, apath) in given.items():
             if name not in out:
-                resolve_args(name, args, apath, e)  # validated as upstream, then ignored
+                resolve_args(self._args_type(name), args, apath, e)  # validated as upstream, then ignored
                 log.warning("pluginConfig for plugin %r ignored: the plugin is not enabled (%s)", name, apath)
         return out
 
-    def _validate_common_queue_sort(self, profiles: list[_Resolved]) -> None:
+    def _validate_common_queue_sort(self, profiles: list[Profile]) -> None:
         """All profiles share one queue, so they must sort it the same way (upstream validation)."""
         if len(profiles) < 2:
             return
@@ -805,23 +782,10 @@ class _Loader:
             elif {n: prof.plugin_config.get(n) for n in names} != canon_args:
                 self.errs.add(f"profiles[{i}].pluginConfig", "queueSort plugin args must be the same for all profiles")
 
-    def _finalize(self, r: _Resolved, unavailable: list[str]) -> Profile:
-        """Drop upstream default plugins we do not implement yet, recording them for a warning."""
-        dropped: set[str] = set()
-        for refs in r.plugins.values():
-            for ref in refs:
-                if ref.name in DEFAULT_PLUGIN_NAMES and ref.name not in dropped and not self._available(ref.name):
-                    dropped.add(ref.name)
-                    if ref.name not in unavailable:
-                        unavailable.append(ref.name)
-        plugins = {point: [ref for ref in refs if ref.name not in dropped] for point, refs in r.plugins.items()}
-        config = {n: a for n, a in r.plugin_config.items() if n not in dropped}
-        return Profile(
-            scheduler_name=r.name, plugins=plugins, plugin_config=config, percentage_of_nodes_to_score=r.percentage
-        )
-
-    def _available(self, name: str) -> bool:
-        return self._unavailable_reason(name) is None
+    @staticmethod
+    def _args_type(name: str) -> type | None:
+        in_tree = IN_TREE_BY_NAME.get(name)
+        return in_tree.args if in_tree is not None else None
 
     def _unavailable_reason(self, name: str) -> str | None:
         """Why the registry cannot provide ``name`` (None: it can). Cached: imports happen once."""
@@ -832,7 +796,7 @@ class _Loader:
         except PluginNotAvailable as err:
             self._missing[name] = err.reason
             return err.reason
-        except Exception as err:  # the module exists but fails to import: a bug, not "not written yet"
+        except Exception as err:  # the module exists but fails to import: a bug in the plugin
             reason = f"import failed: {type(err).__name__}: {err}"
             self._missing[name] = reason
             self.errs.add("", f"plugin {name!r}: {reason}")

@@ -36,8 +36,9 @@ class Profile:
     # extension point (one of EXTENSION_POINTS) -> enabled plugins in run order, after merging defaults,
     # multiPoint and the per-point enabled/disabled lists.
     plugins: dict[str, list[PluginRef]]
-    # plugin name -> args (camelCase keys as in YAML), defaults applied.
-    plugin_config: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # plugin name -> its typed Args (types_pluginargs), defaults applied; for plugins without an args
+    # type, the args mapping as given.
+    plugin_config: dict[str, Any] = field(default_factory=dict)
     percentage_of_nodes_to_score: int | None = None
 
 
@@ -72,9 +73,6 @@ class SchedulerConfiguration:
     leader_election: LeaderElection = field(default_factory=LeaderElection)
     client_connection: ClientConnection = field(default_factory=ClientConnection)
     extenders: list[dict[str, Any]] = field(default_factory=list)
-    # Upstream default plugins dropped from the profiles because their module/class does not exist yet
-    # (the CLI logs a warning naming them). Empty once every default plugin is implemented.
-    unavailable_default_plugins: list[str] = field(default_factory=list)
     # Out-of-tree plugins from the config's ``pyScheduler.registry``: name -> "pkg.module:Class".
     # ``config.load.build_registry(cfg)`` turns them into a plugin Registry.
     plugin_registry: dict[str, str] = field(default_factory=dict)

@@ -18,7 +18,6 @@ SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
 BACKOFF_COMPLETE = "BackoffComplete"
 POP_FROM_BACKOFF_Q = "PopFromBackoffQ"
 FORCE_ACTIVATE_LABEL = "ForceActivate"
-UNSCHEDULABLE_TIMEOUT_LABEL = "UnschedulableTimeout"
 
 _ACTION_NAMES: dict[ActionType, str] = {
     ActionType.ADD: "Add",
@@ -53,10 +52,8 @@ def make_event(resource: EventResource, action: ActionType) -> ClusterEvent:
     return ClusterEvent(resource, action, event_label(resource, action))
 
 
-ASSIGNED_POD_UPDATE = make_event(EventResource.POD, ActionType.UPDATE)
 UNSCHEDULED_POD_ADD = make_event(EventResource.UNSCHEDULED_POD, ActionType.ADD)
 UNSCHEDULED_POD_UPDATE = make_event(EventResource.UNSCHEDULED_POD, ActionType.UPDATE)
-UNSCHEDULED_POD_DELETE = make_event(EventResource.UNSCHEDULED_POD, ActionType.DELETE)
 
 
 def event_matches(incoming: ClusterEvent, registered: ClusterEvent) -> bool:

@@ -15,8 +15,6 @@ from scheduler.model.pod import Pod
 
 NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
-# Pseudo plugin name recorded as a rejector when extenders filtered nodes out.
-EXTENDER_NAME = "Extender"
 # Event notes are limited to this many bytes (k8s validation.NoteLengthLimit).
 NOTE_LENGTH_LIMIT = 1024
 

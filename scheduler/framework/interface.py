@@ -1,13 +1,15 @@
-"""Plugin interfaces (extension points), CycleState and the Handle plugins get from the framework.
+"""Plugin interfaces (extension points), their optional fast paths, CycleState and the Handle plugins get.
 
 A plugin is any object with a ``name`` attribute and the methods of the extension points it
-implements; the runtime checks with isinstance against these runtime-checkable protocols.
+implements; the runtime checks with isinstance against these runtime-checkable protocols, once per
+profile, and finds the optional fast paths (FilterForPlugin, ScoreNodesPlugin, NormalizeValuesExtension)
+the same way. Nothing else is looked up on a plugin or a handle.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -20,15 +22,29 @@ MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
 
 
+_CLONES: dict[type, bool] = {}
+
+
+def _clones(value: object) -> bool:
+    """isinstance(value, StateData), remembered per type: states are cloned per node in preemption."""
+    kind = type(value)
+    known = _CLONES.get(kind)
+    if known is None:
+        known = _CLONES[kind] = isinstance(value, StateData)
+    return known
+
+
 class CycleState:
     """Per-cycle plugin scratch space. Cloned for the nominated-pods pass and preemption dry runs."""
 
-    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = ("_data", "record_plugin_metrics", "skip_filter_plugins", "skip_score_plugins")
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
+        # This cycle times every plugin call (upstream samples 10 % of cycles for plugin durations).
+        self.record_plugin_metrics = False
 
     def read(self, key: str) -> Any:
         """Raise KeyError when a plugin's PreFilter/PreScore did not run (an Error status upstream)."""
@@ -43,9 +59,10 @@ class CycleState:
     def clone(self) -> CycleState:
         """Values that have a ``clone`` method are cloned, the rest shared (they are read-only)."""
         c = CycleState()
-        c._data = {k: (v.clone() if hasattr(v, "clone") else v) for k, v in self._data.items()}
+        c._data = {k: (v.clone() if _clones(v) else v) for k, v in self._data.items()}
         c.skip_filter_plugins = set(self.skip_filter_plugins)
         c.skip_score_plugins = set(self.skip_score_plugins)
+        c.record_plugin_metrics = self.record_plugin_metrics
         return c
 
 
@@ -96,6 +113,10 @@ class SharedLister(Protocol):
     def have_pods_with_affinity_list(self) -> Sequence[NodeInfo]: ...
     def have_pods_with_required_anti_affinity_list(self) -> Sequence[NodeInfo]: ...
 
+    def is_pvc_used_by_pods(self, key: str) -> bool:
+        """Some scheduled pod uses the claim ``namespace/name`` (upstream StorageInfos().IsPVCUsedByPods)."""
+        ...
+
 
 class ObjectLister(Protocol):
     """Objects other than pods and nodes that plugins read (services, replica sets, namespaces, ...).
@@ -108,21 +129,15 @@ class ObjectLister(Protocol):
     def get(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None: ...
 
 
-class Handle(Protocol):
-    """What the framework offers plugins: the snapshot, other cluster objects, the nominator, binding."""
+class ClusterHandle(Protocol):
+    """What the scheduler gives each profile's framework: the cluster as the scheduler sees it and the
+    writes plugins may make. The framework adds its own services to it to form the plugins' Handle."""
 
     def snapshot(self) -> SharedLister: ...
     def objects(self) -> ObjectLister: ...
     def nominated_pods_for(self, node_name: str) -> Sequence[Pod]: ...
     def bind(self, pod: Pod, node_name: str) -> Status | None: ...
     def parallelism(self) -> int: ...
-
-
-class PreemptionHandle(Handle, Protocol):
-    """The Handle plus what preemption needs (upstream's framework.Handle has all of it in one).
-
-    A separate protocol so that handles of plugins that never preempt need not implement it; the
-    scheduler's handle (wrapped by the framework's) provides every method."""
 
     def rng(self) -> random.Random:
         """The scheduler's random source (seedable), e.g. for preemption's start offset."""
@@ -141,6 +156,32 @@ class PreemptionHandle(Handle, Protocol):
         """Remove status.nominatedNodeName of a pod (lower-priority pods nominated to a preempted node)."""
         ...
 
+    def update_object(self, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Write (PUT) a PersistentVolume or PersistentVolumeClaim and return the stored object
+        (VolumeBinding's PreBind); raises on failure."""
+        ...
+
+    def pod_exists(self, pod: Pod) -> bool:
+        """False once the pod was deleted (as far as the watch told)."""
+        ...
+
+
+class WaitingPod(Protocol):
+    """A pod held at Permit (upstream framework.WaitingPod)."""
+
+    def get_pod(self) -> Pod: ...
+    def get_pending_plugins(self) -> list[str]: ...
+    def allow(self, plugin_name: str) -> None: ...
+    def reject(self, plugin_name: str, msg: str) -> None: ...
+
+
+class Handle(ClusterHandle, Protocol):
+    """What plugins get (upstream framework.Handle): the ClusterHandle plus the framework's own
+    services, waiting pods for Permit plugins and filter re-runs for preemption."""
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None: ...
+    def iterate_over_waiting_pods(self) -> Sequence[WaitingPod]: ...
+    def reject_waiting_pod(self, uid: str) -> bool: ...
     def run_filter_plugins_with_nominated_pods(
         self, state: CycleState, pod: Pod, node_info: NodeInfo
     ) -> Status | None: ...
@@ -271,25 +312,105 @@ class PostBindPlugin(Protocol):
     def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
 
 
+# Extension point (as configs name it) -> the method that marks it on a plugin class, and its protocol.
+EXTENSION_POINT_PROTOCOLS: dict[str, tuple[str, type]] = {
+    "preEnqueue": ("pre_enqueue", PreEnqueuePlugin),
+    "queueSort": ("less", QueueSortPlugin),
+    "preFilter": ("pre_filter", PreFilterPlugin),
+    "filter": ("filter", FilterPlugin),
+    "postFilter": ("post_filter", PostFilterPlugin),
+    "preScore": ("pre_score", PreScorePlugin),
+    "score": ("score", ScorePlugin),
+    "reserve": ("reserve", ReservePlugin),
+    "permit": ("permit", PermitPlugin),
+    "preBind": ("pre_bind", PreBindPlugin),
+    "bind": ("bind", BindPlugin),
+    "postBind": ("post_bind", PostBindPlugin),
+}
+
+
+# ----- optional fast paths ---------------------------------------------------------------------
+# A plugin may implement these besides its extension point; the framework checks once per profile
+# which plugins do (isinstance) and must get the same verdicts and scores as from the plain method.
+
+
+@runtime_checkable
+class FilterForPlugin(Protocol):
+    """Filter specialised to one pod: the filter loop runs hundreds of nodes per pod, so per-pod work
+    (reading CycleState, parsing the pod) is done once here."""
+
+    def filter_for(self, state: CycleState, pod: Pod) -> Callable[[NodeInfo], Status | None] | None:
+        """A per-node check equal to ``filter(state, pod, node_info)``, or None when Filter passes every
+        node that has a Node object (the snapshot lists only those)."""
+        ...
+
+
+@runtime_checkable
+class ScoreNodesPlugin(Protocol):
+    """Score for every node in one call: per-node call overhead dominates a Python scoring cycle."""
+
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status | None]:
+        """The scores ``score`` gives, in ``nodes`` order."""
+        ...
+
+
+def score_by_batch(
+    plugin: ScoreNodesPlugin, state: CycleState, pod: Pod, node_info: NodeInfo
+) -> tuple[int, Status | None]:
+    """Score of one node through the plugin's ``score_nodes``: a plugin's ``score`` may be this, so its
+    arithmetic is written once."""
+    values, status = plugin.score_nodes(state, pod, [node_info])
+    return (values[0] if values else 0), status
+
+
+@runtime_checkable
+class NormalizeValuesExtension(Protocol):
+    """NormalizeScore on the plain int list the framework keeps (no NodeScore objects built)."""
+
+    def normalize_values(self, state: CycleState, pod: Pod, values: list[int]) -> Status | None:
+        """What ``normalize_score`` does to the scores, in place."""
+        ...
+
+
+@runtime_checkable
+class StateData(Protocol):
+    """A CycleState value that must be copied when the state is cloned (mutable per-cycle data)."""
+
+    def clone(self) -> Any: ...
+
+
+@runtime_checkable
+class DeclaresExtensionPoints(Protocol):
+    """A plugin factory that is not a class names the extension points (``filter``, ``score``, ...) its
+    plugin implements, so the config loader can expand MultiPoint for it (classes are inspected)."""
+
+    extension_points: Collection[str]
+
+
 class PluginFactory(Protocol):
-    """Builds a plugin from its (defaulted) args and the framework handle.
+    """Builds a plugin from its args and the framework handle. In-tree plugins get their typed Args
+    (``config.types_pluginargs``), already defaulted and validated; plugins without an args type get
+    the ``pluginConfig`` args mapping as given. Raise ValueError naming the field for invalid args."""
 
-    Raise ValueError with a message naming the field for invalid args."""
-
-    def __call__(self, args: Mapping[str, Any], handle: Handle) -> Any: ...
+    def __call__(self, args: Any, handle: Handle) -> Any: ...
 
 
 __all__ = [
+    "EXTENSION_POINT_PROTOCOLS",
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",
     "BindPlugin",
+    "ClusterHandle",
     "CycleState",
+    "DeclaresExtensionPoints",
     "EnqueueExtensions",
+    "FilterForPlugin",
     "FilterPlugin",
     "Handle",
     "Node",
     "NodeScore",
     "NodeToStatus",
+    "NormalizeValuesExtension",
     "ObjectLister",
     "PermitPlugin",
     "PluginFactory",
@@ -302,10 +423,13 @@ __all__ = [
     "PreFilterPlugin",
     "PreFilterResult",
     "PreScorePlugin",
-    "PreemptionHandle",
     "QueueSortPlugin",
     "ReservePlugin",
     "ScoreExtensions",
+    "ScoreNodesPlugin",
     "ScorePlugin",
     "SharedLister",
+    "StateData",
+    "WaitingPod",
+    "score_by_batch",
 ]

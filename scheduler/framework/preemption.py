@@ -38,7 +38,7 @@ from typing import Any, Protocol
 import structlog
 
 from scheduler.framework.fit_error import Diagnosis, FitError, new_default_node_to_status
-from scheduler.framework.interface import CycleState, NodeToStatus, PostFilterResult, PreemptionHandle
+from scheduler.framework.interface import CycleState, Handle, NodeToStatus, PostFilterResult
 from scheduler.framework.status import Code, Status, code_of, error, success, unresolvable, unschedulable
 from scheduler.framework.types import NodeInfo
 from scheduler.model.errors import InvalidObjectError
@@ -51,7 +51,6 @@ log = structlog.get_logger(__name__)
 DISRUPTION_TARGET = "DisruptionTarget"
 REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 
-NO_VICTIMS_MSG = "No preemption victims found for incoming pod"
 NOT_HELPFUL_MSG = "Preemption is not helpful for scheduling"
 
 _PRIORITY_OFFSET = 2**31  # math.MaxInt32 + 1: makes every priority non-negative in the sum score
@@ -151,13 +150,6 @@ def importance_key(now: float) -> Callable[[Pod], tuple[int, float]]:
     return lambda p: (-p.priority, pod_start_time(p, now))
 
 
-def more_important_pod(a: Pod, b: Pod, now: float) -> bool:
-    """upstream util.MoreImportantPod."""
-    if a.priority != b.priority:
-        return a.priority > b.priority
-    return pod_start_time(a, now) < pod_start_time(b, now)
-
-
 def earliest_start_of_most_important(victims: Victims, now: float) -> float | None:
     """util.GetEarliestPodStartTime: the earliest start among the highest-priority victims."""
     if not victims.pods:
@@ -236,7 +228,7 @@ class Evaluator:
     def __init__(
         self,
         plugin_name: str,
-        handle: PreemptionHandle,
+        handle: Handle,
         iface: PreemptionInterface,
         clock: Callable[[], float] = time.time,
     ) -> None:

@@ -9,23 +9,27 @@ shared with the binding threads and is guarded by a lock.
 
 from __future__ import annotations
 
+import random
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from scheduler.config.types import EXTENSION_POINTS, Profile
 from scheduler.framework.interface import (
+    EXTENSION_POINT_PROTOCOLS,
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     BindPlugin,
+    ClusterHandle,
     CycleState,
     EnqueueExtensions,
+    FilterForPlugin,
     FilterPlugin,
-    Handle,
     NodeScore,
     NodeToStatus,
+    NormalizeValuesExtension,
     ObjectLister,
     PermitPlugin,
     PluginFactory,
@@ -40,6 +44,7 @@ from scheduler.framework.interface import (
     QueuedPodInfoLike,
     QueueSortPlugin,
     ReservePlugin,
+    ScoreNodesPlugin,
     ScorePlugin,
     SharedLister,
 )
@@ -49,6 +54,26 @@ from scheduler.model.pod import Pod
 
 # callable(extension_point, status_code_string, seconds): wired to scheduler_framework_extension_point_duration.
 MetricsHook = Callable[[str, str, float], None]
+
+
+
+class PluginMetrics(Protocol):
+    """Per-plugin metrics of one profile (scheduler/metrics.py ProfileMetrics implements it)."""
+
+    def plugin_duration(self, plugin: str, point: str, status: str, seconds: float) -> None: ...
+    def duration_sink(self) -> Callable[[tuple[tuple[str, str, str], float]], None]:
+        """Takes ((plugin, point, status), seconds): the per-node Filter timings skip a Python call."""
+        ...
+    def plugin_evaluations(self, plugin: str, point: str, count: int) -> None: ...
+    def permit_wait(self, status: str, seconds: float) -> None: ...
+
+
+# Per-node Filter timings in a sampled cycle stop after this many nodes per plugin (upstream times all).
+TIMED_NODES_PER_CYCLE = 16
+
+# Plugin method -> the extension_point label its duration is recorded under in sampled cycles.
+_TIMED_METHODS = {method: point[0].upper() + point[1:] for point, (method, _) in EXTENSION_POINT_PROTOCOLS.items()}
+_TIMED_METHODS |= {"score_nodes": "Score", "unreserve": "Unreserve"}
 
 # Permit plugins may not ask for a longer wait than this (upstream maxTimeout).
 MAX_PERMIT_TIMEOUT_SECONDS = 15 * 60.0
@@ -63,21 +88,6 @@ CODE_NAMES: dict[Code, str] = {
     Code.PENDING: "Pending",
 }
 
-_POINT_PROTOCOLS: dict[str, type] = {
-    "preEnqueue": PreEnqueuePlugin,
-    "queueSort": QueueSortPlugin,
-    "preFilter": PreFilterPlugin,
-    "filter": FilterPlugin,
-    "postFilter": PostFilterPlugin,
-    "preScore": PreScorePlugin,
-    "score": ScorePlugin,
-    "reserve": ReservePlugin,
-    "permit": PermitPlugin,
-    "preBind": PreBindPlugin,
-    "bind": BindPlugin,
-    "postBind": PostBindPlugin,
-}
-
 # Only plugins at these points can make a pod unschedulable, so only their events requeue pods.
 _ENQUEUE_POINTS = ("preEnqueue", "preFilter", "filter", "reserve", "permit")
 
@@ -88,6 +98,67 @@ WILDCARD_EVENT = ClusterEventWithHint(ClusterEvent(EventResource.WILDCARD, Actio
 def code_name(status: Status | None) -> str:
     """Upstream Code.String() of a status (None is Success): the metrics label value."""
     return CODE_NAMES[Code.SUCCESS if status is None else status.code]
+
+
+def _status_of(out: Any) -> Status | None:
+    """The Status in what a plugin method returned (a Status, None, or a tuple holding one)."""
+    if isinstance(out, tuple):
+        return next((x for x in out if isinstance(x, Status)), None)
+    return out if isinstance(out, Status) else None
+
+
+class TimedPlugin:
+    """A plugin as a sampled cycle sees it: each extension-point call reports its duration
+    (scheduler_plugin_execution_duration_seconds); every other attribute is the plugin's own.
+    Per-node checks from ``filter_for`` are timed per node, as upstream times each Filter call."""
+
+    def __init__(self, plugin: Any, recorder: PluginMetrics) -> None:
+        self._plugin = plugin
+        self._recorder = recorder
+        self.name: str = plugin.name
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__") or attr in ("_plugin", "_recorder"):
+            raise AttributeError(attr)
+        value = getattr(self._plugin, attr)
+        point = _TIMED_METHODS.get(attr)
+        if point is not None:
+            return self._timed(value, point)
+        if attr == "filter_for":
+            return lambda state, pod: self._timed_check(value(state, pod))
+        return value
+
+    def _timed(self, method: Callable[..., Any], point: str) -> Callable[..., Any]:
+        record, name = self._recorder.plugin_duration, self.name
+
+        def timed(*args: Any) -> Any:
+            start = time.perf_counter()
+            out = method(*args)
+            record(name, point, code_name(_status_of(out)), time.perf_counter() - start)
+            return out
+
+        return timed
+
+    def _timed_check(self, check: Callable[[NodeInfo], Status | None] | None) -> Any:
+        """The per-node check, timed on the first TIMED_NODES_PER_CYCLE nodes it sees: enough samples for
+        the distribution, while a sampled cycle over thousands of nodes stays nearly as cheap as any other."""
+        if check is None:
+            return None
+        append, name, perf = self._recorder.duration_sink(), self.name, time.perf_counter
+        passed = (name, "Filter", "Success")
+        left = TIMED_NODES_PER_CYCLE
+
+        def timed(node_info: NodeInfo) -> Status | None:
+            nonlocal left
+            if left <= 0:
+                return check(node_info)
+            left -= 1
+            start = perf()
+            s = check(node_info)
+            append((passed if s is None else (name, "Filter", CODE_NAMES[s.code]), perf() - start))
+            return s
+
+        return timed
 
 
 def _failure(message: str, plugin: str = "", cause: Status | None = None) -> Status:
@@ -226,11 +297,10 @@ class WaitingPod:
 
 
 class FrameworkHandle:
-    """What plugins receive as their handle: the scheduler's handle plus the framework's own
-    services (waiting pods, filter re-runs for preemption). Unknown attributes are looked up on the
-    wrapped handle, so additions there reach plugins unchanged."""
+    """What plugins receive as their handle (the Handle protocol): the scheduler's ClusterHandle plus the
+    framework's own services (waiting pods, filter re-runs for preemption)."""
 
-    def __init__(self, base: Handle, framework: Framework) -> None:
+    def __init__(self, base: ClusterHandle, framework: Framework) -> None:
         self._base = base
         self.framework = framework
 
@@ -248,6 +318,24 @@ class FrameworkHandle:
 
     def parallelism(self) -> int:
         return self._base.parallelism()
+
+    def rng(self) -> random.Random:
+        return self._base.rng()
+
+    def latest_pod(self, pod: Pod) -> Pod | None:
+        return self._base.latest_pod(pod)
+
+    def preempt(self, victim: Pod, preemptor: Pod, node_name: str, plugin: str) -> Status | None:
+        return self._base.preempt(victim, preemptor, node_name, plugin)
+
+    def clear_nominated_node(self, pod: Pod) -> Status | None:
+        return self._base.clear_nominated_node(pod)
+
+    def update_object(self, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        return self._base.update_object(kind, obj)
+
+    def pod_exists(self, pod: Pod) -> bool:
+        return self._base.pod_exists(pod)
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
         return self.framework.get_waiting_pod(uid)
@@ -271,11 +359,6 @@ class FrameworkHandle:
     ) -> Status | None:
         return self.framework.run_pre_filter_extension_remove_pod(state, pod, pod_to_remove, node_info)
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name == "_base":
-            raise AttributeError(name)  # no recursion while copying or before __init__ ran
-        return getattr(self._base, name)
-
 
 class Framework:
     """The plugins of one profile, instantiated once each, listed per extension point in config order."""
@@ -284,15 +367,17 @@ class Framework:
         self,
         profile: Profile,
         registry: Mapping[str, PluginFactory],
-        handle: Handle,
+        handle: ClusterHandle,
         *,
         metrics: MetricsHook | None = None,
+        plugin_metrics: PluginMetrics | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.profile_name = profile.scheduler_name
         self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
         self.handle = FrameworkHandle(handle, self)
         self._metrics = metrics
+        self._plugin_metrics = plugin_metrics
         self._clock = clock
         self._waiting: dict[str, WaitingPod] = {}
         self._waiting_lock = threading.Lock()
@@ -314,6 +399,17 @@ class Framework:
         self._pre_bind: list[PreBindPlugin] = self._by_point["preBind"]
         self._bind: list[BindPlugin] = self._by_point["bind"]
         self._post_bind: list[PostBindPlugin] = self._by_point["postBind"]
+        # The optional fast paths each plugin declares (interface.py), looked up once per profile.
+        self._filter_for: dict[str, FilterForPlugin] = {
+            pl.name: pl for pl in self._filter if isinstance(pl, FilterForPlugin)
+        }
+        self._score_nodes_of: dict[str, ScoreNodesPlugin] = {
+            pl.name: pl for pl in self._score if isinstance(pl, ScoreNodesPlugin)
+        }
+        self._timed_by_point: dict[str, list[Any]] = {}
+        if plugin_metrics is not None:
+            self._timed_by_point = {p: [TimedPlugin(pl, plugin_metrics) for pl in pls]
+                                    for p, pls in self._by_point.items()}
 
     # ----- construction -------------------------------------------------------------------------
 
@@ -326,7 +422,7 @@ class Framework:
             listed: list[Any] = []
             for ref in profile.plugins.get(point, []):
                 plugin = self._instantiate(profile, registry, ref.name)
-                if not isinstance(plugin, _POINT_PROTOCOLS[point]):
+                if not isinstance(plugin, EXTENSION_POINT_PROTOCOLS[point][1]):
                     raise ValueError(
                         f"profile {self.profile_name!r}: plugin {ref.name!r} is enabled at {point} "
                         f"but does not implement it"
@@ -374,6 +470,32 @@ class Framework:
         if self._metrics is not None:
             self._metrics(extension_point, code_name(status), time.perf_counter() - start)
 
+    def _plugins(self, state: CycleState, point: str) -> list[Any]:
+        """The plugins of ``point``, timed ones when this cycle samples plugin durations."""
+        if state.record_plugin_metrics and self._timed_by_point:
+            return self._timed_by_point[point]
+        return self._by_point[point]
+
+    def _count(self, point: str, plugins: Iterable[Any], n: int = 1) -> None:
+        """scheduler_plugin_evaluation_total: each plugin ran ``n`` times (once per node for Filter/Score)."""
+        if self._plugin_metrics is not None and n:
+            for pl in plugins:
+                self._plugin_metrics.plugin_evaluations(pl.name, point, n)
+
+    def count_filter_evaluations(self, state: CycleState, visited: int, rejections: Iterable[Status]) -> None:
+        """Filter evaluations without per-node counting: a plugin ran on every visited node that the
+        plugins before it passed (``rejections``: the statuses of the nodes rejected in this walk)."""
+        if self._plugin_metrics is None:
+            return
+        rejected: dict[str, int] = {}
+        for st in rejections:
+            rejected[st.plugin] = rejected.get(st.plugin, 0) + 1
+        for pl in self._filter:
+            if pl.name in state.skip_filter_plugins:
+                continue
+            self._count("Filter", (pl,), visited)
+            visited -= rejected.get(pl.name, 0)
+
     # ----- queue side ---------------------------------------------------------------------------
 
     def queue_sort_less(self, a: QueuedPodInfoLike, b: QueuedPodInfoLike) -> bool:
@@ -383,16 +505,6 @@ class Framework:
 
     def pre_enqueue_plugins(self) -> list[PreEnqueuePlugin]:
         return list(self._pre_enqueue)
-
-    def run_pre_enqueue_plugins(self, pod: Pod) -> Status | None:
-        """First non-success PreEnqueue status, with its plugin recorded (the gating plugin)."""
-        for pl in self._pre_enqueue:
-            s = pl.pre_enqueue(pod)
-            if not success(s):
-                assert s is not None
-                s.plugin = pl.name
-                return s
-        return None
 
     def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
         """Plugin name -> events that may make a pod it rejected schedulable.
@@ -428,6 +540,7 @@ class Framework:
         finally:
             state.skip_filter_plugins = skip
             self._observe_since("PreFilter", status, start)
+            self._count("PreFilter", self._pre_filter)
 
     def _pre_filter_loop(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], skip: set[str]
@@ -435,7 +548,7 @@ class Framework:
         result: PreFilterResult | None = None
         with_nodes: set[str] = set()
         returned: Status | None = None
-        for pl in self._pre_filter:
+        for pl in self._plugins(state, "preFilter"):
             r, s = pl.pre_filter(state, pod, nodes)
             if s is not None and s.code == Code.SKIP:
                 skip.add(pl.name)
@@ -493,18 +606,17 @@ class Framework:
 
     def filter_runner(self, state: CycleState, pod: Pod) -> Callable[[NodeInfo], Status | None]:
         """run_filter_plugins for one pod with this cycle's non-skipped filters bound once: the filter loop
-        calls it for hundreds of nodes, so per-pod work is hoisted out of it. A plugin may offer
-        ``filter_for(state, pod)``: a per-node check specialised to this pod, or None when its Filter
-        passes every node that has a Node object (the snapshot lists only those)."""
+        calls it for hundreds of nodes, so per-pod work is hoisted out of it, and plugins that are
+        FilterForPlugins run their check specialised to this pod."""
         active: list[tuple[str, Callable[..., Status | None], bool]] = []
-        for pl in self._filter:
+        for pl in self._plugins(state, "filter"):
             if pl.name in state.skip_filter_plugins:
                 continue
-            specialise = getattr(pl, "filter_for", None)
-            if specialise is None:
+            fast = self._filter_for.get(pl.name)
+            if fast is None:
                 active.append((pl.name, pl.filter, False))
                 continue
-            check = specialise(state, pod)
+            check = (pl if isinstance(pl, TimedPlugin) else fast).filter_for(state, pod)
             if check is not None:
                 active.append((pl.name, check, True))
 
@@ -594,7 +706,7 @@ class Framework:
         result: PostFilterResult | None = None
         reasons: list[str] = []
         rejector = ""
-        for pl in self._post_filter:
+        for pl in self._plugins(state, "postFilter"):
             r, s = pl.post_filter(state, pod, statuses)
             if success(s):
                 return r, s
@@ -618,7 +730,7 @@ class Framework:
         skip: set[str] = set()
         status: Status | None = None
         try:
-            for pl in self._pre_score:
+            for pl in self._plugins(state, "preScore"):
                 s = pl.pre_score(state, pod, nodes)
                 if s is not None and s.code == Code.SKIP:
                     skip.add(pl.name)
@@ -631,6 +743,7 @@ class Framework:
         finally:
             state.skip_score_plugins = skip
             self._observe_since("PreScore", status, start)
+            self._count("PreScore", self._pre_score)
 
     def run_score_plugins(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
@@ -654,7 +767,8 @@ class Framework:
         start = time.perf_counter()
         status: Status | None = None
         try:
-            plugins = [pl for pl in self._score if pl.name not in state.skip_score_plugins]
+            plugins = [pl for pl in self._plugins(state, "score") if pl.name not in state.skip_score_plugins]
+            self._count("Score", plugins, len(nodes))
             raw, status = self._score_nodes(state, pod, nodes, plugins)
             if status is None:
                 status = self._normalize(state, pod, nodes, plugins, raw)
@@ -670,14 +784,13 @@ class Framework:
     def _score_nodes(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin]
     ) -> tuple[dict[str, list[int]], Status | None]:
-        """Plugin by plugin over all nodes, as plain int lists in ``nodes`` order. A plugin may offer
-        ``score_nodes(state, pod, nodes) -> (scores, status)`` to score every node in one call: the per-node
-        call overhead dominates a Python cycle (hundreds of nodes times several plugins)."""
+        """Plugin by plugin over all nodes, as plain int lists in ``nodes`` order; a ScoreNodesPlugin
+        scores every node in one call."""
         raw: dict[str, list[int]] = {}
         for pl in plugins:
-            batch = getattr(pl, "score_nodes", None)
+            batch = self._score_nodes_of.get(pl.name)
             if batch is not None:
-                values, s = batch(state, pod, nodes)
+                values, s = (pl if isinstance(pl, TimedPlugin) else batch).score_nodes(state, pod, nodes)
                 if not success(s):
                     assert s is not None
                     return raw, _failure(f'running Score plugins: plugin "{pl.name}" failed with: {s.message}')
@@ -697,16 +810,15 @@ class Framework:
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin],
         raw: dict[str, list[int]],
     ) -> Status | None:
-        """NormalizeScore in place. An extension with ``normalize_values(state, pod, values)`` works on the
-        int list; ``normalize_score`` gets the upstream NodeScore list, built only for it."""
+        """NormalizeScore in place. A NormalizeValuesExtension works on the int list; ``normalize_score``
+        gets the upstream NodeScore list, built only for it."""
         for pl in plugins:
             ext = pl.score_extensions()
             if ext is None:
                 continue
             values = raw[pl.name]
-            fast = getattr(ext, "normalize_values", None)
-            if fast is not None:
-                s = fast(state, pod, values)
+            if isinstance(ext, NormalizeValuesExtension):
+                s = ext.normalize_values(state, pod, values)
             else:
                 scores = [NodeScore(n.name, v) for n, v in zip(nodes, values, strict=True)]
                 s = ext.normalize_score(state, pod, scores)
@@ -751,7 +863,7 @@ class Framework:
 
     def run_reserve_plugins_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         """Stop at the first failure; the caller then runs Unreserve for all plugins."""
-        return self._run_until_failure("Reserve", [(pl.name, pl.reserve) for pl in self._reserve],
+        return self._run_until_failure("Reserve", [(pl.name, pl.reserve) for pl in self._plugins(state, "reserve")],
                                        state, pod, node_name)
 
     def _run_until_failure(
@@ -780,7 +892,7 @@ class Framework:
     def run_reserve_plugins_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         """Undo Reserve in reverse order, so later plugins release before the ones they built on."""
         start = time.perf_counter()
-        for pl in reversed(self._reserve):
+        for pl in reversed(self._plugins(state, "reserve")):
             pl.unreserve(state, pod, node_name)
         self._observe_since("Unreserve", None, start)
 
@@ -791,7 +903,7 @@ class Framework:
         status: Status | None = None
         try:
             waits: dict[str, float] = {}
-            for pl in self._permit:
+            for pl in self._plugins(state, "permit"):
                 s, timeout = pl.permit(state, pod, node_name)
                 if success(s):
                     continue
@@ -821,22 +933,22 @@ class Framework:
             wp = self._waiting.get(pod.uid)
         if wp is None:
             return None
+        start = time.perf_counter()
+        s: Status | None = error("waiting on permit was interrupted")
         try:
             s = wp.wait(timeout)
         finally:
             with self._waiting_lock:
                 if self._waiting.get(pod.uid) is wp:
                     del self._waiting[pod.uid]
+            if self._plugin_metrics is not None:
+                self._plugin_metrics.permit_wait(code_name(s), time.perf_counter() - start)
         if success(s):
             return None
         assert s is not None
         if s.is_rejected():
             return s
         return _failure(f"waiting on permit for pod: {s.message}", s.plugin)
-
-    def will_wait_on_permit(self, pod: Pod) -> bool:
-        with self._waiting_lock:
-            return pod.uid in self._waiting
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
         with self._waiting_lock:
@@ -857,7 +969,7 @@ class Framework:
     # ----- PreBind / Bind / PostBind ------------------------------------------------------------
 
     def run_pre_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        return self._run_until_failure("PreBind", [(pl.name, pl.pre_bind) for pl in self._pre_bind],
+        return self._run_until_failure("PreBind", [(pl.name, pl.pre_bind) for pl in self._plugins(state, "preBind")],
                                        state, pod, node_name)
 
     def run_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
@@ -873,7 +985,7 @@ class Framework:
             self._observe_since("Bind", status, start)
 
     def _bind_loop(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        for pl in self._bind:
+        for pl in self._plugins(state, "bind"):
             s = pl.bind(state, pod, node_name)
             if s is not None and s.code == Code.SKIP:
                 continue
@@ -888,7 +1000,7 @@ class Framework:
 
     def run_post_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> None:
         start = time.perf_counter()
-        for pl in self._post_bind:
+        for pl in self._plugins(state, "postBind"):
             pl.post_bind(state, pod, node_name)
         self._observe_since("PostBind", None, start)
 

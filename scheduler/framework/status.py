@@ -35,10 +35,6 @@ class Status:
         """Unschedulable, UnschedulableAndUnresolvable or Pending: the pod cannot go there now."""
         return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING)
 
-    def with_plugin(self, name: str) -> Status:
-        if not self.plugin:
-            self.plugin = name
-        return self
 
 
 StatusOrNone = Status | None

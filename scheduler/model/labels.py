@@ -127,7 +127,6 @@ class LabelSelector:
 
 
 NOTHING = LabelSelector(nothing=True)
-EVERYTHING = LabelSelector()
 
 
 def parse_label_selector(sel: object, obj: str, fld: str) -> LabelSelector:

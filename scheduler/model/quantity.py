@@ -32,10 +32,3 @@ def to_milli(value: object, obj: str, field: str) -> int:
 def to_int(value: object, obj: str, field: str) -> int:
     """Memory, storage, pods and extended resources as whole units; upstream's Value rounds up."""
     return math.ceil(parse(value, obj, field))
-
-
-def resource_amount(name: str, value: object, obj: str, field: str) -> int:
-    """The integer amount the scheduler compares for resource `name` (millicores for cpu)."""
-    if name == CPU:
-        return to_milli(value, obj, field)
-    return to_int(value, obj, field)

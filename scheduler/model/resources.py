@@ -158,14 +158,6 @@ class Resource:
         for k, v in other.scalar.items():
             self.scalar[k] = self.scalar.get(k, 0) - v
 
-    def set_max(self, other: Resource) -> None:
-        """In-place per-resource maximum."""
-        self.milli_cpu = max(self.milli_cpu, other.milli_cpu)
-        self.memory = max(self.memory, other.memory)
-        self.ephemeral_storage = max(self.ephemeral_storage, other.ephemeral_storage)
-        for k, v in other.scalar.items():
-            self.scalar[k] = max(self.scalar.get(k, 0), v)
-
     def copy(self) -> Resource:
         return Resource(
             self.milli_cpu, self.memory, self.ephemeral_storage, self.allowed_pod_number, dict(self.scalar)

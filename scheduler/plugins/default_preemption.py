@@ -21,14 +21,15 @@ holds a pod back and the plugin registers no events.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
+from scheduler.config.args import plugin_args
+from scheduler.config.types_pluginargs import DefaultPreemptionArgs
 from scheduler.framework.interface import (
     CycleState,
     Handle,
     NodeToStatus,
     PostFilterResult,
-    PreemptionHandle,
 )
 from scheduler.framework.preemption import (
     Evaluator,
@@ -42,7 +43,6 @@ from scheduler.framework.preemption import (
 from scheduler.framework.status import Code, Status, code_of, success, unresolvable
 from scheduler.framework.types import ClusterEventWithHint, NodeInfo
 from scheduler.model.pod import Pod
-from scheduler.plugins.helper import int_arg
 
 NAME = "DefaultPreemption"
 
@@ -62,25 +62,11 @@ class DefaultPreemption:
 
     name = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
-        self.min_candidate_nodes_percentage = int_arg(
-            args.get("minCandidateNodesPercentage"), "minCandidateNodesPercentage", 10
-        )
-        self.min_candidate_nodes_absolute = int_arg(
-            args.get("minCandidateNodesAbsolute"), "minCandidateNodesAbsolute", 100
-        )
-        pct, absolute = self.min_candidate_nodes_percentage, self.min_candidate_nodes_absolute
-        if not 0 <= pct <= 100:
-            raise ValueError(f"minCandidateNodesPercentage: invalid value {pct}: not in valid range [0, 100]")
-        if absolute < 0:
-            raise ValueError(f"minCandidateNodesAbsolute: invalid value {absolute}: not in valid range [0, inf)")
-        if pct == 0 and absolute == 0:
-            raise ValueError(
-                "minCandidateNodesPercentage: cannot be zero at the same time as minCandidateNodesAbsolute"
-            )
-        # The scheduler's handle provides the preemption services; checked when first needed, so a
-        # profile can be built with a bare handle (tests) as long as nothing preempts.
-        self.handle = cast(PreemptionHandle, handle)
+    def __init__(self, args: DefaultPreemptionArgs | Mapping[str, Any], handle: Handle) -> None:
+        a = plugin_args(DefaultPreemptionArgs, args)
+        self.min_candidate_nodes_percentage = a.min_candidate_nodes_percentage
+        self.min_candidate_nodes_absolute = a.min_candidate_nodes_absolute
+        self.handle = handle
         self.evaluator = Evaluator(NAME, self.handle, self)
         self.is_eligible_pod: IsEligiblePod = _always
 
@@ -182,9 +168,6 @@ class DefaultPreemption:
     def ordered_score_funcs(self, nodes_to_victims: Mapping[str, Victims]) -> list[ScoreFunc] | None:
         """None: the evaluator's default ordering."""
         return None
-
-    def candidates_to_victims_map(self, candidates: Sequence[Any]) -> dict[str, Victims]:
-        return {c.name: c.victims for c in candidates}
 
     # ----- helpers ------------------------------------------------------------------------------
 

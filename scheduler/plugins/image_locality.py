@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle
+from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, score_by_batch
 from scheduler.framework.status import Status
 from scheduler.framework.types import ClusterEventWithHint, ImageStateSummary, NodeInfo
 from scheduler.model.pod import Pod
-from scheduler.plugins.helper import go_div
+from scheduler.plugins.gomath import go_div
 
 NAME = "ImageLocality"
 
@@ -53,17 +53,6 @@ def scaled_image_score(state: ImageStateSummary, total_nodes: int) -> int:
     return int(float(state.size) * spread)
 
 
-def sum_image_scores(node_info: NodeInfo, images: tuple[str, ...], total_nodes: int) -> int:
-    """Scaled sizes of the pod's images present on this node (an image used twice counts twice)."""
-    total = 0
-    states = node_info.image_states
-    for image in images:
-        state = states.get(image) if image else None
-        if state is not None:
-            total += scaled_image_score(state, total_nodes)
-    return total
-
-
 def calculate_priority(sum_scores: int, num_containers: int) -> int:
     """Clamp to [23 MiB, 1000 MiB x containers] and map linearly onto 0..100 (integer division)."""
     max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
@@ -83,11 +72,7 @@ class ImageLocality:
         self.handle = handle
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
-        total_nodes = len(self.handle.snapshot().list())
-        if total_nodes == 0:
-            return 0, None
-        images = _pod_images(pod)
-        return calculate_priority(sum_image_scores(node_info, images, total_nodes), len(images)), None
+        return score_by_batch(self, state, pod, node_info)
 
     def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status | None]:
         """``score`` for every node: nodes holding none of the pod's images (most of them) share the

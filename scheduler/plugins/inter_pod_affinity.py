@@ -17,12 +17,15 @@ from typing import Any
 
 import orjson
 
+from scheduler.config.args import plugin_args
+from scheduler.config.types_pluginargs import InterPodAffinityArgs
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     CycleState,
     Handle,
     NodeScore,
     PreFilterResult,
+    score_by_batch,
 )
 from scheduler.framework.status import Status, error, skip, unresolvable, unschedulable
 from scheduler.framework.types import (
@@ -309,16 +312,10 @@ class InterPodAffinity:
 
     name = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
-        weight = args.get("hardPodAffinityWeight", 1)
-        if isinstance(weight, bool) or not isinstance(weight, int) or not 0 <= weight <= 100:
-            raise ValueError(f"InterPodAffinityArgs.hardPodAffinityWeight: invalid value {weight!r}: "
-                             "not in valid range [0, 100]")
-        ignore = args.get("ignorePreferredTermsOfExistingPods", False)
-        if not isinstance(ignore, bool):
-            raise ValueError("InterPodAffinityArgs.ignorePreferredTermsOfExistingPods: must be a boolean")
-        self.hard_pod_affinity_weight: int = weight
-        self.ignore_preferred_terms_of_existing_pods: bool = ignore
+    def __init__(self, args: InterPodAffinityArgs | Mapping[str, Any], handle: Handle) -> None:
+        a = plugin_args(InterPodAffinityArgs, args)
+        self.hard_pod_affinity_weight = a.hard_pod_affinity_weight
+        self.ignore_preferred_terms_of_existing_pods = a.ignore_preferred_terms_of_existing_pods
         self.handle = handle
 
     # --- namespaces -------------------------------------------------------------------------------
@@ -521,19 +518,7 @@ class InterPodAffinity:
         return out
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
-        """Sum, over the scored topology keys, of the node's value's weight (negative for anti-affinity)."""
-        s = state.get(PRE_SCORE_STATE_KEY)
-        if not isinstance(s, _PreScoreState):
-            return 0, error(f'failed to read "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
-        node = node_info.node
-        if node is None:
-            return 0, error("node not found")
-        total = 0
-        for key, per_value in s.topology_score.items():
-            value = node.labels.get(key)
-            if value is not None:
-                total += per_value.get(value, 0)
-        return total, None
+        return score_by_batch(self, state, pod, node_info)
 
     def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status | None]:
         """``score`` for every node in one call."""

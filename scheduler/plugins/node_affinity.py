@@ -25,7 +25,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, NodeScore, PreFilterResult
+from scheduler.config.args import plugin_args
+from scheduler.config.types_pluginargs import NodeAffinityArgs
+from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, NodeScore, PreFilterResult, score_by_batch
 from scheduler.framework.status import Status, error, skip, unresolvable
 from scheduler.framework.types import (
     ActionType,
@@ -47,7 +49,7 @@ from scheduler.model.labels import (
 )
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
-from scheduler.plugins.helper import default_normalize_score, default_normalize_values
+from scheduler.plugins.normalize_score import default_normalize_score, default_normalize_values
 
 NAME = "NodeAffinity"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
@@ -382,15 +384,12 @@ def pod_node_affinity(pod: Pod) -> PodNodeAffinity:
 # --- the plugin -----------------------------------------------------------------------------------
 
 
-def _parse_added_affinity(
-    args: Mapping[str, Any],
+def _added_affinity_terms(
+    added: Mapping[str, Any] | None,
 ) -> tuple[tuple[NodeSelectorTerm, ...] | None, tuple[PreferredTerm, ...] | None]:
-    """addedAffinity args; unlike a pod's terms, any error here is a configuration error."""
-    added = args.get("addedAffinity")
+    """The (validated) addedAffinity as matchers; unlike a pod's terms, any error here is a configuration error."""
     if added is None:
         return None, None
-    if not isinstance(added, Mapping):
-        raise ValueError("addedAffinity: must be an object")
     obj = "NodeAffinityArgs"
     required = None
     if added.get(_REQUIRED) is not None:
@@ -411,9 +410,10 @@ class NodeAffinity:
 
     name = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: NodeAffinityArgs | Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle
-        self.added_required, self.added_preferred = _parse_added_affinity(args)
+        added = plugin_args(NodeAffinityArgs, args).added_affinity
+        self.added_required, self.added_preferred = _added_affinity_terms(added)
 
     def _added_match(self, node: Node) -> bool:
         return self.added_required is None or any(t.matches(node) for t in self.added_required)
@@ -466,20 +466,7 @@ class NodeAffinity:
         return None
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
-        node = node_info.node
-        if node is None:
-            return 0, error("node not found")
-        count = 0
-        if self.added_preferred is not None:
-            count += sum(p.weight for p in self.added_preferred if p.term.matches(node))
-        preferred = state.get(PRE_SCORE_STATE_KEY)
-        if preferred is None:  # PreScore disabled: compute here
-            aff = pod_node_affinity(pod)
-            if aff.preferred_error is not None:
-                return 0, error(aff.preferred_error)
-            preferred = aff.preferred or ()
-        count += sum(p.weight for p in preferred if p.term.matches(node))
-        return count, None
+        return score_by_batch(self, state, pod, node_info)
 
     def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status | None]:
         """``score`` for every node in one call: the (term, weight) list is built once."""

@@ -15,17 +15,13 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from scheduler.config.args import plugin_args
+from scheduler.config.types_pluginargs import NodeResourcesBalancedAllocationArgs
 from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle
 from scheduler.framework.status import Status, skip
 from scheduler.framework.types import ClusterEventWithHint, NodeInfo
 from scheduler.model.pod import Pod
-from scheduler.plugins.node_resources_fit import (
-    BALANCED,
-    ResourceAllocationScorer,
-    ResourceSpec,
-    parse_resource_specs,
-    pod_resource_requests,
-)
+from scheduler.plugins.node_resources_fit import ResourceAllocationScorer, pod_resource_requests
 
 NAME = "NodeResourcesBalancedAllocation"
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
@@ -53,30 +49,15 @@ def balanced_resource_score(requested: list[int], allocatable: list[int]) -> int
     return int((1 - std) * float(MAX_NODE_SCORE))
 
 
-def _parse_resources(raw: object) -> tuple[ResourceSpec, ...]:
-    """ValidateNodeResourcesBalancedAllocationArgs: unique names, every weight 1 (weights are unused)."""
-    resources = parse_resource_specs(raw, "resources")
-    seen: set[str] = set()
-    for i, spec in enumerate(resources):
-        if spec.name in seen:
-            raise ValueError(f"resources[{i}].name: Duplicate value: {spec.name!r}")
-        seen.add(spec.name)
-        if spec.weight != 1:
-            raise ValueError(f"resources[{i}].weight: Invalid value: {spec.weight}: must be 1")
-    return resources
-
-
 class NodeResourcesBalancedAllocation:
     """Scores nodes by how evenly the pod would leave their resources used."""
 
     name = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: NodeResourcesBalancedAllocationArgs | Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle
-        self.resources = _parse_resources(args.get("resources"))
-        self.scorer = ResourceAllocationScorer(
-            self.resources, use_requested=True, fn=balanced_resource_score, kind=BALANCED
-        )
+        self.resources = plugin_args(NodeResourcesBalancedAllocationArgs, args).resources
+        self.scorer = ResourceAllocationScorer(self.resources, use_requested=True, fn=balanced_resource_score)
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
         """Skip best-effort pods (nothing requested among the configured resources)."""

@@ -17,6 +17,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler.config.args import plugin_args
+from scheduler.config.types_pluginargs import (
+    MAX_CUSTOM_PRIORITY_SCORE,
+    MOST_ALLOCATED,
+    REQUESTED_TO_CAPACITY_RATIO,
+    NodeResourcesFitArgs,
+    ResourceSpec,
+    ScoringStrategy,
+    UtilizationShapePoint,
+)
 from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, PreFilterResult
 from scheduler.framework.status import Code, Status, error, unresolvable
 from scheduler.framework.types import (
@@ -38,29 +48,14 @@ from scheduler.model.resources import (
     request_amount,
     scoring_request_list,
 )
-from scheduler.plugins.helper import (
-    NodeScoreMemo,
-    ShapePoint,
-    build_broken_linear_function,
-    go_div,
-    go_round,
-    int_arg,
-    list_arg,
-    mapping_arg,
-)
+from scheduler.plugins.generation_memo import GenerationMemo
+from scheduler.plugins.gomath import go_div, go_round
+from scheduler.plugins.shape_score import build_broken_linear_function
 
 NAME = "NodeResourcesFit"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
 
-LEAST_ALLOCATED = "LeastAllocated"
-MOST_ALLOCATED = "MostAllocated"
-REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
-SCORING_STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
-
-BALANCED = "Balanced"  # ResourceAllocationScorer.kind of NodeResourcesBalancedAllocation
-
-MAX_CUSTOM_PRIORITY_SCORE = 10  # shape scores are 0..10, scaled by MAX_NODE_SCORE / 10
 MAX_UTILIZATION = 100
 
 
@@ -166,6 +161,23 @@ class FitState:
     scalars: tuple[tuple[str, int], ...]
     nothing: bool
 
+    def has_room(self, node_info: NodeInfo) -> bool:
+        """fits_request finds no shortage: the node has a pod slot and room for every checked request."""
+        alloc = node_info.allocatable
+        if len(node_info.pods) >= alloc.allowed_pod_number:
+            return False
+        if self.nothing:
+            return True
+        used = node_info.requested
+        cpu, mem, eph = self.cpu, self.memory, self.ephemeral
+        return (
+            (not cpu or cpu <= alloc.milli_cpu - used.milli_cpu)
+            and (not mem or mem <= alloc.memory - used.memory)
+            and (not eph or eph <= alloc.ephemeral_storage - used.ephemeral_storage)
+            and (not self.scalars or all(want <= alloc.scalar.get(name, 0) - used.scalar.get(name, 0)
+                                         for name, want in self.scalars))
+        )
+
     @classmethod
     def build(cls, req: Resource, ignored: frozenset[str], ignored_groups: frozenset[str]) -> FitState:
         scalars = tuple(
@@ -185,16 +197,6 @@ class FitState:
 
 # --- scoring -----------------------------------------------------------------------------------
 
-
-@dataclass(frozen=True, slots=True)
-class ResourceSpec:
-    """A resource named in scoring args and its weight."""
-
-    name: str
-    weight: int = 1
-
-
-DEFAULT_RESOURCES = (ResourceSpec(CPU, 1), ResourceSpec(MEMORY, 1))
 
 ScorerFn = Callable[[list[int], list[int]], int]
 
@@ -216,46 +218,22 @@ def pod_resource_requests(pod: Pod, resources: Sequence[ResourceSpec], use_reque
 
 @dataclass(frozen=True, slots=True)
 class ResourceAllocationScorer:
-    """resourceAllocationScorer: gathers (requested, allocatable) per resource and applies `fn`."""
+    """resourceAllocationScorer: gathers (requested, allocatable) per resource and applies `fn`, the
+    strategy's formula (the only place it is written)."""
 
     resources: tuple[ResourceSpec, ...]
     use_requested: bool
     fn: ScorerFn
-    # LEAST_ALLOCATED, MOST_ALLOCATED or BALANCED enable the inlined batch loops; "" uses `fn` per node.
-    kind: str = ""
-    memo: NodeScoreMemo = field(default_factory=NodeScoreMemo, compare=False, repr=False)
-
-    def allocatable_and_requested(self, node_info: NodeInfo, name: str, pod_request: int) -> tuple[int, int]:
-        """calculateResourceAllocatableRequest; (0, 0) makes the resource not count."""
-        requested = node_info.requested if self.use_requested else node_info.non_zero_requested
-        if pod_request == 0 and is_scalar_resource_name(name):
-            return 0, 0
-        alloc = node_info.allocatable
-        if name == CPU:
-            return alloc.milli_cpu, requested.milli_cpu + pod_request
-        if name == MEMORY:
-            return alloc.memory, requested.memory + pod_request
-        if name == EPHEMERAL_STORAGE:
-            return alloc.ephemeral_storage, node_info.requested.ephemeral_storage + pod_request
-        if name in alloc.scalar:
-            return alloc.scalar[name], node_info.requested.scalar.get(name, 0) + pod_request
-        return 0, 0
+    memo: GenerationMemo[int] = field(default_factory=GenerationMemo, compare=False, repr=False)
 
     def score(self, node_info: NodeInfo, pod_requests: Sequence[int]) -> int:
-        requested = [0] * len(self.resources)
-        allocatable = [0] * len(self.resources)
-        for i, spec in enumerate(self.resources):
-            alloc, req = self.allocatable_and_requested(node_info, spec.name, pod_requests[i])
-            if alloc == 0:
-                continue
-            allocatable[i] = alloc
-            requested[i] = req
-        return self.fn(requested, allocatable)
+        return self.compute_nodes([node_info], pod_requests)[0]
 
-    def plan(self, pod_requests: Sequence[int]) -> list[tuple[int, int, str, int, int]]:
-        """Per counted resource (index, source, name, pod request, weight); resources that can never count
-        (a scalar the pod does not request) are left out, which equals allocatable 0 for every scorer.
-        Sources: 0 cpu, 1 memory, 2 ephemeral-storage, 3 a scalar read from allocatable.scalar."""
+    def _plan(self, pod_requests: Sequence[int]) -> list[tuple[int, int, str, int]]:
+        """calculateResourceAllocatableRequest hoisted out of the node loop: per counted resource (index,
+        source, name, pod request). Resources that can never count (a scalar the pod does not request) are
+        left out, which equals allocatable 0 for every formula. Sources: 0 cpu, 1 memory, 2 ephemeral-storage,
+        3 a scalar read from allocatable.scalar."""
         out = []
         for i, spec in enumerate(self.resources):
             name, pr = spec.name, pod_requests[i]
@@ -269,21 +247,20 @@ class ResourceAllocationScorer:
                 continue
             else:
                 src = 3
-            out.append((i, src, name, pr, spec.weight))
+            out.append((i, src, name, pr))
         return out
 
     def score_nodes(self, nodes: Sequence[NodeInfo], pod_requests: Sequence[int]) -> list[int]:
         """``[self.score(n, pod_requests) for n in nodes]``, from the memo for nodes unchanged since a pod
         with the same requests was scored: the score depends only on them and the node's resources."""
         reqs = tuple(pod_requests)
-        return self.memo.scores(reqs, nodes, lambda todo: self.compute_nodes(todo, reqs))
+        return self.memo.values(reqs, nodes, lambda todo: self.compute_nodes(todo, reqs))
 
     def compute_nodes(self, nodes: Sequence[NodeInfo], pod_requests: Sequence[int]) -> list[int]:
-        """``[self.score(n, pod_requests) for n in nodes]`` with the per-pod work hoisted out of the loop."""
-        plan = self.plan(pod_requests)
-        srcs = tuple(p[1] for p in plan)
-        if srcs == (0, 1) and self.kind:
-            return self._score_cpu_memory(nodes, pod_requests, plan[0][3], plan[1][3], plan[0][4], plan[1][4])
+        """The score of each node: (requested, allocatable) per resource, allocatable 0 where the node has
+        none (the formulas skip those). Requested is the non-zero or real request for cpu and memory, the
+        real one for the rest."""
+        plan = self._plan(pod_requests)
         use_requested = self.use_requested
         fn = self.fn
         n = len(self.resources)
@@ -294,7 +271,7 @@ class ResourceAllocationScorer:
             used = ni.requested if use_requested else ni.non_zero_requested
             requested = [0] * n
             allocatable = [0] * n
-            for i, src, name, pr, _ in plan:
+            for i, src, name, pr in plan:
                 if src == 0:
                     a, r = alloc.milli_cpu, used.milli_cpu + pr
                 elif src == 1:
@@ -302,71 +279,13 @@ class ResourceAllocationScorer:
                 elif src == 2:
                     a, r = alloc.ephemeral_storage, ni.requested.ephemeral_storage + pr
                 else:
-                    a = alloc.scalar.get(name, 0)
-                    if a == 0:
-                        continue
-                    r = ni.requested.scalar.get(name, 0) + pr
-                if a == 0:
-                    continue
-                allocatable[i] = a
-                requested[i] = r
+                    a, r = alloc.scalar.get(name, 0), ni.requested.scalar.get(name, 0) + pr
+                if a:
+                    allocatable[i] = a
+                    requested[i] = r
             append(fn(requested, allocatable))
         return out
 
-    def _score_cpu_memory(
-        self, nodes: Sequence[NodeInfo], pod_requests: Sequence[int], pc: int, pm: int, wc: int, wm: int
-    ) -> list[int]:
-        """The common case, cpu then memory, inlined per strategy for nodes with positive cpu and memory
-        allocatable (where floor division equals Go's truncation); any other node goes to ``score``."""
-        use_requested = self.use_requested
-        kind = self.kind
-        score = self.score
-        out: list[int] = []
-        append = out.append
-        if kind == BALANCED:
-            for ni in nodes:
-                alloc = ni.allocatable
-                ac, am = alloc.milli_cpu, alloc.memory
-                if ac > 0 and am > 0:
-                    used = ni.requested if use_requested else ni.non_zero_requested
-                    fc = float(used.milli_cpu + pc) / float(ac)
-                    if fc > 1.0:
-                        fc = 1.0
-                    fm = float(used.memory + pm) / float(am)
-                    if fm > 1.0:
-                        fm = 1.0
-                    append(int((1 - abs((fc - fm) / 2)) * float(MAX_NODE_SCORE)))
-                else:
-                    append(score(ni, pod_requests))
-            return out
-        weight_sum = wc + wm
-        if kind == LEAST_ALLOCATED:
-            for ni in nodes:
-                alloc = ni.allocatable
-                ac, am = alloc.milli_cpu, alloc.memory
-                if ac > 0 and am > 0:
-                    used = ni.requested if use_requested else ni.non_zero_requested
-                    rc = used.milli_cpu + pc
-                    rm = used.memory + pm
-                    sc = 0 if rc > ac else (ac - rc) * MAX_NODE_SCORE // ac
-                    sm = 0 if rm > am else (am - rm) * MAX_NODE_SCORE // am
-                    append((sc * wc + sm * wm) // weight_sum)
-                else:
-                    append(score(ni, pod_requests))
-            return out
-        for ni in nodes:  # MostAllocated
-            alloc = ni.allocatable
-            ac, am = alloc.milli_cpu, alloc.memory
-            used = ni.requested if use_requested else ni.non_zero_requested
-            rc = used.milli_cpu + pc
-            rm = used.memory + pm
-            if ac > 0 and am > 0 and rc >= 0 and rm >= 0:
-                sc = (rc if rc < ac else ac) * MAX_NODE_SCORE // ac
-                sm = (rm if rm < am else am) * MAX_NODE_SCORE // am
-                append((sc * wc + sm * wm) // weight_sum)
-            else:
-                append(score(ni, pod_requests))
-        return out
 
 def _weighted(resources: Sequence[ResourceSpec], per_resource: Callable[[int, int], int]) -> ScorerFn:
     """Σ s_r·w_r / Σ w_r over resources with allocatable > 0 (integer division)."""
@@ -397,11 +316,13 @@ def most_requested_score(requested: int, capacity: int) -> int:
     return go_div(min(requested, capacity) * MAX_NODE_SCORE, capacity)
 
 
-def requested_to_capacity_ratio_fn(resources: Sequence[ResourceSpec], shape: Sequence[ShapePoint]) -> ScorerFn:
+def requested_to_capacity_ratio_fn(
+    resources: Sequence[ResourceSpec], shape: Sequence[UtilizationShapePoint]
+) -> ScorerFn:
     """Shape scores x10; utilization = req·100/alloc (100 when over); only resources scoring > 0
     count; the weighted mean is rounded half away from zero."""
     raw = build_broken_linear_function(
-        [ShapePoint(p.utilization, p.score * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for p in shape]
+        [(p.utilization, p.score * (MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE)) for p in shape]
     )
 
     def resource_score(requested: int, capacity: int) -> int:
@@ -423,77 +344,15 @@ def requested_to_capacity_ratio_fn(resources: Sequence[ResourceSpec], shape: Seq
     return fn
 
 
-# --- args -----------------------------------------------------------------------------------------
-
-
-def parse_resource_specs(raw: object, fld: str, max_weight: int = 100) -> tuple[ResourceSpec, ...]:
-    """`resources` args: empty → cpu and memory; weight 0 or absent → 1 (SetDefaults)."""
-    items = list_arg(raw, fld)
-    if not items:
-        return DEFAULT_RESOURCES
-    out = []
-    for i, item in enumerate(items):
-        m = mapping_arg(item, f"{fld}[{i}]")
-        name = m.get("name")
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"{fld}[{i}].name: must be a non-empty string")
-        weight = int_arg(m.get("weight"), f"{fld}[{i}].weight") or 1
-        if weight < 0 or weight > max_weight:
-            raise ValueError(f"{fld}[{i}].weight: resource weight of {name} not in valid range (0, {max_weight}]")
-        out.append(ResourceSpec(name, weight))
-    return tuple(out)
-
-
-def parse_shape(raw: object, fld: str) -> tuple[ShapePoint, ...]:
-    """validateFunctionShape: ≥1 point, utilization strictly increasing in [0, 100], score in [0, 10]."""
-    items = list_arg(raw, fld)
-    if not items:
-        raise ValueError(f"{fld}: Required value: at least one point must be specified")
-    points: list[ShapePoint] = []
-    for i, item in enumerate(items):
-        m = mapping_arg(item, f"{fld}[{i}]")
-        u = int_arg(m.get("utilization"), f"{fld}[{i}].utilization")
-        s = int_arg(m.get("score"), f"{fld}[{i}].score")
-        if not 0 <= u <= MAX_UTILIZATION:
-            raise ValueError(f"{fld}[{i}].utilization: {u} not in valid range [0, {MAX_UTILIZATION}]")
-        if not 0 <= s <= MAX_CUSTOM_PRIORITY_SCORE:
-            raise ValueError(f"{fld}[{i}].score: {s} not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]")
-        if points and points[-1].utilization >= u:
-            raise ValueError(f"{fld}[{i}].utilization: {u}: values must be sorted in increasing order")
-        points.append(ShapePoint(u, s))
-    return tuple(points)
-
-
-def _string_set(raw: object, fld: str) -> frozenset[str]:
-    items = list_arg(raw, fld)
-    for i, v in enumerate(items):
-        if not isinstance(v, str) or not v:
-            raise ValueError(f"{fld}[{i}]: must be a non-empty string")
-    return frozenset(items)
-
-
-def _build_scorer(strategy: Mapping[str, Any]) -> ResourceAllocationScorer:
-    kind = strategy.get("type") or LEAST_ALLOCATED
-    if kind not in SCORING_STRATEGIES:
-        raise ValueError(f"scoringStrategy.type: Unsupported value: {kind!r}: supported values: {SCORING_STRATEGIES}")
-    resources = parse_resource_specs(strategy.get("resources"), "scoringStrategy.resources")
-    rtcr = strategy.get("requestedToCapacityRatio")
-    shape = (
-        parse_shape(mapping_arg(rtcr, "scoringStrategy.requestedToCapacityRatio").get("shape"), "scoringStrategy.shape")
-        if rtcr is not None
-        else None
-    )
-    if kind == LEAST_ALLOCATED:
-        fn = _weighted(resources, least_requested_score)
-    elif kind == MOST_ALLOCATED:
+def _build_scorer(strategy: ScoringStrategy) -> ResourceAllocationScorer:
+    resources = strategy.resources
+    if strategy.type == MOST_ALLOCATED:
         fn = _weighted(resources, most_requested_score)
+    elif strategy.type == REQUESTED_TO_CAPACITY_RATIO and strategy.requested_to_capacity_ratio is not None:
+        fn = requested_to_capacity_ratio_fn(resources, strategy.requested_to_capacity_ratio.shape)
     else:
-        if shape is None:
-            raise ValueError("scoringStrategy.requestedToCapacityRatio: required for type RequestedToCapacityRatio")
-        fn = requested_to_capacity_ratio_fn(resources, shape)
-    return ResourceAllocationScorer(
-        resources, use_requested=False, fn=fn, kind=kind if kind != REQUESTED_TO_CAPACITY_RATIO else ""
-    )
+        fn = _weighted(resources, least_requested_score)
+    return ResourceAllocationScorer(resources, use_requested=False, fn=fn)
 
 
 # --- the plugin -----------------------------------------------------------------------------------
@@ -510,17 +369,14 @@ class NodeResourcesFit:
 
     name = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: NodeResourcesFitArgs | Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle
-        self.ignored_resources = _string_set(args.get("ignoredResources"), "ignoredResources")
-        self.ignored_resource_groups = _string_set(args.get("ignoredResourceGroups"), "ignoredResourceGroups")
-        for i, group in enumerate(sorted(self.ignored_resource_groups)):
-            if "/" in group:
-                raise ValueError(f"ignoredResourceGroups[{i}]: {group!r}: resource group name can't contain '/'")
-        self.scorer = _build_scorer(mapping_arg(args.get("scoringStrategy"), "scoringStrategy"))
+        a = plugin_args(NodeResourcesFitArgs, args)
+        self.ignored_resources = frozenset(a.ignored_resources)
+        self.ignored_resource_groups = frozenset(a.ignored_resource_groups)
+        self.scorer = _build_scorer(a.scoring_strategy)
         self.resources = self.scorer.resources
-        self._fits_signature: object = None
-        self._fits: set[int] = set()
+        self._fits: GenerationMemo[bool] = GenerationMemo()
 
     # PreFilter / Filter
 
@@ -544,25 +400,9 @@ class NodeResourcesFit:
         st = state.get(PRE_FILTER_STATE_KEY)
         if st is None:
             return error(f'error reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
-        if isinstance(st, Resource):  # written by an older PreFilter: no precomputed checks
-            st = FitState.build(st, self.ignored_resources, self.ignored_resource_groups)
-        alloc = node_info.allocatable
-        if len(node_info.pods) < alloc.allowed_pod_number:
-            if st.nothing:
-                return None
-            used = node_info.requested
-            cpu, mem, eph = st.cpu, st.memory, st.ephemeral
-            if (
-                (not cpu or cpu <= alloc.milli_cpu - used.milli_cpu)
-                and (not mem or mem <= alloc.memory - used.memory)
-                and (not eph or eph <= alloc.ephemeral_storage - used.ephemeral_storage)
-            ):
-                if not st.scalars:
-                    return None
-                cap, taken = alloc.scalar, used.scalar
-                if all(want <= cap.get(name, 0) - taken.get(name, 0) for name, want in st.scalars):
-                    return None
-        # Some check fails: the reference lists every shortage, in upstream's order.
+        if st.has_room(node_info):
+            return None
+        # Some check fails: list every shortage, in upstream's order.
         return status_for(
             fits_request(
                 st.request,
@@ -578,34 +418,20 @@ class NodeResourcesFit:
         """``filter`` with the PreFilter state read once: nodes with room for the request pass inline, the
         rest go to ``filter`` for the full list of shortages."""
         st = state.get(PRE_FILTER_STATE_KEY)
-        if st is None or isinstance(st, Resource):
+        if st is None:
             return lambda node_info: self.filter(state, pod, node_info)
-        cpu, mem, eph, scalars, nothing = st.cpu, st.memory, st.ephemeral, st.scalars, st.nothing
+        has_room = st.has_room
         slow = self.filter
-        # NodeInfo generations that passed this very request (see NodeScoreMemo: a generation is one
-        # state of one node), so pods alike skip the arithmetic on nodes unchanged since the last cycle.
-        signature = (cpu, mem, eph, scalars, nothing)
-        if signature != self._fits_signature or len(self._fits) > 50_000:
-            self._fits_signature, self._fits = signature, set()
-        fits = self._fits
+        # NodeInfo generations that passed this very request, so pods alike skip the arithmetic on nodes
+        # unchanged since the last cycle.
+        fits = self._fits.table((st.cpu, st.memory, st.ephemeral, st.scalars, st.nothing))
 
         def check(node_info: NodeInfo) -> Status | None:
             if node_info.generation in fits:
                 return None
-            alloc = node_info.allocatable
-            if len(node_info.pods) < alloc.allowed_pod_number:
-                if nothing:
-                    return None
-                used = node_info.requested
-                if (
-                    (not cpu or cpu <= alloc.milli_cpu - used.milli_cpu)
-                    and (not mem or mem <= alloc.memory - used.memory)
-                    and (not eph or eph <= alloc.ephemeral_storage - used.ephemeral_storage)
-                    and (not scalars or all(want <= alloc.scalar.get(name, 0) - used.scalar.get(name, 0)
-                                            for name, want in scalars))
-                ):
-                    fits.add(node_info.generation)
-                    return None
+            if has_room(node_info):
+                fits[node_info.generation] = True
+                return None
             return slow(state, pod, node_info)
 
         return check

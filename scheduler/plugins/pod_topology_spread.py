@@ -18,12 +18,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from scheduler.config.args import plugin_args
+from scheduler.config.types_pluginargs import SYSTEM_DEFAULTING, PodTopologySpreadArgs
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     CycleState,
     Handle,
     NodeScore,
     PreFilterResult,
+    score_by_batch,
 )
 from scheduler.framework.status import Status, error, skip, unresolvable, unschedulable
 from scheduler.framework.types import (
@@ -46,7 +49,15 @@ from scheduler.model.labels import (
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.model.taints import NO_EXECUTE, NO_SCHEDULE, first_untolerated
-from scheduler.plugins.spreading import MatchingPodCounts, as_node, as_pod, default_selector, selector_from_set
+from scheduler.plugins.generation_memo import GenerationMemo
+from scheduler.plugins.spreading import (
+    COUNTED_SELECTORS,
+    as_node,
+    as_pod,
+    default_selector,
+    matching_pod_counter,
+    selector_from_set,
+)
 
 NAME = "PodTopologySpread"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
@@ -63,8 +74,6 @@ DO_NOT_SCHEDULE = "DoNotSchedule"
 SCHEDULE_ANYWAY = "ScheduleAnyway"
 HONOR = "Honor"
 IGNORE = "Ignore"
-SYSTEM_DEFAULTING = "System"
-LIST_DEFAULTING = "List"
 
 _DO_NOT_SCHEDULE_TAINTS = frozenset({NO_SCHEDULE, NO_EXECUTE})
 _MAX_INT32 = 2**31 - 1
@@ -335,40 +344,27 @@ class PodTopologySpread:
 
     name = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: PodTopologySpreadArgs | Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle
-        self._counts = MatchingPodCounts()
-        defaulting = args.get("defaultingType") or SYSTEM_DEFAULTING
-        raw_defaults = args.get("defaultConstraints") or []
-        if defaulting not in (SYSTEM_DEFAULTING, LIST_DEFAULTING):
-            raise ValueError(f"PodTopologySpreadArgs.defaultingType: unsupported value {defaulting!r}")
-        if defaulting == SYSTEM_DEFAULTING and raw_defaults:
-            raise ValueError(
-                "PodTopologySpreadArgs.defaultingType: invalid value 'System': when .defaultConstraints are not empty"
-            )
-        self.system_defaulted = defaulting == SYSTEM_DEFAULTING
+        self._counts: GenerationMemo[int] = GenerationMemo(COUNTED_SELECTORS)
+        a = plugin_args(PodTopologySpreadArgs, args)
+        self.system_defaulted = a.defaulting_type == SYSTEM_DEFAULTING
         if self.system_defaulted:
             self.default_constraints: tuple[tuple[str, TopologySpreadConstraint], ...] = (
                 (SCHEDULE_ANYWAY, TopologySpreadConstraint(3, LABEL_HOSTNAME, NOTHING)),
                 (SCHEDULE_ANYWAY, TopologySpreadConstraint(5, LABEL_TOPOLOGY_ZONE, NOTHING)),
             )
         else:
-            self.default_constraints = self._parse_defaults(raw_defaults)
+            self.default_constraints = self._build_defaults(a.default_constraints)
 
     @staticmethod
-    def _parse_defaults(raw: object) -> tuple[tuple[str, TopologySpreadConstraint], ...]:
-        if not isinstance(raw, list):
-            raise ValueError("PodTopologySpreadArgs.defaultConstraints: must be a list")
+    def _build_defaults(
+        constraints: Sequence[Mapping[str, Any]],
+    ) -> tuple[tuple[str, TopologySpreadConstraint], ...]:
+        """The validated default constraints (no selector: the workload's is added per pod) as matchers."""
         out = []
-        for i, c in enumerate(raw):
+        for i, c in enumerate(constraints):
             fld = f"defaultConstraints[{i}]"
-            if not isinstance(c, Mapping):
-                raise ValueError(f"PodTopologySpreadArgs.{fld}: must be an object")
-            if c.get("labelSelector") is not None:
-                raise ValueError(
-                    f"PodTopologySpreadArgs.{fld}.labelSelector: constraint must not define a "
-                    "selector, as they deduced for each pod"
-                )
             try:
                 out.append(
                     (str(c.get("whenUnsatisfiable") or ""), _parse_constraint(c, {}, "PodTopologySpreadArgs", fld))
@@ -408,7 +404,7 @@ class PodTopologySpread:
             return None, skip()
         s = _PreFilterState(constraints)
         required = required_node_affinity(pod)
-        counters = [self._counts.counter(c.selector, pod.namespace) for c in constraints]
+        counters = [matching_pod_counter(self._counts, c.selector, pod.namespace) for c in constraints]
         for ni in nodes:
             node = ni.node
             if node is None or not _node_has_all_keys(node.labels, constraints):
@@ -482,7 +478,7 @@ class PodTopologySpread:
         if not s.constraints:
             return skip()
         required = required_node_affinity(pod)
-        s.counters = [self._counts.counter(c.selector, pod.namespace) for c in s.constraints]
+        s.counters = [matching_pod_counter(self._counts, c.selector, pod.namespace) for c in s.constraints]
         for ni in all_nodes:
             node = ni.node
             if node is None or (require_all and not _node_has_all_keys(node.labels, s.constraints)):
@@ -519,24 +515,7 @@ class PodTopologySpread:
         s.topology_normalizing_weight = weights
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
-        """Σ over constraints whose key the node has of cnt·w + maxSkew - 1, rounded half away from zero."""
-        s = state.get(PRE_SCORE_STATE_KEY)
-        if not isinstance(s, _PreScoreState):
-            return 0, error(f'error reading "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
-        node = node_info.node
-        if node is None:
-            return 0, error("node not found")
-        if node.name in s.ignored_nodes:
-            return 0, None
-        total = 0.0
-        for i, c in enumerate(s.constraints):
-            value = node.labels.get(c.topology_key)
-            if value is None:
-                continue
-            hostname = c.topology_key == LABEL_HOSTNAME
-            cnt = s.counters[i](node_info) if hostname else s.value_counts[i].get(value, 0)
-            total += score_for_count(cnt, c.max_skew, s.topology_normalizing_weight[i])
-        return go_round(total), None
+        return score_by_batch(self, state, pod, node_info)
 
     def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status | None]:
         """``score`` for every node in one call, the per-constraint data unpacked once."""

@@ -17,6 +17,7 @@ from scheduler.model.errors import InvalidObjectError
 from scheduler.model.labels import LabelSelector, Requirement, parse_label_selector
 from scheduler.model.node import Node, node_from_api
 from scheduler.model.pod import Pod, pod_from_api
+from scheduler.plugins.generation_memo import GenerationMemo
 
 __all__ = [
     "as_node",
@@ -174,36 +175,26 @@ def count_matching_pods(pods: Iterable[Pod], selector: LabelSelector, namespace:
     return count
 
 
-class MatchingPodCounts:
-    """count_matching_pods per node, remembered by NodeInfo generation for each (selector, namespace).
+# Selectors (with namespace) whose counts a spreading plugin keeps at once in its GenerationMemo.
+COUNTED_SELECTORS = 256
 
-    A generation names one state of one node (see NodeScoreMemo), and the count depends only on that
-    node's pods, so spreading plugins that count every node's pods each cycle (PodTopologySpread's
-    PreFilter/PreScore, SelectorSpread) recount only the nodes that changed. Used from the scheduling
-    loop only (one thread); ``limit`` bounds the entries kept for dead generations."""
 
-    __slots__ = ("_tables", "limit")
+def matching_pod_counter(
+    memo: GenerationMemo[int], selector: LabelSelector, namespace: str
+) -> Callable[[NodeInfo], int]:
+    """count_matching_pods of a node's pods, remembered by NodeInfo generation in ``memo``: the count
+    depends only on that node's pods, so spreading plugins that count every node's pods each cycle
+    (PodTopologySpread's PreFilter/PreScore, SelectorSpread) recount only the nodes that changed. Look
+    it up once per cycle."""
+    table = memo.table((selector, namespace))
 
-    def __init__(self, limit: int = 50_000) -> None:
-        self._tables: dict[tuple[LabelSelector, str], dict[int, int]] = {}
-        self.limit = limit
+    def count(ni: NodeInfo) -> int:
+        n = table.get(ni.generation)
+        if n is None:
+            n = table[ni.generation] = count_matching_pods(ni.pods.values(), selector, namespace)
+        return n
 
-    def counter(self, selector: LabelSelector, namespace: str) -> Callable[[NodeInfo], int]:
-        """The counting function for one selector and namespace; look it up once per cycle."""
-        key = (selector, namespace)
-        table = self._tables.get(key)
-        if table is None or len(table) > self.limit:
-            if len(self._tables) > 256:
-                self._tables.clear()
-            table = self._tables[key] = {}
-
-        def count(ni: NodeInfo) -> int:
-            n = table.get(ni.generation)
-            if n is None:
-                n = table[ni.generation] = count_matching_pods(ni.pods.values(), selector, namespace)
-            return n
-
-        return count
+    return count
 
 
 def as_pod(obj: object) -> Pod | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, NodeScore
+from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, NodeScore, score_by_batch
 from scheduler.framework.status import Status, error, unresolvable
 from scheduler.framework.types import (
     ActionType,
@@ -28,7 +28,7 @@ from scheduler.framework.types import (
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.model.taints import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, Taint, Toleration, first_untolerated
-from scheduler.plugins.helper import default_normalize_score, default_normalize_values
+from scheduler.plugins.normalize_score import default_normalize_score, default_normalize_values
 
 NAME = "TaintToleration"
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
@@ -98,13 +98,7 @@ class TaintToleration:
         return None
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
-        tolerations = state.get(PRE_SCORE_STATE_KEY)
-        if tolerations is None:
-            return 0, error(f'failed to read "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
-        node = node_info.node
-        if node is None:
-            return 0, error("node not found")
-        return count_intolerable_prefer_no_schedule(node.taints, tolerations), None
+        return score_by_batch(self, state, pod, node_info)
 
     def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status | None]:
         """``score`` for every node; untainted nodes cost one attribute read."""

@@ -49,6 +49,8 @@ from typing import Any
 
 import structlog
 
+from scheduler.config.args import plugin_args
+from scheduler.config.types_pluginargs import VolumeBindingArgs
 from scheduler.framework.interface import CycleState, Handle, PreFilterResult
 from scheduler.framework.status import Status, error, skip, unresolvable
 from scheduler.framework.types import (
@@ -116,7 +118,6 @@ ERR_REASON_NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 ERR_REASON_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 ERR_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 
-DEFAULT_BIND_TIMEOUT_SECONDS = 600
 POLL_INTERVAL_SECONDS = 1.0
 
 _PV = "v1.PersistentVolume"
@@ -408,10 +409,9 @@ class VolumeBinding:
 
     name = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
+    def __init__(self, args: VolumeBindingArgs | Mapping[str, Any] | None, handle: Handle) -> None:
         self.handle = handle
-        timeout = (args or {}).get("bindTimeoutSeconds")
-        self.bind_timeout = float(DEFAULT_BIND_TIMEOUT_SECONDS if timeout is None else timeout)
+        self.bind_timeout = float(plugin_args(VolumeBindingArgs, args).bind_timeout_seconds)
         self.poll_interval = POLL_INTERVAL_SECONDS
         self.pv_cache = AssumeCache("PersistentVolume", _PV, self._objects)
         self.pvc_cache = AssumeCache("PersistentVolumeClaim", _PVC, self._objects)
@@ -777,11 +777,8 @@ class VolumeBinding:
             self.sleep(min(self.poll_interval, max(deadline - self.clock(), 0.0)))
 
     def _update(self, kind: str, obj: Obj) -> Obj:
-        update = getattr(self.handle, "update_object", None)
-        if update is None:
-            raise BindingError(f"cannot update {kind} {name_of(obj)}: the framework handle cannot write objects")
         try:
-            result: Obj = update(kind, obj)
+            result: Obj = self.handle.update_object(kind, obj)
         except Exception as exc:
             raise BindingError(str(exc)) from exc
         return result
@@ -804,8 +801,7 @@ class VolumeBinding:
                 self._revert_pvcs(claims[done_pvcs:])
 
     def _pod_deleted(self, pod: Pod) -> bool:
-        exists = getattr(self.handle, "pod_exists", None)
-        return exists is not None and not exists(pod)
+        return not self.handle.pod_exists(pod)
 
     def _check_bindings(self, pod: Pod, node_name: str, bindings: list[BindingInfo], claims: list[Obj]) -> bool:
         """checkBindings: True when every claim operated on is fully bound; BindingError when binding

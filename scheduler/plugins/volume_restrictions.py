@@ -169,8 +169,7 @@ class VolumeRestrictions:
         except NotFound as exc:
             return None, unresolvable(str(exc))
         snapshot = self.handle.snapshot()
-        in_use = getattr(snapshot, "is_pvc_used_by_pods", None)
-        conflicts = sum(1 for c in claims if in_use is not None and in_use(f"{pod.namespace}/{c}"))
+        conflicts = sum(1 for c in claims if snapshot.is_pvc_used_by_pods(f"{pod.namespace}/{c}"))
         if not needs_check and conflicts == 0:
             return None, skip()
         state.write(PRE_FILTER_STATE_KEY, _PreFilterState(claims, conflicts))

@@ -60,8 +60,6 @@ class NotFound(LookupError):
 PVC_RESOURCE = "persistentvolumeclaim"
 PV_RESOURCE = "persistentvolume"
 SC_RESOURCE = "storageclass.storage.k8s.io"
-CSINODE_RESOURCE = "csinode.storage.k8s.io"
-CSIDRIVER_RESOURCE = "csidriver.storage.k8s.io"
 
 
 def _get(objects: Any, kind: str, namespace: str, name: str) -> Obj | None:

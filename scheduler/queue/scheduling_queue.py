@@ -45,6 +45,7 @@ from scheduler.framework.events import (
     pod_scheduling_properties_change,
 )
 from scheduler.framework.interface import PreEnqueuePlugin
+from scheduler.framework.runtime import code_name
 from scheduler.framework.status import Status, error, success
 from scheduler.framework.types import (
     ASSIGNED_POD_ADD,
@@ -81,6 +82,12 @@ GATED = "gated"
 LessFunc = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
 # (queue label, event label): one pod entered that queue because of that event.
 MetricsCallback = Callable[[str, str], None]
+# (plugin, event label, hint label "Queue"|"QueueSkip"|"Error", seconds): one queueing hint ran.
+HintMetricsCallback = Callable[[str, str, str, float], None]
+# (profile, status code name, seconds): the PreEnqueue plugins of one pod ran.
+PreEnqueueMetricsCallback = Callable[[str, str, float], None]
+# scheduler_inflight_events label of the popped pods themselves (upstream PodPoppedInFlightEvent).
+POD_POPPED = "PodPopped"
 
 
 @dataclass(slots=True)
@@ -136,6 +143,8 @@ class PriorityQueue:
         pod_max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE,
         clock: Callable[[], float] = time.monotonic,
         metrics: MetricsCallback | None = None,
+        hint_metrics: HintMetricsCallback | None = None,
+        pre_enqueue_metrics: PreEnqueueMetricsCallback | None = None,
         is_bound: Callable[[Pod], bool] | None = None,
         queueing_hints: bool = True,
         unschedulable_flush_interval: float = UNSCHEDULABLE_FLUSH_INTERVAL,
@@ -148,6 +157,8 @@ class PriorityQueue:
         self._max_in_unschedulable = pod_max_in_unschedulable
         self._clock = clock
         self._metrics = metrics
+        self._hint_metrics = hint_metrics
+        self._pre_enqueue_metrics = pre_enqueue_metrics
         self._hints_enabled = queueing_hints
         self._unschedulable_flush_interval = unschedulable_flush_interval
         self.nominator = Nominator(is_bound) if is_bound is not None else Nominator()
@@ -244,6 +255,27 @@ class PriorityQueue:
         """Recorded events not yet trimmed (upstream scheduler_inflight_events, summed)."""
         with self._lock:
             return sum(1 for e in self._in_flight.values() if isinstance(e, _InFlightEvent))
+
+    def in_flight_counts(self) -> dict[str, int]:
+        """scheduler_inflight_events: in-flight pods (PodPopped) and recorded events, by event label."""
+        with self._lock:
+            counts = {POD_POPPED: len(self._in_flight_pods)}
+            for entry in self._in_flight.values():
+                if isinstance(entry, _InFlightEvent):
+                    counts[entry.event.label] = counts.get(entry.event.label, 0) + 1
+            return counts
+
+    def unschedulable_by_plugin(self) -> dict[tuple[str, str], int]:
+        """scheduler_unschedulable_pods: queued pods per (rejecting or gating plugin, profile); upstream
+        counts a pod from its failure until it is popped again."""
+        counts: dict[tuple[str, str], int] = {}
+        with self._lock:
+            queued = itertools.chain(self._active, self._backoff, self._error_backoff, self._unschedulable.values())
+            for qpi in queued:
+                for plugin in qpi.unschedulable_plugins | qpi.pending_plugins:
+                    key = (plugin, qpi.pod.scheduler_name)
+                    counts[key] = counts.get(key, 0) + 1
+        return counts
 
     def nominated_pods_for_node(self, node_name: str) -> list[Pod]:
         return self.nominator.nominated_pods_for_node(node_name)
@@ -674,12 +706,20 @@ class PriorityQueue:
         """No hint fn, hints disabled, or a hint that raised: Queue (never leave a pod stuck)."""
         if ewh.hint is None or not self._hints_enabled:
             return QueueingHint.QUEUE
+        start = time.perf_counter()
         try:
             hint = ewh.hint(pod, old, new)
         except Exception:
             log.exception("queueing hint of %s failed for pod %s on %s", plugin, pod.key, event.label)
+            self._observe_hint(plugin, event, "Error", start)
             return QueueingHint.QUEUE
-        return QueueingHint.QUEUE_SKIP if hint is QueueingHint.QUEUE_SKIP else QueueingHint.QUEUE
+        hint = QueueingHint.QUEUE_SKIP if hint is QueueingHint.QUEUE_SKIP else QueueingHint.QUEUE
+        self._observe_hint(plugin, event, "QueueSkip" if hint is QueueingHint.QUEUE_SKIP else "Queue", start)
+        return hint
+
+    def _observe_hint(self, plugin: str, event: ClusterEvent, hint: str, start: float) -> None:
+        if self._hint_metrics is not None:
+            self._hint_metrics(plugin, event.label, hint, time.perf_counter() - start)
 
     def _requeue(self, qpi: QueuedPodInfo, strategy: Strategy, event: str) -> str:
         """Put the pod where the strategy says; returns the queue it ended up in."""
@@ -737,7 +777,14 @@ class PriorityQueue:
         return True
 
     def _run_pre_enqueue(self, qpi: QueuedPodInfo) -> None:
-        """Run the profile's PreEnqueue plugins, the previous gating plugin first; record a new gate."""
+        """Run the profile's PreEnqueue plugins, the previous gating plugin first; record a new gate.
+        Timed as the PreEnqueue extension point (scheduler_framework_extension_point_duration_seconds)."""
+        start = time.perf_counter()
+        status = self._pre_enqueue_loop(qpi)
+        if self._pre_enqueue_metrics is not None:
+            self._pre_enqueue_metrics(qpi.pod.scheduler_name, code_name(status), time.perf_counter() - start)
+
+    def _pre_enqueue_loop(self, qpi: QueuedPodInfo) -> Status | None:
         plugins = self._pre_enqueue.get(qpi.pod.scheduler_name, [])
         if qpi.gating_plugin is not None:
             plugins = sorted(plugins, key=lambda p: p.name != qpi.gating_plugin)
@@ -748,10 +795,11 @@ class PriorityQueue:
                 qpi.gating_plugin = plugin.name
                 qpi.gating_message = status.message
                 qpi.gating_plugin_events = list(self._plugin_events.get(plugin.name, []))
-                return
+                return status
         qpi.gating_plugin = None
         qpi.gating_plugin_events = []
         qpi.gating_message = ""
+        return None
 
     @staticmethod
     def _call_pre_enqueue(plugin: PreEnqueuePlugin, pod: Pod) -> Status | None:

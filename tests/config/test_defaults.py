@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from scheduler.config.defaults import (
-    DEFAULT_MULTIPOINT,
-    DEFAULT_PLUGIN_NAMES,
-    EXTENSION_POINTS_BY_PLUGIN,
-    expand_default_plugins,
-    extension_points_of_class,
-)
+from scheduler.config.defaults import expand_default_plugins, extension_points_of_class
+from scheduler.config.errors import ConfigError
 from scheduler.config.load import load_dict
 from scheduler.config.types import EXTENSION_POINTS
-from scheduler.plugins.registry import IN_TREE, Registry
+from scheduler.config.types_pluginargs import (
+    DefaultPreemptionArgs,
+    InterPodAffinityArgs,
+    NodeAffinityArgs,
+    NodeResourcesBalancedAllocationArgs,
+    NodeResourcesFitArgs,
+    PodTopologySpreadArgs,
+    ResourceSpec,
+    ScoringStrategy,
+    VolumeBindingArgs,
+)
+from scheduler.framework.interface import EXTENSION_POINT_PROTOCOLS
+from scheduler.plugins.registry import DEFAULT_MULTIPOINT, IN_TREE, IN_TREE_BY_NAME, Registry
 
 from . import sample_plugins
 from .helpers import full_registry, names, profile, resolve, scores
@@ -58,30 +67,30 @@ EXPECTED_WEIGHTS = [
     ("ImageLocality", 1),
 ]
 
-CPU_MEM = [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]
+CPU_MEM = (ResourceSpec("cpu", 1), ResourceSpec("memory", 1))
 EXPECTED_ARGS = {
-    "DefaultPreemption": {"minCandidateNodesPercentage": 10, "minCandidateNodesAbsolute": 100},
-    "InterPodAffinity": {"hardPodAffinityWeight": 1, "ignorePreferredTermsOfExistingPods": False},
-    "NodeAffinity": {"addedAffinity": None},
-    "NodeResourcesFit": {
-        "ignoredResources": [],
-        "ignoredResourceGroups": [],
-        "scoringStrategy": {"type": "LeastAllocated", "resources": CPU_MEM},
-    },
-    "NodeResourcesBalancedAllocation": {"resources": CPU_MEM},
-    "PodTopologySpread": {"defaultConstraints": [], "defaultingType": "System"},
-    "VolumeBinding": {"bindTimeoutSeconds": 600},
+    "DefaultPreemption": DefaultPreemptionArgs(min_candidate_nodes_percentage=10, min_candidate_nodes_absolute=100),
+    "InterPodAffinity": InterPodAffinityArgs(hard_pod_affinity_weight=1, ignore_preferred_terms_of_existing_pods=False),
+    "NodeAffinity": NodeAffinityArgs(added_affinity=None),
+    "NodeResourcesFit": NodeResourcesFitArgs(
+        ignored_resources=(),
+        ignored_resource_groups=(),
+        scoring_strategy=ScoringStrategy(type="LeastAllocated", resources=CPU_MEM),
+    ),
+    "NodeResourcesBalancedAllocation": NodeResourcesBalancedAllocationArgs(resources=CPU_MEM),
+    "PodTopologySpread": PodTopologySpreadArgs(default_constraints=(), defaulting_type="System"),
+    "VolumeBinding": VolumeBindingArgs(bind_timeout_seconds=600),
 }
 
 
 def test_default_multipoint_order_and_weights() -> None:
-    assert [n for n, _ in DEFAULT_MULTIPOINT] == [
+    assert [p.name for p in DEFAULT_MULTIPOINT] == [
         "SchedulingGates", "PrioritySort", "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity",
         "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone",
         "PodTopologySpread", "InterPodAffinity", "DynamicResources", "DefaultPreemption",
         "NodeResourcesBalancedAllocation", "ImageLocality", "DefaultBinder",
     ]  # fmt: skip
-    assert "DynamicResources" in DEFAULT_PLUGIN_NAMES
+    assert "DynamicResources" in {p.name for p in DEFAULT_MULTIPOINT}
 
 
 def test_no_file_gives_one_default_profile_named_py_scheduler() -> None:
@@ -92,7 +101,6 @@ def test_no_file_gives_one_default_profile_named_py_scheduler() -> None:
         assert names(p, point) == EXPECTED[point], point
     assert scores(p) == EXPECTED_WEIGHTS
     assert all(r.weight == 0 for point in EXTENSION_POINTS if point != "score" for r in p.plugins[point])
-    assert cfg.unavailable_default_plugins == []
     assert p.percentage_of_nodes_to_score is None
 
 
@@ -140,71 +148,59 @@ def test_default_plugin_args() -> None:
     assert p.plugin_config["TaintToleration"] == {}
 
 
-def test_default_args_are_fresh_copies() -> None:
+def test_default_args_cannot_be_changed_through_a_profile() -> None:
     a = profile(None)
-    a.plugin_config["NodeResourcesFit"]["scoringStrategy"]["resources"].append({"name": "x", "weight": 1})
+    fit = a.plugin_config["NodeResourcesFit"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fit.ignored_resources = ("x",)
+    assert isinstance(fit.scoring_strategy.resources, tuple)
     b = profile(None)
-    assert b.plugin_config["NodeResourcesFit"]["scoringStrategy"]["resources"] == CPU_MEM
+    assert b.plugin_config["NodeResourcesFit"].scoring_strategy.resources == CPU_MEM
 
 
-def test_unimplemented_default_plugins_are_dropped_and_recorded() -> None:
+def test_unavailable_default_plugin_is_an_error_naming_it() -> None:
     reg = full_registry(
         missing={
             "ImageLocality": "no_such_module_for_tests_xyz:ImageLocality",  # module missing
             "VolumeZone": f"{sample_plugins.__name__}:VolumeZone",  # module exists, class missing
         }
     )
-    cfg = load_dict(None, registry=reg)
-    p = cfg.profiles[0]
-    assert cfg.unavailable_default_plugins == ["VolumeZone", "ImageLocality"]  # default order
-    assert "ImageLocality" not in names(p, "score")
-    assert "VolumeZone" not in names(p, "filter") and "VolumeZone" not in names(p, "preFilter")
-    assert "ImageLocality" not in p.plugin_config and "VolumeZone" not in p.plugin_config
-    assert names(p, "filter") == [n for n in EXPECTED["filter"] if n != "VolumeZone"]
+    with pytest.raises(ConfigError) as exc:
+        load_dict(None, registry=reg)
+    message = str(exc.value)
+    assert "plugin 'ImageLocality' is not available" in message
+    assert "plugin 'VolumeZone' is not available" in message
 
 
-def test_explicitly_configured_default_plugin_that_is_unimplemented_is_still_only_a_warning() -> None:
-    reg = full_registry(missing={"ImageLocality": "no_such_module_for_tests_xyz:ImageLocality"})
-    d = {
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "profiles": [{"plugins": {"score": {"enabled": [{"name": "ImageLocality", "weight": 5}]}}}],
-    }
-    cfg = load_dict(d, registry=reg)
-    assert cfg.unavailable_default_plugins == ["ImageLocality"]
-    assert "ImageLocality" not in names(cfg.profiles[0], "score")
-
-
-def test_real_registry_drops_exactly_the_unwritten_default_plugins() -> None:
+def test_real_registry_provides_every_default_plugin() -> None:
     reg = Registry()
-    cfg = load_dict(None)
-    missing = [n for n, _ in DEFAULT_MULTIPOINT if not reg.available(n)]
-    assert cfg.unavailable_default_plugins == missing
-    p = cfg.profiles[0]
+    assert [p.name for p in DEFAULT_MULTIPOINT if not reg.available(p.name)] == []
+    p = load_dict(None).profiles[0]
     for point in EXTENSION_POINTS:
-        assert names(p, point) == [n for n in EXPECTED[point] if n not in missing]
+        assert names(p, point) == EXPECTED[point]
 
 
 def test_static_extension_point_table_covers_every_in_tree_plugin() -> None:
-    assert set(EXTENSION_POINTS_BY_PLUGIN) == set(IN_TREE)
-    assert EXTENSION_POINTS_BY_PLUGIN["SelectorSpread"] == {"preScore", "score"}
-    assert EXTENSION_POINTS_BY_PLUGIN["ServiceAffinity"] == {"preFilter", "filter"}
-    assert EXTENSION_POINTS_BY_PLUGIN["LeastRequestedPriority"] == {"score"}
-    assert EXTENSION_POINTS_BY_PLUGIN["CheckNodePIDPressure"] == {"filter"}
+    assert set(IN_TREE_BY_NAME) == set(IN_TREE)
+    assert IN_TREE_BY_NAME["SelectorSpread"].points == {"preScore", "score"}
+    assert IN_TREE_BY_NAME["ServiceAffinity"].points == {"preFilter", "filter"}
+    assert IN_TREE_BY_NAME["LeastRequestedPriority"].points == {"score"}
+    assert IN_TREE_BY_NAME["CheckNodePIDPressure"].points == {"filter"}
 
 
 @pytest.mark.parametrize("name", sorted(IN_TREE))
-def test_written_in_tree_plugins_implement_their_static_extension_points(name: str) -> None:
-    """The static table stands in for reflection; once a plugin exists, its class must agree."""
-    reg = Registry()
-    if not reg.available(name):
-        pytest.skip(f"{name} not implemented yet")
-    cls = reg.factory(name)
+def test_in_tree_plugins_implement_their_static_extension_points(name: str) -> None:
+    """The static table stands in for reflection; each plugin's class must agree with it."""
+    cls = Registry().factory(name)
     assert isinstance(cls, type)
-    assert extension_points_of_class(cls) >= EXTENSION_POINTS_BY_PLUGIN[name]
+    assert extension_points_of_class(cls) >= IN_TREE_BY_NAME[name].points
 
 
 def test_extension_points_of_class_inspects_methods() -> None:
     assert extension_points_of_class(sample_plugins.SampleScorer) == {"preScore", "score"}
     assert extension_points_of_class(sample_plugins.SampleFilter) == {"filter"}
     assert extension_points_of_class(sample_plugins.SampleQueueSort) == {"queueSort"}
+
+
+def test_every_extension_point_has_its_method_and_protocol() -> None:
+    assert tuple(EXTENSION_POINT_PROTOCOLS) == EXTENSION_POINTS

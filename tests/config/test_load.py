@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from scheduler.config.errors import ConfigError
 from scheduler.config.load import build_registry, load, load_dict
+from scheduler.config.types_pluginargs import SelectorSpreadArgs
 from scheduler.plugins.registry import Registry
 
 from . import sample_plugins
@@ -166,7 +168,7 @@ def test_legacy_profile_with_weights() -> None:
         "CheckNodePIDPressure",
         "NoDiskConflict",
     ]
-    assert p.plugin_config["SelectorSpread"] == {}
+    assert p.plugin_config["SelectorSpread"] == SelectorSpreadArgs()
 
 
 def test_legacy_plugins_through_multipoint_expand_by_the_static_table() -> None:
@@ -213,8 +215,8 @@ def test_multiple_profiles() -> None:
     assert scores(a) == EXPECTED_WEIGHTS
     assert names(b, "score") == [] and names(b, "preScore") == []
     assert names(b, "filter") == EXPECTED["filter"]
-    assert a.plugin_config["DefaultPreemption"]["minCandidateNodesAbsolute"] == 100
-    assert b.plugin_config["DefaultPreemption"]["minCandidateNodesAbsolute"] == 5
+    assert a.plugin_config["DefaultPreemption"].min_candidate_nodes_absolute == 100
+    assert b.plugin_config["DefaultPreemption"].min_candidate_nodes_absolute == 5
     assert cfg.profile("no-scoring") is b
 
 
@@ -330,3 +332,27 @@ def test_single_null_profile_is_a_default_profile() -> None:
     cfg = resolve(doc(profiles=[None], pyScheduler=None, leaderElection=None, extenders=None))
     assert cfg.profiles[0].scheduler_name == "py-scheduler"
     assert names(cfg.profiles[0], "filter") == EXPECTED["filter"]
+
+
+class _Factory:
+    """A non-class plugin factory, optionally naming its plugin's extension points."""
+
+    def __init__(self, points: tuple[str, ...] | None = None) -> None:
+        if points is not None:
+            self.extension_points = points
+
+    def __call__(self, args: Any, handle: Any) -> Any:
+        raise AssertionError("not built by the loader")
+
+
+def test_non_class_factory_in_multipoint_needs_declared_extension_points() -> None:
+    d = doc(profiles=[{"schedulerName": "s", "plugins": {"multiPoint": {"enabled": [{"name": "Fn"}]}}}])
+    reg = full_registry()
+    reg.register("Fn", _Factory())
+    with pytest.raises(ConfigError, match="cannot tell which extension points plugin 'Fn' implements"):
+        load_dict(d, registry=reg)
+    declared = full_registry()
+    declared.register("Fn", _Factory(("filter",)))
+    p = load_dict(d, registry=declared).profiles[0]
+    assert names(p, "filter")[-1] == "Fn"
+    assert "Fn" not in names(p, "score")

@@ -195,7 +195,9 @@ def test_factory_gets_plugin_args_and_wrapping_handle() -> None:
     assert seen["args"] == {"k": 1}
     assert seen["handle"].framework is fwk
     assert [p.name for p in seen["handle"].nominated_pods_for("n1")] == ["nom"]
-    assert seen["handle"].bound == []  # unknown attributes reach the wrapped handle
+    assert seen["handle"].bind(make_pod("p"), "n1") is None  # declared Handle methods reach the wrapped handle
+    assert base.bound == [("p", "n1")]
+    assert not hasattr(seen["handle"], "bound")  # undeclared attributes do not leak through
 
 
 # ----- PreFilter -------------------------------------------------------------------------------

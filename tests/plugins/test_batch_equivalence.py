@@ -408,7 +408,7 @@ def _spread_results(pts: PodTopologySpread, ss: SelectorSpread, pod: Pod, infos:
 
 
 def check_spread_counts_follow_node_changes(cluster: tuple[list[Node], list[Pod], Pod]) -> None:
-    """Pod counts are remembered per NodeInfo generation (MatchingPodCounts): after pods like the incoming
+    """Pod counts are remembered per NodeInfo generation (matching_pod_counter): after pods like the incoming
     one land on half the nodes (in place, as the cache does), the plugins that counted before must agree
     with fresh instances."""
     nodes, existing, pod = cluster
@@ -552,7 +552,7 @@ def test_batch_equals_per_node(cluster: tuple[list[Node], list[Pod], Pod]) -> No
 
 
 def check_resource_memo_follows_node_changes(cluster: tuple[list[Node], list[Pod], Pod]) -> None:
-    """The resource scorers reuse scores of unchanged nodes across cycles (NodeScoreMemo): after half the
+    """The resource scorers reuse scores of unchanged nodes across cycles (GenerationMemo): after half the
     nodes gain a pod (a new generation), every score must still equal the per-node reference."""
     nodes, existing, pod = cluster
     handle, infos = _setup(nodes, existing)

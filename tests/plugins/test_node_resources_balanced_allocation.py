@@ -91,7 +91,7 @@ def test_score_without_prescore_gives_best_effort_zero() -> None:
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        ({"resources": [{"name": "cpu"}, {"name": "cpu"}]}, "Duplicate"),
+        ({"resources": [{"name": "cpu"}, {"name": "cpu"}]}, "duplicate value"),
         ({"resources": [{"name": "cpu", "weight": 2}]}, "must be 1"),
     ],
     ids=["duplicate resource", "weight other than 1"],

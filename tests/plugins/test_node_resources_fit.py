@@ -546,7 +546,9 @@ def test_invalid_args_are_rejected_with_the_field_named(args: dict[str, Any], ne
 
 
 def test_weight_zero_defaults_to_one() -> None:
-    p = plugin(scoringStrategy={"resources": [{"name": "cpu", "weight": 0}, {"name": "memory"}]})
+    # upstream defaults no strategy type (an empty one is invalid), only the weights
+    resources = [{"name": "cpu", "weight": 0}, {"name": "memory"}]
+    p = plugin(scoringStrategy={"type": "LeastAllocated", "resources": resources})
     assert [(r.name, r.weight) for r in p.resources] == [("cpu", 1), ("memory", 1)]
 
 

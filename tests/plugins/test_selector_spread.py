@@ -1,4 +1,4 @@
-"""SelectorSpread (1.19-1.28 framework form, 0-100), including the worked example of seed article 000."""
+"""SelectorSpread (1.19-1.28 framework form, 0-100), including a worked example on the v1.16 0-10 scale."""
 
 from __future__ import annotations
 
@@ -23,11 +23,11 @@ def plugin(handle: Any) -> SelectorSpread:
     return SelectorSpread({}, handle)
 
 
-def test_seed_000_worked_example() -> None:
-    """Seed 000: matching pods 3, 5 and 10 on node1..node3, each node its own zone.
+def test_worked_example_on_both_scales() -> None:
+    """Matching pods 3, 5 and 10 on node1..node3, each node its own zone.
 
     Node part 100·(10 - c)/10 = 70, 50, 0; zone part the same; 70·(1 - 2/3) + 70·2/3 = 70 (no float loss).
-    On the seed's 0-10 scale that is 7, 5, 0 as the article states for both the node and the final scores.
+    On the v1.16 0-10 scale that is 7, 5, 0, for both the node and the final scores.
     """
     nodes = [make_node(f"node{i}", {ZONE: f"zone{i}"}) for i in (1, 2, 3)]
     h = cluster(nodes, web_pods({"node1": 3, "node2": 5, "node3": 10}), [service("web", WEB)])

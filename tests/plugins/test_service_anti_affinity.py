@@ -34,12 +34,6 @@ def test_one_label() -> None:
         dict(m01=66, m02=66, m11=33, m12=33, m21=100, bare=0)
 
 
-def test_legacy_label_argument() -> None:
-    h = cluster(nodes(), foo_pods({"m01": 1, "m11": 1, "m12": 1}), [service("s", FOO)])
-    assert run_score(ServiceAntiAffinity({"label": "zone"}, h), h, make_pod("p", labels=FOO)) == \
-        dict(m01=66, m02=66, m11=33, m12=33, m21=100, bare=0)
-
-
 def test_two_labels_each_count_half() -> None:
     """zone as above (66.67 / 33.33 / 100 / 0), halved; rack: r1 has 2 of 3 pods → 33.33, r2 none → 100,
     no rack → 0, halved. m01: 33.33 + 16.67 = 49.999999999999993 in float64 (as in Go) → 49,

@@ -1,6 +1,6 @@
 """BalancedResourceAllocation: the seed-era (v1.16) priority ``BalancedResourceAllocationMap``.
 
-Seed article 002 / v1.16 ``algorithm/priorities/balanced_resource_allocation.go``: with
+v1.16 ``algorithm/priorities/balanced_resource_allocation.go``: with
 f_cpu = requested_cpu / capacity_cpu and f_mem likewise (a capacity of 0 gives the fraction 1),
 the score is 0 when either fraction is ≥ 1, else ``int((1 - |f_cpu - f_mem|) · MAX)``. Unlike the
 current NodeResourcesBalancedAllocation, requested uses v1.16 *non-zero* requests (pod + node
@@ -21,7 +21,7 @@ from scheduler.framework.status import Status, error
 from scheduler.framework.types import ClusterEventWithHint, NodeInfo
 from scheduler.model.errors import InvalidObjectError
 from scheduler.model.pod import Pod
-from scheduler.plugins.helper import legacy_requested
+from scheduler.plugins.legacy.non_zero_requests import legacy_requested
 
 NAME = "BalancedResourceAllocation"
 

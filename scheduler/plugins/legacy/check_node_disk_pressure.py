@@ -7,15 +7,10 @@ Reproduces v1.16: every pod is rejected by a node whose ``DiskPressure`` conditi
 
 from __future__ import annotations
 
-from scheduler.model.node import Node
-from scheduler.plugins.legacy.node_condition import NodeConditionPredicate, condition_true
+from scheduler.plugins.legacy.node_condition_predicate import NodeConditionPredicate
 
 NAME = "CheckNodeDiskPressure"
 ERR_REASON = "node(s) had disk pressure"
-
-
-def under_disk_pressure(node: Node) -> bool:
-    return condition_true(node, "DiskPressure")
 
 
 class CheckNodeDiskPressure(NodeConditionPredicate):

@@ -12,17 +12,12 @@ from __future__ import annotations
 
 from scheduler.framework.status import Status, unresolvable
 from scheduler.model.errors import InvalidObjectError
-from scheduler.model.node import Node
 from scheduler.model.pod import Pod
-from scheduler.plugins.helper import legacy_pod_view
-from scheduler.plugins.legacy.node_condition import NodeConditionPredicate, condition_true
+from scheduler.plugins.legacy.node_condition_predicate import NodeConditionPredicate
+from scheduler.plugins.legacy.non_zero_requests import legacy_pod_view
 
 NAME = "CheckNodeMemoryPressure"
 ERR_REASON = "node(s) had memory pressure"
-
-
-def under_memory_pressure(node: Node) -> bool:
-    return condition_true(node, "MemoryPressure")
 
 
 class CheckNodeMemoryPressure(NodeConditionPredicate):

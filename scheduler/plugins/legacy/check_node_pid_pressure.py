@@ -7,15 +7,10 @@ Reproduces v1.16: every pod is rejected by a node whose ``PIDPressure`` conditio
 
 from __future__ import annotations
 
-from scheduler.model.node import Node
-from scheduler.plugins.legacy.node_condition import NodeConditionPredicate, condition_true
+from scheduler.plugins.legacy.node_condition_predicate import NodeConditionPredicate
 
 NAME = "CheckNodePIDPressure"
 ERR_REASON = "node(s) had pid pressure"
-
-
-def under_pid_pressure(node: Node) -> bool:
-    return condition_true(node, "PIDPressure")
 
 
 class CheckNodePIDPressure(NodeConditionPredicate):

@@ -1,6 +1,6 @@
 """LeastRequestedPriority: the seed-era (v1.16) priority ``LeastRequestedPriorityMap``, as a Score plugin.
 
-Seed article 002 / v1.16 ``algorithm/priorities/least_requested.go``: per cpu and memory
+v1.16 ``algorithm/priorities/least_requested.go``: per cpu and memory
 ``(capacity - requested)·MAX / capacity`` (0 when capacity is 0 or requested exceeds it), averaged
 1:1 with integer division, where requested = the pod's non-zero request + the node's NonZeroRequest.
 v1.16 non-zero requests count regular containers only (no init containers, no overhead), 100m / 200Mi
@@ -13,17 +13,10 @@ this name to NodeResourcesLeastAllocated, the same integer formula is evaluated 
 
 from __future__ import annotations
 
-from scheduler.framework.interface import MAX_NODE_SCORE
-from scheduler.plugins.helper import LegacyRequestedPriority, go_div
+from scheduler.plugins.legacy.requested_priority import LegacyRequestedPriority
+from scheduler.plugins.node_resources_fit import least_requested_score
 
 NAME = "LeastRequestedPriority"
-
-
-def least_requested_score(requested: int, capacity: int) -> int:
-    """Free share on 0..100; a zero or over-committed capacity scores 0."""
-    if capacity == 0 or requested > capacity:
-        return 0
-    return go_div((capacity - requested) * MAX_NODE_SCORE, capacity)
 
 
 class LeastRequestedPriority(LegacyRequestedPriority):

@@ -27,7 +27,8 @@ from scheduler.framework.status import Status, error, skip
 from scheduler.framework.types import ClusterEventWithHint, NodeInfo
 from scheduler.model.labels import LabelSelector
 from scheduler.model.pod import Pod
-from scheduler.plugins.spreading import MatchingPodCounts, default_selector
+from scheduler.plugins.generation_memo import GenerationMemo
+from scheduler.plugins.spreading import COUNTED_SELECTORS, default_selector, matching_pod_counter
 
 NAME = "SelectorSpread"
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
@@ -41,7 +42,7 @@ class _PreScoreState:
 
     def __init__(self, selector: LabelSelector, count: Callable[[NodeInfo], int]) -> None:
         self.selector = selector
-        self.count = count  # matching pods on a node (MatchingPodCounts)
+        self.count = count  # matching pods on a node (matching_pod_counter)
 
     def clone(self) -> _PreScoreState:
         return self
@@ -87,14 +88,15 @@ class SelectorSpread:
 
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle
-        self._counts = MatchingPodCounts()
+        self._counts: GenerationMemo[int] = GenerationMemo(COUNTED_SELECTORS)
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
         """Skip pods with explicit spread constraints (upstream then scores every node 0: same effect)."""
         if skip_selector_spread(pod):
             return skip()
         selector = default_selector(pod, self.handle.objects())
-        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(selector, self._counts.counter(selector, pod.namespace)))
+        counter = matching_pod_counter(self._counts, selector, pod.namespace)
+        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(selector, counter))
         return None
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:

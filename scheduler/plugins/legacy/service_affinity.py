@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from scheduler.config.args import plugin_args
+from scheduler.config.types_pluginargs import ServiceAffinityArgs
 from scheduler.framework.interface import CycleState, Handle, NodeScore, PreFilterResult
 from scheduler.framework.status import Status, error, skip, unschedulable
 from scheduler.framework.types import (
@@ -29,7 +31,7 @@ from scheduler.framework.types import (
     QueueingHint,
 )
 from scheduler.model.pod import Pod
-from scheduler.plugins.legacy.service_anti_affinity import ServiceAntiAffinityScorer, anti_affinity_labels
+from scheduler.plugins.legacy.service_anti_affinity import ServiceAntiAffinityScorer
 from scheduler.plugins.spreading import as_node, as_pod, pod_services, selector_from_set
 
 NAME = "ServiceAffinity"
@@ -65,15 +67,11 @@ class ServiceAffinity:
 
     name = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
-        labels = args.get("affinityLabels") or []
-        if not isinstance(labels, list) or not all(isinstance(label, str) and label for label in labels):
-            raise ValueError("ServiceAffinityArgs.affinityLabels: must be a list of label keys")
-        self.affinity_labels: tuple[str, ...] = tuple(labels)
+    def __init__(self, args: ServiceAffinityArgs | Mapping[str, Any], handle: Handle) -> None:
+        a = plugin_args(ServiceAffinityArgs, args)
+        self.affinity_labels = a.affinity_labels
         self.handle = handle
-        self._scorer = ServiceAntiAffinityScorer(
-            anti_affinity_labels(args, "ServiceAffinityArgs"), handle, "PreScore" + NAME
-        )
+        self._scorer = ServiceAntiAffinityScorer(a.anti_affinity_labels_preference, handle, "PreScore" + NAME)
 
     # --- PreFilter / Filter ----------------------------------------------------------------------
 

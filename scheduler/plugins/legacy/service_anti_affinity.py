@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from scheduler.config.args import plugin_args
+from scheduler.config.types_pluginargs import ServiceAntiAffinityArgs
 from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, NodeScore
 from scheduler.framework.status import Status, error, skip
 from scheduler.framework.types import ClusterEventWithHint, NodeInfo
@@ -26,19 +28,6 @@ from scheduler.model.pod import Pod
 from scheduler.plugins.spreading import count_matching_pods, pod_services, selector_from_set
 
 NAME = "ServiceAntiAffinity"
-
-
-def anti_affinity_labels(args: Mapping[str, Any], kind: str) -> tuple[str, ...]:
-    """``antiAffinityLabelsPreference`` plus the legacy single ``label``, validated as strings."""
-    labels = args.get("antiAffinityLabelsPreference") or []
-    if not isinstance(labels, list) or not all(isinstance(label, str) and label for label in labels):
-        raise ValueError(f"{kind}.antiAffinityLabelsPreference: must be a list of label keys")
-    single = args.get("label")
-    if single is not None:
-        if not isinstance(single, str) or not single:
-            raise ValueError(f"{kind}.label: must be a label key")
-        labels = [*labels, single]
-    return tuple(labels)
 
 
 class _PreScoreState:
@@ -115,10 +104,9 @@ class ServiceAntiAffinity:
 
     name = NAME
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
-        self._scorer = ServiceAntiAffinityScorer(
-            anti_affinity_labels(args, "ServiceAntiAffinityArgs"), handle, "PreScore" + NAME
-        )
+    def __init__(self, args: ServiceAntiAffinityArgs | Mapping[str, Any], handle: Handle) -> None:
+        labels = plugin_args(ServiceAntiAffinityArgs, args).anti_affinity_labels_preference
+        self._scorer = ServiceAntiAffinityScorer(labels, handle, "PreScore" + NAME)
 
     @property
     def labels(self) -> tuple[str, ...]:

@@ -5,14 +5,9 @@ from __future__ import annotations
 import pytest
 
 from scheduler.framework.interface import NodeScore
-from scheduler.plugins.helper import (
-    ShapePoint,
-    build_broken_linear_function,
-    default_normalize_score,
-    default_normalize_values,
-    go_div,
-    go_round,
-)
+from scheduler.plugins.gomath import go_div, go_round
+from scheduler.plugins.normalize_score import default_normalize_score, default_normalize_values
+from scheduler.plugins.shape_score import build_broken_linear_function
 
 
 @pytest.mark.parametrize(
@@ -56,11 +51,11 @@ def test_default_normalize_score(raw: list[int], reverse: bool, expected: list[i
     [(0, 100), (10, 84), (30, 50), (65, 25), (100, 0)],
 )
 def test_broken_linear_function(p: int, expected: int) -> None:
-    f = build_broken_linear_function([ShapePoint(0, 100), ShapePoint(30, 50), ShapePoint(100, 0)])
+    f = build_broken_linear_function([(0, 100), (30, 50), (100, 0)])
     assert f(p) == expected
 
 
 def test_broken_linear_function_is_flat_outside_points() -> None:
-    f = build_broken_linear_function([ShapePoint(20, 30), ShapePoint(80, 70)])
+    f = build_broken_linear_function([(20, 30), (80, 70)])
     # before 20 -> 30; after 80 -> 70; at 50: 30 + 40*30/60 = 50
     assert (f(0), f(19), f(50), f(81), f(100)) == (30, 30, 50, 70, 70)

@@ -1,0 +1,51 @@
+"""GenerationMemo: values by NodeInfo generation per key, with one entry bound and a key bound."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import pytest
+from util import make_node, node_info
+
+from scheduler.framework.types import NodeInfo
+from scheduler.plugins import generation_memo
+from scheduler.plugins.generation_memo import GenerationMemo
+
+
+def _counting(calls: list[list[str]]) -> Callable[[Sequence[NodeInfo]], list[int]]:
+    def compute(nodes: Sequence[NodeInfo]) -> list[int]:
+        calls.append([n.name for n in nodes])
+        return [len(n.name) for n in nodes]
+
+    return compute
+
+
+def test_values_computes_only_nodes_without_an_entry_for_their_generation() -> None:
+    a, b = node_info(make_node("a")), node_info(make_node("bb"))
+    memo: GenerationMemo[int] = GenerationMemo()
+    calls: list[list[str]] = []
+    assert memo.values("k", [a, b], _counting(calls)) == [1, 2]
+    assert memo.values("k", [a, b.clone()], _counting(calls)) == [1, 2]
+    b.generation += 1000  # a changed node has a new generation
+    assert memo.values("k", [a, b], _counting(calls)) == [1, 2]
+    assert calls == [["a", "bb"], ["bb"]]
+
+
+def test_a_new_key_beyond_max_keys_drops_every_table() -> None:
+    memo: GenerationMemo[int] = GenerationMemo(max_keys=2)
+    memo.table("x")[1] = 10
+    memo.table("y")[1] = 20
+    assert memo.table("x") == {1: 10}
+    memo.table("z")[1] = 30  # a third key: x and y are dropped
+    assert memo.table("x") == {}
+    assert memo.table("z") == {1: 30}
+
+
+def test_a_table_past_the_limit_starts_afresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(generation_memo, "LIMIT", 2)
+    memo: GenerationMemo[bool] = GenerationMemo()
+    table = memo.table("k")
+    table.update({1: True, 2: True})
+    assert memo.table("k") is table
+    table[3] = True
+    assert memo.table("k") == {}

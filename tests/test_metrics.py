@@ -1,0 +1,313 @@
+"""/metrics: what a scrape shows matches README's list and kube-scheduler v1.34's buckets; sampling,
+evaluation counts, attempt logs; a scrape that breaks or races shutdown never hurts the scheduler."""
+
+from __future__ import annotations
+
+import random
+import re
+import socket
+import struct
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+from structlog.testing import capture_logs
+
+from scheduler.app.health import HealthServer
+from scheduler.app.offline import OfflineWriter, RecordingEventSink
+from scheduler.config.load import build_registry, load_dict
+from scheduler.eventhandlers import ADDED
+from scheduler.metrics import Metrics, exponential_buckets
+from scheduler.scheduler import Scheduler
+from tests.test_scheduler import Binder, Clock, node, pod
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+# Histogram buckets in kube-scheduler v1.34.10 pkg/scheduler/metrics/metrics.go.
+UPSTREAM_BUCKETS = {
+    "scheduler_event_handling_duration_seconds": exponential_buckets(0.0001, 2, 12),
+    "scheduler_scheduling_attempt_duration_seconds": exponential_buckets(0.001, 2, 15),
+    "scheduler_scheduling_algorithm_duration_seconds": exponential_buckets(0.001, 2, 15),
+    "scheduler_preemption_victims": exponential_buckets(1, 2, 7),
+    "scheduler_pod_scheduling_sli_duration_seconds": exponential_buckets(0.01, 2, 20),
+    "scheduler_pod_scheduling_attempts": exponential_buckets(1, 2, 5),
+    "scheduler_framework_extension_point_duration_seconds": exponential_buckets(0.0001, 2, 12),
+    "scheduler_plugin_execution_duration_seconds": exponential_buckets(0.00001, 1.5, 20),
+    "scheduler_queueing_hint_execution_duration_seconds": exponential_buckets(0.00001, 1.5, 20),
+    "scheduler_permit_wait_duration_seconds": exponential_buckets(0.001, 2, 15),
+}
+
+
+class AlwaysSample(random.Random):
+    def random(self) -> float:
+        return 0.0
+
+
+class NeverSample(random.Random):
+    def random(self) -> float:
+        return 0.99
+
+
+def make(metrics: Metrics) -> tuple[Scheduler, Binder]:
+    cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                     "profiles": [{"schedulerName": "py-scheduler"}]})
+    b, writer = Binder(), OfflineWriter()
+    s = Scheduler(cfg, build_registry(cfg), b, RecordingEventSink(), metrics, writer=writer, synchronous_binding=True,
+                  rng=random.Random(1), tie_break="name", clock=Clock())
+    writer.connect(s)
+    return s, b
+
+
+def workload(s: Scheduler) -> None:
+    """Three nodes, two pods that fit, one that fits nowhere (so PostFilter and preemption run)."""
+    for i in range(3):
+        s.on_node_event(ADDED, node(f"n{i}", cpu="2"))
+    s.on_pod_event(ADDED, pod("a"))
+    s.on_pod_event(ADDED, pod("b"))
+    s.on_pod_event(ADDED, pod("huge", cpu="64"))
+    while s.schedule_one(timeout=0):
+        pass
+    s.housekeeping()
+
+
+def readme_metrics() -> dict[str, tuple[str, frozenset[str]]]:
+    text = README.read_text()
+    block = text[text.index("<!-- metrics:begin -->"):text.index("<!-- metrics:end -->")]
+    out = {}
+    for line in block.splitlines():
+        m = re.match(r"\| `([a-z_]+)` \| (\w+) \|([a-z_, ]*)\|", line)
+        if m:
+            labels = frozenset(x.strip() for x in m.group(3).split(",") if x.strip())
+            out[m.group(1)] = (m.group(2), labels)
+    return out
+
+
+def parse_scrape(text: str) -> tuple[dict[str, str], dict[str, set[str]], dict[str, set[float]]]:
+    """Family -> type, family -> label names seen on samples, histogram -> its `le` bounds."""
+    types: dict[str, str] = {}
+    labels: dict[str, set[str]] = {}
+    bounds: dict[str, set[float]] = {}
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split()
+            types[name] = kind
+            labels.setdefault(name, set())
+            continue
+        if line.startswith("#") or not line:
+            continue
+        m = re.match(r"([a-zA-Z_:]+)(?:\{(.*)\})? ", line)
+        assert m, line
+        sample, raw = m.group(1), m.group(2) or ""
+        family = next((f for f in (sample, re.sub(r"_(bucket|sum|count)$", "", sample)) if f in types), None)
+        assert family is not None, f"sample {sample} belongs to no declared family"
+        pairs = dict(re.findall(r'(\w+)="([^"]*)"', raw))
+        if sample.endswith("_bucket"):
+            bounds.setdefault(family, set()).add(float(pairs.pop("le")))
+        labels[family] |= set(pairs)
+    return types, labels, bounds
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[Scheduler, Metrics, HealthServer]]:
+    metrics = Metrics(rng=AlwaysSample())
+    s, _ = make(metrics)
+    health = HealthServer(0, "127.0.0.1", registry=metrics.registry, on_scrape_error=metrics.scrape_errors.inc)
+    health.start()
+    yield s, metrics, health
+    health.stop()
+
+
+def scrape(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        return str(r.read().decode())
+
+
+def test_scrape_matches_readme_list(served: tuple[Scheduler, Metrics, HealthServer]) -> None:
+    s, metrics, health = served
+    workload(s)
+    types, seen_labels, _ = parse_scrape(scrape(health.port))
+    documented = readme_metrics()
+    assert set(types) == set(documented), "README's metric list and the scrape differ"
+    for name, (kind, labels) in documented.items():
+        assert types[name] == kind, name
+        assert seen_labels[name] <= labels, f"{name}: scraped labels {seen_labels[name]} not in README {labels}"
+    # Label names of series not observed yet come from the registry's declarations.
+    for collector, names in list(metrics.registry._collector_to_names.items()):
+        family = next(n for n in names if n in documented)
+        declared = getattr(collector, "_labelnames", None) or getattr(collector, "labelnames", ())
+        assert frozenset(declared) == documented[family][1], family
+
+
+def test_histogram_buckets_are_upstreams(served: tuple[Scheduler, Metrics, HealthServer]) -> None:
+    s, _, health = served
+    workload(s)
+    s.metrics.event_handled("NodeAdd", 0.001)  # type: ignore[union-attr]
+    s.metrics.permit_wait_duration.labels("Success").observe(0.01)  # type: ignore[union-attr]
+    s.metrics.preemption_victims.observe(1)  # type: ignore[union-attr]
+    s.metrics.hint_executed("NodeResourcesFit", "NodeAdd", "Queue", 0.0001)  # type: ignore[union-attr]
+    _, _, bounds = parse_scrape(scrape(health.port))
+    for name, want in UPSTREAM_BUCKETS.items():
+        assert name in bounds, f"{name} has no samples to check"
+        assert sorted(bounds[name]) == pytest.approx([*want, float("inf")]), name
+
+
+def test_attempt_results_and_queue_metrics(served: tuple[Scheduler, Metrics, HealthServer]) -> None:
+    s, metrics, _ = served
+    workload(s)
+    assert metrics.schedule_attempts.labels("scheduled", "py-scheduler")._value.get() == 2
+    assert metrics.schedule_attempts.labels("unschedulable", "py-scheduler")._value.get() == 1
+    assert metrics.preemption_attempts._value.get() == 1  # DefaultPreemption ran for "huge"
+    assert metrics.incoming_pods.labels("active", "UnschedulablePodAdd")._value.get() == 3
+    assert metrics.pending_pods.labels("unschedulable")._value.get() == 1
+    assert metrics.unschedulable_pods.labels("NodeResourcesFit", "py-scheduler")._value.get() == 1
+    assert metrics.cache_size.labels("nodes")._value.get() == 3
+    metrics.extension_point_duration.fold()
+    assert sum(metrics.extension_point_duration._series[("PreEnqueue", "Success", "py-scheduler")][:-1]) >= 3
+    metrics.event_handling_duration.fold()
+    assert sum(metrics.event_handling_duration._series[("NodeAdd",)][:-1]) == 3
+
+
+def test_plugin_durations_only_in_sampled_cycles() -> None:
+    sampled, never = Metrics(rng=AlwaysSample()), Metrics(rng=NeverSample())
+    for m in (sampled, never):
+        s, _ = make(m)
+        workload(s)
+    never.plugin_execution_duration.fold()
+    assert never.plugin_execution_duration._series == {}
+    sampled.plugin_execution_duration.fold()
+    points = {(plugin, point) for plugin, point, _ in sampled.plugin_execution_duration._series}
+    assert {("NodeResourcesFit", "Filter"), ("NodeResourcesFit", "PreFilter"), ("DefaultBinder", "Bind"),
+            ("DefaultPreemption", "PostFilter")} <= points
+    # Filter is timed per node (up to TIMED_NODES_PER_CYCLE): 3 pods x 3 nodes for the first filter plugin.
+    series = sampled.plugin_execution_duration._series
+    filter_calls = sum(sum(row[:-1]) for (pl, pt, _), row in series.items() if pl == "NodeUnschedulable"
+                       and pt == "Filter")
+    assert filter_calls == 9
+
+
+def test_plugin_evaluations_are_counted_per_node_without_per_node_calls() -> None:
+    m = Metrics(rng=NeverSample())
+    s, _ = make(m)
+    tainted = node("tainted", cpu="2")
+    tainted["spec"] = {"taints": [{"key": "k", "effect": "NoSchedule"}]}
+    s.on_node_event(ADDED, tainted)
+    workload(s)
+    total = m.plugin_evaluation_total
+    # 3 pods, each filtered on 4 nodes: the plugins up to TaintToleration saw 12; it rejected the tainted
+    # node each time, so NodeResourcesFit (after it) saw 9. Plugins whose PreFilter skipped are not run.
+    assert total.value(("NodeUnschedulable", "Filter", "py-scheduler")) == 12
+    assert total.value(("TaintToleration", "Filter", "py-scheduler")) == 12
+    assert total.value(("NodeResourcesFit", "Filter", "py-scheduler")) == 9
+    assert total.value(("VolumeRestrictions", "Filter", "py-scheduler")) == 0
+    assert total.value(("NodeResourcesFit", "PreFilter", "py-scheduler")) == 3
+    assert total.value(("NodeResourcesFit", "Score", "py-scheduler")) == 6  # a and b, 3 feasible nodes each
+
+
+def test_one_log_line_per_attempt_outcome() -> None:
+    s, _ = make(Metrics())
+    with capture_logs() as logs:
+        workload(s)
+        s.clock.now += 400  # type: ignore[attr-defined]
+        s.queue.flush_unschedulable_pods_leftover()  # "huge" is retried after 5 minutes, and fails again
+        s.schedule_one(timeout=0)
+    bound = [e for e in logs if e["event"] == "bound"]
+    assert [(e["pod"], e["log_level"]) for e in bound] == [("default/a", "info"), ("default/b", "info")]
+    assert all({"node", "profile", "cycle"} <= e.keys() for e in bound)
+    failed = [e for e in logs if e["event"] == "unschedulable"]
+    assert [(e["log_level"], e["attempts"]) for e in failed] == [("info", 1), ("debug", 2)]
+    assert failed[0]["profile"] == "py-scheduler" and "Insufficient cpu" in failed[0]["message"]
+    assert failed[0]["cycle"] == 2 and failed[0]["node"] is None
+
+
+def test_broken_client_and_failing_collector_do_not_stop_serving() -> None:
+    metrics = Metrics()
+
+    class Broken:
+        broken = True
+
+        def collect(self) -> Iterator[object]:
+            if self.broken:
+                raise RuntimeError("torn down")
+            return iter(())
+
+    registry = CollectorRegistry()
+    registry.register(metrics.schedule_attempts)
+    registry.register(metrics.scrape_errors)
+    broken = Broken()
+    registry.register(broken)  # type: ignore[arg-type]
+    health = HealthServer(0, "127.0.0.1", registry=registry, on_scrape_error=metrics.scrape_errors.inc)
+    health.start()
+    try:
+        with pytest.raises(urllib.error.HTTPError) as err:
+            scrape(health.port)
+        assert err.value.code == 500
+        broken.broken = False
+        for _ in range(20):  # clients that send a request and reset the connection at once
+            with socket.create_connection(("127.0.0.1", health.port)) as c:
+                c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                c.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert "scheduler_schedule_attempts_total" in scrape(health.port)
+        assert metrics.scrape_errors._value.get() >= 1
+    finally:
+        health.stop()
+
+
+def test_scrapes_during_shutdown_never_crash_the_scheduler(served: tuple[Scheduler, Metrics, HealthServer]) -> None:
+    s, _, health = served
+    workload(s)
+    s.start()
+    problems: list[BaseException] = []
+    done = threading.Event()
+
+    def scraper() -> None:
+        while not done.is_set():
+            try:
+                scrape(health.port)
+            except (urllib.error.URLError, ConnectionError):
+                return  # the server is gone: expected once it stops
+            except BaseException as exc:
+                problems.append(exc)
+                return
+
+    threads = [threading.Thread(target=scraper) for _ in range(4)]
+    for t in threads:
+        t.start()
+    s.stop()
+    health.stop()
+    done.set()
+    for t in threads:
+        t.join(10)
+    assert problems == []
+
+
+def test_preemption_counts_the_attempt_and_its_victims() -> None:
+    m = Metrics()
+    s, _ = make(m)
+    s.on_node_event(ADDED, node("n0", cpu="2"))
+    s.on_pod_event(ADDED, pod("low-1", node_name="n0"))
+    s.on_pod_event(ADDED, pod("low-2", node_name="n0"))
+    s.on_pod_event(ADDED, pod("high", cpu="2", priority=100))
+    assert s.schedule_one(timeout=0)
+    assert s.cache.pod_count() == 0  # both victims were deleted
+    assert m.preemption_attempts._value.get() == 1
+    samples = {x.name: x.value for f in m.preemption_victims.collect() for x in f.samples}
+    assert samples["scheduler_preemption_victims_count"] == 1 and samples["scheduler_preemption_victims_sum"] == 2
+
+
+def test_a_client_resetting_before_its_request_is_counted_not_printed(capfd: pytest.CaptureFixture[str]) -> None:
+    metrics = Metrics()
+    health = HealthServer(0, "127.0.0.1", registry=metrics.registry, on_scrape_error=metrics.scrape_errors.inc)
+    health.start()
+    try:
+        for _ in range(5):
+            with socket.create_connection(("127.0.0.1", health.port)) as c:
+                c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                c.sendall(b"GET /metr")  # half a request line, then a reset
+        assert "scheduler_pending_pods" in scrape(health.port)
+    finally:
+        health.stop()
+    assert "Traceback" not in capfd.readouterr().err

@@ -101,6 +101,14 @@ def test_kopfs_replay_of_a_kind_triggers_its_reconciliation_once_quiet() -> None
     assert s.cache.get_node("gone") is None and s.cache.get_node("n1") is not None
 
 
+def test_a_pod_relist_cues_the_node_reconciliation() -> None:
+    cues: list[str] = []
+    stream = PodStream(Lister({"/api/v1/pods": [pod("p")]}), lambda t, o: None,  # type: ignore[arg-type]
+                       on_relist=lambda: cues.append("Node"))
+    assert stream.relist() == "9"
+    assert cues == ["Node"]
+
+
 # ----- idempotent binding -------------------------------------------------------------------------
 
 

@@ -81,9 +81,13 @@ def _run(args: argparse.Namespace) -> int:
     sched = Scheduler(cfg, registry, binder, sink, metrics, writer=api_writer, bind_workers=args.bind_workers)
     stream_pods = args.pod_watch == "stream"
     initial_sync(raw, sched, OBJECT_KINDS, pods=not stream_pods)
+    resync = Resyncer(raw, sched, period=args.resync_seconds)
+    resync.start()
     stream = None
     if stream_pods:
-        stream = PodStream(raw, sched.on_pod_event, field_selector=NON_TERMINAL_PODS)
+        # A pod watch that expired means the node watch has too: reconcile nodes without waiting for kopf.
+        stream = PodStream(raw, sched.on_pod_event, field_selector=NON_TERMINAL_PODS,
+                           on_relist=lambda: resync.listed("Node"))
         stream.start()
         if not wait_synced(stream):
             log.error("pod list did not complete; scheduling starts anyway")
@@ -92,8 +96,6 @@ def _run(args: argparse.Namespace) -> int:
         elector.start()  # the scheduling loop starts when this replica acquires the Lease
     else:
         sched.start()
-    resync = Resyncer(raw, sched, period=args.resync_seconds)
-    resync.start()
     log.info("py-scheduler started", profiles=[p.scheduler_name for p in cfg.profiles], qps=qps, burst=burst)
     try:
         run_operator(sched, api.configuration, stop_flag=stop, watch_pods=not stream_pods,

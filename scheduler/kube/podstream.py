@@ -58,9 +58,11 @@ class PodStream:
         page_size: int = 500,
         watch_timeout: int = WATCH_TIMEOUT_S,
         read_grace: float = READ_GRACE_S,
+        on_relist: Callable[[], None] = lambda: None,
     ) -> None:
         self.api = api
         self.on_event = on_event
+        self.on_relist = on_relist
         self.field_selector = field_selector
         self.page_size = page_size
         self.watch_timeout = watch_timeout
@@ -110,7 +112,9 @@ class PodStream:
 
     def relist(self) -> str:
         """Full paginated list; objects not seen again are delivered as DELETED. Returns the list's
-        resourceVersion (where the watch resumes)."""
+        resourceVersion (where the watch resumes). `on_relist` hears of it first: a pod watch that expired
+        (410) tells that the other kinds' watches are likely stale too."""
+        self.on_relist()
         seen: set[str] = set()
         resource_version = ""
         try:

@@ -54,7 +54,7 @@ class Resyncer:
     once; pods and nodes every `period` seconds as a backstop. Each pass delivers DELETED for what the
     cache holds but the API server no longer has."""
 
-    def __init__(self, api: Requester, sched: Scheduler, period: float = 300.0, quiet: float = 1.0,
+    def __init__(self, api: Requester, sched: Scheduler, period: float = 300.0, quiet: float = 0.25,
                  kinds: Mapping[str, tuple[str, str, str]] = OBJECT_KINDS) -> None:
         self.api = api
         self.sched = sched

@@ -8,8 +8,8 @@ NODES ?= 6
 ZONES ?= 3
 export GOTOOLCHAIN := local
 
-.PHONY: install lint unit integration e2e test cluster-up cluster-down binaries run e2e-kind bench bench-smoke clean lock \
-	differential chaos
+.PHONY: install lint unit integration e2e test cluster-up cluster-down binaries run e2e-kind bench bench-gang bench-smoke \
+	clean lock differential chaos
 
 # Every Python dependency is pinned in constraints.txt (runtime, dev and bench alike), so a fresh machine
 # installs exactly what was tested; `make lock` resolves pyproject.toml's ranges anew.
@@ -67,6 +67,12 @@ BENCH_ARGS ?= --suite bench
 bench: install binaries
 	$(BIN)/pip install -q -c constraints.txt -e '.[bench]'
 	$(BIN)/python -m e2e.perf $(BENCH_ARGS) --out .bench/results.json
+	$(MAKE) bench-gang
+
+# Gang scheduling (Coscheduling, PodGroups): py-scheduler only, kube-scheduler v1.34 has no gang scheduling.
+GANG_ARGS ?= --nodes 500 --groups 100 --size 10 --unfit 10
+bench-gang: install binaries
+	$(BIN)/python -m e2e.perf.gang $(GANG_ARGS) --out .bench/gang.json
 
 # The harness end to end on 20 nodes (part of `make test`; measures nothing worth reporting).
 bench-smoke: install binaries

@@ -106,7 +106,9 @@ class EventHandlers:
         self.queue.node_updated(old, node)
 
     def on_object_event(self, kind: str, type_: str, obj: Mapping[str, Any]) -> None:
-        """Services, ReplicaSets, PVCs, Namespaces, ...: stored for plugins; may wake pods."""
+        """Services, ReplicaSets, PVCs, Namespaces, PodGroups ...: stored for plugins; may wake pods."""
+        for fwk in self.frameworks.values():
+            fwk.notify_object_event(kind, type_ == DELETED, obj)
         if type_ == DELETED:
             old = self.objects.delete(kind, obj)
             action = ActionType.DELETE
@@ -118,6 +120,12 @@ class EventHandlers:
         except ValueError:
             return
         self.queue.move_all_to_active_or_backoff(ClusterEvent(resource, action, f"{kind}{action.name}"), old, obj)
+
+    def on_group_pod_event(self, type_: str, obj: Mapping[str, Any]) -> None:
+        """A pod of a pod group, from a watch that also sees terminal pods (Coscheduling's members)."""
+        pod = pod_from_api(obj)
+        for fwk in self.frameworks.values():
+            fwk.notify_pod_event(type_ == DELETED, pod)
 
     # ----- what the resync and simulate read back -----
 

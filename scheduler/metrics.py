@@ -192,6 +192,11 @@ class Metrics:
             "the scheduler never attempted to schedule because they are gated.",
             ["queue"], registry=r,
         )
+        self.config_reloads = Counter(
+            "py_scheduler_config_reloads",
+            "Configuration reloads without restart, by result (success: swapped in; failure: refused).",
+            ["result"], registry=r,
+        )
         self.inflight_events = Gauge(
             "scheduler_inflight_events", "Number of events currently tracked in the scheduling queue.",
             ["event"], registry=r,

@@ -30,14 +30,15 @@ import structlog
 from scheduler.cache.cache import Cache, SnapshotInconsistentError
 from scheduler.cache.snapshot import Snapshot
 from scheduler.edge import BoundElsewhereError, EventRecorder, ScheduleObserver
+from scheduler.framework.extender import EXTENDER_NAME, MAX_EXTENDER_PRIORITY, Extender, ExtenderError
 from scheduler.framework.fit_error import (
     Diagnosis,
     FitError,
     FrameworkError,
     NoNodesAvailableError,
 )
-from scheduler.framework.interface import CycleState, NodeToStatus, SharedLister
-from scheduler.framework.runtime import Framework, NodePluginScores
+from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, NodeToStatus, SharedLister
+from scheduler.framework.runtime import Framework, NodePluginScores, PluginScore
 from scheduler.framework.status import Code, Status, success, unresolvable
 from scheduler.framework.status import error as error_status
 from scheduler.framework.types import ASSIGNED_POD_DELETE, NodeInfo
@@ -45,6 +46,8 @@ from scheduler.metrics import Metrics
 from scheduler.model.pod import Pod
 from scheduler.queue.queued_pod_info import QueuedPodInfo
 from scheduler.queue.scheduling_queue import PriorityQueue
+
+log = structlog.get_logger(__name__)
 
 log = structlog.get_logger(__name__)
 
@@ -124,11 +127,18 @@ class SchedulingAlgorithm:
         percentage_of_nodes_to_score: int = 0,
         rng: random.Random | None = None,
         tie_break: TieBreak = "random",
+        extenders: Sequence[Extender] = (),
     ) -> None:
-        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.rng = rng if rng is not None else random.Random()
         self.tie_break: TieBreak = tie_break
         self.next_start_node_index = 0
+        self.configure(percentage_of_nodes_to_score, extenders)
+
+    def configure(self, percentage_of_nodes_to_score: int, extenders: Sequence[Extender]) -> None:
+        """The configuration's global settings (at start and on reload, between cycles)."""
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self.extenders = list(extenders)
+        self._extenders_filter_or_score = any(e.is_filter() or e.is_prioritizer() for e in self.extenders)
 
     def schedule_pod(
         self,
@@ -197,7 +207,11 @@ class SchedulingAlgorithm:
         self.next_start_node_index = (self.next_start_node_index + processed) % len(all_nodes)
         if failure is not None:
             raise FrameworkError(failure)
-        return feasible, diagnosis
+        passed = find_nodes_that_pass_extenders(self.extenders, pod, feasible, diagnosis.node_to_status)
+        if len(passed) != len(feasible):
+            # Extenders register no cluster events: a pod they rejected requeues on any event.
+            diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
+        return passed, diagnosis
 
     def _evaluate_nominated_node(
         self,
@@ -214,7 +228,12 @@ class SchedulingAlgorithm:
         if node_info is None:
             return []
         feasible, failure = self._filter_nodes(fwk, state, pod, diagnosis, [node_info], nominator)
-        return feasible if failure is None else []
+        if failure is not None:
+            return []
+        try:
+            return find_nodes_that_pass_extenders(self.extenders, pod, feasible, diagnosis.node_to_status)
+        except FrameworkError:
+            return []
 
     def _filter_nodes(
         self,
@@ -231,7 +250,7 @@ class SchedulingAlgorithm:
         percentage = fwk.percentage_of_nodes_to_score
         if percentage is None:
             percentage = self.percentage_of_nodes_to_score
-        k = num_feasible_nodes_to_find(percentage, n, fwk.has_score_plugins())
+        k = num_feasible_nodes_to_find(percentage, n, fwk.has_score_plugins() or self._extenders_filter_or_score)
         start = self.next_start_node_index
         if not fwk.has_filter_plugins():
             return [nodes[(start + i) % n] for i in range(min(k, n))], None
@@ -268,9 +287,10 @@ class SchedulingAlgorithm:
     def prioritize_nodes(
         self, fwk: Framework, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[list[int], list[NodePluginScores] | None]:
-        """PreScore + Score: the totals in ``nodes`` order and, when the framework records them, the
-        per-plugin details. Without score plugins every node scores 1 (so selection is uniform)."""
-        if not fwk.has_score_plugins():
+        """PreScore + Score, then the extenders' scores: the totals in ``nodes`` order and, when the
+        framework records them, the per-plugin details. Without score plugins and extenders every
+        node scores 1 (so selection is uniform)."""
+        if not fwk.has_score_plugins() and not self.extenders:
             totals = [1] * len(nodes)
             return totals, [NodePluginScores(n.name, 1) for n in nodes] if fwk.record_scores else None
         status = fwk.run_pre_score_plugins(state, pod, nodes)
@@ -281,7 +301,84 @@ class SchedulingAlgorithm:
         if not success(status):
             assert status is not None
             raise FrameworkError(status)
+        add_extender_scores(self.extenders, pod, nodes, totals, details)
         return totals, details
+
+
+def find_nodes_that_pass_extenders(
+    extenders: Sequence[Extender], pod: Pod, feasible: list[NodeInfo], statuses: NodeToStatus
+) -> list[NodeInfo]:
+    """Filter extenders, one after the other on the survivors of the previous one. Their rejections go
+    into ``statuses`` (unresolvable ones win when a node is in both maps). An error fails the cycle
+    (FrameworkError) unless the extender is ignorable."""
+    for ext in extenders:
+        if not feasible:
+            break
+        if not ext.is_filter() or not ext.is_interested(pod):
+            continue
+        try:
+            result = ext.filter(pod, feasible)
+        except ExtenderError as exc:
+            if ext.is_ignorable():
+                log.info("skipping extender as it returned error and has ignorable flag set",
+                         extender=ext.name(), error=str(exc))
+                continue
+            raise FrameworkError(error_status(str(exc))) from exc
+        for name, reason in result.failed_and_unresolvable_nodes.items():
+            statuses.statuses[name] = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [reason])
+        for name, reason in result.failed_nodes.items():
+            if name not in result.failed_and_unresolvable_nodes:
+                statuses.statuses[name] = Status(Code.UNSCHEDULABLE, [reason])
+        feasible = result.nodes
+    return feasible
+
+
+def add_extender_scores(
+    extenders: Sequence[Extender], pod: Pod, nodes: Sequence[NodeInfo], totals: list[int],
+    details: list[NodePluginScores] | None,
+) -> None:
+    """Add each prioritizing extender's score x weight, scaled from [0, 10] to [0, 100], to ``totals``
+    (and to ``details`` when recorded). An extender that fails contributes nothing, whether ignorable
+    or not, as upstream. The extenders are asked one after the other where upstream asks them
+    concurrently; the sums are the same."""
+    index = {n.name: i for i, n in enumerate(nodes)}
+    for ext in extenders:
+        if not ext.is_prioritizer() or not ext.is_interested(pod):
+            continue
+        try:
+            priorities, weight = ext.prioritize(pod, nodes)
+        except ExtenderError as exc:
+            log.info("extender's prioritize failed; no score given by this extender", extender=ext.name(),
+                     pod=pod.key, error=str(exc))
+            continue
+        for hp in priorities:
+            i = index.get(hp.host)
+            if i is None:
+                continue
+            score = hp.score * weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
+            totals[i] += score
+            if details is not None:
+                details[i].scores.append(PluginScore(ext.name(), score, hp.score))
+                details[i].total_score += score
+
+
+def extenders_binding(extenders: Sequence[Extender], pod: Pod, node_name: str) -> tuple[bool, Status | None]:
+    """The binding extender interested in the pod binds it instead of the Bind plugins. Returns
+    (whether an extender took the binding, its failure). An ignorable binder that fails hands the
+    binding on."""
+    for ext in extenders:
+        if not ext.is_binder() or not ext.is_interested(pod):
+            continue
+        try:
+            ext.bind(pod, node_name)
+        except ExtenderError as exc:
+            if ext.is_ignorable():
+                log.info("skipping extender in bind as it returned error and has ignorable flag set",
+                         extender=ext.name(), error=str(exc))
+                continue
+            return True, error_status(str(exc))
+        return True, None
+    return False, None
 
 
 @dataclass(slots=True)
@@ -314,6 +411,11 @@ def _unschedulable(exc: FitError) -> Status:
     return Status(Code.UNSCHEDULABLE, [str(exc)], error=exc)
 
 
+def _permit_decided(fwk: Framework, pod: Pod) -> bool:
+    wp = fwk.get_waiting_pod(pod.uid)
+    return wp is None or wp.decided()
+
+
 class ScheduleOne:
     """The scheduling and binding cycles of the Scheduler (which sets the attributes declared here)."""
 
@@ -329,6 +431,7 @@ class ScheduleOne:
     _pending: dict[str, Pod]
     _bind_pool: ThreadPoolExecutor | None
     _bind_slots: threading.BoundedSemaphore
+    parked: list[tuple[Any, ...]]  # binding cycles of pods waiting at Permit (synchronous binding)
 
     def schedule_one(self, timeout: float | None = None) -> bool:
         """ScheduleOne: pop one pod and run its scheduling cycle. False when nothing was popped."""
@@ -345,6 +448,8 @@ class ScheduleOne:
             self.queue.done(pod.uid)
             return True
         self.scheduling_cycle(fwk, qpi, self.queue.scheduling_cycle)
+        if self.parked:
+            self.run_decided_parked()
         return True
 
     def scheduling_cycle(self, fwk: Framework, qpi: QueuedPodInfo, cycle: int) -> None:
@@ -393,23 +498,49 @@ class ScheduleOne:
             return
         if self.observer is not None:
             self.observer.scheduled(pod, host, result.diagnosis.node_to_status, result.scores)
-        if self._bind_pool is None:
-            self.binding_cycle(fwk, state, qpi, assumed, host, cycle, start)
+        args = (fwk, state, qpi, assumed, host, cycle, start)
+        if permit is not None and permit.code == Code.WAIT:
+            self._park(args)
+        elif self._bind_pool is None:
+            self.binding_cycle(*args)
         else:
             self._bind_slots.acquire()
-            self._bind_pool.submit(self._binding_cycle_guarded, fwk, state, qpi, assumed, host, cycle, start)
+            self._bind_pool.submit(self._binding_cycle_guarded, *args)
+
+    def _park(self, args: tuple[Any, ...]) -> None:
+        """A pod waiting at Permit must not hold a binding worker or slot: a gang larger than the
+        pool would wait for members the blocked loop can never schedule. Live, it waits on its own
+        thread (a goroutine upstream); with synchronous binding its binding cycle runs once decided."""
+        if self._bind_pool is None:
+            self.parked.append(args)
+            return
+        threading.Thread(target=self._binding_cycle_logged, args=args, name="permit-wait", daemon=True).start()
+
+    def run_decided_parked(self) -> None:
+        """Synchronous binding: run the binding cycles of parked pods that were allowed or rejected."""
+        while True:
+            ready = [a for a in self.parked if _permit_decided(a[0], a[3])]
+            if not ready:
+                return
+            for a in ready:
+                self.parked.remove(a)
+                self.binding_cycle(*a)
 
     def _binding_cycle_guarded(self, *args: Any) -> None:
         if self.metrics is not None:
             self.metrics.binding_started()
         try:
-            self.binding_cycle(*args)
-        except Exception:
-            log.exception("binding cycle crashed")
+            self._binding_cycle_logged(*args)
         finally:
             self._bind_slots.release()
             if self.metrics is not None:
                 self.metrics.binding_finished()
+
+    def _binding_cycle_logged(self, *args: Any) -> None:
+        try:
+            self.binding_cycle(*args)
+        except Exception:
+            log.exception("binding cycle crashed")
 
     def binding_cycle(
         self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, assumed: Pod, host: str, cycle: int,
@@ -417,14 +548,16 @@ class ScheduleOne:
     ) -> None:
         """bindingCycle: WaitOnPermit, PreBind, Bind, then the cache confirms the binding and PostBind runs."""
         st = fwk.wait_on_permit(assumed)
-        self.queue.done(assumed.uid)
         if st is None or st.code == Code.SUCCESS:
             st = fwk.run_pre_bind_plugins(state, assumed, host)
         if st is None or st.code == Code.SUCCESS:
-            st = fwk.run_bind_plugins(state, assumed, host)
+            bound, st = extenders_binding(self.algorithm.extenders, assumed, host)
+            if not bound:
+                st = fwk.run_bind_plugins(state, assumed, host)
         if st is not None and st.code != Code.SUCCESS:
             self.handle_binding_cycle_error(fwk, state, qpi, assumed, host, st, cycle, start)
             return
+        self.queue.done(assumed.uid)  # upstream defers Done to the end of the binding cycle
         self.cache.finish_binding(assumed)
         elapsed = self.clock() - start
         if self.metrics is not None:
@@ -449,11 +582,17 @@ class ScheduleOne:
         if st.code == Code.ERROR and getattr(st.error, "status", None) == 404:
             log.info("pod deleted before it could be bound", pod=assumed.key, node=host, profile=fwk.profile_name,
                      cycle=cycle)
+            self.queue.done(assumed.uid)
             return
         if isinstance(st.error, BoundElsewhereError):
             log.info("pod bound by another binder", pod=assumed.key, node=st.error.node, chosen=host)
+            self.queue.done(assumed.uid)
             return
-        self.handle_scheduling_failure(fwk, qpi, st, cycle, start, message=st.message, plugins=set(),
+        # A Permit rejection names its plugin: the pod waits for that plugin's events (upstream wraps
+        # it in a FitError with that plugin unschedulable); a plugin without events (e.g. preemption
+        # rejecting a victim) leaves it to backoff. The failure handling marks the pod done.
+        rejector = {st.plugin} & set(fwk.events_to_register()) if st.is_rejected() else set()
+        self.handle_scheduling_failure(fwk, qpi, st, cycle, start, message=st.message, plugins=rejector,
                                        clear_nominated=True)
 
     def _undo(self, fwk: Framework, state: CycleState, assumed: Pod, host: str) -> None:

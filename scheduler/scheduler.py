@@ -23,6 +23,9 @@ from scheduler.cache.snapshot import Snapshot
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.edge import APIWriter, Binder, EventRecorder, ScheduleObserver
 from scheduler.eventhandlers import EventHandlers
+from scheduler.extender import build_extenders
+from scheduler.framework.extender import Extender
+from scheduler.framework.interface import PodGroupWriter
 from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Status
@@ -30,7 +33,8 @@ from scheduler.framework.status import error as error_status
 from scheduler.metrics import Metrics
 from scheduler.model.conditions import pod_condition
 from scheduler.model.pod import Pod
-from scheduler.queue.scheduling_queue import PriorityQueue, QueueProfile
+from scheduler.queue.scheduling_queue import PriorityQueue
+from scheduler.reconfigure import Reconfigure, queue_profiles
 from scheduler.schedule_one import ScheduleOne, SchedulingAlgorithm
 
 log = structlog.get_logger(__name__)
@@ -63,6 +67,9 @@ class _Handle:
 
     # preemption (ClusterHandle)
 
+    def extenders(self) -> list[Extender]:
+        return self._s.algorithm.extenders
+
     def rng(self) -> random.Random:
         return self._s.rng
 
@@ -87,8 +94,16 @@ class _Handle:
         """The pod has not been deleted (as far as the watch told)."""
         return pod.uid in self._s._pod_seen
 
+    # Coscheduling
 
-class Scheduler(EventHandlers, ScheduleOne):
+    def activate_pods(self, pods: list[Pod]) -> None:
+        self._s.queue.activate(pods)
+
+    def podgroup_writer(self) -> PodGroupWriter | None:
+        return self._s.podgroup_writer
+
+
+class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
     def __init__(
         self,
         config: SchedulerConfiguration,
@@ -104,10 +119,13 @@ class Scheduler(EventHandlers, ScheduleOne):
         rng: random.Random | None = None,
         tie_break: Literal["random", "name"] = "random",
         clock: Callable[[], float] = time.monotonic,
+        podgroup_writer: PodGroupWriter | None = None,
     ) -> None:
         """``writer`` makes preemption's and VolumeBinding's API writes; without one they fail with an
-        error status. ``observer`` sees every attempt's outcome (simulate)."""
+        error status. ``observer`` sees every attempt's outcome (simulate). ``podgroup_writer`` keeps
+        PodGroup status and events current (Coscheduling); without one they are not written."""
         self.config = config
+        self.podgroup_writer = podgroup_writer
         self.binder = binder
         self.writer = writer
         self.recorder = recorder
@@ -119,20 +137,11 @@ class Scheduler(EventHandlers, ScheduleOne):
         self.objects = ObjectStore()
         self.snapshot = Snapshot()
         self.handle = _Handle(self)
-        self.frameworks: dict[str, Framework] = {}
-        for p in config.profiles:
-            prof = metrics.profile(p.scheduler_name) if metrics is not None else None
-            hook = prof.extension_point if prof is not None else None
-            fwk = Framework(p, registry, self.handle, metrics=hook, plugin_metrics=prof)
-            fwk.record_scores = observer is not None
-            self.frameworks[p.scheduler_name] = fwk
+        self.frameworks: dict[str, Framework] = self.build_frameworks(config, registry)
         first = next(iter(self.frameworks.values()))
         self.queue = PriorityQueue(
             less=first.queue_sort_less,
-            profiles={
-                name: QueueProfile(pre_enqueue_plugins=f.pre_enqueue_plugins(), hints=f.events_to_register())
-                for name, f in self.frameworks.items()
-            },
+            profiles=queue_profiles(self.frameworks, bool(config.extenders)),
             pod_initial_backoff=config.pod_initial_backoff_seconds,
             pod_max_backoff=config.pod_max_backoff_seconds,
             pod_max_in_unschedulable=config.pod_max_in_unschedulable_pods_seconds,
@@ -145,12 +154,17 @@ class Scheduler(EventHandlers, ScheduleOne):
             percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
             rng=self.rng,
             tie_break=tie_break,
+            extenders=build_extenders(config.extenders),
         )
+        # A validated configuration waiting to be swapped in between two scheduling cycles (reload).
+        self._next_config: tuple[SchedulerConfiguration, dict[str, Framework]] | None = None
+        self._next_config_lock = threading.Lock()
         self._pending = {}
         self._pod_seen = {}
         self._node_seen = {}
         self._bind_pool = None if synchronous_binding else ThreadPoolExecutor(bind_workers, "binding")
         self._bind_slots = threading.BoundedSemaphore(bind_workers * 4)
+        self.parked: list[tuple[Any, ...]] = []  # binding cycles waiting at Permit (synchronous binding)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         if metrics is not None:
@@ -177,6 +191,7 @@ class Scheduler(EventHandlers, ScheduleOne):
         while not self._stop.is_set():
             try:
                 self.schedule_one(timeout=0.5)
+                self.apply_next_config()
             except Exception:  # the loop must survive any bug in one attempt
                 log.exception("scheduling attempt crashed")
             now = self.clock()

@@ -43,6 +43,8 @@ EXPECTED_CLUSTER_RULES: dict[tuple[str, str], set[str]] = {
     ("storage.k8s.io", "csidrivers"): {"list", "watch"},
     ("storage.k8s.io", "csistoragecapacities"): {"list", "watch"},
     ("policy", "poddisruptionbudgets"): {"list", "watch"},
+    ("scheduling.x-k8s.io", "podgroups"): {"get", "list", "watch"},
+    ("scheduling.x-k8s.io", "podgroups/status"): {"update", "patch"},
 }
 
 
@@ -78,12 +80,13 @@ def test_renders_the_expected_objects(docs: list[dict[str, Any]]) -> None:
     assert kinds == sorted([
         ("Namespace", NS), ("ServiceAccount", "py-scheduler"), ("ClusterRole", "py-scheduler"),
         ("ClusterRoleBinding", "py-scheduler"), ("Role", "py-scheduler-leader-election"),
-        ("RoleBinding", "py-scheduler-leader-election"), ("ConfigMap", cm), ("Deployment", "py-scheduler"),
-        ("Service", "py-scheduler-metrics"),
+        ("RoleBinding", "py-scheduler-leader-election"), ("Role", "py-scheduler-config-reader"),
+        ("RoleBinding", "py-scheduler-config-reader"), ("ConfigMap", cm), ("Deployment", "py-scheduler"),
+        ("Service", "py-scheduler-metrics"), ("CustomResourceDefinition", "podgroups.scheduling.x-k8s.io"),
     ])  # fmt: skip
     for d in docs:
         assert d["apiVersion"] and d["metadata"]["name"]
-        if d["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
+        if d["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"):
             assert d["metadata"].get("namespace") == NS, f"{d['kind']} {d['metadata']['name']} not in {NS}"
 
 
@@ -118,16 +121,22 @@ def test_lease_role_is_namespaced_and_limited_to_the_lease(docs: list[dict[str, 
     }
 
 
+def test_config_reader_role_reads_only_the_generated_config_map(docs: list[dict[str, Any]]) -> None:
+    """`run --config-configmap` (reload without restart) needs get on that one ConfigMap, nothing more."""
+    cm = one(docs, "ConfigMap")["metadata"]["name"]
+    assert set(expand(one(docs, "Role", "py-scheduler-config-reader")["rules"])) == {("", "configmaps", "get", (cm,))}
+
+
 @pytest.mark.parametrize("kind", ["ClusterRoleBinding", "RoleBinding"])
 def test_bindings_name_the_service_account(docs: list[dict[str, Any]], kind: str) -> None:
-    b = one(docs, kind)
-    assert b["subjects"] == [{"kind": "ServiceAccount", "name": "py-scheduler", "namespace": NS}]
     role_kind = "ClusterRole" if kind == "ClusterRoleBinding" else "Role"
-    assert b["roleRef"] == {
-        "apiGroup": "rbac.authorization.k8s.io",
-        "kind": role_kind,
-        "name": one(docs, role_kind)["metadata"]["name"],
-    }
+    roles = {r["metadata"]["name"] for r in select(docs, role_kind)}
+    bindings = select(docs, kind)
+    assert {b["roleRef"]["name"] for b in bindings} == roles, "every role is bound, once"
+    for b in bindings:
+        assert b["subjects"] == [{"kind": "ServiceAccount", "name": "py-scheduler", "namespace": NS}]
+        assert b["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind,
+                                "name": b["metadata"]["name"]}
 
 
 def test_scheduler_config_loads_with_leader_election_on_its_own_lease(docs: list[dict[str, Any]]) -> None:
@@ -249,6 +258,32 @@ def test_dockerfile_is_multi_stage_non_root_and_ships_only_the_venv() -> None:
     assert ignore[0] == "*", ".dockerignore starts from nothing (no .venv, .git, .cluster in the context)"
     assert {"!pyproject.toml", "!README.md", "!scheduler"} <= set(ignore)
 
+
+def test_podgroup_crd_is_scheduler_plugins_v1alpha1_with_a_status_subresource(docs: list[dict[str, Any]]) -> None:
+    crd = one(docs, "CustomResourceDefinition", "podgroups.scheduling.x-k8s.io")["spec"]
+    assert (crd["group"], crd["scope"], crd["names"]["kind"], crd["names"]["plural"]) == (
+        "scheduling.x-k8s.io", "Namespaced", "PodGroup", "podgroups")
+    (version,) = crd["versions"]
+    assert version["name"] == "v1alpha1" and version["served"] and version["storage"]
+    assert version["subresources"] == {"status": {}}
+    props = version["schema"]["openAPIV3Schema"]["properties"]
+    assert set(props["spec"]["properties"]) == {"minMember", "minResources", "scheduleTimeoutSeconds"}
+    assert {"phase", "scheduled", "running", "succeeded", "failed", "scheduleStartTime"} <= set(
+        props["status"]["properties"])
+
+
+def test_coscheduling_example_config_loads_and_names_the_group_label() -> None:
+    from scheduler.config.types_pluginargs import CoschedulingArgs
+    from scheduler.plugins.podgroup import POD_GROUP_LABEL
+
+    cfg = load_dict(yaml.safe_load((ROOT / "manifests" / "examples" / "coscheduling-config.yaml").read_text()))
+    (profile,) = cfg.profiles
+    assert [p.name for p in profile.plugins["queueSort"]] == ["Coscheduling"]
+    assert "Coscheduling" in [p.name for p in profile.plugins["permit"]]
+    assert profile.plugin_config["Coscheduling"] == CoschedulingArgs(60, 5)
+    job = next(d for d in yaml.safe_load_all((ROOT / "manifests" / "examples" / "gang-job.yaml").read_text())
+               if d["kind"] == "Job")
+    assert job["spec"]["template"]["metadata"]["labels"] == {POD_GROUP_LABEL: "trainer"}
 
 def test_service_monitor_component_is_optional_and_scrapes_the_metrics_service(docs: list[dict[str, Any]]) -> None:
     assert not select(docs, "ServiceMonitor"), "the ServiceMonitor must stay out of the default kustomization"

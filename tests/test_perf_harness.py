@@ -268,3 +268,17 @@ def test_profile_summary() -> None:
     assert area("f (urllib3/util/wait.py:1)") == "urllib3"  # py-spy's short paths
     assert area("f (ssl.py:1)") == "ssl"
     assert area("f (scheduler/framework/runtime.py:1)") == "scheduler/framework"
+
+
+def test_gang_workload_marks_unfit_groups_and_counts_partial_ones() -> None:
+    from e2e.perf.gang import LABEL, members, summarize
+
+    bodies, unfit = members(groups=10, size=3, unfit=2)
+    assert len(bodies) == 30 and unfit == {"pg-0000", "pg-0005"}
+    big = [b for b in bodies if b["metadata"]["labels"][LABEL] in unfit]
+    assert all(c["resources"]["requests"]["cpu"] == "5" for b in big for c in b["spec"]["containers"])
+    posted = {f"sched-1/{b['metadata']['name']}": 0.0 for b in bodies}
+    bound = {"sched-1/pg-0001-0": 1.0, "sched-1/pg-0001-1": 1.5, "sched-1/pg-0001-2": 2.0, "sched-1/pg-0002-0": 1.0}
+    r = summarize(posted, bound, 10, 3, unfit, 20, [])
+    assert (r["complete_groups"], r["partial_groups"], r["unfit_groups_bound_pods"]) == (1, 1, 0)
+    assert r["seconds_to_last_complete_group"] == 2.0 and r["groups_per_second"] == 0.5

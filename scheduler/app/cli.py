@@ -7,39 +7,48 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import structlog
 
 from scheduler import KUBE_SCHEDULER_TARGET, version
 from scheduler.app import logging as sched_logging
 
+if TYPE_CHECKING:
+    from scheduler.app.reload import ReloadSource
+    from scheduler.config.types import SchedulerConfiguration
+
 log = structlog.get_logger(__name__)
 
 
 def _run(args: argparse.Namespace) -> int:
     from scheduler.app.health import HealthServer, event_check
-    from scheduler.config.load import ConfigError, build_registry, load
+    from scheduler.app.reload import ConfigReloader
+    from scheduler.config.load import ConfigError, build_registry
     from scheduler.edge import APIWriter, Binder
     from scheduler.kube.binder import ApiBinder
     from scheduler.kube.client import ApiWriter, RawApi, load_api_client
+    from scheduler.kube.configmap import ConfigMapError
     from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS
     from scheduler.kube.leaderelection import LeaderElector, LeaderGatedBinder, LeaderGatedWriter
     from scheduler.kube.operator import run_operator
+    from scheduler.kube.podgroups import PODGROUP_KINDS, ApiPodGroupWriter, podgroups_served
     from scheduler.kube.podstream import PodStream, wait_synced
     from scheduler.kube.ratelimit import TokenBucket
     from scheduler.kube.recorder import ApiEventSink
     from scheduler.kube.sync import Resyncer, initial_sync
     from scheduler.metrics import Metrics
+    from scheduler.plugins.podgroup import POD_GROUP_LABEL
     from scheduler.scheduler import Scheduler
 
     try:
-        cfg = load(args.config, args.scheduler_name or None)
-    except ConfigError as exc:
+        cfg, reload_source = load_configuration(args)
+    except (ConfigError, ConfigMapError, OSError) as exc:
         print(f"py-scheduler: invalid configuration: {exc}", file=sys.stderr)
         return 2
     if args.leader_elect is not None:
         cfg.leader_election.leader_elect = args.leader_elect
-    elif not args.config:
+    elif not (args.config or args.config_configmap):
         cfg.leader_election.leader_elect = False  # no config file: one process (dev, tests), no Lease
     kubeconfig = args.kubeconfig or cfg.client_connection.kubeconfig or os.environ.get("KUBECONFIG") or None
     api = load_api_client(kubeconfig)
@@ -78,48 +87,118 @@ def _run(args: argparse.Namespace) -> int:
         if health is not None:
             health.add_readiness_check("leader-election", elector.readiness)
             health.add_liveness_check("leader-election", elector.liveness)
-    sched = Scheduler(cfg, registry, binder, sink, metrics, writer=api_writer, bind_workers=args.bind_workers)
+    kinds = dict(OBJECT_KINDS)
+    podgroup_writer = None
+    members_listed = threading.Event()  # PodGroup status is written once the members are listed
+    if podgroups_served(raw):  # Coscheduling's PodGroups; a cluster without the CRD starts as before
+        kinds.update(PODGROUP_KINDS)
+        leading = (lambda: elector.is_leader) if elector is not None else (lambda: True)
+        podgroup_writer = ApiPodGroupWriter(writer, controller=cfg.profiles[0].scheduler_name, leading=leading,
+                                            ready=members_listed)
+    else:
+        log.info("PodGroup CRD (scheduling.x-k8s.io/v1alpha1) not served; Coscheduling sees no PodGroups")
+    sched = Scheduler(cfg, registry, binder, sink, metrics, writer=api_writer, bind_workers=args.bind_workers,
+                      podgroup_writer=podgroup_writer)
     stream_pods = args.pod_watch == "stream"
-    initial_sync(raw, sched, OBJECT_KINDS, pods=not stream_pods)
-    resync = Resyncer(raw, sched, period=args.resync_seconds)
+    initial_sync(raw, sched, kinds, pods=not stream_pods)
+    resync = Resyncer(raw, sched, period=args.resync_seconds, kinds=kinds)
     resync.start()
-    stream = None
+    streams = []
+    if podgroup_writer is not None:  # group members in every phase (the main stream skips terminal pods)
+        streams.append(PodStream(raw, sched.on_group_pod_event, label_selector=POD_GROUP_LABEL))
     if stream_pods:
         # A pod watch that expired means the node watch has too: reconcile nodes without waiting for kopf.
-        stream = PodStream(raw, sched.on_pod_event, field_selector=NON_TERMINAL_PODS,
-                           on_relist=lambda: resync.listed("Node"))
+        streams.append(PodStream(raw, sched.on_pod_event, field_selector=NON_TERMINAL_PODS,
+                                 on_relist=lambda: resync.listed("Node")))
+    for stream in streams:
         stream.start()
         if not wait_synced(stream):
             log.error("pod list did not complete; scheduling starts anyway")
+    members_listed.set()
     synced.set()
     if elector is not None:
         elector.start()  # the scheduling loop starts when this replica acquires the Lease
     else:
         sched.start()
+    reloader = None
+    if reload_source is not None and args.config_reload_seconds > 0:
+        reloader = ConfigReloader(sched, reload_source.read, reload_source.name, args.scheduler_name or None,
+                                  initial_version=reload_source.version, metrics=metrics, events=writer,
+                                  regarding=reload_source.regarding, interval=args.config_reload_seconds)
+        reloader.start()
     log.info("py-scheduler started", profiles=[p.scheduler_name for p in cfg.profiles], qps=qps, burst=burst)
     try:
-        run_operator(sched, api.configuration, stop_flag=stop, watch_pods=not stream_pods,
+        run_operator(sched, api.configuration, kinds=kinds, stop_flag=stop, watch_pods=not stream_pods,
                      on_listed=resync.listed)
     finally:
         stop.set()
         if elector is not None:
             elector.stop()  # stop leading (the binding gate closes), then release the Lease
         resync.stop()
-        if stream is not None:
+        if reloader is not None:
+            reloader.stop()
+        for stream in streams:
             stream.stop()
         sched.stop()
         sink.close()
+        if podgroup_writer is not None:
+            podgroup_writer.close()
         if health is not None:
             health.stop()
         log.info("py-scheduler stopped")
     return 0
 
 
+POLICY_CONFIGMAP_KEY = "policy.cfg"  # upstream SchedulerPolicyConfigMapKey
+
+
+def load_configuration(args: argparse.Namespace) -> tuple[SchedulerConfiguration, ReloadSource | None]:
+    """--config, --config-configmap, --policy-config-file or --policy-configmap (at most one; a Policy with
+    --config is an error, as upstream), or the defaults for --scheduler-name. The source is returned for
+    reloading when it is a KubeSchedulerConfiguration."""
+    from scheduler.app.reload import ReloadSource, file_reader
+    from scheduler.config.errors import ConfigError, FieldError
+    from scheduler.config.load import load, load_text
+    from scheduler.config.policy import load_policy, load_policy_text
+
+    names = args.scheduler_name or None
+    given = [f for f, v in (("--config", args.config), ("--config-configmap", args.config_configmap),
+                            ("--policy-config-file", args.policy_config_file),
+                            ("--policy-configmap", args.policy_configmap)) if v]
+    if len(given) > 1:
+        raise ConfigError([FieldError("", f"{' and '.join(given)} cannot be used together")])
+    if args.policy_config_file:
+        return load_policy(args.policy_config_file, names), None
+    if args.policy_configmap or args.config_configmap:
+        from scheduler.kube.client import RawApi, load_api_client
+        from scheduler.kube.configmap import config_map_reader
+
+        api = RawApi(load_api_client(args.kubeconfig or os.environ.get("KUBECONFIG") or None))
+        if args.policy_configmap:
+            ns, name = args.policy_configmap_namespace, args.policy_configmap
+            text, _ = config_map_reader(api, ns, name, POLICY_CONFIGMAP_KEY)()
+            return load_policy_text(text, f"ConfigMap {ns}/{name}", names), None
+        ns, _, name = args.config_configmap.partition("/")
+        if not ns or not name:
+            raise ConfigError([FieldError("", f"--config-configmap {args.config_configmap!r}: expected NS/NAME")])
+        read = config_map_reader(api, ns, name, args.config_configmap_key)
+        text, version = read()
+        source = f"ConfigMap {ns}/{name}"
+        regarding = {"apiVersion": "v1", "kind": "ConfigMap", "namespace": ns, "name": name}
+        return load_text(text, source, names), ReloadSource(read, source, version, regarding)
+    if args.config:
+        cfg = load(args.config, names)
+        read = file_reader(args.config)
+        return cfg, ReloadSource(read, args.config, read()[1])
+    return load(None, names), None
+
+
 def _simulate(args: argparse.Namespace) -> int:
     from scheduler.app.simulate import SimulationError, format_table, run_simulation
 
     try:
-        sim = run_simulation(args.cluster, args.pods, args.config, seed=args.seed, tie_break=args.tie_break)
+        sim = run_simulation(args.cluster, args.pods, args.config, seed=args.seed, tie_break=args.tie_break,
+                             policy_path=args.policy_config_file)
     except SimulationError as exc:
         print(f"py-scheduler simulate: {exc}", file=sys.stderr)
         return 2
@@ -145,7 +224,21 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run the scheduler against a cluster")
     r.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: $KUBECONFIG, else in-cluster)")
-    r.add_argument("--config", default=None, help="KubeSchedulerConfiguration file")
+    r.add_argument("--config", default=None,
+                   help="KubeSchedulerConfiguration file; edits are reloaded without restart")
+    r.add_argument("--config-configmap", default=None, metavar="NAMESPACE/NAME",
+                   help="read the KubeSchedulerConfiguration from this ConfigMap (key --config-configmap-key) "
+                        "instead of --config; edits are reloaded without restart")
+    r.add_argument("--config-configmap-key", default="config.yaml",
+                   help="the key of --config-configmap holding the configuration (default config.yaml)")
+    r.add_argument("--config-reload-seconds", type=float, default=2.0,
+                   help="how often --config / --config-configmap is checked for changes (0: never reload)")
+    r.add_argument("--policy-config-file", default=None,
+                   help="a seed-era scheduler Policy (kind: Policy, apiVersion: v1; JSON or YAML) instead of --config")
+    r.add_argument("--policy-configmap", default=None,
+                   help=f"read the Policy from this ConfigMap's {POLICY_CONFIGMAP_KEY!r} key instead of --config")
+    r.add_argument("--policy-configmap-namespace", default="kube-system",
+                   help="namespace of --policy-configmap (default kube-system)")
     r.add_argument("--scheduler-name", action="append", default=[],
                    help="serve this schedulerName (repeatable; default py-scheduler) when --config has no profiles")
     r.add_argument("--metrics-port", type=int, default=0, help="serves /metrics, /healthz and /readyz (0: off)")
@@ -169,6 +262,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--cluster", required=True, help="YAML/JSON file of nodes, bound pods and other objects")
     s.add_argument("--pods", required=True, help="YAML/JSON file of pods to place, in order")
     s.add_argument("--config", default=None, help="KubeSchedulerConfiguration file (default: the default profile)")
+    s.add_argument("--policy-config-file", default=None, help="a seed-era scheduler Policy instead of --config")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--seed", type=int, default=None, help="seed the random tie-break, for repeatable output")
     g.add_argument("--tie-break", choices=["random", "name"], default="random",

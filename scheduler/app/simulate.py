@@ -24,6 +24,8 @@ from scheduler.framework.runtime import NodePluginScores
 from scheduler.kube.kinds import OBJECT_KINDS
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.model.validation import validate
+from scheduler.plugins.podgroup import KIND as PODGROUP
+from scheduler.plugins.podgroup import group_full_name, group_name
 from scheduler.scheduler import Scheduler
 
 
@@ -108,15 +110,19 @@ def _with_defaults(o: dict[str, Any], i: int) -> dict[str, Any]:
 
 
 def _build(
-    config_path: str | None, pod_objs: list[dict[str, Any]], seed: int | None, tie_break: Literal["random", "name"]
+    config_path: str | None, pod_objs: list[dict[str, Any]], seed: int | None, tie_break: Literal["random", "name"],
+    policy_path: str | None = None,
 ) -> tuple[Scheduler, OutcomeRecorder]:
     from scheduler.config.load import ConfigError, build_registry, load
+    from scheduler.config.policy import load_policy
 
+    if config_path and policy_path:
+        raise SimulationError("--config and --policy-config-file cannot be used together")
     names = sorted({(p.get("spec") or {}).get("schedulerName") or "default-scheduler" for p in pod_objs})
     try:
-        cfg = load(config_path, names or None)
+        cfg = load_policy(policy_path, names or None) if policy_path else load(config_path, names or None)
     except ConfigError as exc:
-        raise SimulationError(f"{config_path or 'configuration'}: {exc}") from None
+        raise SimulationError(f"{policy_path or config_path or 'configuration'}: {exc}") from None
     registry = build_registry(cfg)
     rng = random.Random(seed) if seed is not None else random.Random()
     writer, observer = OfflineWriter(), OutcomeRecorder()
@@ -144,7 +150,7 @@ def _invalid_fields(o: Mapping[str, Any]) -> list[str]:
 
 def run_simulation(
     cluster_path: str, pods_path: str, config_path: str | None = None, *, seed: int | None = None,
-    tie_break: Literal["random", "name"] = "random",
+    tie_break: Literal["random", "name"] = "random", policy_path: str | None = None,
 ) -> Simulation:
     cluster = [_with_defaults(o, i) for i, o in enumerate(_load_objects(cluster_path))]
     pods = [_with_defaults(o, i + len(cluster)) for i, o in enumerate(_load_objects(pods_path))]
@@ -155,7 +161,7 @@ def run_simulation(
     cluster_errors = [_invalid_fields(o) for o in cluster]
     sim.invalid.extend(e for errs in cluster_errors for e in errs)
     cluster = [o for o, errs in zip(cluster, cluster_errors, strict=True) if not errs]
-    sched, observer = _build(config_path, pods, seed, tie_break)
+    sched, observer = _build(config_path, pods, seed, tie_break, policy_path)
     _load_cluster(sched, cluster, cluster_path)
     valid: list[dict[str, Any]] = []
     rejected: dict[int, list[str]] = {}
@@ -190,51 +196,103 @@ def _load_cluster(sched: Scheduler, cluster: list[dict[str, Any]], cluster_path:
             if not (o.get("spec") or {}).get("nodeName"):
                 raise SimulationError(f"{cluster_path}: {_ident(o)}: field spec.nodeName: cluster pods must be bound")
             sched.on_pod_event(ADDED, o)
-        elif kind in OBJECT_KINDS:
+        elif kind in OBJECT_KINDS or kind == PODGROUP:
             sched.on_object_event(kind, ADDED, o)
         else:
             raise SimulationError(f"{cluster_path}: {_ident(o)}: unsupported kind {kind}")
 
 
-def _attempt(sched: Scheduler, observer: OutcomeRecorder) -> Outcome | None:
-    """Run scheduling cycles until one records an outcome (None: nothing left to schedule)."""
+def _attempt(sched: Scheduler, observer: OutcomeRecorder, key: str) -> Outcome | None:
+    """Run scheduling cycles until one records an outcome for pod ``key`` (None: nothing left to
+    schedule). Other outcomes may come first: the group members a failing pod's PostFilter rejected."""
     before = len(observer.outcomes)
     while sched.schedule_one(timeout=0):
-        if len(observer.outcomes) > before:
-            return observer.outcomes[-1]
+        mine = [o for o in observer.outcomes[before:] if o.pod.key == key]
+        if mine:
+            return mine[-1]  # a binding failure comes after the decision
     return None
 
 
 def _schedule_each(
     sched: Scheduler, observer: OutcomeRecorder, pods: list[dict[str, Any]]
 ) -> Iterator[tuple[Outcome, list[str]]]:
+    """One attempt per pod in file order. A pod group's members are all known from the start (as in a
+    live cluster); a member held at Permit gets its result once its group is placed or rejected, and
+    members still waiting at the end are rejected: a group is placed all or nothing."""
+    for obj in pods:
+        if group_name(pod_from_api(obj)):
+            sched.on_group_pod_event(ADDED, obj)
+    results: dict[str, tuple[Outcome, list[str]]] = {}
+    waiting: dict[str, dict[str, Any]] = {}  # pod key -> object, held at Permit
     for obj in pods:
         pod = pod_from_api(obj)
-        if pod.scheduler_name not in sched.frameworks:
-            yield Outcome(pod, None, f"no profile for schedulerName {pod.scheduler_name!r}"), []
+        results[pod.key] = _schedule_one(sched, observer, obj, pod, waiting)
+        _settle(sched, observer, waiting, results)
+    _reject_incomplete_groups(sched, waiting)
+    _settle(sched, observer, waiting, results)
+    for obj in pods:
+        yield results[pod_from_api(obj).key]
+
+
+def _schedule_one(
+    sched: Scheduler, observer: OutcomeRecorder, obj: dict[str, Any], pod: Pod, waiting: dict[str, dict[str, Any]]
+) -> tuple[Outcome, list[str]]:
+    if pod.scheduler_name not in sched.frameworks:
+        return Outcome(pod, None, f"no profile for schedulerName {pod.scheduler_name!r}"), []
+    if pod.node_name:
+        return Outcome(pod, None, f"spec.nodeName is already set ({pod.node_name}): not scheduled"), []
+    sched.on_pod_event(ADDED, obj)
+    preempted_before = len(observer.preemptions)
+    outcome = _attempt(sched, observer, pod.key)
+    if outcome is None:
+        msg = _queue_message(sched, pod.key)
+        sched.on_pod_event(DELETED, obj)
+        return Outcome(pod, None, msg), []
+    victims = [v for v, by, _ in observer.preemptions[preempted_before:] if by == pod.key]
+    nominated = sched.queue.nominator.nominated_node_name(pod)
+    if outcome.node is None and victims and nominated:
+        obj = _retry_after_preemption(sched, obj, pod, nominated)
+        outcome = _attempt(sched, observer, pod.key) or outcome
+    if outcome.node and sched.frameworks[pod.scheduler_name].get_waiting_pod(pod.uid) is not None:
+        waiting[pod.key] = obj  # bound (or rejected) together with its group, later
+    elif outcome.node:
+        bound = {**obj, "spec": {**(obj.get("spec") or {}), "nodeName": outcome.node}}
+        sched.on_pod_event(MODIFIED, bound)  # what the watch would deliver: confirms the assumed pod
+    else:
+        sched.on_pod_event(DELETED, obj)  # one attempt per pod: it must not come back from backoff
+    return outcome, victims
+
+
+def _settle(
+    sched: Scheduler, observer: OutcomeRecorder, waiting: dict[str, dict[str, Any]],
+    results: dict[str, tuple[Outcome, list[str]]],
+) -> None:
+    """Members that left Permit: bound ones are confirmed, rejected ones get their failure as result."""
+    bound = dict(sched.binder.bindings) if isinstance(sched.binder, RecordingBinder) else {}
+    for key, obj in list(waiting.items()):
+        pod = pod_from_api(obj)
+        if sched.frameworks[pod.scheduler_name].get_waiting_pod(pod.uid) is not None:
             continue
-        if pod.node_name:
-            yield Outcome(pod, None, f"spec.nodeName is already set ({pod.node_name}): not scheduled"), []
+        del waiting[key]
+        if key in bound:
+            sched.on_pod_event(MODIFIED, {**obj, "spec": {**(obj.get("spec") or {}), "nodeName": bound[key]}})
             continue
-        sched.on_pod_event(ADDED, obj)
-        preempted_before = len(observer.preemptions)
-        outcome = _attempt(sched, observer)
-        if outcome is None:
-            msg = _queue_message(sched, pod.key)
-            sched.on_pod_event(DELETED, obj)
-            yield Outcome(pod, None, msg), []
-            continue
-        victims = [v for v, by, _ in observer.preemptions[preempted_before:] if by == pod.key]
-        nominated = sched.queue.nominator.nominated_node_name(pod)
-        if outcome.node is None and victims and nominated:
-            obj = _retry_after_preemption(sched, obj, pod, nominated)
-            outcome = _attempt(sched, observer) or outcome
-        if outcome.node:
-            bound = {**obj, "spec": {**(obj.get("spec") or {}), "nodeName": outcome.node}}
-            sched.on_pod_event(MODIFIED, bound)  # what the watch would deliver: confirms the assumed pod
-        else:
-            sched.on_pod_event(DELETED, obj)  # one attempt per pod: it must not come back from backoff
-        yield outcome, victims
+        failed = next((o for o in reversed(observer.outcomes) if o.pod.key == key and o.node is None), None)
+        results[key] = (failed or Outcome(pod, None, "rejected at Permit"), results[key][1])
+        sched.on_pod_event(DELETED, obj)
+
+
+def _reject_incomplete_groups(sched: Scheduler, waiting: dict[str, dict[str, Any]]) -> None:
+    """No more pods: members still waiting for their group are rejected, saying how far it got."""
+    for obj in waiting.values():
+        pod = pod_from_api(obj)
+        fwk = sched.frameworks[pod.scheduler_name]
+        wp = fwk.get_waiting_pod(pod.uid)
+        if wp is not None:
+            held = sum(1 for o in waiting.values() if group_full_name(pod_from_api(o)) == group_full_name(pod))
+            wp.reject("Coscheduling", f'PodGroup "{group_full_name(pod)}" was not placed: only {held} of its '
+                                      f"members could be placed (all or nothing)")
+    sched.run_decided_parked()
 
 
 def _retry_after_preemption(sched: Scheduler, obj: dict[str, Any], pod: Pod, nominated: str) -> dict[str, Any]:

@@ -97,6 +97,11 @@ class ObjectStore:
         with self._lock:
             return self._data.get(kind, {}).get(namespace or "", {}).get(name)
 
+    def kinds(self) -> tuple[str, ...]:
+        """The kinds that have objects (replayed to plugins that keep state, after a reload)."""
+        with self._lock:
+            return tuple(k for k, by_ns in self._data.items() if by_ns)
+
     def count(self, kind: str) -> int:
         with self._lock:
             return sum(len(by_name) for by_name in self._data.get(kind, {}).values())

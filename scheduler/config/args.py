@@ -25,9 +25,11 @@ from scheduler.config.types_pluginargs import (
     MAX_CUSTOM_PRIORITY_SCORE,
     SCORING_STRATEGY_TYPES,
     SYSTEM_DEFAULTING,
+    CoschedulingArgs,
     DefaultPreemptionArgs,
     InterPodAffinityArgs,
     NodeAffinityArgs,
+    NodeLabelArgs,
     NodeResourcesBalancedAllocationArgs,
     NodeResourcesFitArgs,
     PluginArgs,
@@ -184,6 +186,16 @@ def _default_preemption(a: Mapping[str, Any], path: str, errs: ErrorList) -> Def
     if pct == 0 and absolute == 0:
         errs.add(f"{path}.minCandidateNodesPercentage", "cannot be zero at the same time as minCandidateNodesAbsolute")
     return DefaultPreemptionArgs(pct, absolute)
+
+
+def _coscheduling(a: Mapping[str, Any], path: str, errs: ErrorList) -> CoschedulingArgs:
+    d = CoschedulingArgs()
+    wait = _int_field(a, "permitWaitingTimeSeconds", d.permit_waiting_time_seconds, path, errs)
+    backoff = _int_field(a, "podGroupBackoffSeconds", d.pod_group_backoff_seconds, path, errs)
+    for key, v in (("permitWaitingTimeSeconds", wait), ("podGroupBackoffSeconds", backoff)):
+        if v < 0:
+            errs.add(f"{path}.{key}", f"invalid value {v}: must not be negative")
+    return CoschedulingArgs(wait, backoff)
 
 
 def _inter_pod_affinity(a: Mapping[str, Any], path: str, errs: ErrorList) -> InterPodAffinityArgs:
@@ -468,7 +480,20 @@ def _service_anti_affinity(a: Mapping[str, Any], path: str, errs: ErrorList) -> 
     return ServiceAntiAffinityArgs(_labels(a, "antiAffinityLabelsPreference", path, errs))
 
 
+def _node_label(a: Mapping[str, Any], path: str, errs: ErrorList) -> NodeLabelArgs:
+    """Label keys, and no key both required and forbidden (nor both preferred present and absent)."""
+    keys = ("presentLabels", "absentLabels", "presentLabelsPreference", "absentLabelsPreference")
+    present, absent, present_pref, absent_pref = (_labels(a, k, path, errs) for k in keys)
+    for key, p, q in (("presentLabels", present, absent), ("presentLabelsPreference", present_pref, absent_pref)):
+        both = sorted(set(p) & set(q))
+        if both:
+            errs.add(f"{path}.{key}", f"detecting at least one label (e.g., {both[0]!r}) that exist in both the "
+                     f"present({list(p)}) and absent({list(q)}) label list")
+    return NodeLabelArgs(present, absent, present_pref, absent_pref)
+
+
 _DECODERS: dict[type, Callable[[Mapping[str, Any], str, ErrorList], Any]] = {
+    CoschedulingArgs: _coscheduling,
     DefaultPreemptionArgs: _default_preemption,
     InterPodAffinityArgs: _inter_pod_affinity,
     NodeAffinityArgs: _node_affinity,
@@ -479,6 +504,7 @@ _DECODERS: dict[type, Callable[[Mapping[str, Any], str, ErrorList], Any]] = {
     SelectorSpreadArgs: _selector_spread,
     ServiceAffinityArgs: _service_affinity,
     ServiceAntiAffinityArgs: _service_anti_affinity,
+    NodeLabelArgs: _node_label,
 }
 
 

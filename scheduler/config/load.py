@@ -16,7 +16,7 @@ Accepted document::
                      resourceLock: leases, resourceNamespace, resourceName}
     clientConnection: {kubeconfig, qps, burst, contentType, acceptContentTypes}
     enableProfiling / enableContentionProfiling / delayCacheUntilActive: accepted, not used
-    extenders: [...]            # kept as given (validated as upstream: weight, one binder, resources)
+    extenders: [...]            # HTTP extenders (Extender); validated as upstream: weight, one binder, resources
     profiles:
     - schedulerName: ...
       percentageOfNodesToScore: ...
@@ -63,6 +63,9 @@ framework's MultiPoint expansion):
 
 from __future__ import annotations
 
+import base64
+import binascii
+import dataclasses
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -89,15 +92,19 @@ from scheduler.config.errors import ConfigError, ErrorList, FieldError
 from scheduler.config.types import (
     EXTENSION_POINTS,
     ClientConnection,
+    Extender,
+    ExtenderManagedResource,
+    ExtenderTLSConfig,
     LeaderElection,
     PluginRef,
     Profile,
     SchedulerConfiguration,
 )
+from scheduler.config.types_pluginargs import NodeResourcesFitArgs
 from scheduler.framework.interface import DeclaresExtensionPoints
 from scheduler.plugins.registry import DEFAULT_MULTIPOINT, IN_TREE_BY_NAME, PluginNotAvailable, Registry
 
-__all__ = ["DEFAULT_SCHEDULER_NAME", "KIND", "ConfigError", "build_registry", "load", "load_dict"]
+__all__ = ["DEFAULT_SCHEDULER_NAME", "KIND", "ConfigError", "build_registry", "load", "load_dict", "load_text"]
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +161,13 @@ _EXTENDER_KEYS = frozenset(
         "ignorable",
     }
 )
+_EXTENDER_STRINGS = (
+    ("urlPrefix", "url_prefix"),
+    ("filterVerb", "filter_verb"),
+    ("preemptVerb", "preempt_verb"),
+    ("prioritizeVerb", "prioritize_verb"),
+    ("bindVerb", "bind_verb"),
+)
 _TLS_KEYS = frozenset({"insecure", "serverName", "certFile", "keyFile", "caFile", "certData", "keyData", "caData"})
 _EXT_KEYS = frozenset({"podMaxInUnschedulablePodsSeconds", "assumedPodTTLSeconds", "registry"})
 
@@ -182,7 +196,8 @@ def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bo
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
-def _parse_yaml(text: str, source: str) -> Any:
+def parse_document(text: str, source: str) -> Any:
+    """YAML (or JSON, a subset) with duplicate keys rejected; errors name the line and column."""
     try:
         return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: no arbitrary objects
     except yaml.YAMLError as e:
@@ -214,8 +229,14 @@ def load(
             text = f.read()
     except OSError as e:
         raise ConfigError([FieldError("", f"cannot read {source}: {e.strerror or e}")], source) from None
-    data = _parse_yaml(text, source)
-    return load_dict(data, scheduler_names, registry=registry, source=source)
+    return load_text(text, source, scheduler_names, registry=registry)
+
+
+def load_text(
+    text: str, source: str, scheduler_names: list[str] | None = None, *, registry: Registry | None = None
+) -> SchedulerConfiguration:
+    """A configuration document already read (a file's or a ConfigMap's content); ``source`` names it."""
+    return load_dict(parse_document(text, source), scheduler_names, registry=registry, source=source)
 
 
 def load_dict(
@@ -249,6 +270,19 @@ def build_registry(cfg: SchedulerConfiguration, base: Registry | None = None) ->
         if not reg.known(name) or reg.import_path(name) != path:
             reg.register(name, path)
     return reg
+
+
+def apply_extender_ignored_resources(cfg: SchedulerConfiguration) -> None:
+    """Resources an extender manages with ``ignoredByScheduler`` become NodeResourcesFit's
+    ``ignoredResources`` in every profile, replacing what pluginConfig said (upstream buildExtenders:
+    the extenders' list takes precedence)."""
+    ignored = [r.name for ext in cfg.extenders for r in ext.managed_resources if r.ignored_by_scheduler]
+    if not ignored:
+        return
+    for profile in cfg.profiles:
+        args = profile.plugin_config.get("NodeResourcesFit")
+        if isinstance(args, NodeResourcesFitArgs):
+            profile.plugin_config["NodeResourcesFit"] = dataclasses.replace(args, ignored_resources=tuple(ignored))
 
 
 # --------------------------------------------------------------------------------------------- internals
@@ -327,6 +361,7 @@ class _Loader:
         self._validate_common_queue_sort(resolved)
         cfg.profiles = resolved
         cfg.plugin_registry = dict(self.plugin_registry)
+        apply_extender_ignored_resources(cfg)
         return cfg
 
     def _int_field(self, d: Mapping[str, Any], key: str, default: int, path: str) -> int:
@@ -452,10 +487,10 @@ class _Loader:
                 cc.burst = b
         return cc
 
-    def _extenders(self, raw: Any) -> list[dict[str, Any]]:
+    def _extenders(self, raw: Any) -> list[Extender]:
         e = self.errs
         items = want_list(raw, "extenders", e) or []
-        out: list[dict[str, Any]] = []
+        out: list[Extender] = []
         binders = 0
         managed: set[str] = set()
         for i, item in enumerate(items):
@@ -464,48 +499,83 @@ class _Loader:
             if m is None:
                 continue
             check_keys(m, _EXTENDER_KEYS, p, e)
-            for key in ("urlPrefix", "filterVerb", "preemptVerb", "prioritizeVerb", "bindVerb"):
+            ext = Extender(url_prefix="")
+            for key, attr in _EXTENDER_STRINGS:
                 if m.get(key) is not None:
-                    want_str(m[key], f"{p}.{key}", e)
-            for key in ("enableHTTPS", "nodeCacheCapable", "ignorable"):
+                    setattr(ext, attr, want_str(m[key], f"{p}.{key}", e) or "")
+            for key, attr in (("enableHTTPS", "enable_https"), ("nodeCacheCapable", "node_cache_capable"),
+                              ("ignorable", "ignorable")):
                 if m.get(key) is not None:
-                    want_bool(m[key], f"{p}.{key}", e)
-            weight = 0
+                    setattr(ext, attr, bool(want_bool(m[key], f"{p}.{key}", e)))
+            if not ext.url_prefix.startswith(("http://", "https://")):
+                # Upstream accepts anything and fails every call; refusing at start names the problem.
+                e.add(f"{p}.urlPrefix", f"invalid value {ext.url_prefix!r}: must be an http:// or https:// URL")
             if m.get("weight") is not None:
-                weight = want_int(m["weight"], f"{p}.weight", e) or 0
-            if m.get("prioritizeVerb") and weight <= 0:
-                e.add(f"{p}.weight", f"invalid value {weight}: must have a positive weight applied to it")
-            if m.get("bindVerb"):
+                ext.weight = want_int(m["weight"], f"{p}.weight", e) or 0
+            if ext.prioritize_verb and ext.weight <= 0:
+                e.add(f"{p}.weight", f"invalid value {ext.weight}: must have a positive weight applied to it")
+            if ext.bind_verb:
                 binders += 1
             if m.get("httpTimeout") is not None:
                 try:
-                    parse_duration(m["httpTimeout"])
+                    timeout = parse_duration(m["httpTimeout"])
                 except ValueError as err:
                     e.add(f"{p}.httpTimeout", str(err))
+                else:
+                    if timeout < 0:
+                        e.add(f"{p}.httpTimeout", f"invalid value {m['httpTimeout']!r}: must not be negative")
+                    elif timeout > 0:  # 0 means the default, as upstream
+                        ext.http_timeout_seconds = timeout
             if m.get("tlsConfig") is not None:
-                tls = want_map(m["tlsConfig"], f"{p}.tlsConfig", e)
-                if tls:
-                    check_keys(tls, _TLS_KEYS, f"{p}.tlsConfig", e)
+                ext.tls_config = self._extender_tls(m["tlsConfig"], f"{p}.tlsConfig")
             for j, res in enumerate(want_list(m.get("managedResources"), f"{p}.managedResources", e) or []):
-                rp = f"{p}.managedResources[{j}]"
-                r = want_map(res, rp, e)
-                if r is None:
-                    continue
-                check_keys(r, {"name", "ignoredByScheduler"}, rp, e)
-                name = want_str(r.get("name"), f"{rp}.name", e)
-                if name is None:
-                    continue
-                if (problem := qualified_name_problem(name)) is not None:
-                    e.add(f"{rp}.name", f"invalid value {name!r}: {problem}")
-                elif "/" not in name or name.startswith(("kubernetes.io/", "requests.")):
-                    e.add(f"{rp}.name", f"invalid value {name!r}: is an invalid extended resource name")
-                if name in managed:
-                    e.add(f"{rp}.name", f"invalid value {name!r}: duplicate extender managed resource name")
-                managed.add(name)
-            out.append(dict(m))
+                resource = self._managed_resource(res, f"{p}.managedResources[{j}]", managed)
+                if resource is not None:
+                    ext.managed_resources.append(resource)
+            out.append(ext)
         if binders > 1:
             e.add("extenders", f"found {binders} extenders implementing bind: only one extender can implement bind")
         return out
+
+    def _extender_tls(self, raw: Any, p: str) -> ExtenderTLSConfig:
+        e = self.errs
+        tls = ExtenderTLSConfig()
+        m = want_map(raw, p, e) or {}
+        check_keys(m, _TLS_KEYS, p, e)
+        if m.get("insecure") is not None:
+            tls.insecure = bool(want_bool(m["insecure"], f"{p}.insecure", e))
+        for key, attr in (("serverName", "server_name"), ("certFile", "cert_file"), ("keyFile", "key_file"),
+                          ("caFile", "ca_file")):
+            if m.get(key) is not None:
+                setattr(tls, attr, want_str(m[key], f"{p}.{key}", e) or "")
+        for key, attr in (("certData", "cert_data"), ("keyData", "key_data"), ("caData", "ca_data")):
+            text = want_str(m[key], f"{p}.{key}", e) if m.get(key) is not None else None
+            if text:
+                try:  # []byte fields are base64 in JSON and YAML, as Go encodes them
+                    setattr(tls, attr, base64.b64decode(text, validate=True))
+                except (binascii.Error, ValueError):
+                    e.add(f"{p}.{key}", "illegal base64 data: must be the base64 encoding of the PEM bytes")
+        return tls
+
+    def _managed_resource(self, raw: Any, rp: str, seen: set[str]) -> ExtenderManagedResource | None:
+        e = self.errs
+        r = want_map(raw, rp, e)
+        if r is None:
+            return None
+        check_keys(r, {"name", "ignoredByScheduler"}, rp, e)
+        name = want_str(r.get("name"), f"{rp}.name", e)
+        if name is None:
+            return None
+        if (problem := qualified_name_problem(name)) is not None:
+            e.add(f"{rp}.name", f"invalid value {name!r}: {problem}")
+        elif "/" not in name or name.startswith(("kubernetes.io/", "requests.")):
+            e.add(f"{rp}.name", f"invalid value {name!r}: is an invalid extended resource name")
+        if name in seen:
+            e.add(f"{rp}.name", f"invalid value {name!r}: duplicate extender managed resource name")
+        seen.add(name)
+        ignored = r.get("ignoredByScheduler")
+        return ExtenderManagedResource(name, bool(want_bool(ignored, f"{rp}.ignoredByScheduler", e))
+                                       if ignored is not None else False)
 
     # ---- profiles
 

@@ -40,6 +40,9 @@ class Profile:
     # type, the args mapping as given.
     plugin_config: dict[str, Any] = field(default_factory=dict)
     percentage_of_nodes_to_score: int | None = None
+    # Run every Filter plugin even after one rejected the node, reporting all reasons (a Policy's
+    # alwaysCheckAllPredicates; upstream's runAllFilters). Not settable in a KubeSchedulerConfiguration.
+    run_all_filters: bool = False
 
 
 @dataclass(slots=True)
@@ -60,6 +63,47 @@ class ClientConnection:
 
 
 @dataclass(slots=True)
+class ExtenderTLSConfig:
+    """``extenders[].tlsConfig`` (upstream ExtenderTLSConfig); the *Data fields are the decoded bytes."""
+
+    insecure: bool = False
+    server_name: str = ""
+    cert_file: str = ""
+    key_file: str = ""
+    ca_file: str = ""
+    cert_data: bytes = b""
+    key_data: bytes = b""
+    ca_data: bytes = b""
+
+
+@dataclass(slots=True)
+class ExtenderManagedResource:
+    name: str
+    ignored_by_scheduler: bool = False
+
+
+DEFAULT_EXTENDER_TIMEOUT_SECONDS = 5.0  # upstream DefaultExtenderTimeout, used when httpTimeout is 0 or absent
+
+
+@dataclass(slots=True)
+class Extender:
+    """One entry of ``extenders:`` (KubeSchedulerConfiguration v1 Extender); an empty verb is not called."""
+
+    url_prefix: str
+    filter_verb: str = ""
+    preempt_verb: str = ""
+    prioritize_verb: str = ""
+    bind_verb: str = ""
+    weight: int = 0
+    enable_https: bool = False
+    tls_config: ExtenderTLSConfig | None = None
+    http_timeout_seconds: float = DEFAULT_EXTENDER_TIMEOUT_SECONDS
+    node_cache_capable: bool = False
+    managed_resources: list[ExtenderManagedResource] = field(default_factory=list)
+    ignorable: bool = False
+
+
+@dataclass(slots=True)
 class SchedulerConfiguration:
     profiles: list[Profile]
     parallelism: int = 16
@@ -72,7 +116,7 @@ class SchedulerConfiguration:
     assumed_pod_ttl_seconds: float = 0.0
     leader_election: LeaderElection = field(default_factory=LeaderElection)
     client_connection: ClientConnection = field(default_factory=ClientConnection)
-    extenders: list[dict[str, Any]] = field(default_factory=list)
+    extenders: list[Extender] = field(default_factory=list)
     # Out-of-tree plugins from the config's ``pyScheduler.registry``: name -> "pkg.module:Class".
     # ``config.load.build_registry(cfg)`` turns them into a plugin Registry.
     plugin_registry: dict[str, str] = field(default_factory=dict)

@@ -120,6 +120,27 @@ class ServiceAntiAffinityArgs:
     anti_affinity_labels_preference: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class NodeLabelArgs:
+    """v1beta1 NodeLabelArgs (a Policy's labelsPresence predicates and labelPreference priorities):
+    label keys a node must have / must not have, and ones it is preferred to have / not to have."""
+
+    present_labels: tuple[str, ...] = ()
+    absent_labels: tuple[str, ...] = ()
+    present_labels_preference: tuple[str, ...] = ()
+    absent_labels_preference: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CoschedulingArgs:
+    """kubernetes-sigs/scheduler-plugins' CoschedulingArgs (its v1 defaults; its args are registered in the
+    kubescheduler.config.k8s.io group): how long members wait at Permit for their group unless the
+    PodGroup says, and how long a group that failed is kept back (0: not at all)."""
+
+    permit_waiting_time_seconds: int = 60
+    pod_group_backoff_seconds: int = 0
+
+
 PluginArgs = (
     NodeResourcesFitArgs
     | NodeResourcesBalancedAllocationArgs
@@ -131,4 +152,6 @@ PluginArgs = (
     | SelectorSpreadArgs
     | ServiceAffinityArgs
     | ServiceAntiAffinityArgs
+    | NodeLabelArgs
+    | CoschedulingArgs
 )

@@ -11,12 +11,15 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from scheduler.framework.status import Status
 from scheduler.framework.types import ClusterEventWithHint, NodeInfo
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
+
+if TYPE_CHECKING:
+    from scheduler.framework.extender import Extender
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -139,6 +142,11 @@ class ClusterHandle(Protocol):
     def bind(self, pod: Pod, node_name: str) -> Status | None: ...
     def parallelism(self) -> int: ...
 
+    def extenders(self) -> Sequence[Extender]:
+        """The configured extenders (shared by all profiles); those with a preempt verb narrow the
+        preemption candidates."""
+        ...
+
     def rng(self) -> random.Random:
         """The scheduler's random source (seedable), e.g. for preemption's start offset."""
         ...
@@ -165,6 +173,27 @@ class ClusterHandle(Protocol):
         """False once the pod was deleted (as far as the watch told)."""
         ...
 
+    def activate_pods(self, pods: list[Pod]) -> None:
+        """Move pending pods to activeQ (upstream's PodsToActivate; Coscheduling's siblings)."""
+        ...
+
+    def podgroup_writer(self) -> PodGroupWriter | None:
+        """Where PodGroup status and events go (Coscheduling); None offline (simulate)."""
+        ...
+
+
+class PodGroupWriter(Protocol):
+    """The API writes for scheduler-plugins' PodGroups (implemented in scheduler.kube). Both return
+    at once: the writes are made off the calling thread."""
+
+    def patch_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
+        """Merge-patch the PodGroup's status subresource."""
+        ...
+
+    def event(self, podgroup: Mapping[str, Any], type_: str, reason: str, note: str) -> None:
+        """Record an Event regarding the PodGroup."""
+        ...
+
 
 class WaitingPod(Protocol):
     """A pod held at Permit (upstream framework.WaitingPod)."""
@@ -173,6 +202,10 @@ class WaitingPod(Protocol):
     def get_pending_plugins(self) -> list[str]: ...
     def allow(self, plugin_name: str) -> None: ...
     def reject(self, plugin_name: str, msg: str) -> None: ...
+
+    def rejected(self) -> bool:
+        """Rejected or timed out, though its binding cycle may not have woken yet (our addition)."""
+        ...
 
 
 class Handle(ClusterHandle, Protocol):
@@ -387,6 +420,18 @@ class DeclaresExtensionPoints(Protocol):
     extension_points: Collection[str]
 
 
+@runtime_checkable
+class ClusterEventObserver(Protocol):
+    """Our addition: a plugin that keeps its own state from watch events, where upstream plugins
+    read informers (Coscheduling's pod and PodGroup informers). The framework calls these on the
+    watch threads for the pods of its profile and for the other kinds; they must return quickly."""
+
+    name: str
+
+    def on_pod_event(self, deleted: bool, pod: Pod) -> None: ...
+    def on_object_event(self, kind: str, deleted: bool, obj: Mapping[str, Any]) -> None: ...
+
+
 class PluginFactory(Protocol):
     """Builds a plugin from its args and the framework handle. In-tree plugins get their typed Args
     (``config.types_pluginargs``), already defaulted and validated; plugins without an args type get
@@ -400,6 +445,7 @@ __all__ = [
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",
     "BindPlugin",
+    "ClusterEventObserver",
     "ClusterHandle",
     "CycleState",
     "DeclaresExtensionPoints",
@@ -414,6 +460,7 @@ __all__ = [
     "ObjectLister",
     "PermitPlugin",
     "PluginFactory",
+    "PodGroupWriter",
     "PostBindPlugin",
     "PostFilterPlugin",
     "PostFilterResult",

@@ -24,7 +24,8 @@ Differences from upstream, on purpose:
   preemption over the cluster, and a seeded rng makes it reproducible.
 * Pods without status.startTime count as started "now" (upstream calls time.Now() for each
   comparison); one "now" per evaluation keeps the ordering consistent.
-* No extenders, so no extender preemption step.
+* Extenders with a preempt verb narrow the candidates in configuration order (ignorable ones
+  last); the surviving candidates keep the dry run's order where upstream rebuilds them from a Go map.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from typing import Any, Protocol
 
 import structlog
 
+from scheduler.framework.extender import ExtenderError
 from scheduler.framework.fit_error import Diagnosis, FitError, new_default_node_to_status
 from scheduler.framework.interface import CycleState, Handle, NodeToStatus, PostFilterResult
 from scheduler.framework.status import Code, Status, code_of, error, success, unresolvable, unschedulable
@@ -264,6 +266,9 @@ class Evaluator:
             fit_error = FitError(pod, len(all_nodes), Diagnosis(node_to_status=node_statuses))
             node_statuses.absent = unresolvable(NOT_HELPFUL_MSG)
             return PostFilterResult(""), unschedulable(fit_error.message())
+        candidates, status = self.call_extenders(pod, candidates)
+        if not success(status):
+            return None, status
         best = self.select_candidate(candidates)
         if best is None or not best.name:
             return None, unschedulable("no candidate node for preemption")
@@ -287,6 +292,38 @@ class Evaluator:
         pdbs = pdbs_from_objects(self.handle.objects().list("PodDisruptionBudget"))
         offset, num_candidates = self.iface.get_offset_and_num_candidates(len(potential))
         return self.dry_run_preemption(state, pod, potential, pdbs, offset, num_candidates)
+
+    def call_extenders(self, pod: Pod, candidates: list[Candidate]) -> tuple[list[Candidate], Status | None]:
+        """Let each interested extender with a preempt verb accept, narrow or drop candidates. An
+        extender's error, or a candidate it returns without victims, fails preemption unless the
+        extender is ignorable (then it is skipped, or that candidate dropped)."""
+        extenders = [e for e in self.handle.extenders() if e.supports_preemption() and e.is_interested(pod)]
+        if not extenders or not candidates:
+            return candidates, None
+        victims: dict[str, Victims] = {c.name: c.victims for c in candidates}
+        for ext in extenders:
+            try:
+                answer = ext.process_preemption(pod, victims, self.handle.snapshot())
+            except ExtenderError as exc:
+                if ext.is_ignorable():
+                    log.info("skipped extender as it returned error and has ignorable flag set",
+                             extender=ext.name(), error=str(exc))
+                    continue
+                return [], error(str(exc))
+            for node_name, v in list(answer.items()):
+                if v.pods:
+                    continue
+                if not ext.is_ignorable():
+                    return [], error(f'expected at least one victim pod on node "{node_name}"')
+                log.info("ignored node for which the extender didn't report victims", node=node_name,
+                         extender=ext.name())
+                del answer[node_name]
+            victims = answer
+            if not victims:
+                break
+        order = {c.name: i for i, c in enumerate(candidates)}
+        names = sorted(victims, key=lambda n: order.get(n, len(order)))
+        return [Candidate(n, victims[n]) for n in names], None
 
     def dry_run_preemption(
         self,

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from scheduler.config.types import EXTENSION_POINTS, Profile
 from scheduler.framework.interface import (
@@ -22,6 +22,7 @@ from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
     BindPlugin,
+    ClusterEventObserver,
     ClusterHandle,
     CycleState,
     EnqueueExtensions,
@@ -33,6 +34,7 @@ from scheduler.framework.interface import (
     ObjectLister,
     PermitPlugin,
     PluginFactory,
+    PodGroupWriter,
     PostBindPlugin,
     PostFilterPlugin,
     PostFilterResult,
@@ -51,6 +53,9 @@ from scheduler.framework.interface import (
 from scheduler.framework.status import Code, Status, error, success, unresolvable
 from scheduler.framework.types import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, NodeInfo
 from scheduler.model.pod import Pod
+
+if TYPE_CHECKING:
+    from scheduler.framework.extender import Extender
 
 # callable(extension_point, status_code_string, seconds): wired to scheduler_framework_extension_point_duration.
 MetricsHook = Callable[[str, str, float], None]
@@ -247,6 +252,18 @@ class WaitingPod:
             self._expire_locked()
             return sorted(self._pending) if not self._decided else []
 
+    def decided(self) -> bool:
+        """Allowed, rejected or timed out (synchronous binding runs the binding cycle only then)."""
+        with self._cond:
+            self._expire_locked()
+            return self._decided
+
+    def rejected(self) -> bool:
+        """Rejected or timed out: it will not be bound, even if its binding cycle has not woken yet."""
+        with self._cond:
+            self._expire_locked()
+            return self._decided and self._decision is not None
+
     def allow(self, plugin_name: str) -> None:
         """The plugin lets the pod go; the pod is released once no plugin is pending."""
         with self._cond:
@@ -319,6 +336,9 @@ class FrameworkHandle:
     def parallelism(self) -> int:
         return self._base.parallelism()
 
+    def extenders(self) -> Sequence[Extender]:
+        return self._base.extenders()
+
     def rng(self) -> random.Random:
         return self._base.rng()
 
@@ -336,6 +356,12 @@ class FrameworkHandle:
 
     def pod_exists(self, pod: Pod) -> bool:
         return self._base.pod_exists(pod)
+
+    def activate_pods(self, pods: list[Pod]) -> None:
+        self._base.activate_pods(pods)
+
+    def podgroup_writer(self) -> PodGroupWriter | None:
+        return self._base.podgroup_writer()
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
         return self.framework.get_waiting_pod(uid)
@@ -375,6 +401,7 @@ class Framework:
     ) -> None:
         self.profile_name = profile.scheduler_name
         self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
+        self.run_all_filters = profile.run_all_filters
         self.handle = FrameworkHandle(handle, self)
         self._metrics = metrics
         self._plugin_metrics = plugin_metrics
@@ -399,6 +426,7 @@ class Framework:
         self._pre_bind: list[PreBindPlugin] = self._by_point["preBind"]
         self._bind: list[BindPlugin] = self._by_point["bind"]
         self._post_bind: list[PostBindPlugin] = self._by_point["postBind"]
+        self._observers = [p for p in self.plugins.values() if isinstance(p, ClusterEventObserver)]
         # The optional fast paths each plugin declares (interface.py), looked up once per profile.
         self._filter_for: dict[str, FilterForPlugin] = {
             pl.name: pl for pl in self._filter if isinstance(pl, FilterForPlugin)
@@ -469,6 +497,22 @@ class Framework:
     def _observe_since(self, extension_point: str, status: Status | None, start: float) -> None:
         if self._metrics is not None:
             self._metrics(extension_point, code_name(status), time.perf_counter() - start)
+
+    # ----- watch events for plugins that keep state ----------------------------------------------
+
+    def has_observers(self) -> bool:
+        return bool(self._observers)
+
+    def notify_pod_event(self, deleted: bool, pod: Pod) -> None:
+        """A pod of this profile changed (any phase, as a label-selected pod watch sees it)."""
+        if pod.scheduler_name != self.profile_name:
+            return
+        for pl in self._observers:
+            pl.on_pod_event(deleted, pod)
+
+    def notify_object_event(self, kind: str, deleted: bool, obj: Mapping[str, Any]) -> None:
+        for pl in self._observers:
+            pl.on_object_event(kind, deleted, obj)
 
     def _plugins(self, state: CycleState, point: str) -> list[Any]:
         """The plugins of ``point``, timed ones when this cycle samples plugin durations."""
@@ -624,14 +668,19 @@ class Framework:
             node = node_info.node
             if node is not None and node.parse_error is not None:
                 return unresolvable(str(node.parse_error))
+            rejected: Status | None = None
             for name, filter_, per_node in active:
                 s = filter_(node_info) if per_node else filter_(state, pod, node_info)
                 if s is not None and s.code != Code.SUCCESS:
                     if not s.is_rejected():
                         s = error(f'running "{name}" filter plugin: {s.message}')
+                        s.plugin = name
+                        return s
                     s.plugin = name
-                    return s
-            return None
+                    if not self.run_all_filters:
+                        return s
+                    rejected = _merge_rejections(rejected, s)
+            return rejected
 
         return run
 
@@ -954,6 +1003,11 @@ class Framework:
         with self._waiting_lock:
             return self._waiting.get(uid)
 
+    def share_waiting_pods(self, previous: Framework) -> None:
+        """After a reload: the pods waiting at Permit under the previous framework of this profile are
+        this one's too (a gang's last member, permitted by the new plugins, allows the earlier ones)."""
+        self._waiting, self._waiting_lock = previous._waiting, previous._waiting_lock
+
     def iterate_over_waiting_pods(self) -> list[WaitingPod]:
         with self._waiting_lock:
             return list(self._waiting.values())
@@ -1003,6 +1057,15 @@ class Framework:
         for pl in self._plugins(state, "postBind"):
             pl.post_bind(state, pod, node_name)
         self._observe_since("PostBind", None, start)
+
+
+def _merge_rejections(first: Status | None, other: Status) -> Status:
+    """alwaysCheckAllPredicates: every rejecting filter's reasons on one status, the strongest code,
+    the first rejecting plugin (upstream PluginToStatus.Merge)."""
+    if first is None:
+        return Status(other.code, list(other.reasons), plugin=other.plugin)
+    code = max(first.code, other.code, key=lambda c: c == Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+    return Status(code, [*first.reasons, *other.reasons], plugin=first.plugin)
 
 
 def _prefilter_conflict_msg(plugins: set[str]) -> str:

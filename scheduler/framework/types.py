@@ -142,6 +142,7 @@ class EventResource(StrEnum):
     REPLICATION_CONTROLLER = "ReplicationController"
     NAMESPACE = "Namespace"
     POD_DISRUPTION_BUDGET = "PodDisruptionBudget"
+    POD_GROUP = "PodGroup"  # scheduling.x-k8s.io PodGroup (Coscheduling)
     WILDCARD = "*"
 
 

@@ -74,6 +74,7 @@ def authorization(cfg: Any) -> str:
 
 JSON = "application/json"
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
+MERGE_PATCH = "application/merge-patch+json"  # custom resources take no strategic merge
 
 
 class ApiError(ApiException):
@@ -260,6 +261,12 @@ class ApiWriter:
             raise ValueError(f"update_object: unsupported kind {kind}")
         data: dict[str, Any] = orjson.loads(self._request("PUT", path, body) or b"{}")
         return data
+
+    def patch_custom_status(self, group: str, version: str, plural: str, namespace: str, name: str,
+                            status: Mapping[str, Any]) -> None:
+        """Merge-patch the status subresource of a namespaced custom resource (PodGroups)."""
+        path = f"/apis/{group}/{version}/namespaces/{quote(namespace)}/{plural}/{quote(name)}/status"
+        self._request("PATCH", path, {"status": status}, MERGE_PATCH)
 
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> str:
         data = orjson.loads(self._request("POST", f"/apis/events.k8s.io/v1/namespaces/{quote(namespace)}/events",

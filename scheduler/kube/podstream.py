@@ -43,7 +43,8 @@ class Gone(Exception):
 
 
 class PodStream:
-    """List then watch `/api/v1/pods` (all namespaces) with a field selector; calls `on_event(type, obj)`.
+    """List then watch `/api/v1/pods` (all namespaces) with field and label selectors; calls
+    `on_event(type, obj)`.
 
     Runs in its own thread and event loop so the scheduler's other work cannot delay it. `synced` is
     set once the first list has been delivered (the scheduling loop waits for it, like upstream's
@@ -59,11 +60,13 @@ class PodStream:
         watch_timeout: int = WATCH_TIMEOUT_S,
         read_grace: float = READ_GRACE_S,
         on_relist: Callable[[], None] = lambda: None,
+        label_selector: str = "",
     ) -> None:
         self.api = api
         self.on_event = on_event
         self.on_relist = on_relist
         self.field_selector = field_selector
+        self.label_selector = label_selector
         self.page_size = page_size
         self.watch_timeout = watch_timeout
         self.read_grace = read_grace
@@ -108,6 +111,8 @@ class PodStream:
         params = {k: str(v) for k, v in extra.items()}
         if self.field_selector:
             params["fieldSelector"] = self.field_selector
+        if self.label_selector:
+            params["labelSelector"] = self.label_selector
         return params
 
     def relist(self) -> str:

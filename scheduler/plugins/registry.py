@@ -24,9 +24,11 @@ from typing import Any
 
 from scheduler.config.types import EXTENSION_POINTS
 from scheduler.config.types_pluginargs import (
+    CoschedulingArgs,
     DefaultPreemptionArgs,
     InterPodAffinityArgs,
     NodeAffinityArgs,
+    NodeLabelArgs,
     NodeResourcesBalancedAllocationArgs,
     NodeResourcesFitArgs,
     PodTopologySpreadArgs,
@@ -135,6 +137,11 @@ IN_TREE_PLUGINS: tuple[InTreePlugin, ...] = (
     _legacy("MostRequestedPriority", _points("score")),
     _legacy("BalancedResourceAllocation", _points("score")),
     _legacy("NoDiskConflict", _points("filter")),
+    _legacy("NodeLabel", _points("filter", "score"), NodeLabelArgs),
+    _legacy("NodePreferAvoidPods", _points("score")),
+    # kubernetes-sigs/scheduler-plugins (same names, args and CRDs), outside the default profile
+    InTreePlugin("Coscheduling", _points("queueSort", "preFilter", "postFilter", "reserve", "permit"), None,
+                 CoschedulingArgs),
 )
 
 IN_TREE_BY_NAME: dict[str, InTreePlugin] = {p.name: p for p in IN_TREE_PLUGINS}

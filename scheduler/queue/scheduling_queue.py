@@ -166,12 +166,7 @@ class PriorityQueue:
         self._pre_enqueue: dict[str, list[PreEnqueuePlugin]] = {}
         self._hints: dict[str, list[tuple[str, ClusterEventWithHint]]] = {}
         self._plugin_events: dict[str, list[ClusterEvent]] = {}
-        for name, profile in (profiles or {}).items():
-            self._pre_enqueue[name] = list(profile.pre_enqueue_plugins)
-            regs = [(plugin, ewh) for plugin, evs in profile.hints.items() for ewh in evs]
-            self._hints[name] = regs
-            for plugin, ewh in regs:
-                self._plugin_events.setdefault(plugin, []).append(ewh.event)
+        self._index_profiles(profiles or {})
 
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
@@ -834,6 +829,26 @@ class PriorityQueue:
     def _is_backing_off(self, qpi: QueuedPodInfo) -> bool:
         """Still backing off while its expiry window has not strictly passed the current window."""
         return self._backoff_expiry(qpi) >= self._align(self._clock())
+
+    def _index_profiles(self, profiles: Mapping[str, QueueProfile]) -> None:
+        pre_enqueue: dict[str, list[PreEnqueuePlugin]] = {}
+        hints: dict[str, list[tuple[str, ClusterEventWithHint]]] = {}
+        plugin_events: dict[str, list[ClusterEvent]] = {}
+        for name, profile in profiles.items():
+            pre_enqueue[name] = list(profile.pre_enqueue_plugins)
+            regs = [(plugin, ewh) for plugin, evs in profile.hints.items() for ewh in evs]
+            hints[name] = regs
+            for plugin, ewh in regs:
+                plugin_events.setdefault(plugin, []).append(ewh.event)
+        self._pre_enqueue, self._hints, self._plugin_events = pre_enqueue, hints, plugin_events
+
+    def set_profiles(self, profiles: Mapping[str, QueueProfile], pod_initial_backoff: float,
+                     pod_max_backoff: float) -> None:
+        """A reloaded configuration: new PreEnqueue plugins, queueing hints and backoff bounds apply to
+        the pods queued from now on and to the events that move queued pods."""
+        with self._lock:
+            self._index_profiles(profiles)
+            self._initial_backoff, self._max_backoff = pod_initial_backoff, pod_max_backoff
 
     def _less_backoff(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         return self._backoff_expiry(a) < self._backoff_expiry(b)

@@ -10,6 +10,7 @@ import pytest
 
 from scheduler.config.errors import ConfigError
 from scheduler.config.load import build_registry, load, load_dict
+from scheduler.config.types import Extender, ExtenderManagedResource
 from scheduler.config.types_pluginargs import SelectorSpreadArgs
 from scheduler.plugins.registry import Registry
 
@@ -77,14 +78,14 @@ def test_load_full_file(tmp_path: Path) -> None:
     cc = cfg.client_connection
     assert (cc.kubeconfig, cc.qps, cc.burst) == ("/etc/kube/config", 100.0, 200)
     assert cfg.extenders == [
-        {
-            "urlPrefix": "http://127.0.0.1:8888/",
-            "filterVerb": "filter",
-            "prioritizeVerb": "prioritize",
-            "weight": 2,
-            "httpTimeout": "5s",
-            "managedResources": [{"name": "example.com/foo"}],
-        }
+        Extender(
+            url_prefix="http://127.0.0.1:8888/",
+            filter_verb="filter",
+            prioritize_verb="prioritize",
+            weight=2,
+            http_timeout_seconds=5.0,
+            managed_resources=[ExtenderManagedResource("example.com/foo")],
+        )
     ]
     assert [p.scheduler_name for p in cfg.profiles] == ["fast"]
     assert cfg.profiles[0].percentage_of_nodes_to_score == 10

@@ -19,7 +19,7 @@ EXPECTED_NAMES = {
     "VolumeBinding", "VolumeZone", "SelectorSpread", "ServiceAffinity", "ServiceAntiAffinity",
     "CheckNodeCondition", "CheckNodeMemoryPressure", "CheckNodeDiskPressure", "CheckNodePIDPressure",
     "EqualPriority", "LeastRequestedPriority", "MostRequestedPriority", "BalancedResourceAllocation",
-    "NoDiskConflict",
+    "NoDiskConflict", "NodeLabel", "NodePreferAvoidPods", "Coscheduling",
 }  # fmt: skip
 
 

@@ -493,6 +493,36 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
         "unknown field",
     ),
     (
+        "extender-url",
+        doc(extenders=[{"filterVerb": "f"}]),
+        "extenders[0].urlPrefix",
+        "http:// or https://",
+    ),
+    (
+        "extender-timeout-negative",
+        doc(extenders=[{"urlPrefix": "http://x", "httpTimeout": "-1s"}]),
+        "extenders[0].httpTimeout",
+        "negative",
+    ),
+    (
+        "extender-tls-data",
+        doc(extenders=[{"urlPrefix": "https://x", "tlsConfig": {"caData": "not base64!"}}]),
+        "extenders[0].tlsConfig.caData",
+        "base64",
+    ),
+    (
+        "extender-tls-unknown",
+        doc(extenders=[{"urlPrefix": "https://x", "tlsConfig": {"ca": "x"}}]),
+        "extenders[0].tlsConfig.ca",
+        "unknown field",
+    ),
+    (
+        "extender-ignored-type",
+        doc(extenders=[{"urlPrefix": "http://x", "managedResources": [{"name": "ex.com/a", "ignoredByScheduler": 1}]}]),
+        "extenders[0].managedResources[0].ignoredByScheduler",
+        "boolean",
+    ),
+    (
         "ext-unknown",
         doc(pyScheduler={"podMaxInUnschedulableSeconds": 5}),
         "pyScheduler.podMaxInUnschedulableSeconds",

@@ -9,7 +9,7 @@ import socket
 import subprocess
 import tempfile
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -132,6 +132,18 @@ def temporary_nodes(kubeconfig: str, count: int, prefix: str, **kw: object) -> I
             except client.ApiException as exc:
                 if exc.status != 404:
                     raise
+
+
+def create_priority_classes(api: client.ApiClient, classes: Iterable[tuple[str, int]]) -> None:
+    """PriorityClasses (name, value) for pods to refer to; ones that exist already are kept."""
+    sched_api = client.SchedulingV1Api(api)
+    for name, value in classes:
+        try:
+            sched_api.create_priority_class({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                             "metadata": {"name": name}, "value": value})
+        except client.ApiException as exc:
+            if exc.status != 409:
+                raise
 
 
 def env_flag(name: str) -> bool:

@@ -9,19 +9,12 @@ from kubernetes import client
 
 from e2e.cluster.cluster import LocalCluster
 from e2e.kube import node_of, pod_manifest, scheduled_condition, wait_for
-from tests.integration.conftest import SchedulerProc, temporary_nodes
+from tests.integration.conftest import SchedulerProc, create_priority_classes, temporary_nodes
 
 
 @pytest.fixture(scope="module")
 def priority_classes(api: client.ApiClient) -> Iterator[None]:
-    sched_api = client.SchedulingV1Api(api)
-    for name, value in (("it-low", 10), ("it-high", 1000)):
-        try:
-            sched_api.create_priority_class({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                                             "metadata": {"name": name}, "value": value})
-        except client.ApiException as exc:
-            if exc.status != 409:
-                raise
+    create_priority_classes(api, (("it-low", 10), ("it-high", 1000)))
     yield
 
 

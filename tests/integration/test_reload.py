@@ -1,0 +1,103 @@
+"""Configuration reload on the real control plane: a running py-scheduler picks up an edited --config
+file within seconds (a new profile starts scheduling its pending pods) without losing a pod that was
+being scheduled meanwhile, and refuses an invalid edit with one log line, an Event and the metric."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+from kubernetes import client
+
+from e2e.cluster.cluster import LocalCluster
+from e2e.kube import node_of, pod_manifest, wait_for
+from e2e.process import start_scheduler, stop_scheduler
+from e2e.rbac import NAMESPACE, apply, forbidden_lines, render_manifests, select, service_account_kubeconfig
+from tests.integration.conftest import SchedulerProc
+
+FIRST, SECOND = "reload-a", "reload-b"
+
+
+def write_config(path: Path, *profiles: str, percentage: int = 0) -> None:
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": False}, "percentageOfNodesToScore": percentage,
+        "profiles": [{"schedulerName": p} for p in profiles]}))
+
+
+def test_config_edit_takes_effect_without_losing_a_pod(
+    core: client.CoreV1Api, api: client.ApiClient, ns: str, workdir: Path,
+    start_py_scheduler: Callable[..., SchedulerProc],
+) -> None:
+    path = workdir / "reload.yaml"
+    write_config(path, FIRST)
+    proc = start_py_scheduler("--config", str(path), "--config-reload-seconds", "0.5", name="reload")
+    wait_for(lambda: "py-scheduler started" in proc.log_text(), 60, what="reload scheduler initial sync")
+    core.create_namespaced_pod(ns, pod_manifest("waiting", scheduler_name=SECOND))
+    time.sleep(2)
+    assert node_of(core, ns, "waiting") is None  # nobody serves reload-b yet
+
+    # Pods of the first profile keep arriving while the configuration changes.
+    for i in range(5):
+        core.create_namespaced_pod(ns, pod_manifest(f"steady-{i}", scheduler_name=FIRST))
+    write_config(path, FIRST, SECOND)
+    edited = time.monotonic()
+    for i in range(5, 10):
+        core.create_namespaced_pod(ns, pod_manifest(f"steady-{i}", scheduler_name=FIRST))
+    wait_for(lambda: node_of(core, ns, "waiting"), 30, what="the new profile's pending pod bound")
+    assert time.monotonic() - edited < 15
+    for i in range(10):
+        wait_for(lambda i=i: node_of(core, ns, f"steady-{i}"), 30, what=f"steady-{i} bound")
+    assert proc.metric("py_scheduler_config_reloads_total", 'result="success"') == 1
+
+    # An invalid edit is refused once (one log line, one Event naming the field); the profiles stay.
+    write_config(path, FIRST, SECOND, percentage=150)
+    wait_for(lambda: proc.metric("py_scheduler_config_reloads_total", 'result="failure"'), 15,
+             what="the refusal counted")
+    time.sleep(1.5)  # several more polls of the same bad content
+    refusals = [line for line in proc.log_text().splitlines() if "refused, the running one stays" in line]
+    assert len(refusals) == 1 and "percentageOfNodesToScore" in refusals[0]
+    events = wait_for(lambda: [e for e in client.EventsV1Api(api).list_event_for_all_namespaces(
+        field_selector="reason=ConfigurationRefused").items if str(path) in (e.note or "")], 15,
+        what=f"the Event; scheduler log: {proc.log_text()[-3000:]}")
+    assert "percentageOfNodesToScore" in events[-1].note and events[-1].type == "Warning"
+    core.create_namespaced_pod(ns, pod_manifest("after", scheduler_name=SECOND))
+    wait_for(lambda: node_of(core, ns, "after"), 30, what="the running configuration still schedules")
+
+
+def test_config_configmap_reloads_under_the_manifests_rbac(
+    cluster: LocalCluster, core: client.CoreV1Api, ns: str, workdir: Path,
+) -> None:
+    """As the manifests' ServiceAccount (get on its own ConfigMap only), --config-configmap loads the
+    configuration and an edit of that ConfigMap adds a profile within seconds."""
+    docs = render_manifests()
+    sa_kubeconfig = service_account_kubeconfig(cluster, workdir / "reload-sa.kubeconfig", docs)
+    (cm,) = [d["metadata"]["name"] for d in select(docs, "ConfigMap")]
+    first, second = f"cm-{ns}-a", f"cm-{ns}-b"
+
+    def publish(*profiles: str) -> None:
+        """kubectl apply of the manifests' ConfigMap with this configuration (as an operator would edit it;
+        apply, not create, so a later apply of the manifests sees its own annotation)."""
+        text = yaml.safe_dump({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                               "leaderElection": {"leaderElect": False},
+                               "profiles": [{"schedulerName": p} for p in profiles]})
+        (doc,) = select(docs, "ConfigMap")
+        apply([{**doc, "data": {"config.yaml": text}}], cluster.kubeconfig)
+
+    publish(first)
+    log = workdir / f"{ns}-reload-cm.log"
+    proc = start_scheduler(sa_kubeconfig, log, ["--config-configmap", f"{NAMESPACE}/{cm}",
+                                                "--config-reload-seconds", "0.5"])
+    try:
+        wait_for(lambda: "py-scheduler started" in log.read_text(errors="replace"), 60, what="initial sync")
+        core.create_namespaced_pod(ns, pod_manifest("one", scheduler_name=first))
+        core.create_namespaced_pod(ns, pod_manifest("two", scheduler_name=second))
+        wait_for(lambda: node_of(core, ns, "one"), 30, what="the ConfigMap's profile schedules")
+        assert node_of(core, ns, "two") is None
+        publish(first, second)
+        wait_for(lambda: node_of(core, ns, "two"), 30, what="the added profile schedules after the edit")
+    finally:
+        stop_scheduler(proc)
+    assert forbidden_lines(log.read_text(errors="replace")) == [], "the scheduler was denied API access"

@@ -6,11 +6,10 @@ scheduler.app.offline. The scheduler never probes what it was given: each object
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from scheduler.framework.interface import NodeToStatus
-from scheduler.framework.runtime import NodePluginScores
 from scheduler.model.pod import Pod
 
 
@@ -60,9 +59,16 @@ class EventRecorder(Protocol):
 
 
 class ScheduleObserver(Protocol):
-    """Sees every attempt's outcome (simulate's results). With an observer the frameworks keep
-    per-plugin scores, which the live hot path does not compute."""
+    """Sees every attempt's outcome (simulate's results, `run --record-results`). What each plugin said
+    within the attempt goes to the framework's CycleObserver (framework/interface.py)."""
 
-    def scheduled(self, pod: Pod, node: str, statuses: NodeToStatus, scores: Sequence[NodePluginScores]) -> None: ...
+    def scheduled(self, pod: Pod, node: str, statuses: NodeToStatus) -> None:
+        """A node was chosen and the pod passed Reserve and Permit; the binding cycle follows."""
+        ...
+
+    def bound(self, pod: Pod, node: str) -> None:
+        """The binding cycle succeeded (a failed one is reported by ``failed``)."""
+        ...
+
     def failed(self, pod: Pod, message: str, statuses: NodeToStatus | None) -> None: ...
     def preempted(self, victim: Pod, preemptor: Pod, node: str) -> None: ...

@@ -20,6 +20,7 @@ from scheduler.edge import ScheduleObserver
 from scheduler.eventhandlers import MODIFIED
 from scheduler.extender import build_extenders
 from scheduler.framework.extender import EXTENDER_NAME
+from scheduler.framework.interface import CycleObserver
 from scheduler.framework.runtime import Framework
 from scheduler.framework.types import ActionType, ClusterEvent, ClusterEventWithHint, EventResource
 from scheduler.metrics import Metrics
@@ -40,6 +41,7 @@ class Reconfigure:
     handle: Any
     objects: ObjectStore
     observer: ScheduleObserver | None
+    cycle_observer: CycleObserver | None
     _pending: dict[str, Pod]
     _pod_seen: dict[str, tuple[float, Mapping[str, Any]]]
     _next_config: tuple[SchedulerConfiguration, dict[str, Framework]] | None
@@ -57,9 +59,8 @@ class Reconfigure:
         for p in config.profiles:
             prof = self.metrics.profile(p.scheduler_name) if self.metrics is not None else None
             hook = prof.extension_point if prof is not None else None
-            fwk = Framework(p, registry, self.handle, metrics=hook, plugin_metrics=prof)
-            fwk.record_scores = self.observer is not None
-            out[p.scheduler_name] = fwk
+            out[p.scheduler_name] = Framework(p, registry, self.handle, metrics=hook, plugin_metrics=prof,
+                                              observer=self.cycle_observer)
         return out
 
     def reconfigure(self, config: SchedulerConfiguration, registry: Any) -> None:

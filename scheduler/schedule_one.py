@@ -37,8 +37,8 @@ from scheduler.framework.fit_error import (
     FrameworkError,
     NoNodesAvailableError,
 )
-from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, NodeToStatus, SharedLister
-from scheduler.framework.runtime import Framework, NodePluginScores, PluginScore
+from scheduler.framework.interface import MAX_NODE_SCORE, CycleObserver, CycleState, NodeToStatus, SharedLister
+from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status, success, unresolvable
 from scheduler.framework.status import error as error_status
 from scheduler.framework.types import ASSIGNED_POD_DELETE, NodeInfo
@@ -69,15 +69,12 @@ class NominatedPods(Protocol):
 
 @dataclass(slots=True)
 class ScheduleResult:
-    """The chosen node plus what the cycle saw, for logs, `simulate` and `explain`.
-
-    ``scores`` is empty when the node was chosen without scoring (one feasible node, or the
-    nominated node passed); ``diagnosis`` holds the statuses of the nodes that were rejected."""
+    """The chosen node plus what the cycle saw; ``diagnosis`` holds the statuses of the nodes that were
+    rejected. (Per-plugin scores go to the framework's CycleObserver.)"""
 
     suggested_host: str
     evaluated_nodes: int
     feasible_nodes: int
-    scores: list[NodePluginScores] = field(default_factory=list)
     diagnosis: Diagnosis = field(default_factory=Diagnosis)
 
 
@@ -159,10 +156,10 @@ class SchedulingAlgorithm:
         evaluated = len(feasible) + len(diagnosis.node_to_status.statuses)
         if len(feasible) == 1:
             return ScheduleResult(feasible[0].name, evaluated, 1, diagnosis=diagnosis)
-        totals, details = self.prioritize_nodes(fwk, state, pod, feasible)
+        totals = self.prioritize_nodes(fwk, state, pod, feasible)
         names = [n.name for n in feasible] if self.tie_break == "name" else ()
         chosen = feasible[select_host(totals, self.rng, self.tie_break, names)]
-        return ScheduleResult(chosen.name, evaluated, len(feasible), details or [], diagnosis)
+        return ScheduleResult(chosen.name, evaluated, len(feasible), diagnosis)
 
     def find_nodes_that_fit_pod(
         self,
@@ -286,23 +283,21 @@ class SchedulingAlgorithm:
 
     def prioritize_nodes(
         self, fwk: Framework, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
-    ) -> tuple[list[int], list[NodePluginScores] | None]:
-        """PreScore + Score, then the extenders' scores: the totals in ``nodes`` order and, when the
-        framework records them, the per-plugin details. Without score plugins and extenders every
-        node scores 1 (so selection is uniform)."""
+    ) -> list[int]:
+        """PreScore + Score, then the extenders' scores: the totals in ``nodes`` order. Without score
+        plugins and extenders every node scores 1 (so selection is uniform)."""
         if not fwk.has_score_plugins() and not self.extenders:
-            totals = [1] * len(nodes)
-            return totals, [NodePluginScores(n.name, 1) for n in nodes] if fwk.record_scores else None
+            return [1] * len(nodes)
         status = fwk.run_pre_score_plugins(state, pod, nodes)
         if not success(status):
             assert status is not None
             raise FrameworkError(status)
-        totals, details, status = fwk.score_totals(state, pod, nodes)
+        totals, status = fwk.score_totals(state, pod, nodes)
         if not success(status):
             assert status is not None
             raise FrameworkError(status)
-        add_extender_scores(self.extenders, pod, nodes, totals, details)
-        return totals, details
+        add_extender_scores(self.extenders, pod, nodes, totals, fwk.observer)
+        return totals
 
 
 def find_nodes_that_pass_extenders(
@@ -335,12 +330,12 @@ def find_nodes_that_pass_extenders(
 
 def add_extender_scores(
     extenders: Sequence[Extender], pod: Pod, nodes: Sequence[NodeInfo], totals: list[int],
-    details: list[NodePluginScores] | None,
+    observer: CycleObserver | None = None,
 ) -> None:
     """Add each prioritizing extender's score x weight, scaled from [0, 10] to [0, 100], to ``totals``
-    (and to ``details`` when recorded). An extender that fails contributes nothing, whether ignorable
-    or not, as upstream. The extenders are asked one after the other where upstream asks them
-    concurrently; the sums are the same."""
+    (and tell the observer, if any, as it is told a score plugin's). An extender that fails contributes
+    nothing, whether ignorable or not, as upstream. The extenders are asked one after the other where
+    upstream asks them concurrently; the sums are the same."""
     index = {n.name: i for i, n in enumerate(nodes)}
     for ext in extenders:
         if not ext.is_prioritizer() or not ext.is_interested(pod):
@@ -351,15 +346,15 @@ def add_extender_scores(
             log.info("extender's prioritize failed; no score given by this extender", extender=ext.name(),
                      pod=pod.key, error=str(exc))
             continue
+        raw = [0] * len(nodes)
         for hp in priorities:
             i = index.get(hp.host)
-            if i is None:
-                continue
-            score = hp.score * weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
-            totals[i] += score
-            if details is not None:
-                details[i].scores.append(PluginScore(ext.name(), score, hp.score))
-                details[i].total_score += score
+            if i is not None:
+                raw[i] = hp.score
+                totals[i] += hp.score * weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
+        if observer is not None:  # its own 0-10 score; the weight carries the scaling to 0-100
+            observer.scores(pod, [n.name for n in nodes],
+                            {ext.name(): (raw, raw, weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY))})
 
 
 def extenders_binding(extenders: Sequence[Extender], pod: Pod, node_name: str) -> tuple[bool, Status | None]:
@@ -497,7 +492,7 @@ class ScheduleOne:
                                            plugins={permit.plugin} - {""})
             return
         if self.observer is not None:
-            self.observer.scheduled(pod, host, result.diagnosis.node_to_status, result.scores)
+            self.observer.scheduled(pod, host, result.diagnosis.node_to_status)
         args = (fwk, state, qpi, assumed, host, cycle, start)
         if permit is not None and permit.code == Code.WAIT:
             self._park(args)
@@ -566,6 +561,8 @@ class ScheduleOne:
                                        None if first is None else self.clock() - first)
         log.info("bound", pod=assumed.key, node=host, profile=fwk.profile_name, cycle=cycle,
                  attempts=qpi.attempts, latency_ms=round(elapsed * 1000, 1))
+        if self.observer is not None:
+            self.observer.bound(assumed, host)
         self.recorder.event(assumed, "Normal", "Scheduled", "Binding",
                             f"Successfully assigned {assumed.key} to {host}", fwk.profile_name)
         fwk.run_post_bind_plugins(state, assumed, host)

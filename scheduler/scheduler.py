@@ -25,7 +25,7 @@ from scheduler.edge import APIWriter, Binder, EventRecorder, ScheduleObserver
 from scheduler.eventhandlers import EventHandlers
 from scheduler.extender import build_extenders
 from scheduler.framework.extender import Extender
-from scheduler.framework.interface import PodGroupWriter
+from scheduler.framework.interface import CycleObserver, PodGroupWriter
 from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Status
@@ -114,6 +114,7 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
         *,
         writer: APIWriter | None = None,
         observer: ScheduleObserver | None = None,
+        cycle_observer: CycleObserver | None = None,
         bind_workers: int = 16,
         synchronous_binding: bool = False,
         rng: random.Random | None = None,
@@ -122,14 +123,16 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
         podgroup_writer: PodGroupWriter | None = None,
     ) -> None:
         """``writer`` makes preemption's and VolumeBinding's API writes; without one they fail with an
-        error status. ``observer`` sees every attempt's outcome (simulate). ``podgroup_writer`` keeps
-        PodGroup status and events current (Coscheduling); without one they are not written."""
+        error status. ``observer`` sees every attempt's outcome (simulate, --record-results);
+        ``cycle_observer`` every plugin's result in it (framework/results.py's recorder). ``podgroup_writer``
+        keeps PodGroup status and events current (Coscheduling); without one they are not written."""
         self.config = config
         self.podgroup_writer = podgroup_writer
         self.binder = binder
         self.writer = writer
         self.recorder = recorder
         self.observer = observer
+        self.cycle_observer = cycle_observer
         self.rng = rng if rng is not None else random.Random()
         self.metrics = metrics
         self.clock = clock

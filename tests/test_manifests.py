@@ -303,3 +303,23 @@ def test_service_monitor_component_is_optional_and_scrapes_the_metrics_service(d
     ports = {p["name"] for p in service["spec"]["ports"]}
     assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["http-metrics"] and "http-metrics" in ports
     assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
+
+
+def optional_docs(path: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all((ROOT / "manifests" / path).read_text()) if d]
+
+
+def test_read_only_role_lists_what_the_snapshot_lists_and_writes_nothing() -> None:
+    from scheduler.kube.kinds import OBJECT_KINDS
+
+    (role,) = optional_docs("readonly/clusterrole.yaml")
+    granted = {(g, res, v) for g, res, v, _ in expand(role["rules"])}
+    wanted = {(g, plural, "list") for g, _, plural in [*OBJECT_KINDS.values(), ("", "v1", "nodes"), ("", "v1", "pods")]}
+    assert granted == wanted | {("", "pods", "get")}, "exactly the reads of kube/snapshot.py"
+
+
+def test_record_results_role_adds_only_patch_on_pods_for_the_service_account() -> None:
+    role, binding = optional_docs("record-results/clusterrole.yaml")
+    assert set(expand(role["rules"])) == {("", "pods", "patch", ())}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "py-scheduler", "namespace": NS}]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]

@@ -12,6 +12,7 @@ import pytest
 from scheduler.config.types import PluginRef, Profile
 from scheduler.framework.fit_error import FitError, FrameworkError, NoNodesAvailableError
 from scheduler.framework.interface import CycleState, NodeToStatus, PostFilterResult, PreFilterResult
+from scheduler.framework.results import ResultRecorder
 from scheduler.framework.runtime import Framework
 from scheduler.framework.status import Code, Status, error, unresolvable, unschedulable
 from scheduler.framework.types import NodeInfo
@@ -25,6 +26,12 @@ from scheduler.schedule_one import (
 )
 
 # ----- helpers ---------------------------------------------------------------------------------
+
+
+def scored(recorder: ResultRecorder, uid: str = "uid-p") -> list[str]:
+    """The nodes the last cycle of pod ``uid`` scored, as the observer saw them."""
+    result = recorder.result(uid)
+    return list(result.raw_score) if result is not None else []
 
 
 def make_pod(name: str = "p", priority: int = 0, cpu: str | None = None, nominated: str = "") -> Pod:
@@ -231,10 +238,10 @@ def test_prefilter_result_restricts_the_choice() -> None:
             "score": [Scorer({"n1": 10, "n3": 20, "n0": 100})],
         }
     )
-    fwk.record_scores = True  # the scored nodes are reported only when recording
+    fwk.observer = recorder = ResultRecorder()  # the scored nodes are seen by the observer
     result = SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod(), Lister(make_nodes(4)))
     assert result.suggested_host == "n3"
-    assert [s.name for s in result.scores] == ["n1", "n3"]
+    assert scored(recorder) == ["n1", "n3"]
 
 
 def test_start_index_rotates_across_cycles() -> None:
@@ -256,15 +263,15 @@ def test_start_index_rotates_across_cycles() -> None:
 def test_filtering_stops_at_the_sampling_limit_and_resumes_there() -> None:
     filt = Reject("R", {})
     fwk = build({"filter": [filt], "score": [Scorer()]}, percentage=50)
-    fwk.record_scores = True
+    fwk.observer = recorder = ResultRecorder()
     algo = SchedulingAlgorithm(rng=random.Random(1))
     lister = Lister(make_nodes(120))
     first = algo.schedule_pod(fwk, CycleState(), make_pod(), lister)
     assert (first.feasible_nodes, first.evaluated_nodes, algo.next_start_node_index) == (100, 100, 100)
     filt.seen.clear()
-    second = algo.schedule_pod(fwk, CycleState(), make_pod(), lister)
+    algo.schedule_pod(fwk, CycleState(), make_pod(), lister)
     assert filt.seen == [f"n{i}" for i in [*range(100, 120), *range(80)]]
-    assert {s.name for s in second.scores} == set(filt.seen)
+    assert set(scored(recorder)) == set(filt.seen)
     assert algo.next_start_node_index == 80
 
 
@@ -274,7 +281,7 @@ def test_nominated_node_is_tried_first_and_chosen_without_scoring() -> None:
     fwk = build({"filter": [filt], "score": [scorer]})
     algo = SchedulingAlgorithm()
     r = algo.schedule_pod(fwk, CycleState(), make_pod(nominated="n2"), Lister(make_nodes(4)))
-    assert (r.suggested_host, r.evaluated_nodes, r.feasible_nodes, r.scores) == ("n2", 1, 1, [])
+    assert (r.suggested_host, r.evaluated_nodes, r.feasible_nodes) == ("n2", 1, 1)
     assert filt.seen == ["n2"] and scorer.scored == []
     assert algo.next_start_node_index == 0
 
@@ -359,11 +366,7 @@ def test_select_host_prefers_the_highest_total() -> None:
 
 def test_without_score_plugins_every_node_scores_one() -> None:
     fwk = build({"filter": [Reject("R", {})]})
-    totals, details = SchedulingAlgorithm().prioritize_nodes(fwk, CycleState(), make_pod(), make_nodes(3))
-    assert totals == [1, 1, 1] and details is None
-    fwk.record_scores = True
-    _, details = SchedulingAlgorithm().prioritize_nodes(fwk, CycleState(), make_pod(), make_nodes(3))
-    assert details is not None and [(s.name, s.total_score) for s in details] == [("n0", 1), ("n1", 1), ("n2", 1)]
+    assert SchedulingAlgorithm().prioritize_nodes(fwk, CycleState(), make_pod(), make_nodes(3)) == [1, 1, 1]
 
 
 def test_score_errors_abort() -> None:

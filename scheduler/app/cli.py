@@ -1,4 +1,5 @@
-"""`py-scheduler run` (the controller) and `py-scheduler simulate` (offline what-if)."""
+"""`py-scheduler run` (the controller); `simulate`, `explain` and `capacity` (what-if, offline or on a
+read-only snapshot of the live cluster)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import argparse
 import os
 import sys
 import threading
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -97,8 +99,14 @@ def _run(args: argparse.Namespace) -> int:
                                             ready=members_listed)
     else:
         log.info("PodGroup CRD (scheduling.x-k8s.io/v1alpha1) not served; Coscheduling sees no PodGroups")
+    results = None
+    if args.record_results:
+        from scheduler.kube.results import ResultWriter
+
+        results = ResultWriter(writer)
     sched = Scheduler(cfg, registry, binder, sink, metrics, writer=api_writer, bind_workers=args.bind_workers,
-                      podgroup_writer=podgroup_writer)
+                      podgroup_writer=podgroup_writer, observer=results,
+                      cycle_observer=results.recorder if results is not None else None)
     stream_pods = args.pod_watch == "stream"
     initial_sync(raw, sched, kinds, pods=not stream_pods)
     resync = Resyncer(raw, sched, period=args.resync_seconds, kinds=kinds)
@@ -140,6 +148,8 @@ def _run(args: argparse.Namespace) -> int:
         for stream in streams:
             stream.stop()
         sched.stop()
+        if results is not None:
+            results.close()
         sink.close()
         if podgroup_writer is not None:
             podgroup_writer.close()
@@ -193,34 +203,145 @@ def load_configuration(args: argparse.Namespace) -> tuple[SchedulerConfiguration
     return load(None, names), None
 
 
-def _simulate(args: argparse.Namespace) -> int:
-    from scheduler.app.simulate import SimulationError, format_table, run_simulation
+def _live_cluster(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The read-only snapshot of the cluster of --kubeconfig (raises ClusterReadError)."""
+    from scheduler.kube.snapshot import connect, read_snapshot
+
+    return read_snapshot(connect(args.kubeconfig)).all()
+
+
+def _print_json(value: Any) -> None:
+    import json
+
+    json.dump(value, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+
+
+def _what_if(command: str, body: Callable[[], int]) -> int:
+    """Run a what-if command: bad input and cluster errors are one line on stderr, never a traceback."""
+    from scheduler.app.simulate import SimulationError
+    from scheduler.kube.snapshot import ClusterReadError
 
     try:
-        sim = run_simulation(args.cluster, args.pods, args.config, seed=args.seed, tie_break=args.tie_break,
-                             policy_path=args.policy_config_file)
+        return body()
+    except ClusterReadError as exc:
+        print(f"py-scheduler {command}: {exc}", file=sys.stderr)
+        return 1
     except SimulationError as exc:
-        print(f"py-scheduler simulate: {exc}", file=sys.stderr)
+        print(f"py-scheduler {command}: {exc}", file=sys.stderr)
         return 2
-    if args.output == "json":
-        import json
 
-        json.dump({"results": sim.results, "invalid": sim.invalid}, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        sys.stdout.write(format_table(sim))
-    return 0
+
+def _simulate(args: argparse.Namespace) -> int:
+    from scheduler.app.simulate import format_table, run_simulation
+
+    def body() -> int:
+        if not args.cluster and not args.from_cluster:
+            print("py-scheduler simulate: give --cluster FILE, --from-cluster, or both", file=sys.stderr)
+            return 2
+        live = _live_cluster(args) if args.from_cluster else None
+        sim = run_simulation(args.cluster, args.pods, args.config, seed=args.seed, tie_break=args.tie_break,
+                             live=live, policy_path=args.policy_config_file)
+        if args.output == "json":
+            _print_json({"results": sim.results, "invalid": sim.invalid})
+        else:
+            sys.stdout.write(format_table(sim))
+        return 0
+
+    return _what_if("simulate", body)
+
+
+def _color() -> bool:
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from scheduler.app.explain import explain, format_explain
+    from scheduler.kube.snapshot import connect, get_pod, read_snapshot
+
+    def body() -> int:
+        raw = connect(args.kubeconfig)
+        pod = get_pod(raw, args.namespace, args.pod)
+        result = explain(pod, read_snapshot(raw).all(), args.config)
+        if args.output == "json":
+            _print_json(result)
+        else:
+            sys.stdout.write(format_explain(result, args.nodes, _color()))
+        return 0
+
+    return _what_if("explain", body)
+
+
+class _Progress:
+    """A bar on stderr, only on a terminal and only once the run has taken more than a second."""
+
+    def __init__(self, total: int | None) -> None:
+        self.total = total
+        self.start = time.monotonic()
+        self.shown = False
+        self.enabled = sys.stderr.isatty() and sys.stdout.isatty()  # none when the output is piped
+
+    def __call__(self, count: int) -> None:
+        if not self.enabled or time.monotonic() - self.start < 1.0:
+            return
+        self.shown = True
+        if self.total:
+            done = count * 30 // self.total
+            sys.stderr.write(f"\r[{'#' * done}{'.' * (30 - done)}] {count}/{self.total} placed")
+        else:
+            sys.stderr.write(f"\r{count} placed")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+
+def _capacity(args: argparse.Namespace) -> int:
+    from scheduler.app.capacity import capacity, format_capacity
+    from scheduler.app.simulate import SimulationError, invalid_fields, load_objects, pods_to_place
+
+    def body() -> int:
+        if not args.cluster and not args.from_cluster:
+            print("py-scheduler capacity: give --cluster FILE, --from-cluster, or both", file=sys.stderr)
+            return 2
+        pods = pods_to_place(args.pod)
+        if len(pods) != 1:
+            raise SimulationError(f"{args.pod}: expected exactly one Pod, found {len(pods)} objects")
+        if invalid_fields(pods[0]):  # the API server would reject it: nothing to count
+            raise SimulationError(f"{args.pod}: " + "; ".join(invalid_fields(pods[0])))
+        cluster = _live_cluster(args) if args.from_cluster else []
+        for o in load_objects(args.cluster) if args.cluster else []:
+            for error in invalid_fields(o):
+                print(f"py-scheduler capacity: invalid {error} (left out)", file=sys.stderr)
+            if not invalid_fields(o):
+                cluster.append(o)
+        progress = _Progress(args.max)
+        try:
+            result = capacity(pods[0], cluster, args.config, max_count=args.max, live=args.from_cluster,
+                              source=args.cluster or "the live cluster", progress=progress)
+        finally:
+            progress.close()
+        if args.output == "json":
+            _print_json(result)
+        else:
+            sys.stdout.write(format_capacity(result))
+        return 0
+
+    return _what_if("capacity", body)
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="py-scheduler", description=__doc__)
     p.add_argument("--version", action="version",
                    version=f"%(prog)s {version()} (decides as kube-scheduler {KUBE_SCHEDULER_TARGET})")
-    p.add_argument("--log-level", default=os.environ.get("PY_SCHEDULER_LOG_LEVEL", "INFO"),
+    p.add_argument("--log-level", default=os.environ.get("PY_SCHEDULER_LOG_LEVEL"),
                    choices=["DEBUG", "INFO", "WARNING", "ERROR"], type=str.upper,
-                   help="log threshold (default INFO, or $PY_SCHEDULER_LOG_LEVEL). One JSON line per scheduling "
-                        "attempt with pod, node, profile, cycle, attempts (and message): bindings and a pod's "
-                        "first unschedulable verdict at INFO, its retries at DEBUG, errors at WARNING")
+                   help="log threshold (default $PY_SCHEDULER_LOG_LEVEL, else INFO for run and WARNING for the "
+                        "what-if commands, whose answer is their output). One JSON line per scheduling attempt "
+                        "with pod, node, profile, cycle, attempts (and message): bindings and a pod's first "
+                        "unschedulable verdict at INFO, its retries at DEBUG, errors at WARNING")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run the scheduler against a cluster")
     r.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: $KUBECONFIG, else in-cluster)")
@@ -258,8 +379,14 @@ def parser() -> argparse.ArgumentParser:
                    help="pods through the thin list-watch (default: no gap between list and watch, "
                         "deletions missed during an outage are synthesized, ~20x less CPU per event) "
                         "or through kopf's @on.event")
+    r.add_argument("--record-results", action="store_true",
+                   help="write kube-scheduler-simulator's result annotations on each pod scheduled "
+                        "(needs patch on pods: manifests/record-results/)")
     s = sub.add_parser("simulate", help="schedule pods against a cluster described in YAML, offline")
-    s.add_argument("--cluster", required=True, help="YAML/JSON file of nodes, bound pods and other objects")
+    s.add_argument("--cluster", default=None,
+                   help="YAML/JSON file of nodes, bound pods and other objects (with --from-cluster: added on top)")
+    s.add_argument("--from-cluster", action="store_true", help="start from a read-only snapshot of the live cluster")
+    s.add_argument("--kubeconfig", default=None, help="kubeconfig file for --from-cluster (default: $KUBECONFIG)")
     s.add_argument("--pods", required=True, help="YAML/JSON file of pods to place, in order")
     s.add_argument("--config", default=None, help="KubeSchedulerConfiguration file (default: the default profile)")
     s.add_argument("--policy-config-file", default=None, help="a seed-era scheduler Policy instead of --config")
@@ -268,15 +395,40 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--tie-break", choices=["random", "name"], default="random",
                    help="among equal best nodes: random as kube-scheduler (default), or the first by name")
     s.add_argument("--output", choices=["table", "json"], default="table", help="table for people, json for tools")
+    e = sub.add_parser("explain", help="why a pod goes (or went) where it does, on a snapshot of the live cluster")
+    e.add_argument("pod", metavar="POD", help="the pod's name")
+    e.add_argument("-n", "--namespace", default="default", help="the pod's namespace (default: default)")
+    e.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: $KUBECONFIG, else in-cluster)")
+    e.add_argument("--config", default=None,
+                   help="KubeSchedulerConfiguration file: the profile of the pod's schedulerName (default: the "
+                        "default profile)")
+    e.add_argument("--output", choices=["table", "json"], default="table", help="table for people, json for tools")
+    e.add_argument("--nodes", type=int, default=20, help="scored nodes shown in the table (default 20)")
+    c = sub.add_parser("capacity", help="how many copies of a pod fit, placed one by one by the scheduler")
+    c.add_argument("--pod", required=True, help="POD.yaml: the pod to replicate")
+    c.add_argument("--cluster", default=None,
+                   help="YAML/JSON file of nodes, bound pods and other objects (with --from-cluster: added on top)")
+    c.add_argument("--from-cluster", action="store_true", help="start from a read-only snapshot of the live cluster")
+    c.add_argument("--kubeconfig", default=None, help="kubeconfig file for --from-cluster (default: $KUBECONFIG)")
+    c.add_argument("--config", default=None, help="KubeSchedulerConfiguration file (default: the default profile)")
+    c.add_argument("--max", type=int, default=None, help="stop after this many copies (default: no limit)")
+    c.add_argument("--output", choices=["table", "json"], default="table",
+                   help='table for people; json: {"count": N, "nodes": {node: n}, "message": why it stopped}')
     return p
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    """Run the parsed command (main without the process-wide logging set-up, for tests)."""
+    commands: dict[str, Callable[[argparse.Namespace], int]] = {
+        "run": _run, "simulate": _simulate, "explain": _explain, "capacity": _capacity,
+    }
+    return commands[args.command](args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    sched_logging.configure(args.log_level)
-    if args.command == "run":
-        return _run(args)
-    return _simulate(args)
+    sched_logging.configure(args.log_level or ("INFO" if args.command == "run" else "WARNING"))
+    return dispatch(args)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,17 @@ import sys
 import structlog
 
 
+class _CurrentStderr:
+    """Writes to sys.stderr as it is at write time: a stream bound at configure time may have been replaced
+    and closed since (pytest's capture between tests that run the CLI in-process)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure(level: str = "INFO", json_lines: bool | None = None) -> None:
     if json_lines is None:
         json_lines = not sys.stderr.isatty()
@@ -23,7 +34,7 @@ def configure(level: str = "INFO", json_lines: bool | None = None) -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper(), logging.INFO)),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=True,
     )
     # kopf and the client log through stdlib logging; keep them to warnings.

@@ -10,7 +10,7 @@ its nominated node; its result lists the victims.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -20,7 +20,7 @@ import yaml
 from scheduler.app.offline import OfflineWriter, RecordingBinder, RecordingEventSink
 from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
 from scheduler.framework.interface import NodeToStatus
-from scheduler.framework.runtime import NodePluginScores
+from scheduler.framework.results import ResultRecorder
 from scheduler.kube.kinds import OBJECT_KINDS
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.model.validation import validate
@@ -35,30 +35,30 @@ class SimulationError(Exception):
 
 @dataclass(slots=True)
 class Outcome:
-    """What happened to one pod in one attempt."""
+    """What happened to one pod in one attempt (its per-plugin results: the ResultRecorder's)."""
 
     pod: Pod
     node: str | None
     message: str
     statuses: NodeToStatus | None = None
-    scores: dict[str, dict[str, int]] | None = None
 
 
 @dataclass(slots=True)
 class OutcomeRecorder:
-    """The scheduler's ScheduleObserver here: every attempt's decision, filter verdicts and per-plugin
-    scores, and every preemption as (victim key, preemptor key, node)."""
+    """The scheduler's ScheduleObserver here: every attempt's decision and filter verdicts, and every
+    preemption as (victim key, preemptor key, node)."""
 
     outcomes: list[Outcome] = field(default_factory=list)
     preemptions: list[tuple[str, str, str]] = field(default_factory=list)
 
-    def scheduled(self, pod: Pod, node: str, statuses: NodeToStatus, scores: Sequence[NodePluginScores]) -> None:
-        per_node = {ns.name: {**{ps.name: ps.normalized for ps in ns.scores}, "total": ns.total_score}
-                    for ns in scores}
-        self.outcomes.append(Outcome(pod, node, "", statuses, per_node))
+    def scheduled(self, pod: Pod, node: str, statuses: NodeToStatus) -> None:
+        self.outcomes.append(Outcome(pod, node, "", statuses))
+
+    def bound(self, pod: Pod, node: str) -> None:
+        """Bindings are synchronous here; ``scheduled`` already recorded the outcome."""
 
     def failed(self, pod: Pod, message: str, statuses: NodeToStatus | None) -> None:
-        self.outcomes.append(Outcome(pod, None, message, statuses, None))
+        self.outcomes.append(Outcome(pod, None, message, statuses))
 
     def preempted(self, victim: Pod, preemptor: Pod, node: str) -> None:
         self.preemptions.append((victim.key, preemptor.key, node))
@@ -72,7 +72,7 @@ def _load_objects(path: str) -> list[dict[str, Any]]:
     try:
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
-        raise SimulationError(f"{path}: invalid YAML: {exc}") from None
+        raise SimulationError(f"{path}: invalid YAML: {_one_line(exc)}") from None
     out: list[dict[str, Any]] = []
     for i, d in enumerate(docs):
         if not isinstance(d, dict):
@@ -92,6 +92,15 @@ def _load_objects(path: str) -> list[dict[str, Any]]:
     return out
 
 
+def _one_line(exc: yaml.YAMLError) -> str:
+    """PyYAML's error without its multi-line source excerpt: the problem and where."""
+    problem = getattr(exc, "problem", None)
+    mark = getattr(exc, "problem_mark", None)
+    if problem and mark is not None:
+        return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
+    return " ".join(str(exc).split())
+
+
 def _ident(o: Mapping[str, Any]) -> str:
     m = o.get("metadata") or {}
     ns = m.get("namespace")
@@ -109,10 +118,23 @@ def _with_defaults(o: dict[str, Any], i: int) -> dict[str, Any]:
     return {**o, "metadata": meta}
 
 
-def _build(
-    config_path: str | None, pod_objs: list[dict[str, Any]], seed: int | None, tie_break: Literal["random", "name"],
-    policy_path: str | None = None,
-) -> tuple[Scheduler, OutcomeRecorder]:
+@dataclass(slots=True)
+class Offline:
+    """The offline scheduler and what observes it: outcomes (ScheduleObserver) and every plugin's
+    results (the CycleObserver)."""
+
+    sched: Scheduler
+    outcomes: OutcomeRecorder
+    results: ResultRecorder
+
+
+def build_scheduler(
+    config_path: str | None, pod_objs: list[dict[str, Any]], *, seed: int | None = None,
+    tie_break: Literal["random", "name"] = "random", preemption: bool = True, policy_path: str | None = None,
+) -> Offline:
+    """The scheduler with the profiles the pods name (from ``config_path``, a Policy at ``policy_path`` or
+    the defaults) and the offline stand-ins. ``preemption=False`` drops the PostFilter plugins (capacity
+    must not evict what it counts on)."""
     from scheduler.config.load import ConfigError, build_registry, load
     from scheduler.config.policy import load_policy
 
@@ -123,13 +145,57 @@ def _build(
         cfg = load_policy(policy_path, names or None) if policy_path else load(config_path, names or None)
     except ConfigError as exc:
         raise SimulationError(f"{policy_path or config_path or 'configuration'}: {exc}") from None
+    if not preemption:
+        for profile in cfg.profiles:
+            profile.plugins["postFilter"] = []
     registry = build_registry(cfg)
     rng = random.Random(seed) if seed is not None else random.Random()
-    writer, observer = OfflineWriter(), OutcomeRecorder()
-    sched = Scheduler(cfg, registry, RecordingBinder(), RecordingEventSink(), None, writer=writer, observer=observer,
-                      synchronous_binding=True, rng=rng, tie_break=tie_break)
+    writer, outcomes, results = OfflineWriter(), OutcomeRecorder(), ResultRecorder()
+    sched = Scheduler(cfg, registry, RecordingBinder(), RecordingEventSink(), None, writer=writer, observer=outcomes,
+                      cycle_observer=results, synchronous_binding=True, rng=rng, tie_break=tie_break)
     writer.connect(sched)
-    return sched, observer
+    return Offline(sched, outcomes, results)
+
+
+def load_objects(path: str) -> list[dict[str, Any]]:
+    """A YAML file of objects (documents and Lists), with what the API server would fill in."""
+    return [_with_defaults(o, i) for i, o in enumerate(_load_objects(path))]
+
+
+def pods_to_place(path: str, first: int = 0) -> list[dict[str, Any]]:
+    pods = [_with_defaults(o, first + i) for i, o in enumerate(_load_objects(path))]
+    for p in pods:
+        if p.get("kind") != "Pod":
+            raise SimulationError(f"{path}: {_ident(p)}: only Pods can be scheduled")
+    return pods
+
+
+def add_cluster(sched: Scheduler, objects: list[dict[str, Any]], source: str, *, live: bool = False) -> None:
+    """Feed the cluster's objects to the scheduler as its initial list would. A file's pods must be
+    bound. A live snapshot's pending pods use no node's resources and are not placed; those of the
+    scheduler's profiles that carry status.nominatedNodeName keep their nomination, as in the live
+    scheduler's nominator (filters count them on their node)."""
+    for o in objects:
+        kind = o["kind"]
+        if kind == "Node":
+            sched.on_node_event(ADDED, o)
+        elif kind == "Pod":
+            if not (o.get("spec") or {}).get("nodeName"):
+                if live:
+                    _keep_nomination(sched, o)
+                    continue
+                raise SimulationError(f"{source}: {_ident(o)}: field spec.nodeName: cluster pods must be bound")
+            sched.on_pod_event(ADDED, o)
+        elif kind in OBJECT_KINDS or kind == PODGROUP:
+            sched.on_object_event(kind, ADDED, o)
+        else:
+            raise SimulationError(f"{source}: {_ident(o)}: unsupported kind {kind}")
+
+
+def _keep_nomination(sched: Scheduler, obj: dict[str, Any]) -> None:
+    pod = pod_from_api(obj)
+    if pod.nominated_node_name and sched.responsible_for(pod):
+        sched.queue.nominator.add_nominated_pod(pod)
 
 
 @dataclass
@@ -141,7 +207,8 @@ class Simulation:
     invalid: list[str] = field(default_factory=list)
 
 
-def _invalid_fields(o: Mapping[str, Any]) -> list[str]:
+def invalid_fields(o: Mapping[str, Any]) -> list[str]:
+    """What the API server would reject in this object, one line per field, naming the object."""
     meta = o.get("metadata") or {}
     name = f"{meta['namespace']}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
     who = name if o.get("kind") == "Pod" else f"{o.get('kind')} {name}"
@@ -149,110 +216,96 @@ def _invalid_fields(o: Mapping[str, Any]) -> list[str]:
 
 
 def run_simulation(
-    cluster_path: str, pods_path: str, config_path: str | None = None, *, seed: int | None = None,
-    tie_break: Literal["random", "name"] = "random", policy_path: str | None = None,
+    cluster_path: str | None, pods_path: str, config_path: str | None = None, *, seed: int | None = None,
+    tie_break: Literal["random", "name"] = "random", live: list[dict[str, Any]] | None = None,
+    policy_path: str | None = None,
 ) -> Simulation:
-    cluster = [_with_defaults(o, i) for i, o in enumerate(_load_objects(cluster_path))]
-    pods = [_with_defaults(o, i + len(cluster)) for i, o in enumerate(_load_objects(pods_path))]
-    for p in pods:
-        if p.get("kind") != "Pod":
-            raise SimulationError(f"{pods_path}: {_ident(p)}: only Pods can be scheduled")
+    """Place the pods of ``pods_path`` one by one. The cluster: ``live`` (a snapshot of a live cluster)
+    if given, with the objects of ``cluster_path`` on top. Objects of the files the API server would
+    reject are reported and left out (a live snapshot passed the API server already)."""
     sim = Simulation([])
-    cluster_errors = [_invalid_fields(o) for o in cluster]
-    sim.invalid.extend(e for errs in cluster_errors for e in errs)
-    cluster = [o for o, errs in zip(cluster, cluster_errors, strict=True) if not errs]
-    sched, observer = _build(config_path, pods, seed, tie_break, policy_path)
-    _load_cluster(sched, cluster, cluster_path)
-    valid: list[dict[str, Any]] = []
-    rejected: dict[int, list[str]] = {}
+    cluster = []
+    for o in load_objects(cluster_path) if cluster_path else []:
+        errors = invalid_fields(o)
+        sim.invalid.extend(errors)
+        if not errors:
+            cluster.append(o)
+    pods = pods_to_place(pods_path, len(cluster))
+    rejected = {i: invalid_fields(p) for i, p in enumerate(pods)}
+    rejected = {i: errors for i, errors in rejected.items() if errors}
+    for errors in rejected.values():
+        sim.invalid.extend(errors)
+    valid = [p for i, p in enumerate(pods) if i not in rejected]
+    off = build_scheduler(config_path, valid, seed=seed, tie_break=tie_break, policy_path=policy_path)
+    if live is not None:
+        add_cluster(off.sched, live, "the live cluster", live=True)
+    add_cluster(off.sched, cluster, cluster_path or "")
+    placed = iter([result_dict(o, victims, off.results) for o, victims in _schedule_each(off, valid)])
     for i, p in enumerate(pods):
-        errs = _invalid_fields(p)
-        if errs:
-            rejected[i] = errs
-            sim.invalid.extend(errs)
-        else:
-            valid.append(p)
-    placed = iter(_schedule_each(sched, observer, valid))
-    for i, p in enumerate(pods):
-        if i in rejected:
-            sim.results.append(_rejected(p, rejected[i]))
-        else:
-            sim.results.append(_result(*next(placed)))
+        sim.results.append(_rejected(p, rejected[i]) if i in rejected else next(placed))
     return sim
 
 
 def _rejected(obj: Mapping[str, Any], errors: list[str]) -> dict[str, Any]:
-    pod = pod_from_api(obj)
-    return {"pod": pod.key, "node": None, "message": "invalid: " + "; ".join(errors), "filtered": {},
-            "scores": {}, "victims": [], "invalid": errors}
+    return {"pod": pod_from_api(obj).key, "node": None, "message": "invalid: " + "; ".join(errors),
+            "filtered": {}, "scores": {}, "score_details": {}, "victims": [], "invalid": errors}
 
 
-def _load_cluster(sched: Scheduler, cluster: list[dict[str, Any]], cluster_path: str) -> None:
-    for o in cluster:
-        kind = o["kind"]
-        if kind == "Node":
-            sched.on_node_event(ADDED, o)
-        elif kind == "Pod":
-            if not (o.get("spec") or {}).get("nodeName"):
-                raise SimulationError(f"{cluster_path}: {_ident(o)}: field spec.nodeName: cluster pods must be bound")
-            sched.on_pod_event(ADDED, o)
-        elif kind in OBJECT_KINDS or kind == PODGROUP:
-            sched.on_object_event(kind, ADDED, o)
-        else:
-            raise SimulationError(f"{cluster_path}: {_ident(o)}: unsupported kind {kind}")
-
-
-def _attempt(sched: Scheduler, observer: OutcomeRecorder, key: str) -> Outcome | None:
+def attempt(off: Offline, key: str) -> Outcome | None:
     """Run scheduling cycles until one records an outcome for pod ``key`` (None: nothing left to
     schedule). Other outcomes may come first: the group members a failing pod's PostFilter rejected."""
-    before = len(observer.outcomes)
-    while sched.schedule_one(timeout=0):
-        mine = [o for o in observer.outcomes[before:] if o.pod.key == key]
+    before = len(off.outcomes.outcomes)
+    while off.sched.schedule_one(timeout=0):
+        mine = [o for o in off.outcomes.outcomes[before:] if o.pod.key == key]
         if mine:
             return mine[-1]  # a binding failure comes after the decision
     return None
 
 
-def _schedule_each(
-    sched: Scheduler, observer: OutcomeRecorder, pods: list[dict[str, Any]]
-) -> Iterator[tuple[Outcome, list[str]]]:
+def victims_of(off: Offline, pod: Pod, since: int = 0) -> list[str]:
+    """The pods ``pod`` preempted (keys), from the ``since``-th preemption on."""
+    return [v for v, by, _ in off.outcomes.preemptions[since:] if by == pod.key]
+
+
+def _schedule_each(off: Offline, pods: list[dict[str, Any]]) -> Iterator[tuple[Outcome, list[str]]]:
     """One attempt per pod in file order. A pod group's members are all known from the start (as in a
     live cluster); a member held at Permit gets its result once its group is placed or rejected, and
     members still waiting at the end are rejected: a group is placed all or nothing."""
     for obj in pods:
         if group_name(pod_from_api(obj)):
-            sched.on_group_pod_event(ADDED, obj)
+            off.sched.on_group_pod_event(ADDED, obj)
     results: dict[str, tuple[Outcome, list[str]]] = {}
     waiting: dict[str, dict[str, Any]] = {}  # pod key -> object, held at Permit
     for obj in pods:
         pod = pod_from_api(obj)
-        results[pod.key] = _schedule_one(sched, observer, obj, pod, waiting)
-        _settle(sched, observer, waiting, results)
-    _reject_incomplete_groups(sched, waiting)
-    _settle(sched, observer, waiting, results)
+        results[pod.key] = _schedule_one(off, obj, pod, waiting)
+        _settle(off, waiting, results)
+    _reject_incomplete_groups(off.sched, waiting)
+    _settle(off, waiting, results)
     for obj in pods:
         yield results[pod_from_api(obj).key]
 
 
 def _schedule_one(
-    sched: Scheduler, observer: OutcomeRecorder, obj: dict[str, Any], pod: Pod, waiting: dict[str, dict[str, Any]]
+    off: Offline, obj: dict[str, Any], pod: Pod, waiting: dict[str, dict[str, Any]]
 ) -> tuple[Outcome, list[str]]:
+    sched = off.sched
     if pod.scheduler_name not in sched.frameworks:
         return Outcome(pod, None, f"no profile for schedulerName {pod.scheduler_name!r}"), []
     if pod.node_name:
         return Outcome(pod, None, f"spec.nodeName is already set ({pod.node_name}): not scheduled"), []
     sched.on_pod_event(ADDED, obj)
-    preempted_before = len(observer.preemptions)
-    outcome = _attempt(sched, observer, pod.key)
+    preempted_before = len(off.outcomes.preemptions)
+    outcome = attempt(off, pod.key)
     if outcome is None:
-        msg = _queue_message(sched, pod.key)
+        msg = queue_message(sched, pod.key)
         sched.on_pod_event(DELETED, obj)
         return Outcome(pod, None, msg), []
-    victims = [v for v, by, _ in observer.preemptions[preempted_before:] if by == pod.key]
+    victims = victims_of(off, pod, preempted_before)
     nominated = sched.queue.nominator.nominated_node_name(pod)
     if outcome.node is None and victims and nominated:
         obj = _retry_after_preemption(sched, obj, pod, nominated)
-        outcome = _attempt(sched, observer, pod.key) or outcome
+        outcome = attempt(off, pod.key) or outcome
     if outcome.node and sched.frameworks[pod.scheduler_name].get_waiting_pod(pod.uid) is not None:
         waiting[pod.key] = obj  # bound (or rejected) together with its group, later
     elif outcome.node:
@@ -263,11 +316,9 @@ def _schedule_one(
     return outcome, victims
 
 
-def _settle(
-    sched: Scheduler, observer: OutcomeRecorder, waiting: dict[str, dict[str, Any]],
-    results: dict[str, tuple[Outcome, list[str]]],
-) -> None:
+def _settle(off: Offline, waiting: dict[str, dict[str, Any]], results: dict[str, tuple[Outcome, list[str]]]) -> None:
     """Members that left Permit: bound ones are confirmed, rejected ones get their failure as result."""
+    sched = off.sched
     bound = dict(sched.binder.bindings) if isinstance(sched.binder, RecordingBinder) else {}
     for key, obj in list(waiting.items()):
         pod = pod_from_api(obj)
@@ -277,7 +328,7 @@ def _settle(
         if key in bound:
             sched.on_pod_event(MODIFIED, {**obj, "spec": {**(obj.get("spec") or {}), "nodeName": bound[key]}})
             continue
-        failed = next((o for o in reversed(observer.outcomes) if o.pod.key == key and o.node is None), None)
+        failed = next((o for o in reversed(off.outcomes.outcomes) if o.pod.key == key and o.node is None), None)
         results[key] = (failed or Outcome(pod, None, "rejected at Permit"), results[key][1])
         sched.on_pod_event(DELETED, obj)
 
@@ -309,7 +360,7 @@ def _retry_after_preemption(sched: Scheduler, obj: dict[str, Any], pod: Pod, nom
     return obj
 
 
-def _queue_message(sched: Scheduler, key: str) -> str:
+def queue_message(sched: Scheduler, key: str) -> str:
     """A pod that never reached a cycle (e.g. gated) keeps the PreEnqueue message."""
     sink = sched.recorder
     if isinstance(sink, RecordingEventSink) and key in sink.conditions:
@@ -317,18 +368,28 @@ def _queue_message(sched: Scheduler, key: str) -> str:
     return sched.queue.gating_message(key) or "pod was not scheduled (waiting in the queue)"
 
 
-def _result(o: Outcome, victims: list[str]) -> dict[str, Any]:
+def result_dict(o: Outcome, victims: list[str], recorder: ResultRecorder) -> dict[str, Any]:
+    """The JSON schema of simulate (explain adds to it): ``scores`` holds each plugin's normalized score
+    and the weighted total; ``score_details`` each plugin's raw, normalized and weighted score."""
     filtered: dict[str, dict[str, str]] = {}
     if o.statuses is not None:
         for node, st in sorted(o.statuses.statuses.items()):
             if st is not None and st.reasons:
                 filtered[node] = {"plugin": st.plugin, "reason": st.message}
+    attempt_result = recorder.result(o.pod.uid)
+    scores: dict[str, dict[str, int]] = {}
+    details: dict[str, dict[str, dict[str, int]]] = {}
+    if attempt_result is not None:
+        details = attempt_result.score_details()
+        scores = {node: {**{p: d["normalized"] for p, d in plugins.items()}, "total": attempt_result.total(node)}
+                  for node, plugins in details.items()}
     return {
         "pod": o.pod.key,
         "node": o.node,
         "message": o.message,
         "filtered": filtered,
-        "scores": o.scores or {},
+        "scores": scores,
+        "score_details": details,
         "victims": victims,
     }
 

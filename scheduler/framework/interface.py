@@ -480,3 +480,36 @@ __all__ = [
     "WaitingPod",
     "score_by_batch",
 ]
+
+
+class CycleObserver(Protocol):
+    """Sees every plugin's result at every extension point of a pod's scheduling attempt.
+
+    Upstream has no such hook (kube-scheduler-simulator wraps each plugin to get the same view); here
+    the framework calls it when one is injected, so `simulate`, `explain` and `run --record-results`
+    share one recorder (framework/results.py). ``point`` is the upstream extension point name
+    ("PreFilter", "PreScore", "Reserve", "Permit", "PreBind", "Bind"); a None status is Success."""
+
+    def begin(self, pod: Pod) -> None:
+        """A new attempt starts (PreFilter is about to run): forget the previous one."""
+        ...
+
+    def plugin_status(self, point: str, pod: Pod, plugin: str, status: Status | None) -> None: ...
+
+    def pre_filter_result(self, pod: Pod, plugin: str, node_names: set[str]) -> None: ...
+
+    def filter_status(self, pod: Pod, node: str, plugin: str, status: Status | None) -> None: ...
+
+    def post_filter_result(self, pod: Pod, plugin: str, nominated_node: str, nodes: Sequence[str]) -> None: ...
+
+    def scores(
+        self, pod: Pod, nodes: Sequence[str], plugins: Mapping[str, tuple[Sequence[int], Sequence[int], int]]
+    ) -> None:
+        """The scored nodes and, per score plugin that ran, its raw Score, the values after NormalizeScore
+        (both parallel to ``nodes``) and its weight; called again for each prioritizing extender (its
+        0-10 score as both, and its weight times 10, the scaling to 0-100)."""
+        ...
+
+    def permit_timeout(self, pod: Pod, plugin: str, seconds: float) -> None: ...
+
+    def selected_node(self, pod: Pod, node: str) -> None: ...

@@ -13,7 +13,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from scheduler.config.types import EXTENSION_POINTS, Profile
@@ -24,6 +24,7 @@ from scheduler.framework.interface import (
     BindPlugin,
     ClusterEventObserver,
     ClusterHandle,
+    CycleObserver,
     CycleState,
     EnqueueExtensions,
     FilterForPlugin,
@@ -208,20 +209,11 @@ def _decimal(value: int, unit: int) -> str:
 
 
 @dataclass(slots=True)
-class PluginScore:
-    """One plugin's contribution to a node: ``score`` is weighted (as upstream reports it),
-    ``normalized`` the value before the weight was applied."""
-
-    name: str
-    score: int
-    normalized: int = 0
-
-
-@dataclass(slots=True)
 class NodePluginScores:
+    """A node's weighted total (per-plugin scores go to the CycleObserver, when one is injected)."""
+
     name: str
     total_score: int = 0
-    scores: list[PluginScore] = field(default_factory=list)
 
 
 class WaitingPod:
@@ -398,8 +390,12 @@ class Framework:
         metrics: MetricsHook | None = None,
         plugin_metrics: PluginMetrics | None = None,
         clock: Callable[[], float] = time.monotonic,
+        observer: CycleObserver | None = None,
     ) -> None:
         self.profile_name = profile.scheduler_name
+        # Told every plugin's result (simulate, explain, --record-results); None in the plain live path.
+        self.observer = observer
+        self._in_post_filter = False
         self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
         self.run_all_filters = profile.run_all_filters
         self.handle = FrameworkHandle(handle, self)
@@ -411,8 +407,6 @@ class Framework:
         self.plugins: dict[str, Any] = {}
         self._by_point: dict[str, list[Any]] = {}
         self.score_plugin_weight: dict[str, int] = {}
-        # Keep per-plugin scores in ScheduleResult (simulate, explain); off in the live hot path.
-        self.record_scores = False
         self._build(profile, registry)
         self._pre_enqueue: list[PreEnqueuePlugin] = self._by_point["preEnqueue"]
         self._queue_sort: list[QueueSortPlugin] = self._by_point["queueSort"]
@@ -577,6 +571,8 @@ class Framework:
         start = time.perf_counter()
         skip: set[str] = set()
         status: Status | None = None
+        if self.observer is not None:
+            self.observer.begin(pod)
         try:
             all_nodes = list(nodes) if nodes is not None else list(self.handle.snapshot().list())
             result, status, with_nodes = self._pre_filter_loop(state, pod, all_nodes, skip)
@@ -594,6 +590,10 @@ class Framework:
         returned: Status | None = None
         for pl in self._plugins(state, "preFilter"):
             r, s = pl.pre_filter(state, pod, nodes)
+            if self.observer is not None:
+                self.observer.plugin_status("PreFilter", pod, pl.name, s)
+                if r is not None and r.node_names is not None:
+                    self.observer.pre_filter_result(pod, pl.name, r.node_names)
             if s is not None and s.code == Code.SKIP:
                 skip.add(pl.name)
                 continue
@@ -663,6 +663,8 @@ class Framework:
             check = (pl if isinstance(pl, TimedPlugin) else fast).filter_for(state, pod)
             if check is not None:
                 active.append((pl.name, check, True))
+        # Preemption's dry runs filter too: their verdicts are not the cycle's, so they go unobserved.
+        observer = None if self._in_post_filter else self.observer
 
         def run(node_info: NodeInfo) -> Status | None:
             node = node_info.node
@@ -674,12 +676,14 @@ class Framework:
                 if s is not None and s.code != Code.SUCCESS:
                     if not s.is_rejected():
                         s = error(f'running "{name}" filter plugin: {s.message}')
-                        s.plugin = name
-                        return s
                     s.plugin = name
-                    if not self.run_all_filters:
+                    if observer is not None:
+                        observer.filter_status(pod, node_info.name, name, s)
+                    if not s.is_rejected() or not self.run_all_filters:
                         return s
                     rejected = _merge_rejections(rejected, s)
+                elif observer is not None:
+                    observer.filter_status(pod, node_info.name, name, None)
             return rejected
 
         return run
@@ -743,10 +747,12 @@ class Framework:
         no mode, so any non-None result counts."""
         start = time.perf_counter()
         status: Status | None = None
+        self._in_post_filter = True
         try:
             result, status = self._post_filter_loop(state, pod, statuses)
             return result, status
         finally:
+            self._in_post_filter = False
             self._observe_since("PostFilter", status, start)
 
     def _post_filter_loop(
@@ -757,6 +763,9 @@ class Framework:
         rejector = ""
         for pl in self._plugins(state, "postFilter"):
             r, s = pl.post_filter(state, pod, statuses)
+            if self.observer is not None:
+                nominated = r.nominated_node_name if r is not None else ""
+                self.observer.post_filter_result(pod, pl.name, nominated, list(statuses.statuses))
             if success(s):
                 return r, s
             assert s is not None
@@ -781,6 +790,8 @@ class Framework:
         try:
             for pl in self._plugins(state, "preScore"):
                 s = pl.pre_score(state, pod, nodes)
+                if self.observer is not None:
+                    self.observer.plugin_status("PreScore", pod, pl.name, s)
                 if s is not None and s.code == Code.SKIP:
                     skip.add(pl.name)
                     continue
@@ -799,34 +810,36 @@ class Framework:
     ) -> tuple[list[NodePluginScores], Status | None]:
         """Score every node with every non-skipped plugin, normalize, check [0, 100], weight, sum.
 
-        Returns the per-node results in ``nodes`` order (per-plugin details only when ``record_scores``
-        is set), or ([], Error status)."""
-        totals, details, status = self.score_totals(state, pod, nodes)
+        Returns the per-node totals in ``nodes`` order, or ([], Error status)."""
+        totals, status = self.score_totals(state, pod, nodes)
         if status is not None:
             return [], status
-        if details is not None:
-            return details, None
         return [NodePluginScores(n.name, t) for n, t in zip(nodes, totals, strict=True)], None
 
     def score_totals(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
-    ) -> tuple[list[int], list[NodePluginScores] | None, Status | None]:
+    ) -> tuple[list[int], Status | None]:
         """run_score_plugins as a plain list of weighted totals in ``nodes`` order, the form the cycle
-        selects from; the NodePluginScores details are built only when ``record_scores`` is set."""
+        selects from. The observer (if any) gets every plugin's raw and normalized scores."""
         start = time.perf_counter()
         status: Status | None = None
         try:
             plugins = [pl for pl in self._plugins(state, "score") if pl.name not in state.skip_score_plugins]
             self._count("Score", plugins, len(nodes))
             raw, status = self._score_nodes(state, pod, nodes, plugins)
+            before = {name: list(values) for name, values in raw.items()} if self.observer is not None else {}
             if status is None:
                 status = self._normalize(state, pod, nodes, plugins, raw)
             totals: list[int] = []
             if status is None:
                 totals, status = self._weigh(nodes, plugins, raw)
             if status is not None:
-                return [], None, status
-            return totals, self._details(nodes, plugins, raw, totals) if self.record_scores else None, None
+                return [], status
+            if self.observer is not None:
+                self.observer.scores(pod, [n.name for n in nodes], {
+                    pl.name: (before[pl.name], raw[pl.name], self.score_plugin_weight[pl.name]) for pl in plugins
+                })
+            return totals, None
         finally:
             self._observe_since("Score", status, start)
 
@@ -895,23 +908,12 @@ class Framework:
             totals = [t + v * weight for t, v in zip(totals, values, strict=True)]
         return totals, None
 
-    def _details(
-        self, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin], raw: dict[str, list[int]], totals: list[int]
-    ) -> list[NodePluginScores]:
-        """Per-node, per-plugin scores (simulate, explain): building them costs more than the sum itself."""
-        out: list[NodePluginScores] = []
-        for index, node_info in enumerate(nodes):
-            entry = NodePluginScores(node_info.name, totals[index])
-            for pl in plugins:
-                score = raw[pl.name][index]
-                entry.scores.append(PluginScore(pl.name, score * self.score_plugin_weight[pl.name], score))
-            out.append(entry)
-        return out
-
     # ----- Reserve / Permit ---------------------------------------------------------------------
 
     def run_reserve_plugins_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         """Stop at the first failure; the caller then runs Unreserve for all plugins."""
+        if self.observer is not None:
+            self.observer.selected_node(pod, node_name)
         return self._run_until_failure("Reserve", [(pl.name, pl.reserve) for pl in self._plugins(state, "reserve")],
                                        state, pod, node_name)
 
@@ -926,6 +928,8 @@ class Framework:
         try:
             for name, call in calls:
                 s = call(state, pod, node_name)
+                if self.observer is not None:
+                    self.observer.plugin_status(point, pod, name, s)
                 if not success(s):
                     assert s is not None
                     if s.is_rejected():
@@ -954,6 +958,9 @@ class Framework:
             waits: dict[str, float] = {}
             for pl in self._plugins(state, "permit"):
                 s, timeout = pl.permit(state, pod, node_name)
+                if self.observer is not None:
+                    self.observer.plugin_status("Permit", pod, pl.name, s)
+                    self.observer.permit_timeout(pod, pl.name, timeout)
                 if success(s):
                     continue
                 assert s is not None
@@ -1041,6 +1048,8 @@ class Framework:
     def _bind_loop(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         for pl in self._plugins(state, "bind"):
             s = pl.bind(state, pod, node_name)
+            if self.observer is not None:
+                self.observer.plugin_status("Bind", pod, pl.name, s)
             if s is not None and s.code == Code.SKIP:
                 continue
             if success(s):

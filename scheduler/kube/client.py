@@ -242,6 +242,10 @@ class ApiWriter:
         ``metadata.resourceVersion`` in the patch makes it conditional (409 if the pod changed)."""
         self._request("PATCH", pod_path(namespace, name, "status"), patch, STRATEGIC_MERGE)
 
+    def patch_pod(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        """JSON merge patch of the pod itself (`run --record-results` writes its annotations)."""
+        self._request("PATCH", pod_path(namespace, name), patch, MERGE_PATCH)
+
     def delete_pod(self, namespace: str, name: str) -> None:
         """DELETE the pod with default options (graceful), as preemption evicts its victims."""
         self._request("DELETE", pod_path(namespace, name))

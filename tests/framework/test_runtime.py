@@ -10,6 +10,7 @@ import pytest
 
 from scheduler.config.types import PluginRef, Profile
 from scheduler.framework.interface import CycleState, NodeScore, NodeToStatus, PostFilterResult, PreFilterResult
+from scheduler.framework.results import ResultRecorder
 from scheduler.framework.runtime import WILDCARD_EVENT, Framework, go_duration
 from scheduler.framework.status import Code, Status, error, skip, unresolvable, unschedulable
 from scheduler.framework.types import NODE_ADD, ClusterEventWithHint, NodeInfo
@@ -419,12 +420,15 @@ def test_scores_are_normalized_weighted_and_summed() -> None:
     scores, status = fwk.run_score_plugins(CycleState(), make_pod("p"), nodes)
     assert status is None
     assert [(s.name, s.total_score) for s in scores] == [("n1", 2 * 50 + 40), ("n2", 2 * 100 + 10)]
-    assert scores[0].scores == [], "per-plugin details are only kept when recording"
-    fwk.record_scores = True
+    fwk.observer = recorder = ResultRecorder()  # the per-plugin scores go to the observer
     scores, status = fwk.run_score_plugins(CycleState(), make_pod("p"), nodes)
     assert status is None
     assert [(s.name, s.total_score) for s in scores] == [("n1", 2 * 50 + 40), ("n2", 2 * 100 + 10)]
-    assert [(p.name, p.score, p.normalized) for p in scores[0].scores] == [("A", 100, 50), ("B", 40, 40)]
+    result = recorder.result("uid-p")
+    assert result is not None
+    assert result.score_details()["n1"] == {"A": {"raw": 3, "normalized": 50, "weighted": 100},
+                                            "B": {"raw": 40, "normalized": 40, "weighted": 40}}
+    assert result.total("n2") == 2 * 100 + 10
 
 
 def test_score_out_of_range_after_normalize_is_an_error() -> None:

@@ -1,0 +1,84 @@
+"""`run --record-results`: kube-scheduler-simulator's result annotations on each pod py-scheduler tries.
+
+One JSON merge patch per attempt, on a single background thread so neither the scheduling loop nor
+the binding workers wait for it. The patch carries the pod's uid (a recreated pod is not touched)
+and is skipped when the pod already shows the same results, so an unschedulable pod that fails the
+same way again does not get a new write (nor another update event) per retry.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import structlog
+
+from scheduler.framework.interface import NodeToStatus
+from scheduler.framework.results import (
+    MAX_ANNOTATION_BYTES,
+    RESULT_HISTORY,
+    AttemptResult,
+    ResultRecorder,
+    with_history,
+)
+from scheduler.kube.client import ApiWriter
+from scheduler.model.pod import Pod
+
+log = structlog.get_logger(__name__)
+
+HISTORY_CAP = 5  # attempts kept in result-history (the simulator keeps all; a pod's annotations are bounded)
+
+
+def annotation_patch(pod: Pod, result: AttemptResult, cap: int = HISTORY_CAP) -> dict[str, Any] | None:
+    """The merge patch for one attempt, or None when the pod already carries these results or they
+    are too large for annotations (thousands of nodes): the API server would refuse them."""
+    current = result.annotations()
+    existing = (pod.raw.get("metadata") or {}).get("annotations") or {}
+    if all(existing.get(k) == v for k, v in current.items()):
+        return None
+    if sum(len(k) + len(v) for k, v in current.items()) > MAX_ANNOTATION_BYTES:
+        log.warning("scheduling results too large for annotations; not recorded", pod=pod.key)
+        return None
+    annotations = with_history(current, existing.get(RESULT_HISTORY), cap)
+    return {"metadata": {"uid": pod.uid, "annotations": annotations}}
+
+
+class ResultWriter:
+    """The ScheduleObserver of `run --record-results`: when an attempt ends (bound, or failed) it takes
+    the attempt's results from ``recorder`` (the frameworks' CycleObserver) and writes them."""
+
+    def __init__(self, writer: ApiWriter, cap: int = HISTORY_CAP) -> None:
+        self._writer = writer
+        self._cap = cap
+        self._pool = ThreadPoolExecutor(1, "record-results")
+        self.recorder = ResultRecorder()
+
+    def scheduled(self, pod: Pod, node: str, statuses: NodeToStatus) -> None:
+        """Not the end yet: the binding cycle's plugins are still to be recorded."""
+
+    def bound(self, pod: Pod, node: str) -> None:
+        self._submit(pod)
+
+    def failed(self, pod: Pod, message: str, statuses: NodeToStatus | None) -> None:
+        self._submit(pod)
+
+    def preempted(self, victim: Pod, preemptor: Pod, node: str) -> None:
+        """The preemptor's own results say it (postfilter-result)."""
+
+    def _submit(self, pod: Pod) -> None:
+        result = self.recorder.take(pod.uid)
+        if result is not None:
+            self._pool.submit(self._write, pod, result)
+
+    def _write(self, pod: Pod, result: AttemptResult) -> None:
+        patch = annotation_patch(pod, result, self._cap)
+        if patch is None:
+            return
+        try:
+            self._writer.patch_pod(pod.namespace, pod.name, patch)
+        except Exception as exc:  # a lost annotation must never affect scheduling
+            log.warning("could not record scheduling results", pod=pod.key, error=str(exc),
+                        status=getattr(exc, "status", None))
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)

@@ -1,0 +1,75 @@
+"""`run --record-results`: the merge patch kube/results.py sends for one attempt."""
+
+from __future__ import annotations
+
+import json
+
+from scheduler.framework.results import PREFIX, RESULT_HISTORY, SELECTED_NODE, AttemptResult
+from scheduler.kube.results import annotation_patch
+from scheduler.model.pod import Pod, pod_from_api
+
+
+def make_pod(annotations: dict[str, str] | None = None) -> Pod:
+    return pod_from_api({"metadata": {"name": "p", "namespace": "ns", "uid": "u1", "annotations": annotations or {}},
+                         "spec": {"containers": [{"name": "c"}]}})
+
+
+def test_patch_carries_the_uid_the_results_and_the_history() -> None:
+    result = AttemptResult(selected_node="n1", bind={"DefaultBinder": "success"})
+    patch = annotation_patch(make_pod(), result)
+    assert patch is not None
+    meta = patch["metadata"]
+    assert meta["uid"] == "u1"
+    assert meta["annotations"][SELECTED_NODE] == "n1"
+    assert meta["annotations"][PREFIX + "bind-result"] == '{"DefaultBinder":"success"}'
+    history = json.loads(meta["annotations"][RESULT_HISTORY])
+    assert history == [{k: v for k, v in meta["annotations"].items() if k != RESULT_HISTORY}]
+
+
+def test_no_patch_when_the_pod_already_shows_these_results() -> None:
+    result = AttemptResult(filter={"n1": {"NodeResourcesFit": "Insufficient cpu"}})
+    first = annotation_patch(make_pod(), result)
+    assert first is not None
+    again = make_pod(first["metadata"]["annotations"])
+    assert annotation_patch(again, result) is None
+    changed = AttemptResult(filter={"n1": {"NodeResourcesFit": "Insufficient memory"}})
+    second = annotation_patch(again, changed)
+    assert second is not None
+    assert len(json.loads(second["metadata"]["annotations"][RESULT_HISTORY])) == 2
+
+
+def test_results_too_large_for_annotations_are_not_sent() -> None:
+    nodes = {f"node-{i:05d}": {"NodeResourcesFit": "Insufficient cpu", "TaintToleration": "passed"}
+             for i in range(5000)}
+    assert annotation_patch(make_pod(), AttemptResult(filter=nodes)) is None
+
+
+class Patches:
+    """Stands in for ApiWriter.patch_pod: records the patches."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str, dict[str, object]]] = []
+
+    def patch_pod(self, namespace: str, name: str, patch: dict[str, object]) -> None:
+        self.sent.append((namespace, name, patch))
+
+
+def test_the_writer_sends_one_patch_when_an_attempt_ends_and_none_before() -> None:
+    from scheduler.framework.interface import NodeToStatus
+    from scheduler.kube.results import ResultWriter
+
+    api = Patches()
+    writer = ResultWriter(api)
+    pod = make_pod()
+    writer.recorder.begin(pod)
+    writer.recorder.selected_node(pod, "n1")
+    writer.scheduled(pod, "n1", NodeToStatus())
+    writer.close()
+    assert api.sent == [], "the binding cycle is still to come"
+    writer = ResultWriter(api)
+    writer.recorder.begin(pod)
+    writer.recorder.selected_node(pod, "n1")
+    writer.bound(pod, "n1")
+    writer.failed(pod, "gone", None)  # nothing left to write for this attempt
+    writer.close()
+    assert [(ns, name) for ns, name, _ in api.sent] == [("ns", "p")]

@@ -169,9 +169,13 @@ class TimedPlugin:
         return timed
 
 
-def _failure(message: str, plugin: str = "") -> Status:
+def _failure(message: str, plugin: str = "", cause: Status | None = None) -> Status:
+    """An Error status wrapping a plugin's: like Go's %w, the cause's error (e.g. an API 404) stays
+    reachable, so callers can still tell a deleted pod from a failure."""
     s = error(message)
     s.plugin = plugin
+    if cause is not None and cause.error is not None:
+        s.error = cause.error
     return s
 
 
@@ -946,7 +950,7 @@ class Framework:
                         s.plugin = name
                         status = s
                     else:
-                        status = _failure(f'running {point} plugin "{name}": {s.message}')
+                        status = _failure(f'running {point} plugin "{name}": {s.message}', cause=s)
                     return status
             return None
         finally:
@@ -981,7 +985,7 @@ class Framework:
                 if s.code == Code.WAIT:
                     waits[pl.name] = min(timeout, MAX_PERMIT_TIMEOUT_SECONDS)
                     continue
-                status = _failure(f'running Permit plugin "{pl.name}": {s.message}', pl.name)
+                status = _failure(f'running Permit plugin "{pl.name}": {s.message}', pl.name, cause=s)
                 return status
             if waits:
                 with self._waiting_lock:
@@ -1072,7 +1076,7 @@ class Framework:
             if s.is_rejected():
                 s.plugin = pl.name
                 return s
-            return _failure(f'running Bind plugin "{pl.name}": {s.message}')
+            return _failure(f'running Bind plugin "{pl.name}": {s.message}', cause=s)
         return _failure(f"no bind plugin bound pod {pod.key} (all returned Skip or none is enabled)")
 
     def run_post_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> None:

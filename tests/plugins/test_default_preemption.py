@@ -596,7 +596,7 @@ kind: Pod
 metadata: {name: later, namespace: default}
 spec: {schedulerName: py-scheduler, priority: 1, containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]}
 """)
-    high, later = run_simulation(str(cluster), str(pods), seed=3)
+    high, later = run_simulation(str(cluster), str(pods), seed=3).results
     assert (high["node"], high["victims"], high["message"]) == ("n1", ["default/low"], "")
     assert (later["node"], later["victims"]) == ("n1", []), "the victim's room is free for the next pod"
 

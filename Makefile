@@ -8,7 +8,8 @@ NODES ?= 6
 ZONES ?= 3
 export GOTOOLCHAIN := local
 
-.PHONY: install lint unit integration e2e test cluster-up cluster-down binaries run e2e-kind bench bench-gang bench-smoke clean lock
+.PHONY: install lint unit integration e2e test cluster-up cluster-down binaries run e2e-kind bench bench-gang bench-smoke \
+	clean lock differential chaos
 
 # Every Python dependency is pinned in constraints.txt (runtime, dev and bench alike), so a fresh machine
 # installs exactly what was tested; `make lock` resolves pyproject.toml's ranges anew.
@@ -82,6 +83,18 @@ bench-smoke: install binaries
 	$(BIN)/python -m e2e.perf --workload SchedulingBasic --nodes 20 --pods 40 --repeat 1 --timeout 180 \
 	  --out .bench/smoke.json
 
+# kube-scheduler v1.34.10 vs `simulate` on N random seeded scenarios (a small batch runs in `make integration`).
+N ?= 200
+SEED ?= 1
+differential: install binaries
+	$(BIN)/python -m e2e.differential --scenarios $(N) --first-seed $(SEED)
+
+# py-scheduler under faults (e2e/chaos): apiserver/etcd/scheduler/leader kills, outages, a competing binder,
+# node deletions, 410 on nodes; 300 pods on 20 nodes per scenario (~15 min on 2 cores; not part of `make test`).
+CHAOS_ARGS ?=
+chaos: install binaries
+	$(BIN)/python -m e2e.chaos $(CHAOS_ARGS)
+
 lock:
 	rm -rf .lock-venv && $(PY) -m venv .lock-venv
 	.lock-venv/bin/pip install -q --upgrade pip
@@ -92,4 +105,4 @@ lock:
 	rm -rf .lock-venv
 
 clean: cluster-down
-	rm -rf $(VENV) .bench .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .bench .chaos .pytest_cache .mypy_cache .ruff_cache

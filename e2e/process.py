@@ -36,9 +36,11 @@ def stop_scheduler(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> int:
 def start_kube_scheduler(
     bin_dir: Path, kubeconfig: str | os.PathLike[str], workdir: Path, scheduler_name: str,
     plugins: dict[str, object] | None = None, qps: int = 50, burst: int = 100,
+    log_flags: Sequence[str] = ("--v=2",),
 ) -> subprocess.Popen[bytes]:
     """Run upstream kube-scheduler (built by e2e/cluster) serving `scheduler_name`, for parity tests
-    and benchmarks. `plugins` is a profile's `plugins` stanza."""
+    and benchmarks. `plugins` is a profile's `plugins` stanza; `log_flags` set klog's verbosity (the
+    differential test reads per-plugin scores at --vmodule=schedule_one=10)."""
     import json
 
     cfg = {
@@ -52,5 +54,5 @@ def start_kube_scheduler(
     path = workdir / f"kube-scheduler-{scheduler_name}.yaml"
     path.write_text(json.dumps(cfg))  # JSON is YAML
     log = open(workdir / f"kube-scheduler-{scheduler_name}.log", "ab")  # noqa: SIM115 - owned by the child
-    cmd = [str(bin_dir / "kube-scheduler"), f"--config={path}", "--secure-port=0", "--v=2"]
+    cmd = [str(bin_dir / "kube-scheduler"), f"--config={path}", "--secure-port=0", *log_flags]
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

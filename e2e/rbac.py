@@ -156,3 +156,13 @@ def whoami(api: client.ApiClient) -> str:
 def forbidden_lines(log_text: str) -> list[str]:
     """Lines of a scheduler log that report a denied API call."""
     return [line for line in log_text.splitlines() if _FORBIDDEN.search(line)]
+
+
+def apply_podgroup_crd(kubeconfig: str | os.PathLike[str], timeout: float = 60.0) -> None:
+    """``kubectl apply`` manifests/podgroup-crd.yaml as a user would (so a later ``kubectl apply -k
+    manifests/`` finds its last-applied annotation) and wait until PodGroups are served."""
+    kubectl, crd = str(kubectl_path()), str(MANIFESTS / "podgroup-crd.yaml")
+    base = [kubectl, "--kubeconfig", str(kubeconfig)]
+    subprocess.run([*base, "apply", "-f", crd], check=True, capture_output=True, text=True, timeout=timeout)
+    subprocess.run([*base, "wait", "--for=condition=Established", "-f", crd, f"--timeout={int(timeout)}s"],
+                   check=True, capture_output=True, text=True, timeout=timeout + 10)

@@ -13,8 +13,19 @@ from scheduler.framework.interface import NodeToStatus
 from scheduler.model.pod import Pod
 
 
+class BoundElsewhereError(Exception):
+    """The pod was bound to another node by someone else (a competing binder): nothing failed, the
+    binding cycle forgets the assumed pod and records nothing."""
+
+    def __init__(self, pod: str, node: str) -> None:
+        super().__init__(f"pod {pod} is already bound to node {node}")
+        self.node = node
+
+
 class Binder(Protocol):
-    """Posts a Binding; raises on failure (the scheduler maps exceptions to a Status)."""
+    """Posts a Binding, idempotently: a pod already bound to `node_name` is success. Raises on failure
+    (the scheduler maps exceptions to a Status): BoundElsewhereError when another binder won, an
+    exception whose ``status`` is 404 when the pod is gone."""
 
     def bind(self, pod: Pod, node_name: str) -> None: ...
 

@@ -14,13 +14,49 @@ from typing import Any
 
 from scheduler.cache.cache import Cache
 from scheduler.cache.objects import ObjectStore
+from scheduler.framework.events import (
+    ASSIGNED_POD_UPDATE,
+    UNSCHEDULED_POD_ADD,
+    UNSCHEDULED_POD_DELETE,
+    UNSCHEDULED_POD_UPDATE,
+    event_label,
+    make_event,
+    unscheduled_pod_update_events,
+)
 from scheduler.framework.runtime import Framework
-from scheduler.framework.types import ActionType, ClusterEvent, EventResource
+from scheduler.framework.types import (
+    ASSIGNED_POD_ADD,
+    ASSIGNED_POD_DELETE,
+    NODE_ADD,
+    NODE_DELETE,
+    ActionType,
+    ClusterEvent,
+    EventResource,
+)
 from scheduler.model.node import node_from_api
 from scheduler.model.pod import DEFAULT_SCHEDULER_NAME, Pod, pod_from_api, pod_uid
 from scheduler.queue.scheduling_queue import PriorityQueue
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+
+# What a handler returns: the labels of its scheduler_event_handling_duration_seconds samples.
+Labels = tuple[str, ...]
+_UNSCHEDULED_POD_ADD: Labels = (UNSCHEDULED_POD_ADD.label,)
+_UNSCHEDULED_POD_DELETE: Labels = (UNSCHEDULED_POD_DELETE.label,)
+_ASSIGNED_POD_ADD: Labels = (ASSIGNED_POD_ADD.label,)
+_ASSIGNED_POD_UPDATE: Labels = (ASSIGNED_POD_UPDATE.label,)
+_ASSIGNED_POD_DELETE: Labels = (ASSIGNED_POD_DELETE.label,)
+_NODE_ADD: Labels = (NODE_ADD.label,)
+_NODE_DELETE: Labels = (NODE_DELETE.label,)
+
+
+def _unscheduled_update_labels(events: list[ClusterEvent]) -> Labels:
+    """updatePodInSchedulingQueue: one UnschedulablePodUpdate sample, plus one per derived event with
+    another label; none for a resync."""
+    if not events:
+        return ()
+    update = UNSCHEDULED_POD_UPDATE.label
+    return (update, *(e.label for e in events if e.label != update))
 
 
 class EventHandlers:
@@ -40,9 +76,10 @@ class EventHandlers:
     def responsible_for(self, pod: Pod) -> bool:
         return pod.scheduler_name in self.frameworks
 
-    def on_pod_event(self, type_: str, obj: Mapping[str, Any]) -> None:
+    def on_pod_event(self, type_: str, obj: Mapping[str, Any]) -> Labels:
         """addPodToCache / updatePodInCache / addPodToSchedulingQueue / ...: assigned pods go to the
-        cache, unassigned pods of our profiles to the queue."""
+        cache, unassigned pods of our profiles to the queue. Returns the labels of upstream's
+        scheduler_event_handling_duration_seconds samples for this watch event (the handlers it runs)."""
         spec = obj.get("spec")
         if isinstance(spec, Mapping) and not spec.get("nodeName") and (
                 spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME) not in self.frameworks:
@@ -53,36 +90,47 @@ class EventHandlers:
                 self._pod_seen.pop(uid, None)
             else:
                 self._pod_seen[uid] = (self.clock(), obj)
-            return
+            return ()  # upstream's informer filter hands it to no handler
         pod = pod_from_api(obj)
         if type_ == DELETED:
             self._pod_seen.pop(pod.uid, None)
             self._pod_deleted(pod)
-            return
+            if pod.node_name:
+                return _ASSIGNED_POD_DELETE
+            return _UNSCHEDULED_POD_DELETE if self.responsible_for(pod) else ()
         self._pod_seen[pod.uid] = (self.clock(), obj)
-        old_assigned = self.cache.get_pod(pod.uid)
         if pod.node_name:
-            if pod.uid in self._pending:
-                # Bound (by us or someone else): it leaves the queue.
-                del self._pending[pod.uid]
-                self.queue.delete(pod)
-            if old_assigned is None:
-                self.cache.add_pod(pod)
-                self.queue.assigned_pod_added(pod)
-            else:
-                self.cache.update_pod(old_assigned, pod)
-                self.queue.assigned_pod_updated(old_assigned, pod)
-            return
+            return self._assigned_pod_seen(pod)
         if not self.responsible_for(pod):
-            return
-        if self.cache.is_assumed(pod.uid):
-            return  # our own bind is in flight; this is a stale view of the pod
+            return ()
         old = self._pending.get(pod.uid)
+        if self.cache.is_assumed(pod.uid):
+            # Our own bind is in flight; this is a stale view of the pod (upstream still counts it).
+            return _unscheduled_update_labels(unscheduled_pod_update_events(old, pod))
         self._pending[pod.uid] = pod
         if old is None:
             self.queue.add(pod)
-        else:
-            self.queue.update(old, pod)
+            return _UNSCHEDULED_POD_ADD
+        return _unscheduled_update_labels(self.queue.update(old, pod))
+
+    def _assigned_pod_seen(self, pod: Pod) -> Labels:
+        """A bound pod: leaving the queue is the queue handler's delete, and a pod the watch shows
+        bound for the first time (ours was only assumed) is the cache handler's add, as upstream's
+        filtered informer handlers see the transition."""
+        labels: Labels = ()
+        if pod.uid in self._pending:
+            del self._pending[pod.uid]
+            self.queue.delete(pod)
+            labels = _UNSCHEDULED_POD_DELETE
+        old_assigned = self.cache.get_pod(pod.uid)
+        if old_assigned is None or self.cache.is_assumed(pod.uid):
+            self.cache.add_pod(pod)
+            self.queue.assigned_pod_added(pod)
+            return labels + _ASSIGNED_POD_ADD
+        self.cache.update_pod(old_assigned, pod)
+        events = self.queue.assigned_pod_updated(old_assigned, pod)
+        # updatePodInCache: one sample for the handler, one per derived event.
+        return labels + _ASSIGNED_POD_UPDATE + tuple(e.label for e in events)
 
     def _pod_deleted(self, pod: Pod) -> None:
         """deletePodFromSchedulingQueue / deletePodFromCache."""
@@ -96,8 +144,9 @@ class EventHandlers:
             self.cache.remove_pod(cached)
             self.queue.assigned_pod_deleted(cached)
 
-    def on_node_event(self, type_: str, obj: Mapping[str, Any]) -> None:
-        """addNodeToCache / updateNodeInCache / deleteNodeFromCache."""
+    def on_node_event(self, type_: str, obj: Mapping[str, Any]) -> Labels:
+        """addNodeToCache / updateNodeInCache / deleteNodeFromCache. Returns the metric labels: an
+        update is one sample per derived change event (none when nothing relevant changed)."""
         node = node_from_api(obj)
         old = self.cache.get_node(node.name)
         if type_ == DELETED:
@@ -105,19 +154,20 @@ class EventHandlers:
             if old is not None:
                 self.cache.remove_node(node.name)
                 self.queue.node_deleted(old)
-            return
+            return _NODE_DELETE
         self._node_seen[node.name] = (self.clock(), obj)
         if old is None:
             self.cache.add_node(node)
             self.queue.node_added(node)
-            return
+            return _NODE_ADD
         if old.resource_version and old.resource_version == node.resource_version:
-            return
+            return ()
         self.cache.update_node(old, node)
-        self.queue.node_updated(old, node)
+        return tuple(e.label for e in self.queue.node_updated(old, node))
 
-    def on_object_event(self, kind: str, type_: str, obj: Mapping[str, Any]) -> None:
-        """Services, ReplicaSets, PVCs, Namespaces, PodGroups ...: stored for plugins; may wake pods."""
+    def on_object_event(self, kind: str, type_: str, obj: Mapping[str, Any]) -> Labels:
+        """Services, ReplicaSets, PVCs, Namespaces, PodGroups ...: stored for plugins; may wake pods.
+        Returns the metric label (upstream's label of the resource's Add, Update or Delete event)."""
         for fwk in self.frameworks.values():
             fwk.notify_object_event(kind, type_ == DELETED, obj)
         if type_ == DELETED:
@@ -129,8 +179,10 @@ class EventHandlers:
         try:
             resource = EventResource(kind)
         except ValueError:
-            return
-        self.queue.move_all_to_active_or_backoff(ClusterEvent(resource, action, f"{kind}{action.name}"), old, obj)
+            return (event_label(kind, action),)
+        event = make_event(resource, action)
+        self.queue.move_all_to_active_or_backoff(event, old, obj)
+        return (event.label,)
 
     def on_group_pod_event(self, type_: str, obj: Mapping[str, Any]) -> None:
         """A pod of a pod group, from a watch that also sees terminal pods (Coscheduling's members)."""

@@ -150,6 +150,9 @@ class ProfileMetrics:
     def permit_wait(self, status: str, seconds: float) -> None:
         self._m.permit_wait_duration.labels(status).observe(seconds)
 
+    def volume_scheduling_stage_failed(self, operation: str) -> None:
+        self._m.volume_stage_errors.labels(operation).inc()
+
 
 class Metrics:
     """One instance per process (or per test); all metrics live in its own registry."""
@@ -247,6 +250,10 @@ class Metrics:
             "scheduler_permit_wait_duration_seconds", "Duration of waiting on permit.",
             ["result"], buckets=exponential_buckets(0.001, 2, 15), registry=r,
         )
+        self.volume_stage_errors = Counter(
+            "scheduler_volume_scheduling_stage_error_total", "Volume scheduling stage error count",
+            ["operation"], registry=r,
+        )
         self.cache_size = Gauge(
             "scheduler_cache_size", "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
             ["type"], registry=r,
@@ -293,36 +300,27 @@ class Metrics:
     def instrument_event_handlers(self, sched: Any) -> None:
         """Time the scheduler's event handlers (scheduler_event_handling_duration_seconds): the pod,
         node and object handlers on ``sched`` are replaced by timed wrappers, so every caller (watches,
-        resync, simulate) is measured without touching the handlers themselves."""
-        sched.on_pod_event = self._timed(sched.on_pod_event, pod_event_label)
-        sched.on_node_event = self._timed(sched.on_node_event, lambda t, obj: f"Node{_ACTION[t]}")
-        on_object = sched.on_object_event
+        resync, simulate) is measured. Each handler returns the labels upstream's handlers would
+        record for that watch event (e.g. one per derived change of a node update); every label gets
+        one sample of the handler's duration."""
+        sched.on_pod_event = self._timed(sched.on_pod_event)
+        sched.on_node_event = self._timed(sched.on_node_event)
+        sched.on_object_event = self._timed(sched.on_object_event)
 
-        def on_object_event(kind: str, type_: str, obj: Any) -> None:
+    def _timed(self, handler: Callable[..., tuple[str, ...]]) -> Callable[..., tuple[str, ...]]:
+        record = self.event_handling_duration.sink()
+
+        def timed(*args: Any) -> tuple[str, ...]:
             start = time.perf_counter()
-            try:
-                on_object(kind, type_, obj)
-            finally:
-                self.event_handled(f"{kind}{_ACTION.get(type_, type_)}", time.perf_counter() - start)
-
-        sched.on_object_event = on_object_event
-
-    def _timed(
-        self, handler: Callable[[str, Any], None], label: Callable[[str, Any], str]
-    ) -> Callable[[str, Any], None]:
-        def timed(type_: str, obj: Any) -> None:
-            start = time.perf_counter()
-            try:
-                handler(type_, obj)
-            finally:
-                self.event_handled(label(type_, obj), time.perf_counter() - start)
+            labels = handler(*args)
+            seconds = time.perf_counter() - start
+            for label in labels:
+                record(((label,), seconds))
+            return labels
 
         return timed
 
     # ----- recording ----------------------------------------------------------------------------
-
-    def event_handled(self, event: str, seconds: float) -> None:
-        self.event_handling_duration.record((event,), seconds)
 
     def pod_incoming(self, queue: str, event: str) -> None:
         """The queue's callback: one pod entered ``queue`` because of ``event``."""
@@ -405,13 +403,3 @@ class Metrics:
         for labels, n in values.items():
             gauge.labels(*labels).set(n)
         seen |= values.keys()
-
-
-_ACTION = {"ADDED": "Add", "MODIFIED": "Update", "DELETED": "Delete"}
-
-
-def pod_event_label(type_: str, obj: Any) -> str:
-    """Upstream's handler labels: AssignedPod* for pods with a node, UnschedulablePod* for the others."""
-    spec = obj.get("spec") or {} if isinstance(obj, dict) else {}
-    kind = "AssignedPod" if spec.get("nodeName") else "UnschedulablePod"
-    return f"{kind}{_ACTION.get(type_, type_)}"

@@ -29,7 +29,7 @@ import structlog
 
 from scheduler.cache.cache import Cache, SnapshotInconsistentError
 from scheduler.cache.snapshot import Snapshot
-from scheduler.edge import EventRecorder, ScheduleObserver
+from scheduler.edge import BoundElsewhereError, EventRecorder, ScheduleObserver
 from scheduler.framework.batch import OpportunisticBatch
 from scheduler.framework.extender import EXTENDER_NAME, MAX_EXTENDER_PRIORITY, Extender, ExtenderError
 from scheduler.framework.fit_error import (
@@ -656,12 +656,17 @@ class ScheduleOne:
         cycle: int, start: float,
     ) -> None:
         """handleBindingCycleError: unreserve and forget, wake the pods the assumed one kept out, and
-        report, unless the pod was deleted meanwhile (404)."""
+        report, unless the pod was deleted meanwhile (404) or another binder bound it: neither is a
+        failure of this pod, and a FailedScheduling event or PodScheduled=False would be false."""
         self._undo(fwk, state, assumed, host)
         self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)
         if st.code == Code.ERROR and getattr(st.error, "status", None) == 404:
             log.info("pod deleted before it could be bound", pod=assumed.key, node=host, profile=fwk.profile_name,
                      cycle=cycle)
+            self.queue.done(assumed.uid)
+            return
+        if isinstance(st.error, BoundElsewhereError):
+            log.info("pod bound by another binder", pod=assumed.key, node=st.error.node, chosen=host)
             self.queue.done(assumed.uid)
             return
         # A Permit rejection names its plugin: the pod waits for that plugin's events (upstream wraps

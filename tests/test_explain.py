@@ -174,3 +174,22 @@ def test_long_node_lists_are_cut_in_the_table_only() -> None:
     r = explain(pod("big", "7", scheduler=DEFAULT), many, None)
     assert len(r["filtered"]) == 12
     assert "Insufficient cpu (12): m00, m01, m02, m03, m04, m05, m06, m07, m08, m09 and 2 more\n" in format_explain(r)
+
+
+def test_capacity_rejects_an_invalid_pod_and_leaves_out_invalid_cluster_objects(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As simulate: what the API server would reject is named by its field path, never silently counted."""
+    bad_pod = pod("web", "1", scheduler=DEFAULT)
+    bad_pod["spec"]["tolerations"] = [{"key": "k", "operator": "Sometimes"}]
+    path = write(tmp_path, "pod.yaml", [bad_pod])
+    code, out, err = run_cli(capsys, "capacity", "--pod", path, "--cluster", write(tmp_path, "c.yaml", CLUSTER))
+    assert (code, out) == (2, "")
+    assert "default/web: spec.tolerations[0].operator: unsupported value 'Sometimes'" in err
+    bad_node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n9"},
+                "status": {"allocatable": {"cpu": "-8", "memory": "8Gi", "pods": "110"}}}
+    good = write(tmp_path, "good.yaml", [pod("web", "1", scheduler=DEFAULT)])
+    code, out, err = run_cli(capsys, "capacity", "--pod", good, "--cluster",
+                             write(tmp_path, "c2.yaml", [*CLUSTER, bad_node]), "--output", "json")
+    assert code == 0 and yaml.safe_load(out)["count"] == 3  # n9 left out
+    assert "invalid Node n9: status.allocatable.cpu: must be >= 0 (left out)" in err

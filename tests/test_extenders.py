@@ -34,8 +34,10 @@ def node(name: str, cpu: str = "4", extra: dict[str, str] | None = None) -> dict
 
 def pod(name: str, cpu: str = "1", priority: int | None = None, node_name: str = "",
         requests: dict[str, str] | None = None) -> dict[str, Any]:
+    extended = {k: v for k, v in (requests or {}).items() if "/" in k}  # the API server wants their limits
     spec: dict[str, Any] = {"schedulerName": "py-scheduler", "containers": [
-        {"name": "c", "image": "nginx", "resources": {"requests": {"cpu": cpu, **(requests or {})}}}]}
+        {"name": "c", "image": "nginx", "resources": {"requests": {"cpu": cpu, **(requests or {})},
+                                                      **({"limits": extended} if extended else {})}}]}
     if priority is not None:
         spec["priority"] = priority
     if node_name:
@@ -58,7 +60,7 @@ def simulate(tmp_path: Path, cluster: list[dict[str, Any]], pods: list[dict[str,
               "extenders": extenders, "profiles": [{"schedulerName": "py-scheduler", **(profile or {})}]}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     return run_simulation(str(tmp_path / "cluster.yaml"), str(tmp_path / "pods.yaml"),
-                          str(tmp_path / "config.yaml"), seed=1, tie_break="name")
+                          str(tmp_path / "config.yaml"), seed=1, tie_break="name").results
 
 
 THREE = [node("node-a"), node("node-b"), node("node-c")]
@@ -281,6 +283,6 @@ def test_policy_extenders_are_called(server: ExtenderServer, tmp_path: Path) -> 
         "extenders": [{"urlPrefix": f"{server.url}/ok", "filterVerb": "filter", "enableHttps": False,
                        "httpTimeout": 2000000000, "nodeCacheCapable": True}]}))
     result, = run_simulation(str(tmp_path / "cluster.yaml"), str(tmp_path / "pods.yaml"), tie_break="name",
-                             policy_path=str(tmp_path / "policy.json"))
+                             policy_path=str(tmp_path / "policy.json")).results
     assert result["node"] == "node-c"
     assert sorted(server.calls("filter")[0]["NodeNames"]) == ["node-a", "node-b", "node-c"]

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from scheduler.kube.http11 import ConnectionClosed, Http11Pool
+from scheduler.kube.http11 import ConnectionClosed, Http11Pool, _Conn
 
 
 class ScriptedServer:
@@ -126,6 +126,25 @@ def test_stale_idle_connection_is_retried_once_on_a_new_one(server_factory: list
     assert pool.request("POST", "/b", {}, b"{}").body == b"2"
     assert server.connections == 2
     assert len(server.requests) == 3
+
+
+def test_after_a_server_restart_every_idle_connection_is_dropped_at_once(server_factory: list[ScriptedServer]) -> None:
+    """Several idle connections a restarted server has closed: the first failure drops them all, so the
+    request succeeds on a new connection instead of failing on the second stale one (an API server
+    restart kept the pod relist failing for 25 s in the chaos suite before this)."""
+    server, pool = start(server_factory, [ok(b"fresh")])
+    closer = socket.socket()
+    closer.bind(("127.0.0.1", 0))
+    closer.listen(8)
+    dead = []
+    for _ in range(3):
+        sock = socket.create_connection(closer.getsockname())
+        closer.accept()[0].close()
+        dead.append(sock)
+    pool._idle.extend(_Conn(sock) for sock in dead)
+    assert pool.request("GET", "/a", {}).body == b"fresh"
+    assert server.connections == 1 and len(pool._idle) == 1
+    closer.close()
 
 
 def test_a_fresh_connection_that_closes_is_an_error(server_factory: list[ScriptedServer]) -> None:

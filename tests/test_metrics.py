@@ -10,17 +10,18 @@ import struct
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, generate_latest
 from structlog.testing import capture_logs
 
 from scheduler.app.health import HealthServer
 from scheduler.app.offline import OfflineWriter, RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
-from scheduler.eventhandlers import ADDED
+from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
 from scheduler.framework.features import Features
 from scheduler.metrics import Metrics, exponential_buckets
 from scheduler.scheduler import Scheduler
@@ -147,7 +148,6 @@ def test_scrape_matches_readme_list(served: tuple[Scheduler, Metrics, HealthServ
 def test_histogram_buckets_are_upstreams(served: tuple[Scheduler, Metrics, HealthServer]) -> None:
     s, _, health = served
     workload(s)
-    s.metrics.event_handled("NodeAdd", 0.001)  # type: ignore[union-attr]
     s.metrics.permit_wait_duration.labels("Success").observe(0.01)  # type: ignore[union-attr]
     s.metrics.preemption_victims.observe(1)  # type: ignore[union-attr]
     s.metrics.preemption_goroutine_done(True, 0.05)  # type: ignore[union-attr]
@@ -172,6 +172,103 @@ def test_attempt_results_and_queue_metrics(served: tuple[Scheduler, Metrics, Hea
     assert sum(metrics.extension_point_duration._series[("PreEnqueue", "Success", "py-scheduler")][:-1]) >= 3
     metrics.event_handling_duration.fold()
     assert sum(metrics.event_handling_duration._series[("NodeAdd",)][:-1]) == 3
+
+
+def handled(metrics: Metrics) -> Counter[str]:
+    """scheduler_event_handling_duration_seconds sample counts by event label."""
+    metrics.event_handling_duration.fold()
+    return Counter({labels[0]: int(sum(row[:-1])) for labels, row in metrics.event_handling_duration._series.items()})
+
+
+def samples_of(metrics: Metrics, event: Callable[[], object]) -> Counter[str]:
+    """The event-handling samples one watch event adds."""
+    before = handled(metrics)
+    event()
+    return handled(metrics) - before
+
+
+def test_node_updates_are_one_sample_per_derived_change_as_upstream() -> None:
+    """updateNodeInCache observes once per NodeSchedulingPropertiesChange event, never `NodeUpdate`."""
+    metrics = Metrics()
+    s, _ = make(metrics)
+    s.on_node_event(ADDED, node("n0", cpu="2"))
+    changed = node("n0", cpu="4")
+    changed["metadata"] |= {"resourceVersion": "2", "labels": {"disk": "ssd"}}
+    assert samples_of(metrics, lambda: s.on_node_event(MODIFIED, changed)) == Counter(
+        {"NodeUpdateNodeAllocatable": 1, "NodeUpdateNodeLabel": 1})
+    assert samples_of(metrics, lambda: s.on_node_event(MODIFIED, changed)) == Counter()  # resync: same object
+    heartbeat = {**changed, "metadata": {**changed["metadata"], "resourceVersion": "3"}}
+    assert samples_of(metrics, lambda: s.on_node_event(MODIFIED, heartbeat)) == Counter()  # nothing relevant
+    assert samples_of(metrics, lambda: s.on_node_event(DELETED, heartbeat)) == Counter({"NodeDelete": 1})
+
+
+def test_pod_events_are_labelled_as_upstreams_filtered_handlers_see_them() -> None:
+    metrics = Metrics()
+    s, _ = make(metrics)
+    s.on_node_event(ADDED, node("n0", cpu="8"))
+    # A pod bound elsewhere, then relabelled: updatePodInCache's own sample plus one per derived event.
+    other = pod("other", node_name="n0")
+    assert samples_of(metrics, lambda: s.on_pod_event(ADDED, other)) == Counter({"AssignedPodAdd": 1})
+    relabelled = {**other, "metadata": {**other["metadata"], "resourceVersion": "2", "labels": {"app": "x"}}}
+    assert samples_of(metrics, lambda: s.on_pod_event(MODIFIED, relabelled)) == Counter(
+        {"AssignedPodUpdate": 1, "AssignedPodUpdatePodLabel": 1})
+    status_only = {**relabelled, "metadata": {**relabelled["metadata"], "resourceVersion": "3"}}
+    assert samples_of(metrics, lambda: s.on_pod_event(MODIFIED, status_only)) == Counter({"AssignedPodUpdate": 2})
+    # Pending pods: an update adds the derived events other than UnschedulablePodUpdate; a resync nothing.
+    p = pod("p")
+    s.on_pod_event(ADDED, p)
+    p2 = {**p, "metadata": {**p["metadata"], "resourceVersion": "2", "labels": {"app": "y"}}}
+    assert samples_of(metrics, lambda: s.on_pod_event(MODIFIED, p2)) == Counter(
+        {"UnschedulablePodUpdate": 1, "UnschedulablePodUpdatePodLabel": 1})
+    assert samples_of(metrics, lambda: s.on_pod_event(MODIFIED, p2)) == Counter()
+    # Our own bind confirmed by the watch: the queue handler's delete and the cache handler's add,
+    # and the queue is told AssignedPodAdd as upstream's addPodToCache does.
+    moved: list[str] = []
+    move = s.queue.move_all_to_active_or_backoff
+    s.queue.move_all_to_active_or_backoff = lambda e, *a: (moved.append(e.label), move(e, *a))[1]  # type: ignore[method-assign]
+    while s.schedule_one(timeout=0):
+        pass
+    bound = {**p2, "metadata": {**p2["metadata"], "resourceVersion": "3"}, "spec": {**p2["spec"], "nodeName": "n0"}}
+    assert samples_of(metrics, lambda: s.on_pod_event(MODIFIED, bound)) == Counter(
+        {"UnschedulablePodDelete": 1, "AssignedPodAdd": 1})
+    assert moved == ["AssignedPodAdd"]
+    # Pods of other schedulers reach no handler upstream (the informer's filter).
+    foreign = pod("foreign", scheduler="default-scheduler")
+    assert samples_of(metrics, lambda: s.on_pod_event(ADDED, foreign)) == Counter()
+    assert samples_of(metrics, lambda: s.on_pod_event(DELETED, foreign)) == Counter()
+
+
+def test_object_events_carry_upstreams_resource_labels() -> None:
+    """ClusterEvent.Label(): `PersistentVolumeClaimUpdate`, `storage.k8s.io/StorageClassAdd`, for the
+    handler's sample and for the event the queue records (queue_incoming_pods_total, inflight_events)."""
+    metrics = Metrics()
+    s, _ = make(metrics)
+    moved: list[str] = []
+    move = s.queue.move_all_to_active_or_backoff
+    s.queue.move_all_to_active_or_backoff = lambda e, *a: (moved.append(e.label), move(e, *a))[1]  # type: ignore[method-assign]
+    sc = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "fast"},
+          "provisioner": "x"}
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+             "metadata": {"name": "c", "namespace": "default", "resourceVersion": "1"}, "spec": {}}
+
+    def events() -> None:
+        s.on_object_event("StorageClass", ADDED, sc)
+        for type_ in (ADDED, MODIFIED, DELETED):
+            s.on_object_event("PersistentVolumeClaim", type_, claim)
+
+    labels = ["storage.k8s.io/StorageClassAdd", "PersistentVolumeClaimAdd", "PersistentVolumeClaimUpdate",
+              "PersistentVolumeClaimDelete"]
+    assert samples_of(metrics, events) == Counter(labels)
+    assert moved == labels
+
+
+def test_volume_stage_errors_reach_the_scrape_through_the_framework_handle() -> None:
+    metrics = Metrics()
+    s, _ = make(metrics)
+    s.frameworks["py-scheduler"].handle.volume_scheduling_stage_failed("assume")
+    assert metrics.volume_stage_errors.labels("assume")._value.get() == 1
+    assert 'scheduler_volume_scheduling_stage_error_total{operation="assume"} 1.0' in (
+        generate_latest(metrics.registry).decode())
 
 
 def test_plugin_durations_only_in_sampled_cycles() -> None:

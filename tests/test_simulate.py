@@ -113,7 +113,7 @@ def test_table_output_is_readable(tmp_path: Path, capsys: pytest.CaptureFixture[
         ("apiVersion: v1\nkind: Node\nmetadata: {labels: {}}\n", "missing field metadata.name"),
         ("- a\n- b\n", "expected an object"),
         ("kind: Node\nmetadata: {name: x\n", "invalid YAML"),
-        ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: []}\n",
+        ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: x}]}\n",
          "Pod default/p: field spec.nodeName: cluster pods must be bound"),
         ("apiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: x}\n", "Secret x/s: unsupported kind Secret"),
     ],
@@ -135,3 +135,35 @@ def test_malformed_pod_gets_a_message_not_a_traceback(tmp_path: Path, capsys: py
     (r,) = json.loads(out)["results"]
     assert r["node"] is None
     assert "spec.containers[0].resources.requests.memory" in r["message"]
+
+
+def test_invalid_objects_are_reported_by_field_and_the_valid_ones_placed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad_node = ("\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n4}\nspec: {taints: [{key: k, effect: Never}]}\n"
+                "status: {allocatable: {cpu: '64', memory: 64Gi, pods: '110'}}\n")
+    pods = PODS + """
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: default}
+spec:
+  schedulerName: py-scheduler
+  containers: [{name: c, image: nginx, resources: {requests: {memory: "-1Gi"}}}]
+  tolerations: [{key: k, operator: Sometimes}]
+"""
+    code, out, _ = run(tmp_path, capsys, "--output", "json", "--seed", "1", pods=pods,
+                       cluster=CLUSTER + bad_node)
+    assert code == 0
+    doc = json.loads(out)
+    a, b, big, p = doc["results"]
+    assert a["node"] and b["node"] and big["node"] is None
+    assert p["node"] is None
+    assert p["invalid"] == ["default/p: spec.containers[0].resources.requests.memory: must be >= 0",
+                            "default/p: spec.tolerations[0].operator: unsupported value 'Sometimes' "
+                            "(supported: Equal, Exists)"]
+    assert doc["invalid"][0] == "Node n4: spec.taints[0].effect: unsupported value 'Never' " \
+                                "(supported: NoExecute, NoSchedule, PreferNoSchedule)"
+    assert "n4" not in a["scores"]  # the invalid node takes no part
+    _, table, _ = run(tmp_path, capsys, pods=pods, cluster=CLUSTER + bad_node)
+    assert "invalid default/p: spec.tolerations[0].operator" in table

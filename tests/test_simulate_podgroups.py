@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from scheduler.app.simulate import format_table, run_simulation
+from scheduler.app.simulate import Simulation, format_table, run_simulation
 from scheduler.plugins.podgroup import POD_GROUP_LABEL
 
 CONFIG = {
@@ -41,7 +41,7 @@ def simulate(tmp_path: Path, cluster: list[dict[str, Any]], pods: list[dict[str,
     for name, docs in (("cluster", cluster), ("pods", pods), ("config", [CONFIG])):
         (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump_all(docs))
     return run_simulation(str(tmp_path / "cluster.yaml"), str(tmp_path / "pods.yaml"),
-                          str(tmp_path / "config.yaml"), tie_break="name")
+                          str(tmp_path / "config.yaml"), tie_break="name").results
 
 
 def test_a_group_that_fits_is_placed_whole(tmp_path: Path) -> None:
@@ -60,7 +60,7 @@ def test_a_group_that_does_not_fit_is_not_placed_and_says_why(tmp_path: Path) ->
     assert 'rejected with PodGroup "default/big"' in by_pod["default/big-0"]["message"]
     # The room the rejected group held is free again for the next group.
     assert [by_pod[f"default/small-{i}"]["node"] for i in range(2)] == ["n1", "n1"]
-    assert "rejected with PodGroup" in format_table(results)
+    assert "rejected with PodGroup" in format_table(Simulation(results))
 
 
 def test_an_incomplete_group_is_not_placed(tmp_path: Path) -> None:

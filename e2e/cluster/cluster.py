@@ -112,6 +112,20 @@ def _free_ports(n: int) -> list[int]:
         return [s.getsockname()[1] for s in socks]
 
 
+def _wait_port_free(port: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind(("127.0.0.1", port))
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise ClusterError(f"port {port} still in use after {timeout:.0f} s") from None
+        time.sleep(0.2)
+
+
 def _pid_runs(pid: int, binary: str) -> bool:
     """True if ``pid`` is a live (non-zombie) process of ``binary``: guards against recycled PIDs."""
     try:
@@ -362,6 +376,7 @@ class LocalCluster:
         self._procs[name] = proc
         self._pid_file(name).write_text(f"{proc.pid}\n")
         st.setdefault("pids", {})[name] = proc.pid
+        st.setdefault("spawned", {})[name] = {"args": args, "env": env}
         self._write_state(st)
 
     def _wait(self, name: str, ready: Callable[[], bool], timeout: float) -> None:
@@ -495,6 +510,46 @@ class LocalCluster:
             # The serviceaccount controller creating default/default proves the controllers run.
             sa = f"{st['server']}/api/v1/namespaces/default/serviceaccounts/default"
             self._wait("kube-controller-manager", lambda: _http_status(sa, st["token"]) == 200, 90)
+
+    # ---- faults (e2e/chaos) ----
+    def signal(self, name: str, sig: int) -> None:
+        """Send ``sig`` to one component: SIGKILL, SIGSTOP and SIGCONT inject faults."""
+        pid = int(self._pid_file(name).read_text())
+        if _pid_runs(pid, name):
+            os.kill(pid, sig)
+
+    def kill(self, name: str) -> None:
+        """kill -9 one component and wait until it is gone."""
+        self.signal(name, signal.SIGKILL)
+        pid = int(self._pid_file(name).read_text())
+        deadline = time.monotonic() + 10
+        while _pid_runs(pid, name) and time.monotonic() < deadline:
+            if name in self._procs:
+                self._procs[name].poll()
+            time.sleep(0.05)
+
+    def restart(self, name: str, timeout: float = 120.0) -> None:
+        """Start a killed component again with the arguments it first ran with, and wait until it serves."""
+        st = self._require_state()
+        spawned = st["spawned"][name]
+        ports = {"etcd": ("etcd", "etcd_peer"), "kube-apiserver": ("kube-apiserver",)}.get(name, ())
+        for key in ports:  # a killed process's listener can linger for a moment
+            _wait_port_free(st["ports"][key], timeout)
+        self._spawn(st, name, list(spawned["args"]), spawned.get("env"))
+        if name == "etcd":
+            url = f"http://127.0.0.1:{st['ports']['etcd']}/health"
+            self._wait(name, lambda: _http_status(url) == 200, timeout)
+        elif name == "kube-apiserver":
+            self._wait(name, lambda: _http_status(f"{st['server']}/readyz", st["token"]) == 200, timeout)
+
+    def etcd_delete(self, key: str) -> None:
+        """Delete one key straight from etcd (its JSON gateway), behind the API server's back: a change
+        no watch of the API server reports, as while it is down."""
+        port = self._require_state()["ports"]["etcd"]
+        body = json.dumps({"key": base64.b64encode(key.encode()).decode()}).encode()
+        req = urllib.request.Request(f"http://127.0.0.1:{port}/v3/kv/deleterange", data=body, method="POST")
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            resp.read()
 
     # ---- down ----
     def down(self, keep_logs: bool = False) -> None:

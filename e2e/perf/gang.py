@@ -29,6 +29,7 @@ from e2e.perf.kubeio import Conn, PodWatcher, create_pods, list_resource_version
 from e2e.perf.runner import ensure_binaries, log
 from e2e.perf.workloads import MEASURE_NAMESPACE, NODE_CPU, NODE_MEMORY, NODE_PODS, ZONES, pod_body, pod_default
 from e2e.process import start_scheduler, stop_scheduler
+from e2e.rbac import apply_podgroup_crd
 
 ROOT = Path(__file__).resolve().parents[2]
 LABEL = "scheduling.x-k8s.io/pod-group"
@@ -47,21 +48,6 @@ def scheduler_config(qps: float, burst: int) -> dict[str, Any]:
             "pluginConfig": [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 30}}],
         }],
     }  # fmt: skip
-
-
-def install_crd(api: Any) -> None:
-    from kubernetes import client
-
-    body = yaml.safe_load((ROOT / "manifests" / "podgroup-crd.yaml").read_text())
-    ext = client.ApiextensionsV1Api(api)
-    ext.create_custom_resource_definition(body)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        conds = ext.read_custom_resource_definition(body["metadata"]["name"]).status.conditions or []
-        if any(c.type == "Established" and c.status == "True" for c in conds):
-            return
-        time.sleep(0.2)
-    raise RuntimeError("PodGroup CRD not established in 60 s")
 
 
 def members(groups: int, size: int, unfit: int) -> tuple[list[dict[str, Any]], set[str]]:
@@ -97,7 +83,7 @@ def run(nodes: int, groups: int, size: int, unfit: int, qps: float, burst: int, 
             create_nodes(kubeconfig, nodes, zones=ZONES, cpu=NODE_CPU, memory=NODE_MEMORY, pods=NODE_PODS, workers=32)
             client.CoreV1Api(api).create_namespace({"apiVersion": "v1", "kind": "Namespace",
                                                     "metadata": {"name": MEASURE_NAMESPACE}})
-            install_crd(api)
+            apply_podgroup_crd(kubeconfig)
             objs = client.CustomObjectsApi(api)
             for g in range(groups):
                 objs.create_namespaced_custom_object(GROUP, VERSION, MEASURE_NAMESPACE, "podgroups", {

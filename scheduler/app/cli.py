@@ -111,11 +111,15 @@ def _run(args: argparse.Namespace) -> int:
                       features=args.feature_gates)
     stream_pods = args.pod_watch == "stream"
     initial_sync(raw, sched, kinds, pods=not stream_pods)
+    resync = Resyncer(raw, sched, period=args.resync_seconds, kinds=kinds)
+    resync.start()
     streams = []
     if podgroup_writer is not None:  # group members in every phase (the main stream skips terminal pods)
         streams.append(PodStream(raw, sched.on_group_pod_event, label_selector=POD_GROUP_LABEL))
     if stream_pods:
-        streams.append(PodStream(raw, sched.on_pod_event, field_selector=NON_TERMINAL_PODS))
+        # A pod watch that expired means the node watch has too: reconcile nodes without waiting for kopf.
+        streams.append(PodStream(raw, sched.on_pod_event, field_selector=NON_TERMINAL_PODS,
+                                 on_relist=lambda: resync.listed("Node")))
     for stream in streams:
         stream.start()
         if not wait_synced(stream):
@@ -126,8 +130,6 @@ def _run(args: argparse.Namespace) -> int:
         elector.start()  # the scheduling loop starts when this replica acquires the Lease
     else:
         sched.start()
-    resync = Resyncer(raw, sched, period=args.resync_seconds)
-    resync.start()
     reloader = None
     if reload_source is not None and args.config_reload_seconds > 0:
         reloader = ConfigReloader(sched, reload_source.read, reload_source.name, args.scheduler_name or None,
@@ -136,7 +138,8 @@ def _run(args: argparse.Namespace) -> int:
         reloader.start()
     log.info("py-scheduler started", profiles=[p.scheduler_name for p in cfg.profiles], qps=qps, burst=burst)
     try:
-        run_operator(sched, api.configuration, kinds=kinds, stop_flag=stop, watch_pods=not stream_pods)
+        run_operator(sched, api.configuration, kinds=kinds, stop_flag=stop, watch_pods=not stream_pods,
+                     on_listed=resync.listed)
     finally:
         stop.set()
         if elector is not None:
@@ -239,12 +242,12 @@ def _simulate(args: argparse.Namespace) -> int:
             print("py-scheduler simulate: give --cluster FILE, --from-cluster, or both", file=sys.stderr)
             return 2
         live = _live_cluster(args) if args.from_cluster else None
-        results = run_simulation(args.cluster, args.pods, args.config, seed=args.seed, tie_break=args.tie_break,
-                                 live=live, policy_path=args.policy_config_file)
+        sim = run_simulation(args.cluster, args.pods, args.config, seed=args.seed, tie_break=args.tie_break,
+                             live=live, policy_path=args.policy_config_file)
         if args.output == "json":
-            _print_json({"results": results})
+            _print_json({"results": sim.results, "invalid": sim.invalid})
         else:
-            sys.stdout.write(format_table(results))
+            sys.stdout.write(format_table(sim))
         return 0
 
     return _what_if("simulate", body)
@@ -299,7 +302,7 @@ class _Progress:
 
 def _capacity(args: argparse.Namespace) -> int:
     from scheduler.app.capacity import capacity, format_capacity
-    from scheduler.app.simulate import SimulationError, load_objects, pods_to_place
+    from scheduler.app.simulate import SimulationError, invalid_fields, load_objects, pods_to_place
 
     def body() -> int:
         if not args.cluster and not args.from_cluster:
@@ -308,9 +311,14 @@ def _capacity(args: argparse.Namespace) -> int:
         pods = pods_to_place(args.pod)
         if len(pods) != 1:
             raise SimulationError(f"{args.pod}: expected exactly one Pod, found {len(pods)} objects")
+        if invalid_fields(pods[0]):  # the API server would reject it: nothing to count
+            raise SimulationError(f"{args.pod}: " + "; ".join(invalid_fields(pods[0])))
         cluster = _live_cluster(args) if args.from_cluster else []
-        if args.cluster:
-            cluster += load_objects(args.cluster)
+        for o in load_objects(args.cluster) if args.cluster else []:
+            for error in invalid_fields(o):
+                print(f"py-scheduler capacity: invalid {error} (left out)", file=sys.stderr)
+            if not invalid_fields(o):
+                cluster.append(o)
         progress = _Progress(args.max)
         try:
             result = capacity(pods[0], cluster, args.config, max_count=args.max, live=args.from_cluster,

@@ -25,6 +25,7 @@ from scheduler.framework.interface import NodeToStatus
 from scheduler.framework.results import ResultRecorder
 from scheduler.kube.kinds import OBJECT_KINDS
 from scheduler.model.pod import Pod, pod_from_api
+from scheduler.model.validation import validate
 from scheduler.plugins.podgroup import KIND as PODGROUP
 from scheduler.plugins.podgroup import group_full_name, group_name
 from scheduler.scheduler import Scheduler
@@ -200,20 +201,57 @@ def _keep_nomination(sched: Scheduler, obj: dict[str, Any]) -> None:
         sched.queue.nominator.add_nominated_pod(pod)
 
 
+@dataclass
+class Simulation:
+    """Per-pod results in file order, and every object the API server would have rejected (one line per
+    invalid field, `default/p: spec.tolerations[0].operator: ...`); invalid objects take no part."""
+
+    results: list[dict[str, Any]]
+    invalid: list[str] = field(default_factory=list)
+
+
+def invalid_fields(o: Mapping[str, Any]) -> list[str]:
+    """What the API server would reject in this object, one line per field, naming the object."""
+    meta = o.get("metadata") or {}
+    name = f"{meta['namespace']}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
+    who = name if o.get("kind") == "Pod" else f"{o.get('kind')} {name}"
+    return [f"{who}: {e}" for e in validate(o)]
+
+
 def run_simulation(
     cluster_path: str | None, pods_path: str, config_path: str | None = None, *, seed: int | None = None,
     tie_break: Literal["random", "name"] = "random", live: list[dict[str, Any]] | None = None,
     policy_path: str | None = None,
-) -> list[dict[str, Any]]:
+) -> Simulation:
     """Place the pods of ``pods_path`` one by one. The cluster: ``live`` (a snapshot of a live cluster)
-    if given, with the objects of ``cluster_path`` on top."""
-    cluster = load_objects(cluster_path) if cluster_path else []
+    if given, with the objects of ``cluster_path`` on top. Objects of the files the API server would
+    reject are reported and left out (a live snapshot passed the API server already)."""
+    sim = Simulation([])
+    cluster = []
+    for o in load_objects(cluster_path) if cluster_path else []:
+        errors = invalid_fields(o)
+        sim.invalid.extend(errors)
+        if not errors:
+            cluster.append(o)
     pods = pods_to_place(pods_path, len(cluster))
-    off = build_scheduler(config_path, pods, seed=seed, tie_break=tie_break, policy_path=policy_path)
+    rejected = {i: invalid_fields(p) for i, p in enumerate(pods)}
+    rejected = {i: errors for i, errors in rejected.items() if errors}
+    for errors in rejected.values():
+        sim.invalid.extend(errors)
+    valid = [p for i, p in enumerate(pods) if i not in rejected]
+    off = build_scheduler(config_path, valid, seed=seed, tie_break=tie_break, policy_path=policy_path)
     if live is not None:
         add_cluster(off.sched, live, "the live cluster", live=True)
     add_cluster(off.sched, cluster, cluster_path or "")
-    return [result_dict(o, victims, off.results) for o, victims in _schedule_each(off, pods)]
+    placed = iter([result_dict(o, victims, off.results) for o, victims in _schedule_each(off, valid)])
+    for i, p in enumerate(pods):
+        sim.results.append(_rejected(p, rejected[i]) if i in rejected else next(placed))
+    return sim
+
+
+def _rejected(obj: Mapping[str, Any], errors: list[str]) -> dict[str, Any]:
+    return {"pod": pod_from_api(obj).key, "node": None, "message": "invalid: " + "; ".join(errors),
+            "filtered": {}, "scores": {}, "score_details": {}, "victims": [], "invalid": errors}
 
 
 def attempt(off: Offline, key: str) -> Outcome | None:
@@ -359,12 +397,13 @@ def result_dict(o: Outcome, victims: list[str], recorder: ResultRecorder) -> dic
     }
 
 
-def format_table(results: list[dict[str, Any]]) -> str:
-    """A human-readable view: one line per pod, then the filter reasons and the top scores."""
-    lines = []
-    for r in results:
+def format_table(sim: Simulation) -> str:
+    """A human-readable view: the invalid objects, then one line per pod with the filter reasons and
+    the top scores."""
+    lines = [f"invalid {e}" for e in sim.invalid]
+    for r in sim.results:
         lines.append(f"{r['pod']:<40} -> {r['node'] or '(unschedulable)'}")
-        if r["message"]:
+        if r["message"] and not r.get("invalid"):
             lines.append(f"    {r['message']}")
         if r.get("victims"):
             lines.append(f"    preempted {', '.join(r['victims'])}")

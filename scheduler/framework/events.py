@@ -37,15 +37,21 @@ _ACTION_NAMES: dict[ActionType, str] = {
     ActionType.ALL: "All",
 }
 
-# Upstream's internal names for the two kinds of pod events.
-_RESOURCE_NAMES: dict[EventResource, str] = {
+# Upstream's names where they differ from the kind: its internal names for the two kinds of pod
+# events, and the group-qualified storage resources (kube-scheduler framework/types.go).
+_RESOURCE_NAMES: dict[str, str] = {
     EventResource.POD: "AssignedPod",
     EventResource.UNSCHEDULED_POD: "UnschedulablePod",
+    EventResource.STORAGE_CLASS: "storage.k8s.io/StorageClass",
+    EventResource.CSI_NODE: "storage.k8s.io/CSINode",
+    EventResource.CSI_DRIVER: "storage.k8s.io/CSIDriver",
+    EventResource.CSI_STORAGE_CAPACITY: "storage.k8s.io/CSIStorageCapacity",
 }
 
 
-def event_label(resource: EventResource, action: ActionType) -> str:
-    return _RESOURCE_NAMES.get(resource, resource.value) + _ACTION_NAMES.get(action, str(int(action)))
+def event_label(resource: str, action: ActionType) -> str:
+    """``resource`` is an EventResource or, for kinds no plugin registers for, the object's kind."""
+    return _RESOURCE_NAMES.get(resource, resource) + _ACTION_NAMES.get(action, str(int(action)))
 
 
 def make_event(resource: EventResource, action: ActionType) -> ClusterEvent:
@@ -54,6 +60,8 @@ def make_event(resource: EventResource, action: ActionType) -> ClusterEvent:
 
 UNSCHEDULED_POD_ADD = make_event(EventResource.UNSCHEDULED_POD, ActionType.ADD)
 UNSCHEDULED_POD_UPDATE = make_event(EventResource.UNSCHEDULED_POD, ActionType.UPDATE)
+UNSCHEDULED_POD_DELETE = make_event(EventResource.UNSCHEDULED_POD, ActionType.DELETE)
+ASSIGNED_POD_UPDATE = make_event(EventResource.POD, ActionType.UPDATE)
 
 
 def event_matches(incoming: ClusterEvent, registered: ClusterEvent) -> bool:
@@ -189,6 +197,16 @@ def pod_scheduling_properties_change(old: Pod, new: Pod) -> list[ClusterEvent]:
         if action is not None:
             out.append(make_event(resource, action))
     return out or [make_event(resource, ActionType.UPDATE)]
+
+
+def unscheduled_pod_update_events(old: Pod | None, new: Pod) -> list[ClusterEvent]:
+    """The events of an update to a pending pod; none for a resync that carries the same object
+    (upstream updatePodInSchedulingQueue compares resourceVersions first)."""
+    if old is None:
+        return [UNSCHEDULED_POD_UPDATE]
+    if old.resource_version and old.resource_version == new.resource_version:
+        return []
+    return pod_scheduling_properties_change(old, new)
 
 
 _STATUS_KEPT = ("resourceClaimStatuses", "extendedResourceClaimStatus")

@@ -239,6 +239,10 @@ class Handle(ClusterHandle, Protocol):
     def run_pre_filter_extension_remove_pod(
         self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo
     ) -> Status | None: ...
+    def volume_scheduling_stage_failed(self, operation: str) -> None:
+        """Count a VolumeBinding binder error (scheduler_volume_scheduling_stage_error_total;
+        operation predicate, assume or bind, as upstream's volumebinding metrics)."""
+        ...
 
 
 @runtime_checkable

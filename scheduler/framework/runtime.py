@@ -82,6 +82,7 @@ class PluginMetrics(Protocol):
         ...
     def plugin_evaluations(self, plugin: str, point: str, count: int) -> None: ...
     def permit_wait(self, status: str, seconds: float) -> None: ...
+    def volume_scheduling_stage_failed(self, operation: str) -> None: ...
 
 
 # Per-node Filter timings in a sampled cycle stop after this many nodes per plugin (upstream times all).
@@ -177,9 +178,13 @@ class TimedPlugin:
         return timed
 
 
-def _failure(message: str, plugin: str = "") -> Status:
+def _failure(message: str, plugin: str = "", cause: Status | None = None) -> Status:
+    """An Error status wrapping a plugin's: like Go's %w, the cause's error (e.g. an API 404) stays
+    reachable, so callers can still tell a deleted pod from a failure."""
     s = error(message)
     s.plugin = plugin
+    if cause is not None and cause.error is not None:
+        s.error = cause.error
     return s
 
 
@@ -378,6 +383,9 @@ class FrameworkHandle:
 
     def reject_waiting_pod(self, uid: str) -> bool:
         return self.framework.reject_waiting_pod(uid)
+
+    def volume_scheduling_stage_failed(self, operation: str) -> None:
+        self.framework.volume_scheduling_stage_failed(operation)
 
     def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         return self.framework.run_filter_plugins_with_nominated_pods(state, pod, node_info)
@@ -977,7 +985,7 @@ class Framework:
                         s.plugin = name
                         status = s
                     else:
-                        status = _failure(f'running {point} plugin "{name}": {s.message}')
+                        status = _failure(f'running {point} plugin "{name}": {s.message}', cause=s)
                     return status
             return None
         finally:
@@ -1012,7 +1020,7 @@ class Framework:
                 if s.code == Code.WAIT:
                     waits[pl.name] = min(timeout, MAX_PERMIT_TIMEOUT_SECONDS)
                     continue
-                status = _failure(f'running Permit plugin "{pl.name}": {s.message}', pl.name)
+                status = _failure(f'running Permit plugin "{pl.name}": {s.message}', pl.name, cause=s)
                 return status
             if waits:
                 with self._waiting_lock:
@@ -1068,6 +1076,10 @@ class Framework:
         wp.reject("", "removed")
         return True
 
+    def volume_scheduling_stage_failed(self, operation: str) -> None:
+        if self._plugin_metrics is not None:
+            self._plugin_metrics.volume_scheduling_stage_failed(operation)
+
     # ----- PreBind / Bind / PostBind ------------------------------------------------------------
 
     def run_pre_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
@@ -1099,7 +1111,7 @@ class Framework:
             if s.is_rejected():
                 s.plugin = pl.name
                 return s
-            return _failure(f'running Bind plugin "{pl.name}": {s.message}')
+            return _failure(f'running Bind plugin "{pl.name}": {s.message}', cause=s)
         return _failure(f"no bind plugin bound pod {pod.key} (all returned Skip or none is enabled)")
 
     def run_post_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> None:

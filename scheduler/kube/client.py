@@ -77,6 +77,21 @@ STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 MERGE_PATCH = "application/merge-patch+json"  # custom resources take no strategic merge
 
 
+class ApiError(ApiException):
+    """An HTTP error from the API server whose text is the one line users read in `kubectl describe`: the
+    Status message (`pods "p" not found`), as client-go's StatusError.Error(), never the client's
+    multi-line dump with response headers."""
+
+    def __str__(self) -> str:
+        try:
+            message = orjson.loads(self.body or b"{}").get("message")
+        except (orjson.JSONDecodeError, AttributeError):
+            message = None
+        if isinstance(message, str) and message:
+            return " ".join(message.split())
+        return f"{self.status} {self.reason}".strip()
+
+
 class Requester(Protocol):
     def request(
         self, method: str, path: str, body: Any = None, content_type: str = JSON, timeout: float | None = None
@@ -131,7 +146,7 @@ class RawApi:
                                       timeout=urllib3.Timeout(total=seconds), retries=False, preload_content=True)
             status, reason, payload, resp_headers = u.status, u.reason or "", u.data, dict(u.headers)
         if status >= 400:
-            exc = ApiException(status=status, reason=reason)
+            exc = ApiError(status=status, reason=reason)
             exc.body = payload.decode("utf-8", "replace")
             exc.headers = {k.title(): v for k, v in resp_headers.items()}
             raise exc
@@ -218,8 +233,13 @@ class ApiWriter:
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         })
 
+    def get(self, path: str) -> bytes:
+        """GET one object (rate limited and retried like the writes it serves)."""
+        return self._request("GET", path)
+
     def patch_pod_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
-        """Strategic merge: conditions merge by type, as the client's default patch did."""
+        """Strategic merge: conditions merge by type, as the client's default patch did. A
+        ``metadata.resourceVersion`` in the patch makes it conditional (409 if the pod changed)."""
         self._request("PATCH", pod_path(namespace, name, "status"), patch, STRATEGIC_MERGE)
 
     def patch_pod(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:

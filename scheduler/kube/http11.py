@@ -122,7 +122,8 @@ class _Conn:
 class Http11Pool:
     """Keep-alive connections to one server. ``request`` is thread-safe: each call takes an idle
     connection (or opens one) and returns it afterwards. A request that fails on a reused connection
-    before any response byte arrived (the server closed it while idle) is sent once more on a new one."""
+    before any response byte arrived (the server closed it while idle) is sent once more on a new one,
+    and the other idle connections are dropped with it (after an API server restart all are dead)."""
 
     def __init__(self, base_url: str, ssl_context: ssl.SSLContext | None, timeout: float = 30.0,
                  max_idle: int = 64, server_name: str | None = None) -> None:
@@ -179,7 +180,11 @@ class Http11Pool:
             except (OSError, ValueError) as exc:
                 conn.close()
                 if attempt == 0 and reused and conn.received == 0:
-                    continue  # a stale idle connection: nothing of ours was answered
+                    # A stale idle connection: nothing of ours was answered. The server closed it while idle
+                    # (its idle timeout, or a restart that closed them all): the other idle ones are as old,
+                    # so the retry goes out on a new connection.
+                    self.close()
+                    continue
                 if isinstance(exc, OSError):
                     raise
                 raise ConnectionClosed(f"malformed HTTP response: {exc}") from exc

@@ -21,6 +21,7 @@ import structlog
 from scheduler.eventhandlers import ADDED
 from scheduler.kube.client import authorization
 from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS
+from scheduler.kube.podstream import READ_GRACE_S, WATCH_TIMEOUT_S
 from scheduler.scheduler import Scheduler
 
 log = structlog.get_logger(__name__)
@@ -65,9 +66,11 @@ def register_handlers(
     on_ready: Callable[[], None],
     chunk_size: int = 500,
     watch_pods: bool = True,
+    on_listed: Callable[[str], None] = lambda kind: None,
 ) -> kopf.OperatorRegistry:
     """A private kopf registry wired to one Scheduler. With `watch_pods` False the pod stream is
-    read by scheduler.kube.podstream.PodStream instead of kopf."""
+    read by scheduler.kube.podstream.PodStream instead of kopf. `on_listed(kind)` hears of every object
+    kopf replays while (re)listing a kind (events of type None): sync.Resyncer's cue."""
     reg = kopf.OperatorRegistry()
 
     @kopf.on.startup(registry=reg)
@@ -76,6 +79,9 @@ def register_handlers(
         settings.persistence.diffbase_storage = NoDiffBase()
         settings.watching.field_selectors["v1", "pods"] = NON_TERMINAL_PODS
         settings.watching.chunk_size = chunk_size
+        # As the pod stream: short server-side watches, and a client timeout that ends a silent one.
+        settings.watching.server_timeout = WATCH_TIMEOUT_S
+        settings.watching.client_timeout = WATCH_TIMEOUT_S + READ_GRACE_S
         settings.scanning.disabled = True
         settings.peering.standalone = True
         on_ready()
@@ -88,15 +94,21 @@ def register_handlers(
 
         @kopf.on.event("", "v1", "pods", registry=reg)
         async def pod_event(event: Any, **_: Any) -> None:
+            if event.get("type") is None:
+                on_listed("Pod")
             sched.on_pod_event(_event_type(event), event["object"])
 
     @kopf.on.event("", "v1", "nodes", registry=reg)
     async def node_event(event: Any, **_: Any) -> None:
+        if event.get("type") is None:
+            on_listed("Node")
         sched.on_node_event(_event_type(event), event["object"])
 
     for kind, (group, version, plural) in kinds.items():
         def make(k: str) -> Callable[..., Any]:
             async def object_event(event: Any, **_: Any) -> None:
+                if event.get("type") is None:
+                    on_listed(k)
                 sched.on_object_event(k, _event_type(event), event["object"])
             return object_event
         kopf.on.event(group, version, plural, registry=reg)(make(kind))
@@ -110,10 +122,11 @@ def run_operator(
     stop_flag: threading.Event | None = None,
     on_ready: Callable[[], None] = lambda: None,
     watch_pods: bool = True,
+    on_listed: Callable[[str], None] = lambda kind: None,
 ) -> None:
     """Run kopf in this thread's event loop until SIGTERM/SIGINT or `stop_flag`."""
     reg = register_handlers(sched, credentials, OBJECT_KINDS if kinds is None else kinds, on_ready,
-                         watch_pods=watch_pods)
+                            watch_pods=watch_pods, on_listed=on_listed)
     try:
         import uvloop
 

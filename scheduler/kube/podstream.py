@@ -29,7 +29,13 @@ from scheduler.kube.client import RawApi, list_pages, ssl_context
 
 log = structlog.get_logger(__name__)
 
-EventHandler = Callable[[str, Mapping[str, Any]], None]
+EventHandler = Callable[[str, Mapping[str, Any]], object]  # the return value (metric labels) is ignored
+
+# A watch the server ends after WATCH_TIMEOUT_S (resumed at once from the last resourceVersion), read with
+# a client timeout a little longer: a silent partition (no reset, no data) stalls the stream for at most
+# WATCH_TIMEOUT_S + READ_GRACE_S before it reconnects, instead of the 5 minutes of a long watch.
+WATCH_TIMEOUT_S = 30
+READ_GRACE_S = 15.0
 
 
 class Gone(Exception):
@@ -51,15 +57,19 @@ class PodStream:
         on_event: EventHandler,
         field_selector: str = "",
         page_size: int = 500,
-        watch_timeout: int = 300,
+        watch_timeout: int = WATCH_TIMEOUT_S,
+        read_grace: float = READ_GRACE_S,
+        on_relist: Callable[[], None] = lambda: None,
         label_selector: str = "",
     ) -> None:
         self.api = api
         self.on_event = on_event
+        self.on_relist = on_relist
         self.field_selector = field_selector
         self.label_selector = label_selector
         self.page_size = page_size
         self.watch_timeout = watch_timeout
+        self.read_grace = read_grace
         self.synced = threading.Event()
         self.events = 0
         self.relists = 0
@@ -107,7 +117,9 @@ class PodStream:
 
     def relist(self) -> str:
         """Full paginated list; objects not seen again are delivered as DELETED. Returns the list's
-        resourceVersion (where the watch resumes)."""
+        resourceVersion (where the watch resumes). `on_relist` hears of it first: a pod watch that expired
+        (410) tells that the other kinds' watches are likely stale too."""
+        self.on_relist()
         seen: set[str] = set()
         resource_version = ""
         try:
@@ -132,7 +144,7 @@ class PodStream:
     async def _watch(self, session: aiohttp.ClientSession, rv: str) -> str:
         params = self._params(watch="1", resourceVersion=rv, allowWatchBookmarks="true",
                               timeoutSeconds=self.watch_timeout)
-        timeout = aiohttp.ClientTimeout(total=None, sock_read=self.watch_timeout + 30)
+        timeout = aiohttp.ClientTimeout(total=None, sock_read=self.watch_timeout + self.read_grace)
         async with session.get(f"{self.api.host}/api/v1/pods", params=params, headers=self.api.auth_headers(),
                                timeout=timeout) as resp:
             if resp.status == 410:

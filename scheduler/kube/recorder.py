@@ -16,11 +16,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+import orjson
 import structlog
 
 from scheduler.framework.fit_error import truncate_message as truncate_note
+from scheduler.kube.client import pod_path
 from scheduler.model.conditions import pod_condition
-from scheduler.model.pod import Pod
+from scheduler.model.pod import Pod, pod_from_api
 
 log = structlog.get_logger(__name__)
 
@@ -34,6 +36,7 @@ class Writer(Protocol):
     def create_event(self, namespace: str, body: dict[str, Any]) -> str: ...
     def patch_event(self, namespace: str, name: str, patch: dict[str, Any]) -> None: ...
     def patch_pod_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None: ...
+    def get(self, path: str) -> bytes: ...
 
 
 @dataclass(slots=True)
@@ -165,16 +168,45 @@ class ApiEventSink:
         if item is None:
             return
         pod, reason, message, nominated = item
+        try:
+            self._patch_condition(pod, reason, message, nominated)
+        except Exception as exc:
+            if getattr(exc, "status", None) != 409:
+                raise
+            fresh = self._still_pending(pod)  # changed since we saw it: bound, recreated, or just updated
+            if fresh is None:
+                log.info("dropped a PodScheduled=False write: the pod was bound or replaced meanwhile", pod=pod.key)
+                return
+            self._patch_condition(fresh, reason, message, nominated)
+
+    def _patch_condition(self, pod: Pod, reason: str, message: str, nominated: str | None) -> None:
+        """The PodScheduled=False patch, conditional on the pod's resourceVersion: queued and retried
+        writes can land seconds later, and must not contradict a binding that happened meanwhile."""
         if _condition_unchanged(pod, reason, message) and nominated in (None, pod.nominated_node_name):
             return
         status: dict[str, Any] = {"conditions": [scheduled_false_condition(pod, reason, message)]}
         if nominated is not None:
             status["nominatedNodeName"] = nominated or None
+        patch: dict[str, Any] = {"status": status}
+        if pod.resource_version:
+            patch["metadata"] = {"resourceVersion": pod.resource_version}
         try:
-            self._writer.patch_pod_status(pod.namespace, pod.name, {"status": status})
+            self._writer.patch_pod_status(pod.namespace, pod.name, patch)
         except Exception as exc:
             if getattr(exc, "status", None) != 404:  # a pod deleted meanwhile is not an error
                 raise
+
+    def _still_pending(self, pod: Pod) -> Pod | None:
+        """The pod as the API server has it now, if it is still the same unbound, live pod."""
+        try:
+            fresh = pod_from_api(orjson.loads(self._writer.get(pod_path(pod.namespace, pod.name))))
+        except Exception as exc:
+            if getattr(exc, "status", None) == 404:
+                return None
+            raise
+        if fresh.uid != pod.uid or fresh.node_name or fresh.terminating:
+            return None
+        return fresh
 
 
 def _pod_ref(pod: Pod) -> dict[str, Any]:

@@ -305,13 +305,14 @@ def pod_request_list(
     *,
     use_status: bool = False,
     non_missing: Mapping[str, Decimal] | None = None,
+    pod_level: bool = True,
 ) -> ResourceList:
-    """resource.PodRequests with pod-level resources enabled (PodLevelResources is beta, on in 1.34):
-    container aggregate, then pod-level cpu/memory/hugepages requests replace it, then pod overhead."""
+    """resource.PodRequests: container aggregate, then (``pod_level``: PodLevelResources is beta, on in 1.34)
+    pod-level cpu/memory/hugepages requests replace it, then pod overhead."""
     reqs = aggregate_container_requests(spec, status, obj, use_status=use_status, non_missing=non_missing)
-    pod_level = pod_level_requests(spec)
-    if pod_level is not None:
-        parsed = parse_resource_list(pod_level, obj, "spec.resources.requests")
+    pod_level_reqs = pod_level_requests(spec) if pod_level else None
+    if pod_level_reqs is not None:
+        parsed = parse_resource_list(pod_level_reqs, obj, "spec.resources.requests")
         for name, q in parsed.items():
             if is_supported_pod_level_resource(name):
                 reqs[name] = q
@@ -393,12 +394,15 @@ def pod_resources(spec: Mapping[str, object], status: Mapping[str, object], obj:
 def scoring_request_list(
     spec: Mapping[str, object], status: Mapping[str, object], obj: str, use_requested: bool
 ) -> ResourceList:
-    """The request list resourceAllocationScorer.calculatePodResourceRequest reads: status resources and
-    pod-level requests honoured, and (unless ``use_requested``) the 100m / 200Mi default for every
-    container lacking a cpu/memory request — per container, even when pod-level requests are set."""
-    return pod_request_list(
-        spec, status, obj, use_status=True, non_missing=None if use_requested else DEFAULT_NON_MISSING
-    )
+    """The request list resourceAllocationScorer.calculatePodResourceRequest reads.
+
+    ``use_requested`` is BalancedAllocation's scorer: status resources and pod-level requests honoured.
+    Otherwise it is NodeResourcesFit's, which upstream (v1.34 fit.go) builds without the
+    InPlacePodVerticalScaling and PodLevelResources flags: spec requests of the containers only, with the
+    100m / 200Mi default for every container lacking a cpu/memory request, pod-level requests ignored."""
+    if use_requested:
+        return pod_request_list(spec, status, obj, use_status=True)
+    return pod_request_list(spec, status, obj, non_missing=DEFAULT_NON_MISSING, pod_level=False)
 
 
 def request_amount(rl: Mapping[str, Decimal], name: str) -> int:

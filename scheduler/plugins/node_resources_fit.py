@@ -204,9 +204,9 @@ ScorerFn = Callable[[list[int], list[int]], int]
 def pod_resource_requests(pod: Pod, resources: Sequence[ResourceSpec], use_requested: bool) -> list[int]:
     """calculatePodResourceRequestList: the pod's request per configured resource, in args order.
 
-    Unless `use_requested`, every container lacking a cpu or memory request counts 100m / 200Mi (per
-    container, even when pod-level requests are set: those then replace the sum); any resource name is
-    read from the request list, cpu in millicores."""
+    Unless `use_requested` (NodeResourcesFit), every container lacking a cpu or memory request counts
+    100m / 200Mi and pod-level requests are not read (upstream's Fit scorer lacks that feature flag);
+    any resource name is read from the request list, cpu in millicores."""
     key = f"{NAME}.scoring.{use_requested}"
     rl = pod.memo.get(key)
     if rl is None:

@@ -121,6 +121,9 @@ ERR_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 
 POLL_INTERVAL_SECONDS = 1.0
 
+# scheduler_volume_scheduling_stage_error_total{operation}: the binder stage that failed.
+PREDICATE, ASSUME, BIND = "predicate", "assume", "bind"
+
 _PV = "v1.PersistentVolume"
 _PVC = "v1.PersistentVolumeClaim"
 
@@ -537,6 +540,7 @@ class VolumeBinding:
         try:
             pod_vols, reasons = self.find_pod_volumes(pod, data.claims or PodVolumeClaims(), node)
         except (BindingError, InvalidObjectError) as exc:
+            self.handle.volume_scheduling_stage_failed(PREDICATE)
             return error(str(exc))
         if reasons:
             return unresolvable(*reasons)
@@ -686,6 +690,7 @@ class VolumeBinding:
         try:
             data.all_bound = self.assume_pod_volumes(pod, node_name, pod_vols)
         except BindingError as exc:
+            self.handle.volume_scheduling_stage_failed(ASSUME)
             return error(str(exc))
         return None
 
@@ -760,6 +765,7 @@ class VolumeBinding:
         try:
             self.bind_pod_volumes(pod, node_name, pod_vols)
         except BindingError as exc:
+            self.handle.volume_scheduling_stage_failed(BIND)
             log.info("binding volumes failed", pod=pod.key, node=node_name, error=str(exc))
             return error(str(exc))
         return None

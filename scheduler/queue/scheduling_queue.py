@@ -43,6 +43,7 @@ from scheduler.framework.events import (
     is_pod_updated,
     node_scheduling_properties_change,
     pod_scheduling_properties_change,
+    unscheduled_pod_update_events,
 )
 from scheduler.framework.interface import PreEnqueuePlugin
 from scheduler.framework.runtime import code_name
@@ -286,25 +287,27 @@ class PriorityQueue:
             if self._move_to_active(self._new_qpi(pod), UNSCHEDULED_POD_ADD.label):
                 self._cond.notify_all()
 
-    def update(self, old: Pod | None, new: Pod) -> None:
-        """An unscheduled pod changed (informer update)."""
+    def update(self, old: Pod | None, new: Pod) -> list[ClusterEvent]:
+        """An unscheduled pod changed (informer update). Returns the events derived from the change
+        (none for a resync), which the event handler labels its metric samples with."""
         with self._lock:
             if new.node_name:
                 self._delete_unlocked(new)  # bound by someone else: it left the unscheduled set
-                return
-            if old is not None and old.resource_version and old.resource_version == new.resource_version:
-                return  # periodic resync, nothing changed
-            events = pod_scheduling_properties_change(old, new) if old is not None else [UNSCHEDULED_POD_UPDATE]
+                return []
+            events = unscheduled_pod_update_events(old, new)
+            if not events:
+                return events  # periodic resync, nothing changed
             if self._hints_enabled and self._record_if_in_flight(new, old, new, events):
-                return  # it is being scheduled; the update is replayed if it comes back
+                return events  # it is being scheduled; the update is replayed if it comes back
             if old is not None and self._update_in_heaps(old, new):
-                return
+                return events
             qpi = self._unschedulable.get(new.key)
             if qpi is not None:
                 self._update_unschedulable(qpi, old, new, events)
-                return
+                return events
             if self._move_to_active(self._new_qpi(new), UNSCHEDULED_POD_UPDATE.label):
                 self._cond.notify_all()
+            return events
 
     def delete(self, pod: Pod) -> None:
         """The pod is gone (or bound): remove it from every sub-queue and from the nominator."""
@@ -405,10 +408,12 @@ class PriorityQueue:
     def assigned_pod_added(self, pod: Pod) -> None:
         self.move_all_to_active_or_backoff(ASSIGNED_POD_ADD, None, pod)
 
-    def assigned_pod_updated(self, old: Pod, new: Pod, event: ClusterEvent | None = None) -> None:
-        """``event`` None derives the events from the change (pod_scheduling_properties_change)."""
+    def assigned_pod_updated(self, old: Pod, new: Pod, event: ClusterEvent | None = None) -> list[ClusterEvent]:
+        """``event`` None derives the events from the change (pod_scheduling_properties_change);
+        returns the events moved for."""
         events = [event] if event is not None else pod_scheduling_properties_change(old, new)
         self.move_all_for_events(events, old, new)
+        return events
 
     def assigned_pod_deleted(self, pod: Pod) -> None:
         self.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
@@ -416,9 +421,13 @@ class PriorityQueue:
     def node_added(self, node: Node, pre_check: Callable[[Pod], bool] | None = None) -> None:
         self.move_all_to_active_or_backoff(NODE_ADD, None, node, pre_check)
 
-    def node_updated(self, old: Node, new: Node, pre_check: Callable[[Pod], bool] | None = None) -> None:
-        """Nothing scheduling-relevant changed → no event → nothing moves."""
-        self.move_all_for_events(node_scheduling_properties_change(old, new), old, new, pre_check)
+    def node_updated(
+        self, old: Node, new: Node, pre_check: Callable[[Pod], bool] | None = None
+    ) -> list[ClusterEvent]:
+        """Nothing scheduling-relevant changed → no event → nothing moves. Returns the events."""
+        events = node_scheduling_properties_change(old, new)
+        self.move_all_for_events(events, old, new, pre_check)
+        return events
 
     def node_deleted(self, node: Node) -> None:
         self.move_all_to_active_or_backoff(NODE_DELETE, node, None)
@@ -734,7 +743,7 @@ class PriorityQueue:
     def _add_or_update_unschedulable(self, qpi: QueuedPodInfo, event: str) -> None:
         k = qpi.pod.key
         if k not in self._unschedulable:
-            self._record(GATED if qpi.gated else UNSCHEDULABLE, event)
+            self._record(UNSCHEDULABLE, event)  # gated pods too (upstream addOrUpdate)
         self._unschedulable[k] = qpi
 
     def _move_to_active(self, qpi: QueuedPodInfo, event: str, from_backoff: bool = False) -> bool:

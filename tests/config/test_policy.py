@@ -180,7 +180,7 @@ def simulate_policy(tmp_path: Path, doc: dict[str, Any]) -> dict[str, Any]:
     (tmp_path / "pods.yaml").write_text(yaml.safe_dump_all(PODS))
     (tmp_path / "policy.json").write_text(json.dumps(doc))
     results = run_simulation(str(tmp_path / "cluster.yaml"), str(tmp_path / "pods.yaml"), tie_break="name",
-                             policy_path=str(tmp_path / "policy.json"))
+                             policy_path=str(tmp_path / "policy.json")).results
     return {r["pod"].split("/")[1]: r for r in results}
 
 

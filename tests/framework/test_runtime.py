@@ -627,6 +627,30 @@ def test_bind_all_skip_is_an_error_and_failures_are_wrapped() -> None:
     assert s is not None and s.message == 'running Bind plugin "B": conflict'
 
 
+class Gone(Exception):
+    status = 404
+
+
+def test_wrapped_bind_and_prebind_errors_keep_their_cause() -> None:
+    """Like Go's %w: the binding cycle must still see the API's 404 (pod deleted before binding) through
+    the framework's wrapping, or it reports a scheduling error for a pod that is simply gone."""
+    gone = Gone("pods \"p\" not found")
+    fwk = build({"bind": [Binder("B", error(gone))], "preBind": []})
+    s = fwk.run_bind_plugins(CycleState(), make_pod("p"), "n1")
+    assert s is not None and s.error is gone and s.message == 'running Bind plugin "B": pods "p" not found'
+    pre = build({"preBind": [PreBinder("P", error(gone))], "bind": [Binder("B", None)]})
+    s = pre.run_pre_bind_plugins(CycleState(), make_pod("p"), "n1")
+    assert s is not None and s.error is gone
+
+
+class PreBinder:
+    def __init__(self, name: str, status: Status | None) -> None:
+        self.name, self.status = name, status
+
+    def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        return self.status
+
+
 # ----- events, metrics, helpers ----------------------------------------------------------------
 
 

@@ -18,6 +18,7 @@ from kubernetes import client, watch
 
 from e2e.cluster.cluster import LocalCluster
 from e2e.kube import node_of, pod_manifest, scheduled_condition, unique, wait_for
+from e2e.rbac import apply_podgroup_crd
 from tests.integration.conftest import SchedulerProc, temporary_nodes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,21 +29,9 @@ BACKOFF_S = 2
 
 
 @pytest.fixture(scope="module")
-def podgroup_crd(api: client.ApiClient) -> None:
-    """Install manifests/podgroup-crd.yaml and wait until PodGroups are served."""
-    body = yaml.safe_load((ROOT / "manifests" / "podgroup-crd.yaml").read_text())
-    ext = client.ApiextensionsV1Api(api)
-    try:
-        ext.create_custom_resource_definition(body)
-    except client.ApiException as exc:
-        if exc.status != 409:
-            raise
-
-    def established() -> bool:
-        crd = ext.read_custom_resource_definition(body["metadata"]["name"])
-        return any(c.type == "Established" and c.status == "True" for c in crd.status.conditions or [])
-
-    wait_for(established, 60, what="PodGroup CRD established")
+def podgroup_crd(cluster: LocalCluster, api: client.ApiClient) -> None:
+    """Install manifests/podgroup-crd.yaml as a user would and wait until PodGroups are served."""
+    apply_podgroup_crd(cluster.kubeconfig)
     objs = client.CustomObjectsApi(api)
     wait_for(lambda: objs.list_cluster_custom_object(GROUP, VERSION, PLURAL) is not None, 30, what="podgroups served")
 

@@ -247,6 +247,7 @@ def test_unique_best_node_is_chosen_by_both(
     """Preferred node affinity makes one node the clear winner for both schedulers."""
     with temporary_nodes(str(cluster.kubeconfig), 3, "parity-pref", cpu="8", labels={"parity/pref": "x"}) as names:
         core.patch_node(names[1], {"metadata": {"labels": {"parity/best": "yes"}}})
+        time.sleep(1.0)  # both schedulers' node watches see the label before the pods exist
         spec = {"affinity": {"nodeAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
                 {"matchExpressions": [{"key": "parity/pref", "operator": "Exists"}]}]},

@@ -58,13 +58,16 @@ def test_pod_level_requests_default_only_what_the_pod_misses() -> None:
     assert only_cpu.non_zero_memory == 2 * 200 * MI
 
 
-def test_scoring_requests_default_every_container_even_with_pod_level_requests() -> None:
+def test_fit_scoring_reads_containers_only_balanced_allocation_reads_pod_level_requests() -> None:
+    """NodeResourcesFit's scorer (use_requested=False) defaults every container and ignores pod-level
+    requests, as upstream's fit.go builds it; BalancedAllocation's honours them."""
     spec = {"resources": {"requests": {"memory": "1Gi"}}, "containers": [_container("a", {"cpu": "500m"}),
                                                                           _container("b")]}
     rl = scoring_request_list(spec, {}, "pod ns/p", use_requested=False)
     assert rl["cpu"] * 1000 == 600
-    assert rl["memory"] == GI
-    assert "cpu" in scoring_request_list(spec, {}, "pod ns/p", use_requested=True)
+    assert rl["memory"] == 2 * 200 * MI
+    balanced = scoring_request_list(spec, {}, "pod ns/p", use_requested=True)
+    assert (balanced["cpu"] * 1000, balanced["memory"]) == (500, GI)
 
 
 def test_pod_level_hugepages_replace_the_container_sum() -> None:

@@ -596,7 +596,7 @@ kind: Pod
 metadata: {name: later, namespace: default}
 spec: {schedulerName: py-scheduler, priority: 1, containers: [{name: c, image: x, resources: {requests: {cpu: "1"}}}]}
 """)
-    high, later = run_simulation(str(cluster), str(pods), seed=3)
+    high, later = run_simulation(str(cluster), str(pods), seed=3).results
     assert (high["node"], high["victims"], high["message"]) == ("n1", ["default/low"], "")
     assert (later["node"], later["victims"]) == ("n1", []), "the victim's room is free for the next pod"
 
@@ -670,12 +670,27 @@ def test_async_preemption_holds_the_preemptor_while_victims_before_the_last_are_
     assert c.binder.bound == [("default/high", "n1")]
 
 
+class HeldFailingWriter(Writer):
+    """A Writer whose failing condition patch waits for ``release``, so the preemptor's scheduling cycle has
+    requeued it before the failure activates it. (Had the failure come while the pod was still in flight, the
+    ForceActivate event would send it to backoffQ, as upstream's queue does for a pod still backing off.)"""
+
+    def __init__(self) -> None:
+        super().__init__({"patch": ApiException(status=403, reason="Forbidden")})
+        self.release = threading.Event()
+
+    def patch_pod_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        assert self.release.wait(10), "test never released the patch"
+        super().patch_pod_status(namespace, name, patch)
+
+
 def test_async_preemption_failure_activates_the_preemptor() -> None:
-    w = Writer({"patch": ApiException(status=403, reason="Forbidden")})
+    w = HeldFailingWriter()
     c = Cluster(writer=w, async_preemption=True).add(node("n1"), pod("v", cpu="2", node_name="n1", priority=1))
     _, message = c.attempt(pod("p", cpu="1", priority=9))
     assert message == "0/1 nodes are available: 1 Insufficient cpu.", "the API error is not the cycle's"
     assert c.sink.nominated["default/p"] == "n1"
+    w.release.set()
     _preemption_done(c)
     assert [call[0] for call in w.calls] == ["patch"], "no delete after a failed condition patch"
     assert c.s.queue.queue_of(c.s._pending["uid-p"]) == "active", "no deletion event would requeue it"

@@ -472,17 +472,18 @@ def _pod_level(requests: dict[str, str], *containers: dict[str, Any], node: str 
     return pod_from_api({"metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"}, "spec": spec})
 
 
-def test_score_uses_pod_level_requests() -> None:
-    """calculatePodResourceRequest honours pod-level requests (PodLevelResources is on in 1.34):
-    cpu (4000-2000)*100/4000 = 50, memory (8-4)*100/8 = 50 -> 50 (not the 100m / 200Mi defaults)."""
-    assert score(plugin(), _pod_level({"cpu": "2", "memory": "4Gi"}), make_node(), []) == 50
+def test_score_ignores_pod_level_requests() -> None:
+    """Upstream v1.34 builds NodeResourcesFit's scorer without the PodLevelResources flag (fit.go), so its
+    score reads the containers only (found by the differential test against kube-scheduler): one container
+    without requests counts 100m / 200Mi, cpu (4000-100)*100/4000 = 97, memory (8192-200)*100/8192 = 97."""
+    assert score(plugin(), _pod_level({"cpu": "2", "memory": "4Gi"}), make_node(), []) == 97
 
 
 def test_score_defaults_each_container_missing_a_request_even_with_pod_level_requests() -> None:
-    """Pod-level memory only: cpu is the container sum with the 100m default for the second container,
-    (4000-600)*100/4000 = 85; memory (8-4)*100/8 = 50; (85+50)/2 = 67."""
+    """Pod-level memory is not read: cpu 500m + the 100m default, (4000-600)*100/4000 = 85; memory two
+    200Mi defaults, (8192-400)*100/8192 = 95; (85+95)/2 = 90."""
     pod = _pod_level({"memory": "4Gi"}, container("500m", name="a"), container(name="b"))
-    assert score(plugin(), pod, make_node(), []) == 67
+    assert score(plugin(), pod, make_node(), []) == 90
 
 
 def test_node_non_zero_requested_counts_pod_level_requests() -> None:

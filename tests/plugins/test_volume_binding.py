@@ -313,10 +313,23 @@ def test_filter_errors() -> None:
     st = env.filter(state, one("c"), "node-1")
     assert st is not None and st.code == Code.ERROR
     assert st.reasons[0].startswith("error creating internal label selector for claim: default/c:")
+    assert env.handle.stage_errors == ["predicate"]  # scheduler_volume_scheduling_stage_error_total
     env2 = Env([pvc("c", cls=WAIT, annotations={ANN_SELECTED_NODE: "node-1"})])
     state, _ = env2.prefilter(one("c"))
     # selected for node-1 but the class has no provisioner: not provisionable
     assert env2.filter(state, one("c"), "node-1").reasons == [ERR_REASON_BIND_CONFLICT]
+    assert env2.handle.stage_errors == []  # a node that does not fit is no error
+
+
+def test_reserve_error_when_the_pv_vanished_counts_as_assume_stage_error() -> None:
+    env = Env([pvc("c", cls=WAIT), wait_pv("local-1", "node-1")])
+    pod = one("c")
+    state, _ = env.prefilter(pod)
+    assert env.filter(state, pod, "node-1") is None
+    env.handle.store.delete("PersistentVolume", wait_pv("local-1", "node-1"))
+    s = env.pl.reserve(state, pod.with_node("node-1"), "node-1")
+    assert s is not None and s.code == Code.ERROR
+    assert env.handle.stage_errors == ["assume"]
 
 
 # --- Reserve / Unreserve / PreBind ------------------------------------------------------------------------
@@ -403,6 +416,7 @@ def test_prebind_fails_when_the_pod_is_deleted_or_the_write_fails() -> None:
     _, s = env2.schedule(one("c"), "node-1")
     assert s is not None and s.code == Code.ERROR and s.reasons == ['persistentvolumes "local-1" is forbidden']
     assert env2.pl.pv_cache.assumed_count() == 0  # the unwritten assumption was restored
+    assert env.handle.stage_errors == env2.handle.stage_errors == ["bind"]
 
 
 def test_prebind_fails_when_provisioning_is_given_up() -> None:

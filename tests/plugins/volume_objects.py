@@ -238,6 +238,7 @@ class VolumeHandle(FakeHandle):
         self.controller = controller
         self.deleted_pods: set[str] = set()
         self.fail_updates: str | None = None
+        self.stage_errors: list[str] = []  # volume_scheduling_stage_failed operations, in order
 
     def objects(self) -> ObjectStore:
         return self.store
@@ -262,3 +263,6 @@ class VolumeHandle(FakeHandle):
 
     def pod_exists(self, pod: Pod) -> bool:
         return pod.uid not in self.deleted_pods
+
+    def volume_scheduling_stage_failed(self, operation: str) -> None:
+        self.stage_errors.append(operation)

@@ -257,7 +257,9 @@ def test_metrics_callback_sees_incoming_pods() -> None:
     q, _ = make_queue(metrics=lambda queue, event: records.append((queue, event)))
     q.add(make_pod("a"))
     q.add(make_pod("g", gates=("x",)))
-    assert records == [("active", "UnschedulablePodAdd"), ("gated", "UnschedulablePodAdd")]
+    # A gated pod enters unschedulablePods: upstream's queue_incoming_pods_total says "unschedulable"
+    # (only scheduler_pending_pods tells gated pods apart).
+    assert records == [("active", "UnschedulablePodAdd"), ("unschedulable", "UnschedulablePodAdd")]
 
 
 def test_pre_enqueue_runs_only_for_the_pods_profile() -> None:

@@ -245,6 +245,10 @@ def test_podgroup_status_phases_are_observed_in_order(
     assert phases == ["Pending", "Scheduling", "Scheduled", "Running", "Finished"], phases
     assert (last["scheduled"], last["succeeded"], last["failed"]) == (2, 2, 0)
     assert last.get("scheduleStartTime")
-    reasons = [e.reason for e in client.EventsV1Api(api).list_namespaced_event(
-        ns, field_selector="regarding.name=life").items]
-    assert {"Scheduling", "Scheduled", "Finished"} <= set(reasons)
+
+    def reasons() -> set[str]:
+        return {e.reason for e in client.EventsV1Api(api).list_namespaced_event(
+            ns, field_selector="regarding.name=life").items}
+
+    # Events are posted by the recorder's own thread, after the status write the watch saw.
+    wait_for(lambda: {"Scheduling", "Scheduled", "Finished"} <= reasons(), 30, what="the PodGroup's phase events")

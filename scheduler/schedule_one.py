@@ -161,7 +161,7 @@ class SchedulingAlgorithm:
     ) -> ScheduleResult:
         """Choose a node. Raises NoNodesAvailableError, FitError (no node fits; the diagnosis
         says why per node) or FrameworkError (a plugin errored)."""
-        all_nodes = list(snapshot.list())
+        all_nodes = snapshot.list()  # read-only; the snapshot changes only at the next cycle start
         if not all_nodes:
             raise NoNodesAvailableError()
         feasible, diagnosis, positions = self.find_nodes_that_fit_pod(fwk, state, pod, snapshot, all_nodes, nominator)

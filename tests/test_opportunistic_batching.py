@@ -20,6 +20,7 @@ from scheduler.app.offline import OfflineWriter, RecordingBinder, RecordingEvent
 from scheduler.config.load import build_registry, load_dict
 from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
 from scheduler.framework.batch import OpportunisticBatch, template_key
+from scheduler.framework.features import Features
 from scheduler.model.pod import pod_from_api
 from scheduler.scheduler import Scheduler
 
@@ -43,12 +44,14 @@ def node_obj(
         status["images"] = [{"names": ["repo/app:v1"], "sizeBytes": 400 * 2**20}]
     return {"apiVersion": "v1", "kind": "Node", "spec": spec, "status": status, "metadata": {
         "name": f"n{i}", "uid": f"node-{i}", "resourceVersion": str(rv), "creationTimestamp": TS,
-        "labels": {"kubernetes.io/hostname": f"n{i}", ZONE: f"z{zone}", "disk": label}}}
+        # Nodes labelled disk=c share one hostname value: pod (anti-)affinity on it is then not node-local.
+        "labels": {"kubernetes.io/hostname": "shared" if label == "c" else f"n{i}", ZONE: f"z{zone}", "disk": label}}}
 
 
 # Mostly untainted, so that over 100 nodes (k) are often feasible with a few rejected among them.
 node_st = st.tuples(st.sampled_from(["1", "2", "4"]), st.integers(1, 4), st.integers(0, 2),
-                    st.sampled_from([False, False, False, False, True]), st.sampled_from(["a", "a", "a", "b"]),
+                    st.sampled_from([False, False, False, False, True]),
+                    st.sampled_from(["a", "a", "a", "b", "a", "c"]),
                     st.booleans())
 
 
@@ -65,7 +68,8 @@ def template_st(draw: st.DrawFn) -> dict[str, Any]:
                             "volumes": [{"name": "token", "projected": {"sources": []}}]}
     if draw(st.booleans()):
         spec["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
-    kind = draw(st.sampled_from(["plain", "plain", "selector", "preferred", "anti", "spread", "claim"]))
+    kind = draw(st.sampled_from(["plain", "plain", "selector", "preferred", "anti", "spread", "claim", "anti-zone",
+                                 "pod-preferred"]))
     labels = {"app": draw(st.sampled_from(["x", "y"]))}
     if kind == "selector":
         spec["nodeSelector"] = {"disk": "a"}
@@ -75,6 +79,13 @@ def template_st(draw: st.DrawFn) -> dict[str, Any]:
     elif kind == "anti":
         spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
             {"labelSelector": {"matchLabels": labels}, "topologyKey": "kubernetes.io/hostname"}]}}
+    elif kind == "anti-zone":
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": labels}, "topologyKey": ZONE}]}}
+    elif kind == "pod-preferred":
+        spec["affinity"] = {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 7, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "x"}},
+                                              "topologyKey": "kubernetes.io/hostname"}}]}}
     elif kind == "spread":
         spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
                                               "labelSelector": {"matchLabels": labels}}]
@@ -101,12 +112,16 @@ class World:
     """One scheduler and the objects it was told about."""
 
     def __init__(self, batching: bool, seed: int) -> None:
+        # A clock of its own, advanced by the test: backoff expiries must not depend on how fast a world runs;
+        # preemption on the scheduling thread: victims evicted by another thread go at times neither controls.
+        self.now = 1000.0
         cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                          "pyScheduler": {"opportunisticBatching": batching}}, [NAME])
         self.writer = OfflineWriter()
         self.sink = RecordingEventSink()
         self.sched = Scheduler(cfg, build_registry(cfg), RecordingBinder(), self.sink, None, writer=self.writer,
-                               synchronous_binding=True, rng=random.Random(seed))
+                               synchronous_binding=True, rng=random.Random(seed), clock=lambda: self.now,
+                               features=Features(enable_async_preemption=False))
         self.writer.connect(self.sched)
         self.bindings: list[tuple[str, str]] = []
 
@@ -179,6 +194,7 @@ def test_batching_decides_as_the_reference_path(
         elif kind == "unnominate" and nominated:
             nominated.pop(0)
         for w in worlds:
+            w.now += 0.7  # past some pods' backoff, not all of them
             w.run(pods)
         on, off = worlds
         assert on.bindings == off.bindings

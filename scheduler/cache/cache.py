@@ -299,13 +299,14 @@ class Cache:
     def update_snapshot(self, snapshot: Snapshot) -> None:
         """Bring `snapshot` up to date, cloning only NodeInfos changed since its last update.
 
-        The node list and affinity lists are rebuilt only when membership may have changed, as
-        upstream does (a zone change alone keeps the old list order, as upstream). Raises
+        The node list is rebuilt only when node membership may have changed, as upstream does (a zone
+        change alone keeps the old list order, as upstream); a node whose pods join or leave the affinity
+        lists is put in or taken out in place (upstream rebuilds those lists: same order, O(log n)). Raises
         SnapshotInconsistentError after repairing the snapshot if it disagreed with the node tree.
         """
         with self._lock:
             since = snapshot.generation
-            rebuild_all = flip_affinity = flip_anti = False
+            rebuild_all = False
             replaced: list[tuple[str, NodeInfo]] = []
             for name, info in reversed(self._nodes.items()):
                 if info.generation <= since:
@@ -317,15 +318,13 @@ class Cache:
                 if old is None:
                     rebuild_all = True
                     continue
-                flip_affinity |= bool(old.pods_with_affinity) != bool(clone.pods_with_affinity)
-                flip_anti |= bool(old.pods_with_required_anti_affinity) != bool(clone.pods_with_required_anti_affinity)
                 replaced.append((name, clone))
             if self._nodes:
                 snapshot.generation = next(reversed(self._nodes.values())).generation
             if snapshot.map_size() > self._tree.num_nodes:
                 self._drop_deleted(snapshot)
                 rebuild_all = True
-            self._refresh_lists(snapshot, replaced, rebuild_all, flip_affinity or flip_anti)
+            self._refresh_lists(snapshot, replaced, rebuild_all)
             if snapshot.num_nodes() != self._tree.num_nodes:
                 msg = (
                     f"snapshot state is not consistent, length of NodeInfoList={snapshot.num_nodes()} not equal to "
@@ -333,7 +332,7 @@ class Cache:
                     f"length of nodes in cache={len(self._nodes)}, trying to recover"
                 )
                 log.error(msg)
-                self._refresh_lists(snapshot, [], True, True)
+                self._refresh_lists(snapshot, [], True)
                 raise SnapshotInconsistentError(msg)
 
     def _drop_deleted(self, snapshot: Snapshot) -> None:
@@ -342,16 +341,11 @@ class Cache:
                 snapshot.drop(name)
 
     def _refresh_lists(
-        self, snapshot: Snapshot, replaced: list[tuple[str, NodeInfo]], rebuild_all: bool, flipped: bool
+        self, snapshot: Snapshot, replaced: list[tuple[str, NodeInfo]], rebuild_all: bool
     ) -> None:
         if rebuild_all:
             for name in snapshot.rebuild_list(self._tree.list()):
                 log.error("node exists in node tree but not in snapshot", node=name)
-            snapshot.rebuild_affinity_lists()
-            return
-        if flipped:
-            for name, clone in replaced:
-                snapshot.replace_in_list(name, clone)
             snapshot.rebuild_affinity_lists()
             return
         for name, clone in replaced:

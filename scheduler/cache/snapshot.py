@@ -8,6 +8,7 @@ fresh clones), so a cycle costs O(changed nodes). Plugins read it through the Sh
 from __future__ import annotations
 
 import builtins
+from bisect import bisect_left
 from collections.abc import Sequence, Set
 
 from scheduler.framework.types import NodeInfo
@@ -22,9 +23,9 @@ class Snapshot:
 
     __slots__ = (
         "_affinity",
-        "_affinity_pos",
+        "_affinity_at",
         "_anti_affinity",
-        "_anti_affinity_pos",
+        "_anti_affinity_at",
         "_changed",
         "_epoch",
         "_infos",
@@ -38,10 +39,11 @@ class Snapshot:
         self._infos: dict[str, NodeInfo] = {}
         self._list: list[NodeInfo] = []
         self._pos: dict[str, int] = {}
+        # The affinity sub-lists and, in step, their entries' positions in the node list (sorted).
         self._affinity: list[NodeInfo] = []
-        self._affinity_pos: dict[str, int] = {}
+        self._affinity_at: list[int] = []
         self._anti_affinity: list[NodeInfo] = []
-        self._anti_affinity_pos: dict[str, int] = {}
+        self._anti_affinity_at: list[int] = []
         self._pvc_users: dict[str, int] = {}  # "ns/claim" -> number of snapshot nodes whose pods use it
         self.generation = 0  # highest NodeInfo generation already copied in
         # Positions in the node list whose NodeInfo was replaced, in order, since the list was last rebuilt
@@ -107,7 +109,7 @@ class Snapshot:
 
     def put(self, name: str, info: NodeInfo) -> NodeInfo | None:
         """Replace (or insert) a node's NodeInfo in the map; return the previous one. The lists are
-        brought up to date by `patch`, `replace_in_list` or `rebuild_list`."""
+        brought up to date by `patch` or `rebuild_list`."""
         old = self._infos.get(name)
         self._infos[name] = info
         self._count_pvcs(old, -1)
@@ -130,19 +132,13 @@ class Snapshot:
                 users.pop(key, None)
 
     def patch(self, name: str, info: NodeInfo) -> None:
-        """Put a replaced NodeInfo at its existing positions (membership of every list unchanged)."""
-        self._list[self._pos[name]] = info
+        """Put a replaced NodeInfo at its position in the node list; it joins, stays in or leaves each
+        affinity sub-list by what its pods now have (O(log n) and a memmove, not a rebuild)."""
+        pos = self._pos[name]
+        self._list[pos] = info
         self._log_change(name)
-        if name in self._affinity_pos:
-            self._affinity[self._affinity_pos[name]] = info
-        if name in self._anti_affinity_pos:
-            self._anti_affinity[self._anti_affinity_pos[name]] = info
-
-    def replace_in_list(self, name: str, info: NodeInfo) -> None:
-        """Put a replaced NodeInfo at its position in the node list only (the affinity lists are
-        rebuilt next, since its affinity membership changed)."""
-        self._list[self._pos[name]] = info
-        self._log_change(name)
+        _place(self._affinity, self._affinity_at, pos, info, bool(info.pods_with_affinity))
+        _place(self._anti_affinity, self._anti_affinity_at, pos, info, bool(info.pods_with_required_anti_affinity))
 
     def rebuild_list(self, names: Sequence[str]) -> builtins.list[str]:
         """Rebuild the node list in the given (tree) order; returns names missing from the map."""
@@ -162,13 +158,26 @@ class Snapshot:
 
     def rebuild_affinity_lists(self) -> None:
         """Affinity sub-lists in node-list order, as upstream rebuilds them from nodeInfoList."""
-        self._affinity, self._affinity_pos = [], {}
-        self._anti_affinity, self._anti_affinity_pos = [], {}
-        for info in self._list:
-            name = info.name
+        self._affinity, self._affinity_at = [], []
+        self._anti_affinity, self._anti_affinity_at = [], []
+        for pos, info in enumerate(self._list):
             if info.pods_with_affinity:
-                self._affinity_pos[name] = len(self._affinity)
+                self._affinity_at.append(pos)
                 self._affinity.append(info)
             if info.pods_with_required_anti_affinity:
-                self._anti_affinity_pos[name] = len(self._anti_affinity)
+                self._anti_affinity_at.append(pos)
                 self._anti_affinity.append(info)
+
+
+def _place(infos: list[NodeInfo], at: list[int], pos: int, info: NodeInfo, member: bool) -> None:
+    """Keep ``infos`` (node-list order, positions in ``at``) holding ``info`` at ``pos`` iff ``member``."""
+    i = bisect_left(at, pos)
+    present = i < len(at) and at[i] == pos
+    if member and present:
+        infos[i] = info
+    elif member:
+        at.insert(i, pos)
+        infos.insert(i, info)
+    elif present:
+        del at[i]
+        del infos[i]

@@ -425,6 +425,20 @@ class NormalizeValuesExtension(Protocol):
 
 
 @runtime_checkable
+class NodeChangeLog(Protocol):
+    """A snapshot that logs which positions of ``list()`` got a new NodeInfo (cache.Snapshot does): sums
+    over every node (opportunistic batching, ``NodeTotals``) then redo only those between two cycles."""
+
+    def change_mark(self) -> Hashable:
+        """Where the log stands now."""
+        ...
+
+    def changed_since(self, mark: Any) -> list[int] | None:
+        """Positions replaced since ``mark``; None when unknown (list rebuilt, another snapshot's mark)."""
+        ...
+
+
+@runtime_checkable
 class SignPlugin(Protocol):
     """Opportunistic batching (upstream KEP-5598's SignPlugin): pods with one signature reuse the previous
     pod's Filter verdicts and Score values on every node whose NodeInfo is unchanged. A profile batches only

@@ -11,9 +11,9 @@ parsed once in its life, not once per scheduling cycle.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -41,6 +41,7 @@ from scheduler.model.jsonutil import plain
 from scheduler.model.labels import NOTHING, LabelSelector, parse_label_selector
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
+from scheduler.plugins.node_totals import Contribute, Contribution, NodeTotalsCache
 from scheduler.plugins.spreading import as_node, as_pod, object_labels
 
 NAME = "InterPodAffinity"
@@ -280,12 +281,14 @@ class _PreFilterState:
 
 
 class _PreScoreState:
-    """Weighted sums per topology key and value; read-only after PreScore, so clone shares it."""
+    """Weighted sums per (topologyKey, value) and the keys that have any; read-only after PreScore, so
+    clone shares it."""
 
-    __slots__ = ("topology_score",)
+    __slots__ = ("keys", "topology_score")
 
-    def __init__(self, topology_score: dict[str, dict[str, int]]) -> None:
+    def __init__(self, topology_score: dict[TopologyPair, int], keys: Sequence[str]) -> None:
         self.topology_score = topology_score
+        self.keys = tuple(keys)
 
     def clone(self) -> _PreScoreState:
         return self
@@ -304,6 +307,99 @@ def _contribution_signature(pod: Pod) -> object:
 _SIGNATURE_KEY = "InterPodAffinity.signature"
 
 
+def _pre_filter_contribution(s: _PreFilterState) -> Contribute:
+    """What one node adds to PreFilter's three counters (slots 0: existing pods' anti-affinity to the
+    incoming pod, 1: its affinity, 2: its anti-affinity; slot 3: the topology keys counted in slot 0).
+    Existing pods alike are matched once."""
+    existing_keys: dict[object, list[str]] = {}
+    incoming_keys: dict[object, tuple[list[str], list[str]]] = {}
+    incoming = bool(s.required_affinity or s.required_anti_affinity)
+
+    def keys_against_incoming(existing: Pod) -> list[str]:
+        sig = _contribution_signature(existing)
+        keys = existing_keys.get(sig)
+        if keys is None:
+            keys = existing_keys[sig] = [t.topology_key for t in affinity_terms(existing).required_anti_affinity
+                                         if t.matches(s.pod, s.ns_labels)]
+        return keys
+
+    def keys_of_incoming(existing: Pod) -> tuple[list[str], list[str]]:
+        sig = _contribution_signature(existing)
+        keys = incoming_keys.get(sig)
+        if keys is None:
+            affinity = ([t.topology_key for t in s.required_affinity]
+                        if pod_matches_all_terms(s.required_affinity, existing) else [])
+            anti = [t.topology_key for t in s.required_anti_affinity if t.matches(existing, None)]
+            keys = incoming_keys[sig] = (affinity, anti)
+        return keys
+
+    def contribute(ni: NodeInfo) -> Contribution:
+        node = ni.node
+        if node is None:
+            return []
+        labels = node.labels
+        out: Contribution = []
+        for existing in ni.pods_with_required_anti_affinity.values():
+            for key in keys_against_incoming(existing):
+                value = labels.get(key)
+                if value is not None:
+                    out.append((0, (key, value), 1))
+                    out.append((3, key, 1))
+        if incoming:
+            for existing in ni.pods.values():
+                affinity, anti = keys_of_incoming(existing)
+                _append_pairs(out, 1, affinity, labels, 1)
+                _append_pairs(out, 2, anti, labels, 1)
+        return out
+
+    return contribute
+
+
+def _pre_score_contribution(contributions: Callable[[Pod], list[tuple[str, int]]], all_pods: bool) -> Contribute:
+    """What one node adds in PreScore: slot 0 the weights per (key, value), slot 1 (key None) the number
+    of matching terms (a match counts even when weights cancel out), slot 2 the keys seen. Only pods with
+    affinity contribute unless the incoming pod has preferred terms (``all_pods``)."""
+    by_signature: dict[object, list[tuple[str, int]]] = {}
+
+    def contribute(ni: NodeInfo) -> Contribution:
+        node = ni.node
+        if node is None or not node.labels:
+            return []
+        labels = node.labels
+        out: Contribution = []
+        for existing in (ni.pods if all_pods else ni.pods_with_affinity).values():
+            sig = _contribution_signature(existing)
+            found = by_signature.get(sig)
+            if found is None:
+                found = by_signature[sig] = contributions(existing)
+            for key, weight in found:
+                value = labels.get(key)
+                if value is not None:
+                    out.append((0, (key, value), weight))
+                    out.append((1, None, 1))
+                    out.append((2, key, 1))
+        return out
+
+    return contribute
+
+
+def _label_value_contribution(key: str) -> Contribute:
+    """Slot 0: nodes per value of the label ``key``; slot 1 (key None): nodes that have the label."""
+
+    def contribute(ni: NodeInfo) -> Contribution:
+        value = ni.node.labels.get(key) if ni.node is not None else None
+        return [] if value is None else [(0, value, 1), (1, None, 1)]
+
+    return contribute
+
+
+def _append_pairs(out: Contribution, slot: int, keys: Sequence[str], labels: Mapping[str, str], n: int) -> None:
+    for key in keys:
+        value = labels.get(key)
+        if value is not None:
+            out.append((slot, (key, value), n))
+
+
 # ----- the plugin -----------------------------------------------------------------------------------
 
 
@@ -314,19 +410,72 @@ class InterPodAffinity:
 
 
     def sign_pod(self, pod: Pod) -> Hashable | None:
-        """Batchable only when neither the pod nor any scheduled pod has (anti-)affinity terms: otherwise
-        verdicts and scores count pods on other nodes of a topology domain."""
+        """Batchable when every topology key that can matter for the pod has a distinct value on each node
+        (kubernetes.io/hostname, as a rule): a node's verdict and score then depend on its own pods only.
+
+        The keys that matter are the pod's own terms' and those of other pods' terms that match it (with
+        pods there). Not batchable: required pod affinity (the first pod of a group may go anywhere, a
+        cluster-wide condition), namespace selectors in the pod's terms (Namespace objects decide), terms
+        that do not parse. The namespace's labels and the keys are part of the signature."""
         snapshot = self.handle.snapshot()
-        if pod.has_affinity or snapshot.have_pods_with_affinity_list() \
-                or snapshot.have_pods_with_required_anti_affinity_list():
+        if not pod.has_affinity and not snapshot.have_pods_with_affinity_list() \
+                and not snapshot.have_pods_with_required_anti_affinity_list():
+            return ()
+        terms = affinity_terms(pod)
+        own = terms.required_anti_affinity + tuple(w.term for w in terms.preferred_affinity) \
+            + tuple(w.term for w in terms.preferred_anti_affinity)
+        if terms.errors or terms.required_affinity or any(not t.ns_selector.nothing for t in own):
             return None
-        return ()
+        ns_labels = self._namespace_labels(pod.namespace)
+        nodes = snapshot.list()
+        keys: set[Hashable] = {t.topology_key for t in own}
+        keys.update(self._filter_sums(pod, (), terms.required_anti_affinity, ns_labels, nodes)[3])
+        keys.update(self._score_sums(pod, terms.preferred_affinity, terms.preferred_anti_affinity, ns_labels,
+                                     _has_preferred_constraints(pod))[2])
+        if not all(self._unique_values(cast(str, key)) for key in keys):
+            return None
+        return tuple(sorted(ns_labels.items())), frozenset(keys)
+
+    def _unique_values(self, key: str) -> bool:
+        """No two nodes of the snapshot share a value of the label ``key``."""
+        values, labelled = self._label_values.get(key, 2, _label_value_contribution(key)).refresh(
+            self.handle.snapshot().list(), self.handle.snapshot())
+        return len(values) == labelled.get(None, 0)
+
+    def _filter_sums(
+        self, pod: Pod, required_affinity: tuple[AffinityTerm, ...], required_anti_affinity: tuple[AffinityTerm, ...],
+        ns_labels: Mapping[str, str], nodes: Sequence[NodeInfo],
+    ) -> list[dict[Hashable, int]]:
+        """PreFilter's counters over ``nodes`` (slots of ``_pre_filter_contribution``), kept across cycles."""
+        key = (_contribution_signature(pod), tuple(sorted(ns_labels.items())), required_affinity,
+               required_anti_affinity)
+        s = _PreFilterState(pod, required_affinity, required_anti_affinity, ns_labels)
+        return self._pre_filter_totals.get(key, 4, _pre_filter_contribution(s)).refresh(nodes, self.handle.snapshot())
+
+    def _score_sums(
+        self, pod: Pod, preferred: tuple[WeightedAffinityTerm, ...], preferred_anti: tuple[WeightedAffinityTerm, ...],
+        ns_labels: Mapping[str, str], has_constraints: bool,
+    ) -> list[dict[Hashable, int]]:
+        """PreScore's sums over every node (slots of ``_pre_score_contribution``), kept across cycles."""
+        key = (_contribution_signature(pod), tuple(sorted(ns_labels.items())), preferred, preferred_anti,
+               has_constraints)
+
+        def contributions(existing: Pod) -> list[tuple[str, int]]:
+            return self._contributions(pod, ns_labels, preferred, preferred_anti, existing)
+
+        snapshot = self.handle.snapshot()
+        totals = self._pre_score_totals.get(key, 3, _pre_score_contribution(contributions, has_constraints))
+        return totals.refresh(snapshot.list(), snapshot)
 
     def __init__(self, args: InterPodAffinityArgs | Mapping[str, Any], handle: Handle) -> None:
         a = plugin_args(InterPodAffinityArgs, args)
         self.hard_pod_affinity_weight = a.hard_pod_affinity_weight
         self.ignore_preferred_terms_of_existing_pods = a.ignore_preferred_terms_of_existing_pods
         self.handle = handle
+        # The walks over every node's pods, kept per incoming pod kind and redone on changed nodes only.
+        self._pre_filter_totals = NodeTotalsCache()
+        self._pre_score_totals = NodeTotalsCache()
+        self._label_values = NodeTotalsCache()  # per label key: nodes per value (are values unique?)
 
     # --- namespaces -------------------------------------------------------------------------------
 
@@ -368,58 +517,14 @@ class InterPodAffinity:
             return None, unresolvable(f"parsing pod: {terms.parse_error}")
         s = _PreFilterState(pod, self._merge_namespaces(terms.required_affinity),
                             self._merge_namespaces(terms.required_anti_affinity), self._namespace_labels(pod.namespace))
-        s.existing_anti_affinity_counts = self._existing_anti_affinity_counts(
-            pod, s.ns_labels, self.handle.snapshot().have_pods_with_required_anti_affinity_list())
-        self._incoming_counts(s, nodes)
+        totals = self._filter_sums(pod, s.required_affinity, s.required_anti_affinity, s.ns_labels, nodes)
+        s.existing_anti_affinity_counts = cast(Counts, dict(totals[0]))
+        s.affinity_counts = cast(Counts, dict(totals[1]))
+        s.anti_affinity_counts = cast(Counts, dict(totals[2]))
         if not s.existing_anti_affinity_counts and not s.required_affinity and not s.required_anti_affinity:
             return None, skip()
         state.write(PRE_FILTER_STATE_KEY, s)
         return None, None
-
-    @staticmethod
-    def _existing_anti_affinity_counts(pod: Pod, ns_labels: Mapping[str, str], nodes: Sequence[NodeInfo]) -> Counts:
-        """Existing pods' required anti-affinity terms that match the incoming pod (the symmetry check).
-        Pods alike (same namespace, labels and affinity) are matched once."""
-        counts: Counts = {}
-        keys_by_signature: dict[object, list[str]] = {}
-        for ni in nodes:
-            node = ni.node
-            if node is None:
-                continue
-            for existing in ni.pods_with_required_anti_affinity.values():
-                sig = _contribution_signature(existing)
-                keys = keys_by_signature.get(sig)
-                if keys is None:
-                    keys = keys_by_signature[sig] = [
-                        t.topology_key for t in affinity_terms(existing).required_anti_affinity
-                        if t.matches(pod, ns_labels)]
-                for key in keys:
-                    _bump(counts, node, key, 1)
-        return counts
-
-    @staticmethod
-    def _incoming_counts(s: _PreFilterState, nodes: Sequence[NodeInfo]) -> None:
-        """Existing pods matching the incoming pod's required affinity (all terms) / anti-affinity (each).
-        Pods alike are matched once."""
-        if not s.required_affinity and not s.required_anti_affinity:
-            return
-        keys_by_signature: dict[object, tuple[list[str], list[str]]] = {}
-        for ni in nodes:
-            node = ni.node
-            if node is None:
-                continue
-            for existing in ni.pods.values():
-                sig = _contribution_signature(existing)
-                keys = keys_by_signature.get(sig)
-                if keys is None:
-                    affinity = ([t.topology_key for t in s.required_affinity]
-                                if pod_matches_all_terms(s.required_affinity, existing) else [])
-                    anti = [t.topology_key for t in s.required_anti_affinity if t.matches(existing, None)]
-                    keys = keys_by_signature[sig] = (affinity, anti)
-                for key in keys[0]:
-                    _bump(s.affinity_counts, node, key, 1)
-                for key in keys[1]:
-                    _bump(s.anti_affinity_counts, node, key, 1)
 
     def pre_filter_extensions(self) -> InterPodAffinity:
         return self
@@ -470,38 +575,14 @@ class InterPodAffinity:
             return skip()
         if terms.errors:
             return error(f"failed to parse pod: {terms.parse_error}")
-        snapshot = self.handle.snapshot()
-        all_nodes = snapshot.list() if has_constraints else snapshot.have_pods_with_affinity_list()
         preferred = self._merge_weighted(terms.preferred_affinity)
         preferred_anti = self._merge_weighted(terms.preferred_anti_affinity)
         ns_labels = self._namespace_labels(pod.namespace)
-        scores: dict[str, dict[str, int]] = {}
-        contributed = False
-        # What an existing pod adds depends on its namespace, labels and affinity, not on which pod it is:
-        # pods of one template are matched once per cycle (the walk covers every pod of the cluster).
-        by_signature: dict[object, list[tuple[str, int]]] = {}
-        for ni in all_nodes:
-            node = ni.node
-            if node is None or not node.labels:
-                continue
-            node_labels = node.labels
-            existing_pods = ni.pods if has_constraints else ni.pods_with_affinity
-            for existing in existing_pods.values():
-                sig = _contribution_signature(existing)
-                contributions = by_signature.get(sig)
-                if contributions is None:
-                    contributions = by_signature[sig] = self._contributions(
-                        pod, ns_labels, preferred, preferred_anti, existing)
-                for key, weight in contributions:
-                    value = node_labels.get(key)
-                    if value is None:
-                        continue
-                    contributed = True
-                    per_value = scores.setdefault(key, {})
-                    per_value[value] = per_value.get(value, 0) + weight
-        if not contributed:
+        scores, hits, keys = self._score_sums(pod, preferred, preferred_anti, ns_labels, has_constraints)
+        if not hits:
             return skip()
-        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(scores))
+        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(cast(dict[TopologyPair, int], dict(scores)),
+                                                        cast(list[str], list(keys))))
         return None
 
     def _merge_weighted(self, terms: tuple[WeightedAffinityTerm, ...]) -> tuple[WeightedAffinityTerm, ...]:
@@ -535,7 +616,8 @@ class InterPodAffinity:
         s = state.get(PRE_SCORE_STATE_KEY)
         if not isinstance(s, _PreScoreState):
             return [], error(f'failed to read "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
-        items = tuple(s.topology_score.items())
+        keys = s.keys
+        score_of = s.topology_score.get
         out: list[int] = []
         append = out.append
         for ni in nodes:
@@ -544,10 +626,10 @@ class InterPodAffinity:
                 return [], error("node not found")
             labels = node.labels
             total = 0
-            for key, per_value in items:
+            for key in keys:
                 value = labels.get(key)
                 if value is not None:
-                    total += per_value.get(value, 0)
+                    total += score_of((key, value), 0)
             append(total)
         return out, None
 
@@ -559,7 +641,7 @@ class InterPodAffinity:
         s = state.get(PRE_SCORE_STATE_KEY)
         if not isinstance(s, _PreScoreState):
             return error(f'failed to read "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
-        if not s.topology_score or not scores:
+        if not s.keys or not scores:
             return None
         lo = min(ns.score for ns in scores)
         diff = max(ns.score for ns in scores) - lo

@@ -459,22 +459,23 @@ def check_inter_pod_affinity_grouping(cluster: tuple[list[Node], list[Pod], Pod]
     preferred = plugin._merge_weighted(terms.preferred_affinity)
     preferred_anti = plugin._merge_weighted(terms.preferred_anti_affinity)
     ns_labels = plugin._namespace_labels(pod.namespace)
-    expected: dict[str, dict[str, int]] = {}
-    contributed = False
+    expected: dict[tuple[str, str], int] = {}
+    keys: set[str] = set()
     for ni in infos:
         assert ni.node is not None
         for ex in (ni.pods if has_constraints else ni.pods_with_affinity).values():
             for key, weight in plugin._contributions(pod, ns_labels, preferred, preferred_anti, ex):
                 value = ni.node.labels.get(key)
                 if value is not None:
-                    contributed = True
-                    per_value = expected.setdefault(key, {})
-                    per_value[value] = per_value.get(value, 0) + weight
-    if not contributed:
+                    keys.add(key)
+                    expected[key, value] = expected.get((key, value), 0) + weight
+    if not keys:
         assert status is not None and status.code == Code.SKIP
     else:
         assert status is None
-        assert state.get(IPA_STATE).topology_score == expected
+        got = state.get(IPA_STATE)
+        assert got.topology_score == {k: v for k, v in expected.items() if v}  # zero sums read as absent
+        assert set(got.keys) == keys
     # PreFilter's counters, grouped the same way, against counting pod by pod; also for a variant of the pod
     # that has required terms of both kinds, which random pods seldom have.
     _assert_pre_filter_counts(plugin, pod, infos)

@@ -420,6 +420,8 @@ def add_extender_scores(
     (and tell the observer, if any, as it is told a score plugin's). An extender that fails contributes
     nothing, whether ignorable or not, as upstream. The extenders are asked one after the other where
     upstream asks them concurrently; the sums are the same."""
+    if not extenders:
+        return
     index = {n.name: i for i, n in enumerate(nodes)}
     for ext in extenders:
         if not ext.is_prioritizer() or not ext.is_interested(pod):

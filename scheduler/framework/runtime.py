@@ -615,7 +615,8 @@ class Framework:
         if self.observer is not None:
             self.observer.begin(pod)
         try:
-            all_nodes = list(nodes) if nodes is not None else list(self.handle.snapshot().list())
+            # The snapshot's own list when it is that (plugins' kept sums recognise it), read-only.
+            all_nodes = nodes if nodes is not None else self.handle.snapshot().list()
             result, status, with_nodes = self._pre_filter_loop(state, pod, all_nodes, skip)
             return result, status, with_nodes
         finally:

@@ -16,10 +16,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from scheduler.config.args import plugin_args
 from scheduler.config.types_pluginargs import SYSTEM_DEFAULTING, PodTopologySpreadArgs
+from scheduler.framework.batch import template_key
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     CycleState,
@@ -50,10 +51,12 @@ from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.model.taints import NO_EXECUTE, NO_SCHEDULE, first_untolerated
 from scheduler.plugins.generation_memo import GenerationMemo
+from scheduler.plugins.node_totals import Contribute, Contribution, NodeTotalsCache
 from scheduler.plugins.spreading import (
     COUNTED_SELECTORS,
     as_node,
     as_pod,
+    count_matching_pods,
     default_selector,
     matching_pod_counter,
     selector_from_set,
@@ -249,6 +252,34 @@ def _node_has_all_keys(labels: Mapping[str, str], constraints: Sequence[Topology
     return all(c.topology_key in labels for c in constraints)
 
 
+def _domain_contribution(
+    pod: Pod, constraints: tuple[TopologySpreadConstraint, ...], require_all: bool, required_key: bool
+) -> Contribute:
+    """What one node adds, per constraint i: slot 2i its domain (the node counts: it has the keys and
+    passes the inclusion policies), slot 2i+1 the pod's matching pods there. ``require_all``: a node
+    lacking any constraint's key counts for none; ``required_key``: the domain is the node's value of
+    the key (else a missing key is the domain "")."""
+    required = required_node_affinity(pod)
+    namespace = pod.namespace
+
+    def contribute(ni: NodeInfo) -> Contribution:
+        node = ni.node
+        if node is None or (require_all and not _node_has_all_keys(node.labels, constraints)):
+            return []
+        out: Contribution = []
+        for i, c in enumerate(constraints):
+            if not c.match_node_inclusion_policies(pod, node, required):
+                continue
+            value = node.labels[c.topology_key] if required_key else node.labels.get(c.topology_key, "")
+            out.append((2 * i, value, 1))
+            n = count_matching_pods(ni.pods.values(), c.selector, namespace)
+            if n:
+                out.append((2 * i + 1, value, n))
+        return out
+
+    return contribute
+
+
 # ----- PreFilter state -------------------------------------------------------------------------------
 
 
@@ -347,6 +378,9 @@ class PodTopologySpread:
     def __init__(self, args: PodTopologySpreadArgs | Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle
         self._counts: GenerationMemo[int] = GenerationMemo(COUNTED_SELECTORS)
+        # Per pod template: its domains and matching pods per domain over all nodes, kept across cycles.
+        self._pre_filter_totals = NodeTotalsCache()
+        self._pre_score_totals = NodeTotalsCache()
         a = plugin_args(PodTopologySpreadArgs, args)
         self.system_defaulted = a.defaulting_type == SYSTEM_DEFAULTING
         if self.system_defaulted:
@@ -412,17 +446,12 @@ class PodTopologySpread:
         if not constraints:
             return None, skip()
         s = _PreFilterState(constraints)
-        required = required_node_affinity(pod)
-        counters = [matching_pod_counter(self._counts, c.selector, pod.namespace) for c in constraints]
-        for ni in nodes:
-            node = ni.node
-            if node is None or not _node_has_all_keys(node.labels, constraints):
-                continue
-            for i, c in enumerate(constraints):
-                if not c.match_node_inclusion_policies(pod, node, required):
-                    continue
-                value = node.labels[c.topology_key]
-                s.match_num[i][value] = s.match_num[i].get(value, 0) + counters[i](ni)
+        totals = self._pre_filter_totals.get(
+            (template_key(pod), constraints), 2 * len(constraints), _domain_contribution(pod, constraints, True, True)
+        ).refresh(nodes, self.handle.snapshot())
+        for i in range(len(constraints)):
+            matching = totals[2 * i + 1]
+            s.match_num[i] = cast(dict[str, int], {value: matching.get(value, 0) for value in totals[2 * i]})
         s.finish()
         state.write(PRE_FILTER_STATE_KEY, s)
         return None, None
@@ -454,21 +483,33 @@ class PodTopologySpread:
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         """skew = pods in the node's domain + (1 if the pod matches itself) - global minimum ≤ maxSkew."""
+        return self.filter_for(state, pod)(node_info)
+
+    def filter_for(self, state: CycleState, pod: Pod) -> Callable[[NodeInfo], Status | None]:
+        """``filter`` with the pod's self-match and each constraint's global minimum worked out once."""
         s = state.get(PRE_FILTER_STATE_KEY)
         if not isinstance(s, _PreFilterState):
-            return error(f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
-        node = node_info.node
-        if node is None:
-            return error("node not found")
-        for i, c in enumerate(s.constraints):
-            value = node.labels.get(c.topology_key)
-            if value is None:
-                return unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH)
-            self_match = 1 if c.selector.matches(pod.labels) else 0
-            skew = s.match_num[i].get(value, 0) + self_match - s.global_min(i)
-            if skew > c.max_skew:
-                return unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH)
-        return None
+            missing = error(f'reading "{PRE_FILTER_STATE_KEY}" from cycleState: not found')
+            return lambda node_info: missing
+        plan = tuple(
+            (c.topology_key, s.match_num[i], (1 if c.selector.matches(pod.labels) else 0) - s.global_min(i), c.max_skew)
+            for i, c in enumerate(s.constraints)
+        )
+
+        def check(node_info: NodeInfo) -> Status | None:
+            node = node_info.node
+            if node is None:
+                return error("node not found")
+            labels = node.labels
+            for key, counts, offset, max_skew in plan:
+                value = labels.get(key)
+                if value is None:
+                    return unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH)
+                if counts.get(value, 0) + offset > max_skew:
+                    return unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH)
+            return None
+
+        return check
 
     # --- PreScore / Score / NormalizeScore -------------------------------------------------------
 
@@ -486,19 +527,17 @@ class PodTopologySpread:
             return error(f"calculating preScoreState: obtaining pod's soft topology spread constraints: {exc}")
         if not s.constraints:
             return skip()
-        required = required_node_affinity(pod)
         s.counters = [matching_pod_counter(self._counts, c.selector, pod.namespace) for c in s.constraints]
-        for ni in all_nodes:
-            node = ni.node
-            if node is None or (require_all and not _node_has_all_keys(node.labels, s.constraints)):
-                continue
-            for i, c in enumerate(s.constraints):
-                if not c.match_node_inclusion_policies(pod, node, required):
-                    continue
-                value = node.labels.get(c.topology_key, "")
-                if value not in s.value_counts[i]:
-                    continue  # a domain without candidate nodes (or hostname: counted in Score)
-                s.value_counts[i][value] += s.counters[i](ni)
+        # Matching pods per domain over all nodes; only the candidate nodes' domains are kept (hostname
+        # domains are counted in Score, node by node).
+        totals = self._pre_score_totals.get(
+            (template_key(pod), s.constraints, require_all), 2 * len(s.constraints),
+            _domain_contribution(pod, s.constraints, require_all, False),
+        ).refresh(all_nodes, self.handle.snapshot())
+        for i, c in enumerate(s.constraints):
+            if c.topology_key != LABEL_HOSTNAME:
+                matching = totals[2 * i + 1]
+                s.value_counts[i] = {value: matching.get(value, 0) for value in s.value_counts[i]}
         state.write(PRE_SCORE_STATE_KEY, s)
         return None
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pod_to_pod_util import FakeObjects
 from util import FakeHandle, container, host_port, make_node, make_pod, taint
 
-from scheduler.cache import new_snapshot
+from scheduler.cache import Cache, Snapshot, new_snapshot
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code, Status, error, unresolvable, unschedulable
 from scheduler.framework.types import NodeInfo
@@ -408,17 +408,26 @@ def _spread_results(pts: PodTopologySpread, ss: SelectorSpread, pod: Pod, infos:
 
 
 def check_spread_counts_follow_node_changes(cluster: tuple[list[Node], list[Pod], Pod]) -> None:
-    """Pod counts are remembered per NodeInfo generation (matching_pod_counter): after pods like the incoming
-    one land on half the nodes (in place, as the cache does), the plugins that counted before must agree
-    with fresh instances."""
+    """Counts are kept across cycles (per NodeInfo generation, NodeTotals over the snapshot's change log):
+    after pods like the incoming one land on half the nodes (through the cache, which replaces the
+    snapshot's NodeInfos), the plugins that counted before must agree with fresh instances."""
     nodes, existing, pod = cluster
-    handle, infos = _setup(nodes, existing)
+    cache = Cache()
+    for node in nodes:
+        cache.add_node(node)
+    for p in existing:
+        if p.node_name:
+            cache.add_pod(p)
+    snapshot = Snapshot()
+    cache.update_snapshot(snapshot)
+    handle = _Handle(snapshot)
     pts, ss = PodTopologySpread({}, handle), SelectorSpread({}, handle)
-    _spread_results(pts, ss, pod, infos)  # fills the memos
-    for i, ni in enumerate(infos[::2]):
-        twin = with_labels(make_pod(f"twin-{i}", node=ni.name, uid=f"twin-{i}", namespace=pod.namespace),
-                           pod.labels)
-        ni.add_pod(twin)
+    _spread_results(pts, ss, pod, list(snapshot.list()))  # fills the memos
+    for i, ni in enumerate(list(snapshot.list())[::2]):
+        cache.add_pod(with_labels(make_pod(f"twin-{i}", node=ni.name, uid=f"twin-{i}", namespace=pod.namespace),
+                                  pod.labels))
+    cache.update_snapshot(snapshot)
+    infos = list(snapshot.list())
     assert _spread_results(pts, ss, pod, infos) == _spread_results(
         PodTopologySpread({}, handle), SelectorSpread({}, handle), pod, infos)
 

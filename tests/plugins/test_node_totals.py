@@ -1,4 +1,5 @@
-"""Sums kept across cycles (NodeTotals) equal the walk over every node done afresh.
+"""Sums kept across cycles (NodeTotals: InterPodAffinity, PodTopologySpread) equal the walk over every node
+done afresh.
 
 A long-lived plugin (its sums refreshed from the snapshot's change log) and a new plugin per cycle (sums
 from scratch) see the same cache through a random stream of changes: pods bound and deleted, nodes
@@ -24,6 +25,9 @@ from scheduler.plugins.inter_pod_affinity import PRE_FILTER_STATE_KEY as IPA_FIL
 from scheduler.plugins.inter_pod_affinity import PRE_SCORE_STATE_KEY as IPA_SCORE
 from scheduler.plugins.inter_pod_affinity import InterPodAffinity
 from scheduler.plugins.node_totals import NodeTotals
+from scheduler.plugins.pod_topology_spread import PRE_FILTER_STATE_KEY as PTS_FILTER
+from scheduler.plugins.pod_topology_spread import PRE_SCORE_STATE_KEY as PTS_SCORE
+from scheduler.plugins.pod_topology_spread import PodTopologySpread
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"
@@ -55,10 +59,28 @@ AFFINITIES: list[dict[str, Any]] = [
 ]
 
 
-def pod(i: int, app: str, affinity: int, node_name: str = "", namespace: str = "default") -> Pod:
+def _spread(key: str, when: str, app: str, **extra: Any) -> dict[str, Any]:
+    return {"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": when,
+            "labelSelector": {"matchLabels": {"app": app}}, **extra}
+
+
+SPREADS: list[list[dict[str, Any]]] = [
+    [],
+    [_spread(ZONE, "DoNotSchedule", "a")],
+    [_spread(ZONE, "DoNotSchedule", "b", minDomains=3), _spread("rack", "DoNotSchedule", "b")],
+    [_spread(HOST, "ScheduleAnyway", "a"), _spread(ZONE, "ScheduleAnyway", "a")],
+    [_spread("rack", "ScheduleAnyway", "c", nodeAffinityPolicy="Ignore")],
+]
+
+
+def pod(i: int, app: str, affinity: int, node_name: str = "", namespace: str = "default", spread: int = 0) -> Pod:
     spec: dict[str, Any] = {"containers": [{"name": "c"}]}
     if AFFINITIES[affinity]:
         spec["affinity"] = AFFINITIES[affinity]
+    if SPREADS[spread]:
+        spec["topologySpreadConstraints"] = SPREADS[spread]
+        if spread == 4:
+            spec["nodeSelector"] = {ZONE: "z1"}
     if node_name:
         spec["nodeName"] = node_name
     return pod_from_api({"metadata": {"name": f"p{i}", "namespace": namespace, "uid": f"p{i}", "labels": {"app": app},
@@ -68,6 +90,7 @@ def pod(i: int, app: str, affinity: int, node_name: str = "", namespace: str = "
 pod_st = st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, len(AFFINITIES) - 1),
                    st.sampled_from(["default", "other"]))
 event_st = st.one_of(
+    st.tuples(st.just("bind"), st.integers(0, 1000), pod_st),
     st.tuples(st.just("bind"), st.integers(0, 1000), pod_st),
     st.tuples(st.just("bind"), st.integers(0, 1000), pod_st),
     st.tuples(st.just("delete-pod"), st.integers(0, 1000)),
@@ -94,6 +117,18 @@ def _inter_pod_affinity_views(plugin: InterPodAffinity, incoming: Pod, infos: li
     )
 
 
+def _topology_spread_views(plugin: PodTopologySpread, incoming: Pod, infos: list[NodeInfo]) -> tuple[Any, ...]:
+    state = CycleState()
+    _, pre_filter = plugin.pre_filter(state, incoming, infos)
+    pre_score = plugin.pre_score(state, incoming, infos)
+    pf, ps = state.get(PTS_FILTER), state.get(PTS_SCORE)
+    return (
+        pre_filter, pre_score,
+        None if pf is None else (pf.match_num, pf.domains_at_count, pf.min_match_num),
+        None if ps is None else (ps.value_counts, ps.ignored_nodes, ps.topology_normalizing_weight),
+    )
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(nodes=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2)), min_size=1, max_size=12),
        events=st.lists(event_st, min_size=1, max_size=30))
@@ -105,8 +140,10 @@ def test_kept_sums_equal_fresh_walks(nodes: list[tuple[int, int]], events: list[
     bound: list[Pod] = []
     snapshot = Snapshot()
     kept = InterPodAffinity({}, _Handle(snapshot))
+    kept_spread = PodTopologySpread({}, _Handle(snapshot))
     incoming = [pod(10_000 + k, app, aff) for k, (app, aff) in enumerate(
         [("a", 1), ("b", 2), ("a", 3), ("c", 4), ("b", 0), ("a", 4)])]
+    spreading = [pod(20_000 + k, app, 0, spread=k) for k, app in enumerate(["a", "a", "b", "a", "c"])]
     for n, event in enumerate(events):
         kind = event[0]
         if kind == "bind" and names:
@@ -132,6 +169,12 @@ def test_kept_sums_equal_fresh_walks(nodes: list[tuple[int, int]], events: list[
         for p in incoming:
             fresh = InterPodAffinity({}, _Handle(snapshot))
             assert _inter_pod_affinity_views(kept, p, infos) == _inter_pod_affinity_views(fresh, p, infos)
+        # Only the feasible nodes' domains are scored: take every other node as feasible.
+        for p in spreading:
+            fresh_spread = PodTopologySpread({}, _Handle(snapshot))
+            for candidates in (infos, infos[::2]):
+                assert _topology_spread_views(kept_spread, p, candidates) == \
+                    _topology_spread_views(fresh_spread, p, candidates)
 
 
 def test_only_changed_positions_are_recomputed() -> None:

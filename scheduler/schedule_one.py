@@ -30,7 +30,7 @@ import structlog
 from scheduler.cache.cache import Cache, SnapshotInconsistentError
 from scheduler.cache.snapshot import Snapshot
 from scheduler.edge import BoundElsewhereError, EventRecorder, ScheduleObserver
-from scheduler.framework.batch import OpportunisticBatch
+from scheduler.framework.batch import OpportunisticBatch, OpportunisticBatches
 from scheduler.framework.extender import EXTENDER_NAME, MAX_EXTENDER_PRIORITY, Extender, ExtenderError
 from scheduler.framework.fit_error import (
     Diagnosis,
@@ -146,7 +146,8 @@ class SchedulingAlgorithm:
         """The configuration's global settings (at start and on reload, between cycles). The batch starts
         afresh: a reloaded profile's plugins may decide differently under the same name."""
         self.batching = batching  # opportunistic batching (framework/batch.py); decisions are the same
-        self.batch = OpportunisticBatch()
+        self.batches = OpportunisticBatches()
+        self.batch = OpportunisticBatch()  # the one that answered the latest batched cycle
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.extenders = list(extenders)
         self._extenders_filter_or_score = any(e.is_filter() or e.is_prioritizer() for e in self.extenders)
@@ -254,14 +255,15 @@ class SchedulingAlgorithm:
         key = (signature, frozenset(state.skip_filter_plugins))
         run_filters = fwk.filter_runner(state, pod)
         if isinstance(snapshot, Snapshot):
-            fresh = self.batch.refresh(key, all_nodes, run_filters, snapshot.changed_since, snapshot.change_mark())
+            batch = self.batches.refresh(key, all_nodes, run_filters, snapshot.changed_since, snapshot.change_mark())
         else:
-            fresh = self.batch.refresh(key, all_nodes, run_filters)
-        if not fresh:
+            batch = self.batches.refresh(key, all_nodes, run_filters)
+        if batch is None:
             return None
-        chosen, rejected = self.batch.walk(self.next_start_node_index, self._num_to_find(fwk, len(all_nodes)))
+        self.batch = batch
+        chosen, rejected = batch.walk(self.next_start_node_index, self._num_to_find(fwk, len(all_nodes)))
         statuses = diagnosis.node_to_status.statuses
-        verdicts = self.batch.verdicts
+        verdicts = batch.verdicts
         rejections: list[Status] = []
         for p in rejected:
             status = verdicts[p]

@@ -5,7 +5,7 @@ A pod's signature is its template (``template_key``: namespace, labels, annotati
 without volume names, which differ per pod) plus what each plugin's ``sign_pod`` adds; a plugin returns
 None when its verdicts or scores for the pod depend on more than the template and one node (pod
 (anti-)affinity anywhere in the cluster, topology spread, claims, volumes with claims or disks). The
-batch keeps, for the latest signature, every node's verdict and the raw (unnormalized) score of each
+batch keeps, for each of the latest signatures, every node's verdict and the raw (unnormalized) score of each
 plugin, tied to the very NodeInfo object of the snapshot they were computed on: the snapshot replaces a
 node's NodeInfo whenever it changes, so an identity check finds the nodes to re-evaluate (usually the one
 the previous pod went to) without a Python loop per node. A change in the number of nodes re-evaluates
@@ -70,12 +70,11 @@ class OpportunisticBatch:
     """Verdicts and raw scores of the latest signature, by position in the snapshot's node list."""
 
     __slots__ = (
-        "_candidate", "feasible", "mark", "nodes", "raw", "rejected", "score_plugins", "signature", "verdicts",
+        "feasible", "mark", "nodes", "raw", "rejected", "score_plugins", "signature", "verdicts",
     )
 
     def __init__(self) -> None:
         self.signature: Hashable | None = None
-        self._candidate: Hashable | None = None  # seen once; batched when the next pod has it too
         self.nodes: list[NodeInfo] = []  # the NodeInfo each position's entries were computed on
         self.verdicts: list[Status | None] = []
         self.feasible: list[int] = []  # sorted positions
@@ -96,8 +95,8 @@ class OpportunisticBatch:
         changed_since: Callable[[Any], Sequence[int] | None] | None = None,
         mark: Hashable = None,
     ) -> bool:
-        """Bring the verdicts up to date for ``signature`` (which includes the skipped filters). False:
-        not batched this time (first pod of a signature, or a filter errored); run the per-node walk.
+        """Bring the verdicts up to date for ``signature`` (which includes the skipped filters): on the
+        changed nodes, or on all of them for a new signature. False: a filter errored; run the per-node walk.
 
         ``changed_since(previous mark)`` names the positions replaced since then (None: unknown), and
         ``mark`` is the current one; without them every position's NodeInfo is compared by identity."""
@@ -105,10 +104,6 @@ class OpportunisticBatch:
         logged = changed_since(self.mark) if changed_since is not None and self.signature is not None else None
         self.mark = mark
         if signature != self.signature or n != len(self.nodes):
-            if signature != self.signature and signature != self._candidate:
-                self._candidate = signature
-                self.invalidate()
-                return False
             self.invalidate()
             self.nodes = list(all_nodes)
             self.verdicts = [None] * n
@@ -184,6 +179,43 @@ class OpportunisticBatch:
         # C loops (map) over the feasible nodes; every position is filled by now.
         return {name: list(map(column.__getitem__, positions))  # type: ignore[arg-type]
                 for name, column in zip(plugins, columns, strict=True)}, None
+
+
+class OpportunisticBatches:
+    """The batches of the few latest signatures. A signature may flip between values and back (which of
+    PodTopologySpread's domains are full, say): the batch it had is then still valid on every node not
+    changed since, as for any batch. A signature is batched from its second pod on, so lone pods pay
+    nothing but the signing."""
+
+    __slots__ = ("_batches", "_candidate", "size")
+
+    def __init__(self, size: int = 4) -> None:
+        self._batches: dict[Hashable, OpportunisticBatch] = {}  # least recently used first
+        self._candidate: Hashable | None = None  # seen once; batched when the next pod has it too
+        self.size = size
+
+    def refresh(
+        self,
+        signature: Hashable,
+        all_nodes: Sequence[NodeInfo],
+        run_filters: Callable[[NodeInfo], Status | None],
+        changed_since: Callable[[Any], Sequence[int] | None] | None = None,
+        mark: Hashable = None,
+    ) -> OpportunisticBatch | None:
+        """The signature's batch brought up to date (``OpportunisticBatch.refresh``), or None: not batched
+        this time (first pod of the signature, or a filter errored)."""
+        batch = self._batches.pop(signature, None)
+        if batch is None:
+            if signature != self._candidate:
+                self._candidate = signature
+                return None
+            batch = OpportunisticBatch()
+            while len(self._batches) >= self.size:
+                del self._batches[next(iter(self._batches))]
+        if not batch.refresh(signature, all_nodes, run_filters, changed_since, mark):
+            return None
+        self._batches[signature] = batch
+        return batch
 
 
 def _ok(status: Status | None) -> bool:

@@ -425,13 +425,24 @@ class PodTopologySpread:
         return tuple(replace(c, selector=selector) for c in defaults)
 
     def sign_pod(self, pod: Pod) -> Hashable | None:
-        """Batchable only without constraints (own or defaulted): skews count pods on other nodes."""
+        """Batchable with DoNotSchedule constraints only: a node's verdict then depends on its own labels and
+        on which domains are too full (skew over maxSkew), so that set is the signature; it changes only
+        when a domain crosses the limit. Not with ScheduleAnyway ones (own or defaulted): the scores move
+        with every pod placed in a domain."""
         try:
-            if self.get_constraints(pod, DO_NOT_SCHEDULE) or self.get_constraints(pod, SCHEDULE_ANYWAY):
+            hard = self.get_constraints(pod, DO_NOT_SCHEDULE)
+            if self.get_constraints(pod, SCHEDULE_ANYWAY):
                 return None
         except InvalidObjectError:
             return None
-        return ()
+        if not hard:
+            return ()
+        s = self._pre_filter_state(pod, hard, self.handle.snapshot().list())
+        return tuple(
+            frozenset(value for value, n in s.match_num[i].items() if n + offset > c.max_skew)
+            for i, c in enumerate(hard)
+            for offset in ((1 if c.selector.matches(pod.labels) else 0) - s.global_min(i),)
+        )
 
     # --- PreFilter / Filter ----------------------------------------------------------------------
 
@@ -445,6 +456,13 @@ class PodTopologySpread:
             return None, error(f"get constraints from pod: obtaining pod's hard topology spread constraints: {exc}")
         if not constraints:
             return None, skip()
+        state.write(PRE_FILTER_STATE_KEY, self._pre_filter_state(pod, constraints, nodes))
+        return None, None
+
+    def _pre_filter_state(
+        self, pod: Pod, constraints: tuple[TopologySpreadConstraint, ...], nodes: Sequence[NodeInfo]
+    ) -> _PreFilterState:
+        """Matching pods per domain of every constraint over ``nodes``, from sums kept across cycles."""
         s = _PreFilterState(constraints)
         totals = self._pre_filter_totals.get(
             (template_key(pod), constraints), 2 * len(constraints), _domain_contribution(pod, constraints, True, True)
@@ -453,8 +471,7 @@ class PodTopologySpread:
             matching = totals[2 * i + 1]
             s.match_num[i] = cast(dict[str, int], {value: matching.get(value, 0) for value in totals[2 * i]})
         s.finish()
-        state.write(PRE_FILTER_STATE_KEY, s)
-        return None, None
+        return s
 
     def pre_filter_extensions(self) -> PodTopologySpread:
         return self

@@ -23,7 +23,8 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from operator import attrgetter
+from typing import Any, Literal, Protocol, cast
 
 import structlog
 
@@ -262,15 +263,12 @@ class SchedulingAlgorithm:
             return None
         self.batch = batch
         chosen, rejected = batch.walk(self.next_start_node_index, self._num_to_find(fwk, len(all_nodes)))
-        statuses = diagnosis.node_to_status.statuses
-        verdicts = batch.verdicts
-        rejections: list[Status] = []
-        for p in rejected:
-            status = verdicts[p]
-            assert status is not None
-            statuses[all_nodes[p].name] = status
+        # C loops over the rejected nodes; the diagnosis needs each (plugin, code) once.
+        rejections = cast(list[Status], list(map(batch.verdicts.__getitem__, rejected)))
+        diagnosis.node_to_status.statuses.update(
+            zip(map(attrgetter("name"), map(all_nodes.__getitem__, rejected)), rejections, strict=True))
+        for status in {(st.plugin, st.code): st for st in rejections}.values():
             diagnosis.add_plugin_status(status)
-            rejections.append(status)
         self.next_start_node_index = (self.next_start_node_index + len(chosen) + len(rejected)) % len(all_nodes)
         fwk.observe("Filter", None, time.perf_counter() - began)
         # Counted as the per-node walk would (the batch re-ran the filters on changed nodes only).

@@ -13,9 +13,11 @@ import operator
 import random
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from scheduler.config.types import EXTENSION_POINTS, Profile
@@ -554,9 +556,7 @@ class Framework:
         plugins before it passed (``rejections``: the statuses of the nodes rejected in this walk)."""
         if self._plugin_metrics is None:
             return
-        rejected: dict[str, int] = {}
-        for st in rejections:
-            rejected[st.plugin] = rejected.get(st.plugin, 0) + 1
+        rejected = Counter(map(attrgetter("plugin"), rejections))  # a C loop
         for pl in self._filter:
             if pl.name in state.skip_filter_plugins:
                 continue

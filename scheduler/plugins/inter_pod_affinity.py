@@ -638,15 +638,22 @@ class InterPodAffinity:
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
         """Min-max to [0, 100], truncating; all equal → 0."""
+        values = [ns.score for ns in scores]
+        status = self.normalize_values(state, pod, values)
+        for ns, value in zip(scores, values, strict=True):
+            ns.score = value
+        return status
+
+    def normalize_values(self, state: CycleState, pod: Pod, values: list[int]) -> Status | None:
+        """``normalize_score`` on the framework's int list."""
         s = state.get(PRE_SCORE_STATE_KEY)
         if not isinstance(s, _PreScoreState):
             return error(f'failed to read "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
-        if not s.keys or not scores:
+        if not s.keys or not values:
             return None
-        lo = min(ns.score for ns in scores)
-        diff = max(ns.score for ns in scores) - lo
-        for ns in scores:
-            ns.score = int(MAX_NODE_SCORE * ((ns.score - lo) / diff)) if diff > 0 else 0
+        lo = min(values)
+        diff = max(values) - lo
+        values[:] = [int(MAX_NODE_SCORE * ((v - lo) / diff)) for v in values] if diff > 0 else [0] * len(values)
         return None
 
     # --- queueing hints --------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import orjson
 import pytest
 from kubernetes.client.exceptions import ApiException
 
+from scheduler.kube import recorder as recorder_module
 from scheduler.kube.client import ApiWriter, authorization, is_transient, list_all, list_pages
 from scheduler.kube.leaderelection import KubeLeaseStore, LeaseConflict, LeaseRecord
 from scheduler.kube.operator import connection_info
@@ -160,6 +161,33 @@ def test_repeated_events_become_one_event_with_a_series() -> None:
     assert ev["regarding"]["uid"] == "u1"
     assert len(w.patched) == 1
     assert w.patched[0][1]["series"]["count"] == 7
+
+
+def test_event_series_expire_after_the_ttl_and_beyond_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Series unseen for the TTL are forgotten (a repeat then starts a new Event), and beyond MAX_SERIES the
+    least recently seen go first, however recent: memory and the cost per event stay bounded."""
+    monkeypatch.setattr(recorder_module, "MAX_SERIES", 3)
+    now = [0.0]
+    sink = ApiEventSink(RecordingWriter(), workers=1, series_ttl=10, clock=lambda: now[0])
+
+    def seen(i: int) -> None:
+        pod = pod_from_api({"metadata": {"name": f"p{i}", "namespace": "ns", "uid": f"u{i}"}, "spec": {}})
+        sink.event(pod, "Normal", "Scheduled", "Binding", "assigned", "py-scheduler")
+
+    def uids() -> list[str]:
+        return [key[0] for key in sink._series]
+
+    for i in range(3):
+        seen(i)
+        now[0] += 1
+    seen(0)  # seen again: now the most recent
+    assert uids() == ["u1", "u2", "u0"]
+    seen(3)  # over the cap: the least recently seen goes
+    assert uids() == ["u2", "u0", "u3"]
+    now[0] = 13.5  # u2 (seen at 2) and u0 (seen at 3) are past the TTL of 10, u3 (seen at 3) too
+    seen(4)
+    assert uids() == ["u4"]
+    _drain(sink)
 
 
 def test_pod_condition_patch_and_unchanged_skip() -> None:

@@ -49,6 +49,10 @@ class _Series:
     dirty: bool = False
 
 
+# Event series remembered for counting repeats (upstream's correlator LRU holds 4096).
+MAX_SERIES = 10000
+
+
 class ApiEventSink:
     """The live EventRecorder: writes events and PodScheduled conditions through a small pool of
     worker threads."""
@@ -108,7 +112,9 @@ class ApiEventSink:
         key = (pod.uid, type_, reason, action, note, controller, related.uid if related is not None else "")
         now = self._clock()
         with self._lock:
-            s = self._series.get(key)
+            s = self._series.pop(key, None)
+            if s is not None:
+                self._series[key] = s  # most recently seen last: expiry trims from the front
             if s is not None and now - s.last_seen < self._ttl:
                 s.count += 1
                 s.last_seen = now
@@ -119,13 +125,18 @@ class ApiEventSink:
                 return
             s = _Series("", pod.namespace, 1, now, now)
             self._series[key] = s
-            if len(self._series) > 10000:
-                self._expire(now)
+            self._expire(now)
         self._submit(lambda: self._create(s, pod, type_, reason, action, note, controller, related))
 
     def _expire(self, now: float) -> None:
-        for k in [k for k, v in self._series.items() if now - v.last_seen >= self._ttl]:
-            del self._series[k]
+        """Forget series unseen for the TTL, and the least recently seen beyond MAX_SERIES (an LRU, as
+        upstream's event correlator keeps). The dict is in last-seen order, so this reads only what it drops."""
+        series = self._series
+        while series:
+            oldest = next(iter(series))
+            if len(series) <= MAX_SERIES and now - series[oldest].last_seen < self._ttl:
+                return
+            del series[oldest]
 
     def _create(
         self, s: _Series, pod: Pod, type_: str, reason: str, action: str, note: str, ctl: str,

@@ -399,6 +399,11 @@ def new_snapshot(nodes: Sequence[Node], pods: Sequence[Pod]) -> Snapshot:
     """A fresh snapshot of these nodes and bound pods, built exactly as the live cache builds one (same
     zone order, image counts, accounting): upstream's NewSnapshot, for tests and offline tools. Pods
     without a node, or on a node not in `nodes`, are not visible, as in the cache."""
+    return new_cache_and_snapshot(nodes, pods)[1]
+
+
+def new_cache_and_snapshot(nodes: Sequence[Node], pods: Sequence[Pod]) -> tuple[Cache, Snapshot]:
+    """``new_snapshot`` and the cache behind it, for callers that go on changing the cluster."""
     cache = Cache()
     for node in nodes:
         cache.add_node(node)
@@ -407,7 +412,7 @@ def new_snapshot(nodes: Sequence[Node], pods: Sequence[Pod]) -> Snapshot:
             cache.add_pod(pod)
     snap = Snapshot()
     cache.update_snapshot(snap)
-    return snap
+    return cache, snap
 
 
 def _snapshot_clone(info: NodeInfo) -> NodeInfo:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pod_to_pod_util import FakeObjects
 from util import FakeHandle, container, host_port, make_node, make_pod, taint
 
-from scheduler.cache import Cache, Snapshot, new_snapshot
+from scheduler.cache import new_cache_and_snapshot, new_snapshot
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code, Status, error, unresolvable, unschedulable
 from scheduler.framework.types import NodeInfo
@@ -412,14 +412,7 @@ def check_spread_counts_follow_node_changes(cluster: tuple[list[Node], list[Pod]
     after pods like the incoming one land on half the nodes (through the cache, which replaces the
     snapshot's NodeInfos), the plugins that counted before must agree with fresh instances."""
     nodes, existing, pod = cluster
-    cache = Cache()
-    for node in nodes:
-        cache.add_node(node)
-    for p in existing:
-        if p.node_name:
-            cache.add_pod(p)
-    snapshot = Snapshot()
-    cache.update_snapshot(snapshot)
+    cache, snapshot = new_cache_and_snapshot(nodes, existing)
     handle = _Handle(snapshot)
     pts, ss = PodTopologySpread({}, handle), SelectorSpread({}, handle)
     _spread_results(pts, ss, pod, list(snapshot.list()))  # fills the memos

@@ -438,8 +438,9 @@ class InterPodAffinity:
 
     def _unique_values(self, key: str) -> bool:
         """No two nodes of the snapshot share a value of the label ``key``."""
-        values, labelled = self._label_values.get(key, 2, _label_value_contribution(key)).refresh(
-            self.handle.snapshot().list(), self.handle.snapshot())
+        snapshot = self.handle.snapshot()
+        values, labelled = self._label_values.get(key, 2, lambda: _label_value_contribution(key)).refresh(
+            snapshot.list(), snapshot)
         return len(values) == labelled.get(None, 0)
 
     def _filter_sums(
@@ -449,8 +450,9 @@ class InterPodAffinity:
         """PreFilter's counters over ``nodes`` (slots of ``_pre_filter_contribution``), kept across cycles."""
         key = (_contribution_signature(pod), tuple(sorted(ns_labels.items())), required_affinity,
                required_anti_affinity)
-        s = _PreFilterState(pod, required_affinity, required_anti_affinity, ns_labels)
-        return self._pre_filter_totals.get(key, 4, _pre_filter_contribution(s)).refresh(nodes, self.handle.snapshot())
+        totals = self._pre_filter_totals.get(key, 4, lambda: _pre_filter_contribution(
+            _PreFilterState(pod, required_affinity, required_anti_affinity, ns_labels)))
+        return totals.refresh(nodes, self.handle.snapshot())
 
     def _score_sums(
         self, pod: Pod, preferred: tuple[WeightedAffinityTerm, ...], preferred_anti: tuple[WeightedAffinityTerm, ...],
@@ -464,7 +466,7 @@ class InterPodAffinity:
             return self._contributions(pod, ns_labels, preferred, preferred_anti, existing)
 
         snapshot = self.handle.snapshot()
-        totals = self._pre_score_totals.get(key, 3, _pre_score_contribution(contributions, has_constraints))
+        totals = self._pre_score_totals.get(key, 3, lambda: _pre_score_contribution(contributions, has_constraints))
         return totals.refresh(snapshot.list(), snapshot)
 
     def __init__(self, args: InterPodAffinityArgs | Mapping[str, Any], handle: Handle) -> None:

@@ -95,12 +95,12 @@ class NodeTotalsCache:
         self._entries: dict[Hashable, NodeTotals] = {}
         self.size = size
 
-    def get(self, key: Hashable, slots: int, contribute: Contribute) -> NodeTotals:
-        """The key's NodeTotals; a new key gets ``contribute`` (which must depend on nothing but the key
-        and the NodeInfo it is given)."""
+    def get(self, key: Hashable, slots: int, make: Callable[[], Contribute]) -> NodeTotals:
+        """The key's NodeTotals; for a new key ``make()`` gives its contribution function (which must depend
+        on nothing but the key and the NodeInfo it is given). Built only then: callers ask every cycle."""
         entry = self._entries.pop(key, None)
         if entry is None:
-            entry = NodeTotals(slots, contribute)
+            entry = NodeTotals(slots, make())
             while len(self._entries) >= self.size:
                 del self._entries[next(iter(self._entries))]
         self._entries[key] = entry  # most recent last

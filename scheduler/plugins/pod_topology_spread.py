@@ -465,7 +465,8 @@ class PodTopologySpread:
         """Matching pods per domain of every constraint over ``nodes``, from sums kept across cycles."""
         s = _PreFilterState(constraints)
         totals = self._pre_filter_totals.get(
-            (template_key(pod), constraints), 2 * len(constraints), _domain_contribution(pod, constraints, True, True)
+            (template_key(pod), constraints), 2 * len(constraints),
+            lambda: _domain_contribution(pod, constraints, True, True),
         ).refresh(nodes, self.handle.snapshot())
         for i in range(len(constraints)):
             matching = totals[2 * i + 1]
@@ -549,7 +550,7 @@ class PodTopologySpread:
         # domains are counted in Score, node by node).
         totals = self._pre_score_totals.get(
             (template_key(pod), s.constraints, require_all), 2 * len(s.constraints),
-            _domain_contribution(pod, s.constraints, require_all, False),
+            lambda: _domain_contribution(pod, s.constraints, require_all, False),
         ).refresh(all_nodes, self.handle.snapshot())
         for i, c in enumerate(s.constraints):
             if c.topology_key != LABEL_HOSTNAME:

@@ -105,11 +105,17 @@ class _Handle(FakeHandle):
         return FakeObjects([])
 
 
-def _inter_pod_affinity_views(plugin: InterPodAffinity, incoming: Pod, infos: list[NodeInfo]) -> tuple[Any, ...]:
+def _run(plugin: InterPodAffinity | PodTopologySpread, incoming: Pod, infos: list[NodeInfo],
+         filter_key: str, score_key: str) -> tuple[Any, Any, Any, Any]:
+    """PreFilter's and PreScore's statuses and the states they wrote."""
     state = CycleState()
     _, pre_filter = plugin.pre_filter(state, incoming, infos)
     pre_score = plugin.pre_score(state, incoming, infos)
-    pf, ps = state.get(IPA_FILTER), state.get(IPA_SCORE)
+    return pre_filter, pre_score, state.get(filter_key), state.get(score_key)
+
+
+def _inter_pod_affinity_views(plugin: InterPodAffinity, incoming: Pod, infos: list[NodeInfo]) -> tuple[Any, ...]:
+    pre_filter, pre_score, pf, ps = _run(plugin, incoming, infos, IPA_FILTER, IPA_SCORE)
     return (
         pre_filter, pre_score,
         None if pf is None else (pf.existing_anti_affinity_counts, pf.affinity_counts, pf.anti_affinity_counts),
@@ -118,10 +124,7 @@ def _inter_pod_affinity_views(plugin: InterPodAffinity, incoming: Pod, infos: li
 
 
 def _topology_spread_views(plugin: PodTopologySpread, incoming: Pod, infos: list[NodeInfo]) -> tuple[Any, ...]:
-    state = CycleState()
-    _, pre_filter = plugin.pre_filter(state, incoming, infos)
-    pre_score = plugin.pre_score(state, incoming, infos)
-    pf, ps = state.get(PTS_FILTER), state.get(PTS_SCORE)
+    pre_filter, pre_score, pf, ps = _run(plugin, incoming, infos, PTS_FILTER, PTS_SCORE)
     return (
         pre_filter, pre_score,
         None if pf is None else (pf.match_num, pf.domains_at_count, pf.min_match_num),

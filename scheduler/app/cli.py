@@ -25,6 +25,7 @@ log = structlog.get_logger(__name__)
 
 
 def _run(args: argparse.Namespace) -> int:
+    from scheduler.app import gcpolicy
     from scheduler.app.health import HealthServer, event_check
     from scheduler.app.reload import ConfigReloader
     from scheduler.config.load import ConfigError, build_registry
@@ -126,6 +127,8 @@ def _run(args: argparse.Namespace) -> int:
             log.error("pod list did not complete; scheduling starts anyway")
     members_listed.set()
     synced.set()
+    if args.gc_full_scan_seconds > 0:
+        gcpolicy.install(args.gc_full_scan_seconds)
     if elector is not None:
         elector.start()  # the scheduling loop starts when this replica acquires the Lease
     else:
@@ -385,6 +388,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--feature-gates", type=_feature_gates, default=Features(), metavar="GATE=BOOL,...",
                    help="kube-scheduler feature gates py-scheduler implements: SchedulerAsyncPreemption "
                         "(default true; false evicts preemption victims on the scheduling thread)")
+    r.add_argument("--gc-full-scan-seconds", type=float, default=3600.0,
+                   help="freeze the garbage collector's old generation after each full collection and walk it "
+                        "whole only this often (default 3600; 0 leaves CPython's default collector)")
     r.add_argument("--resync-seconds", type=float, default=300.0,
                    help="relist every watched kind this often and reconcile the cache (default 300)")
     r.add_argument("--pod-watch", choices=["stream", "kopf"], default="stream",

@@ -26,12 +26,13 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, Literal, Protocol, cast
 
+import numpy as np
 import structlog
 
 from scheduler.cache.cache import Cache, SnapshotInconsistentError
 from scheduler.cache.snapshot import Snapshot
 from scheduler.edge import BoundElsewhereError, EventRecorder, ScheduleObserver
-from scheduler.framework.batch import OpportunisticBatch, OpportunisticBatches
+from scheduler.framework.batch import NodesAt, OpportunisticBatch, OpportunisticBatches, ScoreMatrix
 from scheduler.framework.extender import EXTENDER_NAME, MAX_EXTENDER_PRIORITY, Extender, ExtenderError
 from scheduler.framework.fit_error import (
     Diagnosis,
@@ -45,6 +46,7 @@ from scheduler.framework.interface import (
     CycleState,
     NodeToStatus,
     ScorePlugin,
+    ScoreRow,
     SharedLister,
 )
 from scheduler.framework.runtime import Framework, RawScores
@@ -108,19 +110,19 @@ def num_feasible_nodes_to_find(
     return max(num_nodes, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-def select_host(totals: Sequence[int], rng: random.Random, tie_break: TieBreak = "random",
+def select_host(totals: Sequence[int] | ScoreRow, rng: random.Random, tie_break: TieBreak = "random",
                 names: Sequence[str] = ()) -> int:
     """The index of a node with the highest total score.
 
     "random": uniformly among the ties, as upstream's reservoir sampling, with one random draw instead of
     one per tie (all nodes tie on a fresh uniform cluster). "name": the tie whose name (``names``, parallel
     to ``totals``) is lexicographically smallest, for reproducible `simulate` runs."""
-    if not totals:
+    scores = np.asarray(totals, dtype=np.int64)
+    if not scores.size:
         raise ValueError("empty priority list")
-    top = max(totals)
+    ties = np.flatnonzero(scores == scores.max()).tolist()
     if tie_break == "name":
-        return min((i for i, t in enumerate(totals) if t == top), key=lambda i: names[i])
-    ties = list(itertools.compress(range(len(totals)), map(top.__eq__, totals)))  # a C loop over the nodes
+        return min(ties, key=names.__getitem__)
     return ties[rng.randrange(len(ties))] if len(ties) > 1 else ties[0]
 
 
@@ -185,7 +187,7 @@ class SchedulingAlgorithm:
         snapshot: SharedLister,
         all_nodes: Sequence[NodeInfo],
         nominator: NominatedPods | None = None,
-    ) -> tuple[list[NodeInfo], Diagnosis, list[int] | None]:
+    ) -> tuple[Sequence[NodeInfo], Diagnosis, list[int] | None]:
         """PreFilter, the nominated-node fast path, then Filter over the (narrowed) node list. Also returns
         the feasible nodes' positions in ``all_nodes`` when the batch answered the walk (its remembered
         scores then serve prioritize_nodes), else None."""
@@ -208,7 +210,7 @@ class SchedulingAlgorithm:
         if pre_result is None or pre_result.node_names is None:
             positions = self._batched_filter(fwk, state, pod, snapshot, diagnosis, all_nodes, nominator)
             if positions is not None:
-                return list(map(all_nodes.__getitem__, positions)), diagnosis, positions
+                return NodesAt(all_nodes, positions), diagnosis, positions
         nodes: Sequence[NodeInfo] = all_nodes
         if pre_result is not None and pre_result.node_names is not None:
             # Upstream walks the result's name set (Go map order, i.e. random); snapshot order keeps
@@ -354,12 +356,12 @@ class SchedulingAlgorithm:
     def prioritize_nodes(
         self, fwk: Framework, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo],
         positions: Sequence[int] | None = None,
-    ) -> list[int]:
+    ) -> ScoreRow:
         """PreScore + Score, then the extenders' scores: the totals in ``nodes`` order. Without score
         plugins and extenders every node scores 1 (so selection is uniform). ``positions`` (the nodes'
         places in the batch) lets the batch supply the raw scores it has."""
         if not fwk.has_score_plugins() and not self.extenders:
-            return [1] * len(nodes)
+            return np.ones(len(nodes), dtype=np.int64)
         status = fwk.run_pre_score_plugins(state, pod, nodes)
         if not success(status):
             assert status is not None
@@ -377,7 +379,7 @@ class SchedulingAlgorithm:
 
         def raw_scores(
             state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin]
-        ) -> tuple[dict[str, list[int]], Status | None]:
+        ) -> tuple[ScoreMatrix, Status | None]:
             names = tuple(pl.name for pl in plugins)
             return batch.scores(positions, names, lambda todo: fwk.score_nodes(state, pod, todo, plugins))
 
@@ -413,7 +415,7 @@ def find_nodes_that_pass_extenders(
 
 
 def add_extender_scores(
-    extenders: Sequence[Extender], pod: Pod, nodes: Sequence[NodeInfo], totals: list[int],
+    extenders: Sequence[Extender], pod: Pod, nodes: Sequence[NodeInfo], totals: ScoreRow,
     observer: CycleObserver | None = None,
 ) -> None:
     """Add each prioritizing extender's score x weight, scaled from [0, 10] to [0, 100], to ``totals``

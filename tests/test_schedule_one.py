@@ -366,7 +366,7 @@ def test_select_host_prefers_the_highest_total() -> None:
 
 def test_without_score_plugins_every_node_scores_one() -> None:
     fwk = build({"filter": [Reject("R", {})]})
-    assert SchedulingAlgorithm().prioritize_nodes(fwk, CycleState(), make_pod(), make_nodes(3)) == [1, 1, 1]
+    assert SchedulingAlgorithm().prioritize_nodes(fwk, CycleState(), make_pod(), make_nodes(3)).tolist() == [1, 1, 1]
 
 
 def test_score_errors_abort() -> None:

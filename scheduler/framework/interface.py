@@ -13,6 +13,9 @@ from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, S
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+import numpy as np
+import numpy.typing as npt
+
 from scheduler.framework.features import Features
 from scheduler.framework.status import Status
 from scheduler.framework.types import ClusterEventWithHint, NodeInfo
@@ -24,6 +27,10 @@ if TYPE_CHECKING:
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
+
+# Scores as the framework keeps them between Score, NormalizeScore and the weighted totals: int64 numpy
+# arrays in node order (a row per plugin), so that the per-node arithmetic runs without a Python loop.
+ScoreRow = npt.NDArray[np.int64]
 
 
 _IMPLEMENTS: dict[tuple[type, type], bool] = {}
@@ -417,9 +424,10 @@ def score_by_batch(
 
 @runtime_checkable
 class NormalizeValuesExtension(Protocol):
-    """NormalizeScore on the plain int list the framework keeps (no NodeScore objects built)."""
+    """NormalizeScore on the framework's score row (``ScoreRow``: one plugin's scores of the feasible
+    nodes, int64, in node order), with array operations and no NodeScore objects built."""
 
-    def normalize_values(self, state: CycleState, pod: Pod, values: list[int]) -> Status | None:
+    def normalize_values(self, state: CycleState, pod: Pod, values: ScoreRow) -> Status | None:
         """What ``normalize_score`` does to the scores, in place."""
         ...
 
@@ -522,6 +530,7 @@ __all__ = [
     "ScoreExtensions",
     "ScoreNodesPlugin",
     "ScorePlugin",
+    "ScoreRow",
     "SharedLister",
     "SignPlugin",
     "StateData",

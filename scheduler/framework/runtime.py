@@ -9,16 +9,17 @@ shared with the binding threads and is guarded by a lock.
 
 from __future__ import annotations
 
-import operator
 import random
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import repeat
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Protocol, cast
+
+import numpy as np
+import numpy.typing as npt
 
 from scheduler.config.types import EXTENSION_POINTS, Profile
 from scheduler.framework.batch import template_key
@@ -55,6 +56,7 @@ from scheduler.framework.interface import (
     ReservePlugin,
     ScoreNodesPlugin,
     ScorePlugin,
+    ScoreRow,
     SharedLister,
     SignPlugin,
     implements,
@@ -68,10 +70,19 @@ if TYPE_CHECKING:
 
 # callable(extension_point, status_code_string, seconds): wired to scheduler_framework_extension_point_duration.
 MetricsHook = Callable[[str, str, float], None]
-# (state, pod, nodes, plugins) -> raw scores per plugin in nodes order, or an error status
-RawScores = Callable[
-    [CycleState, Pod, Sequence[NodeInfo], "list[ScorePlugin]"], "tuple[dict[str, list[int]], Status | None]"
-]
+# Scores of several plugins: a row per plugin (ScoreRow), a column per node.
+ScoreMatrix = npt.NDArray[np.int64]
+_NO_SCORES: ScoreRow = np.zeros(0, dtype=np.int64)
+# (state, pod, nodes, plugins) -> raw score matrix (a row per plugin, in ``plugins`` order), or an error status
+RawScores = Callable[[CycleState, Pod, Sequence[NodeInfo], "list[ScorePlugin]"], "tuple[ScoreMatrix, Status | None]"]
+
+
+def score_matrix(raw: Mapping[str, Sequence[int]], plugins: Sequence[ScorePlugin], n: int) -> ScoreMatrix:
+    """``score_nodes``' lists as a matrix, a row per plugin in ``plugins`` order."""
+    matrix = np.empty((len(plugins), n), dtype=np.int64)
+    for i, pl in enumerate(plugins):
+        matrix[i] = raw[pl.name]
+    return matrix
 
 
 
@@ -856,33 +867,41 @@ class Framework:
         totals, status = self.score_totals(state, pod, nodes)
         if status is not None:
             return [], status
-        return [NodePluginScores(n.name, t) for n, t in zip(nodes, totals, strict=True)], None
+        return [NodePluginScores(n.name, t) for n, t in zip(nodes, totals.tolist(), strict=True)], None
 
     def score_totals(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], raw_scores: RawScores | None = None
-    ) -> tuple[list[int], Status | None]:
-        """run_score_plugins as a plain list of weighted totals in ``nodes`` order, the form the cycle
-        selects from. The observer (if any) gets every plugin's raw and normalized scores. ``raw_scores``
-        gives the plugins' raw scores instead of ``score_nodes`` (opportunistic batching)."""
+    ) -> tuple[ScoreRow, Status | None]:
+        """run_score_plugins as the weighted totals in ``nodes`` order (an int64 array), the form the
+        cycle selects from. The scores are a matrix (a row per plugin, a column per node) from Score to
+        the totals, so NormalizeScore, the range check and the weights are array operations. The observer
+        (if any) gets every plugin's raw and normalized scores. ``raw_scores`` gives the plugins' raw
+        score matrix instead of ``score_nodes`` (opportunistic batching)."""
         start = time.perf_counter()
         status: Status | None = None
         try:
             plugins = self.active_score_plugins(state)
             self._count("Score", plugins, len(nodes))
-            raw, status = (raw_scores or self.score_nodes)(state, pod, nodes, plugins)
-            before = {name: list(values) for name, values in raw.items()} if self.observer is not None else {}
+            if raw_scores is not None:
+                matrix, status = raw_scores(state, pod, nodes, plugins)
+            else:
+                raw, status = self.score_nodes(state, pod, nodes, plugins)
+                matrix = score_matrix(raw, plugins, len(nodes)) if status is None else _NO_SCORES
+            before = matrix.copy() if self.observer is not None else matrix
             if status is None:
-                status = self._normalize(state, pod, nodes, plugins, raw)
-            totals: list[int] = []
+                status = self._normalize(state, pod, nodes, plugins, matrix)
             if status is None:
-                totals, status = self._weigh(nodes, plugins, raw)
+                status = self._check_range(plugins, matrix)
             if status is not None:
-                return [], status
+                return _NO_SCORES, status
             if self.observer is not None:
                 self.observer.scores(pod, [n.name for n in nodes], {
-                    pl.name: (before[pl.name], raw[pl.name], self.score_plugin_weight[pl.name]) for pl in plugins
+                    pl.name: (before[i].tolist(), matrix[i].tolist(), self.score_plugin_weight[pl.name])
+                    for i, pl in enumerate(plugins)
                 })
-            return totals, None
+            weights = np.fromiter((self.score_plugin_weight[pl.name] for pl in plugins), dtype=np.int64,
+                                  count=len(plugins))
+            return weights @ matrix, None
         finally:
             self._observe_since("Score", status, start)
 
@@ -917,46 +936,40 @@ class Framework:
 
     def _normalize(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin],
-        raw: dict[str, list[int]],
+        matrix: ScoreMatrix,
     ) -> Status | None:
-        """NormalizeScore in place. A NormalizeValuesExtension works on the int list; ``normalize_score``
-        gets the upstream NodeScore list, built only for it."""
-        for pl in plugins:
+        """NormalizeScore in place, row by row. A NormalizeValuesExtension works on its row;
+        ``normalize_score`` gets the upstream NodeScore list, built only for it."""
+        for i, pl in enumerate(plugins):
             ext = pl.score_extensions()
             if ext is None:
                 continue
-            values = raw[pl.name]
+            row = matrix[i]
             if implements(ext, NormalizeValuesExtension):
-                s = cast(NormalizeValuesExtension, ext).normalize_values(state, pod, values)
+                s = cast(NormalizeValuesExtension, ext).normalize_values(state, pod, row)
             else:
-                scores = [NodeScore(n.name, v) for n, v in zip(nodes, values, strict=True)]
+                scores = [NodeScore(n.name, v) for n, v in zip(nodes, row.tolist(), strict=True)]
                 s = ext.normalize_score(state, pod, scores)
-                values[:] = [ns.score for ns in scores]
+                row[:] = [ns.score for ns in scores]
             if not success(s):
                 assert s is not None
                 return _failure(f'running Normalize on Score plugins: plugin "{pl.name}" failed with: {s.message}')
         return None
 
-    def _weigh(
-        self, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin], raw: dict[str, list[int]]
-    ) -> tuple[list[int], Status | None]:
-        """Range check, weights and totals."""
-        totals: list[int] = [0] * len(nodes)
-        for pl in plugins:
-            weight = self.score_plugin_weight[pl.name]
-            values = raw[pl.name]
-            if values and (max(values) > MAX_NODE_SCORE or min(values) < MIN_NODE_SCORE):
-                bad = next(v for v in values if v > MAX_NODE_SCORE or v < MIN_NODE_SCORE)  # upstream: the first
-                return [], _failure(
-                    f'applying score defaultWeights on Score plugins: plugin "{pl.name}" returns an invalid '
-                    f"score {bad}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] "
-                    f"after normalizing"
-                )
-            if len(values) != len(totals):
-                raise ValueError(f"plugin {pl.name!r} returned {len(values)} scores for {len(totals)} nodes")
-            weighted = values if weight == 1 else map(operator.mul, values, repeat(weight))
-            totals = list(map(operator.add, totals, weighted))  # C loops: this runs for every feasible node
-        return totals, None
+    @staticmethod
+    def _check_range(plugins: list[ScorePlugin], matrix: ScoreMatrix) -> Status | None:
+        """Every normalized score in [0, 100]; else the first plugin's first bad value, as upstream."""
+        if not matrix.size:
+            return None
+        bad_rows = np.flatnonzero((matrix.max(axis=1) > MAX_NODE_SCORE) | (matrix.min(axis=1) < MIN_NODE_SCORE))
+        if not bad_rows.size:
+            return None
+        row = matrix[bad_rows[0]]
+        bad = int(row[np.flatnonzero((row > MAX_NODE_SCORE) | (row < MIN_NODE_SCORE))[0]])
+        return _failure(
+            f'applying score defaultWeights on Score plugins: plugin "{plugins[bad_rows[0]].name}" returns an '
+            f"invalid score {bad}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+        )
 
     # ----- Reserve / Permit ---------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
+import numpy as np
 import orjson
 
 from scheduler.config.args import plugin_args
@@ -25,6 +26,7 @@ from scheduler.framework.interface import (
     Handle,
     NodeScore,
     PreFilterResult,
+    ScoreRow,
     score_by_batch,
 )
 from scheduler.framework.status import Status, error, skip, unresolvable, unschedulable
@@ -640,22 +642,25 @@ class InterPodAffinity:
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
         """Min-max to [0, 100], truncating; all equal → 0."""
-        values = [ns.score for ns in scores]
+        values = np.fromiter((ns.score for ns in scores), dtype=np.int64, count=len(scores))
         status = self.normalize_values(state, pod, values)
-        for ns, value in zip(scores, values, strict=True):
+        for ns, value in zip(scores, values.tolist(), strict=True):
             ns.score = value
         return status
 
-    def normalize_values(self, state: CycleState, pod: Pod, values: list[int]) -> Status | None:
-        """``normalize_score`` on the framework's int list."""
+    def normalize_values(self, state: CycleState, pod: Pod, values: ScoreRow) -> Status | None:
+        """``normalize_score`` on the framework's score row (the same float arithmetic, truncated)."""
         s = state.get(PRE_SCORE_STATE_KEY)
         if not isinstance(s, _PreScoreState):
             return error(f'failed to read "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
-        if not s.keys or not values:
+        if not s.keys or not values.size:
             return None
-        lo = min(values)
-        diff = max(values) - lo
-        values[:] = [int(MAX_NODE_SCORE * ((v - lo) / diff)) for v in values] if diff > 0 else [0] * len(values)
+        lo = int(values.min())
+        diff = int(values.max()) - lo
+        if diff > 0:
+            values[:] = (MAX_NODE_SCORE * ((values - lo) / diff)).astype(np.int64)
+        else:
+            values[:] = 0
         return None
 
     # --- queueing hints --------------------------------------------------------------------------

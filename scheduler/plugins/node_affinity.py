@@ -27,7 +27,15 @@ from typing import Any
 
 from scheduler.config.args import plugin_args
 from scheduler.config.types_pluginargs import NodeAffinityArgs
-from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, NodeScore, PreFilterResult, score_by_batch
+from scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    CycleState,
+    Handle,
+    NodeScore,
+    PreFilterResult,
+    ScoreRow,
+    score_by_batch,
+)
 from scheduler.framework.status import Status, error, skip, unresolvable
 from scheduler.framework.types import (
     ActionType,
@@ -503,7 +511,7 @@ class NodeAffinity:
         default_normalize_score(MAX_NODE_SCORE, False, scores)
         return None
 
-    def normalize_values(self, state: CycleState, pod: Pod, values: list[int]) -> Status | None:
+    def normalize_values(self, state: CycleState, pod: Pod, values: ScoreRow) -> Status | None:
         default_normalize_values(MAX_NODE_SCORE, False, values)
         return None
 

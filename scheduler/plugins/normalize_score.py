@@ -2,28 +2,33 @@
 
 from __future__ import annotations
 
-from scheduler.framework.interface import NodeScore
-from scheduler.plugins.gomath import go_div
+import numpy as np
+
+from scheduler.framework.interface import NodeScore, ScoreRow
 
 
-def default_normalize_values(max_priority: int, reverse: bool, values: list[int]) -> None:
-    """helper.DefaultNormalizeScore on plain scores: scale [0, max(values)] to [0, max_priority], in place.
+def go_div_row(values: ScoreRow, divisor: int) -> ScoreRow:
+    """Go's integer division of every value by ``divisor``: the quotient truncated toward zero."""
+    quotient = np.abs(values) // abs(divisor)
+    return np.where((values < 0) != (divisor < 0), -quotient, quotient)
 
-    All-zero scores stay 0, or all become max_priority when reversed (no node is "worse")."""
-    max_count = max(values, default=0)
+
+def default_normalize_values(max_priority: int, reverse: bool, values: ScoreRow) -> None:
+    """helper.DefaultNormalizeScore on the framework's score row: scale [0, max(values)] to
+    [0, max_priority], in place. All-zero scores stay 0, or all become max_priority when reversed (no
+    node is "worse")."""
+    max_count = int(values.max()) if values.size else 0
     if max_count <= 0:
         if reverse:
-            values[:] = [max_priority] * len(values)
+            values[:] = max_priority
         return
-    if reverse:
-        values[:] = [max_priority - go_div(max_priority * v, max_count) for v in values]
-    else:
-        values[:] = [go_div(max_priority * v, max_count) for v in values]
+    scaled = go_div_row(values * max_priority, max_count)
+    values[:] = max_priority - scaled if reverse else scaled
 
 
 def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeScore]) -> None:
     """default_normalize_values on a NodeScore list."""
-    values = [s.score for s in scores]
+    values = np.fromiter((s.score for s in scores), dtype=np.int64, count=len(scores))
     default_normalize_values(max_priority, reverse, values)
-    for s, v in zip(scores, values, strict=True):
+    for s, v in zip(scores, values.tolist(), strict=True):
         s.score = v

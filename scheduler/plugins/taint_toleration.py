@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
-from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, NodeScore, score_by_batch
+from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, NodeScore, ScoreRow, score_by_batch
 from scheduler.framework.status import Status, error, unresolvable
 from scheduler.framework.types import (
     ActionType,
@@ -127,7 +127,7 @@ class TaintToleration:
         default_normalize_score(MAX_NODE_SCORE, True, scores)
         return None
 
-    def normalize_values(self, state: CycleState, pod: Pod, values: list[int]) -> Status | None:
+    def normalize_values(self, state: CycleState, pod: Pod, values: ScoreRow) -> Status | None:
         default_normalize_values(MAX_NODE_SCORE, True, values)
         return None
 

@@ -9,7 +9,14 @@ from typing import Any
 import pytest
 
 from scheduler.config.types import PluginRef, Profile
-from scheduler.framework.interface import CycleState, NodeScore, NodeToStatus, PostFilterResult, PreFilterResult
+from scheduler.framework.interface import (
+    CycleState,
+    NodeScore,
+    NodeToStatus,
+    PostFilterResult,
+    PreFilterResult,
+    ScoreRow,
+)
 from scheduler.framework.results import ResultRecorder
 from scheduler.framework.runtime import WILDCARD_EVENT, Framework, go_duration
 from scheduler.framework.status import Code, Status, error, skip, unresolvable, unschedulable
@@ -450,13 +457,13 @@ def test_invalid_score_reported_is_the_first_in_node_order() -> None:
 
 
 class ValuesScorer(Scorer):
-    """Normalizes on the int list; its NodeScore method must not be used."""
+    """Normalizes on the score row; its NodeScore method must not be used."""
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
         raise AssertionError("normalize_values should have been used")
 
-    def normalize_values(self, state: CycleState, pod: Pod, values: list[int]) -> Status | None:
-        values[:] = [100 - v for v in values]
+    def normalize_values(self, state: CycleState, pod: Pod, values: ScoreRow) -> Status | None:
+        values[:] = 100 - values
         return None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from scheduler.framework.interface import NodeScore
@@ -35,15 +36,17 @@ def test_go_round_half_away_from_zero(x: float, expected: int) -> None:
         ([1, 3], True, [67, 0]),
         ([0, 0], False, [0, 0]),
         ([0, 0], True, [100, 100]),
+        ([-3, 7], False, [-42, 100]),  # Go's division truncates toward zero (floor would give -43)
+        ([-3, 7], True, [142, 0]),
     ],
 )
 def test_default_normalize_score(raw: list[int], reverse: bool, expected: list[int]) -> None:
     scores = [NodeScore(str(i), s) for i, s in enumerate(raw)]
     default_normalize_score(100, reverse, scores)
     assert [s.score for s in scores] == expected
-    values = list(raw)
+    values = np.array(raw, dtype=np.int64)
     default_normalize_values(100, reverse, values)
-    assert values == expected
+    assert values.tolist() == expected
 
 
 @pytest.mark.parametrize(

@@ -49,7 +49,7 @@ from scheduler.framework.interface import (
     ScoreRow,
     SharedLister,
 )
-from scheduler.framework.runtime import Framework, RawScores
+from scheduler.framework.runtime import Framework, RawScores, score_matrix
 from scheduler.framework.status import Code, Status, success, unresolvable
 from scheduler.framework.status import error as error_status
 from scheduler.framework.types import ASSIGNED_POD_DELETE, NodeInfo
@@ -380,8 +380,19 @@ class SchedulingAlgorithm:
         def raw_scores(
             state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin]
         ) -> tuple[ScoreMatrix, Status | None]:
-            names = tuple(pl.name for pl in plugins)
-            return batch.scores(positions, names, lambda todo: fwk.score_nodes(state, pod, todo, plugins))
+            rescored = fwk.rescored_plugins(pod)
+            kept = [pl for pl in plugins if pl.name not in rescored]
+            names = tuple(pl.name for pl in kept)
+            matrix, status = batch.scores(positions, names, lambda todo: fwk.score_nodes(state, pod, todo, kept))
+            if status is not None or len(kept) == len(plugins):
+                return matrix, status
+            fresh = [pl for pl in plugins if pl.name in rescored]
+            raw, status = fwk.score_nodes(state, pod, nodes, fresh)
+            if status is not None:
+                return matrix, status
+            rows = dict(zip(names, matrix, strict=True))
+            rows.update(zip((pl.name for pl in fresh), score_matrix(raw, fresh, len(nodes)), strict=True))
+            return np.array([rows[pl.name] for pl in plugins], dtype=np.int64).reshape(len(plugins), len(nodes)), None
 
         return raw_scores
 

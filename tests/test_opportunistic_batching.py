@@ -3,7 +3,9 @@
 Two Schedulers, one with ``pyScheduler.opportunisticBatching`` on and one with it off, get the same
 random cluster (over 100 nodes, so sampling by numFeasibleNodesToFind and the rotating start index are
 in play), the same seed and the same random stream of events: alike pods from a few templates (some
-with no signature: pod affinity, topology spread, volumes with claims), node additions, updates and
+with no signature: pod affinity on shared topology values, volumes with claims; some rescored each cycle:
+ScheduleAnyway spreading, own or the system defaults of a ReplicaSet's pods, and SelectorSpread in the
+profile half of the time), node additions, updates and
 deletions, bound pods deleted, and pods nominated to nodes (the two-pass filter). Every binding, every
 FailedScheduling message, the start index and the random source must end up the same.
 """
@@ -69,8 +71,9 @@ def template_st(draw: st.DrawFn) -> dict[str, Any]:
     if draw(st.booleans()):
         spec["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
     kind = draw(st.sampled_from(["plain", "plain", "selector", "preferred", "anti", "spread", "claim", "anti-zone",
-                                 "pod-preferred"]))
+                                 "pod-preferred", "soft-spread", "replicated"]))
     labels = {"app": draw(st.sampled_from(["x", "y"]))}
+    metadata: dict[str, Any] = {"labels": labels}
     if kind == "selector":
         spec["nodeSelector"] = {"disk": "a"}
     elif kind == "preferred":
@@ -89,10 +92,26 @@ def template_st(draw: st.DrawFn) -> dict[str, Any]:
     elif kind == "spread":
         spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
                                               "labelSelector": {"matchLabels": labels}}]
+    elif kind == "soft-spread":  # scores that move with every placement: rescored in a batch
+        spec["topologySpreadConstraints"] = [
+            {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway",
+             "labelSelector": {"matchLabels": labels}},
+            {"maxSkew": 2, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "ScheduleAnyway",
+             "labelSelector": {"matchLabels": labels}}]
+    elif kind == "replicated":  # a ReplicaSet's pod: PodTopologySpread's system defaults and SelectorSpread count it
+        metadata["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"rs-{labels['app']}",
+                                        "uid": f"rs-{labels['app']}", "controller": True}]
     elif kind == "claim":
         spec["volumes"].append({"name": "data", "hostPath": {"path": "/data"}})
         spec["volumes"].append({"name": "disk", "gcePersistentDisk": {"pdName": "pd"}})
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": labels}, "spec": spec}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+def replica_set(app: str) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": f"rs-{app}", "namespace": "default", "uid": f"rs-{app}", "resourceVersion": "1",
+                         "creationTimestamp": TS},
+            "spec": {"selector": {"matchLabels": {"app": app}}}}
 
 
 event_st = st.one_of(
@@ -111,18 +130,24 @@ event_st = st.one_of(
 class World:
     """One scheduler and the objects it was told about."""
 
-    def __init__(self, batching: bool, seed: int) -> None:
+    def __init__(self, batching: bool, seed: int, selector_spread: bool = False) -> None:
         # A clock of its own, advanced by the test: backoff expiries must not depend on how fast a world runs;
         # preemption on the scheduling thread: victims evicted by another thread go at times neither controls.
         self.now = 1000.0
-        cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-                         "pyScheduler": {"opportunisticBatching": batching}}, [NAME])
+        config: dict[str, Any] = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                                  "pyScheduler": {"opportunisticBatching": batching}}
+        if selector_spread:  # the seed-era spreading on top of the default profile, as the SelectorSpread bench runs
+            config["profiles"] = [{"schedulerName": NAME, "plugins": {"multiPoint": {"enabled": [
+                {"name": "SelectorSpread", "weight": 1}]}}}]
+        cfg = load_dict(config, [NAME])
         self.writer = OfflineWriter()
         self.sink = RecordingEventSink()
         self.sched = Scheduler(cfg, build_registry(cfg), RecordingBinder(), self.sink, None, writer=self.writer,
                                synchronous_binding=True, rng=random.Random(seed), clock=lambda: self.now,
                                features=Features(enable_async_preemption=False))
         self.writer.connect(self.sched)
+        for app in ("x", "y"):
+            self.sched.on_object_event("ReplicaSet", ADDED, replica_set(app))
         self.bindings: list[tuple[str, str]] = []
 
     def run(self, pods: dict[str, dict[str, Any]]) -> None:
@@ -149,11 +174,13 @@ def pod_obj(template: dict[str, Any], i: int) -> dict[str, Any]:
     templates=st.lists(template_st(), min_size=1, max_size=4),
     events=st.lists(event_st, min_size=5, max_size=40),
     seed=st.integers(0, 2**16),
+    selector_spread=st.booleans(),
 )
 def test_batching_decides_as_the_reference_path(
-    nodes: list[tuple[Any, ...]], templates: list[dict[str, Any]], events: list[tuple[Any, ...]], seed: int
+    nodes: list[tuple[Any, ...]], templates: list[dict[str, Any]], events: list[tuple[Any, ...]], seed: int,
+    selector_spread: bool,
 ) -> None:
-    worlds = [World(True, seed), World(False, seed)]
+    worlds = [World(True, seed, selector_spread), World(False, seed, selector_spread)]
     node_names = [f"n{i}" for i in range(len(nodes))]
     for i, shape in enumerate(nodes):
         for w in worlds:
@@ -227,6 +254,32 @@ def test_alike_pods_are_batched_and_distinct_volume_names_do_not_matter() -> Non
     assert batch.signature is not None
     assert len(batch.feasible) == 120 and not batch.rejected
     assert len(world.bindings) == 3
+
+
+def test_a_replica_sets_pods_are_batched_with_spreading_rescored() -> None:
+    """Pods with ScheduleAnyway spreading (PodTopologySpread's system defaults for a ReplicaSet's pods, and
+    SelectorSpread) are batched: the batch keeps the other plugins' scores, those two score afresh."""
+    template = {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"labels": {"app": "x"}, "ownerReferences": [
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs-x", "uid": "rs-x", "controller": True}]},
+        "spec": {"schedulerName": NAME, "containers": [{"name": "c", "image": "pause",
+                                                        "resources": {"requests": {"cpu": "100m"}}}],
+                 "volumes": []},
+    }
+    world = World(True, 1, selector_spread=True)
+    for i in range(120):
+        world.sched.on_node_event(ADDED, node_obj(i, "4", 110, i % 3, False, "a", False))
+    pods = {}
+    for i in range(6):
+        obj = pod_obj(template, i)
+        pods[f"default/p{i}"] = obj
+        world.sched.on_pod_event(ADDED, obj)
+    world.run(pods)
+    batch = world.sched.algorithm.batch
+    assert batch.signature is not None
+    assert batch.score_plugins and not {"PodTopologySpread", "SelectorSpread"} & set(batch.score_plugins)
+    zones = [int(node[1:]) % 3 for _, node in world.bindings]
+    assert sorted(zones) == [0, 0, 1, 1, 2, 2]  # spread over the zones, two by two
 
 
 @settings(max_examples=300, deadline=None)

@@ -461,6 +461,19 @@ class SignPlugin(Protocol):
 
 
 @runtime_checkable
+class RescorePlugin(Protocol):
+    """Opportunistic batching with rescoring (KEP-5598's next step upstream): a SignPlugin whose Filter
+    verdicts for the pod are node-local (its ``sign_pod`` covers them) but whose scores move with other
+    pods' placement, as PodTopologySpread's ScheduleAnyway constraints and SelectorSpread count matching
+    pods per domain. A batched cycle reuses the verdicts and the other plugins' remembered scores, and
+    scores the feasible nodes afresh with the plugins that ask for it."""
+
+    def rescore_each_cycle(self, pod: Pod) -> bool:
+        """True when this plugin's scores for ``pod`` must not be remembered between cycles."""
+        ...
+
+
+@runtime_checkable
 class StateData(Protocol):
     """A CycleState value that must be copied when the state is cloned (mutable per-cycle data)."""
 
@@ -526,6 +539,7 @@ __all__ = [
     "PreFilterResult",
     "PreScorePlugin",
     "QueueSortPlugin",
+    "RescorePlugin",
     "ReservePlugin",
     "ScoreExtensions",
     "ScoreNodesPlugin",

@@ -53,6 +53,7 @@ from scheduler.framework.interface import (
     PreScorePlugin,
     QueuedPodInfoLike,
     QueueSortPlugin,
+    RescorePlugin,
     ReservePlugin,
     ScoreNodesPlugin,
     ScorePlugin,
@@ -474,6 +475,9 @@ class Framework:
         unique: list[Any] = list({id(pl): pl for pls in points for pl in pls}.values())
         signers: list[SignPlugin] = [pl for pl in unique if isinstance(pl, SignPlugin)]
         self._signers: list[SignPlugin] | None = signers if len(signers) == len(unique) else None
+        self._rescorers: list[tuple[str, RescorePlugin]] = [
+            (pl.name, pl) for pl in self._score if isinstance(pl, RescorePlugin)
+        ]
 
     # ----- construction -------------------------------------------------------------------------
 
@@ -608,6 +612,10 @@ class Framework:
                 return None
             parts.append(fragment)
         return tuple(parts)
+
+    def rescored_plugins(self, pod: Pod) -> frozenset[str]:
+        """The Score plugins whose scores for ``pod`` a batch must not remember (RescorePlugin)."""
+        return frozenset(name for name, pl in self._rescorers if pl.rescore_each_cycle(pod))
 
     # ----- PreFilter / Filter -------------------------------------------------------------------
 

@@ -425,14 +425,12 @@ class PodTopologySpread:
         return tuple(replace(c, selector=selector) for c in defaults)
 
     def sign_pod(self, pod: Pod) -> Hashable | None:
-        """Batchable with DoNotSchedule constraints only: a node's verdict then depends on its own labels and
-        on which domains are too full (skew over maxSkew), so that set is the signature; it changes only
-        when a domain crosses the limit. Not with ScheduleAnyway ones (own or defaulted): the scores move
-        with every pod placed in a domain."""
+        """Batchable: a node's verdict under DoNotSchedule constraints depends on its own labels and on which
+        domains are too full (skew over maxSkew), so that set is the signature; it changes only when a domain
+        crosses the limit. ScheduleAnyway constraints (own or defaulted) never reject: their scores, which
+        move with every pod placed in a domain, are recomputed each cycle (``rescore_each_cycle``)."""
         try:
             hard = self.get_constraints(pod, DO_NOT_SCHEDULE)
-            if self.get_constraints(pod, SCHEDULE_ANYWAY):
-                return None
         except InvalidObjectError:
             return None
         if not hard:
@@ -443,6 +441,13 @@ class PodTopologySpread:
             for i, c in enumerate(hard)
             for offset in ((1 if c.selector.matches(pod.labels) else 0) - s.global_min(i),)
         )
+
+    def rescore_each_cycle(self, pod: Pod) -> bool:
+        """Scores come from ScheduleAnyway constraints, which count the pods placed in each domain."""
+        try:
+            return bool(self.get_constraints(pod, SCHEDULE_ANYWAY))
+        except InvalidObjectError:
+            return True
 
     # --- PreFilter / Filter ----------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ Zones come first because losing a zone loses all its nodes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, NodeScore
@@ -89,6 +89,14 @@ class SelectorSpread:
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle
         self._counts: GenerationMemo[int] = GenerationMemo(COUNTED_SELECTORS)
+
+    def sign_pod(self, pod: Pod) -> Hashable | None:
+        """Batchable: a score plugin rejects no node; its scores are recomputed each cycle."""
+        return ()
+
+    def rescore_each_cycle(self, pod: Pod) -> bool:
+        """Its scores count the workload's pods per node and zone, which every placement changes."""
+        return True
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
         """Skip pods with explicit spread constraints (upstream then scores every node 0: same effect)."""

@@ -16,10 +16,11 @@ import time
 from typing import Any
 
 from e2e.cluster.cluster import node_manifest
+from e2e.perf.schedulers import py_scheduler_config
 from e2e.perf.workloads import INIT_NAMESPACE, MEASURE_NAMESPACE, WORKLOADS
 from scheduler.app.logging import configure
 from scheduler.app.offline import OfflineWriter, RecordingBinder, RecordingEventSink
-from scheduler.config.load import build_registry, load
+from scheduler.config.load import build_registry, load, load_dict
 from scheduler.eventhandlers import ADDED, MODIFIED
 from scheduler.scheduler import Scheduler
 
@@ -32,15 +33,24 @@ def _pod(template: dict[str, Any], namespace: str, i: int) -> dict[str, Any]:
     return {**template, "metadata": meta, "spec": {**template["spec"], "schedulerName": SCHEDULER_NAME}}
 
 
-def build(nodes: int, config_path: str | None, seed: int) -> Scheduler:
-    """A Scheduler that binds synchronously into its own cache, with ``nodes`` default-shaped nodes."""
-    cfg = load(config_path, [SCHEDULER_NAME])
+def build(nodes: int, config_path: str | None, seed: int, workload: str = "SchedulingBasic") -> Scheduler:
+    """A Scheduler that binds synchronously into its own cache, with ``nodes`` default-shaped nodes and the
+    workload's Services; without ``config_path``, the profile the live benchmark gives py-scheduler."""
+    w = WORKLOADS[workload]
+    if config_path is None and w.py_score_plugins:
+        cfg = load_dict(py_scheduler_config(SCHEDULER_NAME, w.py_score_plugins), [SCHEDULER_NAME])
+    else:
+        cfg = load(config_path, [SCHEDULER_NAME])
     writer = OfflineWriter()
     sched = Scheduler(cfg, build_registry(cfg), RecordingBinder(), RecordingEventSink(), None, writer=writer,
                       synchronous_binding=True, rng=random.Random(seed))
     writer.connect(sched)
     for i in range(nodes):
         sched.on_node_event(ADDED, node_manifest(f"node-{i}", i, zones=3, now="2026-01-01T00:00:00Z"))
+    for make in w.services:
+        svc = make()
+        svc["metadata"] = {**svc["metadata"], "namespace": MEASURE_NAMESPACE, "uid": "svc-uid", "resourceVersion": "1"}
+        sched.on_object_event("Service", ADDED, svc)
     return sched
 
 
@@ -65,7 +75,7 @@ def run(workload: str, nodes: int, pods: int, config_path: str | None, seed: int
     """CPU seconds per 1000 measured pods, and where they went."""
     w = WORKLOADS[workload]
     n_init, n_pods = w.sizes(nodes, pods)
-    sched = build(nodes, config_path, seed)
+    sched = build(nodes, config_path, seed, workload)
     schedule(sched, [_pod(w.init_template(), INIT_NAMESPACE, i) for i in range(n_init)])
     measured = [_pod(w.measure_template(), MEASURE_NAMESPACE, i) for i in range(n_pods)]
     began = time.process_time()
@@ -81,7 +91,8 @@ def main() -> None:
     ap.add_argument("--workload", default="SchedulingBasic", choices=sorted(WORKLOADS))
     ap.add_argument("--nodes", type=int, default=1000)
     ap.add_argument("--pods", type=int, default=3000)
-    ap.add_argument("--config", default=None, help="a KubeSchedulerConfiguration file")
+    ap.add_argument("--config", default=None,
+                    help="a KubeSchedulerConfiguration file (default: the profile the live benchmark runs)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--log-level", default="WARNING", help="the scheduler's log level (INFO logs every binding)")

@@ -230,6 +230,18 @@ def test_batching_decides_as_the_reference_path(
         assert on.sched.rng.getstate() == off.sched.rng.getstate()
 
 
+def uniform_world_after(template: dict[str, Any], pods: int, selector_spread: bool = False) -> World:
+    """A batching world of 120 alike nodes in 3 zones that has scheduled ``pods`` pods of ``template``."""
+    world = World(True, 1, selector_spread)
+    for i in range(120):
+        world.sched.on_node_event(ADDED, node_obj(i, "4", 110, i % 3, False, "a", False))
+    objs = {f"default/p{i}": pod_obj(template, i) for i in range(pods)}
+    for obj in objs.values():
+        world.sched.on_pod_event(ADDED, obj)
+    world.run(objs)
+    return world
+
+
 def test_alike_pods_are_batched_and_distinct_volume_names_do_not_matter() -> None:
     """The equivalence test above must exercise the batch: alike pods hit it after the first one."""
     template = {
@@ -240,15 +252,7 @@ def test_alike_pods_are_batched_and_distinct_volume_names_do_not_matter() -> Non
     }
     a, b = pod_from_api(pod_obj(template, 1)), pod_from_api(pod_obj(template, 2))
     assert template_key(a) == template_key(b)
-    world = World(True, 1)
-    for i in range(120):
-        world.sched.on_node_event(ADDED, node_obj(i, "4", 110, i % 3, False, "a", False))
-    pods = {}
-    for i in range(3):
-        obj = pod_obj(template, i)
-        pods[f"default/p{i}"] = obj
-        world.sched.on_pod_event(ADDED, obj)
-    world.run(pods)
+    world = uniform_world_after(template, 3)
     batch = world.sched.algorithm.batch
     assert isinstance(batch, OpportunisticBatch)
     assert batch.signature is not None
@@ -266,15 +270,7 @@ def test_a_replica_sets_pods_are_batched_with_spreading_rescored() -> None:
                                                         "resources": {"requests": {"cpu": "100m"}}}],
                  "volumes": []},
     }
-    world = World(True, 1, selector_spread=True)
-    for i in range(120):
-        world.sched.on_node_event(ADDED, node_obj(i, "4", 110, i % 3, False, "a", False))
-    pods = {}
-    for i in range(6):
-        obj = pod_obj(template, i)
-        pods[f"default/p{i}"] = obj
-        world.sched.on_pod_event(ADDED, obj)
-    world.run(pods)
+    world = uniform_world_after(template, 6, selector_spread=True)
     batch = world.sched.algorithm.batch
     assert batch.signature is not None
     assert batch.score_plugins and not {"PodTopologySpread", "SelectorSpread"} & set(batch.score_plugins)

@@ -210,6 +210,53 @@ def test_pod_condition_patch_and_unchanged_skip() -> None:
     assert (cond["type"], cond["status"], cond["reason"]) == ("PodScheduled", "False", "Unschedulable")
 
 
+class StaleWriter(RecordingWriter):
+    """The pod changed after the scheduler read it: the first status patch conflicts, GET gives ``now``."""
+
+    def __init__(self, now: dict[str, Any]) -> None:
+        super().__init__()
+        self.now = now
+        self.conflicts = 1
+
+    def patch_pod_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        if self.conflicts:
+            self.conflicts -= 1
+            raise api_error(409)
+        super().patch_pod_status(namespace, name, patch)
+
+    def get(self, path: str) -> bytes:
+        return orjson.dumps(self.now)
+
+
+@pytest.mark.parametrize(
+    ("now", "nominated", "written"),
+    [
+        # bound before the preemptor's queued write landed: the nomination alone, as upstream's order leaves it
+        ({"uid": "u1", "node": "n2"}, "n1", [{"metadata": {"resourceVersion": "7"},
+                                              "status": {"nominatedNodeName": "n1"}}]),
+        ({"uid": "u1", "node": "n2"}, None, []),  # bound, nothing nominated: nothing to write
+        ({"uid": "u2", "node": ""}, "n1", []),  # a new pod of the same name: never written to
+        ({"uid": "u1", "node": ""}, "n1", ["condition"]),  # just updated: the condition again, on the fresh pod
+    ],
+)
+def test_a_conflicting_failure_write_is_redone_kept_to_the_nomination_or_dropped(
+    now: dict[str, str], nominated: str | None, written: list[Any]
+) -> None:
+    fresh = {"metadata": {"name": "p", "namespace": "ns", "uid": now["uid"], "resourceVersion": "7"},
+             "spec": {"nodeName": now["node"]} if now["node"] else {}}
+    w = StaleWriter(fresh)
+    sink = ApiEventSink(w, workers=1)
+    pod = pod_from_api({"metadata": {"name": "p", "namespace": "ns", "uid": "u1", "resourceVersion": "5"}, "spec": {}})
+    sink.pod_condition(pod, "Unschedulable", "0/1 nodes are available: x.", nominated)
+    _drain(sink)
+    if written == ["condition"]:
+        assert len(w.status) == 1 and w.status[0]["metadata"] == {"resourceVersion": "7"}
+        assert w.status[0]["status"]["nominatedNodeName"] == "n1"
+        assert w.status[0]["status"]["conditions"][0]["reason"] == "Unschedulable"
+    else:
+        assert w.status == written
+
+
 def test_request_bodies_serialise_read_only_mappings() -> None:
     from types import MappingProxyType
 

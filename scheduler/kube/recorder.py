@@ -184,11 +184,27 @@ class ApiEventSink:
         except Exception as exc:
             if getattr(exc, "status", None) != 409:
                 raise
-            fresh = self._still_pending(pod)  # changed since we saw it: bound, recreated, or just updated
-            if fresh is None:
-                log.info("dropped a PodScheduled=False write: the pod was bound or replaced meanwhile", pod=pod.key)
-                return
-            self._patch_condition(fresh, reason, message, nominated)
+            fresh = self._same_pod(pod)  # changed since we saw it: bound, recreated, or just updated
+            if fresh is None or fresh.terminating:
+                log.info("dropped a PodScheduled=False write: the pod was deleted or replaced meanwhile", pod=pod.key)
+            elif fresh.node_name:
+                self._keep_nomination(fresh, nominated)
+            else:
+                self._patch_condition(fresh, reason, message, nominated)
+
+    def _keep_nomination(self, bound: Pod, nominated: str | None) -> None:
+        """A preemptor can be bound before its queued failure write lands. Upstream writes the nomination
+        before the pod can be bound, and the binding keeps it: write the nomination alone (a PodScheduled=False
+        condition would contradict the binding)."""
+        if not nominated or bound.nominated_node_name == nominated:
+            log.info("dropped a PodScheduled=False write: the pod was bound meanwhile", pod=bound.key)
+            return
+        patch = {"metadata": {"resourceVersion": bound.resource_version}, "status": {"nominatedNodeName": nominated}}
+        try:
+            self._writer.patch_pod_status(bound.namespace, bound.name, patch)
+        except Exception as exc:
+            if getattr(exc, "status", None) not in (404, 409):  # deleted or changed again: nothing to keep
+                raise
 
     def _patch_condition(self, pod: Pod, reason: str, message: str, nominated: str | None) -> None:
         """The PodScheduled=False patch, conditional on the pod's resourceVersion: queued and retried
@@ -207,17 +223,15 @@ class ApiEventSink:
             if getattr(exc, "status", None) != 404:  # a pod deleted meanwhile is not an error
                 raise
 
-    def _still_pending(self, pod: Pod) -> Pod | None:
-        """The pod as the API server has it now, if it is still the same unbound, live pod."""
+    def _same_pod(self, pod: Pod) -> Pod | None:
+        """The pod as the API server has it now, if it is still the same pod (not deleted, not recreated)."""
         try:
             fresh = pod_from_api(orjson.loads(self._writer.get(pod_path(pod.namespace, pod.name))))
         except Exception as exc:
             if getattr(exc, "status", None) == 404:
                 return None
             raise
-        if fresh.uid != pod.uid or fresh.node_name or fresh.terminating:
-            return None
-        return fresh
+        return fresh if fresh.uid == pod.uid else None
 
 
 def _pod_ref(pod: Pod) -> dict[str, Any]:

@@ -32,7 +32,7 @@ import structlog
 from scheduler.cache.cache import Cache, SnapshotInconsistentError
 from scheduler.cache.snapshot import Snapshot
 from scheduler.edge import BoundElsewhereError, EventRecorder, ScheduleObserver
-from scheduler.framework.batch import NodesAt, OpportunisticBatch, OpportunisticBatches, ScoreMatrix
+from scheduler.framework.batch import NodesAt, OpportunisticBatch, OpportunisticBatches
 from scheduler.framework.extender import EXTENDER_NAME, MAX_EXTENDER_PRIORITY, Extender, ExtenderError
 from scheduler.framework.fit_error import (
     Diagnosis,
@@ -45,6 +45,7 @@ from scheduler.framework.interface import (
     CycleObserver,
     CycleState,
     NodeToStatus,
+    ScoreMatrix,
     ScorePlugin,
     ScoreRow,
     SharedLister,
@@ -381,18 +382,21 @@ class SchedulingAlgorithm:
             state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin]
         ) -> tuple[ScoreMatrix, Status | None]:
             rescored = fwk.rescored_plugins(pod)
-            kept = [pl for pl in plugins if pl.name not in rescored]
+            kept_rows = [i for i, pl in enumerate(plugins) if pl.name not in rescored]
+            kept = [plugins[i] for i in kept_rows]
             names = tuple(pl.name for pl in kept)
             matrix, status = batch.scores(positions, names, lambda todo: fwk.score_nodes(state, pod, todo, kept))
             if status is not None or len(kept) == len(plugins):
                 return matrix, status
-            fresh = [pl for pl in plugins if pl.name in rescored]
+            fresh_rows = [i for i, pl in enumerate(plugins) if pl.name in rescored]
+            fresh = [plugins[i] for i in fresh_rows]
             raw, status = fwk.score_nodes(state, pod, nodes, fresh)
             if status is not None:
                 return matrix, status
-            rows = dict(zip(names, matrix, strict=True))
-            rows.update(zip((pl.name for pl in fresh), score_matrix(raw, fresh, len(nodes)), strict=True))
-            return np.array([rows[pl.name] for pl in plugins], dtype=np.int64).reshape(len(plugins), len(nodes)), None
+            rows = np.empty((len(plugins), len(nodes)), dtype=np.int64)  # in ``plugins`` order
+            rows[kept_rows] = matrix
+            rows[fresh_rows] = score_matrix(raw, fresh, len(nodes))
+            return rows, None
 
         return raw_scores
 

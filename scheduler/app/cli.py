@@ -389,8 +389,8 @@ def parser() -> argparse.ArgumentParser:
                    help="kube-scheduler feature gates py-scheduler implements: SchedulerAsyncPreemption "
                         "(default true; false evicts preemption victims on the scheduling thread)")
     r.add_argument("--gc-full-scan-seconds", type=float, default=3600.0,
-                   help="freeze the garbage collector's old generation after each full collection and walk it "
-                        "whole only this often (default 3600; 0 leaves CPython's default collector)")
+                   help="freeze what survives each middle or full garbage collection, and collect the frozen "
+                        "objects once this often (default 3600; 0 leaves CPython's default collector)")
     r.add_argument("--resync-seconds", type=float, default=300.0,
                    help="relist every watched kind this often and reconcile the cache (default 300)")
     r.add_argument("--pod-watch", choices=["stream", "kopf"], default="stream",

@@ -32,6 +32,7 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
+from scheduler.framework.interface import ScoreMatrix
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo
 from scheduler.model.pod import Pod
@@ -67,7 +68,6 @@ def _without_mounts(container: Any) -> Any:
 
 
 RawScorer = Callable[[Sequence[NodeInfo]], "tuple[dict[str, list[int]], Status | None]"]
-ScoreMatrix = npt.NDArray[np.int64]
 _NO_MATRIX: ScoreMatrix = np.zeros((0, 0), dtype=np.int64)
 _NOTHING_KNOWN: npt.NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
 
@@ -93,9 +93,6 @@ class OpportunisticBatch:
     def invalidate(self) -> None:
         self.signature = None
         self.nodes, self.verdicts, self.feasible, self.rejected = [], [], [], []
-        self.forget_scores()
-
-    def forget_scores(self) -> None:
         self.raw, self.known, self.score_plugins = _NO_MATRIX, _NOTHING_KNOWN, ()
 
     def refresh(

@@ -31,6 +31,7 @@ MIN_NODE_SCORE = 0
 # Scores as the framework keeps them between Score, NormalizeScore and the weighted totals: int64 numpy
 # arrays in node order (a row per plugin), so that the per-node arithmetic runs without a Python loop.
 ScoreRow = npt.NDArray[np.int64]
+ScoreMatrix = npt.NDArray[np.int64]  # several plugins' scores: a row per plugin, a column per node
 
 
 _IMPLEMENTS: dict[tuple[type, type], bool] = {}
@@ -542,6 +543,7 @@ __all__ = [
     "RescorePlugin",
     "ReservePlugin",
     "ScoreExtensions",
+    "ScoreMatrix",
     "ScoreNodesPlugin",
     "ScorePlugin",
     "ScoreRow",

@@ -19,7 +19,6 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
-import numpy.typing as npt
 
 from scheduler.config.types import EXTENSION_POINTS, Profile
 from scheduler.framework.batch import template_key
@@ -55,6 +54,7 @@ from scheduler.framework.interface import (
     QueueSortPlugin,
     RescorePlugin,
     ReservePlugin,
+    ScoreMatrix,
     ScoreNodesPlugin,
     ScorePlugin,
     ScoreRow,
@@ -71,8 +71,6 @@ if TYPE_CHECKING:
 
 # callable(extension_point, status_code_string, seconds): wired to scheduler_framework_extension_point_duration.
 MetricsHook = Callable[[str, str, float], None]
-# Scores of several plugins: a row per plugin (ScoreRow), a column per node.
-ScoreMatrix = npt.NDArray[np.int64]
 _NO_SCORES: ScoreRow = np.zeros(0, dtype=np.int64)
 # (state, pod, nodes, plugins) -> raw score matrix (a row per plugin, in ``plugins`` order), or an error status
 RawScores = Callable[[CycleState, Pod, Sequence[NodeInfo], "list[ScorePlugin]"], "tuple[ScoreMatrix, Status | None]"]
@@ -894,10 +892,12 @@ class Framework:
                 matrix, status = raw_scores(state, pod, nodes, plugins)
             else:
                 raw, status = self.score_nodes(state, pod, nodes, plugins)
-                matrix = score_matrix(raw, plugins, len(nodes)) if status is None else _NO_SCORES
+                if status is None:
+                    matrix = score_matrix(raw, plugins, len(nodes))
+            if status is not None:
+                return _NO_SCORES, status
             before = matrix.copy() if self.observer is not None else matrix
-            if status is None:
-                status = self._normalize(state, pod, nodes, plugins, matrix)
+            status = self._normalize(state, pod, nodes, plugins, matrix)
             if status is None:
                 status = self._check_range(plugins, matrix)
             if status is not None:

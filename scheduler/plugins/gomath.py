@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+import numpy.typing as npt
+
 
 def go_div(a: int, b: int) -> int:
     """Go's integer division: truncates toward zero (Python's // floors, which differs for negatives).
@@ -13,6 +16,12 @@ def go_div(a: int, b: int) -> int:
     The broken-linear shape function divides negative slopes, so this matters for decreasing shapes."""
     q = abs(a) // abs(b)
     return q if (a >= 0) == (b > 0) else -q
+
+
+def go_div_row(values: npt.NDArray[np.int64], divisor: int) -> npt.NDArray[np.int64]:
+    """``go_div`` of every value by ``divisor`` (a score row)."""
+    quotient = np.abs(values) // abs(divisor)
+    return np.where((values < 0) != (divisor < 0), -quotient, quotient)
 
 
 def go_round(x: float) -> int:

@@ -44,6 +44,7 @@ from scheduler.model.labels import NOTHING, LabelSelector, parse_label_selector
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.plugins.node_totals import Contribute, Contribution, NodeTotalsCache
+from scheduler.plugins.normalize_score import on_node_scores
 from scheduler.plugins.spreading import as_node, as_pod, object_labels
 
 NAME = "InterPodAffinity"
@@ -642,11 +643,7 @@ class InterPodAffinity:
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
         """Min-max to [0, 100], truncating; all equal → 0."""
-        values = np.fromiter((ns.score for ns in scores), dtype=np.int64, count=len(scores))
-        status = self.normalize_values(state, pod, values)
-        for ns, value in zip(scores, values.tolist(), strict=True):
-            ns.score = value
-        return status
+        return on_node_scores(scores, lambda values: self.normalize_values(state, pod, values))
 
     def normalize_values(self, state: CycleState, pod: Pod, values: ScoreRow) -> Status | None:
         """``normalize_score`` on the framework's score row (the same float arithmetic, truncated)."""

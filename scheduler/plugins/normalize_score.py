@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 import numpy as np
 
 from scheduler.framework.interface import NodeScore, ScoreRow
+from scheduler.plugins.gomath import go_div_row
 
-
-def go_div_row(values: ScoreRow, divisor: int) -> ScoreRow:
-    """Go's integer division of every value by ``divisor``: the quotient truncated toward zero."""
-    quotient = np.abs(values) // abs(divisor)
-    return np.where((values < 0) != (divisor < 0), -quotient, quotient)
+T = TypeVar("T")
 
 
 def default_normalize_values(max_priority: int, reverse: bool, values: ScoreRow) -> None:
@@ -26,9 +26,15 @@ def default_normalize_values(max_priority: int, reverse: bool, values: ScoreRow)
     values[:] = max_priority - scaled if reverse else scaled
 
 
-def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeScore]) -> None:
-    """default_normalize_values on a NodeScore list."""
+def on_node_scores(scores: list[NodeScore], normalize: Callable[[ScoreRow], T]) -> T:
+    """Run a score-row normalizer (``normalize_values``) on upstream's NodeScore list, in place."""
     values = np.fromiter((s.score for s in scores), dtype=np.int64, count=len(scores))
-    default_normalize_values(max_priority, reverse, values)
+    result = normalize(values)
     for s, v in zip(scores, values.tolist(), strict=True):
         s.score = v
+    return result
+
+
+def default_normalize_score(max_priority: int, reverse: bool, scores: list[NodeScore]) -> None:
+    """default_normalize_values on a NodeScore list."""
+    on_node_scores(scores, lambda values: default_normalize_values(max_priority, reverse, values))

@@ -247,13 +247,17 @@ class SchedulingAlgorithm:
     ) -> list[int] | None:
         """The filter walk answered by the batch: positions of the feasible nodes, rejections recorded in
         the diagnosis, start index advanced, as _filter_nodes would. None: the pod is not batched (no
-        signature, extenders, nominated pods anywhere, first pod of its signature, a filter error)."""
+        signature, extenders, first pod of its signature, a filter error).
+
+        Nodes holding nominated pods that count for this pod (priority >= its own) get the two-pass
+        filter afresh, as in the per-node walk; the batch answers for every other node."""
         if not self.batching or self.extenders or not fwk.has_filter_plugins():
-            return None
-        if nominator is not None and nominator.nodes_with_nominated_pods():
             return None
         signature = fwk.sign_pod(pod)
         if signature is None:
+            return None
+        nominated = self._nominated_positions(pod, snapshot, nominator)
+        if nominated is None:
             return None
         began = time.perf_counter()
         key = (signature, frozenset(state.skip_filter_plugins))
@@ -264,10 +268,21 @@ class SchedulingAlgorithm:
             batch = self.batches.refresh(key, all_nodes, run_filters)
         if batch is None:
             return None
+        overrides: dict[int, Status | None] = {}
+        for p, pods in nominated.items():
+            status = fwk.run_filter_plugins_with_nominated_pods(state, pod, all_nodes[p], pods)
+            if status is not None and status.code == Code.ERROR:
+                return None  # the per-node walk decides whether it gets that far
+            overrides[p] = status
         self.batch = batch
-        chosen, rejected = batch.walk(self.next_start_node_index, self._num_to_find(fwk, len(all_nodes)))
+        chosen, rejected = batch.walk(self.next_start_node_index, self._num_to_find(fwk, len(all_nodes)), overrides)
         # C loops over the rejected nodes; the diagnosis needs each (plugin, code) once.
-        rejections = cast(list[Status], list(map(batch.verdicts.__getitem__, rejected)))
+        verdicts = batch.verdicts
+        if overrides:
+            verdicts = verdicts.copy()
+            for p, status in overrides.items():
+                verdicts[p] = status
+        rejections = cast(list[Status], list(map(verdicts.__getitem__, rejected)))
         diagnosis.node_to_status.statuses.update(
             zip(map(attrgetter("name"), map(all_nodes.__getitem__, rejected)), rejections, strict=True))
         for status in {(st.plugin, st.code): st for st in rejections}.values():
@@ -277,6 +292,28 @@ class SchedulingAlgorithm:
         # Counted as the per-node walk would (the batch re-ran the filters on changed nodes only).
         fwk.count_filter_evaluations(state, len(chosen) + len(rejected), rejections)
         return chosen
+
+    @staticmethod
+    def _nominated_positions(
+        pod: Pod, snapshot: SharedLister, nominator: NominatedPods | None
+    ) -> dict[int, Sequence[Pod]] | None:
+        """Positions of the nodes whose nominated pods the two-pass filter adds for ``pod`` (priority >= its
+        own, not the pod itself), with those pods; None: positions cannot be told (not a Snapshot)."""
+        names = nominator.nodes_with_nominated_pods() if nominator is not None else None
+        if not names:
+            return {}
+        if not isinstance(snapshot, Snapshot):
+            return None
+        assert nominator is not None
+        out: dict[int, Sequence[Pod]] = {}
+        for name in names:
+            p = snapshot.position(name)
+            if p is None:
+                continue
+            pods = nominator.nominated_pods_for_node(name)
+            if any(o.priority >= pod.priority and o.uid != pod.uid for o in pods):
+                out[p] = pods
+        return out
 
     def _num_to_find(self, fwk: Framework, num_nodes: int) -> int:
         percentage = fwk.percentage_of_nodes_to_score

@@ -7,7 +7,8 @@ with no signature: pod affinity on shared topology values, volumes with claims; 
 ScheduleAnyway spreading, own or the system defaults of a ReplicaSet's pods, and SelectorSpread in the
 profile half of the time), node additions, updates and
 deletions, bound pods deleted, and pods nominated to nodes (the two-pass filter). Every binding, every
-FailedScheduling message, the start index and the random source must end up the same.
+FailedScheduling message, every attempt's per-node filter verdicts, the start index and the random source
+must end up the same.
 """
 
 from __future__ import annotations
@@ -107,6 +108,13 @@ def template_st(draw: st.DrawFn) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
+# Small nominated pods, of either priority: their nodes mostly stay feasible under the two-pass filter.
+LIGHT = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": {"app": "z"}}, "spec": {
+    "schedulerName": NAME, "priority": priority, "volumes": [],
+    "containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "100m"}}}]}}
+    for priority in (0, 10)]
+
+
 def replica_set(app: str) -> dict[str, Any]:
     return {"apiVersion": "apps/v1", "kind": "ReplicaSet",
             "metadata": {"name": f"rs-{app}", "namespace": "default", "uid": f"rs-{app}", "resourceVersion": "1",
@@ -122,9 +130,32 @@ event_st = st.one_of(
     st.tuples(st.just("add-node"), node_st),
     st.tuples(st.just("delete-node"), st.integers(0, 10_000)),
     st.tuples(st.just("delete-pod"), st.integers(0, 10_000)),
-    st.tuples(st.just("nominate"), st.integers(0, 10_000), st.integers(0, 3)),
+    st.tuples(st.just("nominate"), st.integers(0, 10_000), st.integers(0, 3), st.booleans()),
     st.tuples(st.just("unnominate"),),
 )
+
+
+class Verdicts:
+    """Every attempt's per-node filter verdicts, in order (a ScheduleObserver)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, dict[str, tuple[str, str]]]] = []
+
+    def _add(self, pod: Any, outcome: str, statuses: Any) -> None:
+        got = {} if statuses is None else {n: (st.plugin, st.message) for n, st in statuses.statuses.items()}
+        self.seen.append((pod.key, outcome, got))
+
+    def scheduled(self, pod: Any, node: str, statuses: Any) -> None:
+        self._add(pod, node, statuses)
+
+    def failed(self, pod: Any, message: str, statuses: Any) -> None:
+        self._add(pod, message, statuses)
+
+    def bound(self, pod: Any, node: str) -> None:
+        pass
+
+    def preempted(self, victim: Any, preemptor: Any, node: str) -> None:
+        pass
 
 
 class World:
@@ -142,7 +173,9 @@ class World:
         cfg = load_dict(config, [NAME])
         self.writer = OfflineWriter()
         self.sink = RecordingEventSink()
+        self.verdicts = Verdicts()
         self.sched = Scheduler(cfg, build_registry(cfg), RecordingBinder(), self.sink, None, writer=self.writer,
+                               observer=self.verdicts,
                                synchronous_binding=True, rng=random.Random(seed), clock=lambda: self.now,
                                features=Features(enable_async_preemption=False))
         self.writer.connect(self.sched)
@@ -208,7 +241,8 @@ def test_batching_decides_as_the_reference_path(
                 obj = pods[key]
                 w.sched.on_pod_event(DELETED, {**obj, "spec": {**obj["spec"], "nodeName": node}})
             elif kind == "nominate" and node_names:
-                phantom = pod_from_api(pod_obj(templates[event[2] % len(templates)], 100_000 + n))
+                template = LIGHT[event[2] % 2] if event[3] else templates[event[2] % len(templates)]
+                phantom = pod_from_api(pod_obj(template, 100_000 + n))
                 w.sched.queue.nominator.add_nominated_pod(phantom, node_names[event[1] % len(node_names)])
                 if w is worlds[0]:
                     nominated.append(phantom)
@@ -226,6 +260,7 @@ def test_batching_decides_as_the_reference_path(
         on, off = worlds
         assert on.bindings == off.bindings
         assert on.sink.events == off.sink.events
+        assert on.verdicts.seen == off.verdicts.seen
         assert on.sched.algorithm.next_start_node_index == off.sched.algorithm.next_start_node_index
         assert on.sched.rng.getstate() == off.sched.rng.getstate()
 
@@ -276,6 +311,46 @@ def test_a_replica_sets_pods_are_batched_with_spreading_rescored() -> None:
     assert batch.score_plugins and not {"PodTopologySpread", "SelectorSpread"} & set(batch.score_plugins)
     zones = [int(node[1:]) % 3 for _, node in world.bindings]
     assert sorted(zones) == [0, 0, 1, 1, 2, 2]  # spread over the zones, two by two
+
+
+def test_nodes_with_nominated_pods_are_filtered_afresh_in_a_batch() -> None:
+    """Pods nominated elsewhere no longer turn batching off: their nodes get the two-pass filter each cycle
+    (a nominated pod that fills a node rejects it, a small one leaves it feasible), the batch the rest."""
+    template = {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"labels": {"app": "x"}},
+        "spec": {"schedulerName": NAME, "containers": [{"name": "c", "image": "pause",
+                                                        "resources": {"requests": {"cpu": "1"}}}], "volumes": []},
+    }
+    big = {**LIGHT[0], "spec": {**LIGHT[0]["spec"], "containers": [
+        {"name": "c", "image": "pause", "resources": {"requests": {"cpu": "4"}}}]}}
+    worlds = [uniform_world_after(template, 2), World(False, 1)]
+    objs: dict[str, dict[str, Any]] = {}
+    for i in range(120):
+        worlds[1].sched.on_node_event(ADDED, node_obj(i, "4", 110, i % 3, False, "a", False))
+    for i in range(2):
+        obj = pod_obj(template, i)
+        objs[f"default/p{i}"] = obj
+        worlds[1].sched.on_pod_event(ADDED, obj)
+    worlds[1].run(objs)
+    taken = {node for _, node in worlds[0].bindings}
+    free = next(f"n{i}" for i in range(120) if f"n{i}" not in taken)
+    for w in worlds:
+        for i in range(120):  # every node promised to a 4-CPU pod, but one promised 100m only
+            phantom = pod_from_api(pod_obj(LIGHT[0] if f"n{i}" == free else big, 200_000 + i))
+            w.sched.queue.nominator.add_nominated_pod(phantom, f"n{i}")
+        for i in range(10, 14):
+            obj = pod_obj(template, i)
+            objs[f"default/p{i}"] = obj
+            w.sched.on_pod_event(ADDED, obj)
+        w.run(objs)
+    on, off = worlds
+    assert on.bindings == off.bindings
+    assert [node for _, node in on.bindings[2:]] == [free] * 3  # 3 x 1 CPU + the 100m promised fit in 4
+    assert on.sink.events[-1] == off.sink.events[-1]
+    assert "0/120 nodes are available: 120 Insufficient cpu." in on.sink.events[-1][-1]
+    assert on.verdicts.seen[-4:] == off.verdicts.seen[-4:]
+    batch = on.sched.algorithm.batch
+    assert batch is not None and batch.signature is not None and len(batch.feasible) == 120
 
 
 @settings(max_examples=300, deadline=None)

@@ -69,6 +69,10 @@ class Snapshot:
     def num_nodes(self) -> int:
         return len(self._list)
 
+    def position(self, name: str) -> int | None:
+        """The node's index in ``list()``, None if it is not there."""
+        return self._pos.get(name)
+
     def change_mark(self) -> tuple[int, int, int]:
         """Where the change log stands now, for ``changed_since``."""
         return id(self), self._epoch, len(self._changed)

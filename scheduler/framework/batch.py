@@ -15,8 +15,9 @@ The filter walk is then answered from sorted lists of feasible and rejected node
 nodes, in the same rotation order from the same start index, as the per-node walk visits, so sampling
 (numFeasibleNodesToFind), the diagnosis, the next start index, the scores and the random tie-break draw
 are those of the reference path. Normalization, weights and selection run on the feasible nodes as
-always. The algorithm uses the batch only when no pod is nominated anywhere (the two-pass filter reads
-other pods) and PreFilter did not narrow the nodes; a signature is evaluated on all nodes only when a
+always. Nodes holding nominated pods that count for the pod (the two-pass filter reads them) are filtered
+afresh each cycle and override the batch's verdicts for that walk. The algorithm uses the batch only when
+PreFilter did not narrow the nodes; a signature is evaluated on all nodes only when a
 second pod with it comes, so lone pods pay nothing but the signing.
 """
 
@@ -146,22 +147,18 @@ class OpportunisticBatch:
         del src[bisect_left(src, p)]
         insort(dst, p)
 
-    def walk(self, start: int, k: int) -> tuple[list[int], list[int]]:
+    def walk(
+        self, start: int, k: int, overrides: Mapping[int, Status | None] | None = None
+    ) -> tuple[list[int], list[int]]:
         """The positions the per-node walk from ``start`` finds feasible (at most ``k``) and those it
-        rejects on the way, both in visiting order."""
+        rejects on the way, both in visiting order. ``overrides`` gives some positions another verdict for
+        this walk only (nodes with nominated pods, filtered twice)."""
         feasible, rejected = self.feasible, self.rejected
-        b = bisect_left(feasible, start)
-        chosen = feasible[b:b + k]
-        if len(chosen) < k:
-            chosen += feasible[:min(k - len(chosen), b)]
-        if len(chosen) < k:  # fewer feasible than wanted: every node is visited
-            r = bisect_left(rejected, start)
-            return chosen, rejected[r:] + rejected[:r]
-        last = chosen[-1]
-        lo = bisect_left(rejected, start)
-        if last >= start:
-            return chosen, rejected[lo:bisect_right(rejected, last)]
-        return chosen, rejected[lo:] + rejected[:bisect_right(rejected, last)]
+        if overrides:
+            ok = {p for p, status in overrides.items() if _ok(status)}
+            feasible = sorted([p for p in feasible if p not in overrides] + list(ok))
+            rejected = sorted([p for p in rejected if p not in overrides] + [p for p in overrides if p not in ok])
+        return walk_positions(feasible, rejected, start, k)
 
     def scores(
         self, positions: Sequence[int], plugins: tuple[str, ...], compute: RawScorer
@@ -251,6 +248,22 @@ class OpportunisticBatches:
             return None
         self._batches[signature] = batch
         return batch
+
+
+def walk_positions(feasible: list[int], rejected: list[int], start: int, k: int) -> tuple[list[int], list[int]]:
+    """The walk over sorted feasible and rejected positions (see ``OpportunisticBatch.walk``)."""
+    b = bisect_left(feasible, start)
+    chosen = feasible[b:b + k]
+    if len(chosen) < k:
+        chosen += feasible[:min(k - len(chosen), b)]
+    if len(chosen) < k:  # fewer feasible than wanted: every node is visited
+        r = bisect_left(rejected, start)
+        return chosen, rejected[r:] + rejected[:r]
+    last = chosen[-1]
+    lo = bisect_left(rejected, start)
+    if last >= start:
+        return chosen, rejected[lo:bisect_right(rejected, last)]
+    return chosen, rejected[lo:] + rejected[:bisect_right(rejected, last)]
 
 
 def _ok(status: Status | None) -> bool:

@@ -17,6 +17,7 @@ from scheduler.kube.operator import connection_info
 from scheduler.kube.podstream import Gone, PodStream
 from scheduler.kube.ratelimit import TokenBucket
 from scheduler.kube.recorder import ApiEventSink, truncate_note
+from scheduler.kube.transform import trimmed
 from scheduler.model.pod import pod_from_api
 
 
@@ -336,6 +337,26 @@ def test_pod_stream_relist_synthesizes_deletions_and_maps_410_to_gone() -> None:
     raw.error = api_error(410)
     with pytest.raises(Gone):
         stream.relist()
+
+
+MANAGED = [{"manager": "kubectl", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}]
+
+
+def test_objects_enter_the_cache_without_managed_fields() -> None:
+    """As kube-scheduler's informer transform: list pages and the pod stream drop metadata.managedFields in
+    place; a body kopf owns is copied, not changed."""
+    managed = {"metadata": {"uid": "a", "name": "a", "namespace": "ns", "managedFields": MANAGED}, "spec": {"x": 1}}
+    raw = PagedRaw([[managed]])
+    (items, _), = list(list_pages(raw, "/api/v1/pods"))
+    assert items == [{"metadata": {"uid": "a", "name": "a", "namespace": "ns"}, "spec": {"x": 1}}]
+    events: list[Any] = []
+    stream = PodStream(raw, lambda t, o: events.append(o))  # type: ignore[arg-type]
+    stream._handle_line(orjson.dumps({"type": "ADDED", "object": managed}), "1")
+    assert "managedFields" not in events[0]["metadata"] and events[0]["spec"] == {"x": 1}
+    owned = {"metadata": {"name": "n", "managedFields": MANAGED}, "status": {}}
+    copy = trimmed(owned)
+    assert copy == {"metadata": {"name": "n"}, "status": {}} and owned["metadata"]["managedFields"] == MANAGED
+    assert trimmed(copy) is copy
 
 
 class Cfg:

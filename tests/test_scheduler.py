@@ -181,3 +181,18 @@ def test_assumed_pod_expiry_follows_ttl(ttl: float) -> None:
     clock.now += 31.0
     s.housekeeping()
     assert s.cache.is_assumed("uid-p") is (ttl == 0.0)
+
+
+def test_a_relisted_node_of_the_same_version_is_kept_once() -> None:
+    """A relist replays every node at the version the cache has: the resync's record keeps the cache's
+    object, not a second copy of each node."""
+    s = make(Binder())
+    first, again = node("n1"), node("n1")
+    s.on_node_event(ADDED, first)
+    s.on_node_event(MODIFIED, again)
+    (_, kept), = s.known_nodes_not_in(set(), float("inf"))
+    assert kept is first and s.cache.get_node("n1").raw is first  # type: ignore[union-attr]
+    newer = {**node("n1"), "metadata": {**node("n1")["metadata"], "resourceVersion": "2"}}
+    s.on_node_event(MODIFIED, newer)
+    (_, kept), = s.known_nodes_not_in(set(), float("inf"))
+    assert kept is newer

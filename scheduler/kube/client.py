@@ -27,6 +27,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 
 from scheduler.kube.http11 import Http11Pool
 from scheduler.kube.ratelimit import TokenBucket
+from scheduler.kube.transform import trim
 from scheduler.model.jsonutil import plain
 
 log = structlog.get_logger(__name__)
@@ -167,7 +168,7 @@ def list_pages(
             query["fieldSelector"] = field_selector
         data = orjson.loads(api.request("GET", f"{path}?{urlencode(query)}") or b"{}")
         meta: dict[str, Any] = data.get("metadata") or {}
-        yield data.get("items") or [], meta
+        yield [trim(item) for item in data.get("items") or []], meta
         cont = meta.get("continue") or ""
         if not cont:
             return

@@ -22,6 +22,7 @@ from scheduler.eventhandlers import ADDED
 from scheduler.kube.client import authorization
 from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS
 from scheduler.kube.podstream import READ_GRACE_S, WATCH_TIMEOUT_S
+from scheduler.kube.transform import trimmed
 from scheduler.scheduler import Scheduler
 
 log = structlog.get_logger(__name__)
@@ -96,20 +97,20 @@ def register_handlers(
         async def pod_event(event: Any, **_: Any) -> None:
             if event.get("type") is None:
                 on_listed("Pod")
-            sched.on_pod_event(_event_type(event), event["object"])
+            sched.on_pod_event(_event_type(event), trimmed(event["object"]))
 
     @kopf.on.event("", "v1", "nodes", registry=reg)
     async def node_event(event: Any, **_: Any) -> None:
         if event.get("type") is None:
             on_listed("Node")
-        sched.on_node_event(_event_type(event), event["object"])
+        sched.on_node_event(_event_type(event), trimmed(event["object"]))
 
     for kind, (group, version, plural) in kinds.items():
         def make(k: str) -> Callable[..., Any]:
             async def object_event(event: Any, **_: Any) -> None:
                 if event.get("type") is None:
                     on_listed(k)
-                sched.on_object_event(k, _event_type(event), event["object"])
+                sched.on_object_event(k, _event_type(event), trimmed(event["object"]))
             return object_event
         kopf.on.event(group, version, plural, registry=reg)(make(kind))
     return reg

@@ -26,6 +26,7 @@ import structlog
 from kubernetes.client.exceptions import ApiException
 
 from scheduler.kube.client import RawApi, list_pages, ssl_context
+from scheduler.kube.transform import trim
 
 log = structlog.get_logger(__name__)
 
@@ -175,7 +176,7 @@ class PodStream:
             raise ValueError(f"watch error: {obj.get('message')}")
         new_rv = (obj.get("metadata") or {}).get("resourceVersion")
         if type_ != "BOOKMARK":
-            self._deliver(type_, obj, obj["metadata"]["uid"])
+            self._deliver(type_, trim(obj), obj["metadata"]["uid"])
         return new_rv or rv
 
     def _deliver(self, type_: str, obj: Mapping[str, Any], uid: str) -> None:

@@ -387,7 +387,7 @@ def pod_resources(spec: Mapping[str, object], status: Mapping[str, object], obj:
     result = calculate_pod_resources(spec, status, obj)
     if len(_RESOURCES_MEMO) >= _RESOURCES_MEMO_MAX:
         _RESOURCES_MEMO.clear()
-    _RESOURCES_MEMO[key] = result
+    _RESOURCES_MEMO[memoryview(key).tobytes()] = result  # a tight copy: orjson's result holds 4 KiB
     return result
 
 

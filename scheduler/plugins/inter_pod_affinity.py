@@ -302,7 +302,8 @@ def _contribution_signature(pod: Pod) -> object:
     pod, which is rebuilt whenever it changes)."""
     sig = pod.memo.get(_SIGNATURE_KEY)
     if sig is None:
-        affinity = orjson.dumps(pod.affinity, option=orjson.OPT_SORT_KEYS, default=plain)
+        # As str: orjson's bytes keep a 4 KiB buffer, and every pod holds its signature.
+        affinity = orjson.dumps(pod.affinity, option=orjson.OPT_SORT_KEYS, default=plain).decode()
         sig = pod.memo[_SIGNATURE_KEY] = (pod.namespace, tuple(sorted(pod.labels.items())), affinity)
     return sig
 

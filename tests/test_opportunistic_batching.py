@@ -370,3 +370,11 @@ def test_walk_visits_what_the_per_node_walk_visits(ok: list[bool], start: int, k
     batch.feasible = [p for p in range(n) if ok[p]]
     batch.rejected = [p for p in range(n) if not ok[p]]
     assert batch.walk(start, k) == (want_feasible, want_rejected)
+
+
+def test_template_key_takes_integers_beyond_64_bits() -> None:
+    """orjson refuses them; the key falls back to the standard encoder rather than failing the cycle."""
+    obj = pod_obj(LIGHT[0], 1)
+    huge = pod_from_api({**obj, "spec": {**obj["spec"], "terminationGracePeriodSeconds": 2**70}})
+    small = pod_from_api({**obj, "spec": {**obj["spec"], "terminationGracePeriodSeconds": 30}})
+    assert str(2**70) in template_key(huge) and template_key(huge) != template_key(small)

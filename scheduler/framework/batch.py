@@ -32,6 +32,7 @@ from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
+import orjson
 
 from scheduler.framework.interface import ScoreMatrix
 from scheduler.framework.status import Code, Status
@@ -58,7 +59,11 @@ def template_key(pod: Pod) -> str:
             if isinstance(spec.get(field), list):
                 spec[field] = [_without_mounts(c) for c in spec[field]]
         body = [meta.get(k) for k in _METADATA] + [spec]
-        key = pod.memo[_MEMO_KEY] = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+        try:  # orjson is ten times faster; str, as orjson's bytes keep a 4 KiB buffer per pod
+            key = orjson.dumps(body, option=orjson.OPT_SORT_KEYS, default=str).decode()
+        except TypeError:  # an integer beyond 64 bits
+            key = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
+        pod.memo[_MEMO_KEY] = key
     return key
 
 
@@ -170,7 +175,7 @@ class OpportunisticBatch:
             self.raw = np.zeros((len(plugins), n), dtype=np.int64)
             self.known = np.zeros(n, dtype=np.bool_)
             self.score_plugins = plugins
-        at = np.asarray(positions, dtype=np.intp)
+        at = np.fromiter(positions, dtype=np.intp, count=len(positions))
         if not plugins:
             return self.raw[:, at], None
         missing = at[~self.known[at]]
@@ -181,7 +186,7 @@ class OpportunisticBatch:
             for i, name in enumerate(plugins):
                 self.raw[i, missing] = computed[name]
             self.known[missing] = True
-        return self.raw[:, at], None  # a gather over the feasible positions: no Python loop per node
+        return np.take(self.raw, at, axis=1), None  # a gather over the feasible positions, no loop per node
 
 
 class NodesAt(Sequence[NodeInfo]):

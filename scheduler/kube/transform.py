@@ -3,6 +3,7 @@
 kube-scheduler's pod informer drops managedFields for memory (kubernetes PR 119556): nothing in a scheduler
 reads them (no Extract, no Update with them) and they are often a third of an object. Every object that
 enters the cache passes here once, where it is decoded: the list pages, the pod stream and kopf's watches.
+Extenders therefore receive pods and nodes without managedFields too.
 """
 
 from __future__ import annotations

@@ -411,3 +411,15 @@ def test_lease_store_speaks_raw_json_with_the_elector_timeout() -> None:
         store.create(record)
     with pytest.raises(LeaseConflict):
         store.update(lease, record)
+
+
+def test_a_nominating_failure_write_is_made_before_the_call_returns() -> None:
+    """Upstream writes the nomination before the preemptor can be retried; other failure writes are queued."""
+    w = RecordingWriter()
+    sink = ApiEventSink(w, workers=0)  # no worker thread: a queued write would not happen at all
+    pod = pod_from_api({"metadata": {"name": "p", "namespace": "ns", "uid": "u1", "resourceVersion": "5"}, "spec": {}})
+    sink.pod_condition(pod, "Unschedulable", "0/1 nodes are available: x.", None)
+    assert w.status == []
+    sink.pod_condition(pod, "Unschedulable", "0/1 nodes are available: y.", "n1")
+    assert len(w.status) == 1 and w.status[0]["status"]["nominatedNodeName"] == "n1"
+    assert w.status[0]["status"]["conditions"][0]["message"] == "0/1 nodes are available: y."

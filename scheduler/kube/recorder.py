@@ -166,11 +166,20 @@ class ApiEventSink:
             )
 
     def pod_condition(self, pod: Pod, reason: str, message: str, nominated_node: str | None) -> None:
-        """PodScheduled=False with reason and message; coalesced per pod (latest wins)."""
+        """PodScheduled=False with reason and message; coalesced per pod (latest wins).
+
+        A write that nominates a node (preemption made room there) is made now, in the caller's thread, as
+        upstream's handleSchedulingFailure does: the pod is retried only after it, so its binding never
+        overtakes the nomination and the condition. Others are queued."""
         with self._lock:
             first = pod.uid not in self._pending_conditions
             self._pending_conditions[pod.uid] = (pod, reason, message, nominated_node)
-        if first:
+        if nominated_node:
+            try:
+                self._write_condition(pod.uid)
+            except Exception as exc:  # as a queued write: logged, never taking the scheduler down
+                log.warning("event or status write failed", error=str(exc))
+        elif first:
             self._submit(lambda: self._write_condition(pod.uid))
 
     def _write_condition(self, uid: str) -> None:

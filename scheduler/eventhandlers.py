@@ -155,16 +155,15 @@ class EventHandlers:
                 self.cache.remove_node(node.name)
                 self.queue.node_deleted(old)
             return _NODE_DELETE
-        if old is None:
-            self._node_seen[node.name] = (self.clock(), obj)
-            self.cache.add_node(node)
-            self.queue.node_added(node)
-            return _NODE_ADD
-        if old.resource_version and old.resource_version == node.resource_version:
+        if old is not None and old.resource_version and old.resource_version == node.resource_version:
             # The same version again (a relist): keep the object the cache holds, not a second copy of it.
             self._node_seen[node.name] = (self.clock(), old.raw)
             return ()
         self._node_seen[node.name] = (self.clock(), obj)
+        if old is None:
+            self.cache.add_node(node)
+            self.queue.node_added(node)
+            return _NODE_ADD
         self.cache.update_node(old, node)
         return tuple(e.label for e in self.queue.node_updated(old, node))
 

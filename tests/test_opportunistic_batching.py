@@ -265,9 +265,12 @@ def test_batching_decides_as_the_reference_path(
         assert on.sched.rng.getstate() == off.sched.rng.getstate()
 
 
-def uniform_world_after(template: dict[str, Any], pods: int, selector_spread: bool = False) -> World:
-    """A batching world of 120 alike nodes in 3 zones that has scheduled ``pods`` pods of ``template``."""
-    world = World(True, 1, selector_spread)
+def uniform_world_after(
+    template: dict[str, Any], pods: int, selector_spread: bool = False, batching: bool = True
+) -> World:
+    """A world (batching unless told) of 120 alike nodes in 3 zones that has scheduled ``pods`` pods of
+    ``template``."""
+    world = World(batching, 1, selector_spread)
     for i in range(120):
         world.sched.on_node_event(ADDED, node_obj(i, "4", 110, i % 3, False, "a", False))
     objs = {f"default/p{i}": pod_obj(template, i) for i in range(pods)}
@@ -323,15 +326,8 @@ def test_nodes_with_nominated_pods_are_filtered_afresh_in_a_batch() -> None:
     }
     big = {**LIGHT[0], "spec": {**LIGHT[0]["spec"], "containers": [
         {"name": "c", "image": "pause", "resources": {"requests": {"cpu": "4"}}}]}}
-    worlds = [uniform_world_after(template, 2), World(False, 1)]
-    objs: dict[str, dict[str, Any]] = {}
-    for i in range(120):
-        worlds[1].sched.on_node_event(ADDED, node_obj(i, "4", 110, i % 3, False, "a", False))
-    for i in range(2):
-        obj = pod_obj(template, i)
-        objs[f"default/p{i}"] = obj
-        worlds[1].sched.on_pod_event(ADDED, obj)
-    worlds[1].run(objs)
+    worlds = [uniform_world_after(template, 2), uniform_world_after(template, 2, batching=False)]
+    objs = {f"default/p{i}": pod_obj(template, i) for i in range(2)}
     taken = {node for _, node in worlds[0].bindings}
     free = next(f"n{i}" for i in range(120) if f"n{i}" not in taken)
     for w in worlds:

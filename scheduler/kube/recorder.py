@@ -93,10 +93,7 @@ class ApiEventSink:
             fn = self._q.get()
             if fn is None:
                 return
-            try:
-                fn()
-            except Exception as exc:  # an event write must never take the scheduler down
-                log.warning("event or status write failed", error=str(exc))
+            _guarded(fn)
 
     def close(self) -> None:
         for _ in self._threads:
@@ -175,10 +172,7 @@ class ApiEventSink:
             first = pod.uid not in self._pending_conditions
             self._pending_conditions[pod.uid] = (pod, reason, message, nominated_node)
         if nominated_node:
-            try:
-                self._write_condition(pod.uid)
-            except Exception as exc:  # as a queued write: logged, never taking the scheduler down
-                log.warning("event or status write failed", error=str(exc))
+            _guarded(lambda: self._write_condition(pod.uid))
         elif first:
             self._submit(lambda: self._write_condition(pod.uid))
 
@@ -264,3 +258,11 @@ def _condition_unchanged(pod: Pod, reason: str, message: str) -> bool:
         if c.get("type") == "PodScheduled":
             return c.get("status") == "False" and c.get("reason") == reason and c.get("message") == message
     return False
+
+
+def _guarded(write: Callable[[], None]) -> None:
+    """Run an event or status write; a failure is logged, never taking the scheduler down."""
+    try:
+        write()
+    except Exception as exc:
+        log.warning("event or status write failed", error=str(exc))

@@ -109,6 +109,20 @@ def test_filter_prioritize_and_bind_through_the_extender(
     assert any(c["Pod"]["metadata"]["name"] == "p" for c in extender.calls("filter", mode="broken"))
 
 
+def test_extenders_get_objects_without_managed_fields(
+    core: client.CoreV1Api, ns: str, nodes: list[str], extender: ExtenderServer, ext_scheduler: SchedulerProc,
+) -> None:
+    """The API server keeps managedFields on the pod and its nodes; the scheduler drops them where objects enter
+    its cache (as kube-scheduler's pod informer), so the extender's payload has none."""
+    core.create_namespaced_pod(ns, member_pod("trimmed"))
+    assert wait_for(lambda: node_of(core, ns, "trimmed"), 60, what="trimmed bound")
+    assert core.read_namespaced_pod("trimmed", ns).metadata.managed_fields
+    assert all(core.read_node(n).metadata.managed_fields for n in nodes)
+    call = next(c for c in extender.calls("filter") if c["Pod"]["metadata"]["name"] == "trimmed")
+    assert "managedFields" not in call["Pod"]["metadata"]
+    assert call["Nodes"]["items"] and not [n for n in call["Nodes"]["items"] if "managedFields" in n["metadata"]]
+
+
 def test_failed_nodes_in_the_message_and_timeout(
     core: client.CoreV1Api, api: client.ApiClient, ns: str, nodes: list[str], extender: ExtenderServer,
     ext_scheduler: SchedulerProc,

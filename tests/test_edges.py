@@ -3,6 +3,7 @@ reads, credentials and the lease's raw requests."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -63,6 +64,21 @@ def test_bind_retries_transient_errors_then_succeeds() -> None:
     method, path, body, _ = raw.requests[-1]
     assert (method, path) == ("POST", "/api/v1/namespaces/ns/pods/p/binding")
     assert body["metadata"]["uid"] == "uid" and body["target"] == {"apiVersion": "v1", "kind": "Node", "name": "n1"}
+
+
+def test_a_persistent_transient_error_is_tried_six_times_with_exponential_waits(monkeypatch: Any) -> None:
+    """The first attempt runs outside tenacity; the waits and the attempt count are those of one policy."""
+    waits: list[float] = []
+    monkeypatch.setattr(time, "sleep", waits.append)
+    raw = FlakyRaw([api_error(503) for _ in range(10)])
+    with pytest.raises(ApiException):
+        writer_with(raw).bind("ns", "p", "uid", "n1")
+    assert raw.calls == 6
+    assert waits == pytest.approx([0.1, 0.2, 0.4, 0.8, 1.6])
+    conflict = FlakyRaw([api_error(409)])
+    with pytest.raises(ApiException):
+        writer_with(conflict).bind("ns", "p", "uid", "n1")
+    assert conflict.calls == 1 and waits == pytest.approx([0.1, 0.2, 0.4, 0.8, 1.6])
 
 
 def test_writes_use_upstream_paths_and_patch_types() -> None:

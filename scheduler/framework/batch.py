@@ -139,7 +139,11 @@ class OpportunisticBatch:
             self.verdicts[p] = status
             self.nodes[p] = info
         if not fresh and self.known.size:
-            self.known[changed] = False
+            if len(changed) <= 8:  # usually the node the previous pod went to: no index array to build
+                for p in changed:
+                    self.known[p] = False
+            else:
+                self.known[changed] = False
         self.signature = signature
         return True
 

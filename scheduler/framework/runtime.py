@@ -19,6 +19,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from scheduler.config.types import EXTENSION_POINTS, Profile
 from scheduler.framework.batch import template_key
@@ -442,6 +443,7 @@ class Framework:
         self.plugins: dict[str, Any] = {}
         self._by_point: dict[str, list[Any]] = {}
         self.score_plugin_weight: dict[str, int] = {}
+        self._weight_arrays: dict[tuple[str, ...], npt.NDArray[np.int64]] = {}
         self._build(profile, registry)
         self._pre_enqueue: list[PreEnqueuePlugin] = self._by_point["preEnqueue"]
         self._queue_sort: list[QueueSortPlugin] = self._by_point["queueSort"]
@@ -907,11 +909,18 @@ class Framework:
                     pl.name: (before[i].tolist(), matrix[i].tolist(), self.score_plugin_weight[pl.name])
                     for i, pl in enumerate(plugins)
                 })
-            weights = np.fromiter((self.score_plugin_weight[pl.name] for pl in plugins), dtype=np.int64,
-                                  count=len(plugins))
-            return weights @ matrix, None
+            return self._weights(plugins) @ matrix, None
         finally:
             self._observe_since("Score", status, start)
+
+    def _weights(self, plugins: list[ScorePlugin]) -> npt.NDArray[np.int64]:
+        """The weights of ``plugins`` as an array, remembered per plugin list (a profile has few)."""
+        key = tuple(pl.name for pl in plugins)
+        weights = self._weight_arrays.get(key)
+        if weights is None:
+            weights = self._weight_arrays[key] = np.fromiter(
+                (self.score_plugin_weight[name] for name in key), dtype=np.int64, count=len(key))
+        return weights
 
     def active_score_plugins(self, state: CycleState) -> list[ScorePlugin]:
         """The Score plugins whose PreScore did not skip this cycle."""
@@ -967,7 +976,7 @@ class Framework:
     @staticmethod
     def _check_range(plugins: list[ScorePlugin], matrix: ScoreMatrix) -> Status | None:
         """Every normalized score in [0, 100]; else the first plugin's first bad value, as upstream."""
-        if not matrix.size:
+        if not matrix.size or (matrix.min() >= MIN_NODE_SCORE and matrix.max() <= MAX_NODE_SCORE):
             return None
         bad_rows = np.flatnonzero((matrix.max(axis=1) > MAX_NODE_SCORE) | (matrix.min(axis=1) < MIN_NODE_SCORE))
         if not bad_rows.size:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -53,6 +53,9 @@ class Pod:
     preemption_policy: str
     parse_error: InvalidObjectError | None = None
     memo: dict[str, Any] = field(default_factory=dict)
+    # Derivations of the resource fields only (containers', init containers' and pod-level requests,
+    # overhead, container statuses' resources), shared by the pods whose fields are identical.
+    resource_memo: dict[Hashable, Any] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -137,8 +140,9 @@ def pod_from_api(obj: Mapping[str, Any]) -> Pod:
         resources = pod_resources(spec, status, ident)
         requests = resources.requests
         non_zero_cpu, non_zero_mem = resources.non_zero_milli_cpu, resources.non_zero_memory
+        resource_memo = resources.derived
     except InvalidObjectError as exc:
-        error, requests, non_zero_cpu, non_zero_mem = exc, Resource(), 0, 0
+        error, requests, non_zero_cpu, non_zero_mem, resource_memo = exc, Resource(), 0, 0, {}
     try:
         tolerations = parse_tolerations(spec.get("tolerations"), ident)
     except InvalidObjectError as exc:
@@ -177,4 +181,5 @@ def pod_from_api(obj: Mapping[str, Any]) -> Pod:
         ),
         preemption_policy=spec.get("preemptionPolicy") or "PreemptLowerPriority",
         parse_error=error,
+        resource_memo=resource_memo,
     )

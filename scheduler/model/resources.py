@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 import orjson
 
@@ -331,11 +332,15 @@ DEFAULT_NON_MISSING: Mapping[str, Decimal] = {
 @dataclass(frozen=True, slots=True)
 class PodResources:
     """What NodeInfo accounts for a pod (PodInfo.CalculateResource): its requests and its non-zero
-    cpu/memory (100m / 200Mi for what neither a container nor the pod level requests)."""
+    cpu/memory (100m / 200Mi for what neither a container nor the pod level requests).
+
+    ``derived`` remembers other functions of the same resource fields (the plugins' request lists): it is
+    shared by every pod whose fields are identical, so a template's pods parse their quantities once."""
 
     requests: Resource
     non_zero_milli_cpu: int
     non_zero_memory: int
+    derived: dict[Hashable, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 def calculate_pod_resources(spec: Mapping[str, object], status: Mapping[str, object], obj: str) -> PodResources:
@@ -379,7 +384,8 @@ def _resource_fields(spec: Mapping[str, object], status: Mapping[str, object]) -
 
 def pod_resources(spec: Mapping[str, object], status: Mapping[str, object], obj: str) -> PodResources:
     """calculate_pod_resources, remembered by the fields it reads (the pod watch builds thousands of
-    pods from a few templates). Invalid pods are not remembered: their error names the pod."""
+    pods from a few templates), with its shared ``derived`` memo. Invalid pods are not remembered: their
+    error names the pod."""
     key = _resource_fields(spec, status)
     found = _RESOURCES_MEMO.get(key)
     if found is not None:

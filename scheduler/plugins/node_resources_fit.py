@@ -88,12 +88,12 @@ class InsufficientResource:
 def fit_request(pod: Pod) -> Resource:
     """computePodResourceRequest: the spec's requests (pod-level ones included, status resources not: the
     pod is not running yet) as framework.Resource.SetMaxResource keeps them (scalar names only, no pods)."""
-    cached = pod.memo.get(NAME)
+    cached = pod.resource_memo.get(NAME)
     if cached is None:
         rl = pod_request_list(pod.raw.get("spec") or {}, {}, f"pod {pod.key}")
         r = Resource.from_quantities(rl)
         r.allowed_pod_number = 0
-        cached = pod.memo[NAME] = r
+        cached = pod.resource_memo[NAME] = r
     return cached
 
 
@@ -201,19 +201,20 @@ class FitState:
 ScorerFn = Callable[[list[int], list[int]], int]
 
 
-def pod_resource_requests(pod: Pod, resources: Sequence[ResourceSpec], use_requested: bool) -> list[int]:
+def pod_resource_requests(pod: Pod, resources: Sequence[ResourceSpec], use_requested: bool) -> tuple[int, ...]:
     """calculatePodResourceRequestList: the pod's request per configured resource, in args order.
 
     Unless `use_requested` (NodeResourcesFit), every container lacking a cpu or memory request counts
     100m / 200Mi and pod-level requests are not read (upstream's Fit scorer lacks that feature flag);
-    any resource name is read from the request list, cpu in millicores."""
-    key = f"{NAME}.scoring.{use_requested}"
-    rl = pod.memo.get(key)
-    if rl is None:
-        rl = pod.memo[key] = scoring_request_list(
-            pod.raw.get("spec") or {}, pod.raw.get("status") or {}, f"pod {pod.key}", use_requested
-        )
-    return [request_amount(rl, spec.name) for spec in resources]
+    any resource name is read from the request list, cpu in millicores. Remembered with the pod's
+    resource fields (shared by the pods of a template)."""
+    key = (NAME, use_requested, tuple(resources))
+    amounts: tuple[int, ...] | None = pod.resource_memo.get(key)
+    if amounts is None:
+        rl = scoring_request_list(pod.raw.get("spec") or {}, pod.raw.get("status") or {}, f"pod {pod.key}",
+                                  use_requested)
+        amounts = pod.resource_memo[key] = tuple(request_amount(rl, spec.name) for spec in resources)
+    return amounts
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,12 +11,13 @@ from typing import Any
 import pytest
 from util import FakeHandle, container, make_node, make_pod, node_info
 
+from scheduler.config.types_pluginargs import ResourceSpec
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code
 from scheduler.framework.types import ActionType, EventResource, QueueingHint
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod, pod_from_api
-from scheduler.plugins.node_resources_fit import NodeResourcesFit
+from scheduler.plugins.node_resources_fit import NodeResourcesFit, fit_request, pod_resource_requests
 
 UNSCHED = Code.UNSCHEDULABLE
 UNRES = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
@@ -607,3 +608,22 @@ NODE_HINTS: list[tuple[str, Node | None, Node, QueueingHint]] = [
 @pytest.mark.parametrize(("old", "new", "expected"), [c[1:] for c in NODE_HINTS], ids=[c[0] for c in NODE_HINTS])
 def test_node_change_hint(old: Node | None, new: Node, expected: QueueingHint) -> None:
     assert plugin().is_schedulable_after_node_change(PENDING, old, new) == expected
+
+
+def test_pods_with_identical_resource_fields_share_their_request_lists() -> None:
+    """The request lists are parsed once per set of resource fields: a second pod of the template reads the
+    first one's, and a pod whose requests or status resources differ gets its own, with its own values."""
+    resources = (ResourceSpec("cpu"), ResourceSpec("memory"))
+    first = make_pod("a", [container("250m", "1Gi")])
+    second = make_pod("b", [container("250m", "1Gi")])
+    other = make_pod("c", [container("500m", "1Gi")])
+    resized = pod_from_api({**second.raw, "metadata": {"name": "d", "namespace": "default", "uid": "d"},
+                            "status": {"containerStatuses": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}})
+    assert fit_request(first) is fit_request(second)
+    assert pod_resource_requests(first, resources, True) == pod_resource_requests(second, resources, True)
+    assert first.resource_memo is second.resource_memo
+    assert other.resource_memo is not first.resource_memo and resized.resource_memo is not first.resource_memo
+    assert [fit_request(p).milli_cpu for p in (first, other, resized)] == [250, 500, 250]
+    assert pod_resource_requests(other, resources, True) == (500, 1024**3)
+    assert pod_resource_requests(resized, resources, True) == (1000, 1024**3)  # status resources: the scorer's view
+    assert pod_resource_requests(resized, resources, False) == (250, 1024**3)

@@ -157,6 +157,7 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
         first = next(iter(self.frameworks.values()))
         self.queue = PriorityQueue(
             less=first.queue_sort_less,
+            rank=first.queue_sort_rank(),
             profiles=queue_profiles(self.frameworks, bool(config.extenders)),
             pod_initial_backoff=config.pod_initial_backoff_seconds,
             pod_max_backoff=config.pod_max_backoff_seconds,

@@ -272,6 +272,16 @@ class QueueSortPlugin(Protocol):
     def less(self, a: QueuedPodInfoLike, b: QueuedPodInfoLike) -> bool: ...
 
 
+@runtime_checkable
+class QueueSortRankPlugin(Protocol):
+    """Optional fast path of a QueueSort plugin: a sort key with ``less(a, b) == (rank(a) < rank(b))``, so
+    activeQ can be a heap whose comparisons run in C (queue/heap.py RankedHeap)."""
+
+    name: str
+
+    def rank(self, qpi: QueuedPodInfoLike) -> tuple[Any, ...]: ...
+
+
 class QueuedPodInfoLike(Protocol):
     pod: Pod
     timestamp: float

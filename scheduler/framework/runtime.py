@@ -53,6 +53,7 @@ from scheduler.framework.interface import (
     PreScorePlugin,
     QueuedPodInfoLike,
     QueueSortPlugin,
+    QueueSortRankPlugin,
     RescorePlugin,
     ReservePlugin,
     ScoreMatrix,
@@ -584,6 +585,12 @@ class Framework:
         if not self._queue_sort:
             raise RuntimeError(f"profile {self.profile_name!r}: no queueSort plugin is enabled")
         return self._queue_sort[0].less(a, b)
+
+    def queue_sort_rank(self) -> Callable[[QueuedPodInfoLike], tuple[Any, ...]] | None:
+        """The QueueSort plugin's sort key, when it gives one (QueueSortRankPlugin)."""
+        if self._queue_sort and implements(self._queue_sort[0], QueueSortRankPlugin):
+            return cast(QueueSortRankPlugin, self._queue_sort[0]).rank
+        return None
 
     def pre_enqueue_plugins(self) -> list[PreEnqueuePlugin]:
         return list(self._pre_enqueue)

@@ -21,6 +21,10 @@ class PrioritySort:
         p1, p2 = a.pod.priority, b.pod.priority
         return p1 > p2 or (p1 == p2 and a.timestamp < b.timestamp)
 
+    def rank(self, qpi: QueuedPodInfoLike) -> tuple[int, float]:
+        """``less`` as a sort key (QueueSortRankPlugin): higher priority, then earlier timestamp, first."""
+        return -qpi.pod.priority, qpi.timestamp
+
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """Sorting never rejects a pod, so no event can make one schedulable."""
         return []

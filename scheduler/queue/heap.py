@@ -1,13 +1,17 @@
-"""A keyed binary heap with an arbitrary less function (upstream backend/heap).
+"""Keyed binary heaps (upstream backend/heap): by an arbitrary less function, or by a sort key.
 
 Python's heapq cannot take a comparator, delete by key or re-sift an updated item; the queue needs
-all three (QueueSort's less, Delete(pod), Update in place).
+all three (QueueSort's less, Delete(pod), Update in place). KeyedHeap does them with ``less``; when the
+QueueSort plugin also gives a sort key (QueueSortRankPlugin), RankedHeap keeps heapq's C speed and
+deletes lazily.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from collections.abc import Callable, Iterator
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 T = TypeVar("T")
 
@@ -101,3 +105,76 @@ class KeyedHeap(Generic[T]):
                 return i != start
             self._swap(i, smallest)
             i = smallest
+
+
+class RankedHeap(Generic[T]):
+    """KeyedHeap's interface for an order given by a sort key (``rank``), over heapq: its pushes and pops
+    run in C, where KeyedHeap calls ``less`` in Python about 2·log2(n) times a pop (~13 us with 4000
+    pods queued). Entries are ``[rank, seq, item]``: ``seq`` keeps equal ranks in insertion order and
+    items from ever being compared. A deleted or replaced entry is marked dead (item None) and dropped
+    when it reaches the top, or when the dead outnumber the live."""
+
+    __slots__ = ("_entries", "_heap", "_key", "_rank", "_seq")
+
+    def __init__(self, key: Callable[[T], str], rank: Callable[[T], Any]) -> None:
+        self._key = key
+        self._rank = rank
+        self._heap: list[list[Any]] = []
+        self._entries: dict[str, list[Any]] = {}
+        self._seq = itertools.count()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+    def __iter__(self) -> Iterator[T]:
+        """Items in no particular order."""
+        return iter([e[2] for e in self._entries.values()])
+
+    def get(self, key: str) -> T | None:
+        e = self._entries.get(key)
+        return None if e is None else cast(T, e[2])
+
+    def peek(self) -> T | None:
+        self._drop_dead_top()
+        return cast(T, self._heap[0][2]) if self._heap else None
+
+    def add_or_update(self, item: T) -> None:
+        """Insert, or replace the item with the same key (its rank is read again)."""
+        k = self._key(item)
+        old = self._entries.get(k)
+        if old is not None:
+            old[2] = None
+        entry = [self._rank(item), next(self._seq), item]
+        self._entries[k] = entry
+        heapq.heappush(self._heap, entry)
+        if old is not None:
+            self._compact()
+
+    def pop(self) -> T | None:
+        self._drop_dead_top()
+        if not self._heap:
+            return None
+        item = heapq.heappop(self._heap)[2]
+        del self._entries[self._key(item)]
+        return cast(T, item)
+
+    def delete(self, key: str) -> T | None:
+        e = self._entries.pop(key, None)
+        if e is None:
+            return None
+        item, e[2] = e[2], None
+        self._compact()
+        return cast(T, item)
+
+    def _drop_dead_top(self) -> None:
+        heap = self._heap
+        while heap and heap[0][2] is None:
+            heapq.heappop(heap)
+
+    def _compact(self) -> None:
+        if len(self._heap) > 2 * len(self._entries) + 64:
+            self._heap = [e for e in self._heap if e[2] is not None]
+            heapq.heapify(self._heap)

@@ -61,7 +61,7 @@ from scheduler.framework.types import (
 )
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
-from scheduler.queue.heap import KeyedHeap
+from scheduler.queue.heap import KeyedHeap, RankedHeap
 from scheduler.queue.nominator import Nominator
 from scheduler.queue.queued_pod_info import QueuedPodInfo
 
@@ -149,9 +149,11 @@ class PriorityQueue:
         is_bound: Callable[[Pod], bool] | None = None,
         queueing_hints: bool = True,
         unschedulable_flush_interval: float = UNSCHEDULABLE_FLUSH_INTERVAL,
+        rank: Callable[[QueuedPodInfo], Any] | None = None,
     ) -> None:
         """``queueing_hints=False`` restores the pre-1.32 behaviour (hint fns treated as Queue, no
-        in-flight event replay, move-request-cycle rule, requeue on any pod spec change)."""
+        in-flight event replay, move-request-cycle rule, requeue on any pod spec change). ``rank``, a sort
+        key agreeing with ``less`` (QueueSortRankPlugin), lets activeQ run on heapq."""
         self._less = less
         self._initial_backoff = pod_initial_backoff
         self._max_backoff = pod_max_backoff
@@ -172,7 +174,8 @@ class PriorityQueue:
 
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
-        self._active: KeyedHeap[QueuedPodInfo] = KeyedHeap(_key, less)
+        self._active: KeyedHeap[QueuedPodInfo] | RankedHeap[QueuedPodInfo] = (
+            KeyedHeap(_key, less) if rank is None else RankedHeap(_key, rank))
         self._backoff: KeyedHeap[QueuedPodInfo] = KeyedHeap(_key, self._less_backoff_with_priority)
         self._error_backoff: KeyedHeap[QueuedPodInfo] = KeyedHeap(_key, self._less_backoff)
         self._unschedulable: dict[str, QueuedPodInfo] = {}

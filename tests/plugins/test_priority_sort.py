@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 from scheduler.model.pod import Pod, pod_from_api
@@ -40,3 +41,13 @@ def test_missing_priority_counts_as_zero() -> None:
     pl = PrioritySort({}, None)  # type: ignore[arg-type]
     assert pl.less(queued(1, 9.0), queued(None, 0.0)) is True
     assert pl.name == "PrioritySort" and pl.events_to_register() == []
+
+
+def test_rank_orders_as_less() -> None:
+    """The sort key PrioritySort gives the queue agrees with ``less`` on every pair."""
+    rng = random.Random(3)
+    plugin = PrioritySort({}, None)  # type: ignore[arg-type]
+    infos = [queued(rng.choice([-5, None, 0, 7, 1000]), rng.choice([1.0, 2.0, 2.5, 3.0])) for _ in range(40)]
+    for a in infos:
+        for b in infos:
+            assert plugin.less(a, b) == (plugin.rank(a) < plugin.rank(b))

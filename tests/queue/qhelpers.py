@@ -67,6 +67,11 @@ def priority_less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
     return a.timestamp < b.timestamp
 
 
+def priority_rank(qpi: QueuedPodInfo) -> tuple[int, float]:
+    """priority_less as a sort key, as PrioritySort gives the scheduler's queue."""
+    return -qpi.pod.priority, qpi.timestamp
+
+
 class GatePlugin:
     """Mimics SchedulingGates' PreEnqueue."""
 
@@ -99,6 +104,7 @@ def make_queue(
         pre.append(GatePlugin())
         all_hints.setdefault("SchedulingGates", [ClusterEventWithHint(GATES_EVENT, gates_hint)])
     profile = QueueProfile(pre_enqueue_plugins=pre, hints=all_hints)
+    kwargs.setdefault("rank", priority_rank)  # activeQ on heapq, as the scheduler runs it
     q = PriorityQueue(priority_less, {"default-scheduler": profile}, clock=clock, **kwargs)
     return q, clock
 

@@ -3,6 +3,7 @@ evaluation counts, attempt logs; a scrape that breaks or races shutdown never hu
 
 from __future__ import annotations
 
+import bisect
 import random
 import re
 import socket
@@ -23,7 +24,7 @@ from scheduler.app.offline import OfflineWriter, RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
 from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
 from scheduler.framework.features import Features
-from scheduler.metrics import Metrics, exponential_buckets
+from scheduler.metrics import DeferredHistogram, Metrics, exponential_buckets
 from scheduler.scheduler import Scheduler
 from tests.test_scheduler import Binder, Clock, node, pod
 
@@ -417,3 +418,26 @@ def test_a_client_resetting_before_its_request_is_counted_not_printed(capfd: pyt
     finally:
         health.stop()
     assert "Traceback" not in capfd.readouterr().err
+
+
+def test_deferred_histogram_bins_as_a_bucket_search_per_sample() -> None:
+    """fold bins queued samples per series at once; the buckets (a value on a bound counts in it, as
+    Prometheus' le) and sums equal binning each sample with bisect_left, over several folds."""
+    buckets = [0.001, 0.01, 0.1, 1.0]
+    h = DeferredHistogram("t_seconds", "test", ["point"], buckets)
+    rng = random.Random(5)
+    expected: dict[tuple[str, ...], list[float]] = {}
+    for _ in range(3):
+        for _ in range(500):
+            labels = (rng.choice(["Filter", "Score", "Bind"]),)
+            value = rng.choice([*buckets, 0.0, 5.0, rng.random() * 2])
+            h.record(labels, value)
+            row = expected.setdefault(labels, [0.0] * (len(buckets) + 2))
+            row[bisect.bisect_left(buckets, value)] += 1
+            row[-1] += value
+        h.fold()
+    got = h._series
+    assert got.keys() == expected.keys()
+    for labels, row in expected.items():
+        assert got[labels][:-1] == row[:-1]
+        assert got[labels][-1] == pytest.approx(row[-1])

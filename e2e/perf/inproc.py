@@ -22,6 +22,7 @@ from scheduler.app.logging import configure
 from scheduler.app.offline import OfflineWriter, RecordingBinder, RecordingEventSink
 from scheduler.config.load import build_registry, load, load_dict
 from scheduler.eventhandlers import ADDED, MODIFIED
+from scheduler.metrics import Metrics
 from scheduler.scheduler import Scheduler
 
 SCHEDULER_NAME = "py-scheduler"
@@ -33,16 +34,19 @@ def _pod(template: dict[str, Any], namespace: str, i: int) -> dict[str, Any]:
     return {**template, "metadata": meta, "spec": {**template["spec"], "schedulerName": SCHEDULER_NAME}}
 
 
-def build(nodes: int, config_path: str | None, seed: int, workload: str = "SchedulingBasic") -> Scheduler:
+def build(nodes: int, config_path: str | None, seed: int, workload: str = "SchedulingBasic",
+          metrics: bool = False) -> Scheduler:
     """A Scheduler that binds synchronously into its own cache, with ``nodes`` default-shaped nodes and the
-    workload's Services; without ``config_path``, the profile the live benchmark gives py-scheduler."""
+    workload's Services; without ``config_path``, the profile the live benchmark gives py-scheduler.
+    ``metrics``: with the live scheduler's Prometheus metrics (recorded, folded once a second)."""
     w = WORKLOADS[workload]
     if config_path is None and w.py_score_plugins:
         cfg = load_dict(py_scheduler_config(SCHEDULER_NAME, w.py_score_plugins), [SCHEDULER_NAME])
     else:
         cfg = load(config_path, [SCHEDULER_NAME])
     writer = OfflineWriter()
-    sched = Scheduler(cfg, build_registry(cfg), RecordingBinder(), RecordingEventSink(), None, writer=writer,
+    sched = Scheduler(cfg, build_registry(cfg), RecordingBinder(), RecordingEventSink(),
+                      Metrics(rng=random.Random(seed)) if metrics else None, writer=writer,
                       synchronous_binding=True, rng=random.Random(seed))
     writer.connect(sched)
     for i in range(nodes):
@@ -62,7 +66,11 @@ def schedule(sched: Scheduler, pods: list[dict[str, Any]]) -> list[str]:
     binder = sched.binder
     assert isinstance(binder, RecordingBinder)
     placed: list[str] = []
+    next_housekeeping = time.monotonic() + 1.0
     while sched.schedule_one(timeout=0):
+        if time.monotonic() >= next_housekeeping:  # as the live loop: gauges refreshed, samples folded
+            sched.housekeeping()
+            next_housekeeping += 1.0
         while binder.bindings:
             key, node = binder.bindings.pop(0)
             obj = by_key[key]
@@ -71,11 +79,12 @@ def schedule(sched: Scheduler, pods: list[dict[str, Any]]) -> list[str]:
     return placed
 
 
-def run(workload: str, nodes: int, pods: int, config_path: str | None, seed: int) -> tuple[float, list[str]]:
+def run(workload: str, nodes: int, pods: int, config_path: str | None, seed: int,
+        metrics: bool = False) -> tuple[float, list[str]]:
     """CPU seconds per 1000 measured pods, and where they went."""
     w = WORKLOADS[workload]
     n_init, n_pods = w.sizes(nodes, pods)
-    sched = build(nodes, config_path, seed, workload)
+    sched = build(nodes, config_path, seed, workload, metrics)
     schedule(sched, [_pod(w.init_template(), INIT_NAMESPACE, i) for i in range(n_init)])
     measured = [_pod(w.measure_template(), MEASURE_NAMESPACE, i) for i in range(n_pods)]
     began = time.process_time()
@@ -96,11 +105,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--log-level", default="WARNING", help="the scheduler's log level (INFO logs every binding)")
+    ap.add_argument("--metrics", action="store_true", help="record the Prometheus metrics, as the live scheduler")
     args = ap.parse_args()
     configure(args.log_level, json_lines=True)
     results = []
     for _ in range(args.repeat):
-        per_1000, _placed = run(args.workload, args.nodes, args.pods, args.config, args.seed)
+        per_1000, _placed = run(args.workload, args.nodes, args.pods, args.config, args.seed, args.metrics)
         results.append(per_1000)
         print(f"{args.workload} {args.nodes}/{args.pods}: {per_1000:.3f} CPU s per 1000 pods", flush=True)
     print(f"median {statistics.median(results):.3f} CPU s per 1000 pods over {len(results)} runs")

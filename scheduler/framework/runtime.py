@@ -94,7 +94,9 @@ class PluginMetrics(Protocol):
     def duration_sink(self) -> Callable[[tuple[tuple[str, str, str], float]], None]:
         """Takes ((plugin, point, status), seconds): the per-node Filter timings skip a Python call."""
         ...
-    def plugin_evaluations(self, plugin: str, point: str, count: int) -> None: ...
+    def plugin_evaluations(self, plugins: Iterable[str], point: str, count: int) -> None:
+        """Each of ``plugins`` ran ``count`` times at ``point`` (one call per extension point and cycle)."""
+        ...
     def permit_wait(self, status: str, seconds: float) -> None: ...
     def volume_scheduling_stage_failed(self, operation: str) -> None: ...
 
@@ -126,9 +128,12 @@ _ENQUEUE_POINTS = ("preEnqueue", "preFilter", "filter", "reserve", "permit")
 WILDCARD_EVENT = ClusterEventWithHint(ClusterEvent(EventResource.WILDCARD, ActionType.ALL, "WildCard"))
 
 
+_SUCCESS_NAME = CODE_NAMES[Code.SUCCESS]
+
+
 def code_name(status: Status | None) -> str:
     """Upstream Code.String() of a status (None is Success): the metrics label value."""
-    return CODE_NAMES[Code.SUCCESS if status is None else status.code]
+    return _SUCCESS_NAME if status is None else CODE_NAMES[status.code]
 
 
 def _status_of(out: Any) -> Status | None:
@@ -564,8 +569,7 @@ class Framework:
     def _count(self, point: str, plugins: Iterable[Any], n: int = 1) -> None:
         """scheduler_plugin_evaluation_total: each plugin ran ``n`` times (once per node for Filter/Score)."""
         if self._plugin_metrics is not None and n:
-            for pl in plugins:
-                self._plugin_metrics.plugin_evaluations(pl.name, point, n)
+            self._plugin_metrics.plugin_evaluations([pl.name for pl in plugins], point, n)
 
     def count_filter_evaluations(self, state: CycleState, visited: int, rejections: Iterable[Status]) -> None:
         """Filter evaluations without per-node counting: a plugin ran on every visited node that the

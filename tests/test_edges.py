@@ -81,6 +81,16 @@ def test_a_persistent_transient_error_is_tried_six_times_with_exponential_waits(
     assert conflict.calls == 1 and waits == pytest.approx([0.1, 0.2, 0.4, 0.8, 1.6])
 
 
+def test_a_first_attempt_that_outlasted_the_retry_window_is_not_retried(monkeypatch: Any) -> None:
+    """As tenacity's stop_after_delay would: a transient failure after MAX_SECONDS ends the write."""
+    clock = iter([100.0, 131.0])
+    monkeypatch.setattr(time, "monotonic", lambda: next(clock))
+    raw = FlakyRaw([api_error(503)])
+    with pytest.raises(ApiException):
+        writer_with(raw).bind("ns", "p", "uid", "n1")
+    assert raw.calls == 1
+
+
 def test_writes_use_upstream_paths_and_patch_types() -> None:
     raw = FlakyRaw([])
     w = writer_with(raw)

@@ -235,7 +235,7 @@ class ApiWriter:
         try:
             return self.raw.request(method, path, body, content_type)
         except Exception as exc:
-            if not is_transient(exc):
+            if not is_transient(exc) or time.monotonic() - started >= MAX_SECONDS:
                 raise
             time.sleep(backoff(1, exc))
         for attempt in retrying(MAX_ATTEMPTS - 1, MAX_SECONDS - (time.monotonic() - started), attempts_made=1):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from scheduler.framework.status import Code, Status, error, skip, unresolvable, 
 from scheduler.framework.types import NODE_ADD, ClusterEventWithHint, NodeInfo
 from scheduler.model.node import node_from_api
 from scheduler.model.pod import Pod, pod_from_api
+from scheduler.plugins.priority_sort import PrioritySort
 
 # ----- helpers ---------------------------------------------------------------------------------
 
@@ -688,3 +690,21 @@ def test_metrics_hook_gets_extension_point_and_code() -> None:
 )
 def test_go_duration(seconds: float, text: str) -> None:
     assert go_duration(seconds) == text
+
+
+def test_the_queue_gets_a_sort_key_only_from_a_queue_sort_plugin_that_gives_one() -> None:
+    """PrioritySort declares rank (activeQ then runs on heapq); a QueueSort plugin with only ``less`` leaves
+    the queue on its comparator."""
+
+    class LessOnly:
+        name = "LessOnly"
+
+        def less(self, a: Any, b: Any) -> bool:
+            return bool(a.timestamp < b.timestamp)
+
+    ranked = build({"queueSort": [PrioritySort({}, FakeHandle())]})
+    rank = ranked.queue_sort_rank()
+    assert rank is not None
+    assert build({"queueSort": [LessOnly()]}).queue_sort_rank() is None
+    early, late = SimpleNamespace(pod=make_pod("a"), timestamp=1.0), SimpleNamespace(pod=make_pod("b"), timestamp=2.0)
+    assert rank(early) < rank(late) and ranked.queue_sort_less(early, late)

@@ -12,7 +12,7 @@ import pytest
 from e2e.perf import procstat, stats, workloads
 from e2e.perf.__main__ import parse_sizes, plan
 from e2e.perf.profile import area, parse_raw, summarize
-from e2e.perf.runner import cpu_breakdown
+from e2e.perf.runner import cpu_breakdown, round_order
 from e2e.perf.schedulers import kube_scheduler_config, py_scheduler_config
 
 # ---- percentile / batch metrics
@@ -328,3 +328,15 @@ def test_inproc_places_every_pod_and_batching_changes_no_placement(tmp_path: Any
     assert len(placed_on) == 150
     assert placed_on == placed_off
     assert cpu_on > 0 and cpu_off > 0
+
+
+def test_rounds_rotate_the_order_so_each_scheduler_takes_every_place() -> None:
+    names = ["py", "kube", "ceiling"]
+    rounds = [round_order(names, rep) for rep in range(1, 5)]
+    assert rounds[0] == names
+    assert rounds[1] == ["kube", "ceiling", "py"]
+    assert rounds[3] == rounds[0]
+    for place in range(3):
+        assert sorted(r[place] for r in rounds[:3]) == sorted(names)
+    assert round_order(["py"], 2) == ["py"]
+    assert round_order([], 1) == []

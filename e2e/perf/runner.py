@@ -295,16 +295,26 @@ def cpu_breakdown(
     return out
 
 
+def round_order(schedulers: list[str], rep: int) -> list[str]:
+    """The order of round ``rep`` (from 1): the list rotated by one place per round (py, kube, ceiling; kube,
+    ceiling, py; ceiling, py, kube; ...). The control plane of a size is shared by all its runs and drifts
+    (the API server's heap grew 115 -> 780 MB over three runs, its CPU per pod with it): with a fixed order,
+    one scheduler would always run first and another always after it; rotated, over as many rounds as
+    schedulers each takes every place once."""
+    k = (rep - 1) % len(schedulers) if schedulers else 0
+    return schedulers[k:] + schedulers[:k]
+
+
 def run_size(
     workload: Workload, nodes: int, pods: int, opts: Options, bin_dir: Path, on_run: Callable[[dict[str, Any]], None]
 ) -> list[dict[str, Any]]:
-    """Every scheduler ``opts.repeat`` times, interleaved (py, kube, ceiling, py, kube, ceiling, ...);
+    """Every scheduler ``opts.repeat`` times, interleaved, the order rotated each round (round_order);
     the ceiling binder only where it can stand for the workload."""
     out = []
     which_list = [s for s in opts.schedulers if s != "ceiling" or workload.ceiling]
     with SizeRunner(workload, nodes, pods, opts, bin_dir) as sr:
         for rep in range(1, opts.repeat + 1):
-            for which in which_list:
+            for which in round_order(which_list, rep):
                 r = sr.run(which, rep)
                 out.append(r)
                 on_run(r)

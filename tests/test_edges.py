@@ -165,6 +165,31 @@ def _drain(sink: ApiEventSink) -> None:
         t.join(5)
 
 
+class SlowWriter(RecordingWriter):
+    """Answers each event after a millisecond, as a busy API server would (slower, in fact)."""
+
+    def create_event(self, namespace: str, body: dict[str, Any]) -> str:
+        import time as _t
+
+        _t.sleep(0.001)
+        return super().create_event(namespace, body)
+
+
+def test_a_burst_of_events_larger_than_a_small_backlog_is_written_in_full() -> None:
+    """5000 Scheduled events at once, each write taking a millisecond: the default sink writes them all
+    (upstream gives each its own goroutine). The former defaults (2 workers, 2000 queued) dropped most."""
+    w = SlowWriter()
+    sink = ApiEventSink(w)
+    pods = [pod_from_api({"metadata": {"name": f"p{i}", "namespace": "ns", "uid": f"u{i}"}, "spec": {}})
+            for i in range(5000)]
+    for p in pods:
+        sink.event(p, "Normal", "Scheduled", "Binding", f"Successfully assigned ns/{p.name} to n1", "py-scheduler")
+    _drain(sink)
+    assert sink.dropped == 0
+    assert len(w.created) == 5000
+    assert {e["regarding"]["uid"] for e in w.created} == {p.uid for p in pods}
+
+
 def test_repeated_events_become_one_event_with_a_series() -> None:
     now = [0.0]
     w = RecordingWriter()

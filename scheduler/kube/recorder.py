@@ -54,14 +54,19 @@ MAX_SERIES = 10000
 
 
 class ApiEventSink:
-    """The live EventRecorder: writes events and PodScheduled conditions through a small pool of
-    worker threads."""
+    """The live EventRecorder: writes events and PodScheduled conditions through a pool of worker threads.
+
+    Upstream writes each event from its own goroutine, so a burst of bindings gets all its Scheduled
+    events. Sized to do the same under the benchmark's bursts: with 2 workers and 2000 queued writes,
+    42 % of the Scheduled events of 15,000 pods bound at 5000 nodes were dropped (the API server answers
+    in tens of milliseconds when saturated); with 8 and 20,000, none. The bound keeps memory finite
+    when the API server is down."""
 
     def __init__(
         self,
         writer: Writer,
-        workers: int = 2,
-        backlog: int = 2000,
+        workers: int = 8,
+        backlog: int = 20000,
         series_patch_interval: float = 60.0,
         series_ttl: float = 360.0,
         clock: Callable[[], float] = time.monotonic,

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from e2e.perf import procstat, stats, workloads
+from e2e.perf import goals, procstat, stats, workloads
 from e2e.perf.__main__ import parse_sizes, plan
 from e2e.perf.profile import area, parse_raw, summarize
 from e2e.perf.runner import cpu_breakdown, round_order
@@ -189,6 +189,8 @@ def test_default_suite() -> None:
     suite = workloads.default_suite()
     assert ("SchedulingBasic", 5000, 10000) in suite
     assert ("PreemptionBasic", 1000, 1000) in suite
+    assert {(w, n) for w, n, _ in suite if n >= workloads.LARGE_NODES} == {
+        ("SchedulingBasic", 5000), *((w, 5000) for w in workloads.LARGE_SUITE_WORKLOADS)}
     assert {w for w, _, _ in suite} == set(workloads.WORKLOADS)
     assert all(n < workloads.LARGE_NODES for _, n, _ in workloads.default_suite(skip_large=True))
 
@@ -340,3 +342,53 @@ def test_rounds_rotate_the_order_so_each_scheduler_takes_every_place() -> None:
         assert sorted(r[place] for r in rounds[:3]) == sorted(names)
     assert round_order(["py"], 2) == ["py"]
     assert round_order([], 1) == []
+
+
+# ---- goals
+
+
+def _size(workload: str, nodes: int, pods: int, values: dict[str, dict[str, float]]) -> list[dict[str, object]]:
+    """One run per scheduler of a size; ``values`` maps scheduler -> metric overrides."""
+    return [_run(s, 1, v.get("pods_per_second", 100.0), workload=workload, nodes=nodes, pods=pods,
+                 **{k: x for k, x in v.items() if k != "pods_per_second"})
+            for s, v in values.items()]  # fmt: skip
+
+
+def test_goals_are_decided_only_where_both_sides_ran() -> None:
+    runs = _size("SchedulingBasic", 1000, 3000, {
+        "py": {"pods_per_second": 360.0, "cpu_seconds_per_1000": 1.5},
+        "kube": {"pods_per_second": 300.0, "cpu_seconds_per_1000": 2.0},
+    })  # fmt: skip
+    by_name = {g.name: g for g in goals.evaluate(runs)}
+    assert set(by_name) == {
+        "SchedulingBasic 1000/3000: py/kube pods/s", "SchedulingBasic 1000/3000: py/kube CPU per pod"}
+    assert by_name["SchedulingBasic 1000/3000: py/kube pods/s"].value == pytest.approx(1.2)
+    assert by_name["SchedulingBasic 1000/3000: py/kube pods/s"].met is True  # 1.2 >= 1.2
+    assert by_name["SchedulingBasic 1000/3000: py/kube CPU per pod"].met is True  # 0.75 <= 1.0
+    assert goals.evaluate(runs[:1]) == []  # py alone decides nothing
+
+
+def test_goals_fail_below_target_and_cover_growth_rss_and_paced_latency() -> None:
+    runs = [
+        *_size("SchedulingBasic", 1000, 3000, {"py": {"cpu_seconds_per_1000": 1.0},
+                                               "ceiling": {"pods_per_second": 120.0}}),
+        *_size("SchedulingBasic", 5000, 10000, {"py": {"cpu_seconds_per_1000": 1.4, "peak_rss_mb": 300.0},
+                                                "kube": {"peak_rss_mb": 150.0}}),
+        *_size("TopologySpreading", 500, 1000, {"py": {"pods_per_second": 99.0}, "kube": {}}),
+        *_size("SchedulingNodeAffinity", 1000, 3000, {"py": {}, "kube": {}}),  # no goal at 1000 nodes
+        *_size("SchedulingBasic @100/s", 1000, 3000, {"py": {"latency_p99_ms": 10.0},
+                                                      "kube": {"latency_p99_ms": 20.0}}),
+    ]  # fmt: skip
+    by_name = {g.name: g for g in goals.evaluate(runs)}
+    assert by_name["SchedulingBasic 1000/3000: py/ceiling pods/s"].met is False  # 100/120 < 0.9
+    assert by_name["SchedulingBasic 5000/10000: py/kube peak RSS"].met is False  # 2.0 > 1.5
+    growth = by_name["SchedulingBasic: py CPU per pod, 5000 over 1000 nodes"]
+    assert growth.value == pytest.approx(1.4) and growth.met is False
+    assert by_name["TopologySpreading 500/1000: py/kube pods/s"].met is False  # 0.99 < 1.0
+    assert by_name["SchedulingBasic @100/s 1000/3000: py/kube p99 latency"].met is True
+    assert not any(name.startswith("SchedulingNodeAffinity") for name in by_name)
+    doc = stats.document({}, runs)
+    doc["goals"] = [g.as_dict() for g in goals.evaluate(runs)]
+    md = stats.markdown(doc)
+    assert "| TopologySpreading 500/1000: py/kube pods/s | 0.990 | >= 1 | NO |" in md
+    assert "| SchedulingBasic @100/s 1000/3000: py/kube p99 latency | 0.500 | <= 1 | yes |" in md

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from e2e.perf import procstat
+from e2e.perf import goals, procstat
 from e2e.perf.runner import Options, ensure_binaries, log, run_size
 from e2e.perf.stats import SCHEDULERS, document, markdown
 from e2e.perf.workloads import LARGE_NODES, SIZES, WORKLOADS, default_suite
@@ -134,6 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     def write() -> dict[str, Any]:
         extra = {"wall_seconds": round(time.monotonic() - t0, 1), **({"failed": failures} if failures else {})}
         doc = document(machine, runs, {**notes, **extra})
+        doc["goals"] = [g.as_dict() for g in goals.evaluate(runs)]
         out.write_text(json.dumps(doc, indent=2) + "\n")
         return doc
 

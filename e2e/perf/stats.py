@@ -165,9 +165,21 @@ def markdown(doc: Mapping[str, Any]) -> str:
             f"| {e['workload']} | {e['nodes']} | {e['pods']} | {_fmt(e['py_over_kube'], 3)} "
             f"| {_fmt(e['py_over_ceiling'], 3)} |"
         )
+    lines += _goal_lines(doc.get("goals") or [])
     machine = doc.get("machine") or {}
     if machine:
         lines += ["", "Machine: " + ", ".join(f"{k} {v}" for k, v in machine.items() if not isinstance(v, dict | list))]
     for k, v in (doc.get("notes") or {}).items():
         lines.append(f"- {k}: {v}")
     return "\n".join(lines) + "\n"
+
+
+def _goal_lines(goals: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The goals table (``e2e.perf.goals``' checks, as the document holds them); none without goals."""
+    if not goals:
+        return []
+    lines = ["", "| goal | value | target | met |", "|---|---:|---:|---|"]
+    for g in goals:
+        sign = ">=" if g["at_least"] else "<="
+        lines.append(f"| {g['name']} | {g['value']:.3f} | {sign} {g['target']:g} | {_fmt(g['met'])} |")
+    return lines

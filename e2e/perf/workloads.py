@@ -53,6 +53,9 @@ NODE_PODS = 110
 # (nodes, measured pods) of the standard sizes.
 SIZES: tuple[tuple[int, int], ...] = ((500, 1000), (1000, 3000), (5000, 10000))
 LARGE_NODES = 5000
+# The workloads `make bench` also runs at LARGE_NODES (SchedulingBasic aside, which runs at every size).
+LARGE_SUITE_WORKLOADS = ("SchedulingPodAntiAffinity", "SchedulingPreferredPodAffinity", "SchedulingNodeAffinity",
+                         "TopologySpreading")  # fmt: skip
 
 
 def _container(resources: bool = True) -> dict[str, Any]:
@@ -248,9 +251,12 @@ def pod_body(template: dict[str, Any], name: str, namespace: str, scheduler_name
 
 def default_suite(skip_large: bool = False) -> list[tuple[str, int, int]]:
     """(workload, nodes, measured pods) of ``make bench``: SchedulingBasic at all sizes, PreemptionBasic at
-    upstream's 1000 nodes, the others at 500/1000."""
+    upstream's 1000 nodes, the others at 500/1000, and the affinity and spreading ones again at 5000 nodes
+    with 3000 pods (what e2e.perf.goals checks)."""
     suite = [("SchedulingBasic", n, p) for n, p in SIZES if not (skip_large and n >= LARGE_NODES)]
     suite += [(name, 500, 1000) for name in WORKLOADS if name not in ("SchedulingBasic", "PreemptionBasic")]
+    if not skip_large:  # the affinity and spreading goals are also set at 5000 nodes
+        suite += [(name, LARGE_NODES, 3000) for name in LARGE_SUITE_WORKLOADS]
     suite.append(("PreemptionBasic", 1000, 1000))
     return suite
 

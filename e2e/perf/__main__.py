@@ -71,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--skip-large", action="store_true", help=f"leave out sizes with >= {LARGE_NODES} nodes")
     p.add_argument("--suite", choices=["all", "bench"], default="all",
                    help="all: workloads x sizes (default); bench: SchedulingBasic at every size + the others at "
-                        "500/1000 (make bench)")  # fmt: skip
+                        "500/1000, the affinity and spreading ones also at 5000/3000 (make bench)")  # fmt: skip
     p.add_argument("--schedulers", default=",".join(SCHEDULERS), help="comma list of py, kube, ceiling")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument(

@@ -8,9 +8,10 @@ kube-apiserver, ``e2e.cluster``), fake nodes like upstream's scheduler_perf, and
 * ``ceiling``: ``e2e.perf.ceiling``, a Python binder with no algorithm (same client stack and QPS):
   what the API server on this machine allows.
 
-Results: ``--out`` JSON (machine, runs, summary with py/kube and py/ceiling ratios of median pods/s),
-a markdown table next to it (``.md``) and a chart (``.png``). Modules: ``workloads`` (pod templates,
+Results: ``--out`` JSON (machine, runs, summary with py/kube and py/ceiling ratios of median pods/s,
+goals met or not), a markdown table next to it (``.md``) and a chart (``.png``). Modules: ``workloads`` (pod templates,
 sizes), ``runner`` (one size: cluster, runs), ``kubeio`` (watcher process, creators), ``schedulers``,
-``ceiling``, ``procstat`` (/proc CPU and VmHWM), ``stats`` (pure maths, JSON, markdown), ``plot``,
+``ceiling``, ``procstat`` (/proc CPU and VmHWM), ``stats`` (pure maths, JSON, markdown), ``goals`` (the
+targets checked on the runs), ``plot``,
 ``profile`` (py-spy raw summaries), ``watchreplay`` (the pod watch path in process, no API server).
 """

@@ -374,6 +374,7 @@ def test_goals_fail_below_target_and_cover_growth_rss_and_paced_latency() -> Non
                                                "ceiling": {"pods_per_second": 120.0}}),
         *_size("SchedulingBasic", 5000, 10000, {"py": {"cpu_seconds_per_1000": 1.4, "peak_rss_mb": 300.0},
                                                 "kube": {"peak_rss_mb": 150.0}}),
+        *_size("SchedulingBasic", 15000, 10000, {"py": {"cpu_seconds_per_1000": 9.0}, "kube": {}}),  # not the growth
         *_size("TopologySpreading", 500, 1000, {"py": {"pods_per_second": 99.0}, "kube": {}}),
         *_size("SchedulingNodeAffinity", 1000, 3000, {"py": {}, "kube": {}}),  # no goal at 1000 nodes
         *_size("SchedulingBasic @100/s", 1000, 3000, {"py": {"latency_p99_ms": 10.0},

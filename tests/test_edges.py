@@ -169,9 +169,7 @@ class SlowWriter(RecordingWriter):
     """Answers each event after a millisecond, as a busy API server would (slower, in fact)."""
 
     def create_event(self, namespace: str, body: dict[str, Any]) -> str:
-        import time as _t
-
-        _t.sleep(0.001)
+        time.sleep(0.001)
         return super().create_event(namespace, body)
 
 
@@ -196,11 +194,9 @@ def test_repeated_events_become_one_event_with_a_series() -> None:
     sink = ApiEventSink(w, workers=1, series_patch_interval=60, clock=lambda: now[0])
     pod = pod_from_api({"metadata": {"name": "p", "namespace": "ns", "uid": "u1"}, "spec": {}})
     sink.event(pod, "Warning", "FailedScheduling", "Scheduling", "0/1 nodes are available: x.", "py-scheduler")
-    import time as _t
-
-    deadline = _t.monotonic() + 5
-    while not w.created and _t.monotonic() < deadline:
-        _t.sleep(0.01)
+    deadline = time.monotonic() + 5
+    while not w.created and time.monotonic() < deadline:
+        time.sleep(0.01)
     for _ in range(5):
         sink.event(pod, "Warning", "FailedScheduling", "Scheduling", "0/1 nodes are available: x.", "py-scheduler")
     now[0] = 61.0
@@ -247,11 +243,9 @@ def test_pod_condition_patch_and_unchanged_skip() -> None:
     sink = ApiEventSink(w, workers=1)
     pod = pod_from_api({"metadata": {"name": "p", "namespace": "ns", "uid": "u1"}, "spec": {}})
     sink.pod_condition(pod, "Unschedulable", "0/1 nodes are available: x.", None)
-    import time as _t
-
-    deadline = _t.monotonic() + 5
-    while not w.status and _t.monotonic() < deadline:
-        _t.sleep(0.01)
+    deadline = time.monotonic() + 5
+    while not w.status and time.monotonic() < deadline:
+        time.sleep(0.01)
     same = pod_from_api({"metadata": {"name": "p", "namespace": "ns", "uid": "u1"}, "spec": {}, "status": {
         "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                         "message": "0/1 nodes are available: x."}]}})

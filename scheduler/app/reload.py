@@ -27,8 +27,8 @@ import structlog
 from scheduler.config.errors import ConfigError
 from scheduler.config.load import build_registry, load_text
 from scheduler.config.types import SchedulerConfiguration
-from scheduler.kube.recorder import micro_time
 from scheduler.metrics import Metrics
+from scheduler.model.timefmt import micro_time
 
 log = structlog.get_logger(__name__)
 

@@ -49,9 +49,8 @@ from kubernetes.client.exceptions import ApiException
 from scheduler.config.types import LeaderElection
 from scheduler.edge import APIWriter, Binder
 from scheduler.kube.client import Requester
-from scheduler.kube.recorder import micro_time
-from scheduler.model.conditions import rfc3339
 from scheduler.model.pod import Pod
+from scheduler.model.timefmt import micro_time, rfc3339
 
 log = structlog.get_logger(__name__)
 

@@ -18,7 +18,7 @@ import orjson
 import structlog
 
 from scheduler.kube.client import ApiWriter, Requester
-from scheduler.kube.recorder import micro_time
+from scheduler.model.timefmt import micro_time
 from scheduler.plugins.podgroup import GROUP, KIND, PLURAL, VERSION
 
 log = structlog.get_logger(__name__)

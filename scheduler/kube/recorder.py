@@ -13,7 +13,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
 import orjson
@@ -23,13 +22,9 @@ from scheduler.framework.fit_error import truncate_message as truncate_note
 from scheduler.kube.client import pod_path
 from scheduler.model.conditions import pod_condition
 from scheduler.model.pod import Pod, pod_from_api
+from scheduler.model.timefmt import micro_time
 
 log = structlog.get_logger(__name__)
-
-
-def micro_time(ts: float | None = None) -> str:
-    """metav1.MicroTime format."""
-    return datetime.fromtimestamp(ts if ts is not None else time.time(), UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class Writer(Protocol):

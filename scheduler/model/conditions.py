@@ -3,16 +3,10 @@
 
 from __future__ import annotations
 
-import time
-from datetime import UTC, datetime
 from typing import Any
 
 from scheduler.model.pod import Pod
-
-
-def rfc3339(ts: float | None = None) -> str:
-    return datetime.fromtimestamp(ts if ts is not None else time.time(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
+from scheduler.model.timefmt import rfc3339
 
 
 def pod_condition(pod: Pod, type_: str, status: str, reason: str, message: str) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from scheduler.model.errors import InvalidObjectError
 from scheduler.model.pod import Pod, parse_time
 from scheduler.model.quantity import PODS
 from scheduler.model.resources import Resource, parse_resource_list
+from scheduler.model.timefmt import rfc3339
 
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 KIND = "PodGroup"
@@ -333,7 +334,7 @@ class PodGroupManager:
                     break
                 g.status.phase = nxt
                 if nxt == SCHEDULING and not g.status.start:
-                    g.status.start = _rfc3339(self._wall())
+                    g.status.start = rfc3339(self._wall())
                 g.status.counts = counts
                 writes.append((self._status_body(g.status), nxt))
             if not writes and counts != g.status.counts and g.status.phase:
@@ -391,7 +392,3 @@ def _phase_note(group: PodGroup, phase: str, counts: tuple[int, int, int, int], 
     scheduled, running, succeeded, failed = counts
     return (f"PodGroup {group.full_name} is {phase}: {live} live members, {scheduled} scheduled, "
             f"{running} running, {succeeded} succeeded, {failed} failed (minMember {group.min_member})")
-
-
-def _rfc3339(ts: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))

@@ -20,7 +20,7 @@ import itertools
 import random
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -262,10 +262,15 @@ class SchedulingAlgorithm:
         began = time.perf_counter()
         key = (signature, frozenset(state.skip_filter_plugins))
         run_filters = fwk.filter_runner(state, pod)
+        def delta(old: Hashable, new: Hashable) -> Callable[[NodeInfo], bool] | None:
+            old_signature, old_skipped = cast(tuple[Hashable, frozenset[str]], old)
+            return fwk.signature_delta(old_signature, signature) if old_skipped == key[1] else None
+
         if isinstance(snapshot, Snapshot):
-            batch = self.batches.refresh(key, all_nodes, run_filters, snapshot.changed_since, snapshot.change_mark())
+            batch = self.batches.refresh(key, all_nodes, run_filters, snapshot.changed_since, snapshot.change_mark(),
+                                         delta)
         else:
-            batch = self.batches.refresh(key, all_nodes, run_filters)
+            batch = self.batches.refresh(key, all_nodes, run_filters, delta=delta)
         if batch is None:
             return None
         overrides: dict[int, Status | None] = {}

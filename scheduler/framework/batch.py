@@ -18,7 +18,9 @@ are those of the reference path. Normalization, weights and selection run on the
 always. Nodes holding nominated pods that count for the pod (the two-pass filter reads them) are filtered
 afresh each cycle and override the batch's verdicts for that walk. The algorithm uses the batch only when
 PreFilter did not narrow the nodes; a signature is evaluated on all nodes only when a
-second pod with it comes, so lone pods pay nothing but the signing.
+second pod with it comes, so lone pods pay nothing but the signing. A signature that differs from a
+remembered one only in fragments whose plugins can name the nodes they disagree on (SignatureDeltaPlugin:
+PodTopologySpread's full domains) is batched at once, from a copy of that batch with those nodes re-filtered.
 """
 
 from __future__ import annotations
@@ -73,6 +75,8 @@ def _without_mounts(container: Any) -> Any:
     return {k: v for k, v in container.items() if k != "volumeMounts"}
 
 
+# (remembered signature, new signature) -> a test for the nodes whose verdicts may differ, or None (unrelated).
+SignatureDelta = Callable[[Hashable, Hashable], Callable[[NodeInfo], bool] | None]
 RawScorer = Callable[[Sequence[NodeInfo]], "tuple[dict[str, list[int]], Status | None]"]
 _NO_MATRIX: ScoreMatrix = np.zeros((0, 0), dtype=np.int64)
 _NOTHING_KNOWN: npt.NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
@@ -108,12 +112,14 @@ class OpportunisticBatch:
         run_filters: Callable[[NodeInfo], Status | None],
         changed_since: Callable[[Any], Sequence[int] | None] | None = None,
         mark: Hashable = None,
+        also: Sequence[int] = (),
     ) -> bool:
         """Bring the verdicts up to date for ``signature`` (which includes the skipped filters): on the
         changed nodes, or on all of them for a new signature. False: a filter errored; run the per-node walk.
 
         ``changed_since(previous mark)`` names the positions replaced since then (None: unknown), and
-        ``mark`` is the current one; without them every position's NodeInfo is compared by identity."""
+        ``mark`` is the current one; without them every position's NodeInfo is compared by identity.
+        ``also``: positions to re-evaluate though unchanged (a batch derived from another signature's)."""
         n = len(all_nodes)
         logged = changed_since(self.mark) if changed_since is not None and self.signature is not None else None
         self.mark = mark
@@ -125,6 +131,8 @@ class OpportunisticBatch:
             fresh = True
         else:
             changed = logged if logged is not None else list(compress(range(n), map(is_not, self.nodes, all_nodes)))
+            if also:
+                changed = sorted(set(changed).union(also))
             fresh = False
         for p in changed:
             info = all_nodes[p]
@@ -146,6 +154,21 @@ class OpportunisticBatch:
                 self.known[changed] = False
         self.signature = signature
         return True
+
+    def derived(self, signature: Hashable) -> OpportunisticBatch:
+        """A copy of this batch for another signature, to be refreshed with the positions the two
+        signatures may disagree on (``refresh(also=...)``)."""
+        copy = OpportunisticBatch()
+        copy.signature = signature
+        copy.nodes = self.nodes.copy()
+        copy.verdicts = self.verdicts.copy()
+        copy.feasible = self.feasible.copy()
+        copy.rejected = self.rejected.copy()
+        copy.raw = self.raw.copy()
+        copy.known = self.known.copy()
+        copy.score_plugins = self.score_plugins
+        copy.mark = self.mark
+        return copy
 
     def _move(self, p: int, status: Status | None) -> None:
         was_ok = _ok(self.verdicts[p])
@@ -242,21 +265,45 @@ class OpportunisticBatches:
         run_filters: Callable[[NodeInfo], Status | None],
         changed_since: Callable[[Any], Sequence[int] | None] | None = None,
         mark: Hashable = None,
+        delta: SignatureDelta | None = None,
     ) -> OpportunisticBatch | None:
         """The signature's batch brought up to date (``OpportunisticBatch.refresh``), or None: not batched
-        this time (first pod of the signature, or a filter errored)."""
+        this time (first pod of the signature, or a filter errored).
+
+        A new signature that ``delta`` relates to a remembered one (only some nodes' verdicts may differ)
+        is batched at once, from a copy of that batch with those nodes re-filtered; one related to the
+        previous lone signature counts as its second pod (a template whose signature moves with every pod,
+        as under a maxSkew of 1, would never be batched otherwise)."""
         batch = self._batches.pop(signature, None)
+        also: Sequence[int] = ()
         if batch is None:
-            if signature != self._candidate:
+            derived = self._derive(signature, delta) if delta is not None else None
+            if derived is not None:
+                batch, also = derived
+            elif signature != self._candidate and not self._related(self._candidate, signature, delta):
                 self._candidate = signature
                 return None
-            batch = OpportunisticBatch()
+            else:
+                batch = OpportunisticBatch()
             while len(self._batches) >= self.size:
                 del self._batches[next(iter(self._batches))]
-        if not batch.refresh(signature, all_nodes, run_filters, changed_since, mark):
+        if not batch.refresh(signature, all_nodes, run_filters, changed_since, mark, also):
             return None
         self._batches[signature] = batch
         return batch
+
+    @staticmethod
+    def _related(candidate: Hashable | None, signature: Hashable, delta: SignatureDelta | None) -> bool:
+        return candidate is not None and delta is not None and delta(candidate, signature) is not None
+
+    def _derive(self, signature: Hashable, delta: SignatureDelta) -> tuple[OpportunisticBatch, list[int]] | None:
+        """A copy of the most recent batch ``delta`` relates to ``signature``, and the positions to re-filter."""
+        for old_signature in reversed(self._batches):
+            affected = delta(old_signature, signature)
+            if affected is not None:
+                old = self._batches[old_signature]
+                return old.derived(signature), list(compress(range(len(old.nodes)), map(affected, old.nodes)))
+        return None
 
 
 def walk_positions(feasible: list[int], rejected: list[int], start: int, k: int) -> tuple[list[int], list[int]]:

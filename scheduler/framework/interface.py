@@ -472,6 +472,20 @@ class SignPlugin(Protocol):
 
 
 @runtime_checkable
+class SignatureDeltaPlugin(Protocol):
+    """Opportunistic batching across signatures: a SignPlugin whose fragment names which nodes it rejects by
+    some node-local property (PodTopologySpread's DoNotSchedule fragment is the set of domains too full for
+    the pod) can tell which nodes two of its fragments disagree on. A pod whose signature differs from a
+    remembered batch's only in such fragments starts from that batch, re-filtering just those nodes,
+    instead of filtering every node afresh; upstream's batching has no equivalent."""
+
+    def signature_delta(self, old: Hashable, new: Hashable) -> Callable[[NodeInfo], bool] | None:
+        """A test for the nodes whose Filter verdicts or raw scores may differ between this plugin's fragments
+        ``old`` and ``new`` (all other nodes have the same under both); None when it cannot tell."""
+        ...
+
+
+@runtime_checkable
 class RescorePlugin(Protocol):
     """Opportunistic batching with rescoring (KEP-5598's next step upstream): a SignPlugin whose Filter
     verdicts for the pod are node-local (its ``sign_pod`` covers them) but whose scores move with other

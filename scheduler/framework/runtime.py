@@ -61,6 +61,7 @@ from scheduler.framework.interface import (
     ScorePlugin,
     ScoreRow,
     SharedLister,
+    SignatureDeltaPlugin,
     SignPlugin,
     implements,
 )
@@ -623,6 +624,27 @@ class Framework:
                 return None
             parts.append(fragment)
         return tuple(parts)
+
+    def signature_delta(self, old: Hashable, new: Hashable) -> Callable[[NodeInfo], bool] | None:
+        """The nodes whose verdicts or raw scores may differ between two of this profile's signatures
+        (``sign_pod``): None unless they share the template and differ only in fragments of
+        SignatureDeltaPlugins, which then name those nodes."""
+        if self._signers is None or not isinstance(old, tuple) or not isinstance(new, tuple):
+            return None
+        head = 2  # the profile's name and the template key
+        if len(old) != len(new) or len(old) != head + len(self._signers) or old[:head] != new[:head]:
+            return None
+        tests: list[Callable[[NodeInfo], bool]] = []
+        for pl, a, b in zip(self._signers, old[head:], new[head:], strict=True):
+            if a == b:
+                continue
+            test = pl.signature_delta(a, b) if isinstance(pl, SignatureDeltaPlugin) else None
+            if test is None:
+                return None
+            tests.append(test)
+        if len(tests) == 1:
+            return tests[0]
+        return lambda node_info: any(test(node_info) for test in tests)
 
     def rescored_plugins(self, pod: Pod) -> frozenset[str]:
         """The Score plugins whose scores for ``pod`` a batch must not remember (RescorePlugin)."""

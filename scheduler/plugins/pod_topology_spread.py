@@ -25,6 +25,7 @@ from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     CycleState,
     Handle,
+    NodeChangeLog,
     NodeScore,
     PreFilterResult,
     score_by_batch,
@@ -381,6 +382,9 @@ class PodTopologySpread:
         # Per pod template: its domains and matching pods per domain over all nodes, kept across cycles.
         self._pre_filter_totals = NodeTotalsCache()
         self._pre_score_totals = NodeTotalsCache()
+        # This cycle's PreFilter state, which sign_pod (called after PreFilter) reads instead of recounting:
+        # (pod uid, snapshot change mark, constraints, state).
+        self._last_pre_filter: tuple[str, Hashable, tuple[TopologySpreadConstraint, ...], _PreFilterState] | None = None
         a = plugin_args(PodTopologySpreadArgs, args)
         self.system_defaulted = a.defaulting_type == SYSTEM_DEFAULTING
         if self.system_defaulted:
@@ -426,8 +430,9 @@ class PodTopologySpread:
 
     def sign_pod(self, pod: Pod) -> Hashable | None:
         """Batchable: a node's verdict under DoNotSchedule constraints depends on its own labels and on which
-        domains are too full (skew over maxSkew), so that set is the signature; it changes only when a domain
-        crosses the limit. ScheduleAnyway constraints (own or defaulted) never reject: their scores, which
+        domains are too full (skew over maxSkew), so that set (with its topology key) is the signature; it
+        changes only when a domain crosses the limit, and ``signature_delta`` names the nodes of the domains
+        that crossed it. ScheduleAnyway constraints (own or defaulted) never reject: their scores, which
         move with every pod placed in a domain, are recomputed each cycle (``rescore_each_cycle``)."""
         try:
             hard = self.get_constraints(pod, DO_NOT_SCHEDULE)
@@ -435,12 +440,40 @@ class PodTopologySpread:
             return None
         if not hard:
             return ()
-        s = self._pre_filter_state(pod, hard, self.handle.snapshot().list())
+        snapshot = self.handle.snapshot()
+        last = self._last_pre_filter
+        if (last is not None and last[0] == pod.uid and isinstance(snapshot, NodeChangeLog)
+                and last[1] == snapshot.change_mark() and last[2] == hard):
+            s = last[3]
+        else:
+            s = self._pre_filter_state(pod, hard, snapshot.list())
         return tuple(
-            frozenset(value for value, n in s.match_num[i].items() if n + offset > c.max_skew)
+            (c.topology_key, frozenset(value for value, n in s.match_num[i].items() if n + offset > c.max_skew))
             for i, c in enumerate(hard)
             for offset in ((1 if c.selector.matches(pod.labels) else 0) - s.global_min(i),)
         )
+
+    def signature_delta(self, old: Hashable, new: Hashable) -> Callable[[NodeInfo], bool] | None:
+        """Between two fragments of one pod template (same constraints), only nodes in a domain that became
+        full or stopped being full can change verdict: the others keep theirs (a node without a constraint's
+        key is rejected under both). The plugin's scores do not read the fragment."""
+        if not isinstance(old, tuple) or not isinstance(new, tuple) or len(old) != len(new) or not old:
+            return None
+        changed: list[tuple[str, frozenset[str]]] = []
+        for (key, full_before), (key_after, full_after) in zip(old, new, strict=True):
+            if key != key_after:
+                return None
+            if full_before != full_after:
+                changed.append((key, full_before ^ full_after))
+
+        def affected(node_info: NodeInfo) -> bool:
+            node = node_info.node
+            if node is None:
+                return True
+            labels = node.labels
+            return any(labels.get(key) in values for key, values in changed)
+
+        return affected
 
     def rescore_each_cycle(self, pod: Pod) -> bool:
         """Scores come from ScheduleAnyway constraints, which count the pods placed in each domain."""
@@ -461,7 +494,11 @@ class PodTopologySpread:
             return None, error(f"get constraints from pod: obtaining pod's hard topology spread constraints: {exc}")
         if not constraints:
             return None, skip()
-        state.write(PRE_FILTER_STATE_KEY, self._pre_filter_state(pod, constraints, nodes))
+        s = self._pre_filter_state(pod, constraints, nodes)
+        state.write(PRE_FILTER_STATE_KEY, s)
+        snapshot = self.handle.snapshot()
+        if isinstance(snapshot, NodeChangeLog) and nodes is snapshot.list():
+            self._last_pre_filter = (pod.uid, snapshot.change_mark(), constraints, s)
         return None, None
 
     def _pre_filter_state(

@@ -262,6 +262,7 @@ class SchedulingAlgorithm:
         began = time.perf_counter()
         key = (signature, frozenset(state.skip_filter_plugins))
         run_filters = fwk.filter_runner(state, pod)
+
         def delta(old: Hashable, new: Hashable) -> Callable[[NodeInfo], bool] | None:
             old_signature, old_skipped = cast(tuple[Hashable, frozenset[str]], old)
             return fwk.signature_delta(old_signature, signature) if old_skipped == key[1] else None

@@ -25,7 +25,6 @@ from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     CycleState,
     Handle,
-    NodeChangeLog,
     NodeScore,
     PreFilterResult,
     score_by_batch,
@@ -382,9 +381,6 @@ class PodTopologySpread:
         # Per pod template: its domains and matching pods per domain over all nodes, kept across cycles.
         self._pre_filter_totals = NodeTotalsCache()
         self._pre_score_totals = NodeTotalsCache()
-        # This cycle's PreFilter state, which sign_pod (called after PreFilter) reads instead of recounting:
-        # (pod uid, snapshot change mark, constraints, state).
-        self._last_pre_filter: tuple[str, Hashable, tuple[TopologySpreadConstraint, ...], _PreFilterState] | None = None
         a = plugin_args(PodTopologySpreadArgs, args)
         self.system_defaulted = a.defaulting_type == SYSTEM_DEFAULTING
         if self.system_defaulted:
@@ -440,13 +436,7 @@ class PodTopologySpread:
             return None
         if not hard:
             return ()
-        snapshot = self.handle.snapshot()
-        last = self._last_pre_filter
-        if (last is not None and last[0] == pod.uid and isinstance(snapshot, NodeChangeLog)
-                and last[1] == snapshot.change_mark() and last[2] == hard):
-            s = last[3]
-        else:
-            s = self._pre_filter_state(pod, hard, snapshot.list())
+        s = self._pre_filter_state(pod, hard, self.handle.snapshot().list())
         return tuple(
             (c.topology_key, frozenset(value for value, n in s.match_num[i].items() if n + offset > c.max_skew))
             for i, c in enumerate(hard)
@@ -494,11 +484,7 @@ class PodTopologySpread:
             return None, error(f"get constraints from pod: obtaining pod's hard topology spread constraints: {exc}")
         if not constraints:
             return None, skip()
-        s = self._pre_filter_state(pod, constraints, nodes)
-        state.write(PRE_FILTER_STATE_KEY, s)
-        snapshot = self.handle.snapshot()
-        if isinstance(snapshot, NodeChangeLog) and nodes is snapshot.list():
-            self._last_pre_filter = (pod.uid, snapshot.change_mark(), constraints, s)
+        state.write(PRE_FILTER_STATE_KEY, self._pre_filter_state(pod, constraints, nodes))
         return None, None
 
     def _pre_filter_state(

@@ -251,9 +251,13 @@ class LocalCluster:
     fixtures, the benchmark and ``make`` targets can all share one cluster.
     """
 
-    def __init__(self, state_dir: str | os.PathLike[str] = DEFAULT_DIR, bin_dir: str | None = None) -> None:
+    def __init__(
+        self, state_dir: str | os.PathLike[str] = DEFAULT_DIR, bin_dir: str | None = None, profiling: bool = False
+    ) -> None:
+        """``profiling`` serves kube-apiserver's /debug/pprof (the benchmark's ``--profile apiserver``)."""
         self.dir = Path(state_dir).resolve()
         self._bin_dir = Path(bin_dir) if bin_dir else None
+        self._profiling = profiling
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
 
     # ---- paths and state ----
@@ -456,7 +460,7 @@ class LocalCluster:
             f"--service-account-signing-key-file={pki / 'sa.key'}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
-            "--allow-privileged=true", "--profiling=false",
+            "--allow-privileged=true", f"--profiling={str(self._profiling).lower()}",
             "--max-requests-inflight=400", "--max-mutating-requests-inflight=200",
         ])  # fmt: skip
         self._wait("kube-apiserver", lambda: _http_status(f"{server}/readyz", token) == 200, 120)

@@ -92,13 +92,20 @@ def summarize_file(path: str | Path, top: int = 20) -> str:
 
 def summarize_runs(runs: Sequence[Mapping[str, Any]], top: int = 20) -> str:
     """Summaries of the profiles the runs recorded (``run["profile"]``)."""
+    from e2e.perf.apiprofile import top as pprof_top
+
     parts = []
     for r in runs:
+        head = (f"{r['workload']} {r['nodes']}n/{r['pods']}p {r['scheduler']} #{r['repeat']}: "
+                f"{r.get('pods_per_second')} pods/s, CPU {r.get('cpu_seconds_per_1000')} s/1000 pods")  # fmt: skip
         path = r.get("profile")
         if path and Path(path).exists():
-            head = (f"{r['workload']} {r['nodes']}n/{r['pods']}p {r['scheduler']} #{r['repeat']}: "
-                    f"{r.get('pods_per_second')} pods/s, CPU {r.get('cpu_seconds_per_1000')} s/1000 pods")  # fmt: skip
             parts.append(head + "\n" + summarize_file(path, top))
+        api = [Path(p) for p in r.get("apiserver_profile") or () if Path(p).exists()]
+        if api:
+            cpu = r.get("kube-apiserver_cpu_seconds_per_1000")
+            parts.append(f"{head}; kube-apiserver {cpu} CPU s/1000 pods\n" + pprof_top(api, nodecount=top)
+                         + pprof_top(api, nodecount=top, cumulative=True))
     return "\n".join(parts)
 
 

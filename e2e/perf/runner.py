@@ -31,6 +31,7 @@ from typing import Any, cast
 
 from e2e.cluster.cluster import LocalCluster, create_nodes
 from e2e.perf import procstat, schedulers
+from e2e.perf.apiprofile import ApiServerProfiler
 from e2e.perf.kubeio import Conn, PodWatcher, WatchResult, create_pods, list_resource_version
 from e2e.perf.stats import batch_metrics, creation_rate
 from e2e.perf.workloads import (
@@ -61,7 +62,7 @@ class Options:
     creators: int = 32
     init_pods: int | None = None
     out_dir: Path = Path(".bench")
-    profile: str | None = None  # "py-spy" / "py-spy-gil": profile py-scheduler during the measured batch
+    profile: str | None = None  # "py-spy" / "py-spy-gil": py-scheduler; "apiserver": kube-apiserver (every run)
     profile_rate: int = 100
     wait_idle: float = 0.0  # before each run, wait up to this long for the machine to be idle
     rate: float | None = None  # paced mode: measured pods created at this many per second
@@ -85,7 +86,8 @@ class SizeRunner:
         self.wl, self.nodes, self.opts, self.bin_dir = workload, nodes, opts, bin_dir
         self.n_init, self.pods = workload.sizes(nodes, pods, opts.init_pods)
         self._tmp = tempfile.TemporaryDirectory(prefix="py-scheduler-perf-")
-        self.cluster = LocalCluster(Path(self._tmp.name) / "cluster", bin_dir=str(bin_dir))
+        self.cluster = LocalCluster(Path(self._tmp.name) / "cluster", bin_dir=str(bin_dir),
+                                    profiling=opts.profile == "apiserver")
         self.log_dir = opts.out_dir / "logs" / f"{workload.name}-{nodes}n-{self.pods}p"
 
     # ---- set-up / tear-down ----
@@ -192,6 +194,7 @@ class SizeRunner:
             py_score_plugins=self.wl.py_score_plugins, feature_gates=opts.feature_gates,
         )  # fmt: skip
         profiler: subprocess.Popen[bytes] | None = None
+        api_profiler: ApiServerProfiler | None = None
         label = f"{self.wl.name} @{opts.rate:g}/s" if opts.rate else self.wl.name
         if opts.feature_gates:
             label += f" [{opts.feature_gates}]"
@@ -216,8 +219,11 @@ class SizeRunner:
             pids = {"scheduler": proc.pid, **_api_pids(self.cluster), "watcher": watcher.pid or 0}
             cpu0 = {k: procstat.cpu_seconds(p) for k, p in pids.items()}
             self0, busy0 = procstat.self_cpu_seconds(), procstat.machine_busy_seconds()
-            if opts.profile and which == "py":
+            if opts.profile in ("py-spy", "py-spy-gil") and which == "py":
                 profiler = self._start_py_spy(proc.pid, run_dir)
+            elif opts.profile == "apiserver":
+                api_profiler = ApiServerProfiler(self.conn, run_dir)
+                api_profiler.start()
             bodies = self._bodies(self.wl.measure_template, MEASURE_NAMESPACE, "pod", self.pods)
             t_create = time.monotonic()
             qps, burst = (opts.rate, 1) if opts.rate else (opts.qps, opts.burst)
@@ -230,6 +236,10 @@ class SizeRunner:
             result["loadavg_1m"] = procstat.loadavg()
             if profiler is not None:
                 result["profile"] = self._stop_py_spy(profiler, run_dir)
+            if api_profiler is not None:
+                result["apiserver_profile"] = [str(f) for f in api_profiler.stop()]
+                if api_profiler.errors:
+                    result["apiserver_profile_errors"] = api_profiler.errors[:3]
             watch = watcher.stop()
             prefix = MEASURE_NAMESPACE + "/"
             added = {k: t for k, t in watch.added.items() if k.startswith(prefix)}
@@ -246,6 +256,8 @@ class SizeRunner:
         finally:
             if profiler is not None and profiler.poll() is None:
                 profiler.kill()
+            if api_profiler is not None:
+                api_profiler.stop()
             schedulers.stop(proc)
             if watch is None:
                 with contextlib.suppress(Exception):

@@ -4,6 +4,7 @@ shape, the markdown table, workload templates and sizes, /proc parsing and py-sp
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import orjson
@@ -12,7 +13,7 @@ import pytest
 from e2e.perf import goals, procstat, stats, workloads
 from e2e.perf.__main__ import parse_sizes, plan
 from e2e.perf.profile import area, parse_raw, summarize
-from e2e.perf.runner import cpu_breakdown, round_order
+from e2e.perf.runner import cpu_breakdown, per_thread_group, round_order
 from e2e.perf.schedulers import kube_scheduler_config, py_scheduler_config
 
 # ---- percentile / batch metrics
@@ -393,3 +394,39 @@ def test_goals_fail_below_target_and_cover_growth_rss_and_paced_latency() -> Non
     md = stats.markdown(doc)
     assert "| TopologySpreading 500/1000: py/kube pods/s | 0.990 | >= 1 | NO |" in md
     assert "| SchedulingBasic @100/s 1000/3000: py/kube p99 latency | 0.500 | <= 1 | yes |" in md
+
+
+def test_thread_groups_drop_worker_numbers() -> None:
+    assert procstat.thread_group("binding_12") == "binding"
+    assert procstat.thread_group("events-3") == "events"
+    assert procstat.thread_group("scheduling") == "scheduling"
+    assert procstat.thread_group("7") == "7"
+
+
+def test_thread_cpu_of_this_process_names_a_busy_thread() -> None:
+    import os
+    import threading
+
+    from scheduler.app import threadnames
+
+    done = threading.Event()
+    seen: dict[str, float] = {}
+
+    def spin() -> None:
+        threadnames.name_current_thread("perf-spin_3")
+        while time.thread_time() < 0.05:  # this thread's own CPU time
+            pass
+        seen.update(procstat.thread_cpu_seconds(os.getpid()))
+        done.set()
+
+    t = threading.Thread(target=spin)
+    t.start()
+    t.join()
+    assert done.is_set()
+    assert seen.get("perf-spin", 0.0) >= 0.03  # clock ticks of 10 ms
+
+
+def test_per_thread_group_is_per_1000_pods_largest_first() -> None:
+    out = per_thread_group({"binding": 1.0, "scheduling": 2.0}, {"binding": 1.5, "scheduling": 4.0, "events": 0.25,
+                                                                 "idle": 0.0}, 500)
+    assert list(out.items()) == [("scheduling", 4.0), ("binding", 1.0), ("events", 0.5)]

@@ -154,6 +154,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"others on the machine {f.get('foreign_cpu_seconds', '-')} CPU s, run {r.get('wall_seconds')} s"
             + (f", errors {r['errors'][:2]}" if r.get("errors") else "")
         )
+        threads = r.get("thread_cpu_seconds_per_1000") or {}
+        if threads:
+            log("  its threads, CPU s/1000: " + ", ".join(f"{g} {v}" for g, v in threads.items()))
 
     log(f"plan: {len(todo)} sizes x {scheds}; results -> {out}")
     interrupted = False

@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import os
 import platform
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -61,6 +62,24 @@ def cpu_seconds(pid: int) -> float:
         except (OSError, IndexError, ValueError):
             continue
     return total
+
+
+def thread_group(comm: str) -> str:
+    """A thread's group: its name without a trailing worker number (``binding_12`` -> ``binding``)."""
+    return re.sub(r"[_-]?\d+$", "", comm) or comm
+
+
+def thread_cpu_seconds(pid: int) -> dict[str, float]:
+    """utime + stime of pid's threads by group of their OS names (py-scheduler names its threads after
+    their Python names; threads that ended are not counted)."""
+    out: dict[str, float] = {}
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            group = thread_group((task / "comm").read_text().strip())
+            out[group] = out.get(group, 0.0) + parse_stat((task / "stat").read_text())[1]
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
 
 
 def peak_rss_mb(pid: int) -> float | None:

@@ -218,6 +218,7 @@ class SizeRunner:
             time.sleep(1.0)  # let the scheduler finish the init pods' events
             pids = {"scheduler": proc.pid, **_api_pids(self.cluster), "watcher": watcher.pid or 0}
             cpu0 = {k: procstat.cpu_seconds(p) for k, p in pids.items()}
+            threads0 = procstat.thread_cpu_seconds(proc.pid) if which == "py" else {}
             self0, busy0 = procstat.self_cpu_seconds(), procstat.machine_busy_seconds()
             if opts.profile in ("py-spy", "py-spy-gil") and which == "py":
                 profiler = self._start_py_spy(proc.pid, run_dir)
@@ -231,6 +232,7 @@ class SizeRunner:
             ok = self._wait_bound(watcher, MEASURE_NAMESPACE, self.pods,
                                   opts.timeout - (time.monotonic() - t_create), proc, "measured pods")  # fmt: skip
             cpu1 = {k: procstat.cpu_seconds(p) for k, p in pids.items()}
+            threads1 = procstat.thread_cpu_seconds(proc.pid) if which == "py" else {}
             self1, busy1 = procstat.self_cpu_seconds(), procstat.machine_busy_seconds()
             result["peak_rss_mb"] = procstat.peak_rss_mb(proc.pid)
             result["loadavg_1m"] = procstat.loadavg()
@@ -248,6 +250,8 @@ class SizeRunner:
             result.update(batch_metrics(created, bound, self.pods))
             result["all_bound"] = result["all_bound"] and ok
             result.update(cpu_breakdown(cpu0, cpu1, self1 - self0, busy1 - busy0, result["bound"]))
+            if threads1:
+                result["thread_cpu_seconds_per_1000"] = per_thread_group(threads0, threads1, result["bound"])
             result["creation_pods_per_second"] = creation_rate(posted.values())
             result["constraint_violations"] = violations(self.wl.name, watch.nodes)
             errs = errors + init_errors + watch.errors
@@ -305,6 +309,14 @@ def cpu_breakdown(
     out["harness_cpu_seconds_per_1000"] = round(harness * per, 3)
     out["foreign_cpu_seconds"] = round(max(machine_busy - ours, 0.0), 2)
     return out
+
+
+def per_thread_group(before: dict[str, float], after: dict[str, float], bound: int) -> dict[str, float]:
+    """CPU seconds per 1000 bound pods of each thread group over the batch, largest first (groups that spent
+    under 1 ms are left out)."""
+    per = 1000.0 / max(bound, 1)
+    spent = {g: after[g] - before.get(g, 0.0) for g in after}
+    return {g: round(v * per, 3) for g, v in sorted(spent.items(), key=lambda kv: -kv[1]) if v >= 0.001}
 
 
 def round_order(schedulers: list[str], rep: int) -> list[str]:

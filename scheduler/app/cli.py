@@ -25,7 +25,7 @@ log = structlog.get_logger(__name__)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from scheduler.app import gcpolicy
+    from scheduler.app import gcpolicy, threadnames
     from scheduler.app.health import HealthServer, event_check
     from scheduler.app.reload import ConfigReloader
     from scheduler.config.load import ConfigError, build_registry
@@ -45,6 +45,7 @@ def _run(args: argparse.Namespace) -> int:
     from scheduler.plugins.podgroup import POD_GROUP_LABEL
     from scheduler.scheduler import Scheduler
 
+    threadnames.install()  # before any thread starts: `top -H` and the benchmark tell them apart
     try:
         cfg, reload_source = load_configuration(args)
     except (ConfigError, ConfigMapError, OSError) as exc:

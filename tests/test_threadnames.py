@@ -56,3 +56,15 @@ def test_the_main_thread_keeps_the_process_name(installed: None) -> None:
 def test_without_the_hook_threads_keep_the_process_name() -> None:
     comm, _ = _seen_from_inside("binding_7")
     assert comm == Path("/proc/self/comm").read_text().strip()
+
+
+def test_a_profilers_thread_hook_is_left_in_place() -> None:
+    def theirs(frame: object, event: str, arg: object) -> None:
+        return None
+
+    threading.setprofile(theirs)  # type: ignore[arg-type]
+    try:
+        threadnames.install()
+        assert threading.getprofile() is theirs
+    finally:
+        threading.setprofile(None)  # type: ignore[arg-type]

@@ -1,9 +1,10 @@
 """CPU profiles of kube-apiserver (Go pprof) during a measured batch.
 
-The API server spends more CPU per pod than any scheduler in these runs, and how much more depends on
-the scheduler that talks to it; its own profile says on what. kube-apiserver serves
-``/debug/pprof/profile?seconds=N`` (``--profiling`` is on by default). A batch's length is not known in
-advance, so a thread takes consecutive short profiles until stopped, and ``go tool pprof`` merges them.
+The API server spends more CPU per pod than any scheduler in these runs; its own profile says on what
+(which requests, which decoders and encoders, its garbage collector). kube-apiserver serves
+``/debug/pprof/profile?seconds=N`` with ``--profiling`` (upstream's default; the local control plane turns
+it on only for this mode). A batch's length is not known in advance, so a thread takes consecutive short
+profiles until stopped, and ``go tool pprof`` merges them.
 """
 
 from __future__ import annotations

@@ -91,7 +91,8 @@ def summarize_file(path: str | Path, top: int = 20) -> str:
 
 
 def summarize_runs(runs: Sequence[Mapping[str, Any]], top: int = 20) -> str:
-    """Summaries of the profiles the runs recorded (``run["profile"]``)."""
+    """Summaries of the profiles the runs recorded: py-spy's (``run["profile"]``) and kube-apiserver's
+    (``run["apiserver_profile"]``)."""
     from e2e.perf.apiprofile import top as pprof_top
 
     parts = []

@@ -47,6 +47,6 @@ def _on_thread_start(frame: FrameType, event: str, arg: object) -> None:
 
 def install() -> None:
     """Name every thread started from now on. The main thread keeps its name: on Linux it is the process's
-    name in `ps` and `top`."""
-    if _prctl() is not None:
+    name in `ps` and `top`. A profiler that already hooks new threads (threading.setprofile) keeps its hook."""
+    if _prctl() is not None and threading.getprofile() is None:
         threading.setprofile(_on_thread_start)

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from e2e.perf.apiprofile import top as pprof_top
+
 _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")
 
 
@@ -93,8 +95,6 @@ def summarize_file(path: str | Path, top: int = 20) -> str:
 def summarize_runs(runs: Sequence[Mapping[str, Any]], top: int = 20) -> str:
     """Summaries of the profiles the runs recorded: py-spy's (``run["profile"]``) and kube-apiserver's
     (``run["apiserver_profile"]``)."""
-    from e2e.perf.apiprofile import top as pprof_top
-
     parts = []
     for r in runs:
         head = (f"{r['workload']} {r['nodes']}n/{r['pods']}p {r['scheduler']} #{r['repeat']}: "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import sys
 import threading
 from types import FrameType
@@ -20,24 +21,19 @@ from typing import Any
 PR_SET_NAME = 15
 MAX_NAME_BYTES = 15
 
-_libc: Any = None
+
+@functools.cache
+def _prctl() -> Any | None:
+    """libc's prctl on Linux, else None (looked up once)."""
+    path = ctypes.util.find_library("c") if sys.platform.startswith("linux") else None
+    return ctypes.CDLL(path, use_errno=True).prctl if path else None
 
 
-def _prctl() -> Any:
-    global _libc
-    if _libc is None:
-        path = ctypes.util.find_library("c") if sys.platform.startswith("linux") else None
-        _libc = ctypes.CDLL(path, use_errno=True) if path else False
-    return _libc.prctl if _libc else None
-
-
-def name_current_thread(name: str) -> bool:
-    """Set the calling OS thread's name (cut to 15 bytes); False where that is not possible."""
+def name_current_thread(name: str) -> None:
+    """Set the calling OS thread's name (cut to 15 bytes) where the OS allows it."""
     prctl = _prctl()
-    if prctl is None:
-        return False
-    raw = name.encode("utf-8", "replace")[:MAX_NAME_BYTES]
-    return bool(prctl(PR_SET_NAME, ctypes.c_char_p(raw), 0, 0, 0) == 0)
+    if prctl is not None:
+        prctl(PR_SET_NAME, ctypes.c_char_p(name.encode("utf-8", "replace")[:MAX_NAME_BYTES]), 0, 0, 0)
 
 
 def _on_thread_start(frame: FrameType, event: str, arg: object) -> None:

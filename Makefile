@@ -64,9 +64,10 @@ e2e-kind: install
 
 # py-scheduler vs kube-scheduler vs a no-algorithm binder on scheduler_perf workloads (~40 min on 2 cores).
 # Then a paced run (BENCH_PACED_ARGS= skips it): pods created at 100/s, below both schedulers' capacity,
-# so its latencies are scheduling delay rather than queue build-up.
+# so its latencies are scheduling delay rather than queue build-up; three interleaved rounds, as a p99 of
+# one run is set by a few API server stalls.
 BENCH_ARGS ?= --suite bench
-BENCH_PACED_ARGS ?= --workload SchedulingBasic --nodes 1000 --pods 3000 --schedulers py,kube --rate 100 --repeat 1
+BENCH_PACED_ARGS ?= --workload SchedulingBasic --nodes 1000 --pods 3000 --schedulers py,kube --rate 100 --repeat 3
 bench: install binaries
 	$(BIN)/pip install -q -c constraints.txt -e '.[bench]'
 	$(BIN)/python -m e2e.perf $(BENCH_ARGS) --out .bench/results.json

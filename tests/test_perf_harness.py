@@ -13,7 +13,7 @@ import pytest
 from e2e.perf import goals, procstat, stats, workloads
 from e2e.perf.__main__ import parse_sizes, plan
 from e2e.perf.profile import area, parse_raw, summarize
-from e2e.perf.runner import cpu_breakdown, per_thread_group, round_order
+from e2e.perf.runner import cpu_breakdown, per_pod, per_thread_group, round_order
 from e2e.perf.schedulers import kube_scheduler_config, py_scheduler_config
 
 # ---- percentile / batch metrics
@@ -430,3 +430,29 @@ def test_per_thread_group_is_per_1000_pods_largest_first() -> None:
     out = per_thread_group({"binding": 1.0, "scheduling": 2.0}, {"binding": 1.5, "scheduling": 4.0, "events": 0.25,
                                                                  "idle": 0.0}, 500)
     assert list(out.items()) == [("scheduling", 4.0), ("binding", 1.0), ("events", 0.5)]
+
+
+def test_context_switches_count_a_thread_going_to_sleep() -> None:
+    import os
+    import threading
+
+    before = procstat.context_switches(os.getpid())
+    for _ in range(5):
+        threading.Event().wait(0.002)  # each wait sleeps in the kernel: a voluntary switch
+    after = procstat.context_switches(os.getpid())
+    assert after[0] - before[0] >= 5
+    assert after[1] >= before[1]
+
+
+def test_per_pod_divides_increments_by_bound_pods() -> None:
+    assert per_pod((100, 10), (2100, 510), 1000) == [2.0, 0.5]
+    assert per_pod((0, 0), (7, 3), 0) == [7.0, 3.0]  # nothing bound: per run, not a division by zero
+
+
+def test_ceiling_events_ratio_appears_only_when_it_ran() -> None:
+    runs = [*RUNS, _run("ceiling-events", 1, 400.0), _run("ceiling-events", 2, 410.0), _run("ceiling-events", 3, 390.0)]
+    (s,) = stats.summarize(runs)
+    assert s["py_over_ceiling_events"] == pytest.approx(100 / 400, abs=1e-3)
+    md = stats.markdown(stats.document({}, runs))
+    assert "| py / ceiling-events |" in md and "| 0.250 | 0.200 | 0.250 |" in md
+    assert "ceiling-events" not in stats.markdown(stats.document({}, RUNS))

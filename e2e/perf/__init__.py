@@ -6,12 +6,14 @@ kube-apiserver, ``e2e.cluster``), fake nodes like upstream's scheduler_perf, and
 * ``py``: py-scheduler (``python -m scheduler.app.cli run --qps Q --burst B --scheduler-name N``);
 * ``kube``: kube-scheduler v1.34 built from source, same QPS/burst, leader election off;
 * ``ceiling``: ``e2e.perf.ceiling``, a Python binder with no algorithm (same client stack and QPS):
-  what the API server on this machine allows.
+  what the API server on this machine allows;
+* ``ceiling-events`` (only when asked for): the same binder writing each pod's Scheduled event too, as both
+  schedulers do; the ceiling for a scheduler that keeps that contract.
 
 Results: ``--out`` JSON (machine, runs, summary with py/kube and py/ceiling ratios of median pods/s,
 goals met or not), a markdown table next to it (``.md``) and a chart (``.png``). Modules: ``workloads`` (pod templates,
 sizes), ``runner`` (one size: cluster, runs), ``kubeio`` (watcher process, creators), ``schedulers``,
-``ceiling``, ``procstat`` (/proc CPU and VmHWM), ``stats`` (pure maths, JSON, markdown), ``goals`` (the
-targets checked on the runs), ``plot``,
+``ceiling``, ``procstat`` (/proc CPU, context switches and VmHWM), ``stats`` (pure maths, JSON, markdown),
+``goals`` (the targets checked on the runs), ``plot``,
 ``profile`` (py-spy raw summaries), ``watchreplay`` (the pod watch path in process, no API server).
 """

@@ -72,7 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--suite", choices=["all", "bench"], default="all",
                    help="all: workloads x sizes (default); bench: SchedulingBasic at every size + the others at "
                         "500/1000, the affinity and spreading ones also at 5000/3000 (make bench)")  # fmt: skip
-    p.add_argument("--schedulers", default=",".join(SCHEDULERS), help="comma list of py, kube, ceiling")
+    p.add_argument("--schedulers", default="py,kube,ceiling",
+                   help="comma list of py, kube, ceiling, ceiling-events (the ceiling writing Scheduled events too)")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument(
         "--repeat-large", type=int, default=None,
@@ -152,6 +153,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"created {f.get('creation_pods_per_second', '-')}/s, "
             f"apiserver CPU {f.get('kube-apiserver_cpu_seconds_per_1000', '-')} s/1000, "
             f"others on the machine {f.get('foreign_cpu_seconds', '-')} CPU s, run {r.get('wall_seconds')} s"
+            + (", context switches/pod {}+{}".format(*r["context_switches_per_pod"])
+               if r.get("context_switches_per_pod") else "")
             + (f", errors {r['errors'][:2]}" if r.get("errors") else "")
         )
         threads = r.get("thread_cpu_seconds_per_1000") or {}

@@ -4,9 +4,11 @@ It uses the same HTTP stack as py-scheduler (the official kubernetes client, url
 the same QPS/burst, a pool of binding threads): it lists the nodes once, watches pods of its
 schedulerName that have no node (``spec.schedulerName=<name>,spec.nodeName=`` field selector, as a
 LIST then a WATCH), and POSTs a Binding for each new pod, round-robin over the nodes. No cache, no
-filters, no scores, no events, no status updates.
+filters, no scores, no status updates, and no events unless ``--events``: then each binding is followed
+by the Scheduled event py-scheduler and kube-scheduler write (events.k8s.io/v1, from the same binding
+thread), so that the control plane's cost of that event can be told from a scheduler's own.
 
-``python -m e2e.perf.ceiling --kubeconfig K --scheduler-name NAME [--qps 5000 --burst 5000 --workers 16]``
+``python -m e2e.perf.ceiling --kubeconfig K --scheduler-name NAME [--qps 5000 --burst 5000 --workers 16 --events]``
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from typing import Any, cast
 
 
@@ -46,10 +49,12 @@ class TokenBucket:
 
 
 class Binder:
-    def __init__(self, api: Any, scheduler_name: str, qps: float, burst: int, workers: int) -> None:
+    def __init__(self, api: Any, scheduler_name: str, qps: float, burst: int, workers: int,
+                 events: bool = False) -> None:
         from kubernetes import client
 
         self.core: Any = cast(Any, client.CoreV1Api(api))
+        self.events: Any = cast(Any, client.EventsV1Api(api)) if events else None
         self.name = scheduler_name
         self.bucket = TokenBucket(qps, burst)
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bind")
@@ -64,7 +69,13 @@ class Binder:
         self.nodes = itertools.cycle(names)
         return len(names)
 
-    def _bind(self, ns: str, name: str, uid: str, node: str) -> None:
+    def _bind_and_record(self, ns: str, name: str, uid: str, node: str, rv: str) -> None:
+        # The event goes out after _bind returned: its binding response, released unread, must be collected
+        # first, or the pool hands the event that connection with the response still open and it fails.
+        if self._bind(ns, name, uid, node) and self.events is not None:
+            self._event(ns, name, uid, node, rv)
+
+    def _bind(self, ns: str, name: str, uid: str, node: str) -> bool:
         from kubernetes.client.exceptions import ApiException
 
         body = {
@@ -79,16 +90,37 @@ class Binder:
                 resp = self.core.create_namespaced_pod_binding(name, ns, body, _preload_content=False)
                 resp.release_conn()
                 self.bound += 1
-                return
+                return True
             except ApiException as e:
                 if e.status in (404, 409):
-                    return
+                    return False
                 err: Exception = e
             except Exception as e:  # connection errors: retry
                 err = e
             time.sleep(0.05 * 2**attempt)
         self.failed += 1
         print(f"ceiling: bind {ns}/{name} failed: {err}", file=sys.stderr, flush=True)
+        return False
+
+    def _event(self, ns: str, name: str, uid: str, node: str, rv: str) -> None:
+        """The Scheduled event, with the fields py-scheduler's recorder sets; one attempt, like a dropped event."""
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        body = {
+            "apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"name": f"{name}.{time.time_ns():x}", "namespace": ns},
+            "eventTime": now, "reportingController": self.name, "reportingInstance": f"{self.name}-ceiling",
+            "action": "Binding", "reason": "Scheduled", "type": "Normal",
+            "note": f"Successfully assigned {ns}/{name} to {node}",
+            "regarding": {"apiVersion": "v1", "kind": "Pod", "namespace": ns, "name": name, "uid": uid,
+                          "resourceVersion": rv},
+        }  # fmt: skip
+        self.bucket.wait()
+        try:
+            resp = self.events.create_namespaced_event(ns, body, _preload_content=False)
+            resp.read()
+            resp.release_conn()
+        except Exception as e:
+            print(f"ceiling: event for {ns}/{name} failed: {e}", file=sys.stderr, flush=True)
 
     def offer(self, obj: dict[str, Any]) -> None:
         meta, spec = obj["metadata"], obj.get("spec") or {}
@@ -96,7 +128,8 @@ class Binder:
         if spec.get("nodeName") or uid in self.seen or meta.get("deletionTimestamp"):
             return
         self.seen.add(uid)
-        self.pool.submit(self._bind, meta["namespace"], meta["name"], uid, next(self.nodes))
+        self.pool.submit(self._bind_and_record, meta["namespace"], meta["name"], uid, next(self.nodes),
+                         meta.get("resourceVersion", ""))
 
     def run(self, stop: threading.Event) -> None:
         rv = ""
@@ -148,6 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--qps", type=float, default=5000)
     p.add_argument("--burst", type=int, default=5000)
     p.add_argument("--workers", type=int, default=16, help="binding threads (py-scheduler's --bind-workers default)")
+    p.add_argument("--events", action="store_true", help="write each pod's Scheduled event after its binding")
     args = p.parse_args(argv)
 
     from kubernetes import client, config
@@ -155,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg = client.Configuration()
     config.load_kube_config(config_file=args.kubeconfig, client_configuration=cfg)
     cfg.connection_pool_maxsize = args.workers + 2
-    binder = Binder(client.ApiClient(cfg), args.scheduler_name, args.qps, args.burst, args.workers)
+    binder = Binder(client.ApiClient(cfg), args.scheduler_name, args.qps, args.burst, args.workers, args.events)
     n = binder.load_nodes()
     print(f"ceiling: {n} nodes, scheduler name {args.scheduler_name}, qps {args.qps}/{args.burst}", flush=True)
     stop = threading.Event()
@@ -167,7 +201,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("ceiling: watch loop died", file=sys.stderr, flush=True)
             return 1
     binder.pool.shutdown(wait=False, cancel_futures=True)
-    print(f"ceiling: bound {binder.bound}, failed {binder.failed}", flush=True)
+    pools = binder.core.api_client.rest_client.pool_manager.pools
+    opened = sum(pools[k].num_connections for k in list(pools.keys()))
+    print(f"ceiling: bound {binder.bound}, failed {binder.failed}, connections opened {opened}", flush=True)
     return 0
 
 

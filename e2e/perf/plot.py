@@ -8,8 +8,8 @@ from typing import Any
 
 from e2e.perf.stats import SCHEDULERS, groups, medians
 
-COLORS = {"py": "#3776ab", "kube": "#f28e2b", "ceiling": "#b0b0b0"}
-HATCH = {"py": "", "kube": "//", "ceiling": ".."}
+COLORS = {"py": "#3776ab", "kube": "#f28e2b", "ceiling": "#b0b0b0", "ceiling-events": "#707070"}
+HATCH = {"py": "", "kube": "//", "ceiling": "..", "ceiling-events": "xx"}
 
 
 def plot(doc: Mapping[str, Any], path: str | Path) -> Path | None:

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -219,6 +219,7 @@ class SizeRunner:
             pids = {"scheduler": proc.pid, **_api_pids(self.cluster), "watcher": watcher.pid or 0}
             cpu0 = {k: procstat.cpu_seconds(p) for k, p in pids.items()}
             threads0 = procstat.thread_cpu_seconds(proc.pid) if which == "py" else {}
+            switches0 = procstat.context_switches(proc.pid)
             self0, busy0 = procstat.self_cpu_seconds(), procstat.machine_busy_seconds()
             if opts.profile in ("py-spy", "py-spy-gil") and which == "py":
                 profiler = self._start_py_spy(proc.pid, run_dir)
@@ -226,13 +227,14 @@ class SizeRunner:
                 api_profiler = ApiServerProfiler(self.conn, run_dir)
                 api_profiler.start()
             bodies = self._bodies(self.wl.measure_template, MEASURE_NAMESPACE, "pod", self.pods)
-            t_create = time.monotonic()
+            t_create, t_create_wall = time.monotonic(), time.time()
             qps, burst = (opts.rate, 1) if opts.rate else (opts.qps, opts.burst)
             posted, errors = create_pods(self.conn, bodies, qps, burst, opts.creators)
             ok = self._wait_bound(watcher, MEASURE_NAMESPACE, self.pods,
                                   opts.timeout - (time.monotonic() - t_create), proc, "measured pods")  # fmt: skip
             cpu1 = {k: procstat.cpu_seconds(p) for k, p in pids.items()}
             threads1 = procstat.thread_cpu_seconds(proc.pid) if which == "py" else {}
+            switches1 = procstat.context_switches(proc.pid)
             self1, busy1 = procstat.self_cpu_seconds(), procstat.machine_busy_seconds()
             result["peak_rss_mb"] = procstat.peak_rss_mb(proc.pid)
             result["loadavg_1m"] = procstat.loadavg()
@@ -248,8 +250,10 @@ class SizeRunner:
             created = {k: min(posted.get(k, math.inf), added.get(k, math.inf)) for k in set(posted) | set(added)}
             bound = {k: t for k, t in watch.bound.items() if k.startswith(prefix)}
             result.update(batch_metrics(created, bound, self.pods))
+            write_pod_times(run_dir / "pod-times.json", t_create, t_create_wall, created, bound)
             result["all_bound"] = result["all_bound"] and ok
             result.update(cpu_breakdown(cpu0, cpu1, self1 - self0, busy1 - busy0, result["bound"]))
+            result["context_switches_per_pod"] = per_pod(switches0, switches1, result["bound"])
             if threads1:
                 result["thread_cpu_seconds_per_1000"] = per_thread_group(threads0, threads1, result["bound"])
             result["creation_pods_per_second"] = creation_rate(posted.values())
@@ -319,6 +323,11 @@ def per_thread_group(before: dict[str, float], after: dict[str, float], bound: i
     return {g: round(v * per, 3) for g, v in sorted(spent.items(), key=lambda kv: -kv[1]) if v >= 0.001}
 
 
+def per_pod(before: tuple[int, ...], after: tuple[int, ...], bound: int) -> list[float]:
+    """Counter increments over the batch per bound pod (context switches: voluntary, involuntary)."""
+    return [round((a - b) / max(bound, 1), 1) for a, b in zip(after, before, strict=True)]
+
+
 def round_order(schedulers: list[str], rep: int) -> list[str]:
     """The order of round ``rep`` (from 1): the list rotated by one place per round (py, kube, ceiling; kube,
     ceiling, py; ceiling, py, kube; ...). The control plane of a size is shared by all its runs and drifts
@@ -335,7 +344,7 @@ def run_size(
     """Every scheduler ``opts.repeat`` times, interleaved, the order rotated each round (round_order);
     the ceiling binder only where it can stand for the workload."""
     out = []
-    which_list = [s for s in opts.schedulers if s != "ceiling" or workload.ceiling]
+    which_list = [s for s in opts.schedulers if not s.startswith("ceiling") or workload.ceiling]
     with SizeRunner(workload, nodes, pods, opts, bin_dir) as sr:
         for rep in range(1, opts.repeat + 1):
             for which in round_order(which_list, rep):
@@ -350,3 +359,11 @@ def ensure_binaries() -> Path:
     from e2e.cluster.cluster import build_binaries
 
     return build_binaries(build=True)
+
+
+def write_pod_times(path: Path, t0: float, t0_wall: float, created: Mapping[str, float],
+                    bound: Mapping[str, float]) -> None:
+    """Keep each measured pod's creation and binding times (seconds after the batch began, and the batch's
+    wall-clock start) beside the run's logs, so a latency tail can be matched with the scheduler's log."""
+    pods = {n: [round(t - t0, 4), round(bound[n] - t0, 4) if n in bound else None] for n, t in created.items()}
+    path.write_text(json.dumps({"start_wall": t0_wall, "pods": pods}, sort_keys=True))

@@ -1,11 +1,12 @@
-"""Start the three schedulers under test as child processes, with the same client QPS/burst.
+"""Start the schedulers under test as child processes, with the same client QPS/burst.
 
 * ``py``: py-scheduler through ``e2e.process.start_scheduler`` (``--qps --burst --scheduler-name``, plus
   ``--config`` when a workload enables extra plugins).
 * ``kube``: the kube-scheduler binary built by ``e2e/cluster/build.sh`` with a KubeSchedulerConfiguration
   (clientConnection kubeconfig + qps/burst, leader election off, one profile named like the pods'
   schedulerName, otherwise defaults) and ``--secure-port=0``.
-* ``ceiling``: ``python -m e2e.perf.ceiling`` (see that module).
+* ``ceiling``: ``python -m e2e.perf.ceiling`` (see that module); ``ceiling-events``: the same with
+  ``--events``, writing each pod's Scheduled event too (a diagnostic: the control plane's cost of that event).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def start(
     py_score_plugins: Mapping[str, int] | None = None,
     feature_gates: str = "",
 ) -> subprocess.Popen[bytes]:
-    """Start scheduler ``which`` (py, kube or ceiling); its log goes to ``workdir/<which>.log``.
+    """Start scheduler ``which`` (py, kube, ceiling or ceiling-events); its log goes to ``workdir/<which>.log``.
     ``feature_gates`` (``Gate=bool,...``) go to py-scheduler and kube-scheduler alike."""
     workdir.mkdir(parents=True, exist_ok=True)
     log_path = workdir / f"{which}.log"
@@ -77,11 +78,13 @@ def start(
         cmd = [str(bin_dir / "kube-scheduler"), f"--config={cfg}", "--secure-port=0"]
         if feature_gates:
             cmd.append(f"--feature-gates={feature_gates}")
-    elif which == "ceiling":
+    elif which in ("ceiling", "ceiling-events"):
         cmd = [sys.executable, "-m", "e2e.perf.ceiling", "--kubeconfig", kubeconfig,
                "--scheduler-name", scheduler_name, "--qps", q, "--burst", b]  # fmt: skip
+        if which == "ceiling-events":
+            cmd.append("--events")
     else:
-        raise ValueError(f"unknown scheduler {which!r}: want py, kube or ceiling")
+        raise ValueError(f"unknown scheduler {which!r}: want py, kube, ceiling or ceiling-events")
     log = open(log_path, "ab")  # noqa: SIM115 - owned by the child for its lifetime
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO, start_new_session=True)

@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-SCHEDULERS = ("py", "kube", "ceiling")
+SCHEDULERS = ("py", "kube", "ceiling", "ceiling-events")
 
 # The keys every entry of "runs" has (more may follow them).
 RUN_KEYS = (
@@ -113,6 +113,7 @@ def summarize(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "pods": pods,
             "py_over_kube": ratio(med["py"], med["kube"]),
             "py_over_ceiling": ratio(med["py"], med["ceiling"]),
+            "py_over_ceiling_events": ratio(med["py"], med["ceiling-events"]),
         }
         entry.update({f"{s}_pods_per_second": med[s] for s in SCHEDULERS})
         out.append(entry)
@@ -159,12 +160,13 @@ def markdown(doc: Mapping[str, Any]) -> str:
                 f"| {_fmt(m['peak_rss_mb'], 0)} | {_fmt(m['all_bound'])} | {_fmt(m['creation_pods_per_second'], 0)} "
                 f"| {_fmt(m['kube-apiserver_cpu_seconds_per_1000'], 2)} | {_fmt(m['foreign_cpu_seconds'], 0)} |"
             )
-    lines += ["", "| workload | nodes | pods | py / kube | py / ceiling |", "|---|---:|---:|---:|---:|"]
+    with_events = any(e.get("py_over_ceiling_events") is not None for e in doc["summary"])
+    head, rule = "| workload | nodes | pods | py / kube | py / ceiling |", "|---|---:|---:|---:|---:|"
+    lines += ["", head + (" py / ceiling-events |" if with_events else ""), rule + ("---:|" if with_events else "")]
     for e in doc["summary"]:
-        lines.append(
-            f"| {e['workload']} | {e['nodes']} | {e['pods']} | {_fmt(e['py_over_kube'], 3)} "
-            f"| {_fmt(e['py_over_ceiling'], 3)} |"
-        )
+        row = (f"| {e['workload']} | {e['nodes']} | {e['pods']} | {_fmt(e['py_over_kube'], 3)} "
+               f"| {_fmt(e['py_over_ceiling'], 3)} |")  # fmt: skip
+        lines.append(row + (f" {_fmt(e.get('py_over_ceiling_events'), 3)} |" if with_events else ""))
     lines += _goal_lines(doc.get("goals") or [])
     machine = doc.get("machine") or {}
     if machine:

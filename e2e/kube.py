@@ -91,6 +91,8 @@ def scheduled_condition(core: client.CoreV1Api, ns: str, name: str) -> Any:
 
 
 def events_for(api: client.ApiClient, ns: str, name: str, reason: str) -> list[Any]:
-    """events.k8s.io/v1 events regarding pod ns/name with this reason."""
-    ev = client.EventsV1Api(api).list_namespaced_event(ns, field_selector=f"regarding.name={name}")
-    return [e for e in ev.items if e.reason == reason]
+    """events.k8s.io/v1 events regarding pod ns/name with this reason. The reason is selected by the server:
+    the client's Event model rejects events without eventTime (core/v1 ones such as the node controller's
+    NodeNotReady about a pod), and one of them in the list would fail the whole read."""
+    selector = f"regarding.name={name},reason={reason}"
+    return list(client.EventsV1Api(api).list_namespaced_event(ns, field_selector=selector).items)

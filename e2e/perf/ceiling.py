@@ -122,6 +122,11 @@ class Binder:
         except Exception as e:
             print(f"ceiling: event for {ns}/{name} failed: {e}", file=sys.stderr, flush=True)
 
+    def connections_opened(self) -> int:
+        """Connections the client's pools opened so far: a few when they are kept alive, one per request when not."""
+        pools = self.core.api_client.rest_client.pool_manager.pools
+        return sum(pools[k].num_connections for k in list(pools.keys()))
+
     def offer(self, obj: dict[str, Any]) -> None:
         meta, spec = obj["metadata"], obj.get("spec") or {}
         uid = meta["uid"]
@@ -201,9 +206,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("ceiling: watch loop died", file=sys.stderr, flush=True)
             return 1
     binder.pool.shutdown(wait=False, cancel_futures=True)
-    pools = binder.core.api_client.rest_client.pool_manager.pools
-    opened = sum(pools[k].num_connections for k in list(pools.keys()))
-    print(f"ceiling: bound {binder.bound}, failed {binder.failed}, connections opened {opened}", flush=True)
+    print(f"ceiling: bound {binder.bound}, failed {binder.failed}, connections opened {binder.connections_opened()}",
+          flush=True)
     return 0
 
 

@@ -207,8 +207,10 @@ def test_bad_input_gets_a_message_and_blocks_nothing_else(
     create_member(core, ns, "orphan", "missing", tag, cpu="100m")
     core.create_namespaced_pod(ns, pod_manifest("plain", scheduler_name=SCHED, node_selector={"gang-pool": tag}))
     wait_for(lambda: node_of(core, ns, "plain"), 60, what="a pod outside any group bound")
-    msg = wait_for(lambda: message(core, ns, "zero-0"), 60, what="zero-0 rejected")
-    assert f'PodGroup "{ns}/zero" is invalid: spec.minMember is 0: it must be at least 1' in msg, msg
+    # The PodGroup can reach the scheduler after its member (another watch): the first rejection may say the
+    # group does not exist; the group's arrival requeues the pod with the message about its spec.
+    invalid = f'PodGroup "{ns}/zero" is invalid: spec.minMember is 0: it must be at least 1'
+    wait_for(lambda: invalid in message(core, ns, "zero-0"), 60, what="zero-0 rejected for its invalid group")
     msg = wait_for(lambda: message(core, ns, "orphan"), 60, what="orphan rejected")
     assert f'names PodGroup "{ns}/missing"' in msg and "does not exist" in msg, msg
     ev = client.EventsV1Api(api).list_namespaced_event(ns, field_selector="regarding.name=zero")

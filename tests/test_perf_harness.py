@@ -456,3 +456,12 @@ def test_ceiling_events_ratio_appears_only_when_it_ran() -> None:
     md = stats.markdown(stats.document({}, runs))
     assert "| py / ceiling-events |" in md and "| 0.250 | 0.200 | 0.250 |" in md
     assert "ceiling-events" not in stats.markdown(stats.document({}, RUNS))
+
+
+def test_pod_times_are_offsets_from_the_batch_start(tmp_path: Any) -> None:
+    from e2e.perf.runner import write_pod_times
+
+    path = tmp_path / "pod-times.json"
+    write_pod_times(path, 100.0, 1.7e9, {"ns/a": 100.5, "ns/b": 101.0}, {"ns/a": 100.75})
+    doc = json.loads(path.read_text())
+    assert doc == {"start_wall": 1.7e9, "pods": {"ns/a": [0.5, 0.75], "ns/b": [1.0, None]}}

@@ -54,7 +54,7 @@ class Binder:
         from kubernetes import client
 
         self.core: Any = cast(Any, client.CoreV1Api(api))
-        self.events: Any = cast(Any, client.EventsV1Api(api)) if events else None
+        self.events_api: Any = cast(Any, client.EventsV1Api(api)) if events else None  # None: no events
         self.name = scheduler_name
         self.bucket = TokenBucket(qps, burst)
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bind")
@@ -72,7 +72,7 @@ class Binder:
     def _bind_and_record(self, ns: str, name: str, uid: str, node: str, rv: str) -> None:
         # The event goes out after _bind returned: its binding response, released unread, must be collected
         # first, or the pool hands the event that connection with the response still open and it fails.
-        if self._bind(ns, name, uid, node) and self.events is not None:
+        if self._bind(ns, name, uid, node) and self.events_api is not None:
             self._event(ns, name, uid, node, rv)
 
     def _bind(self, ns: str, name: str, uid: str, node: str) -> bool:
@@ -116,7 +116,7 @@ class Binder:
         }  # fmt: skip
         self.bucket.wait()
         try:
-            resp = self.events.create_namespaced_event(ns, body, _preload_content=False)
+            resp = self.events_api.create_namespaced_event(ns, body, _preload_content=False)
             resp.read()
             resp.release_conn()
         except Exception as e:

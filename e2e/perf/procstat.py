@@ -9,6 +9,7 @@ import platform
 import re
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,15 @@ def cpu_seconds(pid: int) -> float:
     return total
 
 
+def _task_files(pid: int, *names: str) -> Iterator[list[str]]:
+    """The texts of these /proc files of each live thread of pid; a thread that ends meanwhile is skipped."""
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            yield [(task / name).read_text() for name in names]
+        except OSError:
+            continue
+
+
 def thread_group(comm: str) -> str:
     """A thread's group: its name without a trailing worker number (``binding_12`` -> ``binding``)."""
     return re.sub(r"[_-]?\d+$", "", comm) or comm
@@ -73,11 +83,11 @@ def thread_cpu_seconds(pid: int) -> dict[str, float]:
     """utime + stime of pid's threads by group of their OS names (py-scheduler names its threads after
     their Python names; threads that ended are not counted)."""
     out: dict[str, float] = {}
-    for task in Path(f"/proc/{pid}/task").glob("*"):
+    for comm, stat in _task_files(pid, "comm", "stat"):
         try:
-            group = thread_group((task / "comm").read_text().strip())
-            out[group] = out.get(group, 0.0) + parse_stat((task / "stat").read_text())[1]
-        except (OSError, IndexError, ValueError):
+            group = thread_group(comm.strip())
+            out[group] = out.get(group, 0.0) + parse_stat(stat)[1]
+        except (IndexError, ValueError):
             continue
     return out
 
@@ -87,11 +97,7 @@ def context_switches(pid: int) -> tuple[int, int]:
     going to sleep (a socket read, a lock, the GIL), an involuntary one a preemption; on this VM a wake-up
     across cores costs 10-15 us of CPU, so many per pod show as CPU."""
     vol = invol = 0
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            text = (task / "status").read_text()
-        except OSError:
-            continue
+    for (text,) in _task_files(pid, "status"):
         vol += parse_status_kb(text, "voluntary_ctxt_switches") or 0
         invol += parse_status_kb(text, "nonvoluntary_ctxt_switches") or 0
     return vol, invol

@@ -25,8 +25,9 @@ binaries:
 	bash e2e/cluster/build.sh
 
 lint: install
-	$(BIN)/ruff check scheduler tests e2e
+	$(BIN)/ruff check scheduler tests e2e examples
 	$(BIN)/mypy
+	$(BIN)/mypy examples/node-label-score/src
 
 # Unit tests render manifests/ with the pinned kubectl, so they need the binaries too.
 unit: install binaries
@@ -102,7 +103,7 @@ lock:
 	.lock-venv/bin/pip install -q -e '.[dev,bench]'
 	{ echo "# Pinned versions of every Python dependency (runtime, dev, bench) that make install and CI use."; \
 	  echo "# Refresh with 'make lock' (resolves pyproject.toml's ranges anew in a scratch venv), then run make test."; \
-	  .lock-venv/bin/pip freeze --exclude-editable | grep -v '^py-scheduler'; } > constraints.txt
+	  .lock-venv/bin/pip freeze --all --exclude-editable | grep -v -E '^(py-scheduler|pip)=='; } > constraints.txt
 	rm -rf .lock-venv
 
 clean: cluster-down

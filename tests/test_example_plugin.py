@@ -138,6 +138,23 @@ def test_the_plugin_signs_pods_so_the_profile_keeps_batching(tmp_path: Path) -> 
     assert fwk.sign_pod(pod_from_api(pod("p0"))) is not None
 
 
+@pytest.mark.usefixtures("installed")
+def test_batching_changes_no_decision(tmp_path: Path) -> None:
+    """sign_pod is right when batching decides as the plain cycle does: many alike pods fill the
+    labelled nodes one after another, so the ranking changes as nodes fill."""
+    pods = [pod(f"p{i}") for i in range(40)]
+    for p in pods:
+        p["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1"
+    placements = []
+    for batching in (True, False):
+        cfg = config("NodeLabelScore", {"label": LABEL}, register=True)
+        cfg["pyScheduler"]["opportunisticBatching"] = batching
+        placements.append(simulate(tmp_path, pods, cfg))
+    assert placements[0] == placements[1]
+    # The 8-cpu nodes fill in label order: c (7), then b (2), then the rest.
+    assert placements[0][:16] == ["c"] * 8 + ["b"] * 8
+
+
 def test_the_entry_point_names_the_plugin_class(installed: Path) -> None:
     """The ``py_scheduler.plugins`` entry point resolves to the class the import path names."""
     dists = list(metadata.distributions(path=[str(installed)]))

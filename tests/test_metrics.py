@@ -1,4 +1,4 @@
-"""/metrics: what a scrape shows matches README's list and kube-scheduler v1.34's buckets; sampling,
+"""/metrics: what a scrape shows matches the list in docs/observability.md and kube-scheduler v1.34's buckets; sampling,
 evaluation counts, attempt logs; a scrape that breaks or races shutdown never hurts the scheduler."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from scheduler.metrics import DeferredHistogram, Metrics, exponential_buckets
 from scheduler.scheduler import Scheduler
 from tests.test_scheduler import Binder, Clock, node, pod
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+METRICS_DOC = Path(__file__).resolve().parent.parent / "docs" / "observability.md"
 
 # Histogram buckets in kube-scheduler v1.34.10 pkg/scheduler/metrics/metrics.go.
 UPSTREAM_BUCKETS = {
@@ -78,8 +78,8 @@ def workload(s: Scheduler) -> None:
     s.housekeeping()
 
 
-def readme_metrics() -> dict[str, tuple[str, frozenset[str]]]:
-    text = README.read_text()
+def documented_metrics() -> dict[str, tuple[str, frozenset[str]]]:
+    text = METRICS_DOC.read_text()
     block = text[text.index("<!-- metrics:begin -->"):text.index("<!-- metrics:end -->")]
     out = {}
     for line in block.splitlines():
@@ -130,15 +130,15 @@ def scrape(port: int) -> str:
         return str(r.read().decode())
 
 
-def test_scrape_matches_readme_list(served: tuple[Scheduler, Metrics, HealthServer]) -> None:
+def test_scrape_matches_documented_list(served: tuple[Scheduler, Metrics, HealthServer]) -> None:
     s, metrics, health = served
     workload(s)
     types, seen_labels, _ = parse_scrape(scrape(health.port))
-    documented = readme_metrics()
-    assert set(types) == set(documented), "README's metric list and the scrape differ"
+    documented = documented_metrics()
+    assert set(types) == set(documented), "docs/observability.md's metric list and the scrape differ"
     for name, (kind, labels) in documented.items():
         assert types[name] == kind, name
-        assert seen_labels[name] <= labels, f"{name}: scraped labels {seen_labels[name]} not in README {labels}"
+        assert seen_labels[name] <= labels, f"{name}: scraped labels {seen_labels[name]} not in the docs {labels}"
     # Label names of series not observed yet come from the registry's declarations.
     for collector, names in list(metrics.registry._collector_to_names.items()):
         family = next(n for n in names if n in documented)

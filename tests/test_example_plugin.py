@@ -8,6 +8,7 @@ be, so the test sees what a user's ``pip install`` gives: the module and its ent
 from __future__ import annotations
 
 import importlib
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -33,7 +34,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     target = tmp_path_factory.mktemp("site")
     build = tmp_path_factory.mktemp("build")
     # A copy keeps the checkout clean: setuptools writes build/ and *.egg-info next to the sources.
-    subprocess.run(["cp", "-r", str(EXAMPLE), str(build)], check=True)
+    shutil.copytree(EXAMPLE, build / EXAMPLE.name)
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-build-isolation", "--no-deps", "--no-index",
          "--target", str(target), str(build / EXAMPLE.name)],

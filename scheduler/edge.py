@@ -13,6 +13,26 @@ from scheduler.framework.interface import NodeToStatus
 from scheduler.model.pod import Pod
 
 
+class APIStatusError(Exception):
+    """An API request the server answered with an error status (upstream apimachinery's StatusError).
+    The edge raises a subclass for the statuses the scheduler acts on, so callers catch by type
+    (upstream's errors.IsNotFound / IsConflict) instead of comparing status numbers."""
+
+    status: int = 0
+
+
+class NotFoundError(APIStatusError):
+    """404: the object does not exist (deleted meanwhile, or never created)."""
+
+    status = 404
+
+
+class ConflictError(APIStatusError):
+    """409: a precondition (uid, resourceVersion) failed or the object already exists."""
+
+    status = 409
+
+
 class BoundElsewhereError(Exception):
     """The pod was bound to another node by someone else (a competing binder): nothing failed, the
     binding cycle forgets the assumed pod and records nothing."""
@@ -24,8 +44,8 @@ class BoundElsewhereError(Exception):
 
 class Binder(Protocol):
     """Posts a Binding, idempotently: a pod already bound to `node_name` is success. Raises on failure
-    (the scheduler maps exceptions to a Status): BoundElsewhereError when another binder won, an
-    exception whose ``status`` is 404 when the pod is gone."""
+    (the scheduler maps exceptions to a Status): BoundElsewhereError when another binder won,
+    NotFoundError when the pod is gone."""
 
     def bind(self, pod: Pod, node_name: str) -> None: ...
 
@@ -33,7 +53,7 @@ class Binder(Protocol):
 class APIWriter(Protocol):
     """The API writes made besides bindings and events: preemption's (victims' DisruptionTarget
     condition and deletion, cleared nominations) and VolumeBinding's PreBind (PV / PVC updates).
-    They raise on failure; an exception whose ``status`` is 404 means the object is gone."""
+    They raise on failure; NotFoundError means the object is gone, ConflictError that it changed."""
 
     def patch_pod_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None: ...
     def delete_pod(self, namespace: str, name: str) -> None: ...

@@ -31,7 +31,7 @@ import structlog
 
 from scheduler.cache.cache import Cache, SnapshotInconsistentError
 from scheduler.cache.snapshot import Snapshot
-from scheduler.edge import BoundElsewhereError, EventRecorder, ScheduleObserver
+from scheduler.edge import BoundElsewhereError, EventRecorder, NotFoundError, ScheduleObserver
 from scheduler.framework.batch import NodesAt, OpportunisticBatch, OpportunisticBatches
 from scheduler.framework.extender import EXTENDER_NAME, MAX_EXTENDER_PRIORITY, Extender, ExtenderError
 from scheduler.framework.fit_error import (
@@ -722,7 +722,7 @@ class ScheduleOne:
         failure of this pod, and a FailedScheduling event or PodScheduled=False would be false."""
         self._undo(fwk, state, assumed, host)
         self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)
-        if st.code == Code.ERROR and getattr(st.error, "status", None) == 404:
+        if st.code == Code.ERROR and isinstance(st.error, NotFoundError):
             log.info("pod deleted before it could be bound", pod=assumed.key, node=host, profile=fwk.profile_name,
                      cycle=cycle)
             self.queue.done(assumed.uid)

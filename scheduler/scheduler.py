@@ -21,7 +21,7 @@ from scheduler.cache.cache import Cache
 from scheduler.cache.objects import ObjectStore
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config.types import SchedulerConfiguration
-from scheduler.edge import APIWriter, Binder, EventRecorder, ScheduleObserver
+from scheduler.edge import APIWriter, Binder, EventRecorder, NotFoundError, ScheduleObserver
 from scheduler.eventhandlers import EventHandlers
 from scheduler.extender import build_extenders
 from scheduler.framework.extender import Extender
@@ -253,10 +253,10 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
                 return error_status(exc)
             try:
                 self.api_writer().delete_pod(victim.namespace, victim.name)
+            except NotFoundError:
+                log.info("victim already deleted", preemptor=preemptor.key, victim=victim.key, node=node_name)
+                return None
             except Exception as exc:
-                if getattr(exc, "status", None) == 404:
-                    log.info("victim already deleted", preemptor=preemptor.key, victim=victim.key, node=node_name)
-                    return None
                 log.error("could not delete the victim", victim=victim.key, error=str(exc))
                 return error_status(exc)
             log.info("preempted", preemptor=preemptor.key, victim=victim.key, node=node_name)

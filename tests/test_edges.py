@@ -13,6 +13,7 @@ from kubernetes.client.exceptions import ApiException
 
 from scheduler.kube import recorder as recorder_module
 from scheduler.kube.client import ApiWriter, authorization, is_transient, list_all, list_pages
+from scheduler.kube.client import api_error as client_api_error
 from scheduler.kube.leaderelection import KubeLeaseStore, LeaseConflict, LeaseRecord
 from scheduler.kube.operator import connection_info
 from scheduler.kube.podstream import Gone, PodStream
@@ -23,9 +24,8 @@ from scheduler.model.pod import pod_from_api
 
 
 def api_error(status: int, headers: dict[str, str] | None = None) -> ApiException:
-    e = ApiException(status=status, reason="x")
-    e.headers = headers or {}
-    return e
+    """What RawApi raises for ``status`` (typed for 404 and 409, as the edge catches them)."""
+    return client_api_error(status, "x", None, headers or {})
 
 
 @pytest.mark.parametrize(

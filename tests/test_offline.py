@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from scheduler.app.offline import NotFoundError, OfflineWriter, RecordingBinder, RecordingEventSink
+from scheduler.app.offline import OfflineWriter, RecordingBinder, RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
+from scheduler.edge import NotFoundError
 from scheduler.eventhandlers import ADDED
 from scheduler.framework.status import Code
 from scheduler.model.pod import pod_from_api

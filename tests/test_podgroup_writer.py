@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 from kubernetes.client.exceptions import ApiException
 
+from scheduler.kube.client import api_error
 from scheduler.kube.podgroups import ApiPodGroupWriter, podgroups_served
 
 
@@ -72,7 +73,7 @@ class Raw:
 def test_podgroups_are_served_only_when_discovery_lists_them() -> None:
     assert podgroups_served(Raw({"resources": [{"name": "podgroups"}, {"name": "podgroups/status"}]}))
     assert not podgroups_served(Raw({"resources": [{"name": "elasticquotas"}]}))
-    assert not podgroups_served(Raw(ApiException(status=404)))
+    assert not podgroups_served(Raw(api_error(404, "Not Found")))
     assert not podgroups_served(Raw(ApiException(status=403)))
 
 

@@ -19,6 +19,7 @@ from scheduler.edge import BoundElsewhereError
 from scheduler.eventhandlers import ADDED
 from scheduler.kube.binder import ApiBinder
 from scheduler.kube.client import ApiError
+from scheduler.kube.client import api_error as client_api_error
 from scheduler.kube.podstream import PodStream
 from scheduler.kube.recorder import ApiEventSink
 from scheduler.kube.sync import Resyncer, reconcile
@@ -27,10 +28,9 @@ from tests.test_scheduler import Binder, Clock, make, node, pod
 
 
 def api_error(status: int, message: str) -> ApiError:
-    exc = ApiError(status=status, reason="Conflict" if status == 409 else "Not Found")
-    exc.body = orjson.dumps({"kind": "Status", "message": message}).decode()
-    exc.headers = {"Audit-Id": "0f3c", "Content-Type": "application/json"}
-    return exc
+    body = orjson.dumps({"kind": "Status", "message": message}).decode()
+    return client_api_error(status, "Conflict" if status == 409 else "Not Found", body,
+                            {"Audit-Id": "0f3c", "Content-Type": "application/json"})
 
 
 def test_api_errors_read_as_the_status_message_on_one_line() -> None:

@@ -11,6 +11,7 @@ from kubernetes.client.exceptions import ApiException
 from scheduler.app.offline import RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
 from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
+from scheduler.kube.client import api_error
 from scheduler.model.pod import Pod
 from scheduler.scheduler import Scheduler
 
@@ -100,7 +101,7 @@ def test_bind_failure_forgets_and_requeues_with_event() -> None:
 
 
 def test_pod_deleted_before_bind_is_not_requeued() -> None:
-    b = Binder([ApiException(status=404, reason="NotFound")])
+    b = Binder([api_error(404, "NotFound")])
     s = make(b)
     s.on_node_event(ADDED, node("n1"))
     s.on_pod_event(ADDED, pod("p"))

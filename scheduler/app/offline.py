@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler.edge import NotFoundError
 from scheduler.eventhandlers import DELETED, MODIFIED
 from scheduler.framework.fit_error import truncate_message as truncate_note
 from scheduler.framework.interface import ObjectLister
@@ -61,12 +62,6 @@ class RecordingEventSink:
         self.conditions[pod.key] = (reason, message)
         if nominated_node is not None:
             self.nominated[pod.key] = nominated_node
-
-
-class NotFoundError(Exception):
-    """The object of a write does not exist (the API server's 404)."""
-
-    status = 404
 
 
 class OfflineWriter:

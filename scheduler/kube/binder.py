@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import orjson
 import structlog
-from kubernetes.client.exceptions import ApiException
 
-from scheduler.edge import BoundElsewhereError
-from scheduler.kube.client import ApiError, ApiWriter, pod_path
+from scheduler.edge import BoundElsewhereError, ConflictError
+from scheduler.kube.client import ApiWriter, api_error, pod_path
 from scheduler.model.pod import Pod
 
 log = structlog.get_logger(__name__)
@@ -27,17 +26,14 @@ class ApiBinder:
     def bind(self, pod: Pod, node_name: str) -> None:
         try:
             self.writer.bind(pod.namespace, pod.name, pod.uid, node_name)
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
+        except ConflictError as exc:
             self._resolve_conflict(pod, node_name, exc)
 
-    def _resolve_conflict(self, pod: Pod, node_name: str, conflict: ApiException) -> None:
+    def _resolve_conflict(self, pod: Pod, node_name: str, conflict: ConflictError) -> None:
         current = orjson.loads(self.writer.get(pod_path(pod.namespace, pod.name)))
         if (current.get("metadata") or {}).get("uid") != pod.uid:
-            gone = ApiError(status=404, reason="Not Found")
-            gone.body = orjson.dumps({"message": f"pod {pod.key} was deleted and recreated"}).decode()
-            raise gone from conflict
+            message = orjson.dumps({"message": f"pod {pod.key} was deleted and recreated"}).decode()
+            raise api_error(404, "Not Found", message) from conflict
         bound_to = (current.get("spec") or {}).get("nodeName") or ""
         if bound_to == node_name:
             log.info("binding had already succeeded", pod=pod.key, node=node_name)

@@ -25,6 +25,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_after_delay
 
+from scheduler.edge import APIStatusError, ConflictError, NotFoundError
 from scheduler.kube.http11 import Http11Pool
 from scheduler.kube.ratelimit import TokenBucket
 from scheduler.kube.transform import trim
@@ -93,6 +94,32 @@ class ApiError(ApiException):
         return f"{self.status} {self.reason}".strip()
 
 
+class ApiNotFound(ApiError, NotFoundError):
+    """A 404 from the API server: catchable as the edge's NotFoundError and as the client's ApiException."""
+
+
+class ApiConflict(ApiError, ConflictError):
+    """A 409 from the API server: catchable as the edge's ConflictError and as the client's ApiException."""
+
+
+_TYPED: dict[int, type[ApiError]] = {404: ApiNotFound, 409: ApiConflict}
+
+
+def api_error(status: int, reason: str, body: str | None = None, headers: Mapping[str, str] | None = None) -> ApiError:
+    """The exception for an error status: typed (ApiNotFound, ApiConflict) where the scheduler acts on it."""
+    exc = _TYPED.get(status, ApiError)(status=status, reason=reason)
+    exc.body = body
+    exc.headers = dict(headers) if headers is not None else None
+    return exc
+
+
+def status_of(exc: BaseException) -> int | None:
+    """The HTTP status of an API error (for log fields), None for anything else."""
+    if isinstance(exc, ApiException | APIStatusError):
+        return int(exc.status) if exc.status is not None else None
+    return None
+
+
 class Requester(Protocol):
     def request(
         self, method: str, path: str, body: Any = None, content_type: str = JSON, timeout: float | None = None
@@ -101,8 +128,8 @@ class Requester(Protocol):
 
 class RawApi:
     """JSON requests with an ApiClient's server, credentials and TLS settings; a status >= 400 raises
-    ApiException like the client. Requests go over Http11Pool; through a proxy, over the client's urllib3
-    pool instead."""
+    ApiError, an ApiException like the client's (ApiNotFound / ApiConflict for 404 / 409). Requests go
+    over Http11Pool; through a proxy, over the client's urllib3 pool instead."""
 
     AUTH_TTL = 60.0  # seconds an Authorization header is reused; token files rotate far more slowly
 
@@ -147,10 +174,8 @@ class RawApi:
                                       timeout=urllib3.Timeout(total=seconds), retries=False, preload_content=True)
             status, reason, payload, resp_headers = u.status, u.reason or "", u.data, dict(u.headers)
         if status >= 400:
-            exc = ApiError(status=status, reason=reason)
-            exc.body = payload.decode("utf-8", "replace")
-            exc.headers = {k.title(): v for k, v in resp_headers.items()}
-            raise exc
+            raise api_error(status, reason, payload.decode("utf-8", "replace"),
+                            {k.title(): v for k, v in resp_headers.items()})
         return payload
 
 

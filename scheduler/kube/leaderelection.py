@@ -47,7 +47,7 @@ import structlog
 from kubernetes.client.exceptions import ApiException
 
 from scheduler.config.types import LeaderElection
-from scheduler.edge import APIWriter, Binder
+from scheduler.edge import APIWriter, Binder, ConflictError, NotFoundError
 from scheduler.kube.client import Requester
 from scheduler.model.pod import Pod
 from scheduler.model.timefmt import micro_time, rfc3339
@@ -180,27 +180,21 @@ class KubeLeaseStore:
     def get(self) -> dict[str, Any] | None:
         try:
             return self._request("GET", f"{self._leases}/{quote(self.name)}")
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
+        except NotFoundError:
+            return None
 
     def create(self, record: LeaseRecord) -> dict[str, Any]:
         try:
             return self._request("POST", self._leases, self._body(record))
-        except ApiException as exc:
-            if exc.status == 409:
-                raise LeaseConflict("lease created by someone else meanwhile") from exc
-            raise
+        except ConflictError as exc:
+            raise LeaseConflict("lease created by someone else meanwhile") from exc
 
     def update(self, lease: Mapping[str, Any], record: LeaseRecord) -> dict[str, Any]:
         """PUT with the resourceVersion of ``lease``: fails with LeaseConflict if anyone wrote since."""
         try:
             return self._request("PUT", f"{self._leases}/{quote(self.name)}", self._body(record, lease.get("metadata")))
-        except ApiException as exc:
-            if exc.status == 409:
-                raise LeaseConflict("lease updated by someone else meanwhile") from exc
-            raise
+        except ConflictError as exc:
+            raise LeaseConflict("lease updated by someone else meanwhile") from exc
 
     def record_event(self, lease: Mapping[str, Any], message: str) -> None:
         """A core Event on the Lease, as client-go's LeaseLock.RecordEvent ("<id> became leader")."""

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 import structlog
 
+from scheduler.edge import NotFoundError
 from scheduler.kube.client import ApiWriter, Requester
 from scheduler.model.timefmt import micro_time
 from scheduler.plugins.podgroup import GROUP, KIND, PLURAL, VERSION
@@ -32,7 +33,7 @@ def podgroups_served(raw: Requester) -> bool:
     try:
         data = orjson.loads(raw.request("GET", f"/apis/{GROUP}/{VERSION}") or b"{}")
     except Exception as exc:
-        if getattr(exc, "status", None) != 404:
+        if not isinstance(exc, NotFoundError):
             log.warning("cannot discover PodGroups; Coscheduling sees none", error=str(exc))
         return False
     return any(r.get("name") == PLURAL for r in data.get("resources") or [])
@@ -133,5 +134,5 @@ class ApiPodGroupWriter:
                 for body in bodies:
                     self._writer.patch_custom_status(GROUP, VERSION, PLURAL, arg[0], arg[1], body)
             except Exception as exc:  # a deleted PodGroup (404) or an outage: never stop the worker
-                if getattr(exc, "status", None) != 404:
+                if not isinstance(exc, NotFoundError):
                     log.warning("PodGroup write failed", kind=what, error=str(exc))

@@ -7,6 +7,7 @@ overload the API server; writes that do not fit are dropped and counted, never b
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import socket
 import threading
@@ -18,6 +19,7 @@ from typing import Any, Protocol
 import orjson
 import structlog
 
+from scheduler.edge import ConflictError, NotFoundError
 from scheduler.framework.fit_error import truncate_message as truncate_note
 from scheduler.kube.client import pod_path
 from scheduler.model.conditions import pod_condition
@@ -184,9 +186,7 @@ class ApiEventSink:
         pod, reason, message, nominated = item
         try:
             self._patch_condition(pod, reason, message, nominated)
-        except Exception as exc:
-            if getattr(exc, "status", None) != 409:
-                raise
+        except ConflictError:
             fresh = self._same_pod(pod)  # changed since we saw it: bound, recreated, or just updated
             if fresh is None or fresh.terminating:
                 log.info("dropped a PodScheduled=False write: the pod was deleted or replaced meanwhile", pod=pod.key)
@@ -203,11 +203,8 @@ class ApiEventSink:
             log.info("dropped a PodScheduled=False write: the pod was bound meanwhile", pod=bound.key)
             return
         patch = {"metadata": {"resourceVersion": bound.resource_version}, "status": {"nominatedNodeName": nominated}}
-        try:
+        with contextlib.suppress(NotFoundError, ConflictError):  # deleted or changed again: nothing to keep
             self._writer.patch_pod_status(bound.namespace, bound.name, patch)
-        except Exception as exc:
-            if getattr(exc, "status", None) not in (404, 409):  # deleted or changed again: nothing to keep
-                raise
 
     def _patch_condition(self, pod: Pod, reason: str, message: str, nominated: str | None) -> None:
         """The PodScheduled=False patch, conditional on the pod's resourceVersion: queued and retried
@@ -220,20 +217,15 @@ class ApiEventSink:
         patch: dict[str, Any] = {"status": status}
         if pod.resource_version:
             patch["metadata"] = {"resourceVersion": pod.resource_version}
-        try:
+        with contextlib.suppress(NotFoundError):  # a pod deleted meanwhile is not an error
             self._writer.patch_pod_status(pod.namespace, pod.name, patch)
-        except Exception as exc:
-            if getattr(exc, "status", None) != 404:  # a pod deleted meanwhile is not an error
-                raise
 
     def _same_pod(self, pod: Pod) -> Pod | None:
         """The pod as the API server has it now, if it is still the same pod (not deleted, not recreated)."""
         try:
             fresh = pod_from_api(orjson.loads(self._writer.get(pod_path(pod.namespace, pod.name))))
-        except Exception as exc:
-            if getattr(exc, "status", None) == 404:
-                return None
-            raise
+        except NotFoundError:
+            return None
         return fresh if fresh.uid == pod.uid else None
 
 

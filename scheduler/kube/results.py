@@ -21,7 +21,7 @@ from scheduler.framework.results import (
     ResultRecorder,
     with_history,
 )
-from scheduler.kube.client import ApiWriter
+from scheduler.kube.client import ApiWriter, status_of
 from scheduler.model.pod import Pod
 
 log = structlog.get_logger(__name__)
@@ -78,7 +78,7 @@ class ResultWriter:
             self._writer.patch_pod(pod.namespace, pod.name, patch)
         except Exception as exc:  # a lost annotation must never affect scheduling
             log.warning("could not record scheduling results", pod=pod.key, error=str(exc),
-                        status=getattr(exc, "status", None))
+                        status=status_of(exc))
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from scheduler.config.types import PluginRef, Profile
+from scheduler.edge import NotFoundError
 from scheduler.framework.interface import (
     CycleState,
     NodeScore,
@@ -636,8 +637,8 @@ def test_bind_all_skip_is_an_error_and_failures_are_wrapped() -> None:
     assert s is not None and s.message == 'running Bind plugin "B": conflict'
 
 
-class Gone(Exception):
-    status = 404
+class Gone(NotFoundError):
+    """The API's 404 as the edge raises it."""
 
 
 def test_wrapped_bind_and_prebind_errors_keep_their_cause() -> None:

@@ -28,6 +28,7 @@ from scheduler.framework.preemption import (
 from scheduler.framework.runtime import WaitingPod
 from scheduler.framework.status import Code, Status, unresolvable, unschedulable
 from scheduler.framework.types import ActionType, EventResource, QueueingHint
+from scheduler.kube.client import api_error
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.default_preemption import DefaultPreemption
 from scheduler.scheduler import Scheduler, disruption_target_condition
@@ -401,7 +402,7 @@ def test_api_eviction_sets_disruption_target_then_deletes() -> None:
 
 
 def test_api_eviction_of_a_victim_already_gone_succeeds_without_event() -> None:
-    w = Writer({"delete": ApiException(status=404, reason="NotFound")})
+    w = Writer({"delete": api_error(404, "NotFound")})
     c = Cluster(writer=w).add(node("n1"))
     victim = pod_from_api(pod("v", node_name="n1", priority=1))
     assert c.s.preempt_victim(victim, pod_from_api(pod("p", priority=9)), "n1", "DefaultPreemption") is None

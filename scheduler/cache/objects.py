@@ -10,21 +10,6 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-KINDS = (
-    "Service",
-    "ReplicaSet",
-    "StatefulSet",
-    "ReplicationController",
-    "Namespace",
-    "PersistentVolume",
-    "PersistentVolumeClaim",
-    "StorageClass",
-    "CSINode",
-    "CSIDriver",
-    "CSIStorageCapacity",
-    "PodDisruptionBudget",
-)
-
 Obj = Mapping[str, Any]
 
 

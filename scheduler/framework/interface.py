@@ -517,7 +517,9 @@ class DeclaresExtensionPoints(Protocol):
 class ClusterEventObserver(Protocol):
     """Our addition: a plugin that keeps its own state from watch events, where upstream plugins
     read informers (Coscheduling's pod and PodGroup informers). The framework calls these on the
-    watch threads for the pods of its profile and for the other kinds; they must return quickly."""
+    watch threads for the pods of its profile and for the other kinds; they must return quickly.
+    (Three observers, three roles: this one feeds a plugin, CycleObserver records what plugins said,
+    edge.ScheduleObserver sees each attempt's outcome.)"""
 
     name: str
 
@@ -581,7 +583,8 @@ __all__ = [
 
 
 class CycleObserver(Protocol):
-    """Sees every plugin's result at every extension point of a pod's scheduling attempt.
+    """Sees every plugin's result at every extension point of a pod's scheduling attempt (the
+    per-plugin view; the per-attempt outcome goes to edge.ScheduleObserver).
 
     Upstream has no such hook (kube-scheduler-simulator wraps each plugin to get the same view); here
     the framework calls it when one is injected, so `simulate`, `explain` and `run --record-results`

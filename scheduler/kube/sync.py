@@ -94,10 +94,6 @@ class Resyncer:
                 except Exception as exc:
                     log.warning("resync failed; the next pass retries", kind=kind, error=str(exc))
 
-    def resync_once(self) -> int:
-        """One reconciliation pass over pods and nodes; returns how many stale objects were removed."""
-        return reconcile(self.api, self.sched, "Pod") + reconcile(self.api, self.sched, "Node")
-
 
 def reconcile(api: Requester, sched: Scheduler, kind: str,
               kinds: Mapping[str, tuple[str, str, str]] = OBJECT_KINDS) -> int:

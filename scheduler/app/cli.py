@@ -6,12 +6,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
-
-import structlog
 
 from scheduler import KUBE_SCHEDULER_TARGET, version
 from scheduler.app import logging as sched_logging
@@ -21,29 +18,13 @@ if TYPE_CHECKING:
     from scheduler.app.reload import ReloadSource
     from scheduler.config.types import SchedulerConfiguration
 
-log = structlog.get_logger(__name__)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from scheduler.app import gcpolicy, threadnames
-    from scheduler.app.health import HealthServer, event_check
-    from scheduler.app.reload import ConfigReloader
-    from scheduler.config.load import ConfigError, build_registry
-    from scheduler.edge import APIWriter, Binder
-    from scheduler.kube.binder import ApiBinder
-    from scheduler.kube.client import ApiWriter, RawApi, load_api_client
+    """The configuration (exit 2 when invalid), then the server's Setup and Run (app/server.py)."""
+    from scheduler.app import threadnames
+    from scheduler.config.load import ConfigError
     from scheduler.kube.configmap import ConfigMapError
-    from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS
-    from scheduler.kube.leaderelection import LeaderElector, LeaderGatedBinder, LeaderGatedWriter
-    from scheduler.kube.operator import run_operator
-    from scheduler.kube.podgroups import PODGROUP_KINDS, ApiPodGroupWriter, podgroups_served
-    from scheduler.kube.podstream import PodStream, wait_synced
-    from scheduler.kube.ratelimit import TokenBucket
-    from scheduler.kube.recorder import ApiEventSink
-    from scheduler.kube.sync import Resyncer, initial_sync
-    from scheduler.metrics import Metrics
-    from scheduler.plugins.podgroup import POD_GROUP_LABEL
-    from scheduler.scheduler import Scheduler
 
     threadnames.install()  # before any thread starts: `top -H` and the benchmark tell them apart
     try:
@@ -55,114 +36,9 @@ def _run(args: argparse.Namespace) -> int:
         cfg.leader_election.leader_elect = args.leader_elect
     elif not (args.config or args.config_configmap):
         cfg.leader_election.leader_elect = False  # no config file: one process (dev, tests), no Lease
-    kubeconfig = args.kubeconfig or cfg.client_connection.kubeconfig or os.environ.get("KUBECONFIG") or None
-    api = load_api_client(kubeconfig)
-    qps = args.qps if args.qps is not None else cfg.client_connection.qps
-    burst = args.burst if args.burst is not None else cfg.client_connection.burst
-    raw = RawApi(api)  # reads and writes share one connection pool; the lease has its own below
-    writer = ApiWriter(raw, TokenBucket(qps, burst))
-    metrics = Metrics()
-    synced = threading.Event()
-    health = None
-    if args.metrics_port:
-        health = HealthServer(args.metrics_port, registry=metrics.registry, on_scrape_error=metrics.scrape_errors.inc)
-    if health is not None:  # /metrics, /healthz and /readyz on one port
-        health.add_readiness_check("caches-synced", event_check(synced, "initial list not finished"))
-        health.start()
-    sink = ApiEventSink(writer)
-    registry = build_registry(cfg)
-    stop = threading.Event()  # kopf handles SIGTERM/SIGINT itself and stops the operator
-    binder: Binder = ApiBinder(writer)
-    api_writer: APIWriter = writer
-    elector: LeaderElector | None = None
-    if cfg.leader_election.leader_elect:
+    from scheduler.app.server import serve  # the API edge, imported only by the command that needs it
 
-        def stopped_leading() -> None:
-            if not stop.is_set():  # lost, not asked to stop: exit at once, as kube-scheduler does
-                log.error("leader election lost; exiting")
-                sys.stderr.flush()
-                os._exit(1)
-
-        elector = LeaderElector(
-            RawApi(api, timeout=10.0), cfg.leader_election, on_started_leading=lambda: sched.start(),
-            on_stopped_leading=stopped_leading,
-        )
-        binder = LeaderGatedBinder(binder, elector)  # a replica that is not leading never binds
-        api_writer = LeaderGatedWriter(writer, elector)  # nor evicts pods or binds volumes
-        if health is not None:
-            health.add_readiness_check("leader-election", elector.readiness)
-            health.add_liveness_check("leader-election", elector.liveness)
-    kinds = dict(OBJECT_KINDS)
-    podgroup_writer = None
-    members_listed = threading.Event()  # PodGroup status is written once the members are listed
-    if podgroups_served(raw):  # Coscheduling's PodGroups; a cluster without the CRD starts as before
-        kinds.update(PODGROUP_KINDS)
-        leading = (lambda: elector.is_leader) if elector is not None else (lambda: True)
-        podgroup_writer = ApiPodGroupWriter(writer, controller=cfg.profiles[0].scheduler_name, leading=leading,
-                                            ready=members_listed)
-    else:
-        log.info("PodGroup CRD (scheduling.x-k8s.io/v1alpha1) not served; Coscheduling sees no PodGroups")
-    results = None
-    if args.record_results:
-        from scheduler.kube.results import ResultWriter
-
-        results = ResultWriter(writer)
-    sched = Scheduler(cfg, registry, binder, sink, metrics, writer=api_writer, bind_workers=args.bind_workers,
-                      podgroup_writer=podgroup_writer, observer=results,
-                      cycle_observer=results.recorder if results is not None else None,
-                      features=args.feature_gates)
-    stream_pods = args.pod_watch == "stream"
-    initial_sync(raw, sched, kinds, pods=not stream_pods)
-    resync = Resyncer(raw, sched, period=args.resync_seconds, kinds=kinds)
-    resync.start()
-    streams = []
-    if podgroup_writer is not None:  # group members in every phase (the main stream skips terminal pods)
-        streams.append(PodStream(raw, sched.on_group_pod_event, label_selector=POD_GROUP_LABEL))
-    if stream_pods:
-        # A pod watch that expired means the node watch has too: reconcile nodes without waiting for kopf.
-        streams.append(PodStream(raw, sched.on_pod_event, field_selector=NON_TERMINAL_PODS,
-                                 on_relist=lambda: resync.listed("Node")))
-    for stream in streams:
-        stream.start()
-        if not wait_synced(stream):
-            log.error("pod list did not complete; scheduling starts anyway")
-    members_listed.set()
-    synced.set()
-    if args.gc_full_scan_seconds > 0:
-        gcpolicy.install(args.gc_full_scan_seconds)
-    if elector is not None:
-        elector.start()  # the scheduling loop starts when this replica acquires the Lease
-    else:
-        sched.start()
-    reloader = None
-    if reload_source is not None and args.config_reload_seconds > 0:
-        reloader = ConfigReloader(sched, reload_source.read, reload_source.name, args.scheduler_name or None,
-                                  initial_version=reload_source.version, metrics=metrics, events=writer,
-                                  regarding=reload_source.regarding, interval=args.config_reload_seconds)
-        reloader.start()
-    log.info("py-scheduler started", profiles=[p.scheduler_name for p in cfg.profiles], qps=qps, burst=burst)
-    try:
-        run_operator(sched, api.configuration, kinds=kinds, stop_flag=stop, watch_pods=not stream_pods,
-                     on_listed=resync.listed)
-    finally:
-        stop.set()
-        if elector is not None:
-            elector.stop()  # stop leading (the binding gate closes), then release the Lease
-        resync.stop()
-        if reloader is not None:
-            reloader.stop()
-        for stream in streams:
-            stream.stop()
-        sched.stop()
-        if results is not None:
-            results.close()
-        sink.close()
-        if podgroup_writer is not None:
-            podgroup_writer.close()
-        if health is not None:
-            health.stop()
-        log.info("py-scheduler stopped")
-    return 0
+    return serve(args, cfg, reload_source)
 
 
 POLICY_CONFIGMAP_KEY = "policy.cfg"  # upstream SchedulerPolicyConfigMapKey
@@ -345,6 +221,23 @@ def _feature_gates(spec: str) -> Features:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
+KUBECONFIG_HELP = "kubeconfig file (default: $KUBECONFIG, else in-cluster)"
+DEFAULT_PROFILE_CONFIG_HELP = "KubeSchedulerConfiguration file (default: the default profile)"
+OUTPUT_HELP = "table for people, json for tools"
+
+
+def _cluster_source(p: argparse.ArgumentParser) -> None:
+    """The cluster a what-if command starts from (simulate, capacity): a file, the live cluster, or both."""
+    p.add_argument("--cluster", default=None,
+                   help="YAML/JSON file of nodes, bound pods and other objects (with --from-cluster: added on top)")
+    p.add_argument("--from-cluster", action="store_true", help="start from a read-only snapshot of the live cluster")
+    p.add_argument("--kubeconfig", default=None, help="kubeconfig file for --from-cluster (default: $KUBECONFIG)")
+
+
+def _output(p: argparse.ArgumentParser, help_text: str = OUTPUT_HELP) -> None:
+    p.add_argument("--output", choices=["table", "json"], default="table", help=help_text)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="py-scheduler", description=__doc__)
     p.add_argument("--version", action="version",
@@ -356,8 +249,17 @@ def parser() -> argparse.ArgumentParser:
                         "with pod, node, profile, cycle, attempts (and message): bindings and a pod's first "
                         "unschedulable verdict at INFO, its retries at DEBUG, errors at WARNING")
     sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="run the scheduler against a cluster")
-    r.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: $KUBECONFIG, else in-cluster)")
+    _run_options(sub.add_parser("run", help="run the scheduler against a cluster"))
+    _simulate_options(sub.add_parser("simulate", help="schedule pods against a cluster described in YAML, offline"))
+    _explain_options(sub.add_parser(
+        "explain", help="why a pod goes (or went) where it does, on a snapshot of the live cluster"))
+    _capacity_options(sub.add_parser(
+        "capacity", help="how many copies of a pod fit, placed one by one by the scheduler"))
+    return p
+
+
+def _run_options(r: argparse.ArgumentParser) -> None:
+    r.add_argument("--kubeconfig", default=None, help=KUBECONFIG_HELP)
     r.add_argument("--config", default=None,
                    help="KubeSchedulerConfiguration file; edits are reloaded without restart")
     r.add_argument("--config-configmap", default=None, metavar="NAMESPACE/NAME",
@@ -376,13 +278,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--scheduler-name", action="append", default=[],
                    help="serve this schedulerName (repeatable; default py-scheduler) when --config has no profiles")
     r.add_argument("--metrics-port", type=int, default=0, help="serves /metrics, /healthz and /readyz (0: off)")
-    r.add_argument(
-        "--leader-elect",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="campaign for the leader Lease before scheduling (default: leaderElection.leaderElect of --config; "
-        "off without --config)",
-    )
+    r.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=None,
+                   help="campaign for the leader Lease before scheduling (default: leaderElection.leaderElect of "
+                        "--config; off without --config)")
     r.add_argument("--qps", type=float, default=None, help="client QPS for API writes (config default 50)")
     r.add_argument("--burst", type=int, default=None, help="client burst for API writes (config default 100)")
     r.add_argument("--bind-workers", type=int, default=16, help="binding cycles run at once (default 16)")
@@ -401,39 +299,37 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--record-results", action="store_true",
                    help="write kube-scheduler-simulator's result annotations on each pod scheduled "
                         "(needs patch on pods: manifests/record-results/)")
-    s = sub.add_parser("simulate", help="schedule pods against a cluster described in YAML, offline")
-    s.add_argument("--cluster", default=None,
-                   help="YAML/JSON file of nodes, bound pods and other objects (with --from-cluster: added on top)")
-    s.add_argument("--from-cluster", action="store_true", help="start from a read-only snapshot of the live cluster")
-    s.add_argument("--kubeconfig", default=None, help="kubeconfig file for --from-cluster (default: $KUBECONFIG)")
+
+
+def _simulate_options(s: argparse.ArgumentParser) -> None:
+    _cluster_source(s)
     s.add_argument("--pods", required=True, help="YAML/JSON file of pods to place, in order")
-    s.add_argument("--config", default=None, help="KubeSchedulerConfiguration file (default: the default profile)")
+    s.add_argument("--config", default=None, help=DEFAULT_PROFILE_CONFIG_HELP)
     s.add_argument("--policy-config-file", default=None, help="a seed-era scheduler Policy instead of --config")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--seed", type=int, default=None, help="seed the random tie-break, for repeatable output")
     g.add_argument("--tie-break", choices=["random", "name"], default="random",
                    help="among equal best nodes: random as kube-scheduler (default), or the first by name")
-    s.add_argument("--output", choices=["table", "json"], default="table", help="table for people, json for tools")
-    e = sub.add_parser("explain", help="why a pod goes (or went) where it does, on a snapshot of the live cluster")
+    _output(s)
+
+
+def _explain_options(e: argparse.ArgumentParser) -> None:
     e.add_argument("pod", metavar="POD", help="the pod's name")
     e.add_argument("-n", "--namespace", default="default", help="the pod's namespace (default: default)")
-    e.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: $KUBECONFIG, else in-cluster)")
+    e.add_argument("--kubeconfig", default=None, help=KUBECONFIG_HELP)
     e.add_argument("--config", default=None,
                    help="KubeSchedulerConfiguration file: the profile of the pod's schedulerName (default: the "
                         "default profile)")
-    e.add_argument("--output", choices=["table", "json"], default="table", help="table for people, json for tools")
+    _output(e)
     e.add_argument("--nodes", type=int, default=20, help="scored nodes shown in the table (default 20)")
-    c = sub.add_parser("capacity", help="how many copies of a pod fit, placed one by one by the scheduler")
+
+
+def _capacity_options(c: argparse.ArgumentParser) -> None:
     c.add_argument("--pod", required=True, help="POD.yaml: the pod to replicate")
-    c.add_argument("--cluster", default=None,
-                   help="YAML/JSON file of nodes, bound pods and other objects (with --from-cluster: added on top)")
-    c.add_argument("--from-cluster", action="store_true", help="start from a read-only snapshot of the live cluster")
-    c.add_argument("--kubeconfig", default=None, help="kubeconfig file for --from-cluster (default: $KUBECONFIG)")
-    c.add_argument("--config", default=None, help="KubeSchedulerConfiguration file (default: the default profile)")
+    _cluster_source(c)
+    c.add_argument("--config", default=None, help=DEFAULT_PROFILE_CONFIG_HELP)
     c.add_argument("--max", type=int, default=None, help="stop after this many copies (default: no limit)")
-    c.add_argument("--output", choices=["table", "json"], default="table",
-                   help='table for people; json: {"count": N, "nodes": {node: n}, "message": why it stopped}')
-    return p
+    _output(c, 'table for people; json: {"count": N, "nodes": {node: n}, "message": why it stopped}')
 
 
 def dispatch(args: argparse.Namespace) -> int:

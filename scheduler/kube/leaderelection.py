@@ -316,10 +316,14 @@ class LeaderElector:
 
     # ----- life cycle -----
 
-    def start(self) -> None:
-        """Campaign on a daemon thread until stop() or until the lease is lost."""
+    def start(self, on_started_leading: Callable[[], None] | None = None) -> None:
+        """Campaign on a daemon thread until stop() or until the lease is lost. ``on_started_leading``
+        replaces the constructor's: what it starts (the scheduler) may be built after the elector, whose
+        gate it takes (upstream sets the callbacks in Run, after Setup built the scheduler)."""
         if self._thread is not None:
             raise RuntimeError("LeaderElector.start() called twice")
+        if on_started_leading is not None:
+            self._on_started = on_started_leading
         self._started_at = self._clock()
         log.info("leader election: campaigning", lease=self.lease_key, identity=self.identity)
         self._thread = threading.Thread(target=self._run, name="leader-election", daemon=True)

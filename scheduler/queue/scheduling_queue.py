@@ -1,7 +1,9 @@
-"""PriorityQueue: activeQ, backoffQ and unschedulablePods, as kube-scheduler v1.34 runs them.
+"""PriorityQueue: activeQ, backoffQ and unschedulablePods, as kube-scheduler v1.34 runs them
+(upstream pkg/scheduler/backend/queue/scheduling_queue.go; the three queues are in active_queue.py,
+backoff_queue.py and unschedulable_pods.py as upstream's active_queue.go and backoff_queue.go).
 
-Semantics follow ``pkg/scheduler/backend/queue`` with queueing hints on (GA in 1.34) and
-SchedulerPopFromBackoffQ on:
+Semantics follow ``pkg/scheduler/backend/queue`` with queueing hints on (GA and locked in 1.34: there is
+no mode without them) and SchedulerPopFromBackoffQ on:
 
 - activeQ is a heap by the QueueSort plugin's ``less``; ``pop`` blocks until it is non-empty and,
   when it is empty, takes the head of backoffQ even before its backoff is over.
@@ -23,10 +25,8 @@ from __future__ import annotations
 
 import itertools
 import logging
-import math
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -40,7 +40,6 @@ from scheduler.framework.events import (
     UNSCHEDULED_POD_ADD,
     UNSCHEDULED_POD_UPDATE,
     event_matches,
-    is_pod_updated,
     node_scheduling_properties_change,
     pod_scheduling_properties_change,
     unscheduled_pod_update_events,
@@ -61,18 +60,23 @@ from scheduler.framework.types import (
 )
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
-from scheduler.queue.heap import KeyedHeap, RankedHeap
+from scheduler.queue.active_queue import ActiveQueue
+from scheduler.queue.backoff_queue import (
+    BACKOFF_ORDERING_WINDOW,
+    DEFAULT_POD_INITIAL_BACKOFF,
+    DEFAULT_POD_MAX_BACKOFF,
+    BackoffQueue,
+    align,
+)
 from scheduler.queue.nominator import Nominator
 from scheduler.queue.queued_pod_info import QueuedPodInfo
+from scheduler.queue.unschedulable_pods import (
+    DEFAULT_POD_MAX_IN_UNSCHEDULABLE,
+    UNSCHEDULABLE_FLUSH_INTERVAL,
+    UnschedulablePods,
+)
 
 log = logging.getLogger(__name__)
-
-DEFAULT_POD_INITIAL_BACKOFF = 1.0
-DEFAULT_POD_MAX_BACKOFF = 10.0
-DEFAULT_POD_MAX_IN_UNSCHEDULABLE = 300.0  # DefaultPodMaxInUnschedulablePodsDuration (5 min)
-SEED_POD_MAX_IN_UNSCHEDULABLE = 60.0  # unschedulableQTimeInterval in 1.16-1.18
-BACKOFF_ORDERING_WINDOW = 1.0  # backoffQOrderingWindowDuration; also the backoff flush period
-UNSCHEDULABLE_FLUSH_INTERVAL = 30.0
 
 # Queue names as the scheduler_pending_pods / scheduler_queue_incoming_pods_total metrics label them.
 ACTIVE = "active"
@@ -87,8 +91,6 @@ MetricsCallback = Callable[[str, str], None]
 HintMetricsCallback = Callable[[str, str, str, float], None]
 # (profile, status code name, seconds): the PreEnqueue plugins of one pod ran.
 PreEnqueueMetricsCallback = Callable[[str, str, float], None]
-# scheduler_inflight_events label of the popped pods themselves (upstream PodPoppedInFlightEvent).
-POD_POPPED = "PodPopped"
 
 
 @dataclass(slots=True)
@@ -108,29 +110,6 @@ class Strategy(Enum):
     IMMEDIATELY = 2  # activeQ now (a Pending plugin said Queue)
 
 
-@dataclass(slots=True)
-class _InFlightEvent:
-    event: ClusterEvent
-    old_obj: Any
-    new_obj: Any
-
-
-def backoff_duration(count: int, initial: float, maximum: float) -> float:
-    """``min(initial * 2**(count-1), maximum)``; 0 for count 0 (no failure, no penalty)."""
-    if count <= 0:
-        return 0.0
-    duration = initial
-    for _ in range(count - 1):
-        if duration >= maximum:
-            break
-        duration *= 2
-    return min(duration, maximum)
-
-
-def _key(qpi: QueuedPodInfo) -> str:
-    return qpi.pod.key
-
-
 class PriorityQueue:
     """The scheduling queue. All public methods are thread-safe."""
 
@@ -147,22 +126,15 @@ class PriorityQueue:
         hint_metrics: HintMetricsCallback | None = None,
         pre_enqueue_metrics: PreEnqueueMetricsCallback | None = None,
         is_bound: Callable[[Pod], bool] | None = None,
-        queueing_hints: bool = True,
         unschedulable_flush_interval: float = UNSCHEDULABLE_FLUSH_INTERVAL,
         rank: Callable[[QueuedPodInfo], Any] | None = None,
     ) -> None:
-        """``queueing_hints=False`` restores the pre-1.32 behaviour (hint fns treated as Queue, no
-        in-flight event replay, move-request-cycle rule, requeue on any pod spec change). ``rank``, a sort
-        key agreeing with ``less`` (QueueSortRankPlugin), lets activeQ run on heapq."""
-        self._less = less
-        self._initial_backoff = pod_initial_backoff
-        self._max_backoff = pod_max_backoff
+        """``rank``, a sort key agreeing with ``less`` (QueueSortRankPlugin), lets activeQ run on heapq."""
         self._max_in_unschedulable = pod_max_in_unschedulable
         self._clock = clock
         self._metrics = metrics
         self._hint_metrics = hint_metrics
         self._pre_enqueue_metrics = pre_enqueue_metrics
-        self._hints_enabled = queueing_hints
         self._unschedulable_flush_interval = unschedulable_flush_interval
         self.nominator = Nominator(is_bound) if is_bound is not None else Nominator()
 
@@ -174,19 +146,11 @@ class PriorityQueue:
 
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
-        self._active: KeyedHeap[QueuedPodInfo] | RankedHeap[QueuedPodInfo] = (
-            KeyedHeap(_key, less) if rank is None else RankedHeap(_key, rank))
-        self._backoff: KeyedHeap[QueuedPodInfo] = KeyedHeap(_key, self._less_backoff_with_priority)
-        self._error_backoff: KeyedHeap[QueuedPodInfo] = KeyedHeap(_key, self._less_backoff)
-        self._unschedulable: dict[str, QueuedPodInfo] = {}
+        self._active = ActiveQueue(less, rank)
+        self._backoff = BackoffQueue(less, clock, pod_initial_backoff, pod_max_backoff)
+        self._unschedulable = UnschedulablePods(lambda event: self._record(UNSCHEDULABLE, event))
 
         self._cycle = 0
-        self._move_request_cycle = -1
-        # In-flight pods and the events received since each was popped, in arrival order.
-        self._in_flight: OrderedDict[int, Pod | _InFlightEvent] = OrderedDict()
-        self._in_flight_pods: dict[str, int] = {}
-        self._seq = itertools.count()
-
         self._closed = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -203,18 +167,18 @@ class PriorityQueue:
         """All queued pods and a summary like ``activeQ:1; backoffQ:0; unschedulablePods:2``."""
         with self._lock:
             active = [q.pod for q in self._active]
-            backoff = [q.pod for q in itertools.chain(self._backoff, self._error_backoff)]
-            unsched = [q.pod for q in self._unschedulable.values()]
+            backoff = [q.pod for q in self._backoff]
+            unsched = [q.pod for q in self._unschedulable]
         summary = f"activeQ:{len(active)}; backoffQ:{len(backoff)}; unschedulablePods:{len(unsched)}"
         return active + backoff + unsched, summary
 
     def lengths(self) -> dict[str, int]:
         """Values for ``scheduler_pending_pods{queue=active|backoff|unschedulable|gated}``."""
         with self._lock:
-            gated = sum(1 for q in self._unschedulable.values() if q.gated)
+            gated = self._unschedulable.gated_count()
             return {
                 ACTIVE: len(self._active),
-                BACKOFF: len(self._backoff) + len(self._error_backoff),
+                BACKOFF: len(self._backoff),
                 UNSCHEDULABLE: len(self._unschedulable) - gated,
                 GATED: gated,
             }
@@ -222,11 +186,10 @@ class PriorityQueue:
     def get(self, namespace: str, name: str) -> QueuedPodInfo | None:
         key = f"{namespace}/{name}"
         with self._lock:
-            for heap in (self._active, self._backoff, self._error_backoff):
-                qpi = heap.get(key)
-                if qpi is not None:
-                    return qpi
-            return self._unschedulable.get(key)
+            qpi = self._active.get(key)
+            if qpi is None:
+                qpi = self._backoff.get(key)
+            return qpi if qpi is not None else self._unschedulable.get(key)
 
     def queue_of(self, pod: Pod) -> str | None:
         """Which sub-queue holds the pod: active, backoff, unschedulable, gated, or None."""
@@ -234,7 +197,7 @@ class PriorityQueue:
             k = pod.key
             if k in self._active:
                 return ACTIVE
-            if k in self._backoff or k in self._error_backoff:
+            if k in self._backoff:
                 return BACKOFF
             qpi = self._unschedulable.get(k)
             if qpi is None:
@@ -249,29 +212,24 @@ class PriorityQueue:
 
     def in_flight_pods(self) -> list[Pod]:
         with self._lock:
-            return [p for p in self._in_flight.values() if isinstance(p, Pod)]
+            return self._active.in_flight_pods()
 
     def in_flight_event_count(self) -> int:
         """Recorded events not yet trimmed (upstream scheduler_inflight_events, summed)."""
         with self._lock:
-            return sum(1 for e in self._in_flight.values() if isinstance(e, _InFlightEvent))
+            return self._active.in_flight_event_count()
 
     def in_flight_counts(self) -> dict[str, int]:
         """scheduler_inflight_events: in-flight pods (PodPopped) and recorded events, by event label."""
         with self._lock:
-            counts = {POD_POPPED: len(self._in_flight_pods)}
-            for entry in self._in_flight.values():
-                if isinstance(entry, _InFlightEvent):
-                    counts[entry.event.label] = counts.get(entry.event.label, 0) + 1
-            return counts
+            return self._active.in_flight_counts()
 
     def unschedulable_by_plugin(self) -> dict[tuple[str, str], int]:
         """scheduler_unschedulable_pods: queued pods per (rejecting or gating plugin, profile); upstream
         counts a pod from its failure until it is popped again."""
         counts: dict[tuple[str, str], int] = {}
         with self._lock:
-            queued = itertools.chain(self._active, self._backoff, self._error_backoff, self._unschedulable.values())
-            for qpi in queued:
+            for qpi in itertools.chain(self._active, self._backoff, self._unschedulable):
                 for plugin in qpi.unschedulable_plugins | qpi.pending_plugins:
                     key = (plugin, qpi.pod.scheduler_name)
                     counts[key] = counts.get(key, 0) + 1
@@ -300,7 +258,7 @@ class PriorityQueue:
             events = unscheduled_pod_update_events(old, new)
             if not events:
                 return events  # periodic resync, nothing changed
-            if self._hints_enabled and self._record_if_in_flight(new, old, new, events):
+            if self._active.add_events_if_pod_in_flight(new, old, new, events):
                 return events  # it is being scheduled; the update is replayed if it comes back
             if old is not None and self._update_in_heaps(old, new):
                 return events
@@ -328,9 +286,7 @@ class PriorityQueue:
                 if self._activate_one(pod):
                     activated = True
                     continue
-                if self._hints_enabled:
-                    self._record_if_in_flight(pod, None, pod, [FORCE_ACTIVATE])
-                self._move_request_cycle = self._cycle
+                self._active.add_events_if_pod_in_flight(pod, None, pod, [FORCE_ACTIVATE])
             if activated:
                 self._cond.notify_all()
 
@@ -357,28 +313,26 @@ class PriorityQueue:
             self._cycle += 1
             if qpi.initial_attempt_timestamp is None:
                 qpi.initial_attempt_timestamp = self._clock()
-            if self._hints_enabled:
-                seq = next(self._seq)
-                self._in_flight[seq] = qpi.pod
-                self._in_flight_pods[qpi.pod.uid] = seq
+            self._active.popped(qpi.pod)
             return qpi
 
     def done(self, uid: str) -> None:
         """The pod's attempt is over (requeued, bound or dropped): stop tracking events for it."""
         with self._lock:
-            self._done_unlocked(uid)
+            self._active.done(uid)
 
     def add_unschedulable_if_not_present(self, qpi: QueuedPodInfo, scheduling_cycle: int) -> str | None:
         """Return a pod whose attempt failed; the replayed in-flight events decide where it goes.
 
         Returns an error message if the pod is already queued (a bug upstream logs), else None.
-        Always marks the pod done.
+        Always marks the pod done. (``scheduling_cycle`` is upstream's argument; with queueing hints,
+        always on, the in-flight events decide instead of the cycle of the last move request.)
         """
         with self._lock:
             try:
-                return self._add_unschedulable(qpi, scheduling_cycle)
+                return self._add_unschedulable(qpi)
             finally:
-                self._done_unlocked(qpi.pod.uid)
+                self._active.done(qpi.pod.uid)
 
     # ---------------------------------------------------------------------------- cluster events
 
@@ -440,13 +394,8 @@ class PriorityQueue:
     def flush_backoff_completed(self) -> None:
         """Move pods whose backoff window has passed to activeQ (PreEnqueue already ran on entry)."""
         with self._lock:
-            completed: list[QueuedPodInfo] = []
-            for heap in (self._backoff, self._error_backoff):
-                while (head := heap.peek()) is not None and not self._is_backing_off(head):
-                    heap.pop()
-                    completed.append(head)
             activated = False
-            for qpi in completed:
+            for qpi in self._backoff.pop_all_backoff_completed():
                 activated = self._move_to_active(qpi, BACKOFF_COMPLETE, from_backoff=True) or activated
             if activated:
                 self._cond.notify_all()
@@ -454,8 +403,7 @@ class PriorityQueue:
     def flush_unschedulable_pods_leftover(self) -> None:
         """Pods waiting longer than pod_max_in_unschedulable get an UnschedulableTimeout event."""
         with self._lock:
-            now = self._clock()
-            stale = [q for q in self._unschedulable.values() if now - q.timestamp > self._max_in_unschedulable]
+            stale = self._unschedulable.older_than(self._clock(), self._max_in_unschedulable)
             if stale:
                 self._move_pods(stale, UNSCHEDULABLE_TIMEOUT, None, None)
 
@@ -472,8 +420,8 @@ class PriorityQueue:
         with self._lock:
             self._closed = True
             self._stop.set()
-            for uid in list(self._in_flight_pods):
-                self._done_unlocked(uid)
+            for uid in self._active.in_flight_uids():
+                self._active.done(uid)
             self._cond.notify_all()
             thread = self._thread
         if thread is not None and thread is not threading.current_thread():
@@ -481,7 +429,7 @@ class PriorityQueue:
 
     def _loop(self) -> None:
         now = self._clock()
-        first = min(max(self._align(now + BACKOFF_ORDERING_WINDOW) - now, 0.0), BACKOFF_ORDERING_WINDOW)
+        first = min(max(align(now + BACKOFF_ORDERING_WINDOW) - now, 0.0), BACKOFF_ORDERING_WINDOW)
         start = time.monotonic()
         next_backoff = start + first
         next_leftover = start  # wait.Until runs its function once right away
@@ -517,97 +465,65 @@ class PriorityQueue:
         while True:
             qpi = self._active.pop()
             if qpi is None:
-                qpi = self._backoff.pop()  # the error backoff heap is never popped early
+                qpi = self._backoff.pop()
                 if qpi is None:
                     return None
                 self._record(ACTIVE, POP_FROM_BACKOFF_Q)
-            if self._hints_enabled and qpi.pod.uid in self._in_flight_pods:
+            if self._active.is_in_flight(qpi.pod.uid):
                 log.error("pod %s is tracked in multiple places in the scheduler; discarding", qpi.pod.key)
                 continue
             return qpi
 
-    def _done_unlocked(self, uid: str) -> None:
-        seq = self._in_flight_pods.pop(uid, None)
-        if seq is None:
-            return
-        del self._in_flight[seq]
-        # Events older than the oldest remaining in-flight pod can no longer be replayed to anyone.
-        while self._in_flight:
-            first_seq, entry = next(iter(self._in_flight.items()))
-            if not isinstance(entry, _InFlightEvent):
-                break
-            del self._in_flight[first_seq]
-
-    def _record_if_in_flight(self, pod: Pod, old: Any, new: Any, events: Iterable[ClusterEvent]) -> bool:
-        if pod.uid not in self._in_flight_pods:
-            return False
-        for event in events:
-            self._in_flight[next(self._seq)] = _InFlightEvent(event, old, new)
-        return True
-
-    def _events_since_pop(self, uid: str) -> list[_InFlightEvent] | None:
-        seq = self._in_flight_pods.get(uid)
-        if seq is None:
-            return None
-        return [e for s, e in self._in_flight.items() if s > seq and isinstance(e, _InFlightEvent)]
-
     def _delete_unlocked(self, pod: Pod) -> None:
         self.nominator.delete_nominated_pod_if_exists(pod)
         k = pod.key
-        for heap in (self._active, self._backoff, self._error_backoff):
-            if heap.delete(k) is not None:
-                return
-        self._unschedulable.pop(k, None)
+        if self._active.delete(k) is not None or self._backoff.delete(k) is not None:
+            return
+        self._unschedulable.delete(k)
 
     def _update_in_heaps(self, old: Pod, new: Pod) -> bool:
         """Update in place in activeQ or backoffQ; ordering keys (timestamp, counts) are unchanged."""
-        for heap in (self._active, self._backoff, self._error_backoff):
-            qpi = heap.get(old.key)
-            if qpi is not None:
-                qpi.pod = new
-                heap.add_or_update(qpi)
-                self.nominator.update_nominated_pod(old, new)
-                return True
-        return False
+
+        def set_pod(qpi: QueuedPodInfo) -> None:
+            qpi.pod = new
+
+        qpi = self._active.get(old.key)
+        if qpi is not None:
+            qpi.pod = new
+            self._active.add_or_update(qpi)
+        elif not self._backoff.update(old.key, set_pod):
+            return False
+        self.nominator.update_nominated_pod(old, new)
+        return True
 
     def _update_unschedulable(self, qpi: QueuedPodInfo, old: Pod | None, new: Pod, events: list[ClusterEvent]) -> None:
         qpi.pod = new
         if old is not None:
             self.nominator.update_nominated_pod(old, new)
-        if self._hints_enabled:
-            for event in events:
-                strategy = self._worth_requeuing(qpi, event, old, new)
-                if self._requeue(qpi, strategy, event.label) in (ACTIVE, BACKOFF):
-                    self._cond.notify_all()
-                    break
-            return
-        if old is not None and not is_pod_updated(old, new):
-            return  # e.g. only status changed: stays where it is
-        if self._is_backing_off(qpi):
-            moved = self._move_to_backoff(qpi, UNSCHEDULED_POD_UPDATE.label)
-        else:
-            moved = self._move_to_active(qpi, UNSCHEDULED_POD_UPDATE.label)
-        if moved:
-            self._cond.notify_all()
+        for event in events:
+            strategy = self._worth_requeuing(qpi, event, old, new)
+            if self._requeue(qpi, strategy, event.label) in (ACTIVE, BACKOFF):
+                self._cond.notify_all()
+                break
 
     def _activate_one(self, pod: Pod) -> bool:
         k = pod.key
         qpi = self._unschedulable.get(k)
         from_backoff = False
         if qpi is None:
-            qpi = self._backoff.delete(k) or self._error_backoff.delete(k)
+            qpi = self._backoff.delete(k)
             if qpi is None:
                 return False
             from_backoff = True
         return self._move_to_active(qpi, FORCE_ACTIVATE_LABEL, from_backoff=from_backoff)
 
-    def _add_unschedulable(self, qpi: QueuedPodInfo, cycle: int) -> str | None:
+    def _add_unschedulable(self, qpi: QueuedPodInfo) -> str | None:
         k = qpi.pod.key
         if k in self._unschedulable:
             return f"pod {k} is already present in the unschedulable queue"
         if k in self._active:
             return f"pod {k} is already present in the active queue"
-        if k in self._backoff or k in self._error_backoff:
+        if k in self._backoff:
             return f"pod {k} is already present in the backoff queue"
         if qpi.rejector_plugins:
             qpi.unschedulable_count += 1
@@ -616,27 +532,16 @@ class PriorityQueue:
             qpi.consecutive_errors_count += 1  # no plugin rejected it: an error (API, plugin crash ...)
         qpi.timestamp = self._clock()
         qpi.backoff_expiration = None
-        if not self._hints_enabled:
-            self._add_unschedulable_without_hints(qpi, cycle)
-            return None
         queue = self._requeue(qpi, self._hint_for_returning_pod(qpi), SCHEDULE_ATTEMPT_FAILURE)
         if queue in (ACTIVE, BACKOFF):
             self._cond.notify_all()
         return None
 
-    def _add_unschedulable_without_hints(self, qpi: QueuedPodInfo, cycle: int) -> None:
-        """Pre-1.32: backoffQ if a move request came during/after this pod's cycle, else unschedulablePods."""
-        if self._move_request_cycle >= cycle or not qpi.rejector_plugins:
-            if self._move_to_backoff(qpi, SCHEDULE_ATTEMPT_FAILURE):
-                self._cond.notify_all()
-            return
-        self._add_or_update_unschedulable(qpi, SCHEDULE_ATTEMPT_FAILURE)
-
     def _hint_for_returning_pod(self, qpi: QueuedPodInfo) -> Strategy:
         """Replay the events received while the pod was in flight through its rejectors' hints."""
         if not qpi.rejector_plugins:
             return Strategy.AFTER_BACKOFF
-        events = self._events_since_pop(qpi.pod.uid)
+        events = self._active.events_since_pop(qpi.pod.uid)
         if events is None:
             log.error("in-flight pod %s not found in the scheduling queue", qpi.pod.key)
             return Strategy.AFTER_BACKOFF
@@ -654,7 +559,7 @@ class PriorityQueue:
     def _move_all(self, event: ClusterEvent, old: Any, new: Any, pre_check: Callable[[Pod], bool] | None) -> None:
         if not self._is_event_of_interest(event):
             return
-        pods = [q for q in self._unschedulable.values() if pre_check is None or pre_check(q.pod)]
+        pods = [q for q in self._unschedulable if pre_check is None or pre_check(q.pod)]
         self._move_pods(pods, event, old, new)
 
     def _move_pods(self, pods: list[QueuedPodInfo], event: ClusterEvent, old: Any, new: Any) -> None:
@@ -667,12 +572,10 @@ class PriorityQueue:
             strategy = self._worth_requeuing(qpi, event, old, new)
             if strategy is Strategy.SKIP:
                 continue
-            self._unschedulable.pop(qpi.pod.key, None)
+            self._unschedulable.delete(qpi.pod.key)
             if self._requeue(qpi, strategy, event.label) in (ACTIVE, BACKOFF):
                 activated = True
-        self._move_request_cycle = self._cycle
-        if self._hints_enabled and self._in_flight_pods:
-            self._in_flight[next(self._seq)] = _InFlightEvent(event, old, new)
+        self._active.add_event_if_any_in_flight(event, old, new)
         if activated:
             self._cond.notify_all()
 
@@ -716,8 +619,8 @@ class PriorityQueue:
     def _call_hint(
         self, plugin: str, ewh: ClusterEventWithHint, pod: Pod, event: ClusterEvent, old: Any, new: Any
     ) -> QueueingHint:
-        """No hint fn, hints disabled, or a hint that raised: Queue (never leave a pod stuck)."""
-        if ewh.hint is None or not self._hints_enabled:
+        """No hint fn, or a hint that raised: Queue (never leave a pod stuck)."""
+        if ewh.hint is None:
             return QueueingHint.QUEUE
         start = time.perf_counter()
         try:
@@ -737,17 +640,11 @@ class PriorityQueue:
     def _requeue(self, qpi: QueuedPodInfo, strategy: Strategy, event: str) -> str:
         """Put the pod where the strategy says; returns the queue it ended up in."""
         if strategy is Strategy.SKIP:
-            self._add_or_update_unschedulable(qpi, event)
+            self._unschedulable.add_or_update(qpi, event)
             return UNSCHEDULABLE
-        if strategy is Strategy.AFTER_BACKOFF and self._is_backing_off(qpi):
+        if strategy is Strategy.AFTER_BACKOFF and self._backoff.is_backing_off(qpi):
             return BACKOFF if self._move_to_backoff(qpi, event) else UNSCHEDULABLE
         return ACTIVE if self._move_to_active(qpi, event) else UNSCHEDULABLE
-
-    def _add_or_update_unschedulable(self, qpi: QueuedPodInfo, event: str) -> None:
-        k = qpi.pod.key
-        if k not in self._unschedulable:
-            self._record(UNSCHEDULABLE, event)  # gated pods too (upstream addOrUpdate)
-        self._unschedulable[k] = qpi
 
     def _move_to_active(self, qpi: QueuedPodInfo, event: str, from_backoff: bool = False) -> bool:
         """activeQ unless PreEnqueue gates it (then unschedulablePods). PreEnqueue already ran for
@@ -756,15 +653,14 @@ class PriorityQueue:
             self._run_pre_enqueue(qpi)
         k = qpi.pod.key
         if qpi.gated:
-            if k in self._active or k in self._backoff or k in self._error_backoff or k in self._unschedulable:
+            if k in self._active or k in self._backoff or k in self._unschedulable:
                 return False
-            self._add_or_update_unschedulable(qpi, event)
+            self._unschedulable.add_or_update(qpi, event)
             return False
         if qpi.initial_attempt_timestamp is None:
             qpi.initial_attempt_timestamp = self._clock()
-        self._unschedulable.pop(k, None)
+        self._unschedulable.delete(k)
         self._backoff.delete(k)
-        self._error_backoff.delete(k)
         self._active.add_or_update(qpi)
         self._record(ACTIVE, event)
         if event in (UNSCHEDULED_POD_ADD.label, UNSCHEDULED_POD_UPDATE.label):
@@ -777,15 +673,10 @@ class PriorityQueue:
         k = qpi.pod.key
         if qpi.gated:
             if k not in self._unschedulable:
-                self._add_or_update_unschedulable(qpi, event)
+                self._unschedulable.add_or_update(qpi, event)
             return False
-        self._unschedulable.pop(k, None)
-        if qpi.rejector_plugins:
-            self._error_backoff.delete(k)
-            self._backoff.add_or_update(qpi)
-        else:
-            self._backoff.delete(k)
-            self._error_backoff.add_or_update(qpi)
+        self._unschedulable.delete(k)
+        self._backoff.add(qpi)
         self._record(BACKOFF, event)
         return True
 
@@ -824,29 +715,10 @@ class PriorityQueue:
 
     # ------------------------------------------------------------------------------ backoff
 
-    def _align(self, t: float) -> float:
-        return math.floor(t / BACKOFF_ORDERING_WINDOW) * BACKOFF_ORDERING_WINDOW
-
     def backoff_expiry(self, qpi: QueuedPodInfo) -> float:
         """Window-aligned time the pod's backoff ends (-inf: no backoff)."""
         with self._lock:
-            return self._backoff_expiry(qpi)
-
-    def _backoff_expiry(self, qpi: QueuedPodInfo) -> float:
-        """Computed once per failure and cached on the pod info (the heaps order by it)."""
-        if self._max_backoff == 0:
-            return -math.inf
-        count = qpi.consecutive_errors_count if qpi.consecutive_errors_count > 0 else qpi.unschedulable_count
-        if count == 0:
-            return -math.inf
-        if qpi.backoff_expiration is None:
-            duration = backoff_duration(count, self._initial_backoff, self._max_backoff)
-            qpi.backoff_expiration = self._align(qpi.timestamp + duration)
-        return qpi.backoff_expiration
-
-    def _is_backing_off(self, qpi: QueuedPodInfo) -> bool:
-        """Still backing off while its expiry window has not strictly passed the current window."""
-        return self._backoff_expiry(qpi) >= self._align(self._clock())
+            return self._backoff.backoff_expiry(qpi)
 
     def _index_profiles(self, profiles: Mapping[str, QueueProfile]) -> None:
         pre_enqueue: dict[str, list[PreEnqueuePlugin]] = {}
@@ -866,13 +738,4 @@ class PriorityQueue:
         the pods queued from now on and to the events that move queued pods."""
         with self._lock:
             self._index_profiles(profiles)
-            self._initial_backoff, self._max_backoff = pod_initial_backoff, pod_max_backoff
-
-    def _less_backoff(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
-        return self._backoff_expiry(a) < self._backoff_expiry(b)
-
-    def _less_backoff_with_priority(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
-        ea, eb = self._backoff_expiry(a), self._backoff_expiry(b)
-        if ea != eb:
-            return ea < eb
-        return self._less(a, b)
+            self._backoff.set_bounds(pod_initial_backoff, pod_max_backoff)

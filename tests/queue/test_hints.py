@@ -187,34 +187,37 @@ def test_wildcard_event_requeues_every_rejected_pod() -> None:
     assert q.queue_of(pod) == "backoff"
 
 
-def test_without_queueing_hints_move_request_cycle_rules() -> None:
-    hint = Hint(QueueingHint.QUEUE_SKIP)
-    q, _ = make_queue({"P": [ClusterEventWithHint(NODE_ADD, hint)]}, queueing_hints=False)
+def test_event_during_a_cycle_requeues_only_the_pods_in_flight_when_it_came() -> None:
+    """What the pre-1.32 move-request-cycle rule did, done by the hints (always on since 1.34): a node
+    added during a's attempt is replayed through P's hint when a comes back, b popped after it never sees it."""
+    hint = Hint(QueueingHint.QUEUE)
+    q, _ = make_queue({"P": [ClusterEventWithHint(NODE_ADD, hint)]})
     q.add(make_pod("a"))
     q.add(make_pod("b"))
     a = pop_now(q)
-    cycle_a = q.scheduling_cycle
-    q.node_added(NODE)  # move request during a's cycle
+    q.node_added(NODE)  # during a's cycle
     b = pop_now(q)
-    cycle_b = q.scheduling_cycle
-    a.unschedulable_plugins.add("P")
-    b.unschedulable_plugins.add("P")
-    assert q.add_unschedulable_if_not_present(a, cycle_a) is None
-    assert q.add_unschedulable_if_not_present(b, cycle_b) is None
+    assert fail(q, a, "P") is None
+    assert fail(q, b, "P") is None
     assert (q.queue_of(a.pod), q.queue_of(b.pod)) == ("backoff", "unschedulable")
-    assert hint.calls == []  # hint fns are not called when hints are off
+    assert [call[0] for call in hint.calls] == ["a"]
     assert q.in_flight_pods() == []
 
 
-def test_without_queueing_hints_any_spec_change_moves_the_pod() -> None:
-    q, _ = make_queue({"P": []}, queueing_hints=False)
+def test_only_a_spec_change_some_rejector_registered_moves_the_pod() -> None:
+    """A status-only update derives no event the rejector registered: the pod stays; a label change
+    (UpdatePodLabel, registered by P) moves it."""
+    label_hint = Hint(QueueingHint.QUEUE)
+    q, _ = make_queue({"P": [ClusterEventWithHint(ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_LABEL),
+                                                  label_hint)]})
     old = make_pod("a", rv="1")
     q.add(old)
     qpi = pop_now(q)
-    qpi.unschedulable_plugins.add("P")
-    q.add_unschedulable_if_not_present(qpi, q.scheduling_cycle)
+    assert fail(q, qpi, "P") is None
     status_only = make_pod("a", rv="2", nominated="n1")  # status change only
     q.update(old, status_only)
     assert q.queue_of(old) == "unschedulable"
+    assert label_hint.calls == []
     q.update(status_only, make_pod("a", rv="3", labels={"x": "y"}))
     assert q.queue_of(old) == "backoff"
+    assert [call[0] for call in label_hint.calls] == ["a"]

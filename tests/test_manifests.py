@@ -19,32 +19,24 @@ import yaml
 from e2e.cluster.cluster import build_binaries
 from e2e.rbac import forbidden_lines, scheduler_config_text, select
 from scheduler.config.load import load_dict
+from scheduler.kube.kinds import WATCHED_KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
 NS = "py-scheduler"
 
-# (apiGroup, resource) -> the exact verbs the scheduler needs cluster-wide.
-EXPECTED_CLUSTER_RULES: dict[tuple[str, str], set[str]] = {
-    ("", "pods"): {"get", "list", "watch", "delete"},
+# (apiGroup, resource) -> the verbs the scheduler needs cluster-wide besides those of the kinds it
+# watches (which follow from kube/kinds.py's WATCHED_KINDS): bindings, status writes, events.
+WRITES_BESIDES_WATCHED_KINDS: dict[tuple[str, str], set[str]] = {
     ("", "pods/binding"): {"create"},
     ("", "pods/status"): {"patch"},
     ("", "events"): {"create", "patch"},
     ("events.k8s.io", "events"): {"create", "patch"},
-    ("", "nodes"): {"get", "list", "watch"},
-    ("", "services"): {"list", "watch"},
-    ("", "replicationcontrollers"): {"list", "watch"},
-    ("", "namespaces"): {"list", "watch"},
-    ("", "persistentvolumes"): {"list", "watch", "update"},
-    ("", "persistentvolumeclaims"): {"list", "watch", "update"},
-    ("apps", "replicasets"): {"list", "watch"},
-    ("apps", "statefulsets"): {"list", "watch"},
-    ("storage.k8s.io", "storageclasses"): {"list", "watch"},
-    ("storage.k8s.io", "csinodes"): {"list", "watch"},
-    ("storage.k8s.io", "csidrivers"): {"list", "watch"},
-    ("storage.k8s.io", "csistoragecapacities"): {"list", "watch"},
-    ("policy", "poddisruptionbudgets"): {"list", "watch"},
-    ("scheduling.x-k8s.io", "podgroups"): {"get", "list", "watch"},
     ("scheduling.x-k8s.io", "podgroups/status"): {"update", "patch"},
+}
+# (apiGroup, resource) -> the exact verbs the scheduler needs cluster-wide.
+EXPECTED_CLUSTER_RULES: dict[tuple[str, str], set[str]] = {
+    **{(k.group, k.plural): set(k.verbs) for k in WATCHED_KINDS},
+    **WRITES_BESIDES_WATCHED_KINDS,
 }
 
 
@@ -309,12 +301,20 @@ def optional_docs(path: str) -> list[dict[str, Any]]:
     return [d for d in yaml.safe_load_all((ROOT / "manifests" / path).read_text()) if d]
 
 
-def test_read_only_role_lists_what_the_snapshot_lists_and_writes_nothing() -> None:
-    from scheduler.kube.kinds import OBJECT_KINDS
+def test_cluster_role_file_grants_the_watched_kinds_table_and_the_writes() -> None:
+    """The same check as above on manifests/clusterrole.yaml itself (no kustomize needed): a row added
+    to WATCHED_KINDS without its rule, or a rule left behind, fails here."""
+    (role,) = optional_docs("clusterrole.yaml")
+    granted: dict[tuple[str, str], set[str]] = {}
+    for group, res, verb, _ in expand(role["rules"]):
+        granted.setdefault((group, res), set()).add(verb)
+    assert granted == EXPECTED_CLUSTER_RULES
 
+
+def test_read_only_role_lists_what_the_snapshot_lists_and_writes_nothing() -> None:
     (role,) = optional_docs("readonly/clusterrole.yaml")
     granted = {(g, res, v) for g, res, v, _ in expand(role["rules"])}
-    wanted = {(g, plural, "list") for g, _, plural in [*OBJECT_KINDS.values(), ("", "v1", "nodes"), ("", "v1", "pods")]}
+    wanted = {(k.group, k.plural, "list") for k in WATCHED_KINDS if not k.crd}
     assert granted == wanted | {("", "pods", "get")}, "exactly the reads of kube/snapshot.py"
 
 

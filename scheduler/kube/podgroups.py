@@ -19,13 +19,14 @@ import structlog
 
 from scheduler.edge import NotFoundError
 from scheduler.kube.client import ApiWriter, Requester
+from scheduler.kube.kinds import WATCHED_KINDS
 from scheduler.model.timefmt import micro_time
 from scheduler.plugins.podgroup import GROUP, KIND, PLURAL, VERSION
 
 log = structlog.get_logger(__name__)
 
-# The kind as the watch wiring lists it (kind -> group, version, plural).
-PODGROUP_KINDS: dict[str, tuple[str, str, str]] = {KIND: (GROUP, VERSION, PLURAL)}
+# The CRD kinds as the watch wiring lists them (kind -> group, version, plural): PodGroup.
+PODGROUP_KINDS: dict[str, tuple[str, str, str]] = {k.kind: k.gvr for k in WATCHED_KINDS if k.crd}
 
 
 def podgroups_served(raw: Requester) -> bool:

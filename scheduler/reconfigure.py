@@ -19,6 +19,7 @@ from scheduler.config.types import SchedulerConfiguration
 from scheduler.edge import ScheduleObserver
 from scheduler.eventhandlers import MODIFIED
 from scheduler.extender import build_extenders
+from scheduler.framework.batch import plugins_without_sign_pod
 from scheduler.framework.extender import EXTENDER_NAME
 from scheduler.framework.interface import CycleObserver
 from scheduler.framework.runtime import Framework
@@ -61,6 +62,10 @@ class Reconfigure:
             hook = prof.extension_point if prof is not None else None
             out[p.scheduler_name] = Framework(p, registry, self.handle, metrics=hook, plugin_metrics=prof,
                                               observer=self.cycle_observer)
+            unsigned = plugins_without_sign_pod(out[p.scheduler_name].list_plugins(), out[p.scheduler_name].plugins)
+            if config.opportunistic_batching and unsigned:  # visible, not only documented: it costs throughput
+                log.info("opportunistic batching off for this profile: plugins without sign_pod",
+                         profile=p.scheduler_name, plugins=unsigned)
         return out
 
     def reconfigure(self, config: SchedulerConfiguration, registry: Any) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from kubernetes.client.exceptions import ApiException
+from structlog.testing import capture_logs
 
 from scheduler.app.offline import RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
@@ -197,3 +198,16 @@ def test_a_relisted_node_of_the_same_version_is_kept_once() -> None:
     s.on_node_event(MODIFIED, newer)
     (_, kept), = s.known_nodes_not_in(set(), float("inf"))
     assert kept is newer
+
+
+def test_a_profile_build_names_the_plugins_that_turn_batching_off() -> None:
+    """Coscheduling signs no pods (its verdicts depend on the group): its profile cannot batch, and the
+    log says so at build time, naming it; the default profile batches and says nothing."""
+    profiles = [{"schedulerName": "gang", "plugins": {"preFilter": {"enabled": [{"name": "Coscheduling"}]}}},
+                {"schedulerName": "py-scheduler"}]
+    cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                     "profiles": profiles})
+    with capture_logs() as logs:
+        Scheduler(cfg, build_registry(cfg), Binder(), RecordingEventSink(), None, synchronous_binding=True)
+    off = [e for e in logs if e["event"].startswith("opportunistic batching off")]
+    assert [(e["profile"], e["plugins"]) for e in off] == [("gang", ["Coscheduling"])]

@@ -36,13 +36,23 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from scheduler.framework.interface import ScoreMatrix
+from scheduler.framework.interface import ScoreMatrix, SignPlugin
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo
 from scheduler.model.pod import Pod
 
+# The extension points whose plugins must all sign pods for a profile to batch (Framework's signers).
+SIGNED_POINTS = ("preFilter", "filter", "preScore", "score")
+
 _MEMO_KEY = "batch.template_key"
 _METADATA = ("namespace", "labels", "annotations", "ownerReferences")
+
+
+def plugins_without_sign_pod(points: Mapping[str, Sequence[str]], plugins: Mapping[str, object]) -> list[str]:
+    """The plugins that turn batching off for their whole profile: a PreFilter, Filter, PreScore or Score
+    plugin that is no SignPlugin. ``points`` is Framework.list_plugins(), ``plugins`` its instances by name."""
+    names = dict.fromkeys(name for point in SIGNED_POINTS for name in points.get(point, ()))
+    return [name for name in names if not isinstance(plugins.get(name), SignPlugin)]
 
 
 def template_key(pod: Pod) -> str:

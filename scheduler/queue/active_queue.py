@@ -78,7 +78,8 @@ class ActiveQueue:
     # ----- in-flight pods and events
 
     def popped(self, pod: Pod) -> None:
-        """The pod is being scheduled: events from now on are kept for it (upstream unlockedPop)."""
+        """The pod is being scheduled: events from now on are kept for it (the in-flight half of upstream's
+        unlockedPop; the popping itself waits on the PriorityQueue's Condition)."""
         seq = next(self._seq)
         self._in_flight[seq] = pod
         self._in_flight_pods[pod.uid] = seq
@@ -118,9 +119,9 @@ class ActiveQueue:
         self._in_flight[next(self._seq)] = InFlightEvent(event, old, new)
         return True
 
-    def events_since_pop(self, uid: str) -> list[InFlightEvent] | None:
-        """The events received since the pod was popped (upstream clusterEventsSinceElementPopped);
-        None when it is not in flight."""
+    def cluster_events_for_pod(self, uid: str) -> list[InFlightEvent] | None:
+        """The events received since the pod was popped (upstream clusterEventsForPod); None when it is
+        not in flight."""
         seq = self._in_flight_pods.get(uid)
         if seq is None:
             return None

@@ -34,8 +34,8 @@ def backoff_duration(count: int, initial: float, maximum: float) -> float:
     return min(duration, maximum)
 
 
-def align(t: float) -> float:
-    """The start of the ordering window holding ``t``."""
+def align_to_window(t: float) -> float:
+    """The start of the ordering window holding ``t`` (upstream alignToWindow)."""
     return math.floor(t / BACKOFF_ORDERING_WINDOW) * BACKOFF_ORDERING_WINDOW
 
 
@@ -98,7 +98,7 @@ class BackoffQueue:
         qpi = self._backoff.delete(key)
         return qpi if qpi is not None else self._error_backoff.delete(key)
 
-    def pop(self) -> QueuedPodInfo | None:
+    def pop_backoff(self) -> QueuedPodInfo | None:
         """The head of the plugin heap even before its backoff is over (SchedulerPopFromBackoffQ, when
         activeQ is empty); the error heap is never popped early."""
         return self._backoff.pop()
@@ -107,7 +107,7 @@ class BackoffQueue:
         """Remove and return the pods whose backoff window has passed (upstream popAllBackoffCompleted)."""
         completed: list[QueuedPodInfo] = []
         for heap in (self._backoff, self._error_backoff):
-            while (head := heap.peek()) is not None and not self.is_backing_off(head):
+            while (head := heap.peek()) is not None and not self.is_pod_backing_off(head):
                 heap.pop()
                 completed.append(head)
         return completed
@@ -115,8 +115,8 @@ class BackoffQueue:
     # ----- backoff arithmetic
 
     def backoff_expiry(self, qpi: QueuedPodInfo) -> float:
-        """Window-aligned time the pod's backoff ends (-inf: no backoff); computed once per failure and
-        cached on the pod info (the heaps order by it)."""
+        """Window-aligned time the pod's backoff ends (-inf: no backoff; upstream getBackoffTime); computed
+        once per failure and cached on the pod info (the heaps order by it)."""
         if self._max == 0:
             return -math.inf
         count = qpi.consecutive_errors_count if qpi.consecutive_errors_count > 0 else qpi.unschedulable_count
@@ -124,12 +124,12 @@ class BackoffQueue:
             return -math.inf
         if qpi.backoff_expiration is None:
             duration = backoff_duration(count, self._initial, self._max)
-            qpi.backoff_expiration = align(qpi.timestamp + duration)
+            qpi.backoff_expiration = align_to_window(qpi.timestamp + duration)
         return qpi.backoff_expiration
 
-    def is_backing_off(self, qpi: QueuedPodInfo) -> bool:
+    def is_pod_backing_off(self, qpi: QueuedPodInfo) -> bool:
         """Still backing off while its expiry window has not strictly passed the current window."""
-        return self.backoff_expiry(qpi) >= align(self._clock())
+        return self.backoff_expiry(qpi) >= align_to_window(self._clock())
 
     def _less_by_expiry(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         return self.backoff_expiry(a) < self.backoff_expiry(b)

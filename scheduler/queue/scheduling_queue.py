@@ -1,6 +1,7 @@
 """PriorityQueue: activeQ, backoffQ and unschedulablePods, as kube-scheduler v1.34 runs them
 (upstream pkg/scheduler/backend/queue/scheduling_queue.go; the three queues are in active_queue.py,
-backoff_queue.py and unschedulable_pods.py as upstream's active_queue.go and backoff_queue.go).
+backoff_queue.py and unschedulable_pods.py, as upstream's active_queue.go, backoff_queue.go and
+unschedulable_pods.go).
 
 Semantics follow ``pkg/scheduler/backend/queue`` with queueing hints on (GA and locked in 1.34: there is
 no mode without them) and SchedulerPopFromBackoffQ on:
@@ -66,7 +67,7 @@ from scheduler.queue.backoff_queue import (
     DEFAULT_POD_INITIAL_BACKOFF,
     DEFAULT_POD_MAX_BACKOFF,
     BackoffQueue,
-    align,
+    align_to_window,
 )
 from scheduler.queue.nominator import Nominator
 from scheduler.queue.queued_pod_info import QueuedPodInfo
@@ -429,7 +430,7 @@ class PriorityQueue:
 
     def _loop(self) -> None:
         now = self._clock()
-        first = min(max(align(now + BACKOFF_ORDERING_WINDOW) - now, 0.0), BACKOFF_ORDERING_WINDOW)
+        first = min(max(align_to_window(now + BACKOFF_ORDERING_WINDOW) - now, 0.0), BACKOFF_ORDERING_WINDOW)
         start = time.monotonic()
         next_backoff = start + first
         next_leftover = start  # wait.Until runs its function once right away
@@ -465,7 +466,7 @@ class PriorityQueue:
         while True:
             qpi = self._active.pop()
             if qpi is None:
-                qpi = self._backoff.pop()
+                qpi = self._backoff.pop_backoff()
                 if qpi is None:
                     return None
                 self._record(ACTIVE, POP_FROM_BACKOFF_Q)
@@ -541,7 +542,7 @@ class PriorityQueue:
         """Replay the events received while the pod was in flight through its rejectors' hints."""
         if not qpi.rejector_plugins:
             return Strategy.AFTER_BACKOFF
-        events = self._active.events_since_pop(qpi.pod.uid)
+        events = self._active.cluster_events_for_pod(qpi.pod.uid)
         if events is None:
             log.error("in-flight pod %s not found in the scheduling queue", qpi.pod.key)
             return Strategy.AFTER_BACKOFF
@@ -642,7 +643,7 @@ class PriorityQueue:
         if strategy is Strategy.SKIP:
             self._unschedulable.add_or_update(qpi, event)
             return UNSCHEDULABLE
-        if strategy is Strategy.AFTER_BACKOFF and self._backoff.is_backing_off(qpi):
+        if strategy is Strategy.AFTER_BACKOFF and self._backoff.is_pod_backing_off(qpi):
             return BACKOFF if self._move_to_backoff(qpi, event) else UNSCHEDULABLE
         return ACTIVE if self._move_to_active(qpi, event) else UNSCHEDULABLE
 

@@ -1,6 +1,5 @@
-"""unschedulablePods: the pods no event has yet made worth retrying, and the gated ones (upstream's
-unschedulablePods, defined in pkg/scheduler/backend/queue/scheduling_queue.go; a file of its own here,
-beside active_queue.py and backoff_queue.py).
+"""unschedulablePods: the pods no event has yet made worth retrying, and the gated ones (upstream
+pkg/scheduler/backend/queue/unschedulable_pods.go).
 
 A map by pod key. A pod enters when an attempt failed and no event replayed since its pop makes it
 worth retrying, or when a PreEnqueue plugin gates it; it leaves when a queueing hint, a flush or an

@@ -9,6 +9,7 @@ import orjson
 import pytest
 from kubernetes.client.exceptions import ApiException
 
+from scheduler.kube.client import api_error
 from scheduler.kube.snapshot import ClusterReadError, get_pod, list_objects, read_snapshot
 
 
@@ -64,7 +65,7 @@ def test_list_errors_are_one_line_naming_the_permission(exc: Exception, message:
 
 
 def test_unknown_pod_and_a_non_json_answer() -> None:
-    raw = Pages({}, fail={"/api/v1/namespaces/ns/pods/web": ApiException(status=404, reason="Not Found")})
+    raw = Pages({}, fail={"/api/v1/namespaces/ns/pods/web": api_error(404, "Not Found")})
     with pytest.raises(ClusterReadError, match=r'^pod "web" not found in namespace "ns"$'):
         get_pod(raw, "ns", "web")
 

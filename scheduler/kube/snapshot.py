@@ -20,6 +20,7 @@ import urllib3
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config import ConfigException
 
+from scheduler.edge import NotFoundError
 from scheduler.kube.client import RawApi, Requester, list_all, load_api_client, pod_path
 from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS, collection_path
 
@@ -67,7 +68,7 @@ def _reading(raw: Requester, verb: str, group: str, resource: str, not_found: st
                 f"{who}: this user may not {_describe(verb, group, resource)} (HTTP {exc.status}); "
                 f"bind the read-only role in manifests/readonly/"
             ) from None
-        if exc.status == 404 and not_found:
+        if isinstance(exc, NotFoundError) and not_found:
             raise ClusterReadError(not_found) from None
         raise ClusterReadError(f"{_describe(verb, group, resource)}: HTTP {exc.status} {exc.reason}") from None
     except (OSError, urllib3.exceptions.HTTPError, http.client.HTTPException) as exc:

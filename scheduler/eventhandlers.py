@@ -4,16 +4,16 @@ Assigned pods go to the cache, unassigned pods of this scheduler's profiles to t
 events update the cache; the other kinds plugins read go to the object store. Every change may wake
 pods through the cluster event it stands for. The watch side (kube.operator, kube.podstream,
 kube.sync) and simulate call these handlers; they are thread-safe through the cache's and the queue's
-locks.
+locks. Each handler returns the labels of its scheduler_event_handling_duration_seconds samples and is
+timed here (``_handled``), so every caller (watches, resync, simulate, a reload) is measured.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Mapping
 from typing import Any
 
-from scheduler.cache.cache import Cache
-from scheduler.cache.objects import ObjectStore
 from scheduler.framework.events import (
     ASSIGNED_POD_UPDATE,
     UNSCHEDULED_POD_ADD,
@@ -23,7 +23,6 @@ from scheduler.framework.events import (
     make_event,
     unscheduled_pod_update_events,
 )
-from scheduler.framework.runtime import Framework
 from scheduler.framework.types import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
@@ -35,7 +34,7 @@ from scheduler.framework.types import (
 )
 from scheduler.model.node import node_from_api
 from scheduler.model.pod import DEFAULT_SCHEDULER_NAME, Pod, pod_from_api, pod_uid
-from scheduler.queue.scheduling_queue import PriorityQueue
+from scheduler.schedule_one import SchedulerState
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 
@@ -59,27 +58,27 @@ def _unscheduled_update_labels(events: list[ClusterEvent]) -> Labels:
     return (update, *(e.label for e in events if e.label != update))
 
 
-class EventHandlers:
-    """The event-handling methods of the Scheduler (which sets the attributes declared here)."""
-
-    cache: Cache
-    queue: PriorityQueue
-    objects: ObjectStore
-    frameworks: dict[str, Framework]
-    clock: Callable[[], float]
-    # Unassigned pods this scheduler is responsible for, as last seen (the podLister re-read on failure).
-    _pending: dict[str, Pod]
-    # When each pod (by uid) and node (by name) was last heard of, for the periodic resync.
-    _pod_seen: dict[str, tuple[float, Mapping[str, Any]]]
-    _node_seen: dict[str, tuple[float, Mapping[str, Any]]]
+class EventHandlers(SchedulerState):
+    """The event-handling methods of the Scheduler."""
 
     def responsible_for(self, pod: Pod) -> bool:
         return pod.scheduler_name in self.frameworks
+
+    def _handled(self, labels: Labels, start: float) -> Labels:
+        """Record one scheduler_event_handling_duration_seconds sample per label of a handler that began
+        at ``start`` (perf_counter), as upstream's handlers each record theirs."""
+        if self.metrics is not None and labels:
+            self.metrics.event_handled(labels, time.perf_counter() - start)
+        return labels
 
     def on_pod_event(self, type_: str, obj: Mapping[str, Any]) -> Labels:
         """addPodToCache / updatePodInCache / addPodToSchedulingQueue / ...: assigned pods go to the
         cache, unassigned pods of our profiles to the queue. Returns the labels of upstream's
         scheduler_event_handling_duration_seconds samples for this watch event (the handlers it runs)."""
+        start = time.perf_counter()
+        return self._handled(self._pod_event(type_, obj), start)
+
+    def _pod_event(self, type_: str, obj: Mapping[str, Any]) -> Labels:
         spec = obj.get("spec")
         if isinstance(spec, Mapping) and not spec.get("nodeName") and (
                 spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME) not in self.frameworks:
@@ -147,6 +146,10 @@ class EventHandlers:
     def on_node_event(self, type_: str, obj: Mapping[str, Any]) -> Labels:
         """addNodeToCache / updateNodeInCache / deleteNodeFromCache. Returns the metric labels: an
         update is one sample per derived change event (none when nothing relevant changed)."""
+        start = time.perf_counter()
+        return self._handled(self._node_event(type_, obj), start)
+
+    def _node_event(self, type_: str, obj: Mapping[str, Any]) -> Labels:
         node = node_from_api(obj)
         old = self.cache.get_node(node.name)
         if type_ == DELETED:
@@ -170,6 +173,10 @@ class EventHandlers:
     def on_object_event(self, kind: str, type_: str, obj: Mapping[str, Any]) -> Labels:
         """Services, ReplicaSets, PVCs, Namespaces, PodGroups ...: stored for plugins; may wake pods.
         Returns the metric label (upstream's label of the resource's Add, Update or Delete event)."""
+        start = time.perf_counter()
+        return self._handled(self._object_event(kind, type_, obj), start)
+
+    def _object_event(self, kind: str, type_: str, obj: Mapping[str, Any]) -> Labels:
         for fwk in self.frameworks.values():
             fwk.notify_object_event(kind, type_ == DELETED, obj)
         if type_ == DELETED:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import random
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -303,6 +302,7 @@ class Metrics:
         self._bindings = self.goroutines.labels(BINDING)
         self._gauge_series: dict[int, set[tuple[str, ...]]] = {}
         self._victims = 0
+        self._event_sink = self.event_handling_duration.sink()
 
     # ----- wiring -------------------------------------------------------------------------------
 
@@ -313,28 +313,13 @@ class Metrics:
         """Whether this scheduling cycle records per-plugin durations (upstream: rand.Intn(100) < 10)."""
         return self._rng.random() * 100 < PLUGIN_METRICS_SAMPLE_PERCENT
 
-    def instrument_event_handlers(self, sched: Any) -> None:
-        """Time the scheduler's event handlers (scheduler_event_handling_duration_seconds): the pod,
-        node and object handlers on ``sched`` are replaced by timed wrappers, so every caller (watches,
-        resync, simulate) is measured. Each handler returns the labels upstream's handlers would
-        record for that watch event (e.g. one per derived change of a node update); every label gets
-        one sample of the handler's duration."""
-        sched.on_pod_event = self._timed(sched.on_pod_event)
-        sched.on_node_event = self._timed(sched.on_node_event)
-        sched.on_object_event = self._timed(sched.on_object_event)
-
-    def _timed(self, handler: Callable[..., tuple[str, ...]]) -> Callable[..., tuple[str, ...]]:
-        record = self.event_handling_duration.sink()
-
-        def timed(*args: Any) -> tuple[str, ...]:
-            start = time.perf_counter()
-            labels = handler(*args)
-            seconds = time.perf_counter() - start
-            for label in labels:
-                record(((label,), seconds))
-            return labels
-
-        return timed
+    def event_handled(self, labels: tuple[str, ...], seconds: float) -> None:
+        """One scheduler_event_handling_duration_seconds sample per label of a watch event's handling
+        (the scheduler's handlers return the labels upstream's handlers would record, e.g. one per
+        derived change of a node update)."""
+        record = self._event_sink
+        for label in labels:
+            record(((label,), seconds))
 
     # ----- recording ----------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
-"""Swapping in a new configuration between scheduling cycles (reload without restart), and building
-what a configuration's profiles need: their frameworks and the queue's view of them.
+"""Swapping in a new configuration between scheduling cycles (reload without restart), and the queue's
+view of a configuration's profiles (their frameworks are built by ``Scheduler.build_frameworks``).
 
 Upstream has no reload; the rules here keep its invariants: a pod's cycle runs under one framework from
 start to end (in-flight binding cycles hold the framework they started with), the queue and the cache
@@ -8,67 +8,34 @@ are not rebuilt, and the queue sort never changes under queued pods.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from scheduler.cache.objects import ObjectStore
 from scheduler.config.types import SchedulerConfiguration
-from scheduler.edge import ScheduleObserver
 from scheduler.eventhandlers import MODIFIED
 from scheduler.extender import build_extenders
-from scheduler.framework.batch import plugins_without_sign_pod
 from scheduler.framework.extender import EXTENDER_NAME
-from scheduler.framework.interface import CycleObserver
-from scheduler.framework.runtime import Framework
+from scheduler.framework.runtime import Framework, Plugins
 from scheduler.framework.types import ActionType, ClusterEvent, ClusterEventWithHint, EventResource
-from scheduler.metrics import Metrics
 from scheduler.model.pod import Pod, pod_from_api
-from scheduler.queue.scheduling_queue import PriorityQueue, QueueProfile
-from scheduler.schedule_one import SchedulingAlgorithm
+from scheduler.queue.scheduling_queue import QueueProfile
+from scheduler.schedule_one import SchedulerState
 
 log = structlog.get_logger(__name__)
 
 
-class Reconfigure:
-    """The reload methods of the Scheduler (which sets the attributes declared here)."""
+class Reconfigure(SchedulerState):
+    """The reload methods of the Scheduler."""
 
-    config: SchedulerConfiguration
-    frameworks: dict[str, Framework]
-    queue: PriorityQueue
-    algorithm: SchedulingAlgorithm
-    handle: Any
-    objects: ObjectStore
-    observer: ScheduleObserver | None
-    cycle_observer: CycleObserver | None
-    _pending: dict[str, Pod]
-    _pod_seen: dict[str, tuple[float, Mapping[str, Any]]]
-    _next_config: tuple[SchedulerConfiguration, dict[str, Framework]] | None
-    _next_config_lock: threading.Lock
-    metrics: Metrics | None
-
-    if TYPE_CHECKING:  # EventHandlers' (the Scheduler has both)
+    if TYPE_CHECKING:  # EventHandlers' and the Scheduler's own (the Scheduler has them all)
 
         def responsible_for(self, pod: Pod) -> bool: ...
         def on_pod_event(self, type_: str, obj: Mapping[str, Any]) -> tuple[str, ...]: ...
+        def build_frameworks(self, config: SchedulerConfiguration, registry: Plugins) -> dict[str, Framework]: ...
 
-    def build_frameworks(self, config: SchedulerConfiguration, registry: Any) -> dict[str, Framework]:
-        """One framework per profile, with its metrics; raises ValueError when a plugin refuses its args."""
-        out: dict[str, Framework] = {}
-        for p in config.profiles:
-            prof = self.metrics.profile(p.scheduler_name) if self.metrics is not None else None
-            hook = prof.extension_point if prof is not None else None
-            out[p.scheduler_name] = Framework(p, registry, self.handle, metrics=hook, plugin_metrics=prof,
-                                              observer=self.cycle_observer)
-            unsigned = plugins_without_sign_pod(out[p.scheduler_name].list_plugins(), out[p.scheduler_name].plugins)
-            if config.opportunistic_batching and unsigned:  # visible, not only documented: it costs throughput
-                log.info("opportunistic batching off for this profile: plugins without sign_pod",
-                         profile=p.scheduler_name, plugins=unsigned)
-        return out
-
-    def reconfigure(self, config: SchedulerConfiguration, registry: Any) -> None:
+    def reconfigure(self, config: SchedulerConfiguration, registry: Plugins) -> None:
         """Accept a new configuration: its profiles are built now (a ValueError leaves everything as it
         is) and swapped in between two scheduling cycles (``apply_next_config``). The queue sort cannot
         change while pods are queued under the old one."""

@@ -20,7 +20,7 @@ import itertools
 import random
 import threading
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -30,10 +30,13 @@ import numpy as np
 import structlog
 
 from scheduler.cache.cache import Cache, SnapshotInconsistentError
+from scheduler.cache.objects import ObjectStore
 from scheduler.cache.snapshot import Snapshot
-from scheduler.edge import BoundElsewhereError, EventRecorder, NotFoundError, ScheduleObserver
+from scheduler.config.types import SchedulerConfiguration
+from scheduler.edge import APIWriter, Binder, BoundElsewhereError, EventRecorder, NotFoundError, ScheduleObserver
 from scheduler.framework.batch import NodesAt, OpportunisticBatch, OpportunisticBatches
 from scheduler.framework.extender import EXTENDER_NAME, MAX_EXTENDER_PRIORITY, Extender, ExtenderError
+from scheduler.framework.features import Features
 from scheduler.framework.fit_error import (
     Diagnosis,
     FitError,
@@ -45,6 +48,7 @@ from scheduler.framework.interface import (
     CycleObserver,
     CycleState,
     NodeToStatus,
+    PodGroupWriter,
     ScoreMatrix,
     ScorePlugin,
     ScoreRow,
@@ -58,8 +62,6 @@ from scheduler.metrics import Metrics
 from scheduler.model.pod import Pod
 from scheduler.queue.queued_pod_info import QueuedPodInfo
 from scheduler.queue.scheduling_queue import PriorityQueue
-
-log = structlog.get_logger(__name__)
 
 log = structlog.get_logger(__name__)
 
@@ -261,7 +263,7 @@ class SchedulingAlgorithm:
             return None
         began = time.perf_counter()
         key = (signature, frozenset(state.skip_filter_plugins))
-        run_filters = fwk.filter_runner(state, pod)
+        run_filters = fwk.filter_runner(state, pod, observe=True)
 
         def delta(old: Hashable, new: Hashable) -> Callable[[NodeInfo], bool] | None:
             old_signature, old_skipped = cast(tuple[Hashable, frozenset[str]], old)
@@ -276,7 +278,7 @@ class SchedulingAlgorithm:
             return None
         overrides: dict[int, Status | None] = {}
         for p, pods in nominated.items():
-            status = fwk.run_filter_plugins_with_nominated_pods(state, pod, all_nodes[p], pods)
+            status = fwk.run_filter_plugins_with_nominated_pods(state, pod, all_nodes[p], pods, observe=True)
             if status is not None and status.code == Code.ERROR:
                 return None  # the per-node walk decides whether it gets that far
             overrides[p] = status
@@ -373,7 +375,7 @@ class SchedulingAlgorithm:
         failure: Status | None = None
         # Nodes without nominated pods need one plain filter pass; find them once per cycle.
         nominated_nodes = nominator.nodes_with_nominated_pods() if nominator is not None else None
-        run_filters = fwk.filter_runner(state, pod)
+        run_filters = fwk.filter_runner(state, pod, observe=True)
         for i in range(n):
             if len(feasible) >= k:
                 break
@@ -382,7 +384,7 @@ class SchedulingAlgorithm:
                 status = run_filters(node_info)
             else:
                 pods = nominator.nominated_pods_for_node(node_info.name) if nominator is not None else None
-                status = fwk.run_filter_plugins_with_nominated_pods(state, pod, node_info, pods)
+                status = fwk.run_filter_plugins_with_nominated_pods(state, pod, node_info, pods, observe=True)
             if success(status):
                 feasible.append(node_info)
             elif status is not None and status.code == Code.ERROR:
@@ -552,27 +554,69 @@ def _unschedulable(exc: FitError) -> Status:
     return Status(Code.UNSCHEDULABLE, [str(exc)], error=exc)
 
 
-def _permit_decided(fwk: Framework, pod: Pod) -> bool:
-    wp = fwk.get_waiting_pod(pod.uid)
-    return wp is None or wp.decided()
+@dataclass(frozen=True, slots=True)
+class AssumedPod:
+    """A pod its scheduling cycle assumed on ``host``: what its binding cycle needs (upstream hands
+    bindingCycle the same: cycle state, framework, schedule result, assumed pod info, start)."""
+
+    fwk: Framework
+    state: CycleState
+    qpi: QueuedPodInfo
+    assumed: Pod
+    host: str
+    cycle: int
+    start: float
+
+    def permit_decided(self) -> bool:
+        """Not waiting at Permit, or allowed, rejected or timed out there."""
+        wp = self.fwk.get_waiting_pod(self.assumed.uid)
+        return wp is None or wp.decided()
 
 
-class ScheduleOne:
-    """The scheduling and binding cycles of the Scheduler (which sets the attributes declared here)."""
+# When a pod (by uid) or node (by name) was last heard of, and its object as then.
+Seen = dict[str, tuple[float, Mapping[str, Any]]]
 
+
+class SchedulerState:
+    """The Scheduler's fields (upstream scheduler.go's Scheduler struct), declared once. Its methods live
+    where upstream has them: ScheduleOne here, EventHandlers in eventhandlers.py, Reconfigure in
+    reconfigure.py, the rest in scheduler.py, whose ``__init__`` sets every field. It is declared in this
+    module because SchedulingAlgorithm, one of the fields, is defined here."""
+
+    config: SchedulerConfiguration
+    features: Features
     frameworks: dict[str, Framework]
-    queue: PriorityQueue
-    cache: Cache
-    snapshot: Snapshot
     algorithm: SchedulingAlgorithm
+    cache: Cache
+    queue: PriorityQueue
+    snapshot: Snapshot
+    objects: ObjectStore
+    binder: Binder
+    writer: APIWriter | None
     recorder: EventRecorder
+    podgroup_writer: PodGroupWriter | None
     observer: ScheduleObserver | None
+    cycle_observer: CycleObserver | None
     metrics: Metrics | None
+    rng: random.Random
     clock: Callable[[], float]
+    # Unassigned pods this scheduler is responsible for, as last seen (the podLister re-read on failure).
     _pending: dict[str, Pod]
+    # When each pod and node was last heard of, for the periodic resync.
+    _pod_seen: Seen
+    _node_seen: Seen
+    # A validated configuration waiting to be swapped in between two scheduling cycles (reload).
+    _next_config: tuple[SchedulerConfiguration, dict[str, Framework]] | None
+    _next_config_lock: threading.Lock
+    # Binding cycles run on this pool (None: inline, synchronous binding) with at most this many queued.
     _bind_pool: ThreadPoolExecutor | None
     _bind_slots: threading.BoundedSemaphore
-    parked: list[tuple[Any, ...]]  # binding cycles of pods waiting at Permit (synchronous binding)
+    # Binding cycles of pods waiting at Permit (synchronous binding).
+    parked: list[AssumedPod]
+
+
+class ScheduleOne(SchedulerState):
+    """The scheduling and binding cycles of the Scheduler."""
 
     def schedule_one(self, timeout: float | None = None) -> bool:
         """ScheduleOne: pop one pod and run its scheduling cycle. False when nothing was popped."""
@@ -639,55 +683,54 @@ class ScheduleOne:
             return
         if self.observer is not None:
             self.observer.scheduled(pod, host, result.diagnosis.node_to_status)
-        args = (fwk, state, qpi, assumed, host, cycle, start)
+        bound = AssumedPod(fwk, state, qpi, assumed, host, cycle, start)
         if permit is not None and permit.code == Code.WAIT:
-            self._park(args)
+            self._park(bound)
         elif self._bind_pool is None:
-            self.binding_cycle(*args)
+            self.binding_cycle(bound)
         else:
             self._bind_slots.acquire()
-            self._bind_pool.submit(self._binding_cycle_guarded, *args)
+            self._bind_pool.submit(self._binding_cycle_guarded, bound)
 
-    def _park(self, args: tuple[Any, ...]) -> None:
+    def _park(self, pod: AssumedPod) -> None:
         """A pod waiting at Permit must not hold a binding worker or slot: a gang larger than the
         pool would wait for members the blocked loop can never schedule. Live, it waits on its own
         thread (a goroutine upstream); with synchronous binding its binding cycle runs once decided."""
         if self._bind_pool is None:
-            self.parked.append(args)
+            self.parked.append(pod)
             return
-        threading.Thread(target=self._binding_cycle_logged, args=args, name="permit-wait", daemon=True).start()
+        threading.Thread(target=self._binding_cycle_logged, args=(pod,), name="permit-wait", daemon=True).start()
 
     def run_decided_parked(self) -> None:
         """Synchronous binding: run the binding cycles of parked pods that were allowed or rejected."""
         while True:
-            ready = [a for a in self.parked if _permit_decided(a[0], a[3])]
+            ready = [a for a in self.parked if a.permit_decided()]
             if not ready:
                 return
             for a in ready:
                 self.parked.remove(a)
-                self.binding_cycle(*a)
+                self.binding_cycle(a)
 
-    def _binding_cycle_guarded(self, *args: Any) -> None:
+    def _binding_cycle_guarded(self, pod: AssumedPod) -> None:
         if self.metrics is not None:
             self.metrics.binding_started()
         try:
-            self._binding_cycle_logged(*args)
+            self._binding_cycle_logged(pod)
         finally:
             self._bind_slots.release()
             if self.metrics is not None:
                 self.metrics.binding_finished()
 
-    def _binding_cycle_logged(self, *args: Any) -> None:
+    def _binding_cycle_logged(self, pod: AssumedPod) -> None:
         try:
-            self.binding_cycle(*args)
+            self.binding_cycle(pod)
         except Exception:
             log.exception("binding cycle crashed")
 
-    def binding_cycle(
-        self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, assumed: Pod, host: str, cycle: int,
-        start: float,
-    ) -> None:
+    def binding_cycle(self, pod: AssumedPod) -> None:
         """bindingCycle: WaitOnPermit, PreBind, Bind, then the cache confirms the binding and PostBind runs."""
+        fwk, state, qpi, assumed, host, cycle, start = (
+            pod.fwk, pod.state, pod.qpi, pod.assumed, pod.host, pod.cycle, pod.start)
         st = fwk.wait_on_permit(assumed)
         if st is None or st.code == Code.SUCCESS:
             st = fwk.run_pre_bind_plugins(state, assumed, host)

@@ -1,9 +1,11 @@
-"""The Scheduler: its construction, the framework handle it gives plugins, and Run.
+"""The Scheduler: its construction, what it does for plugins (SchedulerActions), and Run.
 
-As upstream pkg/scheduler/scheduler.go; the per-pod cycles are in schedule_one.py (ScheduleOne) and
-the routing of watch events into the cache and queue in eventhandlers.py (EventHandlers). Everything
-that talks to the world outside is injected (scheduler.edge): the Binder, the EventRecorder, the
-APIWriter and, for simulate, a ScheduleObserver.
+As upstream pkg/scheduler/scheduler.go; the per-pod cycles are in schedule_one.py (ScheduleOne), the
+routing of watch events into the cache and queue in eventhandlers.py (EventHandlers), and the fields
+they share are declared once, in schedule_one.py's SchedulerState. Plugins get their profile's
+Framework as their Handle; it answers from the FrameworkOptions built here and calls back into the
+Scheduler for what only the scheduler can do. Everything that talks to the world outside is injected
+(scheduler.edge): the Binder, the EventRecorder, the APIWriter and, for simulate, a ScheduleObserver.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
@@ -24,11 +26,12 @@ from scheduler.config.types import SchedulerConfiguration
 from scheduler.edge import APIWriter, Binder, EventRecorder, NotFoundError, ScheduleObserver
 from scheduler.eventhandlers import EventHandlers
 from scheduler.extender import build_extenders
+from scheduler.framework.batch import plugins_without_sign_pod
 from scheduler.framework.extender import Extender
 from scheduler.framework.features import Features
 from scheduler.framework.interface import CycleObserver, PodGroupWriter
 from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
-from scheduler.framework.runtime import Framework
+from scheduler.framework.runtime import Framework, FrameworkOptions, Plugins
 from scheduler.framework.status import Status
 from scheduler.framework.status import error as error_status
 from scheduler.metrics import Metrics
@@ -45,79 +48,11 @@ class NoAPIWriterError(RuntimeError):
     """A write was needed but the scheduler was built without an APIWriter."""
 
 
-class _Handle:
-    """The framework handle of one profile: plugins reach the cluster only through this."""
-
-    def __init__(self, sched: Scheduler) -> None:
-        self._s = sched
-
-    def snapshot(self) -> Snapshot:
-        return self._s.snapshot
-
-    def objects(self) -> ObjectStore:
-        return self._s.objects
-
-    def nominated_pods_for(self, node_name: str) -> list[Pod]:
-        return list(self._s.queue.nominator.nominated_pods_for_node(node_name))
-
-    def bind(self, pod: Pod, node_name: str) -> Status | None:
-        return self._s.bind_via_binder(pod, node_name)
-
-    def parallelism(self) -> int:
-        return self._s.config.parallelism
-
-    # preemption (ClusterHandle)
-
-    def extenders(self) -> list[Extender]:
-        return self._s.algorithm.extenders
-
-    def rng(self) -> random.Random:
-        return self._s.rng
-
-    def latest_pod(self, pod: Pod) -> Pod | None:
-        return self._s._pending.get(pod.uid)
-
-    def preempt(self, victim: Pod, preemptor: Pod, node_name: str, plugin: str) -> Status | None:
-        return self._s.preempt_victim(victim, preemptor, node_name, plugin)
-
-    def victims_selected(self, count: int) -> None:
-        if self._s.metrics is not None:
-            self._s.metrics.victims_selected(count)
-
-    def async_preemption_done(self, ok: bool, seconds: float) -> None:
-        if self._s.metrics is not None:
-            self._s.metrics.preemption_goroutine_done(ok, seconds)
-
-    def clear_nominated_node(self, pod: Pod) -> Status | None:
-        return self._s.clear_nominated_node(pod)
-
-    # volume binding (VolumeBinding's PreBind)
-
-    def update_object(self, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
-        """PUT a PersistentVolume or PersistentVolumeClaim through the APIWriter; returns the stored object."""
-        return self._s.api_writer().update_object(kind, obj)
-
-    def pod_exists(self, pod: Pod) -> bool:
-        """The pod has not been deleted (as far as the watch told)."""
-        return pod.uid in self._s._pod_seen
-
-    def features(self) -> Features:
-        return self._s.features
-
-    # Coscheduling
-
-    def activate_pods(self, pods: list[Pod]) -> None:
-        self._s.queue.activate(pods)
-
-    def podgroup_writer(self) -> PodGroupWriter | None:
-        return self._s.podgroup_writer
-
-
 class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
     def __init__(
         self,
         config: SchedulerConfiguration,
-        registry: Any,
+        registry: Plugins,
         binder: Binder,
         recorder: EventRecorder,
         metrics: Metrics | None = None,
@@ -152,8 +87,7 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
         self.cache = Cache(ttl=config.assumed_pod_ttl_seconds, clock=clock)
         self.objects = ObjectStore()
         self.snapshot = Snapshot()
-        self.handle = _Handle(self)
-        self.frameworks: dict[str, Framework] = self.build_frameworks(config, registry)
+        self.frameworks = self.build_frameworks(config, registry)
         first = next(iter(self.frameworks.values()))
         self.queue = PriorityQueue(
             less=first.queue_sort_less,
@@ -174,19 +108,34 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
             extenders=build_extenders(config.extenders),
             batching=config.opportunistic_batching,
         )
-        # A validated configuration waiting to be swapped in between two scheduling cycles (reload).
-        self._next_config: tuple[SchedulerConfiguration, dict[str, Framework]] | None = None
+        self._next_config = None
         self._next_config_lock = threading.Lock()
         self._pending = {}
         self._pod_seen = {}
         self._node_seen = {}
         self._bind_pool = None if synchronous_binding else ThreadPoolExecutor(bind_workers, "binding")
         self._bind_slots = threading.BoundedSemaphore(bind_workers * 4)
-        self.parked: list[tuple[Any, ...]] = []  # binding cycles waiting at Permit (synchronous binding)
+        self.parked = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        if metrics is not None:
-            metrics.instrument_event_handlers(self)
+
+    def build_frameworks(self, config: SchedulerConfiguration, registry: Plugins) -> dict[str, Framework]:
+        """One framework per profile, with its metrics; raises ValueError when a plugin refuses its args."""
+        options = FrameworkOptions(
+            scheduler=self, snapshot=self.snapshot, objects=self.objects, parallelism=config.parallelism,
+            rng=self.rng, features=self.features, podgroup_writer=self.podgroup_writer,
+        )
+        out: dict[str, Framework] = {}
+        for p in config.profiles:
+            prof = self.metrics.profile(p.scheduler_name) if self.metrics is not None else None
+            hook = prof.extension_point if prof is not None else None
+            out[p.scheduler_name] = Framework(p, registry, options, metrics=hook, plugin_metrics=prof,
+                                              observer=self.cycle_observer)
+            unsigned = plugins_without_sign_pod(out[p.scheduler_name].list_plugins(), out[p.scheduler_name].plugins)
+            if config.opportunistic_batching and unsigned:  # visible, not only documented: it costs throughput
+                log.info("opportunistic batching off for this profile: plugins without sign_pod",
+                         profile=p.scheduler_name, plugins=unsigned)
+        return out
 
     # ----- Run -----
 
@@ -225,14 +174,43 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
         if self.metrics is not None:
             self.metrics.refresh(self.cache, self.queue)
 
-    # ----- the handle's API edge -----
+    # ----- SchedulerActions: what the scheduler does for plugins (through their Framework) -----
+
+    def nominated_pods_for(self, node_name: str) -> list[Pod]:
+        return list(self.queue.nominator.nominated_pods_for_node(node_name))
+
+    def extenders(self) -> Sequence[Extender]:
+        return self.algorithm.extenders
+
+    def latest_pod(self, pod: Pod) -> Pod | None:
+        """The pending pod as last seen; None once it is gone or bound."""
+        return self._pending.get(pod.uid)
+
+    def pod_exists(self, pod: Pod) -> bool:
+        """The pod has not been deleted (as far as the watch told)."""
+        return pod.uid in self._pod_seen
+
+    def activate_pods(self, pods: list[Pod]) -> None:
+        self.queue.activate(pods)
+
+    def victims_selected(self, count: int) -> None:
+        if self.metrics is not None:
+            self.metrics.victims_selected(count)
+
+    def async_preemption_done(self, ok: bool, seconds: float) -> None:
+        if self.metrics is not None:
+            self.metrics.preemption_goroutine_done(ok, seconds)
+
+    def update_object(self, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        """PUT a PersistentVolume or PersistentVolumeClaim through the APIWriter; returns the stored object."""
+        return self.api_writer().update_object(kind, obj)
 
     def api_writer(self) -> APIWriter:
         if self.writer is None:
             raise NoAPIWriterError("this scheduler has no API writer")
         return self.writer
 
-    def preempt_victim(self, victim: Pod, preemptor: Pod, node_name: str, plugin: str) -> Status | None:
+    def preempt(self, victim: Pod, preemptor: Pod, node_name: str, plugin: str) -> Status | None:
         """Evict one preemption victim (upstream Evaluator.PreemptPod): a pod waiting at Permit in the
         preemptor's profile is rejected; any other gets DisruptionTarget=True (reason
         PreemptionByScheduler) and is deleted. A victim already deleted counts as preempted, with no
@@ -278,7 +256,7 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
             return error_status(exc)
         return None
 
-    def bind_via_binder(self, pod: Pod, node_name: str) -> Status | None:
+    def bind(self, pod: Pod, node_name: str) -> Status | None:
         """DefaultBinder's Bind through the injected Binder."""
         try:
             self.binder.bind(pod, node_name)

@@ -266,7 +266,7 @@ def test_object_events_carry_upstreams_resource_labels() -> None:
 def test_volume_stage_errors_reach_the_scrape_through_the_framework_handle() -> None:
     metrics = Metrics()
     s, _ = make(metrics)
-    s.frameworks["py-scheduler"].handle.volume_scheduling_stage_failed("assume")
+    s.frameworks["py-scheduler"].volume_scheduling_stage_failed("assume")
     assert metrics.volume_stage_errors.labels("assume")._value.get() == 1
     assert 'scheduler_volume_scheduling_stage_error_total{operation="assume"} 1.0' in (
         generate_latest(metrics.registry).decode())

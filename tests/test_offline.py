@@ -77,7 +77,7 @@ def test_without_a_writer_the_core_writes_fail_with_an_error_status() -> None:
     s.on_node_event(ADDED, node("n1"))
     s.on_pod_event(ADDED, pod("v", node_name="n1"))
     victim, preemptor = pod_from_api(pod("v", node_name="n1")), pod_from_api(pod("p", priority=9))
-    status = s.preempt_victim(victim, preemptor, "n1", "DefaultPreemption")
+    status = s.preempt(victim, preemptor, "n1", "DefaultPreemption")
     assert status is not None and status.code == Code.ERROR and "no API writer" in status.message
     assert s.cache.pod_count() == 1, "nothing was evicted"
     cleared = s.clear_nominated_node(pod_from_api({**pod("q"), "status": {"nominatedNodeName": "n1"}}))

@@ -338,8 +338,8 @@ def test_a_signature_that_moves_with_every_pod_is_derived_from_the_last_batch() 
     fwk = next(iter(batched.sched.frameworks.values()))
     runner = fwk.filter_runner
 
-    def counting_runner(state: Any, pod: Any) -> Any:
-        run = runner(state, pod)
+    def counting_runner(state: Any, pod: Any, **kw: Any) -> Any:
+        run = runner(state, pod, **kw)
 
         def counted(node_info: Any) -> Any:
             evaluated.append(node_info.name)

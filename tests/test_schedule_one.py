@@ -5,15 +5,17 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from scheduler.cache.objects import ObjectStore
+from scheduler.cache.snapshot import Snapshot
 from scheduler.config.types import PluginRef, Profile
 from scheduler.framework.fit_error import FitError, FrameworkError, NoNodesAvailableError
 from scheduler.framework.interface import CycleState, NodeToStatus, PostFilterResult, PreFilterResult
 from scheduler.framework.results import ResultRecorder
-from scheduler.framework.runtime import Framework
+from scheduler.framework.runtime import Framework, FrameworkOptions
 from scheduler.framework.status import Code, Status, error, unresolvable, unschedulable
 from scheduler.framework.types import NodeInfo
 from scheduler.model.node import node_from_api
@@ -73,21 +75,14 @@ class Lister:
         return []
 
 
-class FakeHandle:
-    def snapshot(self) -> Any:
-        return None
-
-    def objects(self) -> Any:
-        return None
+class FakeScheduler:
+    """The SchedulerActions a framework may reach here: no nominated pods, binding succeeds."""
 
     def nominated_pods_for(self, node_name: str) -> Sequence[Pod]:
         return []
 
     def bind(self, pod: Pod, node_name: str) -> Status | None:
         return None
-
-    def parallelism(self) -> int:
-        return 16
 
 
 class Nominator:
@@ -109,7 +104,8 @@ def build(points: Mapping[str, list[Any]], percentage: int | None = None) -> Fra
         for p in instances:
             registry[p.name] = lambda args, h, p=p: p
     profile = Profile("default-scheduler", plugins, percentage_of_nodes_to_score=percentage)
-    return Framework(profile, registry, FakeHandle())
+    options = FrameworkOptions(scheduler=cast(Any, FakeScheduler()), snapshot=Snapshot(), objects=ObjectStore())
+    return Framework(profile, registry, options)
 
 
 class Reject:

@@ -1,7 +1,8 @@
 """Go duration strings (``time.ParseDuration``): ``"15s"``, ``"1m30s"``, ``"500ms"``, ``"1.5h"``.
 
 KubeSchedulerConfiguration's leaderElection and extender timeouts are metav1.Duration values, which
-are written in Go's syntax; configs written for kube-scheduler must load unchanged here.
+are written in Go's syntax; configs written for kube-scheduler must load unchanged here. A leaf module
+(it imports nothing of scheduler/), so config and framework both take Go's formatting from here.
 """
 
 from __future__ import annotations
@@ -50,22 +51,33 @@ def parse_duration(text: str) -> float:
 
 
 def format_duration(seconds: float) -> str:
-    """A compact Go-style rendering (``90.0`` -> ``"1m30s"``), used in messages and round-trips."""
-    if seconds == 0:
+    """Go's ``time.Duration.String()`` ("10s", "1m30s", "1h0m0s", "1.5s", "500ms"): upstream embeds
+    durations in messages this way (Permit's timeout message), and ``parse_duration`` reads it back.
+    The one copy of this formatting: the framework imports it from here, a leaf module."""
+    ns = round(seconds * 1_000_000_000)
+    if ns == 0:
         return "0s"
-    neg = seconds < 0
-    rest = abs(seconds)
-    out = ""
-    h, rest = divmod(rest, 3600)
-    m, rest = divmod(rest, 60)
-    if h:
-        out += f"{int(h)}h"
-    if m:
-        out += f"{int(m)}m"
-    if rest or not out:
-        if rest < 1 and not out:
-            ms = rest * 1000
-            out += f"{ms:g}ms"
-        else:
-            out += f"{rest:g}s"
-    return ("-" if neg else "") + out
+    sign, ns = ("-", -ns) if ns < 0 else ("", ns)
+    if ns < 1_000:
+        return f"{sign}{ns}ns"
+    if ns < 1_000_000:
+        return f"{sign}{_decimal(ns, 1_000)}µs"
+    if ns < 1_000_000_000:
+        return f"{sign}{_decimal(ns, 1_000_000)}ms"
+    hours, rest = divmod(ns, 3_600_000_000_000)
+    minutes, rest = divmod(rest, 60_000_000_000)
+    secs = _decimal(rest, 1_000_000_000)
+    if hours:
+        return f"{sign}{hours}h{minutes}m{secs}s"
+    if minutes:
+        return f"{sign}{minutes}m{secs}s"
+    return f"{sign}{secs}s"
+
+
+def _decimal(value: int, unit: int) -> str:
+    """``value`` in ``unit``s with Go's shortest decimal fraction (no trailing zeros)."""
+    whole, frac = divmod(value, unit)
+    if frac == 0:
+        return str(whole)
+    digits = str(frac).rjust(len(str(unit)) - 1, "0").rstrip("0")
+    return f"{whole}.{digits}"

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.framework.runtime import go_duration
+from scheduler.config.duration import format_duration
 from scheduler.framework.status import Code, Status
 from scheduler.model.pod import Pod
 
@@ -198,7 +198,7 @@ class ResultRecorder:
 
     def permit_timeout(self, pod: Pod, plugin: str, seconds: float) -> None:
         with self._lock:
-            self._get(pod).permit_timeout[plugin] = go_duration(seconds)
+            self._get(pod).permit_timeout[plugin] = format_duration(seconds)
 
     def selected_node(self, pod: Pod, node: str) -> None:
         with self._lock:

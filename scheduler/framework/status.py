@@ -64,3 +64,21 @@ def skip() -> Status:
 
 def code_of(s: Status | None) -> Code:
     return Code.SUCCESS if s is None else s.code
+
+
+# Upstream Code.String(): the status label of the scheduler's metrics.
+CODE_NAMES: dict[Code, str] = {
+    Code.SUCCESS: "Success",
+    Code.ERROR: "Error",
+    Code.UNSCHEDULABLE: "Unschedulable",
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
+    Code.WAIT: "Wait",
+    Code.SKIP: "Skip",
+    Code.PENDING: "Pending",
+}
+_SUCCESS_NAME = CODE_NAMES[Code.SUCCESS]
+
+
+def code_name(status: Status | None) -> str:
+    """Upstream Code.String() of a status (None is Success): the metrics label value."""
+    return _SUCCESS_NAME if status is None else CODE_NAMES[status.code]

@@ -42,7 +42,9 @@ def test_parse_duration_rejects_non_strings() -> None:
 
 
 @pytest.mark.parametrize(
-    ("seconds", "text"), [(90.0, "1m30s"), (15.0, "15s"), (0.5, "500ms"), (3600.0, "1h"), (0, "0s")]
+    ("seconds", "text"),
+    [(90.0, "1m30s"), (15.0, "15s"), (0.5, "500ms"), (3600.0, "1h0m0s"), (0, "0s"), (10, "10s"), (1.5, "1.5s"),
+     (900, "15m0s")],
 )
 def test_format_duration_round_trips(seconds: float, text: str) -> None:
     assert format_duration(seconds) == text

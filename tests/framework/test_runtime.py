@@ -5,10 +5,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from scheduler.cache.objects import ObjectStore
+from scheduler.cache.snapshot import Snapshot
 from scheduler.config.types import PluginRef, Profile
 from scheduler.edge import NotFoundError
 from scheduler.framework.interface import (
@@ -20,7 +22,7 @@ from scheduler.framework.interface import (
     ScoreRow,
 )
 from scheduler.framework.results import ResultRecorder
-from scheduler.framework.runtime import WILDCARD_EVENT, Framework, go_duration
+from scheduler.framework.runtime import WILDCARD_EVENT, Framework, FrameworkOptions
 from scheduler.framework.status import Code, Status, error, skip, unresolvable, unschedulable
 from scheduler.framework.types import NODE_ADD, ClusterEventWithHint, NodeInfo
 from scheduler.model.node import node_from_api
@@ -50,16 +52,12 @@ def make_node_info(name: str, cpu: str = "4", *pods: Pod) -> NodeInfo:
     return ni
 
 
-class FakeHandle:
+class FakeScheduler:
+    """The SchedulerActions these tests reach (nominated pods, bind)."""
+
     def __init__(self, nominated: Mapping[str, Sequence[Pod]] | None = None) -> None:
         self.nominated = dict(nominated or {})
         self.bound: list[tuple[str, str]] = []
-
-    def snapshot(self) -> Any:
-        return None
-
-    def objects(self) -> Any:
-        return None
 
     def nominated_pods_for(self, node_name: str) -> Sequence[Pod]:
         return self.nominated.get(node_name, [])
@@ -68,14 +66,16 @@ class FakeHandle:
         self.bound.append((pod.name, node_name))
         return None
 
-    def parallelism(self) -> int:
-        return 16
+
+def options(scheduler: FakeScheduler | None = None) -> FrameworkOptions:
+    return FrameworkOptions(scheduler=cast(Any, scheduler or FakeScheduler()), snapshot=Snapshot(),
+                            objects=ObjectStore())
 
 
 def build(
     points: Mapping[str, list[Any]],
     weights: Mapping[str, int] | None = None,
-    handle: FakeHandle | None = None,
+    scheduler: FakeScheduler | None = None,
     **kw: Any,
 ) -> Framework:
     """A framework whose registry hands out the given plugin instances."""
@@ -85,7 +85,7 @@ def build(
         plugins[point] = [PluginRef(p.name, (weights or {}).get(p.name, 0)) for p in instances]
         for p in instances:
             registry[p.name] = lambda args, h, p=p: p
-    return Framework(Profile("test-profile", plugins), registry, handle or FakeHandle(), **kw)
+    return Framework(Profile("test-profile", plugins), registry, options(scheduler), **kw)
 
 
 class CpuFit:
@@ -171,7 +171,7 @@ class PreF:
 def test_unregistered_plugin_is_a_clear_error() -> None:
     profile = Profile("p1", {"filter": [PluginRef("Missing")]})
     with pytest.raises(ValueError, match=r"profile 'p1': plugin 'Missing' is not registered"):
-        Framework(profile, {}, FakeHandle())
+        Framework(profile, {}, options())
 
 
 def test_plugin_listed_at_a_point_it_does_not_implement() -> None:
@@ -188,27 +188,27 @@ def test_plugin_instantiated_once_across_points() -> None:
         return PreF("Both")
 
     profile = Profile("p", {"preFilter": [PluginRef("Both")], "filter": [PluginRef("Both")]})
-    fwk = Framework(profile, {"Both": factory}, FakeHandle())
+    fwk = Framework(profile, {"Both": factory}, options())
     assert len(made) == 1
     assert fwk.list_plugins() == {"preFilter": ["Both"], "filter": ["Both"]}
 
 
-def test_factory_gets_plugin_args_and_wrapping_handle() -> None:
+def test_factory_gets_plugin_args_and_the_framework_as_handle() -> None:
     seen: dict[str, Any] = {}
 
     def factory(args: Mapping[str, Any], handle: Any) -> CpuFit:
         seen["args"], seen["handle"] = args, handle
         return CpuFit()
 
-    base = FakeHandle({"n1": [make_pod("nom")]})
+    base = FakeScheduler({"n1": [make_pod("nom")]})
     profile = Profile("p", {"filter": [PluginRef("CpuFit")]}, plugin_config={"CpuFit": {"k": 1}})
-    fwk = Framework(profile, {"CpuFit": factory}, base)
+    fwk = Framework(profile, {"CpuFit": factory}, options(base))
     assert seen["args"] == {"k": 1}
-    assert seen["handle"].framework is fwk
+    assert seen["handle"] is fwk  # upstream: the framework is the plugins' Handle
     assert [p.name for p in seen["handle"].nominated_pods_for("n1")] == ["nom"]
-    assert seen["handle"].bind(make_pod("p"), "n1") is None  # declared Handle methods reach the wrapped handle
+    assert seen["handle"].bind(make_pod("p"), "n1") is None  # Handle methods reach the scheduler's actions
     assert base.bound == [("p", "n1")]
-    assert not hasattr(seen["handle"], "bound")  # undeclared attributes do not leak through
+    assert not hasattr(seen["handle"], "bound")  # the scheduler's other attributes do not leak through
 
 
 # ----- PreFilter -------------------------------------------------------------------------------
@@ -355,7 +355,7 @@ def test_nominated_pods_default_to_the_handle_and_run_add_pod_on_a_cloned_state(
     ext = CountingExtensions()
     pf = PreF("Ext", ext=ext)
     nominated = make_pod("nom", priority=1, cpu="1")
-    fwk = build({"preFilter": [pf], "filter": [CpuFit()]}, handle=FakeHandle({"n1": [nominated]}))
+    fwk = build({"preFilter": [pf], "filter": [CpuFit()]}, scheduler=FakeScheduler({"n1": [nominated]}))
     state = CycleState()
     assert fwk.run_filter_plugins_with_nominated_pods(state, make_pod("p", cpu="1"), make_node_info("n1")) is None
     assert ext.added == ["nom"]
@@ -685,14 +685,6 @@ def test_metrics_hook_gets_extension_point_and_code() -> None:
     assert seen == [("PreFilter", "Unschedulable"), ("Bind", "Success")]
 
 
-@pytest.mark.parametrize(
-    ("seconds", "text"),
-    [(10, "10s"), (1.5, "1.5s"), (90, "1m30s"), (900, "15m0s"), (3600, "1h0m0s"), (0.5, "500ms"), (0, "0s")],
-)
-def test_go_duration(seconds: float, text: str) -> None:
-    assert go_duration(seconds) == text
-
-
 def test_the_queue_gets_a_sort_key_only_from_a_queue_sort_plugin_that_gives_one() -> None:
     """PrioritySort declares rank (activeQ then runs on heapq); a QueueSort plugin with only ``less`` leaves
     the queue on its comparator."""
@@ -703,7 +695,7 @@ def test_the_queue_gets_a_sort_key_only_from_a_queue_sort_plugin_that_gives_one(
         def less(self, a: Any, b: Any) -> bool:
             return bool(a.timestamp < b.timestamp)
 
-    ranked = build({"queueSort": [PrioritySort({}, FakeHandle())]})
+    ranked = build({"queueSort": [PrioritySort({}, cast(Any, None))]})
     rank = ranked.queue_sort_rank()
     assert rank is not None
     assert build({"queueSort": [LessOnly()]}).queue_sort_rank() is None

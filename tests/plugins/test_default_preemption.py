@@ -376,8 +376,8 @@ def test_waiting_victim_is_rejected_not_deleted() -> None:
     victim = pod_from_api(pod("w", node_name="n1", priority=1))
     fwk = c.s.frameworks[SCHED]
     wp = WaitingPod(victim, {"SomePermit": 60.0}, lambda: 0.0)
-    fwk._waiting[victim.uid] = wp
-    assert c.s.preempt_victim(victim, pod_from_api(pod("p", priority=9)), "n1", "DefaultPreemption") is None
+    fwk.waiting_pods.add(wp)
+    assert c.s.preempt(victim, pod_from_api(pod("p", priority=9)), "n1", "DefaultPreemption") is None
     decision = wp.wait(0)
     assert decision is not None and decision.code == Code.UNSCHEDULABLE
     assert (decision.message, decision.plugin) == ("preempted", "DefaultPreemption")
@@ -389,7 +389,7 @@ def test_api_eviction_sets_disruption_target_then_deletes() -> None:
     w = Writer()
     c = Cluster(writer=w).add(node("n1"), pod("v", node_name="n1", priority=1))
     victim = pod_from_api(pod("v", node_name="n1", priority=1, extra_meta={"generation": 3}))
-    assert c.s.preempt_victim(victim, pod_from_api(pod("p", priority=9)), "n1", "DefaultPreemption") is None
+    assert c.s.preempt(victim, pod_from_api(pod("p", priority=9)), "n1", "DefaultPreemption") is None
     (patch_call, delete_call) = w.calls
     assert patch_call[:3] == ("patch", "default", "v")
     (cond,) = patch_call[3]["status"]["conditions"]
@@ -405,7 +405,7 @@ def test_api_eviction_of_a_victim_already_gone_succeeds_without_event() -> None:
     w = Writer({"delete": api_error(404, "NotFound")})
     c = Cluster(writer=w).add(node("n1"))
     victim = pod_from_api(pod("v", node_name="n1", priority=1))
-    assert c.s.preempt_victim(victim, pod_from_api(pod("p", priority=9)), "n1", "DefaultPreemption") is None
+    assert c.s.preempt(victim, pod_from_api(pod("p", priority=9)), "n1", "DefaultPreemption") is None
     assert c.preempted() == []
 
 

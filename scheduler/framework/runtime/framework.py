@@ -3,18 +3,18 @@
 Mirrors ``pkg/scheduler/framework/runtime/framework.go``: the order in which plugins run, which
 codes stop a loop, the wrapping of unexpected codes into Error statuses (same wording), the
 nominated-pods two-pass filter, score normalization/range-check/weighting, Permit waiting and the
-Bind "first non-Skip wins" chain. Everything runs on the caller's thread; only Permit waiting is
-shared with the binding threads and is guarded by a lock.
+Bind "first non-Skip wins" chain. As upstream's frameworkImpl, the Framework is itself the Handle its
+plugins get. Everything runs on the caller's thread; only Permit waiting is shared with the binding
+threads (waiting_pods_map.py). Sampled cycles run the timed wrappers of instrumented_plugins.py.
 """
 
 from __future__ import annotations
 
 import random
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -30,7 +30,6 @@ from scheduler.framework.interface import (
     MIN_NODE_SCORE,
     BindPlugin,
     ClusterEventObserver,
-    ClusterHandle,
     CycleObserver,
     CycleState,
     EnqueueExtensions,
@@ -65,7 +64,9 @@ from scheduler.framework.interface import (
     SignPlugin,
     implements,
 )
-from scheduler.framework.status import Code, Status, error, success, unresolvable
+from scheduler.framework.runtime.instrumented_plugins import PluginMetrics, instrument
+from scheduler.framework.runtime.waiting_pods_map import WaitingPod, WaitingPodsMap
+from scheduler.framework.status import Code, Status, code_name, error, success, unresolvable
 from scheduler.framework.types import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, NodeInfo
 from scheduler.model.pod import Pod
 
@@ -87,40 +88,8 @@ def score_matrix(raw: Mapping[str, Sequence[int]], plugins: Sequence[ScorePlugin
     return matrix
 
 
-
-class PluginMetrics(Protocol):
-    """Per-plugin metrics of one profile (scheduler/metrics.py ProfileMetrics implements it)."""
-
-    def plugin_duration(self, plugin: str, point: str, status: str, seconds: float) -> None: ...
-    def duration_sink(self) -> Callable[[tuple[tuple[str, str, str], float]], None]:
-        """Takes ((plugin, point, status), seconds): the per-node Filter timings skip a Python call."""
-        ...
-    def plugin_evaluations(self, plugins: Iterable[str], point: str, count: int) -> None:
-        """Each of ``plugins`` ran ``count`` times at ``point`` (one call per extension point and cycle)."""
-        ...
-    def permit_wait(self, status: str, seconds: float) -> None: ...
-    def volume_scheduling_stage_failed(self, operation: str) -> None: ...
-
-
-# Per-node Filter timings in a sampled cycle stop after this many nodes per plugin (upstream times all).
-TIMED_NODES_PER_CYCLE = 16
-
-# Plugin method -> the extension_point label its duration is recorded under in sampled cycles.
-_TIMED_METHODS = {method: point[0].upper() + point[1:] for point, (method, _) in EXTENSION_POINT_PROTOCOLS.items()}
-_TIMED_METHODS |= {"score_nodes": "Score", "unreserve": "Unreserve"}
-
 # Permit plugins may not ask for a longer wait than this (upstream maxTimeout).
 MAX_PERMIT_TIMEOUT_SECONDS = 15 * 60.0
-
-CODE_NAMES: dict[Code, str] = {
-    Code.SUCCESS: "Success",
-    Code.ERROR: "Error",
-    Code.UNSCHEDULABLE: "Unschedulable",
-    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
-    Code.WAIT: "Wait",
-    Code.SKIP: "Skip",
-    Code.PENDING: "Pending",
-}
 
 # Only plugins at these points can make a pod unschedulable, so only their events requeue pods.
 _ENQUEUE_POINTS = ("preEnqueue", "preFilter", "filter", "reserve", "permit")
@@ -129,73 +98,48 @@ _ENQUEUE_POINTS = ("preEnqueue", "preFilter", "filter", "reserve", "permit")
 WILDCARD_EVENT = ClusterEventWithHint(ClusterEvent(EventResource.WILDCARD, ActionType.ALL, "WildCard"))
 
 
-_SUCCESS_NAME = CODE_NAMES[Code.SUCCESS]
+class SchedulerActions(Protocol):
+    """What only the scheduler can do or know for plugins: its writes (bind, evict, clear a nomination,
+    volume objects), its queue (nominated pods, activation), its view of pending pods and its metrics.
+    The Scheduler implements it (scheduler.py); the framework hands it out as part of the Handle."""
+
+    def nominated_pods_for(self, node_name: str) -> Sequence[Pod]: ...
+    def bind(self, pod: Pod, node_name: str) -> Status | None: ...
+    def extenders(self) -> Sequence[Extender]: ...
+    def latest_pod(self, pod: Pod) -> Pod | None: ...
+    def preempt(self, victim: Pod, preemptor: Pod, node_name: str, plugin: str) -> Status | None: ...
+    def victims_selected(self, count: int) -> None: ...
+    def async_preemption_done(self, ok: bool, seconds: float) -> None: ...
+    def clear_nominated_node(self, pod: Pod) -> Status | None: ...
+    def update_object(self, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]: ...
+    def pod_exists(self, pod: Pod) -> bool: ...
+    def activate_pods(self, pods: list[Pod]) -> None: ...
 
 
-def code_name(status: Status | None) -> str:
-    """Upstream Code.String() of a status (None is Success): the metrics label value."""
-    return _SUCCESS_NAME if status is None else CODE_NAMES[status.code]
+class PluginRegistry(Protocol):
+    """Where a framework gets its plugins' factories by name (plugins/registry.py Registry): None when a
+    plugin cannot be had."""
+
+    def get(self, name: str, default: PluginFactory | None = None) -> PluginFactory | None: ...
 
 
-def _status_of(out: Any) -> Status | None:
-    """The Status in what a plugin method returned (a Status, None, or a tuple holding one)."""
-    if isinstance(out, tuple):
-        return next((x for x in out if isinstance(x, Status)), None)
-    return out if isinstance(out, Status) else None
+# What NewFramework accepts as a registry: a Registry, or a plain name -> factory mapping (tests, embedding).
+Plugins = PluginRegistry | Mapping[str, PluginFactory]
 
 
-class TimedPlugin:
-    """A plugin as a sampled cycle sees it: each extension-point call reports its duration
-    (scheduler_plugin_execution_duration_seconds); every other attribute is the plugin's own.
-    Per-node checks from ``filter_for`` are timed per node, as upstream times each Filter call."""
+@dataclass(frozen=True, slots=True)
+class FrameworkOptions:
+    """What a scheduler gives each profile's framework (upstream's frameworkOptions: WithSnapshotSharedLister,
+    WithParallelism, ...). The framework is the plugins' Handle and answers from these; ``scheduler`` does
+    what only the scheduler can (SchedulerActions)."""
 
-    def __init__(self, plugin: Any, recorder: PluginMetrics) -> None:
-        self._plugin = plugin
-        self._recorder = recorder
-        self.name: str = plugin.name
-
-    def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("__") or attr in ("_plugin", "_recorder"):
-            raise AttributeError(attr)
-        value = getattr(self._plugin, attr)
-        point = _TIMED_METHODS.get(attr)
-        if point is not None:
-            return self._timed(value, point)
-        if attr == "filter_for":
-            return lambda state, pod: self._timed_check(value(state, pod))
-        return value
-
-    def _timed(self, method: Callable[..., Any], point: str) -> Callable[..., Any]:
-        record, name = self._recorder.plugin_duration, self.name
-
-        def timed(*args: Any) -> Any:
-            start = time.perf_counter()
-            out = method(*args)
-            record(name, point, code_name(_status_of(out)), time.perf_counter() - start)
-            return out
-
-        return timed
-
-    def _timed_check(self, check: Callable[[NodeInfo], Status | None] | None) -> Any:
-        """The per-node check, timed on the first TIMED_NODES_PER_CYCLE nodes it sees: enough samples for
-        the distribution, while a sampled cycle over thousands of nodes stays nearly as cheap as any other."""
-        if check is None:
-            return None
-        append, name, perf = self._recorder.duration_sink(), self.name, time.perf_counter
-        passed = (name, "Filter", "Success")
-        left = TIMED_NODES_PER_CYCLE
-
-        def timed(node_info: NodeInfo) -> Status | None:
-            nonlocal left
-            if left <= 0:
-                return check(node_info)
-            left -= 1
-            start = perf()
-            s = check(node_info)
-            append((passed if s is None else (name, "Filter", CODE_NAMES[s.code]), perf() - start))
-            return s
-
-        return timed
+    scheduler: SchedulerActions
+    snapshot: SharedLister
+    objects: ObjectLister
+    parallelism: int = 16
+    rng: random.Random = field(default_factory=random.Random)
+    features: Features = field(default_factory=Features)
+    podgroup_writer: PodGroupWriter | None = None
 
 
 def _failure(message: str, plugin: str = "", cause: Status | None = None) -> Status:
@@ -208,37 +152,6 @@ def _failure(message: str, plugin: str = "", cause: Status | None = None) -> Sta
     return s
 
 
-def go_duration(seconds: float) -> str:
-    """Format like Go's time.Duration.String() ("10s", "1m30s", "1.5s", "500ms"), as the timeout
-    message upstream embeds the duration that way."""
-    ns = round(seconds * 1_000_000_000)
-    if ns == 0:
-        return "0s"
-    sign, ns = ("-", -ns) if ns < 0 else ("", ns)
-    if ns < 1_000:
-        return f"{sign}{ns}ns"
-    if ns < 1_000_000:
-        return f"{sign}{_decimal(ns, 1_000)}µs"
-    if ns < 1_000_000_000:
-        return f"{sign}{_decimal(ns, 1_000_000)}ms"
-    hours, rest = divmod(ns, 3_600_000_000_000)
-    minutes, rest = divmod(rest, 60_000_000_000)
-    secs = _decimal(rest, 1_000_000_000)
-    if hours:
-        return f"{sign}{hours}h{minutes}m{secs}s"
-    if minutes:
-        return f"{sign}{minutes}m{secs}s"
-    return f"{sign}{secs}s"
-
-
-def _decimal(value: int, unit: int) -> str:
-    whole, frac = divmod(value, unit)
-    if frac == 0:
-        return str(whole)
-    digits = str(frac).rjust(len(str(unit)) - 1, "0").rstrip("0")
-    return f"{whole}.{digits}"
-
-
 @dataclass(slots=True)
 class NodePluginScores:
     """A node's weighted total (per-plugin scores go to the CycleObserver, when one is injected)."""
@@ -247,188 +160,15 @@ class NodePluginScores:
     total_score: int = 0
 
 
-class WaitingPod:
-    """A pod held at Permit until every waiting plugin allows it, one rejects it, or a plugin's
-    timeout passes. The first decision wins; later allow/reject calls are no-ops.
-
-    Timeouts are checked whenever the pod is touched (allow, reject, wait, pending list), against an
-    injectable clock, instead of one timer thread per plugin as upstream has.
-    """
-
-    def __init__(self, pod: Pod, plugin_timeouts: Mapping[str, float], clock: Callable[[], float]) -> None:
-        self.pod = pod
-        self._clock = clock
-        self._cond = threading.Condition()
-        now = clock()
-        # plugin -> (deadline, timeout)
-        self._pending: dict[str, tuple[float, float]] = {
-            name: (now + timeout, timeout) for name, timeout in plugin_timeouts.items()
-        }
-        self._decided = False
-        self._decision: Status | None = None
-
-    def get_pod(self) -> Pod:
-        return self.pod
-
-    def get_pending_plugins(self) -> list[str]:
-        with self._cond:
-            self._expire_locked()
-            return sorted(self._pending) if not self._decided else []
-
-    def decided(self) -> bool:
-        """Allowed, rejected or timed out (synchronous binding runs the binding cycle only then)."""
-        with self._cond:
-            self._expire_locked()
-            return self._decided
-
-    def rejected(self) -> bool:
-        """Rejected or timed out: it will not be bound, even if its binding cycle has not woken yet."""
-        with self._cond:
-            self._expire_locked()
-            return self._decided and self._decision is not None
-
-    def allow(self, plugin_name: str) -> None:
-        """The plugin lets the pod go; the pod is released once no plugin is pending."""
-        with self._cond:
-            self._expire_locked()
-            self._pending.pop(plugin_name, None)
-            if not self._pending:
-                self._decide_locked(None)
-
-    def reject(self, plugin_name: str, msg: str) -> None:
-        with self._cond:
-            self._expire_locked()
-            self._decide_locked(Status(Code.UNSCHEDULABLE, [msg], plugin=plugin_name))
-
-    def wait(self, timeout: float | None = None) -> Status | None:
-        """Block until decided. ``timeout`` bounds this call only (e.g. shutdown): when it passes
-        first the pod is released with an Error status."""
-        with self._cond:
-            give_up = None if timeout is None else self._clock() + timeout
-            while True:
-                self._expire_locked()
-                if self._decided:
-                    return self._decision
-                now = self._clock()
-                if give_up is not None and now >= give_up:
-                    self._decide_locked(error(f"no permit decision within {go_duration(timeout or 0.0)}"))
-                    continue
-                deadlines = [d for d, _ in self._pending.values()]
-                if give_up is not None:
-                    deadlines.append(give_up)
-                self._cond.wait(max(0.0, min(deadlines) - now) if deadlines else None)
-
-    def _expire_locked(self) -> None:
-        if self._decided or not self._pending:
-            return
-        now = self._clock()
-        expired = [(deadline, name, t) for name, (deadline, t) in self._pending.items() if now >= deadline]
-        if expired:
-            _, name, timeout = min(expired)
-            msg = f"rejected due to timeout after waiting {go_duration(timeout)} at plugin {name}"
-            self._decide_locked(Status(Code.UNSCHEDULABLE, [msg], plugin=name))
-
-    def _decide_locked(self, status: Status | None) -> None:
-        if self._decided:
-            return
-        self._decided = True
-        self._decision = status
-        self._cond.notify_all()
-
-
-class FrameworkHandle:
-    """What plugins receive as their handle (the Handle protocol): the scheduler's ClusterHandle plus the
-    framework's own services (waiting pods, filter re-runs for preemption)."""
-
-    def __init__(self, base: ClusterHandle, framework: Framework) -> None:
-        self._base = base
-        self.framework = framework
-
-    def snapshot(self) -> SharedLister:
-        return self._base.snapshot()
-
-    def objects(self) -> ObjectLister:
-        return self._base.objects()
-
-    def nominated_pods_for(self, node_name: str) -> Sequence[Pod]:
-        return self._base.nominated_pods_for(node_name)
-
-    def bind(self, pod: Pod, node_name: str) -> Status | None:
-        return self._base.bind(pod, node_name)
-
-    def parallelism(self) -> int:
-        return self._base.parallelism()
-
-    def extenders(self) -> Sequence[Extender]:
-        return self._base.extenders()
-
-    def rng(self) -> random.Random:
-        return self._base.rng()
-
-    def latest_pod(self, pod: Pod) -> Pod | None:
-        return self._base.latest_pod(pod)
-
-    def preempt(self, victim: Pod, preemptor: Pod, node_name: str, plugin: str) -> Status | None:
-        return self._base.preempt(victim, preemptor, node_name, plugin)
-
-    def victims_selected(self, count: int) -> None:
-        self._base.victims_selected(count)
-
-    def async_preemption_done(self, ok: bool, seconds: float) -> None:
-        self._base.async_preemption_done(ok, seconds)
-
-    def clear_nominated_node(self, pod: Pod) -> Status | None:
-        return self._base.clear_nominated_node(pod)
-
-    def update_object(self, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
-        return self._base.update_object(kind, obj)
-
-    def pod_exists(self, pod: Pod) -> bool:
-        return self._base.pod_exists(pod)
-
-    def activate_pods(self, pods: list[Pod]) -> None:
-        self._base.activate_pods(pods)
-
-    def podgroup_writer(self) -> PodGroupWriter | None:
-        return self._base.podgroup_writer()
-
-    def features(self) -> Features:
-        return self._base.features()
-
-    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
-        return self.framework.get_waiting_pod(uid)
-
-    def iterate_over_waiting_pods(self) -> list[WaitingPod]:
-        return self.framework.iterate_over_waiting_pods()
-
-    def reject_waiting_pod(self, uid: str) -> bool:
-        return self.framework.reject_waiting_pod(uid)
-
-    def volume_scheduling_stage_failed(self, operation: str) -> None:
-        self.framework.volume_scheduling_stage_failed(operation)
-
-    def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        return self.framework.run_filter_plugins_with_nominated_pods(state, pod, node_info)
-
-    def run_pre_filter_extension_add_pod(
-        self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo
-    ) -> Status | None:
-        return self.framework.run_pre_filter_extension_add_pod(state, pod, pod_to_add, node_info)
-
-    def run_pre_filter_extension_remove_pod(
-        self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo
-    ) -> Status | None:
-        return self.framework.run_pre_filter_extension_remove_pod(state, pod, pod_to_remove, node_info)
-
-
 class Framework:
-    """The plugins of one profile, instantiated once each, listed per extension point in config order."""
+    """The plugins of one profile, instantiated once each, listed per extension point in config order;
+    the Handle they get (upstream frameworkImpl implements framework.Handle)."""
 
     def __init__(
         self,
         profile: Profile,
-        registry: Mapping[str, PluginFactory],
-        handle: ClusterHandle,
+        registry: Plugins,
+        options: FrameworkOptions,
         *,
         metrics: MetricsHook | None = None,
         plugin_metrics: PluginMetrics | None = None,
@@ -438,15 +178,14 @@ class Framework:
         self.profile_name = profile.scheduler_name
         # Told every plugin's result (simulate, explain, --record-results); None in the plain live path.
         self.observer = observer
-        self._in_post_filter = False
         self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
         self.run_all_filters = profile.run_all_filters
-        self.handle = FrameworkHandle(handle, self)
+        self._options = options
+        self._scheduler = options.scheduler
         self._metrics = metrics
         self._plugin_metrics = plugin_metrics
         self._clock = clock
-        self._waiting: dict[str, WaitingPod] = {}
-        self._waiting_lock = threading.Lock()
+        self.waiting_pods = WaitingPodsMap()
         self.plugins: dict[str, Any] = {}
         self._by_point: dict[str, list[Any]] = {}
         self.score_plugin_weight: dict[str, int] = {}
@@ -465,17 +204,14 @@ class Framework:
         self._bind: list[BindPlugin] = self._by_point["bind"]
         self._post_bind: list[PostBindPlugin] = self._by_point["postBind"]
         self._observers = [p for p in self.plugins.values() if isinstance(p, ClusterEventObserver)]
-        # The optional fast paths each plugin declares (interface.py), looked up once per profile.
-        self._filter_for: dict[str, FilterForPlugin] = {
-            pl.name: pl for pl in self._filter if isinstance(pl, FilterForPlugin)
-        }
-        self._score_nodes_of: dict[str, ScoreNodesPlugin] = {
-            pl.name: pl for pl in self._score if isinstance(pl, ScoreNodesPlugin)
-        }
+        # The optional fast paths each plugin declares (interface.py), looked up once per profile; a
+        # plugin's timed wrapper implements the same ones.
+        self._filter_for: frozenset[str] = frozenset(pl.name for pl in self._filter if isinstance(pl, FilterForPlugin))
+        self._score_nodes_of: frozenset[str] = frozenset(
+            pl.name for pl in self._score if isinstance(pl, ScoreNodesPlugin))
         self._timed_by_point: dict[str, list[Any]] = {}
         if plugin_metrics is not None:
-            self._timed_by_point = {p: [TimedPlugin(pl, plugin_metrics) for pl in pls]
-                                    for p, pls in self._by_point.items()}
+            self._timed_by_point = {p: instrument(p, pls, plugin_metrics) for p, pls in self._by_point.items()}
 
         # Opportunistic batching needs every PreFilter, Filter, PreScore and Score plugin to sign pods.
         points = (self._pre_filter, self._filter, self._pre_score, self._score)
@@ -488,7 +224,7 @@ class Framework:
 
     # ----- construction -------------------------------------------------------------------------
 
-    def _build(self, profile: Profile, registry: Mapping[str, PluginFactory]) -> None:
+    def _build(self, profile: Profile, registry: Plugins) -> None:
         """Instantiate each named plugin once and check it implements every point it is listed at."""
         unknown = set(profile.plugins) - set(EXTENSION_POINTS)
         if unknown:
@@ -511,15 +247,68 @@ class Framework:
         if len(self._by_point["queueSort"]) > 1:
             raise ValueError(f"profile {self.profile_name!r}: only one queueSort plugin can be enabled")
 
-    def _instantiate(self, profile: Profile, registry: Mapping[str, PluginFactory], name: str) -> Any:
+    def _instantiate(self, profile: Profile, registry: Plugins, name: str) -> Any:
         if name in self.plugins:
             return self.plugins[name]
         factory = registry.get(name)
         if factory is None:
             raise ValueError(f"profile {self.profile_name!r}: plugin {name!r} is not registered")
-        plugin = factory(profile.plugin_config.get(name, {}), self.handle)
+        plugin = factory(profile.plugin_config.get(name, {}), self)
         self.plugins[name] = plugin
         return plugin
+
+    # ----- the Handle: what plugins reach through it ----------------------------------------------
+
+    def snapshot(self) -> SharedLister:
+        return self._options.snapshot
+
+    def objects(self) -> ObjectLister:
+        return self._options.objects
+
+    def parallelism(self) -> int:
+        return self._options.parallelism
+
+    def rng(self) -> random.Random:
+        return self._options.rng
+
+    def features(self) -> Features:
+        return self._options.features
+
+    def podgroup_writer(self) -> PodGroupWriter | None:
+        return self._options.podgroup_writer
+
+    def nominated_pods_for(self, node_name: str) -> Sequence[Pod]:
+        return self._scheduler.nominated_pods_for(node_name)
+
+    def bind(self, pod: Pod, node_name: str) -> Status | None:
+        return self._scheduler.bind(pod, node_name)
+
+    def extenders(self) -> Sequence[Extender]:
+        return self._scheduler.extenders()
+
+    def latest_pod(self, pod: Pod) -> Pod | None:
+        return self._scheduler.latest_pod(pod)
+
+    def preempt(self, victim: Pod, preemptor: Pod, node_name: str, plugin: str) -> Status | None:
+        return self._scheduler.preempt(victim, preemptor, node_name, plugin)
+
+    def victims_selected(self, count: int) -> None:
+        self._scheduler.victims_selected(count)
+
+    def async_preemption_done(self, ok: bool, seconds: float) -> None:
+        self._scheduler.async_preemption_done(ok, seconds)
+
+    def clear_nominated_node(self, pod: Pod) -> Status | None:
+        return self._scheduler.clear_nominated_node(pod)
+
+    def update_object(self, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        return self._scheduler.update_object(kind, obj)
+
+    def pod_exists(self, pod: Pod) -> bool:
+        return self._scheduler.pod_exists(pod)
+
+    def activate_pods(self, pods: list[Pod]) -> None:
+        self._scheduler.activate_pods(pods)
 
     # ----- introspection ------------------------------------------------------------------------
 
@@ -668,7 +457,7 @@ class Framework:
             self.observer.begin(pod)
         try:
             # The snapshot's own list when it is that (plugins' kept sums recognise it), read-only.
-            all_nodes = nodes if nodes is not None else self.handle.snapshot().list()
+            all_nodes = nodes if nodes is not None else self.snapshot().list()
             result, status, with_nodes = self._pre_filter_loop(state, pod, all_nodes, skip)
             return result, status, with_nodes
         finally:
@@ -735,14 +524,20 @@ class Framework:
                 return _failure(f'running RemovePod on PreFilter plugin "{pl.name}": {s.message}')
         return None
 
-    def run_filter_plugins(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+    def run_filter_plugins(
+        self, state: CycleState, pod: Pod, node_info: NodeInfo, *, observe: bool = False
+    ) -> Status | None:
         """First rejecting Filter wins, with its plugin recorded; other non-success codes are Errors.
 
         A node whose object could not be parsed is rejected as UnschedulableAndUnresolvable with the
-        parse error (our addition: upstream never sees malformed nodes, the API server validates)."""
-        return self.filter_runner(state, pod)(node_info)
+        parse error (our addition: upstream never sees malformed nodes, the API server validates).
+        ``observe``: the CycleObserver is told each verdict; only the scheduling algorithm's own runs
+        are observed, not the dry runs plugins make through the Handle (preemption's)."""
+        return self.filter_runner(state, pod, observe=observe)(node_info)
 
-    def filter_runner(self, state: CycleState, pod: Pod) -> Callable[[NodeInfo], Status | None]:
+    def filter_runner(
+        self, state: CycleState, pod: Pod, *, observe: bool = False
+    ) -> Callable[[NodeInfo], Status | None]:
         """run_filter_plugins for one pod with this cycle's non-skipped filters bound once: the filter loop
         calls it for hundreds of nodes, so per-pod work is hoisted out of it, and plugins that are
         FilterForPlugins run their check specialised to this pod."""
@@ -750,15 +545,13 @@ class Framework:
         for pl in self._plugins(state, "filter"):
             if pl.name in state.skip_filter_plugins:
                 continue
-            fast = self._filter_for.get(pl.name)
-            if fast is None:
+            if pl.name not in self._filter_for:
                 active.append((pl.name, pl.filter, False))
                 continue
-            check = (pl if isinstance(pl, TimedPlugin) else fast).filter_for(state, pod)
+            check = cast(FilterForPlugin, pl).filter_for(state, pod)
             if check is not None:
                 active.append((pl.name, check, True))
-        # Preemption's dry runs filter too: their verdicts are not the cycle's, so they go unobserved.
-        observer = None if self._in_post_filter else self.observer
+        observer = self.observer if observe else None
 
         def run(node_info: NodeInfo) -> Status | None:
             node = node_info.node
@@ -788,12 +581,15 @@ class Framework:
         pod: Pod,
         node_info: NodeInfo,
         nominated_pods: Sequence[Pod] | None = None,
+        *,
+        observe: bool = False,
     ) -> Status | None:
         """Filter the node twice when it has nominated pods of priority >= the pod's: once with them
         added (they must not lose the room they were promised), then once without them (filters such
         as pod affinity may only hold thanks to them). Both must pass.
 
-        ``nominated_pods`` are the pods nominated to this node; None asks the handle."""
+        ``nominated_pods`` are the pods nominated to this node; None asks the scheduler. ``observe``
+        as for run_filter_plugins."""
         status: Status | None = None
         pods_added = False
         for i in range(2):
@@ -806,7 +602,7 @@ class Framework:
                     return err
             elif not pods_added or not success(status):
                 break
-            status = self.run_filter_plugins(state_to_use, pod, info_to_use)
+            status = self.run_filter_plugins(state_to_use, pod, info_to_use, observe=observe)
             if not success(status) and status is not None and not status.is_rejected():
                 return status
         return status
@@ -815,7 +611,7 @@ class Framework:
         self, state: CycleState, pod: Pod, node_info: NodeInfo, nominated: Sequence[Pod] | None
     ) -> tuple[bool, CycleState, NodeInfo, Status | None]:
         if nominated is None:
-            nominated = self.handle.nominated_pods_for(node_info.name)
+            nominated = self.nominated_pods_for(node_info.name)
         if not nominated:
             return False, state, node_info, None
         info_out = node_info.clone()
@@ -841,12 +637,10 @@ class Framework:
         no mode, so any non-None result counts."""
         start = time.perf_counter()
         status: Status | None = None
-        self._in_post_filter = True
         try:
             result, status = self._post_filter_loop(state, pod, statuses)
             return result, status
         finally:
-            self._in_post_filter = False
             self._observe_since("PostFilter", status, start)
 
     def _post_filter_loop(
@@ -966,9 +760,8 @@ class Framework:
         ScoreNodesPlugin scores every node in one call."""
         raw: dict[str, list[int]] = {}
         for pl in plugins:
-            batch = self._score_nodes_of.get(pl.name)
-            if batch is not None:
-                values, s = (pl if isinstance(pl, TimedPlugin) else batch).score_nodes(state, pod, nodes)
+            if pl.name in self._score_nodes_of:
+                values, s = cast(ScoreNodesPlugin, pl).score_nodes(state, pod, nodes)
                 if not success(s):
                     assert s is not None
                     return raw, _failure(f'running Score plugins: plugin "{pl.name}" failed with: {s.message}')
@@ -1087,8 +880,7 @@ class Framework:
                 status = _failure(f'running Permit plugin "{pl.name}": {s.message}', pl.name, cause=s)
                 return status
             if waits:
-                with self._waiting_lock:
-                    self._waiting[pod.uid] = WaitingPod(pod, waits, self._clock)
+                self.waiting_pods.add(WaitingPod(pod, waits, self._clock))
                 msg = f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"'
                 status = Status(Code.WAIT, [msg])
             return status
@@ -1098,8 +890,7 @@ class Framework:
     def wait_on_permit(self, pod: Pod, timeout: float | None = None) -> Status | None:
         """Block (binding thread) until a waiting pod is allowed, rejected or timed out; returns at
         once for pods that did not wait. ``timeout`` is an extra bound for this call only."""
-        with self._waiting_lock:
-            wp = self._waiting.get(pod.uid)
+        wp = self.waiting_pods.get(pod.uid)
         if wp is None:
             return None
         start = time.perf_counter()
@@ -1107,9 +898,7 @@ class Framework:
         try:
             s = wp.wait(timeout)
         finally:
-            with self._waiting_lock:
-                if self._waiting.get(pod.uid) is wp:
-                    del self._waiting[pod.uid]
+            self.waiting_pods.remove(pod.uid, wp)
             if self._plugin_metrics is not None:
                 self._plugin_metrics.permit_wait(code_name(s), time.perf_counter() - start)
         if success(s):
@@ -1120,17 +909,15 @@ class Framework:
         return _failure(f"waiting on permit for pod: {s.message}", s.plugin)
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
-        with self._waiting_lock:
-            return self._waiting.get(uid)
+        return self.waiting_pods.get(uid)
 
     def share_waiting_pods(self, previous: Framework) -> None:
         """After a reload: the pods waiting at Permit under the previous framework of this profile are
         this one's too (a gang's last member, permitted by the new plugins, allows the earlier ones)."""
-        self._waiting, self._waiting_lock = previous._waiting, previous._waiting_lock
+        self.waiting_pods = previous.waiting_pods
 
     def iterate_over_waiting_pods(self) -> list[WaitingPod]:
-        with self._waiting_lock:
-            return list(self._waiting.values())
+        return self.waiting_pods.iterate()
 
     def reject_waiting_pod(self, uid: str) -> bool:
         """Reject a waiting pod (e.g. it was deleted); False if it was not waiting."""

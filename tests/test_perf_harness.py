@@ -286,7 +286,7 @@ def test_profile_summary() -> None:
     assert area("f (/x/site-packages/urllib3/response.py:1)") == "urllib3"
     assert area("f (urllib3/util/wait.py:1)") == "urllib3"  # py-spy's short paths
     assert area("f (ssl.py:1)") == "ssl"
-    assert area("f (scheduler/framework/runtime.py:1)") == "scheduler/framework"
+    assert area("f (scheduler/framework/runtime/framework.py:1)") == "scheduler/framework"
 
 
 def test_watch_replay_feeds_every_event_through_the_scheduler() -> None:

@@ -143,8 +143,9 @@ class ObjectLister(Protocol):
 
 
 class ClusterHandle(Protocol):
-    """What the scheduler gives each profile's framework: the cluster as the scheduler sees it and the
-    writes plugins may make. The framework adds its own services to it to form the plugins' Handle."""
+    """The cluster part of the plugins' Handle: the cluster as the scheduler sees it and the writes
+    plugins may make. The Framework implements it (framework/runtime/framework.py) from what its scheduler
+    gives it (FrameworkOptions, SchedulerActions)."""
 
     def snapshot(self) -> SharedLister: ...
     def objects(self) -> ObjectLister: ...

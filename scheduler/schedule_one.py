@@ -4,6 +4,8 @@
 scheduling cycle (snapshot, algorithm, assume, reserve, permit); the binding cycle (wait on permit,
 pre-bind, bind, post-bind) runs on a bounded pool of binding workers (or inline for simulate) so the
 next pod is scheduled while earlier ones are being bound; handle_scheduling_failure reports and requeues.
+``SchedulerState`` declares the fields of the Scheduler once, for all the files its methods live in, and
+``AssumedPod`` is what a binding cycle is handed.
 
 ``SchedulingAlgorithm`` is the algorithm (schedulePod, findNodesThatFitPod, prioritizeNodes, selectHost,
 numFeasibleNodesToFind): pure with respect to the cluster, it reads a snapshot and runs the framework.
@@ -608,7 +610,7 @@ class SchedulerState:
     # A validated configuration waiting to be swapped in between two scheduling cycles (reload).
     _next_config: tuple[SchedulerConfiguration, dict[str, Framework]] | None
     _next_config_lock: threading.Lock
-    # Binding cycles run on this pool (None: inline, synchronous binding) with at most this many queued.
+    # Binding cycles run on this pool (None: inline, synchronous binding); the slots bound how many wait for it.
     _bind_pool: ThreadPoolExecutor | None
     _bind_slots: threading.BoundedSemaphore
     # Binding cycles of pods waiting at Permit (synchronous binding).

@@ -28,9 +28,9 @@ import orjson
 
 from scheduler.config.types import Extender as ExtenderConfig
 from scheduler.config.types import ExtenderTLSConfig
-from scheduler.framework.extender import Extender, ExtenderError, FilterResult, HostPriority
-from scheduler.framework.interface import SharedLister
-from scheduler.framework.preemption import Victims
+from scheduler.framework.extender import Extender, ExtenderError, FilterResult
+from scheduler.framework.extenderv1 import HostPriority, Victims
+from scheduler.framework.listers import SharedLister
 from scheduler.framework.types import NodeInfo
 from scheduler.model.jsonutil import plain
 from scheduler.model.pod import Pod

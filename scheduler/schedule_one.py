@@ -37,7 +37,8 @@ from scheduler.cache.snapshot import Snapshot
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.edge import APIWriter, Binder, BoundElsewhereError, EventRecorder, NotFoundError, ScheduleObserver
 from scheduler.framework.batch import NodesAt, OpportunisticBatch, OpportunisticBatches
-from scheduler.framework.extender import EXTENDER_NAME, MAX_EXTENDER_PRIORITY, Extender, ExtenderError
+from scheduler.framework.extender import EXTENDER_NAME, Extender, ExtenderError
+from scheduler.framework.extenderv1 import MAX_EXTENDER_PRIORITY
 from scheduler.framework.features import Features
 from scheduler.framework.fit_error import (
     Diagnosis,

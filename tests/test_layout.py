@@ -1,5 +1,7 @@
 """The layering rules of scheduler/, read from the source: the core never imports the API edge, no
-module imports another that imports it back, and every CLI option explains itself."""
+module imports another that imports it back, no package (directory) imports another that imports it
+back, and every CLI option explains itself. Imports for annotations only (``if TYPE_CHECKING:``) count
+like any other: a cycle hidden from the interpreter is still a cycle for the reader."""
 
 from __future__ import annotations
 
@@ -20,21 +22,17 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _type_checking_only(tree: ast.AST) -> set[ast.AST]:
-    """Nodes inside ``if TYPE_CHECKING:`` blocks: imports for annotations only, never executed."""
-    blocks = [n for n in ast.walk(tree) if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test)]
-    return {inner for block in blocks for stmt in block.body for inner in ast.walk(stmt)}
+def package_of(path: Path) -> str:
+    """The package (directory) a module belongs to: itself for an ``__init__.py``."""
+    return module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
 
 
 def imports(path: Path) -> Iterator[str]:
-    """Absolute names of everything the module imports at run time (TYPE_CHECKING blocks aside),
-    wherever the import statement stands: a lazy import inside a function still couples the modules."""
+    """Absolute names of everything the module imports, wherever the import statement stands: a lazy
+    import inside a function, or one under ``if TYPE_CHECKING:``, still couples the modules."""
     tree = ast.parse(path.read_text())
-    skip = _type_checking_only(tree)
-    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    package = package_of(path)
     for node in ast.walk(tree):
-        if node in skip:
-            continue
         if isinstance(node, ast.Import):
             yield from (a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -69,6 +67,21 @@ def _graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in mods.items():
         graph[name] = {m for m in imports(path) if m in mods and m != name and not name.startswith(m + ".")}
+    return graph
+
+
+def _package_graph() -> dict[str, set[str]]:
+    """Package -> the packages its modules import (a module importing its own ancestor package aside:
+    Python imports the ancestors of every module anyway)."""
+    mods = sources()
+    graph: dict[str, set[str]] = {}
+    for name, path in mods.items():
+        here = graph.setdefault(package_of(path), set())
+        for m in imports(path):
+            if m in mods and not name.startswith(m + "."):
+                there = package_of(mods[m])
+                if there != package_of(path):
+                    here.add(there)
     return graph
 
 
@@ -109,6 +122,12 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_no_import_cycles() -> None:
     assert _cycles(_graph()) == []
+
+
+def test_no_package_cycles() -> None:
+    """As upstream's Go packages: config imports the leaf ``plugins/names``, never the plugins that
+    import config; the extender wire types live in a leaf the framework and the HTTP client share."""
+    assert _cycles(_package_graph()) == []
 
 
 def test_cycle_detection_finds_a_cycle() -> None:

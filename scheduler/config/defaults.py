@@ -1,19 +1,23 @@
-"""The default profile upstream's v1 config expands to, and extension points of third-party plugin classes.
+"""The default profile upstream's v1 config expands to (``apis/config/v1/default_plugins.go``), and the
+extension points of third-party plugin classes.
 
-The in-tree plugins (their extension points, default MultiPoint weights and args types) are one table,
-``scheduler.plugins.registry.IN_TREE_PLUGINS``; this module derives from it what the config loader needs.
+The in-tree plugins (their extension points and default MultiPoint weights) are one table, the leaf
+``scheduler.plugins.names``; this module derives from it what the config loader needs.
 """
 
 from __future__ import annotations
 
 import inspect
 
-from scheduler.config.types import EXTENSION_POINTS
-from scheduler.framework.interface import EXTENSION_POINT_PROTOCOLS
-from scheduler.plugins.registry import DEFAULT_MULTIPOINT
+from scheduler.config.types import EXTENSION_POINT_METHODS, EXTENSION_POINTS
+from scheduler.plugins.names import IN_TREE_PLUGINS, PluginSpec
 
 # Plugins upstream removed from v1 configs: naming them is an error there ("was invalid in version").
 INVALID_IN_V1: frozenset[str] = frozenset({"AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits"})
+
+# Upstream's default MultiPoint list, in order (getDefaultPlugins; a view of the table).
+DEFAULT_MULTIPOINT: tuple[PluginSpec, ...] = tuple(p for p in IN_TREE_PLUGINS if p.default_weight is not None)
+
 
 def extension_points_of_class(cls: type) -> frozenset[str]:
     """The extension points a plugin class implements, judged by its (callable) methods.
@@ -21,7 +25,7 @@ def extension_points_of_class(cls: type) -> frozenset[str]:
     The Python counterpart of upstream's ``reflect.TypeOf(plugin).Implements(iface)``.
     """
     found = set()
-    for point, (method, _) in EXTENSION_POINT_PROTOCOLS.items():
+    for point, method in EXTENSION_POINT_METHODS.items():
         attr = inspect.getattr_static(cls, method, None)
         if attr is not None and (callable(attr) or isinstance(attr, classmethod)):
             found.add(point)

@@ -44,7 +44,7 @@ Differences from upstream, on purpose:
   Args (``types_pluginargs``), the mapping as given for plugins without an args type (``{}`` if none).
 * ``DynamicResources`` is in the default set but allocates nothing: pods with resource claims are
   rejected (known limitation); VolumeBinding does not score (upstream only scores with the alpha
-  StorageCapacityScoring gate) — see ``plugins/registry.py``.
+  StorageCapacityScoring gate) — see ``plugins/names``.
 
 Plugin resolution follows upstream exactly (``default_plugins.go`` mergePluginSet, then the
 framework's MultiPoint expansion):
@@ -88,11 +88,14 @@ from scheduler.config.args import (
     want_number,
     want_str,
 )
-from scheduler.config.defaults import INVALID_IN_V1, extension_points_of_class
+from scheduler.config.defaults import DEFAULT_MULTIPOINT, INVALID_IN_V1, extension_points_of_class
 from scheduler.config.duration import parse_duration
 from scheduler.config.errors import ConfigError, ErrorList, FieldError
+from scheduler.config.registry import DeclaresExtensionPoints, PluginNotAvailable, Registry, build_registry
 from scheduler.config.types import (
     EXTENSION_POINTS,
+    MAX_NODE_SCORE,
+    MAX_TOTAL_SCORE,
     ClientConnection,
     Extender,
     ExtenderManagedResource,
@@ -102,9 +105,8 @@ from scheduler.config.types import (
     Profile,
     SchedulerConfiguration,
 )
-from scheduler.config.types_pluginargs import NodeResourcesFitArgs
-from scheduler.framework.interface import DeclaresExtensionPoints
-from scheduler.plugins.registry import DEFAULT_MULTIPOINT, IN_TREE_BY_NAME, PluginNotAvailable, Registry
+from scheduler.config.types_pluginargs import ARGS_TYPES, NodeResourcesFitArgs
+from scheduler.plugins.names import IN_TREE_BY_NAME
 
 __all__ = ["DEFAULT_SCHEDULER_NAME", "KIND", "ConfigError", "build_registry", "load", "load_dict", "load_text"]
 
@@ -113,8 +115,6 @@ log = logging.getLogger(__name__)
 KIND = "KubeSchedulerConfiguration"
 DEFAULT_SCHEDULER_NAME = "py-scheduler"
 EXTENSION_KEY = "pyScheduler"
-MAX_TOTAL_SCORE = 2**63 - 1  # upstream MaxTotalScore (math.MaxInt64)
-MAX_NODE_SCORE = 100
 
 _TOP_KEYS = frozenset(
     {
@@ -264,15 +264,6 @@ def load_dict(
     cfg = _Loader(errs, (registry or Registry()).copy(), names).load(data)
     errs.raise_if_any(source)
     return cfg
-
-
-def build_registry(cfg: SchedulerConfiguration, base: Registry | None = None) -> Registry:
-    """The registry a framework should build ``cfg``'s plugins from: ``base`` plus the config's entries."""
-    reg = (base or Registry()).copy()
-    for name, path in cfg.plugin_registry.items():
-        if not reg.known(name) or reg.import_path(name) != path:
-            reg.register(name, path)
-    return reg
 
 
 def apply_extender_ignored_resources(cfg: SchedulerConfiguration) -> None:
@@ -861,8 +852,7 @@ class _Loader:
 
     @staticmethod
     def _args_type(name: str) -> type | None:
-        in_tree = IN_TREE_BY_NAME.get(name)
-        return in_tree.args if in_tree is not None else None
+        return ARGS_TYPES.get(name)
 
     def _unavailable_reason(self, name: str) -> str | None:
         """Why the registry cannot provide ``name`` (None: it can). Cached: imports happen once."""

@@ -56,8 +56,8 @@ from scheduler.config.args import (
 )
 from scheduler.config.errors import ConfigError, ErrorList, FieldError
 from scheduler.config.load import KIND, load_dict, parse_document
+from scheduler.config.registry import Registry
 from scheduler.config.types import EXTENSION_POINTS, SchedulerConfiguration
-from scheduler.plugins.registry import Registry
 
 POLICY_KIND = "Policy"
 POLICY_API_VERSION = "v1"

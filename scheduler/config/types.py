@@ -23,6 +23,29 @@ EXTENSION_POINTS = (
     "postBind",
 )
 
+# Extension point -> the method that marks it on a plugin class (the framework's protocols name the same
+# methods; a plugin class implements a point when it has the method, as upstream's type assertion).
+EXTENSION_POINT_METHODS: dict[str, str] = {
+    "preEnqueue": "pre_enqueue",
+    "queueSort": "less",
+    "preFilter": "pre_filter",
+    "filter": "filter",
+    "postFilter": "post_filter",
+    "preScore": "pre_score",
+    "score": "score",
+    "reserve": "reserve",
+    "permit": "permit",
+    "preBind": "pre_bind",
+    "bind": "bind",
+    "postBind": "post_bind",
+}
+
+# Upstream framework.MaxNodeScore (framework/interface.go): defined here, where both the framework and the
+# config's overflow check (Σ weight·MAX_NODE_SCORE ≤ MAX_TOTAL_SCORE) read it, since config imports no
+# framework module.
+MAX_NODE_SCORE = 100
+MAX_TOTAL_SCORE = 2**63 - 1  # upstream MaxTotalScore (math.MaxInt64)
+
 
 @dataclass(slots=True)
 class PluginRef:

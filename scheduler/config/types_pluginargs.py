@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 LEAST_ALLOCATED = "LeastAllocated"
 MOST_ALLOCATED = "MostAllocated"
@@ -155,3 +155,7 @@ PluginArgs = (
     | NodeLabelArgs
     | CoschedulingArgs
 )
+
+# Plugin name -> its args type. Upstream registers each as the kind ``<Plugin>Args`` (register.go); the
+# names are the in-tree ones of ``plugins/names``, which a test checks.
+ARGS_TYPES: dict[str, type] = {cls.__name__.removesuffix("Args"): cls for cls in get_args(PluginArgs)}

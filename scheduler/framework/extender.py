@@ -11,19 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
+from scheduler.framework.extenderv1 import HostPriority, Victims
+from scheduler.framework.listers import SharedLister
 from scheduler.framework.types import NodeInfo
 from scheduler.model.pod import Pod
 
-if TYPE_CHECKING:
-    from scheduler.framework.interface import SharedLister
-    from scheduler.framework.preemption import Victims
-
-# Extender scores are in [MIN_EXTENDER_PRIORITY, MAX_EXTENDER_PRIORITY] (extender/v1) and are scaled
-# to the plugins' range by MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY.
-MIN_EXTENDER_PRIORITY = 0
-MAX_EXTENDER_PRIORITY = 10
 # The pseudo plugin recorded as a rejector when extenders filtered nodes out (upstream ExtenderName).
 EXTENDER_NAME = "Extender"
 
@@ -31,14 +25,6 @@ EXTENDER_NAME = "Extender"
 class ExtenderError(Exception):
     """An extender call failed: transport error, timeout, non-200 answer, undecodable or invalid body,
     or the ``Error`` the extender reported."""
-
-
-@dataclass(slots=True)
-class HostPriority:
-    """One entry of a prioritize answer (extender/v1 HostPriority)."""
-
-    host: str
-    score: int
 
 
 @dataclass(slots=True)

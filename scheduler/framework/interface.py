@@ -9,23 +9,22 @@ the same way. Nothing else is looked up on a plugin or a handle.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
+from scheduler.config.types import EXTENSION_POINT_METHODS, MAX_NODE_SCORE
+from scheduler.framework.extender import Extender
 from scheduler.framework.features import Features
+from scheduler.framework.listers import SharedLister
 from scheduler.framework.status import Status
 from scheduler.framework.types import ClusterEventWithHint, NodeInfo
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 
-if TYPE_CHECKING:
-    from scheduler.framework.extender import Extender
-
-MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
 
 # Scores as the framework keeps them between Score, NormalizeScore and the weighted totals: int64 numpy
@@ -116,19 +115,6 @@ class NodeToStatus:
 
     def get(self, name: str) -> Status | None:
         return self.statuses.get(name, self.absent)
-
-
-class SharedLister(Protocol):
-    """Read access to this cycle's snapshot."""
-
-    def list(self) -> Sequence[NodeInfo]: ...
-    def get(self, name: str) -> NodeInfo | None: ...
-    def have_pods_with_affinity_list(self) -> Sequence[NodeInfo]: ...
-    def have_pods_with_required_anti_affinity_list(self) -> Sequence[NodeInfo]: ...
-
-    def is_pvc_used_by_pods(self, key: str) -> bool:
-        """Some scheduled pod uses the claim ``namespace/name`` (upstream StorageInfos().IsPVCUsedByPods)."""
-        ...
 
 
 class ObjectLister(Protocol):
@@ -383,20 +369,24 @@ class PostBindPlugin(Protocol):
     def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
 
 
-# Extension point (as configs name it) -> the method that marks it on a plugin class, and its protocol.
+# Extension point (as configs name it) -> the method that marks it on a plugin class (the config's
+# EXTENSION_POINT_METHODS), and its protocol.
+_PROTOCOLS: dict[str, type] = {
+    "preEnqueue": PreEnqueuePlugin,
+    "queueSort": QueueSortPlugin,
+    "preFilter": PreFilterPlugin,
+    "filter": FilterPlugin,
+    "postFilter": PostFilterPlugin,
+    "preScore": PreScorePlugin,
+    "score": ScorePlugin,
+    "reserve": ReservePlugin,
+    "permit": PermitPlugin,
+    "preBind": PreBindPlugin,
+    "bind": BindPlugin,
+    "postBind": PostBindPlugin,
+}
 EXTENSION_POINT_PROTOCOLS: dict[str, tuple[str, type]] = {
-    "preEnqueue": ("pre_enqueue", PreEnqueuePlugin),
-    "queueSort": ("less", QueueSortPlugin),
-    "preFilter": ("pre_filter", PreFilterPlugin),
-    "filter": ("filter", FilterPlugin),
-    "postFilter": ("post_filter", PostFilterPlugin),
-    "preScore": ("pre_score", PreScorePlugin),
-    "score": ("score", ScorePlugin),
-    "reserve": ("reserve", ReservePlugin),
-    "permit": ("permit", PermitPlugin),
-    "preBind": ("pre_bind", PreBindPlugin),
-    "bind": ("bind", BindPlugin),
-    "postBind": ("post_bind", PostBindPlugin),
+    point: (EXTENSION_POINT_METHODS[point], protocol) for point, protocol in _PROTOCOLS.items()
 }
 
 
@@ -507,14 +497,6 @@ class StateData(Protocol):
 
 
 @runtime_checkable
-class DeclaresExtensionPoints(Protocol):
-    """A plugin factory that is not a class names the extension points (``filter``, ``score``, ...) its
-    plugin implements, so the config loader can expand MultiPoint for it (classes are inspected)."""
-
-    extension_points: Collection[str]
-
-
-@runtime_checkable
 class ClusterEventObserver(Protocol):
     """Our addition: a plugin that keeps its own state from watch events, where upstream plugins
     read informers (Coscheduling's pod and PodGroup informers). The framework calls these on the
@@ -544,7 +526,6 @@ __all__ = [
     "ClusterEventObserver",
     "ClusterHandle",
     "CycleState",
-    "DeclaresExtensionPoints",
     "EnqueueExtensions",
     "FilterForPlugin",
     "FilterPlugin",

@@ -46,6 +46,7 @@ from typing import Any, Protocol
 import structlog
 
 from scheduler.framework.extender import ExtenderError
+from scheduler.framework.extenderv1 import Victims
 from scheduler.framework.fit_error import Diagnosis, FitError, new_default_node_to_status
 from scheduler.framework.interface import CycleState, Handle, NodeToStatus, PostFilterResult
 from scheduler.framework.status import Code, Status, code_of, error, success, unresolvable, unschedulable
@@ -70,14 +71,6 @@ ASYNC_PREEMPTION_WORKERS = 8
 
 
 # --- victims, candidates, PDBs ------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class Victims:
-    """The pods to evict on one node (most important first) and how many PDBs that violates."""
-
-    pods: list[Pod]
-    num_pdb_violations: int = 0
 
 
 @dataclass(slots=True)

@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from scheduler.config.load import load_dict
+from scheduler.config.registry import Registry
 from scheduler.config.types import Profile, SchedulerConfiguration
-from scheduler.plugins.registry import IN_TREE, Registry
+from scheduler.plugins.names import IN_TREE
 
 API = "kubescheduler.config.k8s.io/v1"
 

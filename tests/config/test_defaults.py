@@ -6,11 +6,13 @@ import dataclasses
 
 import pytest
 
-from scheduler.config.defaults import expand_default_plugins, extension_points_of_class
+from scheduler.config.defaults import DEFAULT_MULTIPOINT, expand_default_plugins, extension_points_of_class
 from scheduler.config.errors import ConfigError
 from scheduler.config.load import load_dict
-from scheduler.config.types import EXTENSION_POINTS
+from scheduler.config.registry import Registry
+from scheduler.config.types import EXTENSION_POINT_METHODS, EXTENSION_POINTS
 from scheduler.config.types_pluginargs import (
+    ARGS_TYPES,
     DefaultPreemptionArgs,
     InterPodAffinityArgs,
     NodeAffinityArgs,
@@ -22,7 +24,7 @@ from scheduler.config.types_pluginargs import (
     VolumeBindingArgs,
 )
 from scheduler.framework.interface import EXTENSION_POINT_PROTOCOLS
-from scheduler.plugins.registry import DEFAULT_MULTIPOINT, IN_TREE, IN_TREE_BY_NAME, Registry
+from scheduler.plugins.names import IN_TREE, IN_TREE_BY_NAME
 
 from . import sample_plugins
 from .helpers import full_registry, names, profile, resolve, scores
@@ -204,3 +206,18 @@ def test_extension_points_of_class_inspects_methods() -> None:
 
 def test_every_extension_point_has_its_method_and_protocol() -> None:
     assert tuple(EXTENSION_POINT_PROTOCOLS) == EXTENSION_POINTS
+    assert tuple(EXTENSION_POINT_METHODS) == EXTENSION_POINTS
+    assert {p: m for p, (m, _) in EXTENSION_POINT_PROTOCOLS.items()} == EXTENSION_POINT_METHODS
+
+
+def test_the_leaf_names_table_names_only_known_extension_points() -> None:
+    """``plugins/names`` imports nothing, so it cannot check its points against the config's list itself."""
+    unknown = {(p.name, point) for p in IN_TREE_BY_NAME.values() for point in p.points if point not in EXTENSION_POINTS}
+    assert unknown == set()
+
+
+def test_every_args_type_belongs_to_an_in_tree_plugin() -> None:
+    assert set(ARGS_TYPES) <= set(IN_TREE_BY_NAME)
+    assert ARGS_TYPES["NodeResourcesFit"] is NodeResourcesFitArgs
+    assert ARGS_TYPES["Coscheduling"].__name__ == "CoschedulingArgs"
+    assert len(ARGS_TYPES) == 12

@@ -10,9 +10,9 @@ import pytest
 
 from scheduler.config.errors import ConfigError
 from scheduler.config.load import build_registry, load, load_dict
+from scheduler.config.registry import Registry
 from scheduler.config.types import Extender, ExtenderManagedResource
 from scheduler.config.types_pluginargs import SelectorSpreadArgs
-from scheduler.plugins.registry import Registry
 
 from . import sample_plugins
 from .helpers import doc, full_registry, names, profile, resolve, scores

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.plugins.registry import IN_TREE, PluginNotAvailable, Registry, is_import_path, snake_case
+from scheduler.config.registry import PluginNotAvailable, Registry, is_import_path
+from scheduler.plugins.names import IN_TREE, snake_case
 
 from . import sample_plugins
 

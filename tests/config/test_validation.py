@@ -8,7 +8,7 @@ import pytest
 
 from scheduler.config.errors import ConfigError
 from scheduler.config.load import load_dict
-from scheduler.plugins.registry import Registry
+from scheduler.config.registry import Registry
 
 from . import sample_plugins
 from .helpers import API, doc, full_registry, one_profile

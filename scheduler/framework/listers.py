@@ -1,0 +1,25 @@
+"""The snapshot listers plugins read (upstream ``pkg/scheduler/framework/listers.go``).
+
+Kept apart from ``interface.py`` as upstream does, so that the Extender protocol can name the lister
+without importing the plugin interfaces that name the Extender.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from scheduler.framework.types import NodeInfo
+
+
+class SharedLister(Protocol):
+    """Read access to this cycle's snapshot (upstream SharedLister: NodeInfos() and StorageInfos())."""
+
+    def list(self) -> Sequence[NodeInfo]: ...
+    def get(self, name: str) -> NodeInfo | None: ...
+    def have_pods_with_affinity_list(self) -> Sequence[NodeInfo]: ...
+    def have_pods_with_required_anti_affinity_list(self) -> Sequence[NodeInfo]: ...
+
+    def is_pvc_used_by_pods(self, key: str) -> bool:
+        """Some scheduled pod uses the claim ``namespace/name`` (upstream StorageInfos().IsPVCUsedByPods)."""
+        ...

@@ -8,7 +8,7 @@ from typing import Any
 from scheduler.app.offline import RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
 from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
-from scheduler.plugins.podgroup import POD_GROUP_LABEL
+from scheduler.plugins.helper.podgroup import POD_GROUP_LABEL
 from scheduler.scheduler import Scheduler
 from tests.test_scheduler import Binder, Clock, node, pod
 

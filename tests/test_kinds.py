@@ -6,7 +6,7 @@ from __future__ import annotations
 from scheduler.framework.types import EventResource
 from scheduler.kube.kinds import OBJECT_KINDS, WATCHED_KINDS, watched_kind
 from scheduler.kube.podgroups import PODGROUP_KINDS
-from scheduler.plugins import podgroup
+from scheduler.plugins.helper import podgroup
 
 # EventResources that are no API kind of their own: the pending pod, and the wildcard.
 NOT_A_KIND = {EventResource.UNSCHEDULED_POD, EventResource.WILDCARD}

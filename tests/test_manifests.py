@@ -266,7 +266,7 @@ def test_podgroup_crd_is_scheduler_plugins_v1alpha1_with_a_status_subresource(do
 
 def test_coscheduling_example_config_loads_and_names_the_group_label() -> None:
     from scheduler.config.types_pluginargs import CoschedulingArgs
-    from scheduler.plugins.podgroup import POD_GROUP_LABEL
+    from scheduler.plugins.helper.podgroup import POD_GROUP_LABEL
 
     cfg = load_dict(yaml.safe_load((ROOT / "manifests" / "examples" / "coscheduling-config.yaml").read_text()))
     (profile,) = cfg.profiles

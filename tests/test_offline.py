@@ -14,7 +14,7 @@ from scheduler.edge import NotFoundError
 from scheduler.eventhandlers import ADDED
 from scheduler.framework.status import Code
 from scheduler.model.pod import pod_from_api
-from scheduler.plugins.volume_util import ANN_SELECTED_NODE
+from scheduler.plugins.helper.volume_util import ANN_SELECTED_NODE
 from scheduler.scheduler import Scheduler
 from tests.test_scheduler import node, pod
 

@@ -18,7 +18,7 @@ from scheduler.eventhandlers import DELETED, MODIFIED
 from scheduler.framework.fit_error import truncate_message as truncate_note
 from scheduler.framework.interface import ObjectLister
 from scheduler.model.pod import Pod
-from scheduler.plugins.volume_util import (
+from scheduler.plugins.helper.volume_util import (
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,

@@ -36,7 +36,7 @@ from scheduler.kube.recorder import ApiEventSink
 from scheduler.kube.results import ResultWriter
 from scheduler.kube.sync import Resyncer, initial_sync
 from scheduler.metrics import Metrics
-from scheduler.plugins.podgroup import POD_GROUP_LABEL
+from scheduler.plugins.helper.podgroup import POD_GROUP_LABEL
 from scheduler.scheduler import Scheduler
 
 log = structlog.get_logger(__name__)

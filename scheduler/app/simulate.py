@@ -26,8 +26,8 @@ from scheduler.framework.results import ResultRecorder
 from scheduler.kube.kinds import OBJECT_KINDS
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.model.validation import validate
-from scheduler.plugins.podgroup import KIND as PODGROUP
-from scheduler.plugins.podgroup import group_full_name, group_name
+from scheduler.plugins.helper.podgroup import KIND as PODGROUP
+from scheduler.plugins.helper.podgroup import group_full_name, group_name
 from scheduler.scheduler import Scheduler
 
 

@@ -21,7 +21,7 @@ from scheduler.edge import NotFoundError
 from scheduler.kube.client import ApiWriter, Requester
 from scheduler.kube.kinds import WATCHED_KINDS
 from scheduler.model.timefmt import micro_time
-from scheduler.plugins.podgroup import GROUP, KIND, PLURAL, VERSION
+from scheduler.plugins.helper.podgroup import GROUP, KIND, PLURAL, VERSION
 
 log = structlog.get_logger(__name__)
 
@@ -41,7 +41,7 @@ def podgroups_served(raw: Requester) -> bool:
 
 
 class ApiPodGroupWriter:
-    """scheduler.plugins.podgroup.PodGroupWriter over the API: asynchronous, ordered, bounded."""
+    """scheduler.plugins.helper.podgroup.PodGroupWriter over the API: asynchronous, ordered, bounded."""
 
     def __init__(
         self, writer: ApiWriter, controller: str = "py-scheduler", backlog: int = 5000,

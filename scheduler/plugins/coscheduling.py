@@ -52,7 +52,7 @@ from scheduler.framework.types import (
     QueueingHint,
 )
 from scheduler.model.pod import Pod, parse_time
-from scheduler.plugins.podgroup import (
+from scheduler.plugins.helper.podgroup import (
     KIND,
     POD_GROUP_LABEL,
     PodGroup,

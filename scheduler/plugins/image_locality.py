@@ -19,7 +19,7 @@ from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, sc
 from scheduler.framework.status import Status
 from scheduler.framework.types import ClusterEventWithHint, ImageStateSummary, NodeInfo
 from scheduler.model.pod import Pod
-from scheduler.plugins.gomath import go_div
+from scheduler.plugins.helper.gomath import go_div
 
 NAME = "ImageLocality"
 

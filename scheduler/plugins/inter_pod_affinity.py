@@ -43,9 +43,9 @@ from scheduler.model.jsonutil import plain
 from scheduler.model.labels import NOTHING, LabelSelector, parse_label_selector
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
-from scheduler.plugins.node_totals import Contribute, Contribution, NodeTotalsCache
-from scheduler.plugins.normalize_score import on_node_scores
-from scheduler.plugins.spreading import as_node, as_pod, object_labels
+from scheduler.plugins.helper.node_totals import Contribute, Contribution, NodeTotalsCache
+from scheduler.plugins.helper.normalize_score import on_node_scores
+from scheduler.plugins.helper.spreading import as_node, as_pod, object_labels
 
 NAME = "InterPodAffinity"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME

@@ -48,9 +48,9 @@ from scheduler.model.resources import (
     request_amount,
     scoring_request_list,
 )
-from scheduler.plugins.generation_memo import GenerationMemo
-from scheduler.plugins.gomath import go_div, go_round
-from scheduler.plugins.shape_score import build_broken_linear_function
+from scheduler.plugins.helper.generation_memo import GenerationMemo
+from scheduler.plugins.helper.gomath import go_div, go_round
+from scheduler.plugins.helper.shape_score import build_broken_linear_function
 
 NAME = "NodeResourcesFit"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME

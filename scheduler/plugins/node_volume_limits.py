@@ -40,7 +40,7 @@ from scheduler.framework.types import (
     QueueingHint,
 )
 from scheduler.model.pod import Pod
-from scheduler.plugins.volume_util import (
+from scheduler.plugins.helper.volume_util import (
     ALWAYS_MIGRATED,
     PORTWORX,
     NotFound,

@@ -50,9 +50,9 @@ from scheduler.model.labels import (
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.model.taints import NO_EXECUTE, NO_SCHEDULE, first_untolerated
-from scheduler.plugins.generation_memo import GenerationMemo
-from scheduler.plugins.node_totals import Contribute, Contribution, NodeTotalsCache
-from scheduler.plugins.spreading import (
+from scheduler.plugins.helper.generation_memo import GenerationMemo
+from scheduler.plugins.helper.node_totals import Contribute, Contribution, NodeTotalsCache
+from scheduler.plugins.helper.spreading import (
     COUNTED_SELECTORS,
     as_node,
     as_pod,

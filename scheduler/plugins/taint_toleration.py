@@ -28,7 +28,7 @@ from scheduler.framework.types import (
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.model.taints import NO_EXECUTE, NO_SCHEDULE, PREFER_NO_SCHEDULE, Taint, Toleration, first_untolerated
-from scheduler.plugins.normalize_score import default_normalize_score, default_normalize_values
+from scheduler.plugins.helper.normalize_score import default_normalize_score, default_normalize_values
 
 NAME = "TaintToleration"
 PRE_SCORE_STATE_KEY = "PreScore" + NAME

@@ -66,7 +66,7 @@ from scheduler.model.labels import parse_label_selector
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.model.quantity import parse as parse_quantity
-from scheduler.plugins.volume_util import (
+from scheduler.plugins.helper.volume_util import (
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
     MIGRATED_PLUGINS_ANN,

@@ -34,7 +34,7 @@ from scheduler.framework.types import (
     QueueingHint,
 )
 from scheduler.model.pod import Pod
-from scheduler.plugins.volume_util import (
+from scheduler.plugins.helper.volume_util import (
     READ_WRITE_ONCE_POD,
     NotFound,
     access_modes,

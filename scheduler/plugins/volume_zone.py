@@ -34,7 +34,7 @@ from scheduler.framework.types import (
     QueueingHint,
 )
 from scheduler.model.pod import Pod
-from scheduler.plugins.volume_util import (
+from scheduler.plugins.helper.volume_util import (
     LABEL_REGION,
     LABEL_REGION_BETA,
     LABEL_ZONE,

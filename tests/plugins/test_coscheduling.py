@@ -14,7 +14,7 @@ from scheduler.framework.interface import CycleState, NodeToStatus
 from scheduler.framework.status import Code, Status
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.coscheduling import Coscheduling
-from scheduler.plugins.podgroup import POD_GROUP_LABEL, podgroup_from_api
+from scheduler.plugins.helper.podgroup import POD_GROUP_LABEL, podgroup_from_api
 from scheduler.queue.queued_pod_info import QueuedPodInfo
 from tests.plugins.util import make_node, node_info
 

@@ -8,8 +8,8 @@ import pytest
 from util import make_node, node_info
 
 from scheduler.framework.types import NodeInfo
-from scheduler.plugins import generation_memo
-from scheduler.plugins.generation_memo import GenerationMemo
+from scheduler.plugins.helper import generation_memo
+from scheduler.plugins.helper.generation_memo import GenerationMemo
 
 
 def _counting(calls: list[list[str]]) -> Callable[[Sequence[NodeInfo]], list[int]]:

@@ -21,10 +21,10 @@ from scheduler.framework.interface import CycleState
 from scheduler.framework.types import NodeInfo
 from scheduler.model.node import node_from_api
 from scheduler.model.pod import Pod, pod_from_api
+from scheduler.plugins.helper.node_totals import NodeTotals
 from scheduler.plugins.inter_pod_affinity import PRE_FILTER_STATE_KEY as IPA_FILTER
 from scheduler.plugins.inter_pod_affinity import PRE_SCORE_STATE_KEY as IPA_SCORE
 from scheduler.plugins.inter_pod_affinity import InterPodAffinity
-from scheduler.plugins.node_totals import NodeTotals
 from scheduler.plugins.pod_topology_spread import PRE_FILTER_STATE_KEY as PTS_FILTER
 from scheduler.plugins.pod_topology_spread import PRE_SCORE_STATE_KEY as PTS_SCORE
 from scheduler.plugins.pod_topology_spread import PodTopologySpread

@@ -25,8 +25,8 @@ from volume_objects import (
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import QueueingHint
+from scheduler.plugins.helper.volume_util import translate_inline_volume, translate_pv_to_csi
 from scheduler.plugins.node_volume_limits import ERR_REASON_MAX_VOLUME_COUNT, NodeVolumeLimits
-from scheduler.plugins.volume_util import translate_inline_volume, translate_pv_to_csi
 
 EBS_CSI, GCE_CSI = "ebs.csi.aws.com", "pd.csi.storage.gke.io"
 PORTWORX_ANN = {"storage.alpha.kubernetes.io/migrated-plugins": "kubernetes.io/portworx-volume"}

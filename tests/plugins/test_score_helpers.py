@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from scheduler.framework.interface import NodeScore
-from scheduler.plugins.gomath import go_div, go_round
-from scheduler.plugins.normalize_score import default_normalize_score, default_normalize_values
-from scheduler.plugins.shape_score import build_broken_linear_function
+from scheduler.plugins.helper.gomath import go_div, go_round
+from scheduler.plugins.helper.normalize_score import default_normalize_score, default_normalize_values
+from scheduler.plugins.helper.shape_score import build_broken_linear_function
 
 
 @pytest.mark.parametrize(

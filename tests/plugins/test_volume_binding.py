@@ -29,6 +29,7 @@ from scheduler.framework.status import Code, Status
 from scheduler.framework.types import QueueingHint
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
+from scheduler.plugins.helper.volume_util import ANN_SELECTED_NODE
 from scheduler.plugins.volume_binding import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,
@@ -39,7 +40,6 @@ from scheduler.plugins.volume_binding import (
     StateData,
     VolumeBinding,
 )
-from scheduler.plugins.volume_util import ANN_SELECTED_NODE
 
 HOST = "kubernetes.io/hostname"
 WAIT, IMMEDIATE, PROV = "wait-sc", "immediate-sc", "provision-sc"

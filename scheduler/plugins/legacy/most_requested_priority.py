@@ -12,7 +12,7 @@ v1.17+ and the v1.18 legacy registry (NodeResourcesMostAllocated) did, not as th
 from __future__ import annotations
 
 from scheduler.framework.interface import MAX_NODE_SCORE
-from scheduler.plugins.gomath import go_div
+from scheduler.plugins.helper.gomath import go_div
 from scheduler.plugins.legacy.requested_priority import LegacyRequestedPriority
 
 NAME = "MostRequestedPriority"

@@ -9,7 +9,7 @@ from scheduler.framework.status import Status, error
 from scheduler.framework.types import NodeInfo
 from scheduler.model.errors import InvalidObjectError
 from scheduler.model.pod import Pod
-from scheduler.plugins.gomath import go_div
+from scheduler.plugins.helper.gomath import go_div
 from scheduler.plugins.legacy.non_zero_requests import legacy_requested
 
 

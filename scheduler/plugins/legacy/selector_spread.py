@@ -27,8 +27,8 @@ from scheduler.framework.status import Status, error, skip
 from scheduler.framework.types import ClusterEventWithHint, NodeInfo
 from scheduler.model.labels import LabelSelector
 from scheduler.model.pod import Pod
-from scheduler.plugins.generation_memo import GenerationMemo
-from scheduler.plugins.spreading import COUNTED_SELECTORS, default_selector, matching_pod_counter
+from scheduler.plugins.helper.generation_memo import GenerationMemo
+from scheduler.plugins.helper.spreading import COUNTED_SELECTORS, default_selector, matching_pod_counter
 
 NAME = "SelectorSpread"
 PRE_SCORE_STATE_KEY = "PreScore" + NAME

@@ -31,8 +31,8 @@ from scheduler.framework.types import (
     QueueingHint,
 )
 from scheduler.model.pod import Pod
+from scheduler.plugins.helper.spreading import as_node, as_pod, pod_services, selector_from_set
 from scheduler.plugins.legacy.service_anti_affinity import ServiceAntiAffinityScorer
-from scheduler.plugins.spreading import as_node, as_pod, pod_services, selector_from_set
 
 NAME = "ServiceAffinity"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME

@@ -25,7 +25,7 @@ from scheduler.framework.status import Status, error, skip
 from scheduler.framework.types import ClusterEventWithHint, NodeInfo
 from scheduler.model.labels import LabelSelector
 from scheduler.model.pod import Pod
-from scheduler.plugins.spreading import count_matching_pods, pod_services, selector_from_set
+from scheduler.plugins.helper.spreading import count_matching_pods, pod_services, selector_from_set
 
 NAME = "ServiceAntiAffinity"
 

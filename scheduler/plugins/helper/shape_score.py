@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from scheduler.plugins.gomath import go_div
+from scheduler.plugins.helper.gomath import go_div
 
 
 def build_broken_linear_function(shape: Sequence[tuple[int, int]]) -> Callable[[int], int]:

@@ -8,7 +8,7 @@ from typing import TypeVar
 import numpy as np
 
 from scheduler.framework.interface import NodeScore, ScoreRow
-from scheduler.plugins.gomath import go_div_row
+from scheduler.plugins.helper.gomath import go_div_row
 
 T = TypeVar("T")
 

@@ -17,7 +17,7 @@ from scheduler.model.errors import InvalidObjectError
 from scheduler.model.labels import LabelSelector, Requirement, parse_label_selector
 from scheduler.model.node import Node, node_from_api
 from scheduler.model.pod import Pod, pod_from_api
-from scheduler.plugins.generation_memo import GenerationMemo
+from scheduler.plugins.helper.generation_memo import GenerationMemo
 
 __all__ = [
     "as_node",

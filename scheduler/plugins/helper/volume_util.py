@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 from scheduler.model.labels import Requirement, requirements_match
 from scheduler.model.pod import Pod
 from scheduler.model.quantity import parse as parse_quantity
-from scheduler.plugins.node_affinity import NodeSelectorTerm, parse_required_terms
+from scheduler.plugins.helper.nodeaffinity import NodeSelectorTerm, parse_required_terms
 
 Obj = Mapping[str, Any]
 

@@ -30,11 +30,13 @@ from scheduler.framework.types import QueueingHint
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.plugins.helper.volume_util import ANN_SELECTED_NODE
-from scheduler.plugins.volume_binding import (
+from scheduler.plugins.volume_binding.binder import (
     ERR_REASON_BIND_CONFLICT,
     ERR_REASON_NODE_CONFLICT,
     ERR_REASON_NOT_ENOUGH_SPACE,
     ERR_REASON_PV_NOT_EXIST,
+)
+from scheduler.plugins.volume_binding.volume_binding import (
     ERR_UNBOUND_IMMEDIATE,
     STATE_KEY,
     StateData,
@@ -70,8 +72,8 @@ class Env:
         self.pl = VolumeBinding({"bindTimeoutSeconds": timeout}, self.handle)
         self.now = 0.0
         self.sleeps = 0
-        self.pl.clock = lambda: self.now
-        self.pl.sleep = self._sleep
+        self.pl.binder.clock = lambda: self.now
+        self.pl.binder.sleep = self._sleep
 
     def _sleep(self, seconds: float) -> None:
         self.sleeps += 1
@@ -355,11 +357,11 @@ def test_assumed_pv_is_not_offered_to_the_next_pod_until_unreserve() -> None:
     state, s = env.prefilter(first)
     assert s is None and env.filter(state, first, "node-1") is None
     assert env.pl.reserve(state, first.with_node("node-1"), "node-1") is None
-    assert env.pl.pv_cache.assumed_count() == 1
+    assert env.pl.binder.pv_cache.assumed_count() == 1
     # the second pod's cycle sees the PV claimed by c1
     assert env.verdicts(one("c2", name="second"))["node-1"] == [ERR_REASON_BIND_CONFLICT]
     env.pl.unreserve(state, first, "node-1")
-    assert env.pl.pv_cache.assumed_count() == 0
+    assert env.pl.binder.pv_cache.assumed_count() == 0
     assert env.verdicts(one("c2", name="second"))["node-1"] is None
 
 
@@ -369,10 +371,10 @@ def test_watch_version_newer_than_the_assumption_wins() -> None:
     state, _ = env.prefilter(pod)
     env.filter(state, pod, "node-1")
     env.pl.reserve(state, pod.with_node("node-1"), "node-1")
-    assert env.pl.pv_cache.get("only")["spec"].get("claimRef") is not None
+    assert env.pl.binder.pv_cache.get("only")["spec"].get("claimRef") is not None
     env.handle.add(wait_pv("only", "node-1", rv="2"))  # e.g. someone else's write arrives
-    assert env.pl.pv_cache.get("only")["spec"].get("claimRef") is None
-    assert env.pl.pv_cache.assumed_count() == 0
+    assert env.pl.binder.pv_cache.get("only")["spec"].get("claimRef") is None
+    assert env.pl.binder.pv_cache.assumed_count() == 0
 
 
 def test_provisioning_end_to_end() -> None:
@@ -402,7 +404,7 @@ def test_prebind_times_out_without_a_pv_controller() -> None:
     assert s.reasons == ["binding volumes: context deadline exceeded"]
     assert env.sleeps == 5  # polled once a second
     env.pl.unreserve(state, one("c"), "node-1")
-    assert env.pl.pv_cache.assumed_count() == 0
+    assert env.pl.binder.pv_cache.assumed_count() == 0
 
 
 def test_prebind_fails_when_the_pod_is_deleted_or_the_write_fails() -> None:
@@ -415,7 +417,7 @@ def test_prebind_fails_when_the_pod_is_deleted_or_the_write_fails() -> None:
     env2.handle.fail_updates = 'persistentvolumes "local-1" is forbidden'
     _, s = env2.schedule(one("c"), "node-1")
     assert s is not None and s.code == Code.ERROR and s.reasons == ['persistentvolumes "local-1" is forbidden']
-    assert env2.pl.pv_cache.assumed_count() == 0  # the unwritten assumption was restored
+    assert env2.pl.binder.pv_cache.assumed_count() == 0  # the unwritten assumption was restored
     assert env.handle.stage_errors == env2.handle.stage_errors == ["bind"]
 
 
@@ -424,7 +426,7 @@ def test_prebind_fails_when_provisioning_is_given_up() -> None:
     state, _ = env.prefilter(one("c"))
     env.filter(state, one("c"), "node-1")
     env.pl.reserve(state, one("c").with_node("node-1"), "node-1")
-    real_sleep = env.pl.sleep
+    real_sleep = env.pl.binder.sleep
 
     def provisioner_gives_up(seconds: float) -> None:
         real_sleep(seconds)
@@ -432,7 +434,7 @@ def test_prebind_fails_when_provisioning_is_given_up() -> None:
         claim["metadata"] = {**claim["metadata"], "annotations": {"other": "x"}, "resourceVersion": "9"}
         env.handle.add(claim)
 
-    env.pl.sleep = provisioner_gives_up
+    env.pl.binder.sleep = provisioner_gives_up
     s = env.pl.pre_bind(state, one("c").with_node("node-1"), "node-1")
     assert s is not None and s.reasons == ['binding volumes: provisioning failed for PVC "c"']
 

@@ -1,66 +1,18 @@
-"""VolumeBinding (kube-scheduler v1.34 ``volumebinding/{volume_binding,binder,assume_cache}.go``).
-
-PreFilter: every claim the pod uses (PVC volumes and generic ephemeral volumes) must exist, not be lost
-or being deleted, and (ephemeral) be controlled by the pod, else UnschedulableAndUnresolvable with
-upstream's message (``persistentvolumeclaim "c" not found``, ``waiting for ephemeral volume controller
-to create the persistentvolumeclaim "p-v"``, ``persistentvolumeclaim "c" bound to non-existent
-persistentvolume "v"``, ``persistentvolumeclaim "c" is being deleted``). Skip when the pod has no claim.
-Claims are split into bound ones, unbound ones whose StorageClass binds on first consumer, and unbound
-immediate (or prebound) ones; any of the last kind is UnschedulableAndUnresolvable ``pod has unbound
-immediate PersistentVolumeClaims``.
-
-Filter (per node), reasons UnschedulableAndUnresolvable in this order:
-
-* bound claims: the PV's required node affinity must match the node's labels (the PV is translated to
-  CSI first for in-tree plugins migrated on the node) → ``node(s) didn't match PersistentVolume's node
-  affinity``; a claim whose PV does not exist → ``node(s) unavailable due to one or more pvc(s) bound to
-  non-existent pv(s)``;
-* unbound delayed claims: one already annotated ``volume.kubernetes.io/selected-node`` for another node
-  → ``node(s) didn't find available persistent volumes to bind``; the others, smallest request first, get
-  the smallest available PV of their class that fits (size, volume mode, attributes class, selector,
-  access modes, node affinity, not deleting, not chosen for another claim); the rest must be
-  provisionable: the class has a provisioner other than ``kubernetes.io/no-provisioner`` and its
-  allowedTopologies match the node (else the bind-conflict reason), and, when the provisioner is a
-  CSIDriver with ``storageCapacity: true``, a CSIStorageCapacity of the class whose nodeTopology selects
-  the node has ``maximumVolumeSize`` (or ``capacity``) at least the request → else ``node(s) did not have
-  enough free storage``.
-
-Reserve assumes the chosen bindings in in-memory assume caches (PVs with the claimRef, claims with the
-selected-node annotation), so later pods do not choose the same PV; Unreserve restores them. An assumed
-object is replaced by the watch's version as soon as that is newer. PreBind writes the bindings (PUT of
-the PV / the claim through the handle's ``update_object``) and waits, polling every second up to
-``bindTimeoutSeconds`` (600), until the claims are fully bound (``volumeName`` set and
-``pv.kubernetes.io/bind-completed``), failing when the pod is deleted, the PV lost its claimRef, the
-selected-node annotation was removed (provisioning failed) or a PV's node affinity does not match.
-
-Not implemented: Score (only with the alpha StorageCapacityScoring gate, off by default), the
-PreBindPreFlight extension point (the framework has none; PreBind itself returns at once when all is
-bound) and the scheduler_volume_* metrics.
+"""The volume binder VolumeBinding drives (upstream ``volumebinding/binder.go``, SchedulerVolumeBinder):
+which PVs a pod's unbound claims can take on a node or whether they can be provisioned there (Filter),
+assuming those choices in the assume caches (Reserve), reverting them (Unreserve), and writing them and
+waiting for the PV controller to complete them (PreBind).
 """
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-import structlog
-
-from scheduler.config.args import plugin_args
-from scheduler.config.types_pluginargs import VolumeBindingArgs
-from scheduler.framework.interface import CycleState, Handle, PreFilterResult
-from scheduler.framework.status import Status, error, skip, unresolvable
-from scheduler.framework.types import (
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    NodeInfo,
-    QueueingHint,
-)
+from scheduler.framework.interface import Handle
 from scheduler.model.errors import InvalidObjectError
 from scheduler.model.labels import parse_label_selector
 from scheduler.model.node import Node
@@ -69,11 +21,9 @@ from scheduler.model.quantity import parse as parse_quantity
 from scheduler.plugins.helper.volume_util import (
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
-    MIGRATED_PLUGINS_ANN,
     NOT_SUPPORTED_PROVISIONER,
     PORTWORX,
     WAIT_FOR_FIRST_CONSUMER,
-    NotFound,
     Obj,
     TranslationError,
     annotations_of,
@@ -82,8 +32,6 @@ from scheduler.plugins.helper.volume_util import (
     claim_name_of,
     ephemeral_claim_name,
     get_csi_node,
-    get_pvc,
-    has_scheduling_volumes,
     in_tree_plugin_of_pv,
     is_ephemeral,
     is_pvc_fully_bound,
@@ -94,7 +42,6 @@ from scheduler.plugins.helper.volume_util import (
     migrated_plugins,
     name_of,
     namespace_of,
-    pod_claim_refs,
     pod_volumes,
     pv_capacity,
     pv_class,
@@ -107,133 +54,17 @@ from scheduler.plugins.helper.volume_util import (
     volume_is_for_pod,
     volume_mode_mismatch,
 )
-
-log = structlog.get_logger(__name__)
-
-NAME = "VolumeBinding"
-STATE_KEY = NAME
+from scheduler.plugins.volume_binding.assume_cache import AssumeCache, BindingError, pv_cache, pvc_cache
 
 ERR_REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 ERR_REASON_NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
 ERR_REASON_NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 ERR_REASON_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
-ERR_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 
 POLL_INTERVAL_SECONDS = 1.0
 
-# scheduler_volume_scheduling_stage_error_total{operation}: the binder stage that failed.
-PREDICATE, ASSUME, BIND = "predicate", "assume", "bind"
 
-_PV = "v1.PersistentVolume"
-_PVC = "v1.PersistentVolumeClaim"
-
-
-class BindingError(Exception):
-    """An error that fails the extension point (an Error status upstream)."""
-
-
-# --- assume caches --------------------------------------------------------------------------------
-
-
-class AssumeCache:
-    """PVs or PVCs as the watch delivered them (the object store), overlaid with assumed versions.
-
-    An assumed object hides the stored one while the stored one is not newer (by resourceVersion);
-    once the watch delivers a newer version (e.g. the result of PreBind's write), that version wins and
-    the assumption is dropped, as upstream's AssumeCache replaces latestObj on a newer informer event.
-    """
-
-    def __init__(self, kind: str, description: str, objects: Callable[[], Any]) -> None:
-        self.kind = kind
-        self.description = description
-        self._objects = objects
-        self._assumed: dict[str, Obj] = {}
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def _split(key: str) -> tuple[str, str]:
-        ns, sep, name = key.partition("/")
-        return (ns, name) if sep else ("", key)
-
-    @staticmethod
-    def key_of(obj: Obj) -> str:
-        ns = namespace_of(obj)
-        return f"{ns}/{name_of(obj)}" if ns else name_of(obj)
-
-    def _api(self, key: str) -> Obj | None:
-        objects = self._objects()
-        if objects is None:
-            return None
-        ns, name = self._split(key)
-        obj: Obj | None = objects.get(self.kind, ns, name)
-        return obj
-
-    def _not_found(self, key: str) -> BindingError:
-        return BindingError(f'could not find {self.description} "{key}"')
-
-    def _latest(self, key: str, api: Obj) -> Obj:
-        """Under the lock: the assumed version while the stored one is not newer."""
-        assumed = self._assumed.get(key)
-        if assumed is None:
-            return api
-        try:
-            stale = resource_version(api) > resource_version(assumed)
-        except ValueError:
-            stale = True
-        if stale:
-            del self._assumed[key]
-            return api
-        return assumed
-
-    def get(self, key: str) -> Obj:
-        api = self._api(key)
-        with self._lock:
-            if api is None:
-                self._assumed.pop(key, None)
-                raise self._not_found(key)
-            return self._latest(key, api)
-
-    def get_api(self, key: str) -> Obj:
-        api = self._api(key)
-        if api is None:
-            raise self._not_found(key)
-        return api
-
-    def list(self) -> list[Obj]:
-        objects = self._objects()
-        if objects is None:
-            return []
-        stored = list(objects.list(self.kind))
-        with self._lock:
-            return [self._latest(self.key_of(o), o) for o in stored]
-
-    def assume(self, obj: Obj) -> None:
-        key = self.key_of(obj)
-        api = self._api(key)
-        with self._lock:
-            if api is None:
-                raise self._not_found(key)
-            stored = self._latest(key, api)
-            try:
-                new_v, stored_v = resource_version(obj), resource_version(stored)
-            except ValueError as exc:
-                raise BindingError(f"error parsing ResourceVersion for {self.description} {key!r}: {exc}") from None
-            if new_v < stored_v:
-                raise BindingError(
-                    f'{self.description} "{key}" is out of sync (stored: {stored_v}, assume: {new_v})'
-                )
-            self._assumed[key] = obj
-
-    def restore(self, key: str) -> None:
-        with self._lock:
-            self._assumed.pop(key, None)
-
-    def assumed_count(self) -> int:
-        with self._lock:
-            return len(self._assumed)
-
-
-# --- per-cycle data -------------------------------------------------------------------------------
+# --- per-pod decisions -------------------------------------------------------------------------------
 
 
 @dataclass(slots=True)
@@ -260,17 +91,6 @@ class PodVolumeClaims:
     unbound_delay_binding: list[Obj] = field(default_factory=list)
     unbound_immediate: list[Obj] = field(default_factory=list)
     unbound_volumes_delay_binding: dict[str, list[Obj]] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class StateData:
-    """Shared, not cloned, across CycleState clones (upstream's Clone returns the same pointer)."""
-
-    all_bound: bool = False
-    pod_volumes_by_node: dict[str, PodVolumes] = field(default_factory=dict)
-    claims: PodVolumeClaims | None = None
-    has_static_bindings: bool = False
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 # --- helpers ----------------------------------------------------------------------------------------
@@ -334,7 +154,7 @@ def find_matching_volume(
     return smallest
 
 
-def _volume_limit(capacity: Obj) -> Decimal | None:
+def volume_limit(capacity: Obj) -> Decimal | None:
     """maximumVolumeSize when set (more precise), else capacity."""
     for key in ("maximumVolumeSize", "capacity"):
         v = capacity.get(key)
@@ -405,57 +225,24 @@ def try_translate_pv_to_csi(pv: Obj, csi_node: Obj | None) -> Obj:
     return translated
 
 
-# --- the plugin -------------------------------------------------------------------------------------
+# --- the binder -------------------------------------------------------------------------------------
 
 
-class VolumeBinding:
-    """Binds pods' PVCs to PVs (static or by provisioning) as part of scheduling."""
+class VolumeBinder:
+    """Finds, assumes, reverts and binds a pod's volumes (upstream volumeBinder). Reads objects and writes
+    bindings through the plugin handle; ``clock``, ``sleep`` and ``poll_interval`` pace PreBind's wait."""
 
-    name = NAME
-
-
-    def sign_pod(self, pod: Pod) -> Hashable | None:
-        """Batchable unless the pod has volumes this plugin looks at (claims, disks: shared objects)."""
-        return None if has_scheduling_volumes(pod) else ()
-
-    def __init__(self, args: VolumeBindingArgs | Mapping[str, Any] | None, handle: Handle) -> None:
+    def __init__(self, handle: Handle, bind_timeout: float) -> None:
         self.handle = handle
-        self.bind_timeout = float(plugin_args(VolumeBindingArgs, args).bind_timeout_seconds)
+        self.bind_timeout = bind_timeout
         self.poll_interval = POLL_INTERVAL_SECONDS
-        self.pv_cache = AssumeCache("PersistentVolume", _PV, self._objects)
-        self.pvc_cache = AssumeCache("PersistentVolumeClaim", _PVC, self._objects)
+        self.pv_cache: AssumeCache = pv_cache(self._objects)
+        self.pvc_cache: AssumeCache = pvc_cache(self._objects)
         self.sleep: Callable[[float], None] = time.sleep
         self.clock: Callable[[], float] = time.monotonic
 
     def _objects(self) -> Any:
         return self.handle.objects()
-
-    # --- PreFilter ---------------------------------------------------------------------------------
-
-    def _pod_has_pvcs(self, pod: Pod) -> tuple[bool, str | None]:
-        """podHasPVCs: (has a claim, the first problem found)."""
-        objects = self._objects()
-        has = False
-        for claim, ephemeral in pod_claim_refs(pod):
-            has = True
-            try:
-                pvc = get_pvc(objects, pod.namespace, claim)
-            except NotFound as exc:
-                if ephemeral:
-                    return has, f'waiting for ephemeral volume controller to create the persistentvolumeclaim "{claim}"'
-                return has, str(exc)
-            if (pvc.get("status") or {}).get("phase") == "Lost":
-                return has, (
-                    f'persistentvolumeclaim "{name_of(pvc)}" bound to non-existent persistentvolume '
-                    f'"{pvc_volume_name(pvc)}"'
-                )
-            if meta(pvc).get("deletionTimestamp") is not None:
-                return has, f'persistentvolumeclaim "{name_of(pvc)}" is being deleted'
-            if ephemeral:
-                problem = volume_is_for_pod(pod, pvc)
-                if problem is not None:
-                    return has, problem
-        return has, None
 
     def _is_delay_binding_mode(self, pvc: Obj) -> bool:
         sc_name = pvc_class(pvc)
@@ -506,48 +293,6 @@ class VolumeBinding:
             cls = pvc_class(pvc)
             out.unbound_volumes_delay_binding[cls] = [pv for pv in pvs if pv_class(pv) == cls]
         return out
-
-    def pre_filter(
-        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
-    ) -> tuple[PreFilterResult | None, Status | None]:
-        has, problem = self._pod_has_pvcs(pod)
-        if problem is not None:
-            return None, unresolvable(problem)
-        if not has:
-            state.write(STATE_KEY, StateData())
-            return None, skip()
-        try:
-            claims = self.get_pod_volume_claims(pod)
-        except (BindingError, InvalidObjectError) as exc:
-            return None, error(str(exc))
-        if claims.unbound_immediate:
-            return None, unresolvable(ERR_UNBOUND_IMMEDIATE)
-        state.write(STATE_KEY, StateData(claims=claims))
-        return None, None
-
-    def pre_filter_extensions(self) -> None:
-        return None
-
-    # --- Filter ------------------------------------------------------------------------------------
-
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        data = state.get(STATE_KEY)
-        if not isinstance(data, StateData):
-            return error(f"reading {STATE_KEY!r} from cycleState: not found")
-        node = node_info.node
-        if node is None:
-            return error("node not found")
-        try:
-            pod_vols, reasons = self.find_pod_volumes(pod, data.claims or PodVolumeClaims(), node)
-        except (BindingError, InvalidObjectError) as exc:
-            self.handle.volume_scheduling_stage_failed(PREDICATE)
-            return error(str(exc))
-        if reasons:
-            return unresolvable(*reasons)
-        with data.lock:
-            data.pod_volumes_by_node[node.name] = pod_vols
-            data.has_static_bindings = data.has_static_bindings or bool(pod_vols.static_bindings)
-        return None
 
     def find_pod_volumes(self, pod: Pod, claims: PodVolumeClaims, node: Node) -> tuple[PodVolumes, list[str]]:
         """FindPodVolumes: the node's bindings/provisions and the reasons it does not fit."""
@@ -659,7 +404,7 @@ class VolumeBinding:
         for cap in objects.list("CSIStorageCapacity"):
             if cap.get("storageClassName") != cls:
                 continue
-            limit = _volume_limit(cap)
+            limit = volume_limit(cap)
             if limit is None or limit < size:
                 continue
             if self._node_has_access(node, cap):
@@ -676,23 +421,6 @@ class VolumeBinding:
         except InvalidObjectError:
             return False
         return selector.matches(node.labels)
-
-    # --- Reserve / Unreserve -----------------------------------------------------------------------
-
-    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        data = state.get(STATE_KEY)
-        if not isinstance(data, StateData):
-            return error(f"reading {STATE_KEY!r} from cycleState: not found")
-        pod_vols = data.pod_volumes_by_node.get(node_name)
-        if pod_vols is None:
-            data.all_bound = True
-            return None
-        try:
-            data.all_bound = self.assume_pod_volumes(pod, node_name, pod_vols)
-        except BindingError as exc:
-            self.handle.volume_scheduling_stage_failed(ASSUME)
-            return error(str(exc))
-        return None
 
     def _are_pod_volumes_bound(self, pod: Pod) -> bool:
         for vol in pod_volumes(pod):
@@ -740,35 +468,6 @@ class VolumeBinding:
     def _revert_pvcs(self, claims: Sequence[Obj]) -> None:
         for c in claims:
             self.pvc_cache.restore(_pvc_key(c))
-
-    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
-        data = state.get(STATE_KEY)
-        if not isinstance(data, StateData):
-            return
-        pod_vols = data.pod_volumes_by_node.get(node_name)
-        if pod_vols is None:
-            return
-        self._revert_pvs(pod_vols.static_bindings)
-        self._revert_pvcs([p.pvc for p in pod_vols.dynamic_provisions])
-
-    # --- PreBind -----------------------------------------------------------------------------------
-
-    def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        data = state.get(STATE_KEY)
-        if not isinstance(data, StateData):
-            return error(f"reading {STATE_KEY!r} from cycleState: not found")
-        if data.all_bound:
-            return None
-        pod_vols = data.pod_volumes_by_node.get(node_name)
-        if pod_vols is None:
-            return error(f'no pod volume found for node "{node_name}"')
-        try:
-            self.bind_pod_volumes(pod, node_name, pod_vols)
-        except BindingError as exc:
-            self.handle.volume_scheduling_stage_failed(BIND)
-            log.info("binding volumes failed", pod=pod.key, node=node_name, error=str(exc))
-            return error(str(exc))
-        return None
 
     def bind_pod_volumes(self, pod: Pod, node_name: str, pod_vols: PodVolumes) -> None:
         """BindPodVolumes: write the bindings, then wait until the PV controller completed them."""
@@ -871,76 +570,10 @@ class VolumeBinding:
                 return False
         return True
 
-    # --- queueing ----------------------------------------------------------------------------------
-
-    def events_to_register(self) -> list[ClusterEventWithHint]:
-        """As upstream with queueing hints on (node taint updates are not registered)."""
-        add_update = ActionType.ADD | ActionType.UPDATE
-        return [
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.STORAGE_CLASS, add_update), self.is_schedulable_after_storage_class_change
-            ),
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.PERSISTENT_VOLUME_CLAIM, add_update), self.is_schedulable_after_pvc_change
-            ),
-            ClusterEventWithHint(ClusterEvent(EventResource.PERSISTENT_VOLUME, add_update)),
-            ClusterEventWithHint(ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)),
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.CSI_NODE, add_update), self.is_schedulable_after_csi_node_change
-            ),
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.CSI_DRIVER, ActionType.UPDATE), self.is_schedulable_after_csi_driver_change
-            ),
-            ClusterEventWithHint(
-                ClusterEvent(EventResource.CSI_STORAGE_CAPACITY, add_update),
-                self.is_schedulable_after_csi_storage_capacity_change,
-            ),
-        ]
-
-    def is_schedulable_after_csi_node_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
-        if old is None:
-            return QueueingHint.QUEUE
-        if not isinstance(old, Mapping) or not isinstance(new, Mapping):
-            return QueueingHint.QUEUE
-        if annotations_of(old).get(MIGRATED_PLUGINS_ANN) != annotations_of(new).get(MIGRATED_PLUGINS_ANN):
-            return QueueingHint.QUEUE
-        return QueueingHint.QUEUE_SKIP
-
-    def is_schedulable_after_pvc_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
-        if not isinstance(new, Mapping):
-            return QueueingHint.QUEUE
-        if namespace_of(new) != pod.namespace:
-            return QueueingHint.QUEUE_SKIP
-        names = {claim for claim, _ in pod_claim_refs(pod)}
-        return QueueingHint.QUEUE if name_of(new) in names else QueueingHint.QUEUE_SKIP
-
-    def is_schedulable_after_storage_class_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
-        if old is None or not isinstance(old, Mapping) or not isinstance(new, Mapping):
-            return QueueingHint.QUEUE
-        # Semantic.DeepEqual: a missing and an empty list are equal
-        if (old.get("allowedTopologies") or []) != (new.get("allowedTopologies") or []):
-            return QueueingHint.QUEUE
-        return QueueingHint.QUEUE_SKIP
-
-    def is_schedulable_after_csi_storage_capacity_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
-        if old is None or not isinstance(old, Mapping) or not isinstance(new, Mapping):
-            return QueueingHint.QUEUE
-        old_limit, new_limit = _volume_limit(old), _volume_limit(new)
-        if new_limit is not None and (old_limit is None or new_limit > old_limit):
-            return QueueingHint.QUEUE
-        return QueueingHint.QUEUE_SKIP
-
-    def is_schedulable_after_csi_driver_change(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
-        """Queue when a driver one of the pod's inline CSI volumes uses stopped tracking capacity."""
-        if not isinstance(old, Mapping) or not isinstance(new, Mapping):
-            return QueueingHint.QUEUE
-        for vol in pod_volumes(pod):
-            csi = vol.get("csi")
-            if not isinstance(csi, Mapping) or csi.get("driver") != name_of(new):
-                continue
-            if spec(old).get("storageCapacity") is True and spec(new).get("storageCapacity") is not True:
-                return QueueingHint.QUEUE
-        return QueueingHint.QUEUE_SKIP
+    def revert_assumed_pod_volumes(self, pod_vols: PodVolumes) -> None:
+        """RevertAssumedPodVolumes: drop the assumptions Reserve made for the node."""
+        self._revert_pvs(pod_vols.static_bindings)
+        self._revert_pvcs([p.pvc for p in pod_vols.dynamic_provisions])
 
 
 def _older(cached: Obj, written: Obj) -> bool:

@@ -130,6 +130,35 @@ def test_no_package_cycles() -> None:
     assert _cycles(_package_graph()) == []
 
 
+def _scheduler_imports(prefix: str) -> dict[str, set[str]]:
+    """Module -> the scheduler modules it imports, for the modules under ``prefix``."""
+    mods = sources()
+    return {
+        name: {m for m in imports(path) if m in mods and m != name and not name.startswith(m + ".")}
+        for name, path in mods.items()
+        if name == prefix or name.startswith(prefix + ".")
+    }
+
+
+def test_config_imports_only_model_and_the_leaf_plugin_names() -> None:
+    """Upstream's config imports ``plugins/names`` alone of the framework's packages."""
+    allowed = ("scheduler.config", "scheduler.model", "scheduler.plugins.names")
+    offences = [
+        f"{name} imports {m}"
+        for name, deps in _scheduler_imports("scheduler.config").items()
+        for m in deps
+        if not any(m == a or m.startswith(a + ".") for a in allowed)
+    ]
+    assert offences == []
+
+
+def test_leaves_import_nothing_of_their_peers() -> None:
+    """``plugins/names`` imports no scheduler module; the extender wire types only the model."""
+    assert _scheduler_imports("scheduler.plugins.names") == {"scheduler.plugins.names": set()}
+    wire = _scheduler_imports("scheduler.framework.extenderv1")["scheduler.framework.extenderv1"]
+    assert wire and all(m.startswith("scheduler.model") for m in wire)
+
+
 def test_cycle_detection_finds_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 

@@ -363,7 +363,8 @@ def _azure_check_kind(src: Mapping[str, Any]) -> None:
 
 @dataclass(frozen=True, slots=True)
 class InTreePlugin:
-    """One migratable in-tree volume plugin: its names, the source field it reads, its CSI topology key."""
+    """One migratable in-tree volume plugin (csi-translation-lib's InTreePlugin): its names, the source
+    field it reads, its CSI topology key. Not a scheduler plugin: those are ``plugins.names.PluginSpec``."""
 
     in_tree_name: str
     csi_driver: str

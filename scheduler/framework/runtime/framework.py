@@ -117,7 +117,7 @@ class SchedulerActions(Protocol):
 
 
 class PluginRegistry(Protocol):
-    """Where a framework gets its plugins' factories by name (plugins/registry.py Registry): None when a
+    """Where a framework gets its plugins' factories by name (config/registry.py Registry): None when a
     plugin cannot be had."""
 
     def get(self, name: str, default: PluginFactory | None = None) -> PluginFactory | None: ...

@@ -439,14 +439,48 @@ def test_context_switches_count_a_thread_going_to_sleep() -> None:
     before = procstat.context_switches(os.getpid())
     for _ in range(5):
         threading.Event().wait(0.002)  # each wait sleeps in the kernel: a voluntary switch
-    after = procstat.context_switches(os.getpid())
-    assert after[0] - before[0] >= 5
-    assert after[1] >= before[1]
+    voluntary, involuntary = procstat.switches_between(before, procstat.context_switches(os.getpid()))
+    assert voluntary >= 5
+    assert involuntary >= 0
+
+
+def test_a_thread_ending_between_readings_does_not_lower_the_count() -> None:
+    """/proc forgets an ended thread's switches: a plain sum over live threads went down (3571 -> 3562 in a
+    `make test` run) when one of pytest's threads ended between the two readings."""
+    import os
+    import threading
+
+    go = threading.Event()
+
+    def busy_then_exit() -> None:
+        for _ in range(20):
+            threading.Event().wait(0.001)
+        go.wait()
+
+    t = threading.Thread(target=busy_then_exit)
+    t.start()
+    while t.ident is None or t.native_id not in procstat.context_switches(os.getpid()):
+        threading.Event().wait(0.001)
+    for _ in range(20):  # until the thread's 20 sleeps are behind it (it then waits on `go`)
+        threading.Event().wait(0.005)
+    before = procstat.context_switches(os.getpid())
+    assert before[t.native_id][0] >= 20
+    go.set()
+    t.join()
+    threading.Event().wait(0.002)
+    voluntary, involuntary = procstat.switches_between(before, procstat.context_switches(os.getpid()))
+    assert voluntary >= 1 and involuntary >= 0
+
+
+def test_switches_between_counts_new_threads_from_zero_and_skips_ended_ones() -> None:
+    before = {1: (100, 10), 2: (50, 5), 3: (70, 7)}
+    after = {1: (130, 12), 3: (2, 1), 4: (9, 3)}  # 2 ended; 3's id was reused by a new thread; 4 is new
+    assert procstat.switches_between(before, after) == (30 + 2 + 9, 2 + 1 + 3)
 
 
 def test_per_pod_divides_increments_by_bound_pods() -> None:
-    assert per_pod((100, 10), (2100, 510), 1000) == [2.0, 0.5]
-    assert per_pod((0, 0), (7, 3), 0) == [7.0, 3.0]  # nothing bound: per run, not a division by zero
+    assert per_pod((2000, 500), 1000) == [2.0, 0.5]
+    assert per_pod((7, 3), 0) == [7.0, 3.0]  # nothing bound: per run, not a division by zero
 
 
 def test_ceiling_events_ratio_appears_only_when_it_ran() -> None:

@@ -65,12 +65,13 @@ def cpu_seconds(pid: int) -> float:
     return total
 
 
-def _task_files(pid: int, *names: str) -> Iterator[list[str]]:
-    """The texts of these /proc files of each live thread of pid; a thread that ends meanwhile is skipped."""
+def _task_files(pid: int, *names: str) -> Iterator[tuple[int, list[str]]]:
+    """(thread id, the texts of these /proc files) of each live thread of pid; a thread that ends meanwhile
+    is skipped."""
     for task in Path(f"/proc/{pid}/task").glob("*"):
         try:
-            yield [(task / name).read_text() for name in names]
-        except OSError:
+            yield int(task.name), [(task / name).read_text() for name in names]
+        except (OSError, ValueError):
             continue
 
 
@@ -83,7 +84,7 @@ def thread_cpu_seconds(pid: int) -> dict[str, float]:
     """utime + stime of pid's threads by group of their OS names (py-scheduler names its threads after
     their Python names; threads that ended are not counted)."""
     out: dict[str, float] = {}
-    for comm, stat in _task_files(pid, "comm", "stat"):
+    for _, (comm, stat) in _task_files(pid, "comm", "stat"):
         try:
             group = thread_group(comm.strip())
             out[group] = out.get(group, 0.0) + parse_stat(stat)[1]
@@ -92,14 +93,34 @@ def thread_cpu_seconds(pid: int) -> dict[str, float]:
     return out
 
 
-def context_switches(pid: int) -> tuple[int, int]:
-    """(voluntary, involuntary) context switches of pid's live threads so far. A voluntary one is a thread
-    going to sleep (a socket read, a lock, the GIL), an involuntary one a preemption; on this VM a wake-up
-    across cores costs 10-15 us of CPU, so many per pod show as CPU."""
+# Thread id -> (voluntary, involuntary) context switches of that thread so far.
+SwitchCounts = dict[int, tuple[int, int]]
+
+
+def context_switches(pid: int) -> SwitchCounts:
+    """Context switches of each of pid's live threads so far. A voluntary one is a thread going to sleep (a
+    socket read, a lock, the GIL), an involuntary one a preemption; on this VM a wake-up across cores costs
+    10-15 us of CPU, so many per pod show as CPU. Per thread, because /proc keeps no count for threads that
+    ended: a sum over the live threads drops whenever one exits, so only ``switches_between`` two readings
+    is meaningful."""
+    out: SwitchCounts = {}
+    for tid, (text,) in _task_files(pid, "status"):
+        out[tid] = (parse_status_kb(text, "voluntary_ctxt_switches") or 0,
+                    parse_status_kb(text, "nonvoluntary_ctxt_switches") or 0)
+    return out
+
+
+def switches_between(before: SwitchCounts, after: SwitchCounts) -> tuple[int, int]:
+    """(voluntary, involuntary) switches made between two readings by the threads alive at the second:
+    a thread started meanwhile counts from zero; one that ended meanwhile is not counted (its last
+    switches are lost with it, but the total never goes below zero)."""
     vol = invol = 0
-    for (text,) in _task_files(pid, "status"):
-        vol += parse_status_kb(text, "voluntary_ctxt_switches") or 0
-        invol += parse_status_kb(text, "nonvoluntary_ctxt_switches") or 0
+    for tid, (v, i) in after.items():
+        v0, i0 = before.get(tid, (0, 0))
+        if v < v0 or i < i0:  # a reused thread id: a new thread, counted from zero
+            v0 = i0 = 0
+        vol += v - v0
+        invol += i - i0
     return vol, invol
 
 

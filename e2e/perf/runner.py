@@ -253,7 +253,8 @@ class SizeRunner:
             write_pod_times(run_dir / "pod-times.json", t_create, t_create_wall, created, bound)
             result["all_bound"] = result["all_bound"] and ok
             result.update(cpu_breakdown(cpu0, cpu1, self1 - self0, busy1 - busy0, result["bound"]))
-            result["context_switches_per_pod"] = per_pod(switches0, switches1, result["bound"])
+            result["context_switches_per_pod"] = per_pod(procstat.switches_between(switches0, switches1),
+                                                          result["bound"])
             if threads1:
                 result["thread_cpu_seconds_per_1000"] = per_thread_group(threads0, threads1, result["bound"])
             result["creation_pods_per_second"] = creation_rate(posted.values())
@@ -323,9 +324,9 @@ def per_thread_group(before: dict[str, float], after: dict[str, float], bound: i
     return {g: round(v * per, 3) for g, v in sorted(spent.items(), key=lambda kv: -kv[1]) if v >= 0.001}
 
 
-def per_pod(before: tuple[int, ...], after: tuple[int, ...], bound: int) -> list[float]:
+def per_pod(increments: tuple[int, ...], bound: int) -> list[float]:
     """Counter increments over the batch per bound pod (context switches: voluntary, involuntary)."""
-    return [round((a - b) / max(bound, 1), 1) for a, b in zip(after, before, strict=True)]
+    return [round(n / max(bound, 1), 1) for n in increments]
 
 
 def round_order(schedulers: list[str], rep: int) -> list[str]:

@@ -91,6 +91,22 @@ def test_invalid_configuration_is_refused_naming_the_field(tmp_path: Path) -> No
     assert event["regarding"]["name"] == "sched-0"
 
 
+def test_a_file_read_between_its_truncation_and_its_write_keeps_the_profiles(tmp_path: Path) -> None:
+    """An editor (or write_text) truncates the file before writing it: a poll in between reads nothing.
+    That read used to load as "all defaults", swapping the profiles for default-scheduler; it is refused
+    and the complete content that follows is loaded."""
+    sched, reloader, path, metrics, _, _ = setup(tmp_path, config("a"))
+    path.write_text("")
+    assert reloader.check_once() == "failure"
+    sched.apply_next_config()
+    assert list(sched.frameworks) == ["a"]
+    path.write_text(config("a", "b"))
+    assert reloader.check_once() == "success"
+    sched.apply_next_config()
+    assert list(sched.frameworks) == ["a", "b"]
+    assert reloads(metrics, "failure") == 1 and reloads(metrics, "success") == 1
+
+
 def test_removed_profile_leaves_its_pods_alone(tmp_path: Path) -> None:
     sched, reloader, path, _, _, binder = setup(tmp_path, config("a", "b"))
     sched.on_pod_event(ADDED, pod("pa", "a", cpu="64"))  # fits nowhere: stays queued

@@ -102,8 +102,13 @@ def load(
 def load_text(
     text: str, source: str, scheduler_names: list[str] | None = None, *, registry: Registry | None = None
 ) -> SchedulerConfiguration:
-    """A configuration document already read (a file's or a ConfigMap's content); ``source`` names it."""
-    return load_dict(parse_document(text, source), scheduler_names, registry=registry, source=source)
+    """A configuration document already read (a file's or a ConfigMap's content); ``source`` names it.
+
+    An empty document is refused for its missing apiVersion and kind, as kube-scheduler refuses an empty
+    file, rather than read as "all defaults" (load_dict's None): a reload that caught a file between its
+    truncation and its write would otherwise swap every profile for the default one."""
+    data = parse_document(text, source)
+    return load_dict({} if data is None else data, scheduler_names, registry=registry, source=source)
 
 
 def load_dict(

@@ -329,6 +329,15 @@ def test_empty_file_is_rejected_for_missing_apiversion(tmp_path: Path) -> None:
     assert set(ei.value.paths) == {"apiVersion", "kind"}
 
 
+@pytest.mark.parametrize("text", ["", "\n", "# only a comment\n"])
+def test_a_document_with_nothing_in_it_is_refused_not_defaulted(tmp_path: Path, text: str) -> None:
+    """kube-scheduler refuses an empty file (no kind); defaults here would drop every configured profile
+    when a reload reads a file between its truncation and its write."""
+    with pytest.raises(ConfigError) as ei:
+        load(write(tmp_path, text), registry=full_registry())
+    assert set(ei.value.paths) == {"apiVersion", "kind"}
+
+
 def test_single_null_profile_is_a_default_profile() -> None:
     cfg = resolve(doc(profiles=[None], pyScheduler=None, leaderElection=None, extenders=None))
     assert cfg.profiles[0].scheduler_name == "py-scheduler"

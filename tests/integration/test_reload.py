@@ -4,6 +4,7 @@ being scheduled meanwhile, and refuses an invalid edit with one log line, an Eve
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,10 +22,14 @@ FIRST, SECOND = "reload-a", "reload-b"
 
 
 def write_config(path: Path, *profiles: str, percentage: int = 0) -> None:
-    path.write_text(yaml.safe_dump({
+    """Replace the file in one step, as the kubelet swaps a mounted ConfigMap: written in place, a poll
+    between the truncation and the write reads an empty file (refused, so counted and logged as one)."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(yaml.safe_dump({
         "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
         "leaderElection": {"leaderElect": False}, "percentageOfNodesToScore": percentage,
         "profiles": [{"schedulerName": p} for p in profiles]}))
+    os.replace(tmp, path)
 
 
 def test_config_edit_takes_effect_without_losing_a_pod(

@@ -39,37 +39,43 @@ def test_config_edit_takes_effect_without_losing_a_pod(
     path = workdir / "reload.yaml"
     write_config(path, FIRST)
     proc = start_py_scheduler("--config", str(path), "--config-reload-seconds", "0.5", name="reload")
-    wait_for(lambda: "py-scheduler started" in proc.log_text(), 60, what="reload scheduler initial sync")
-    core.create_namespaced_pod(ns, pod_manifest("waiting", scheduler_name=SECOND))
-    time.sleep(2)
-    assert node_of(core, ns, "waiting") is None  # nobody serves reload-b yet
+    try:
+        wait_for(lambda: "py-scheduler started" in proc.log_text(), 60, what="reload scheduler initial sync")
+        core.create_namespaced_pod(ns, pod_manifest("waiting", scheduler_name=SECOND))
+        time.sleep(2)
+        assert node_of(core, ns, "waiting") is None  # nobody serves reload-b yet
 
-    # Pods of the first profile keep arriving while the configuration changes.
-    for i in range(5):
-        core.create_namespaced_pod(ns, pod_manifest(f"steady-{i}", scheduler_name=FIRST))
-    write_config(path, FIRST, SECOND)
-    edited = time.monotonic()
-    for i in range(5, 10):
-        core.create_namespaced_pod(ns, pod_manifest(f"steady-{i}", scheduler_name=FIRST))
-    wait_for(lambda: node_of(core, ns, "waiting"), 30, what="the new profile's pending pod bound")
-    assert time.monotonic() - edited < 15
-    for i in range(10):
-        wait_for(lambda i=i: node_of(core, ns, f"steady-{i}"), 30, what=f"steady-{i} bound")
-    assert proc.metric("py_scheduler_config_reloads_total", 'result="success"') == 1
+        # Pods of the first profile keep arriving while the configuration changes.
+        for i in range(5):
+            core.create_namespaced_pod(ns, pod_manifest(f"steady-{i}", scheduler_name=FIRST))
+        write_config(path, FIRST, SECOND)
+        edited = time.monotonic()
+        for i in range(5, 10):
+            core.create_namespaced_pod(ns, pod_manifest(f"steady-{i}", scheduler_name=FIRST))
+        wait_for(lambda: node_of(core, ns, "waiting"), 30, what="the new profile's pending pod bound")
+        assert time.monotonic() - edited < 15
+        for i in range(10):
+            wait_for(lambda i=i: node_of(core, ns, f"steady-{i}"), 30, what=f"steady-{i} bound")
+        assert proc.metric("py_scheduler_config_reloads_total", 'result="success"') == 1
 
-    # An invalid edit is refused once (one log line, one Event naming the field); the profiles stay.
-    write_config(path, FIRST, SECOND, percentage=150)
-    wait_for(lambda: proc.metric("py_scheduler_config_reloads_total", 'result="failure"'), 15,
-             what="the refusal counted")
-    time.sleep(1.5)  # several more polls of the same bad content
-    refusals = [line for line in proc.log_text().splitlines() if "refused, the running one stays" in line]
-    assert len(refusals) == 1 and "percentageOfNodesToScore" in refusals[0]
-    events = wait_for(lambda: [e for e in client.EventsV1Api(api).list_event_for_all_namespaces(
-        field_selector="reason=ConfigurationRefused").items if str(path) in (e.note or "")], 15,
-        what=f"the Event; scheduler log: {proc.log_text()[-3000:]}")
-    assert "percentageOfNodesToScore" in events[-1].note and events[-1].type == "Warning"
-    core.create_namespaced_pod(ns, pod_manifest("after", scheduler_name=SECOND))
-    wait_for(lambda: node_of(core, ns, "after"), 30, what="the running configuration still schedules")
+        # An invalid edit is refused once (one log line, one Event naming the field); the profiles stay.
+        write_config(path, FIRST, SECOND, percentage=150)
+        wait_for(lambda: proc.metric("py_scheduler_config_reloads_total", 'result="failure"'), 15,
+                 what="the refusal counted")
+        time.sleep(1.5)  # several more polls of the same bad content
+        refusals = [line for line in proc.log_text().splitlines() if "refused, the running one stays" in line]
+        assert len(refusals) == 1 and "percentageOfNodesToScore" in refusals[0]
+        events = wait_for(lambda: [e for e in client.EventsV1Api(api).list_event_for_all_namespaces(
+            field_selector="reason=ConfigurationRefused").items if str(path) in (e.note or "")], 15,
+            what=f"the Event; scheduler log: {proc.log_text()[-3000:]}")
+        assert "percentageOfNodesToScore" in events[-1].note and events[-1].type == "Warning"
+        core.create_namespaced_pod(ns, pod_manifest("after", scheduler_name=SECOND))
+        wait_for(lambda: node_of(core, ns, "after"), 30, what="the running configuration still schedules")
+    finally:
+        # Stopped here, not at the session's end: a configuration this test did not mean (the defaults,
+        # which serve py-scheduler) would make it a second py-scheduler beside the session's main one,
+        # and the next module's pods would be placed by two caches (test_spreading saw 3/2/4).
+        stop_scheduler(proc.proc)
 
 
 def test_config_configmap_reloads_under_the_manifests_rbac(

@@ -13,7 +13,10 @@ from pathlib import Path
 def start_scheduler(
     kubeconfig: str | os.PathLike[str], log_path: str | os.PathLike[str], extra: Sequence[str] = ()
 ) -> subprocess.Popen[bytes]:
-    """Run the scheduler with this interpreter, logging JSON lines to `log_path`."""
+    """Run the scheduler with this interpreter, logging JSON lines to `log_path`. Its secure port is off
+    unless `extra` names one: the harnesses run several schedulers on one host, and 10259 is one port."""
+    if not any(a == "--secure-port" or a.startswith("--secure-port=") for a in extra):
+        extra = [*extra, "--secure-port", "0"]
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     log = open(log_path, "ab")  # noqa: SIM115 - owned by the child for its lifetime
     env = {**os.environ, "KUBECONFIG": str(kubeconfig), "PYTHONUNBUFFERED": "1"}

@@ -71,9 +71,10 @@ def test_renders_the_expected_objects(docs: list[dict[str, Any]]) -> None:
     assert cm.startswith("py-scheduler-config-"), "the generated ConfigMap name carries a content hash"
     assert kinds == sorted([
         ("Namespace", NS), ("ServiceAccount", "py-scheduler"), ("ClusterRole", "py-scheduler"),
-        ("ClusterRoleBinding", "py-scheduler"), ("Role", "py-scheduler-leader-election"),
-        ("RoleBinding", "py-scheduler-leader-election"), ("Role", "py-scheduler-config-reader"),
-        ("RoleBinding", "py-scheduler-config-reader"), ("ConfigMap", cm), ("Deployment", "py-scheduler"),
+        ("ClusterRoleBinding", "py-scheduler"), ("ClusterRoleBinding", "py-scheduler:auth-delegator"),
+        ("Role", "py-scheduler-leader-election"), ("RoleBinding", "py-scheduler-leader-election"),
+        ("Role", "py-scheduler-config-reader"), ("RoleBinding", "py-scheduler-config-reader"), ("ConfigMap", cm),
+        ("Deployment", "py-scheduler"),
         ("Service", "py-scheduler-metrics"), ("CustomResourceDefinition", "podgroups.scheduling.x-k8s.io"),
     ])  # fmt: skip
     for d in docs:
@@ -123,7 +124,8 @@ def test_config_reader_role_reads_only_the_generated_config_map(docs: list[dict[
 def test_bindings_name_the_service_account(docs: list[dict[str, Any]], kind: str) -> None:
     role_kind = "ClusterRole" if kind == "ClusterRoleBinding" else "Role"
     roles = {r["metadata"]["name"] for r in select(docs, role_kind)}
-    bindings = select(docs, kind)
+    # The built-in system:auth-delegator binding is checked on its own.
+    bindings = [b for b in select(docs, kind) if not b["roleRef"]["name"].startswith("system:")]
     assert {b["roleRef"]["name"] for b in bindings} == roles, "every role is bound, once"
     for b in bindings:
         assert b["subjects"] == [{"kind": "ServiceAccount", "name": "py-scheduler", "namespace": NS}]
@@ -160,10 +162,10 @@ def test_deployment_is_two_hardened_replicas_with_probes(docs: list[dict[str, An
     assert not sc.get("privileged")
     for kind in ("requests", "limits"):
         assert set(c["resources"][kind]) == {"cpu", "memory"}
-    port = {p["name"]: p["containerPort"] for p in c["ports"]}["http-metrics"]
-    assert f"--metrics-port={port}" in c["args"]
-    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http-metrics"}
-    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http-metrics"}
+    port = {p["name"]: p["containerPort"] for p in c["ports"]}["https"]
+    assert f"--secure-port={port}" in c["args"] and not any(a.startswith("--metrics-port") for a in c["args"])
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "https", "scheme": "HTTPS"}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "https", "scheme": "HTTPS"}
     # The config comes from the generated ConfigMap, mounted where --config points.
     cm = one(docs, "ConfigMap")["metadata"]["name"]
     vols = {v["name"]: v for v in pod["volumes"]}
@@ -181,7 +183,7 @@ def test_metrics_service_selects_the_scheduler_pods(docs: list[dict[str, Any]]) 
     dep = one(docs, "Deployment", "py-scheduler")
     assert svc["spec"]["selector"].items() <= dep["spec"]["template"]["metadata"]["labels"].items()
     (port,) = svc["spec"]["ports"]
-    assert port["targetPort"] == "http-metrics"
+    assert port["targetPort"] == "https"
 
 
 def test_namespace_enforces_the_restricted_pod_security_standard(docs: list[dict[str, Any]]) -> None:
@@ -293,8 +295,22 @@ def test_service_monitor_component_is_optional_and_scrapes_the_metrics_service(d
     assert selector.items() <= service["metadata"]["labels"].items()
     assert monitor["spec"]["namespaceSelector"]["matchNames"] == [service["metadata"]["namespace"]]
     ports = {p["name"] for p in service["spec"]["ports"]}
-    assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["http-metrics"] and "http-metrics" in ports
-    assert monitor["spec"]["endpoints"][0]["path"] == "/metrics"
+    assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["https"] and "https" in ports
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["path"] == "/metrics" and endpoint["scheme"] == "https"
+    assert endpoint["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    role = one(rendered, "ClusterRole", "py-scheduler:metrics-reader")
+    assert role["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+
+
+def test_the_scheduler_may_delegate_authentication_and_authorization(docs: list[dict[str, Any]]) -> None:
+    """The secure port's TokenReviews and SubjectAccessReviews: system:auth-delegator, bound as upstream binds it."""
+    binding = one(docs, "ClusterRoleBinding", "py-scheduler:auth-delegator")
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                  "name": "system:auth-delegator"}
+    sa = one(docs, "ServiceAccount", "py-scheduler")
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "py-scheduler",
+                                    "namespace": sa["metadata"]["namespace"]}]
 
 
 def optional_docs(path: str) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from scheduler import KUBE_SCHEDULER_TARGET, version
+from scheduler.app import endpoints
 from scheduler.app import logging as sched_logging
 from scheduler.framework.features import Features, parse_feature_gates
 
@@ -27,6 +28,10 @@ def _run(args: argparse.Namespace) -> int:
     from scheduler.kube.configmap import ConfigMapError
 
     threadnames.install()  # before any thread starts: `top -H` and the benchmark tell them apart
+    problem = endpoints.validate(args)
+    if problem is not None:
+        print(f"py-scheduler: {problem}", file=sys.stderr)
+        return 2
     try:
         cfg, reload_source = load_configuration(args)
     except (ConfigError, ConfigMapError, OSError) as exc:
@@ -277,7 +282,7 @@ def _run_options(r: argparse.ArgumentParser) -> None:
                    help="namespace of --policy-configmap (default kube-system)")
     r.add_argument("--scheduler-name", action="append", default=[],
                    help="serve this schedulerName (repeatable; default py-scheduler) when --config has no profiles")
-    r.add_argument("--metrics-port", type=int, default=0, help="serves /metrics, /healthz and /readyz (0: off)")
+    endpoints.add_flags(r)
     r.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=None,
                    help="campaign for the leader Lease before scheduling (default: leaderElection.leaderElect of "
                         "--config; off without --config)")

@@ -1,8 +1,10 @@
-"""HTTP health endpoints for the kubelet's probes, and /metrics on the same port.
+"""Health endpoints for the kubelet's probes, and /metrics beside them.
 
-Why one port: kube-scheduler serves /healthz, /readyz and /metrics together on its secure port
-(10259); a Deployment then needs one containerPort for the probes and the metrics Service. Here it is
-plain HTTP (the pod network is the trust boundary; no TokenReview/SubjectAccessReview permissions).
+Why together: kube-scheduler serves /healthz, /readyz, /livez and /metrics on its secure port (10259,
+``--secure-port``), over TLS, authenticating bearer tokens with a TokenReview and authorizing each
+request with a SubjectAccessReview (non-resource path, verb get), except the health paths, which are
+always allowed (``--authorization-always-allow-paths``). A ``Guard`` does that here (kube/delegated_auth.py);
+a listener without one (``--metrics-port``, bound to 127.0.0.1 only) serves everything to local clients.
 
 * ``/healthz`` (alias ``/livez``): the process answers and every liveness check passes (e.g. the
   leader keeps renewing). Answers from process start, before the initial list.
@@ -12,20 +14,22 @@ plain HTTP (the pod network is the trust boundary; no TokenReview/SubjectAccessR
   the scheduler) carry on.
 
 Responses follow the API server's convention: 200 ``ok``, or 500 with one ``[-]name failed: reason``
-line per failing check; ``?verbose`` lists every check with ``[+]``/``[-]``.
+line per failing check; ``?verbose`` lists every check with ``[+]``/``[-]``. A check or a collector that
+raises is reported without its exception text (that goes to the log). The transport, its limits and
+TLS are in app/serving.py.
 """
 
 from __future__ import annotations
 
-import sys
+import ssl
 import threading
-from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from scheduler.app.serving import HttpServer, Listener, Request, Response, ServingLimits
 
 log = structlog.get_logger(__name__)
 
@@ -38,20 +42,56 @@ def event_check(event: threading.Event, reason: str) -> Check:
     return lambda: None if event.is_set() else reason
 
 
+ALWAYS_ALLOW_PATHS = ("/healthz", "/readyz", "/livez")
+
+
+class Guard(Protocol):
+    """Authentication and authorization of a request (blocking: it may ask the API server)."""
+
+    def admit(self, request: Request) -> Response | None:
+        """None when the request may be served, else the response refusing it (401, 403)."""
+        ...
+
+
 class HealthServer:
-    """/healthz, /readyz and /metrics over HTTP on a daemon thread."""
+    """/healthz, /readyz and /metrics on one or more listeners, served from one thread."""
 
     def __init__(
-        self, port: int, addr: str = "0.0.0.0", registry: CollectorRegistry | None = None,
-        on_scrape_error: Callable[[], None] | None = None,
+        self, port: int | None = None, addr: str = "127.0.0.1", registry: CollectorRegistry | None = None,
+        on_scrape_error: Callable[[], None] | None = None, limits: ServingLimits | None = None,
     ) -> None:
-        self._addr = addr
         self._on_scrape_error = on_scrape_error
-        self._requested_port = port
         self._registry = registry
         self._checks: dict[str, dict[str, Check]] = {"/healthz": {}, "/readyz": {}}
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._http = HttpServer()
+        self._limits = limits or ServingLimits()
+        self._started = False
+        if port is not None:
+            self.add_listener(addr, port)
+
+    def add_listener(
+        self, host: str, port: int, tls: ssl.SSLContext | None = None, guard: Guard | None = None,
+        always_allow_paths: Sequence[str] = ALWAYS_ALLOW_PATHS,
+    ) -> None:
+        """Serve on ``host:port`` too: over TLS when ``tls`` is given; through ``guard`` for every path
+        but ``always_allow_paths`` (which never wait on it)."""
+        open_paths = frozenset(always_allow_paths)
+
+        def guarded(request: Request) -> bool:
+            return guard is not None and request.path not in open_paths
+
+        def handle(request: Request) -> Response:
+            if guarded(request):
+                assert guard is not None
+                refusal = guard.admit(request)
+                if refusal is not None:
+                    return refusal
+            return self.respond(request)
+
+        def blocking(request: Request) -> bool:
+            return guarded(request) or request.path == "/metrics"
+
+        self._http.add(Listener(host, port, handle, blocking, tls, self._limits))
 
     def add_liveness_check(self, name: str, check: Check) -> None:
         self._checks["/healthz"][name] = check
@@ -61,32 +101,27 @@ class HealthServer:
 
     @property
     def port(self) -> int:
-        """The bound port (useful with port 0)."""
-        if self._server is None:
+        """The first listener's bound port (useful with port 0)."""
+        if not self._started:
             raise RuntimeError("HealthServer not started")
-        return int(self._server.server_address[1])
+        return self._http.ports[0]
+
+    @property
+    def ports(self) -> list[int]:
+        return self._http.ports
+
+    def open_connections(self) -> int:
+        return self._http.open_connections()
 
     def start(self) -> int:
-        """Bind and serve on a daemon thread; returns the port."""
-        outer = self
-
-        class Server(ThreadingHTTPServer):
-            def handle_error(self, request: Any, client_address: Any) -> None:
-                """A client that resets while its request is read: counted, never a traceback on stderr."""
-                outer._scrape_failed("request failed", sys.exc_info()[1] or Exception("unknown"))
-
-        server = Server((self._addr, self._requested_port), self._handler_class())
-        server.daemon_threads = True
-        self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="health-http", daemon=True)
-        self._thread.start()
-        log.info("health and metrics endpoints serving", port=self.port, paths=["/healthz", "/readyz", "/metrics"])
-        return self.port
+        """Bind every listener and serve on a daemon thread; returns the first one's port."""
+        ports = self._http.start()
+        self._started = True
+        log.info("health and metrics endpoints serving", ports=ports, paths=["/healthz", "/readyz", "/metrics"])
+        return ports[0]
 
     def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+        self._http.stop()
 
     def _scrape_failed(self, what: str, exc: BaseException) -> None:
         log.debug("metrics scrape failed", reason=what, error=str(exc))
@@ -100,59 +135,35 @@ class HealthServer:
             try:
                 reason = check()
             except Exception as exc:  # a broken check is a failing check, never a crashed probe
-                reason = f"check raised {type(exc).__name__}: {exc}"
+                log.warning("health check raised", check=name, error=f"{type(exc).__name__}: {exc}")
+                reason = "check raised an exception"
             results.append((name, reason))
         return all(r is None for _, r in results), results
 
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        outer = self
+    def respond(self, request: Request) -> Response:
+        """The answer for an admitted request."""
+        path = "/healthz" if request.path == "/livez" else request.path
+        if path == "/metrics" and self._registry is not None:
+            return self._metrics(self._registry)
+        if path not in self._checks:
+            return Response(404, b"not found\n")
+        ok, results = self.evaluate(path)
+        verbose = any(part.split("=", 1)[0] == "verbose" for part in request.query.split("&"))
+        lines = [
+            f"[+]{name} ok" if reason is None else f"[-]{name} failed: {reason}"
+            for name, reason in results
+            if verbose or reason is not None
+        ]
+        if not ok:
+            lines.append(f"{path[1:]} check failed")
+        else:
+            lines.append(f"{path[1:]} check passed" if verbose else "ok")
+        return Response(200 if ok else 500, ("\n".join(lines) + "\n").encode())
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                url = urlsplit(self.path)
-                path = "/healthz" if url.path == "/livez" else url.path
-                if path == "/metrics" and outer._registry is not None:
-                    self._metrics(outer._registry)
-                    return
-                if path not in outer._checks:
-                    self._reply(404, b"not found\n", "text/plain; charset=utf-8")
-                    return
-                ok, results = outer.evaluate(path)
-                verbose = "verbose" in parse_qs(url.query, keep_blank_values=True)
-                lines = [
-                    f"[+]{name} ok" if reason is None else f"[-]{name} failed: {reason}"
-                    for name, reason in results
-                    if verbose or reason is not None
-                ]
-                if not ok:
-                    lines.append(f"{path[1:]} check failed")
-                else:
-                    lines.append(f"{path[1:]} check passed" if verbose else "ok")
-                self._reply(200 if ok else 500, ("\n".join(lines) + "\n").encode(), "text/plain; charset=utf-8")
-
-            def _metrics(self, registry: CollectorRegistry) -> None:
-                try:
-                    body = generate_latest(registry)
-                except Exception as exc:  # e.g. a collector reading state that is being torn down
-                    outer._scrape_failed("collecting metrics failed", exc)
-                    self._reply(500, f"collecting metrics failed: {exc}\n".encode(), "text/plain; charset=utf-8")
-                    return
-                self._reply(200, body, CONTENT_TYPE_LATEST)
-
-            def _reply(self, code: int, body: bytes, content_type: str) -> None:
-                try:
-                    self.send_response(code)
-                    self.send_header("Content-Type", content_type)
-                    self.send_header("Content-Length", str(len(body)))
-                    self.send_header("Cache-Control", "no-store")
-                    self.end_headers()
-                    self.wfile.write(body)
-                    self.wfile.flush()
-                except OSError as exc:  # the client hung up (broken pipe, reset): nothing to answer
-                    self.close_connection = True
-                    outer._scrape_failed("client went away", exc)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return  # probes every few seconds would flood the log
-
-        return Handler
+    def _metrics(self, registry: CollectorRegistry) -> Response:
+        try:
+            body = generate_latest(registry)
+        except Exception as exc:  # e.g. a collector reading state that is being torn down
+            self._scrape_failed("collecting metrics failed", exc)
+            return Response(500, b"collecting metrics failed\n")
+        return Response(200, body, CONTENT_TYPE_LATEST)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import structlog
 from kubernetes import client
 
-from scheduler.app import gcpolicy
+from scheduler.app import endpoints, gcpolicy
 from scheduler.app.health import HealthServer, event_check
 from scheduler.app.reload import ConfigReloader, ReloadSource
 from scheduler.config.load import build_registry
@@ -83,7 +83,7 @@ def setup(args: argparse.Namespace, cfg: SchedulerConfiguration, reload_source: 
     writer = ApiWriter(raw, TokenBucket(qps, burst))
     metrics = Metrics()
     synced, stop, members_listed = threading.Event(), threading.Event(), threading.Event()
-    health = _health(args, metrics, synced, stack)
+    health = _health(args, api, metrics, synced, stack)
     elector = _elector(api, cfg, stop, health) if cfg.leader_election.leader_elect else None
     binder: Binder = ApiBinder(writer)
     api_writer: APIWriter = writer
@@ -114,12 +114,13 @@ def setup(args: argparse.Namespace, cfg: SchedulerConfiguration, reload_source: 
                   podgroup_writer is not None, stop, synced, members_listed, qps, burst)
 
 
-def _health(args: argparse.Namespace, metrics: Metrics, synced: threading.Event,
+def _health(args: argparse.Namespace, api: client.ApiClient, metrics: Metrics, synced: threading.Event,
             stack: ExitStack) -> HealthServer | None:
-    """/metrics, /healthz and /readyz on one port (--metrics-port), started now; None when off."""
-    if not args.metrics_port:
+    """/metrics, /healthz and /readyz on --secure-port (HTTPS, as kube-scheduler's) and --metrics-port
+    (plain, 127.0.0.1), started now; None when both are off (app/endpoints.py)."""
+    health = endpoints.health_server(args, api, metrics)
+    if health is None:
         return None
-    health = HealthServer(args.metrics_port, registry=metrics.registry, on_scrape_error=metrics.scrape_errors.inc)
     health.add_readiness_check("caches-synced", event_check(synced, "initial list not finished"))
     health.start()
     stack.callback(health.stop)

@@ -221,7 +221,7 @@ class Metrics:
         )
         self.config_reloads = Counter(
             "py_scheduler_config_reloads",
-            "Configuration reloads without restart, by result (success: swapped in; failure: refused).",
+            "Configuration reloads without restart, by result (success: swapped in; refused: the running one stays).",
             ["result"], registry=r,
         )
         self.inflight_events = Gauge(

@@ -3,22 +3,27 @@ apply_next_config between scheduling cycles."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from scheduler.app.offline import RecordingBinder, RecordingEventSink
 from scheduler.app.reload import ConfigReloader, file_reader
 from scheduler.config.load import build_registry, load
+from scheduler.config.registry import PLUGIN_MODULES, PluginModules
 from scheduler.eventhandlers import ADDED
 from scheduler.metrics import Metrics
 from scheduler.scheduler import Scheduler
 
 
-def config(*profiles: str, **extra: Any) -> str:
+def config(*profiles: str, profiles_plugins: dict[str, Any] | None = None, **extra: Any) -> str:
+    """A configuration with these profiles (each with ``profiles_plugins`` as its plugins, if given)."""
+    plugins = {"plugins": profiles_plugins} if profiles_plugins else {}
     return yaml.safe_dump({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-                           "profiles": [{"schedulerName": p} for p in profiles], **extra})
+                           "profiles": [{"schedulerName": p, **plugins} for p in profiles], **extra})
 
 
 NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "resourceVersion": "1"},
@@ -80,11 +85,11 @@ def test_new_profile_starts_scheduling_its_pending_pods(tmp_path: Path) -> None:
 def test_invalid_configuration_is_refused_naming_the_field(tmp_path: Path) -> None:
     sched, reloader, path, metrics, events, _ = setup(tmp_path, config("a"))
     path.write_text(config("a", percentageOfNodesToScore=150))
-    assert reloader.check_once() == "failure"
+    assert reloader.check_once() == "refused"
     assert reloader.check_once() is None  # the same bad content is refused once
     sched.apply_next_config()
     assert sched.config.percentage_of_nodes_to_score == 0
-    assert reloads(metrics, "failure") == 1
+    assert reloads(metrics, "refused") == 1
     [event] = events.bodies
     assert event["type"] == "Warning" and event["reason"] == "ConfigurationRefused"
     assert "percentageOfNodesToScore" in event["note"] and "[0-100]" in event["note"]
@@ -97,14 +102,14 @@ def test_a_file_read_between_its_truncation_and_its_write_keeps_the_profiles(tmp
     and the complete content that follows is loaded."""
     sched, reloader, path, metrics, _, _ = setup(tmp_path, config("a"))
     path.write_text("")
-    assert reloader.check_once() == "failure"
+    assert reloader.check_once() == "refused"
     sched.apply_next_config()
     assert list(sched.frameworks) == ["a"]
     path.write_text(config("a", "b"))
     assert reloader.check_once() == "success"
     sched.apply_next_config()
     assert list(sched.frameworks) == ["a", "b"]
-    assert reloads(metrics, "failure") == 1 and reloads(metrics, "success") == 1
+    assert reloads(metrics, "refused") == 1 and reloads(metrics, "success") == 1
 
 
 def test_removed_profile_leaves_its_pods_alone(tmp_path: Path) -> None:
@@ -127,8 +132,87 @@ def test_queue_sort_change_needs_a_restart(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump({"apiVersion": "kubescheduler.config.k8s.io/v1",
                                     "kind": "KubeSchedulerConfiguration",
                                     "profiles": [{"schedulerName": "a", "plugins": changed}]}))
-    assert reloader.check_once() == "failure"
+    assert reloader.check_once() == "refused"
     sched.apply_next_config()
     assert sched.frameworks["a"].list_plugins()["queueSort"] == ["PrioritySort"]
     assert "queueSort" in events.bodies[-1]["note"]
-    assert reloads(metrics, "failure") == 1
+    assert reloads(metrics, "refused") == 1
+
+
+@pytest.fixture
+def plugin_policy() -> Iterator[PluginModules]:
+    """The process's plugin module policy, as `run` sets it; open again afterwards."""
+    PLUGIN_MODULES.allow_only(["tests.config.sample_plugins"])
+    yield PLUGIN_MODULES
+    PLUGIN_MODULES.allow_all()
+
+
+def marker_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, body: str = "") -> Path:
+    """A module on sys.path that creates a marker file when imported; returns the marker's path."""
+    marker = tmp_path / f"{name}.imported"
+    (tmp_path / f"{name}.py").write_text(f"open({str(marker)!r}, 'w').close()\n{body}\nclass P:\n    name = 'P'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return marker
+
+
+def test_a_reload_naming_a_module_that_is_not_allowed_is_refused_without_importing_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plugin_policy: PluginModules
+) -> None:
+    sched, reloader, path, metrics, events, _ = setup(tmp_path, config("a"))
+    marker = marker_module(tmp_path, monkeypatch, "evil_plugin")
+    path.write_text(config("a", pyScheduler={"registry": {"Evil": "evil_plugin:P"}}))
+    assert reloader.check_once() == "refused"
+    assert not marker.exists()
+    [event] = events.bodies
+    assert event["type"] == "Warning" and event["reason"] == "ConfigurationRefused"
+    assert "pyScheduler.registry.Evil" in event["note"] and "not an allowed plugin module" in event["note"]
+    assert reloads(metrics, "refused") == 1
+    path.write_text(config("a", "b", profiles_plugins={"score": {"enabled": [{"name": "evil_plugin:P"}]}}))
+    assert reloader.check_once() == "refused" and not marker.exists()
+    sched.apply_next_config()
+    assert list(sched.frameworks) == ["a"]
+
+
+def test_a_plugin_that_exits_while_importing_is_a_refusal_not_a_dead_reloader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plugin_policy: PluginModules
+) -> None:
+    _, reloader, path, metrics, events, _ = setup(tmp_path, config("a"))
+    marker = marker_module(tmp_path, monkeypatch, "exiting_plugin", "raise SystemExit(3)")
+    plugin_policy.allow_only(["exiting_plugin"])
+    path.write_text(config("a", pyScheduler={"registry": {"Exiting": "exiting_plugin:P"}}))
+    assert reloader.check_once() == "refused"
+    assert marker.exists()  # allowed, so imported: and its SystemExit refused the configuration
+    assert "SystemExit" in events.bodies[-1]["note"] and reloads(metrics, "refused") == 1
+    path.write_text(config("a", "b"))
+    assert reloader.check_once() == "success"
+
+
+def test_after_start_a_reload_may_use_only_the_plugin_modules_start_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plugin_policy: PluginModules
+) -> None:
+    marker = marker_module(tmp_path, monkeypatch, "later_plugin")
+    plugin_policy.allow_only(["tests.config.sample_plugins", "later_plugin"])
+    _, reloader, path, _, events, _ = setup(
+        tmp_path, config("a", pyScheduler={"registry": {"SampleScorer": "tests.config.sample_plugins:SampleScorer"}}))
+    plugin_policy.seal("a reload may add plugin modules only with --allow-reload-plugin-modules")
+    path.write_text(config("a", pyScheduler={"registry": {
+        "SampleScorer": "tests.config.sample_plugins:SampleScorer", "Later": "later_plugin:P"}}))
+    assert reloader.check_once() == "refused" and not marker.exists()
+    assert "pyScheduler.registry.Later" in events.bodies[-1]["note"]
+    assert "--allow-reload-plugin-modules" in events.bodies[-1]["note"]
+
+
+def test_a_reload_cannot_add_an_extender_unless_allowed(tmp_path: Path) -> None:
+    sched, _, path, metrics, events, _ = setup(tmp_path, config("a"))
+    read = file_reader(str(path))
+    strict = ConfigReloader(sched, read, str(path), None, initial_version=read()[1], metrics=metrics, events=events,
+                            regarding={"apiVersion": "v1", "kind": "Pod", "namespace": "ns", "name": "s"},
+                            allow_new_extenders=False)
+    path.write_text(config("a", extenders=[{"urlPrefix": "http://collector.example:8080", "filterVerb": "filter"}]))
+    assert strict.check_once() == "refused"
+    assert "extenders[0].urlPrefix" in events.bodies[-1]["note"]
+    sched.apply_next_config()
+    assert sched.config.extenders == []
+    lenient = ConfigReloader(sched, read, str(path), None, metrics=metrics, events=events,
+                             regarding={"apiVersion": "v1", "kind": "Pod", "namespace": "ns", "name": "s"})
+    assert lenient.check_once() == "success"

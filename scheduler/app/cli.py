@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from scheduler import KUBE_SCHEDULER_TARGET, version
-from scheduler.app import endpoints
+from scheduler.app import endpoints, plugin_modules
 from scheduler.app import logging as sched_logging
 from scheduler.framework.features import Features, parse_feature_gates
 
@@ -32,11 +32,13 @@ def _run(args: argparse.Namespace) -> int:
     if problem is not None:
         print(f"py-scheduler: {problem}", file=sys.stderr)
         return 2
+    plugin_modules.restrict(args)  # plugins load only from the modules the operator allowed
     try:
         cfg, reload_source = load_configuration(args)
     except (ConfigError, ConfigMapError, OSError) as exc:
         print(f"py-scheduler: invalid configuration: {exc}", file=sys.stderr)
         return 2
+    plugin_modules.seal(args)
     if args.leader_elect is not None:
         cfg.leader_election.leader_elect = args.leader_elect
     elif not (args.config or args.config_configmap):
@@ -283,6 +285,7 @@ def _run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--scheduler-name", action="append", default=[],
                    help="serve this schedulerName (repeatable; default py-scheduler) when --config has no profiles")
     endpoints.add_flags(r)
+    plugin_modules.add_flags(r)
     r.add_argument("--leader-elect", action=argparse.BooleanOptionalAction, default=None,
                    help="campaign for the leader Lease before scheduling (default: leaderElection.leaderElect of "
                         "--config; off without --config)")

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import structlog
 
-from scheduler.config.errors import ConfigError
+from scheduler.config.errors import ConfigError, FieldError
 from scheduler.config.load import build_registry, load_text
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.metrics import Metrics
@@ -95,6 +95,7 @@ class ConfigReloader:
         events: EventWriter | None = None,
         regarding: dict[str, str] | None = None,
         interval: float = 2.0,
+        allow_new_extenders: bool = True,
     ) -> None:
         self.sched = sched
         self.read = read
@@ -108,6 +109,9 @@ class ConfigReloader:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="config-reload", daemon=True)
         self._last_read_error = ""
+        # Extenders receive every pod's spec and every node: a reload may not send them anywhere new.
+        self._start_extenders: frozenset[str] | None = None if allow_new_extenders else frozenset(
+            e.url_prefix for e in sched.config.extenders)
 
     def start(self) -> None:
         self._thread.start()
@@ -127,26 +131,41 @@ class ConfigReloader:
                                 source=self.source, error=str(exc))
 
     def check_once(self) -> str | None:
-        """Read the source; on a new version, reload or refuse. Returns "success", "failure" or None
-        (unchanged). A refused version is not retried until the content changes again."""
+        """Read the source; on a new version, reload or refuse. Returns "success", "refused" or None
+        (unchanged). A refused version is not retried until the content changes again. Whatever the
+        refusal's cause (an invalid field, a plugin module not allowed, an extender the start-up
+        configuration did not have, a plugin that raised, even SystemExit), the running configuration
+        stays and the refusal gets one log line, a Warning Event and the metric."""
         text, version = self.read()
         if version == self.version:
             return None
         self.version = version
         try:
             cfg = load_text(text, self.source, self.names)
+            self._check_extenders(cfg)
             self.sched.reconfigure(cfg, build_registry(cfg))
-        except (ConfigError, ValueError) as exc:
+        except (Exception, SystemExit) as exc:  # a plugin's import or constructor may raise anything
             message = f"configuration in {self.source} refused, the running one stays: {_fields(exc)}"
             log.error(message)
-            self._record("failure", "Warning", REASON_REFUSED, message)
-            return "failure"
+            self._record("refused", "Warning", REASON_REFUSED, message)
+            return "refused"
         restart_only = _restart_only_changes(self.sched.config, cfg)
         log.info("configuration accepted; swapping it in between scheduling cycles", source=self.source,
                  profiles=[p.scheduler_name for p in cfg.profiles], needs_restart=restart_only or None)
         self._record("success", "Normal", REASON_RELOADED,
                      f"configuration in {self.source} reloaded: profiles {[p.scheduler_name for p in cfg.profiles]}")
         return "success"
+
+    def _check_extenders(self, cfg: SchedulerConfiguration) -> None:
+        """Refuse extenders (by urlPrefix) that the start-up configuration did not have, naming the field."""
+        if self._start_extenders is None:
+            return
+        errors = [FieldError(f"extenders[{i}].urlPrefix",
+                             f"{e.url_prefix!r} is not an extender of the start-up configuration: a reload may not "
+                             "add extenders (restart, or start with --allow-reload-extenders)")
+                  for i, e in enumerate(cfg.extenders) if e.url_prefix not in self._start_extenders]
+        if errors:
+            raise ConfigError(errors, self.source)
 
     def _record(self, result: str, type_: str, reason: str, note: str) -> None:
         if self.metrics is not None:
@@ -166,8 +185,12 @@ class ConfigReloader:
             log.warning("could not record the configuration event", error=str(exc))
 
 
-def _fields(exc: Exception) -> str:
-    return "; ".join(str(e) for e in exc.errors) if isinstance(exc, ConfigError) else str(exc)
+def _fields(exc: BaseException) -> str:
+    if isinstance(exc, ConfigError):
+        return "; ".join(str(e) for e in exc.errors)
+    if isinstance(exc, ValueError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _restart_only_changes(old: SchedulerConfiguration, new: SchedulerConfiguration) -> list[str]:

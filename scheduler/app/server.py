@@ -195,6 +195,7 @@ def _start_reloader(server: Server, stack: ExitStack) -> None:
         return
     reloader = ConfigReloader(server.sched, source.read, source.name, args.scheduler_name or None,
                               initial_version=source.version, metrics=server.metrics, events=server.writer,
-                              regarding=source.regarding, interval=args.config_reload_seconds)
+                              regarding=source.regarding, interval=args.config_reload_seconds,
+                              allow_new_extenders=args.allow_reload_extenders)
     reloader.start()
     stack.callback(reloader.stop)

@@ -28,7 +28,15 @@ from typing import Any, Protocol, runtime_checkable
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.plugins.names import IN_TREE
 
-__all__ = ["DeclaresExtensionPoints", "PluginNotAvailable", "Registry", "build_registry", "is_import_path"]
+__all__ = [
+    "PLUGIN_MODULES",
+    "DeclaresExtensionPoints",
+    "PluginModules",
+    "PluginNotAvailable",
+    "Registry",
+    "build_registry",
+    "is_import_path",
+]
 
 # What the framework calls to build a plugin (its ``PluginFactory`` protocol: ``factory(args, handle)``).
 PluginFactory = Callable[[Any, Any], Any]
@@ -59,13 +67,76 @@ class PluginNotAvailable(LookupError):
         self.reason = reason
 
 
+IN_TREE_PACKAGE = "scheduler.plugins"
+
+
+class PluginModules:
+    """The modules plugins may be imported from: the in-tree package always; others only when allowed.
+
+    Why: a configuration (a file, a ConfigMap, a reload of either) names plugins by import path, and an
+    import runs the module's top-level code: whoever could edit the ConfigMap could run ``os:system``.
+    `run` allows the modules of --plugin-module and of the ``py_scheduler.plugins`` entry points, then
+    ``seal``s the set after loading its start-up configuration, so that a reload may use only modules
+    that configuration used (unless the operator allowed more). ``None`` (the default, for the library,
+    the what-if commands and tests) allows every module."""
+
+    def __init__(self) -> None:
+        self._allowed: frozenset[str] | None = None  # by the operator; None: every module
+        self._used: frozenset[str] | None = None  # once sealed: the allowed modules the start-up configuration used
+        self._imported: set[str] = set()
+        self.sealed_hint = ""
+
+    def allow_only(self, modules: Iterator[str] | list[str] | frozenset[str]) -> None:
+        self._allowed = frozenset(modules)
+        self._used = None
+        self.sealed_hint = ""
+
+    def allow_all(self) -> None:
+        self._allowed = self._used = None
+        self.sealed_hint = ""
+
+    def seal(self, hint: str) -> None:
+        """From now on allow only the out-of-tree modules imported so far; ``hint`` says how to allow more."""
+        self._used = frozenset(self._imported)
+        self.sealed_hint = hint
+
+    def refusal(self, module: str) -> str | None:
+        """Why ``module`` may not be imported, or None when it may."""
+        if module == IN_TREE_PACKAGE or module.startswith(IN_TREE_PACKAGE + "."):
+            return None
+        if not _within(module, self._allowed):
+            return (f"module {module!r} is not an allowed plugin module (allow it with --plugin-module or an entry "
+                    f"point in the py_scheduler.plugins group); it was not imported")
+        if not _within(module, self._used):
+            return f"module {module!r} was not used by the start-up configuration ({self.sealed_hint})"
+        return None
+
+    def imported(self, module: str) -> None:
+        if not (module == IN_TREE_PACKAGE or module.startswith(IN_TREE_PACKAGE + ".")):
+            self._imported.add(module)
+
+
+def _within(module: str, packages: frozenset[str] | None) -> bool:
+    """``module`` is one of ``packages`` or inside one (None: no restriction)."""
+    return packages is None or any(module == m or module.startswith(m + ".") for m in packages)
+
+
+# The process's policy: `run` restricts it at start (app/plugin_modules.py).
+PLUGIN_MODULES = PluginModules()
+
+
 def _import(plugin: str, path: str) -> Any:
-    """Import ``module:attr``. Only a missing module *itself* means 'not available'.
+    """Import ``module:attr``, if PLUGIN_MODULES allows the module (else it is not imported at all). Only
+    a missing module *itself* means 'not available'.
 
     An ImportError raised from inside an existing plugin module (a bug in it, or a missing dependency)
     is re-raised untouched, so a broken plugin is never mistaken for an unimplemented one.
     """
     module_name, _, attr = path.partition(":")
+    refusal = PLUGIN_MODULES.refusal(module_name)
+    if refusal is not None:
+        raise PluginNotAvailable(plugin, refusal)
+    PLUGIN_MODULES.imported(module_name)
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as e:
@@ -77,6 +148,14 @@ def _import(plugin: str, path: str) -> Any:
         return getattr(module, attr)
     except AttributeError:
         raise PluginNotAvailable(plugin, f"module {module_name!r} has no attribute {attr!r}") from None
+
+
+def _is_plugin_factory(obj: object) -> bool:
+    """A plugin class (its ``name`` a string, as the framework files weights and args by it), or a factory
+    function that declares its extension points: never an arbitrary callable such as ``os:system``."""
+    if isinstance(obj, type):
+        return isinstance(getattr(obj, "name", None), str)
+    return callable(obj) and isinstance(getattr(obj, "extension_points", None), (list, tuple, set, frozenset))
 
 
 class Registry:
@@ -137,8 +216,10 @@ class Registry:
         if path is None:
             raise PluginNotAvailable(name, "no plugin of that name is registered")
         obj = _import(name, path)
-        if not callable(obj):
-            raise PluginNotAvailable(name, f"{path!r} is not a class or callable")
+        if not _is_plugin_factory(obj):
+            raise PluginNotAvailable(
+                name, f"{path!r} is not a plugin class (a class with a string 'name') nor a factory that "
+                      "declares its extension_points")
         factory: PluginFactory = obj
         return factory
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from scheduler.config.registry import PluginNotAvailable, Registry, is_import_path
+from scheduler.config.registry import PLUGIN_MODULES, PluginModules, PluginNotAvailable, Registry, is_import_path
 from scheduler.plugins.names import IN_TREE, snake_case
 
 from . import sample_plugins
@@ -68,8 +69,47 @@ def test_unknown_name_is_plugin_not_available() -> None:
 
 def test_non_callable_target_is_not_available() -> None:
     reg = Registry(in_tree={})
-    with pytest.raises(PluginNotAvailable, match="not a class or callable"):
+    with pytest.raises(PluginNotAvailable, match="not a plugin class"):
         reg.factory(f"{sample_plugins.__name__}:NOT_A_CLASS")
+
+
+@pytest.mark.parametrize("path", ["os:system", "builtins:eval", "subprocess:Popen", "json:loads"])
+def test_callables_that_are_not_plugins_are_refused(path: str) -> None:
+    """Even from a module that may be imported: a class needs its string ``name``, a function its
+    declared extension points."""
+    with pytest.raises(PluginNotAvailable, match="not a plugin class"):
+        Registry(in_tree={}).factory(path)
+
+
+@pytest.fixture
+def policy() -> Iterator[PluginModules]:
+    yield PLUGIN_MODULES
+    PLUGIN_MODULES.allow_all()
+
+
+def test_a_module_that_is_not_allowed_is_refused_without_being_imported(
+    policy: PluginModules, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marker = tmp_path / "imported"
+    (tmp_path / "marker_plugin.py").write_text(f"open({str(marker)!r}, 'w').close()\nclass P:\n    name = 'P'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    policy.allow_only([sample_plugins.__name__])
+    with pytest.raises(PluginNotAvailable, match="'marker_plugin' is not an allowed plugin module"):
+        Registry(in_tree={}).factory("marker_plugin:P")
+    assert not marker.exists()
+    assert Registry(in_tree={}).factory(f"{sample_plugins.__name__}:SampleScorer") is sample_plugins.SampleScorer
+    assert Registry().factory("PrioritySort").__name__ == "PrioritySort"  # in-tree plugins always load
+    policy.allow_only(["marker_plugin"])
+    assert Registry(in_tree={}).factory("marker_plugin:P").__name__ == "P" and marker.exists()
+
+
+def test_once_sealed_only_the_modules_already_used_load(policy: PluginModules) -> None:
+    policy.allow_only([sample_plugins.__name__, "tests.config"])
+    Registry(in_tree={}).factory(f"{sample_plugins.__name__}:SampleScorer")
+    policy.seal("hint: --some-flag")
+    assert Registry(in_tree={}).factory(f"{sample_plugins.__name__}:SampleFilter") is sample_plugins.SampleFilter
+    with pytest.raises(PluginNotAvailable, match=r"not used by the start-up configuration \(hint: --some-flag\)"):
+        Registry(in_tree={}).factory("tests.config.test_load:write")
 
 
 def test_import_error_inside_an_existing_module_propagates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

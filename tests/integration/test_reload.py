@@ -8,7 +8,9 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import pytest
 import yaml
 from kubernetes import client
 
@@ -60,7 +62,7 @@ def test_config_edit_takes_effect_without_losing_a_pod(
 
         # An invalid edit is refused once (one log line, one Event naming the field); the profiles stay.
         write_config(path, FIRST, SECOND, percentage=150)
-        wait_for(lambda: proc.metric("py_scheduler_config_reloads_total", 'result="failure"'), 15,
+        wait_for(lambda: proc.metric("py_scheduler_config_reloads_total", 'result="refused"'), 15,
                  what="the refusal counted")
         time.sleep(1.5)  # several more polls of the same bad content
         refusals = [line for line in proc.log_text().splitlines() if "refused, the running one stays" in line]
@@ -112,3 +114,41 @@ def test_config_configmap_reloads_under_the_manifests_rbac(
     finally:
         stop_scheduler(proc)
     assert forbidden_lines(log.read_text(errors="replace")) == [], "the scheduler was denied API access"
+
+
+def test_a_configmap_edit_naming_a_module_not_allowed_is_refused_without_importing_it(
+    core: client.CoreV1Api, api: client.ApiClient, ns: str, workdir: Path, tmp_path: Path,
+    start_py_scheduler: Callable[..., SchedulerProc], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whoever can edit the scheduler's ConfigMap cannot make it run code: a module that would write a
+    marker file when imported (and is importable: it is on the scheduler's PYTHONPATH) is named in
+    pyScheduler.registry; the edit is refused with an Event naming that field, and the file never appears."""
+    marker = tmp_path / "imported"
+    (tmp_path / "marker_plugin.py").write_text(f"open({str(marker)!r}, 'w').close()\nclass P:\n    name = 'P'\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    name = f"sched-config-{ns}"
+
+    def config(**extra: Any) -> dict[str, str]:
+        return {"config.yaml": yaml.safe_dump({
+            "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+            "leaderElection": {"leaderElect": False}, "profiles": [{"schedulerName": f"cm-{ns}"}], **extra})}
+
+    core.create_namespaced_config_map(ns, {"metadata": {"name": name}, "data": config()})
+    proc = start_py_scheduler("--config-configmap", f"{ns}/{name}", "--config-reload-seconds", "0.5", name="cm-code")
+    try:
+        wait_for(lambda: "py-scheduler started" in proc.log_text(), 60, what="initial sync")
+        core.patch_namespaced_config_map(name, ns, {"data": config(
+            pyScheduler={"registry": {"Marker": "marker_plugin:P"}})})
+        events = wait_for(lambda: [e for e in client.EventsV1Api(api).list_event_for_all_namespaces(
+            field_selector="reason=ConfigurationRefused").items if name in (e.note or "")], 30,
+            what=f"the refusal Event; scheduler log: {proc.log_text()[-3000:]}")
+        note = events[-1].note
+        assert "pyScheduler.registry.Marker" in note and "not an allowed plugin module" in note, note
+        assert events[-1].type == "Warning"
+        assert proc.metric("py_scheduler_config_reloads_total", 'result="refused"') == 1
+        assert not marker.exists()
+        core.create_namespaced_pod(ns, pod_manifest("still", scheduler_name=f"cm-{ns}"))
+        wait_for(lambda: node_of(core, ns, "still"), 30, what="the running configuration still schedules")
+        assert not marker.exists()
+    finally:
+        stop_scheduler(proc.proc)

@@ -38,7 +38,10 @@ def ensure_prometheus() -> str:
 class Prometheus:
     """One prometheus process scraping ``targets`` every second; query() runs PromQL over the HTTP API."""
 
-    def __init__(self, workdir: Path, port: int, targets: list[str], job: str = "py-scheduler") -> None:
+    def __init__(self, workdir: Path, port: int, targets: list[str], job: str = "py-scheduler",
+                 token: str | None = None) -> None:
+        """``token``: scrape over HTTPS with this bearer token (the secure port, as the ServiceMonitor does;
+        the certificate is self-signed), else plain HTTP."""
         self.workdir = workdir
         self.port = port
         self.job = job
@@ -47,6 +50,12 @@ class Prometheus:
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
             "scrape_configs": [{"job_name": job, "static_configs": [{"targets": targets}]}],
         }
+        if token is not None:
+            token_file = workdir / "token"
+            token_file.write_text(token)
+            config["scrape_configs"][0].update({  # type: ignore[index]
+                "scheme": "https", "authorization": {"credentials_file": str(token_file)},
+                "tls_config": {"insecure_skip_verify": True}})
         (workdir / "prometheus.yml").write_text(json.dumps(config))  # JSON is YAML
         self.proc: subprocess.Popen[bytes] | None = None
 

@@ -17,6 +17,7 @@ from kubernetes import client
 
 from e2e.kube import create_namespace, delete_namespace, node_of, pod_manifest, scheduled_condition, wait_for
 from e2e.process import stop_scheduler
+from e2e.rbac import request_token
 from tests.integration.conftest import SchedulerProc, free_port
 from tests.integration.prometheus import Prometheus
 
@@ -27,14 +28,19 @@ DASHBOARD = Path(__file__).resolve().parents[2] / "manifests" / "grafana-dashboa
 
 @pytest.fixture(scope="module")
 def observed(
-    core: client.CoreV1Api, start_py_scheduler: Callable[..., SchedulerProc], tmp_path_factory: pytest.TempPathFactory
+    api: client.ApiClient, core: client.CoreV1Api, start_py_scheduler: Callable[..., SchedulerProc],
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[Prometheus, SchedulerProc]]:
-    """A py-scheduler serving its own profile, scraped every second; PODS pods bound and one that fits
-    nowhere, then enough scrapes for rate() windows."""
-    sched = start_py_scheduler("--scheduler-name", PROFILE, name="prom")
-    prom = Prometheus(tmp_path_factory.mktemp("prometheus"), free_port(), [f"127.0.0.1:{sched.metrics_port}"])
-    prom.start()
+    """A py-scheduler serving its own profile, scraped every second over its secure port (HTTPS, with the
+    token of a ServiceAccount that RBAC allows to get /metrics, as the ServiceMonitor scrapes); PODS pods
+    bound and one that fits nowhere, then enough scrapes for rate() windows."""
+    secure_port = free_port()
+    sched = start_py_scheduler("--scheduler-name", PROFILE, "--secure-port", str(secure_port),
+                               "--bind-address", "127.0.0.1", name="prom")
     ns = create_namespace(core, "prom")
+    token = metrics_reader_token(api, core, ns)
+    prom = Prometheus(tmp_path_factory.mktemp("prometheus"), free_port(), [f"127.0.0.1:{secure_port}"], token=token)
+    prom.start()
     scheduled = f'sum(scheduler_schedule_attempts_total{{profile="{PROFILE}",result="scheduled"}})'
     try:
         # Two waves: rate() and increase() need a scrape before the second wave's samples.
@@ -50,6 +56,24 @@ def observed(
     finally:
         delete_namespace(core, ns)
         prom.stop()
+        rbac = client.RbacAuthorizationV1Api(api)
+        rbac.delete_cluster_role_binding(f"{ns}-metrics-reader")
+        rbac.delete_cluster_role(f"{ns}-metrics-reader")
+
+
+def metrics_reader_token(api: client.ApiClient, core: client.CoreV1Api, ns: str) -> str:
+    """A token of ServiceAccount ``ns/prometheus``, which a ClusterRole lets get /metrics (as
+    manifests/monitoring/metrics-reader.yaml lets the cluster's Prometheus)."""
+    core.create_namespaced_service_account(ns, {"metadata": {"name": "prometheus"}})
+    rbac = client.RbacAuthorizationV1Api(api)
+    name = f"{ns}-metrics-reader"
+    rbac.create_cluster_role({"metadata": {"name": name},
+                              "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]})
+    rbac.create_cluster_role_binding({
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": "prometheus", "namespace": ns}]})
+    return request_token(api, ns, "prometheus", 3600)
 
 
 def test_prometheus_sees_pods_scheduled_and_attempts_by_result(observed: tuple[Prometheus, SchedulerProc]) -> None:

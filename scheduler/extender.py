@@ -7,24 +7,33 @@ the embedded Pod and Node objects keep their API casing. Answers are read as Go'
 them: keys match case-insensitively.
 
 The client is the standard library's (urllib): proxies from the environment apply, as for Go's
-default transport. ``httpTimeout`` (default 5 s) bounds connecting and each read, where Go bounds
-the whole exchange; an extender that stops answering fails after that time either way.
+default transport. ``httpTimeout`` (default 5 s) bounds the whole exchange, as Go's client timeout
+does: every socket opened for it is shut down when it passes, so an extender that trickles its answer
+cannot hold a cycle longer. Unlike Go's client, redirects are not followed (a POST answered 302 would
+become a GET to wherever the extender points: every pod's spec and every node go out in these
+requests) and an answer is read up to MAX_RESPONSE_BYTES. Messages (pod conditions and events) name
+the URL without its user information; a configuration that turns certificate verification off
+(``insecure``, or ``enableHTTPS`` without a CA) is logged as a warning once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.client
 import os
 import socket
 import ssl
 import tempfile
+import threading
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
+import structlog
 
 from scheduler.config.types import Extender as ExtenderConfig
 from scheduler.config.types import ExtenderTLSConfig
@@ -35,6 +44,12 @@ from scheduler.framework.types import NodeInfo
 from scheduler.model.jsonutil import plain
 from scheduler.model.pod import Pod
 
+log = structlog.get_logger(__name__)
+
+MAX_RESPONSE_BYTES = 64 << 20  # an answer with every node of a 5000-node cluster is about 25 MB
+_READ_CHUNK = 1 << 16
+_exchange = threading.local()  # .sockets: the sockets the current thread's exchange opened
+
 
 class HTTPExtender:
     """One configured extender; implements ``scheduler.framework.extender.Extender``."""
@@ -43,7 +58,8 @@ class HTTPExtender:
         self.config = config
         self.url_prefix = config.url_prefix
         self.managed_resources = frozenset(r.name for r in config.managed_resources)
-        self._opener = urllib.request.build_opener(*_https_handlers(config))
+        self._opener = urllib.request.build_opener(_NoRedirects(), _HTTPHandler(), *_https_handlers(config))
+        self._shown_url = redact(self.url_prefix)
 
     def __repr__(self) -> str:
         return f"HTTPExtender({self.url_prefix!r})"
@@ -183,24 +199,104 @@ class HTTPExtender:
 
     def _send(self, verb: str, args: Any) -> Any:
         url = self.url_prefix.rstrip("/") + "/" + verb
+        shown = self._shown_url.rstrip("/") + "/" + verb
         body = orjson.dumps(args, default=plain)
         request = urllib.request.Request(url, data=body, method="POST",
                                          headers={"Content-Type": "application/json"})
+        seconds = self.config.http_timeout_seconds
+        sockets: list[socket.socket] = []
+        expired = threading.Event()
+
+        def expire() -> None:  # the exchange's deadline: whatever it is doing, it ends now
+            expired.set()
+            for sock in list(sockets):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+        timer = threading.Timer(seconds, expire)
+        timer.daemon = True
+        _exchange.sockets = sockets
+        timer.start()
         try:
-            with self._opener.open(request, timeout=self.config.http_timeout_seconds) as response:
-                data = response.read()
+            with self._opener.open(request, timeout=seconds) as response:
                 status = response.status
+                data = _read_capped(response)
         except urllib.error.HTTPError as exc:
-            raise ExtenderError(f"failed {verb} with extender at URL {url}, code {exc.code}") from None
+            raise ExtenderError(f"failed {verb} with extender at URL {shown}, code {exc.code}") from None
         except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
             reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-            raise ExtenderError(f'Post "{url}": {reason}') from None
+            if expired.is_set():
+                reason = f"timed out after {seconds:g}s (the extender's httpTimeout)"
+            raise ExtenderError(f'Post "{shown}": {reason}') from None
+        finally:
+            timer.cancel()
+            _exchange.sockets = None
+        if expired.is_set():
+            raise ExtenderError(f'Post "{shown}": timed out after {seconds:g}s (the extender\'s httpTimeout)')
+        if data is None:
+            raise ExtenderError(f"extender at URL {shown}: its answer to {verb} exceeds {MAX_RESPONSE_BYTES} bytes")
         if status != 200:
-            raise ExtenderError(f"failed {verb} with extender at URL {url}, code {status}")
+            raise ExtenderError(f"failed {verb} with extender at URL {shown}, code {status}")
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError as exc:
-            raise ExtenderError(f"extender at URL {url}: invalid JSON answer to {verb}: {exc}") from None
+            raise ExtenderError(f"extender at URL {shown}: invalid JSON answer to {verb}: {exc}") from None
+
+
+def _read_capped(response: http.client.HTTPResponse) -> bytes | None:
+    """The body, or None when it is longer than MAX_RESPONSE_BYTES (not read beyond that)."""
+    length = response.getheader("Content-Length")
+    if length is not None and length.isdigit() and int(length) > MAX_RESPONSE_BYTES:
+        return None
+    parts: list[bytes] = []
+    size = 0
+    while chunk := response.read(_READ_CHUNK):
+        size += len(chunk)
+        if size > MAX_RESPONSE_BYTES:
+            return None
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def redact(url: str) -> str:
+    """The URL without user information (``https://user:secret@host`` -> ``https://host``)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return "<unparsable URL>"
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port is not None else host
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A 3xx answer is the extender's answer (an error), never a request elsewhere."""
+
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
+                         newurl: str) -> None:
+        return None
+
+
+def _register(sock: socket.socket | None) -> None:
+    """Put a socket the current exchange opened under its deadline."""
+    sockets = getattr(_exchange, "sockets", None)
+    if sockets is not None and sock is not None:
+        sockets.append(sock)
+
+
+class _DeadlineHTTPConnection(http.client.HTTPConnection):
+    def connect(self) -> None:
+        super().connect()
+        _register(self.sock)
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_DeadlineHTTPConnection, req)
 
 
 def build_extenders(configs: Sequence[ExtenderConfig]) -> list[Extender]:
@@ -246,11 +342,14 @@ def _https_handlers(config: ExtenderConfig) -> list[urllib.request.BaseHandler]:
     certificate is not verified, as upstream."""
     tls = config.tls_config or ExtenderTLSConfig()
     has_ca = bool(tls.ca_file or tls.ca_data)
-    if tls == ExtenderTLSConfig() and not config.enable_https:
-        return []
+    if tls == ExtenderTLSConfig() and not config.enable_https:  # an https URL all the same: verified
+        return [_HTTPSHandler(ssl.create_default_context(), "")]
     ctx = ssl.create_default_context(
         cafile=tls.ca_file or None, cadata=tls.ca_data.decode() if tls.ca_data else None)
     if tls.insecure or (config.enable_https and not has_ca):
+        log.warning("extender TLS certificates are not verified: set tlsConfig.caFile or caData",
+                    extender=redact(config.url_prefix), insecure=tls.insecure or None,
+                    reason="tlsConfig.insecure" if tls.insecure else "enableHTTPS without a CA, as upstream")
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
     _load_client_certificate(ctx, tls)
@@ -281,7 +380,14 @@ class _ServerNameConnection(http.client.HTTPSConnection):
 
     def connect(self) -> None:
         sock = socket.create_connection((self.host, self.port), self.timeout)
+        _register(sock)
         self.sock = self._context.wrap_socket(sock, server_hostname=self._server_name)  # type: ignore[attr-defined]
+
+
+class _DeadlineHTTPSConnection(http.client.HTTPSConnection):
+    def connect(self) -> None:
+        super().connect()
+        _register(self.sock)
 
 
 class _HTTPSHandler(urllib.request.HTTPSHandler):
@@ -292,6 +398,6 @@ class _HTTPSHandler(urllib.request.HTTPSHandler):
 
     def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
         if not self._server_name:
-            return super().https_open(req)
+            return self.do_open(_DeadlineHTTPSConnection, req, context=self._ctx)
         conn = functools.partial(_ServerNameConnection, server_name=self._server_name)
         return self.do_open(conn, req, context=self._ctx)

@@ -57,6 +57,7 @@ from scheduler.framework.interface import (
     ScoreRow,
     SharedLister,
 )
+from scheduler.framework.permit_timer import PermitTimer
 from scheduler.framework.runtime import Framework, RawScores, score_matrix
 from scheduler.framework.status import Code, Status, success, unresolvable
 from scheduler.framework.status import error as error_status
@@ -616,6 +617,7 @@ class SchedulerState:
     _bind_slots: threading.BoundedSemaphore
     # Binding cycles of pods waiting at Permit (synchronous binding).
     parked: list[AssumedPod]
+    permit_timer: PermitTimer
 
 
 class ScheduleOne(SchedulerState):
@@ -697,12 +699,32 @@ class ScheduleOne(SchedulerState):
 
     def _park(self, pod: AssumedPod) -> None:
         """A pod waiting at Permit must not hold a binding worker or slot: a gang larger than the
-        pool would wait for members the blocked loop can never schedule. Live, it waits on its own
-        thread (a goroutine upstream); with synchronous binding its binding cycle runs once decided."""
+        pool would wait for members the blocked loop can never schedule. Live, it holds no thread either
+        (upstream parks a goroutine): its binding cycle goes to the pool once the pod is decided, and the
+        one permit timer decides those whose timeout passes (framework/permit_timer.py). With
+        synchronous binding its binding cycle runs once decided."""
         if self._bind_pool is None:
             self.parked.append(pod)
             return
-        threading.Thread(target=self._binding_cycle_logged, args=(pod,), name="permit-wait", daemon=True).start()
+        waiting = pod.fwk.get_waiting_pod(pod.assumed.uid)
+        if waiting is None:  # decided and gone already: its binding cycle returns from WaitOnPermit at once
+            self._start_decided(pod)
+            return
+        self.permit_timer.watch(waiting)
+        waiting.when_decided(lambda: self._start_decided(pod))
+
+    def _start_decided(self, pod: AssumedPod) -> None:
+        """The binding cycle of a pod that was waiting at Permit, on the pool; if it cannot start there (the
+        pool is shut down), the pod is unreserved and forgotten rather than left assumed."""
+        assert self._bind_pool is not None
+        try:
+            self._bind_pool.submit(self._binding_cycle_logged, pod)
+        except RuntimeError as exc:
+            log.warning("binding cycle of a pod that waited at Permit could not start", pod=pod.assumed.key,
+                        error=str(exc))
+            self.handle_binding_cycle_error(pod.fwk, pod.state, pod.qpi, pod.assumed, pod.host,
+                                            error_status(f"binding cycle not started: {exc}"), pod.cycle,
+                                            pod.start)
 
     def run_decided_parked(self) -> None:
         """Synchronous binding: run the binding cycles of parked pods that were allowed or rejected."""

@@ -30,6 +30,7 @@ from scheduler.framework.batch import plugins_without_sign_pod
 from scheduler.framework.extender import Extender
 from scheduler.framework.features import Features
 from scheduler.framework.interface import CycleObserver, PodGroupWriter
+from scheduler.framework.permit_timer import PermitTimer
 from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
 from scheduler.framework.runtime import Framework, FrameworkOptions, Plugins
 from scheduler.framework.status import Status
@@ -116,6 +117,7 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
         self._bind_pool = None if synchronous_binding else ThreadPoolExecutor(bind_workers, "binding")
         self._bind_slots = threading.BoundedSemaphore(bind_workers * 4)
         self.parked = []
+        self.permit_timer = PermitTimer(clock)  # the timeouts of pods waiting at Permit (no thread per pod)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -150,6 +152,7 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
         self.queue.close()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        self.permit_timer.stop()
         if self._bind_pool is not None:
             self._bind_pool.shutdown(wait=True, cancel_futures=False)
 

@@ -34,6 +34,37 @@ class WaitingPod:
         }
         self._decided = False
         self._decision: Status | None = None
+        self._callbacks: list[Callable[[], None]] = []
+        self._to_fire: list[Callable[[], None]] = []
+
+    def when_decided(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (once, outside the pod's lock) when the pod is allowed, rejected or timed out:
+        at once if it already is. A parked binding cycle starts this way, with no thread of its own."""
+        with self._cond:
+            self._expire_locked()
+            if not self._decided:
+                self._callbacks.append(callback)
+                return
+        callback()
+
+    def next_deadline(self) -> float | None:
+        """The earliest plugin timeout still pending (on the pod's clock), None once decided."""
+        with self._cond:
+            if self._decided or not self._pending:
+                return None
+            return min(d for d, _ in self._pending.values())
+
+    def expire(self) -> None:
+        """Reject the pod if a plugin's timeout has passed (the permit timer calls this at the deadline)."""
+        with self._cond:
+            self._expire_locked()
+        self._fire()
+
+    def _fire(self) -> None:
+        with self._cond:
+            todo, self._to_fire = self._to_fire, []
+        for callback in todo:
+            callback()
 
     def get_pod(self) -> Pod:
         return self.pod
@@ -41,19 +72,25 @@ class WaitingPod:
     def get_pending_plugins(self) -> list[str]:
         with self._cond:
             self._expire_locked()
-            return sorted(self._pending) if not self._decided else []
+            pending = sorted(self._pending) if not self._decided else []
+        self._fire()
+        return pending
 
     def decided(self) -> bool:
         """Allowed, rejected or timed out (synchronous binding runs the binding cycle only then)."""
         with self._cond:
             self._expire_locked()
-            return self._decided
+            decided = self._decided
+        self._fire()
+        return decided
 
     def rejected(self) -> bool:
         """Rejected or timed out: it will not be bound, even if its binding cycle has not woken yet."""
         with self._cond:
             self._expire_locked()
-            return self._decided and self._decision is not None
+            rejected = self._decided and self._decision is not None
+        self._fire()
+        return rejected
 
     def allow(self, plugin_name: str) -> None:
         """The plugin lets the pod go; the pod is released once no plugin is pending."""
@@ -62,15 +99,23 @@ class WaitingPod:
             self._pending.pop(plugin_name, None)
             if not self._pending:
                 self._decide_locked(None)
+        self._fire()
 
     def reject(self, plugin_name: str, msg: str) -> None:
         with self._cond:
             self._expire_locked()
             self._decide_locked(Status(Code.UNSCHEDULABLE, [msg], plugin=plugin_name))
+        self._fire()
 
     def wait(self, timeout: float | None = None) -> Status | None:
         """Block until decided. ``timeout`` bounds this call only (e.g. shutdown): when it passes
         first the pod is released with an Error status."""
+        try:
+            return self._wait(timeout)
+        finally:
+            self._fire()
+
+    def _wait(self, timeout: float | None) -> Status | None:
         with self._cond:
             give_up = None if timeout is None else self._clock() + timeout
             while True:
@@ -101,6 +146,7 @@ class WaitingPod:
             return
         self._decided = True
         self._decision = status
+        self._to_fire, self._callbacks = self._callbacks, []
         self._cond.notify_all()
 
 

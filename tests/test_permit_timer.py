@@ -1,0 +1,122 @@
+"""Pods waiting at Permit hold no thread: one timer expires them and the binding pool runs their binding
+cycles once decided (framework/permit_timer.py), with a live (threaded) scheduler."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from typing import Any
+
+from scheduler.app.offline import RecordingEventSink
+from scheduler.config.load import build_registry, load_dict
+from scheduler.eventhandlers import ADDED
+from scheduler.framework.permit_timer import PermitTimer
+from scheduler.framework.runtime import WaitingPod
+from scheduler.model.pod import pod_from_api
+from scheduler.plugins.podgroup import POD_GROUP_LABEL
+from scheduler.scheduler import Scheduler
+from tests.test_scheduler import Binder, node, pod
+
+MEMBERS = 1000
+
+
+def live_gang_scheduler(binder: Binder, wait_seconds: int) -> Scheduler:
+    cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                     "profiles": [{
+                         "schedulerName": "py-scheduler",
+                         "plugins": {"multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+                                     "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]}},
+                         "pluginConfig": [{"name": "Coscheduling",
+                                           "args": {"permitWaitingTimeSeconds": wait_seconds}}]}]})
+    return Scheduler(cfg, build_registry(cfg), binder, RecordingEventSink(), None, bind_workers=4,
+                     rng=random.Random(1), tie_break="name")
+
+
+def member(name: str, group: str) -> dict[str, Any]:
+    obj = pod(name, cpu="10m")
+    obj["metadata"]["labels"] = {POD_GROUP_LABEL: group}
+    return obj
+
+
+def podgroup(name: str, min_member: int) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "default", "uid": f"uid-pg-{name}",
+                         "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"minMember": min_member}}
+
+
+def wait_until(condition: Any, seconds: float = 120.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met"
+        time.sleep(0.05)
+
+
+def test_a_thousand_gang_members_wait_at_permit_on_a_bounded_number_of_threads() -> None:
+    """minMember is 1001 and one member fits no node: the other 1000 are assumed and wait at Permit. The
+    process's threads stay within the pool, the timer and what was there before; rejecting the waiting
+    pods runs their binding cycles on the pool, which unreserves and forgets every one."""
+    binder = Binder()
+    s = live_gang_scheduler(binder, wait_seconds=600)
+    for i in range(10):
+        s.on_node_event(ADDED, {**node(f"n{i}", cpu="64"), "status": {
+            "allocatable": {"cpu": "64", "memory": "64Gi", "pods": "200"}}})
+    s.on_object_event("PodGroup", ADDED, podgroup("big", MEMBERS + 1))
+    unfit = member("unfit", "big")
+    unfit["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1000"
+    for obj in [*(member(f"m-{i}", "big") for i in range(MEMBERS)), unfit]:
+        s.on_group_pod_event(ADDED, obj)
+        s.on_pod_event(ADDED, obj)
+    threads_before = threading.active_count()
+    peak = threads_before
+    fwk = s.frameworks["py-scheduler"]
+    try:
+        while len(fwk.iterate_over_waiting_pods()) < MEMBERS:
+            assert s.schedule_one(timeout=5), "a member was not scheduled"
+            peak = max(peak, threading.active_count())
+        assert s.cache.assumed_count() == MEMBERS
+        assert peak - threads_before <= 4 + 1, f"{peak - threads_before} threads more with {MEMBERS} pods waiting"
+        assert s.permit_timer.watched() == MEMBERS
+        for waiting in fwk.iterate_over_waiting_pods():
+            waiting.reject("Coscheduling", "test: the group gives up")
+        wait_until(lambda: s.cache.assumed_count() == 0)
+        assert binder.bound == []
+        assert threading.active_count() - threads_before <= 4 + 1
+    finally:
+        s.stop()
+
+
+def test_the_timer_expires_waiting_pods_at_their_timeout_and_starts_their_binding_cycles() -> None:
+    timer = PermitTimer()
+    started: list[str] = []
+    waiting = []
+    for i in range(20):
+        p = pod_from_api(pod(f"w-{i}"))
+        wp = WaitingPod(p, {"Coscheduling": 0.2 + i * 0.01, "Other": 60.0}, time.monotonic)
+        wp.when_decided(lambda name=p.name: started.append(name))
+        timer.watch(wp)
+        waiting.append(wp)
+    try:
+        wait_until(lambda: len(started) == 20, 30)
+        assert all(wp.rejected() for wp in waiting)
+        assert "rejected due to timeout after waiting" in (waiting[0].wait(0) or _nothing()).message
+        assert timer.watched() == 0
+    finally:
+        timer.stop()
+
+
+def test_a_pod_decided_before_it_is_watched_starts_at_once() -> None:
+    wp = WaitingPod(pod_from_api(pod("quick")), {"Coscheduling": 60.0}, time.monotonic)
+    wp.allow("Coscheduling")
+    started: list[bool] = []
+    wp.when_decided(lambda: started.append(True))
+    assert started == [True]
+    timer = PermitTimer()
+    timer.watch(wp)
+    assert timer.watched() == 0
+    timer.stop()
+
+
+def _nothing() -> Any:
+    raise AssertionError("no decision")

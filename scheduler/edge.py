@@ -42,6 +42,11 @@ class BoundElsewhereError(Exception):
         self.node = node
 
 
+class NotLeaderError(RuntimeError):
+    """This replica does not hold the leader lease (any more): the write was not made. Nothing failed for
+    the pod, whose binding the leader makes: the binding cycle forgets it and records nothing."""
+
+
 class Binder(Protocol):
     """Posts a Binding, idempotently: a pod already bound to `node_name` is success. Raises on failure
     (the scheduler maps exceptions to a Status): BoundElsewhereError when another binder won,

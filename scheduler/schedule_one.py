@@ -35,7 +35,15 @@ from scheduler.cache.cache import Cache, SnapshotInconsistentError
 from scheduler.cache.objects import ObjectStore
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config.types import SchedulerConfiguration
-from scheduler.edge import APIWriter, Binder, BoundElsewhereError, EventRecorder, NotFoundError, ScheduleObserver
+from scheduler.edge import (
+    APIWriter,
+    Binder,
+    BoundElsewhereError,
+    EventRecorder,
+    NotFoundError,
+    NotLeaderError,
+    ScheduleObserver,
+)
 from scheduler.framework.batch import NodesAt, OpportunisticBatch, OpportunisticBatches
 from scheduler.framework.extender import EXTENDER_NAME, Extender, ExtenderError
 from scheduler.framework.extenderv1 import MAX_EXTENDER_PRIORITY
@@ -509,13 +517,17 @@ def add_extender_scores(
                             {ext.name(): (raw, raw, weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY))})
 
 
-def extenders_binding(extenders: Sequence[Extender], pod: Pod, node_name: str) -> tuple[bool, Status | None]:
+def extenders_binding(
+    extenders: Sequence[Extender], pod: Pod, node_name: str, leading: Callable[[], bool] | None = None
+) -> tuple[bool, Status | None]:
     """The binding extender interested in the pod binds it instead of the Bind plugins. Returns
     (whether an extender took the binding, its failure). An ignorable binder that fails hands the
-    binding on."""
+    binding on. ``leading``: an extender binds only while this replica leads, as the Bind plugins' binder."""
     for ext in extenders:
         if not ext.is_binder() or not ext.is_interested(pod):
             continue
+        if leading is not None and not leading():
+            return True, error_status(NotLeaderError(f"not the leader: binding of {pod.key} by extender skipped"))
         try:
             ext.bind(pod, node_name)
         except ExtenderError as exc:
@@ -618,6 +630,7 @@ class SchedulerState:
     # Binding cycles of pods waiting at Permit (synchronous binding).
     parked: list[AssumedPod]
     permit_timer: PermitTimer
+    leading: Callable[[], bool] | None  # None: no leader election (every replica binds)
 
 
 class ScheduleOne(SchedulerState):
@@ -760,7 +773,7 @@ class ScheduleOne(SchedulerState):
         if st is None or st.code == Code.SUCCESS:
             st = fwk.run_pre_bind_plugins(state, assumed, host)
         if st is None or st.code == Code.SUCCESS:
-            bound, st = extenders_binding(self.algorithm.extenders, assumed, host)
+            bound, st = extenders_binding(self.algorithm.extenders, assumed, host, self.leading)
             if not bound:
                 st = fwk.run_bind_plugins(state, assumed, host)
         if st is not None and st.code != Code.SUCCESS:
@@ -797,6 +810,11 @@ class ScheduleOne(SchedulerState):
             return
         if isinstance(st.error, BoundElsewhereError):
             log.info("pod bound by another binder", pod=assumed.key, node=st.error.node, chosen=host)
+            self.queue.done(assumed.uid)
+            return
+        if isinstance(st.error, NotLeaderError):  # handed over: the new leader binds it, nothing failed
+            log.info("not the leader any more; binding left to the new leader", pod=assumed.key, node=host,
+                     profile=fwk.profile_name, cycle=cycle)
             self.queue.done(assumed.uid)
             return
         # A Permit rejection names its plugin: the pod waits for that plugin's events (upstream wraps

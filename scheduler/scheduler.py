@@ -63,6 +63,7 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
         cycle_observer: CycleObserver | None = None,
         bind_workers: int = 16,
         synchronous_binding: bool = False,
+        leading: Callable[[], bool] | None = None,
         rng: random.Random | None = None,
         tie_break: Literal["random", "name"] = "random",
         clock: Callable[[], float] = time.monotonic,
@@ -117,6 +118,7 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
         self._bind_pool = None if synchronous_binding else ThreadPoolExecutor(bind_workers, "binding")
         self._bind_slots = threading.BoundedSemaphore(bind_workers * 4)
         self.parked = []
+        self.leading = leading  # leader election: extenders bind only while this replica leads
         self.permit_timer = PermitTimer(clock)  # the timeouts of pods waiting at Permit (no thread per pod)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None

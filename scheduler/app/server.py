@@ -90,6 +90,7 @@ def setup(args: argparse.Namespace, cfg: SchedulerConfiguration, reload_source: 
     if elector is not None:
         binder = LeaderGatedBinder(binder, elector)  # a replica that is not leading never binds
         api_writer = LeaderGatedWriter(writer, elector)  # nor evicts pods or binds volumes
+        writer.may_retry = lambda: elector.is_leader  # nor retries a write once it no longer leads
     kinds = dict(OBJECT_KINDS)
     podgroup_writer = None
     if podgroups_served(raw):  # Coscheduling's PodGroups; a cluster without the CRD starts as before
@@ -108,7 +109,8 @@ def setup(args: argparse.Namespace, cfg: SchedulerConfiguration, reload_source: 
         stack.callback(results.close)
     sched = Scheduler(cfg, build_registry(cfg), binder, sink, metrics, writer=api_writer,
                       bind_workers=args.bind_workers, podgroup_writer=podgroup_writer, observer=results,
-                      cycle_observer=results.recorder if results is not None else None, features=args.feature_gates)
+                      cycle_observer=results.recorder if results is not None else None, features=args.feature_gates,
+                      leading=(lambda: elector.is_leader) if elector is not None else None)
     stack.callback(sched.stop)
     return Server(args, cfg, reload_source, api, raw, writer, metrics, sched, kinds, elector,
                   podgroup_writer is not None, stop, synced, members_listed, qps, burst)
@@ -161,6 +163,9 @@ def run(server: Server, stack: ExitStack) -> None:
     if server.elector is not None:
         server.elector.start(on_started_leading=sched.start)  # scheduling starts with the Lease
         stack.callback(server.elector.stop)  # stop leading (the binding gate closes), then release the Lease
+        # ...but first (callbacks run last-in first-out) stop taking pods and let the binding cycles in flight
+        # finish while this replica still leads: a new leader never sees bindings of ours after it took over.
+        stack.callback(sched.stop)
     else:
         sched.start()
     stack.callback(server.stop.set)  # runs first: a Lease lost from here on is no reason to exit

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ssl
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 from urllib.parse import quote, urlencode
 
@@ -25,7 +25,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_after_delay
 
-from scheduler.edge import APIStatusError, ConflictError, NotFoundError
+from scheduler.edge import APIStatusError, ConflictError, NotFoundError, NotLeaderError
 from scheduler.kube.http11 import Http11Pool
 from scheduler.kube.ratelimit import TokenBucket
 from scheduler.kube.transform import trim
@@ -248,9 +248,12 @@ class ApiWriter:
     """The scheduler's writes, rate limited and retried: the live APIWriter of scheduler.edge (pod status
     patches, deletions, PV/PVC updates) plus bindings (ApiBinder) and events (ApiEventSink)."""
 
-    def __init__(self, raw: Requester, limiter: TokenBucket) -> None:
+    def __init__(self, raw: Requester, limiter: TokenBucket, may_retry: Callable[[], bool] | None = None) -> None:
+        """``may_retry``: asked before every retry (with leader election: whether this replica still leads);
+        False ends the write with NotLeaderError instead of retrying it for up to MAX_SECONDS."""
         self.raw = raw
         self.limiter = limiter
+        self.may_retry = may_retry
 
     def _request(self, method: str, path: str, body: Any = None, content_type: str = JSON) -> bytes:
         """Rate limited; transient errors retried (MAX_ATTEMPTS in MAX_SECONDS). The first attempt is made
@@ -265,9 +268,14 @@ class ApiWriter:
             time.sleep(backoff(1, exc))
         for attempt in retrying(MAX_ATTEMPTS - 1, MAX_SECONDS - (time.monotonic() - started), attempts_made=1):
             with attempt:
+                self._check_may_retry(method, path)
                 self.limiter.wait()
                 return self.raw.request(method, path, body, content_type)
         raise AssertionError("unreachable")
+
+    def _check_may_retry(self, method: str, path: str) -> None:
+        if self.may_retry is not None and not self.may_retry():
+            raise NotLeaderError(f"not the leader any more: {method} {path} not retried")
 
     def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
         """POST the Binding subresource; the uid precondition makes a bind of a recreated pod a 409."""

@@ -47,7 +47,7 @@ import structlog
 from kubernetes.client.exceptions import ApiException
 
 from scheduler.config.types import LeaderElection
-from scheduler.edge import APIWriter, Binder, ConflictError, NotFoundError
+from scheduler.edge import APIWriter, Binder, ConflictError, NotFoundError, NotLeaderError
 from scheduler.kube.client import Requester
 from scheduler.model.pod import Pod
 from scheduler.model.timefmt import micro_time, rfc3339
@@ -515,10 +515,6 @@ def _brief(exc: BaseException) -> str:
     if isinstance(exc, ApiException):
         return f"HTTP {exc.status}: {exc.reason}"
     return f"{type(exc).__name__}: {exc}"
-
-
-class NotLeaderError(RuntimeError):
-    """A binding was attempted while this replica does not hold the leader lease."""
 
 
 class _Leadership(Protocol):

@@ -73,3 +73,30 @@ def test_the_writer_sends_one_patch_when_an_attempt_ends_and_none_before() -> No
     writer.failed(pod, "gone", None)  # nothing left to write for this attempt
     writer.close()
     assert [(ns, name) for ns, name, _ in api.sent] == [("ns", "p")]
+
+
+def test_pending_writes_are_bounded_and_the_excess_dropped() -> None:
+    """An API server slower than the attempts: at most max_pending writes wait; the rest are counted."""
+    import threading
+
+    from scheduler.kube.results import ResultWriter
+
+    release = threading.Event()
+
+    class Stuck(Patches):
+        def patch_pod(self, namespace: str, name: str, patch: dict[str, object]) -> None:
+            release.wait(30)
+            super().patch_pod(namespace, name, patch)
+
+    api = Stuck()
+    writer = ResultWriter(api, max_pending=3)
+    for i in range(10):
+        pod = pod_from_api({"metadata": {"name": f"p{i}", "namespace": "ns", "uid": f"u{i}"},
+                            "spec": {"containers": [{"name": "c"}]}})
+        writer.recorder.begin(pod)
+        writer.recorder.selected_node(pod, "n1")
+        writer.bound(pod, "n1")
+    assert writer.dropped == 7
+    release.set()
+    writer.close()
+    assert len(api.sent) == 3

@@ -8,6 +8,7 @@ same way again does not get a new write (nor another update event) per retry.
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -47,10 +48,14 @@ class ResultWriter:
     """The ScheduleObserver of `run --record-results`: when an attempt ends (bound, or failed) it takes
     the attempt's results from ``recorder`` (the frameworks' CycleObserver) and writes them."""
 
-    def __init__(self, writer: ApiWriter, cap: int = HISTORY_CAP) -> None:
+    MAX_PENDING = 10_000  # writes queued at once; beyond, results are dropped (counted) rather than held in memory
+
+    def __init__(self, writer: ApiWriter, cap: int = HISTORY_CAP, max_pending: int = MAX_PENDING) -> None:
         self._writer = writer
         self._cap = cap
         self._pool = ThreadPoolExecutor(1, "record-results")
+        self._room = threading.BoundedSemaphore(max_pending)
+        self.dropped = 0
         self.recorder = ResultRecorder()
 
     def scheduled(self, pod: Pod, node: str, statuses: NodeToStatus) -> None:
@@ -66,11 +71,26 @@ class ResultWriter:
         """The preemptor's own results say it (postfilter-result)."""
 
     def _submit(self, pod: Pod) -> None:
+        """Queue the write; when the API server is slower than the attempts (the queue was unbounded: each
+        entry holds a pod and its results), the results are dropped and counted instead."""
         result = self.recorder.take(pod.uid)
-        if result is not None:
-            self._pool.submit(self._write, pod, result)
+        if result is None:
+            return
+        if not self._room.acquire(blocking=False):
+            self.dropped += 1
+            if self.dropped == 1 or self.dropped % 1000 == 0:
+                log.warning("scheduling results not recorded: too many writes pending", pod=pod.key,
+                            dropped=self.dropped)
+            return
+        self._pool.submit(self._write, pod, result)
 
     def _write(self, pod: Pod, result: AttemptResult) -> None:
+        try:
+            self._write_one(pod, result)
+        finally:
+            self._room.release()
+
+    def _write_one(self, pod: Pod, result: AttemptResult) -> None:
         patch = annotation_patch(pod, result, self._cap)
         if patch is None:
             return

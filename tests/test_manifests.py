@@ -76,6 +76,7 @@ def test_renders_the_expected_objects(docs: list[dict[str, Any]]) -> None:
         ("Role", "py-scheduler-config-reader"), ("RoleBinding", "py-scheduler-config-reader"), ("ConfigMap", cm),
         ("Deployment", "py-scheduler"),
         ("Service", "py-scheduler-metrics"), ("CustomResourceDefinition", "podgroups.scheduling.x-k8s.io"),
+        ("PodDisruptionBudget", "py-scheduler"),
     ])  # fmt: skip
     for d in docs:
         assert d["apiVersion"] and d["metadata"]["name"]
@@ -176,6 +177,14 @@ def test_deployment_is_two_hardened_replicas_with_probes(docs: list[dict[str, An
     assert "tmp" in mounts and "emptyDir" in vols["tmp"], "a writable /tmp on a read-only root"
     assert not any(v.get("hostPath") for v in pod["volumes"])
     assert dep["spec"]["selector"]["matchLabels"].items() <= dep["spec"]["template"]["metadata"]["labels"].items()
+
+
+def test_one_replica_survives_voluntary_disruptions_and_the_scheduler_is_critical(docs: list[dict[str, Any]]) -> None:
+    pdb = one(docs, "PodDisruptionBudget", "py-scheduler")
+    dep = one(docs, "Deployment", "py-scheduler")
+    assert pdb["spec"]["minAvailable"] == 1 < dep["spec"]["replicas"]
+    assert pdb["spec"]["selector"]["matchLabels"] == dep["spec"]["selector"]["matchLabels"]
+    assert dep["spec"]["template"]["spec"]["priorityClassName"] == "system-cluster-critical"
 
 
 def test_metrics_service_selects_the_scheduler_pods(docs: list[dict[str, Any]]) -> None:

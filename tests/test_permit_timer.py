@@ -53,35 +53,53 @@ def wait_until(condition: Any, seconds: float = 120.0) -> None:
         time.sleep(0.05)
 
 
-def test_a_thousand_gang_members_wait_at_permit_on_a_bounded_number_of_threads() -> None:
-    """minMember is 1001 and one member fits no node: the other 1000 are assumed and wait at Permit. The
-    process's threads stay within the pool, the timer and what was there before; rejecting the waiting
-    pods runs their binding cycles on the pool, which unreserves and forgets every one."""
+def gang_waiting_at_permit(members: int) -> tuple[Scheduler, Binder, int, int]:
+    """A live scheduler whose group has ``members`` + 1 members and minMember ``members`` + 1, one of which fits
+    no node: the other ``members`` are assumed and wait at Permit. Returns the scheduler, its binder, the
+    process's threads before and their peak while scheduling."""
     binder = Binder()
     s = live_gang_scheduler(binder, wait_seconds=600)
     for i in range(10):
         s.on_node_event(ADDED, {**node(f"n{i}", cpu="64"), "status": {
             "allocatable": {"cpu": "64", "memory": "64Gi", "pods": "200"}}})
-    s.on_object_event("PodGroup", ADDED, podgroup("big", MEMBERS + 1))
+    s.on_object_event("PodGroup", ADDED, podgroup("big", members + 1))
     unfit = member("unfit", "big")
     unfit["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1000"
-    for obj in [*(member(f"m-{i}", "big") for i in range(MEMBERS)), unfit]:
+    for obj in [*(member(f"m-{i}", "big") for i in range(members)), unfit]:
         s.on_group_pod_event(ADDED, obj)
         s.on_pod_event(ADDED, obj)
     threads_before = threading.active_count()
     peak = threads_before
     fwk = s.frameworks["py-scheduler"]
+    while len(fwk.iterate_over_waiting_pods()) < members:
+        assert s.schedule_one(timeout=5), "a member was not scheduled"
+        peak = max(peak, threading.active_count())
+    return s, binder, threads_before, peak
+
+
+def test_a_thousand_gang_members_wait_at_permit_on_a_bounded_number_of_threads() -> None:
+    """With a thread per waiting pod this was 1000 threads more; now the binding pool (4) and the timer."""
+    s, binder, threads_before, peak = gang_waiting_at_permit(MEMBERS)
     try:
-        while len(fwk.iterate_over_waiting_pods()) < MEMBERS:
-            assert s.schedule_one(timeout=5), "a member was not scheduled"
-            peak = max(peak, threading.active_count())
         assert s.cache.assumed_count() == MEMBERS
         assert peak - threads_before <= 4 + 1, f"{peak - threads_before} threads more with {MEMBERS} pods waiting"
         assert s.permit_timer.watched() == MEMBERS
+        assert binder.bound == []
+    finally:
+        s.stop()  # the waiting pods are left as they are: no binding cycle was started for them
+
+
+def test_rejected_waiting_pods_are_unreserved_by_binding_cycles_on_the_pool() -> None:
+    """Rejecting the waiting members starts their binding cycles on the pool, which unreserve and forget every
+    one. (A smaller group: each returning pod replays the events of every pod still in flight, so a thousand
+    rejections at once cost a million hint evaluations.)"""
+    s, binder, threads_before, _ = gang_waiting_at_permit(20)
+    fwk = s.frameworks["py-scheduler"]
+    try:
         for waiting in fwk.iterate_over_waiting_pods():
             waiting.reject("Coscheduling", "test: the group gives up")
         wait_until(lambda: s.cache.assumed_count() == 0)
-        assert binder.bound == []
+        assert binder.bound == [] and fwk.iterate_over_waiting_pods() == []
         assert threading.active_count() - threads_before <= 4 + 1
     finally:
         s.stop()

@@ -8,6 +8,7 @@ scheduler uses does show up as "forbidden" in the log (so the e2e runner's check
 from __future__ import annotations
 
 import copy
+import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,6 +37,7 @@ from e2e.rbac import (
     write_scheduler_config,
 )
 from tests.integration.conftest import free_port
+from tests.integration.test_serving import https_get
 
 
 def create_pod(core: client.CoreV1Api, ns: str, manifest: dict[str, Any]) -> None:
@@ -72,6 +74,9 @@ def test_service_account_cannot_read_secrets_or_write_beyond_its_role(sa_api: cl
     assert err.value.status == 403
     # What it must be able to do...
     assert can_i(sa_api, "create", "pods", subresource="binding", namespace="default")
+    # The secure port's delegated authentication and authorization (system:auth-delegator).
+    assert can_i(sa_api, "create", "tokenreviews", group="authentication.k8s.io")
+    assert can_i(sa_api, "create", "subjectaccessreviews", group="authorization.k8s.io")
     assert can_i(sa_api, "patch", "pods", subresource="status", namespace="default")
     assert can_i(sa_api, "create", "events", group="events.k8s.io", namespace="default")
     assert can_i(sa_api, "watch", "csistoragecapacities", group="storage.k8s.io")
@@ -93,11 +98,14 @@ def test_scheduler_as_service_account_binds_and_reports_failures(
     docs: list[dict[str, Any]],
     sa_kubeconfig: Path,
 ) -> None:
-    """The manifests' config (leader election on py-scheduler/py-scheduler), its own profile name."""
+    """The manifests' config (leader election on py-scheduler/py-scheduler), its own profile name; its secure
+    port reviews a scraper's token and access through the API server with the manifests' RBAC alone."""
     sched_name = f"rbac-{ns}"
     cfg = write_scheduler_config(docs, workdir / f"{ns}-rbac.yaml", scheduler_name=sched_name)
     log = workdir / f"{ns}-rbac-scheduler.log"
-    proc = start_scheduler(sa_kubeconfig, log, ["--config", str(cfg), "--metrics-port", str(free_port())])
+    secure_port = free_port()
+    proc = start_scheduler(sa_kubeconfig, log, ["--config", str(cfg), "--metrics-port", str(free_port()),
+                                                "--secure-port", str(secure_port), "--bind-address", "127.0.0.1"])
     try:
         create_pod(core, ns, pod_manifest("fits", scheduler_name=sched_name))
         create_pod(core, ns, pod_manifest("huge", scheduler_name=sched_name, cpu="512"))
@@ -107,6 +115,11 @@ def test_scheduler_as_service_account_binds_and_reports_failures(
         ev = wait_for(lambda: events_for(api, ns, "huge", "FailedScheduling"), 60, what="FailedScheduling event")
         assert "Insufficient cpu" in ev[0].note
         wait_for(lambda: events_for(api, ns, "fits", "Scheduled"), 60, what="Scheduled event")
+        # Reviewed, then refused by RBAC (the scheduler's own account may not get /metrics): a 401 would mean
+        # the TokenReview itself was denied.
+        code, body = https_get(secure_port, "/metrics", request_token(api))
+        assert code == 403, body
+        assert json.loads(body)["message"] == f'forbidden: User "{USERNAME}" cannot get path "/metrics"'
         assert proc.poll() is None, "the scheduler exited"
     finally:
         stop_scheduler(proc)

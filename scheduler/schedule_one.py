@@ -65,8 +65,8 @@ from scheduler.framework.interface import (
     ScoreRow,
     SharedLister,
 )
-from scheduler.framework.permit_timer import PermitTimer
 from scheduler.framework.runtime import Framework, RawScores, score_matrix
+from scheduler.framework.runtime.permit_timer import PermitTimer
 from scheduler.framework.status import Code, Status, success, unresolvable
 from scheduler.framework.status import error as error_status
 from scheduler.framework.types import ASSIGNED_POD_DELETE, NodeInfo
@@ -714,7 +714,7 @@ class ScheduleOne(SchedulerState):
         """A pod waiting at Permit must not hold a binding worker or slot: a gang larger than the
         pool would wait for members the blocked loop can never schedule. Live, it holds no thread either
         (upstream parks a goroutine): its binding cycle goes to the pool once the pod is decided, and the
-        one permit timer decides those whose timeout passes (framework/permit_timer.py). With
+        one permit timer decides those whose timeout passes (framework/runtime/permit_timer.py). With
         synchronous binding its binding cycle runs once decided."""
         if self._bind_pool is None:
             self.parked.append(pod)

@@ -1,5 +1,5 @@
 """Pods waiting at Permit hold no thread: one timer expires them and the binding pool runs their binding
-cycles once decided (framework/permit_timer.py), with a live (threaded) scheduler."""
+cycles once decided (framework/runtime/permit_timer.py), with a live (threaded) scheduler."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from typing import Any
 from scheduler.app.offline import RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
 from scheduler.eventhandlers import ADDED
-from scheduler.framework.permit_timer import PermitTimer
 from scheduler.framework.runtime import WaitingPod
+from scheduler.framework.runtime.permit_timer import PermitTimer
 from scheduler.model.pod import pod_from_api
-from scheduler.plugins.podgroup import POD_GROUP_LABEL
+from scheduler.plugins.helper.podgroup import POD_GROUP_LABEL
 from scheduler.scheduler import Scheduler
 from tests.test_scheduler import Binder, node, pod
 

@@ -13,9 +13,9 @@ import orjson
 import pytest
 from prometheus_client import CollectorRegistry, Counter
 
+from scheduler.app.delegated_auth import DelegatedAuth
 from scheduler.app.health import HealthServer
 from scheduler.app.serving import Request, Response, ServingLimits, self_signed_tls_context
-from scheduler.kube.delegated_auth import DelegatedAuth
 
 
 def get(port: int, path: str, tls: bool = False, headers: dict[str, str] | None = None,

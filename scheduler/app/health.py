@@ -3,7 +3,7 @@
 Why together: kube-scheduler serves /healthz, /readyz, /livez and /metrics on its secure port (10259,
 ``--secure-port``), over TLS, authenticating bearer tokens with a TokenReview and authorizing each
 request with a SubjectAccessReview (non-resource path, verb get), except the health paths, which are
-always allowed (``--authorization-always-allow-paths``). A ``Guard`` does that here (kube/delegated_auth.py);
+always allowed (``--authorization-always-allow-paths``). A ``Guard`` does that here (app/delegated_auth.py);
 a listener without one (``--metrics-port``, bound to 127.0.0.1 only) serves everything to local clients.
 
 * ``/healthz`` (alias ``/livez``): the process answers and every liveness check passes (e.g. the

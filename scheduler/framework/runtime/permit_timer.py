@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import structlog
 
-from scheduler.framework.runtime import WaitingPod
+from scheduler.framework.runtime.waiting_pods_map import WaitingPod
 
 log = structlog.get_logger(__name__)
 

@@ -63,11 +63,13 @@ run: install
 e2e-kind: install
 	bash e2e/kind/run.sh
 
-# py-scheduler vs kube-scheduler vs a no-algorithm binder on scheduler_perf workloads (~40 min on 2 cores).
+# py-scheduler vs kube-scheduler vs two no-algorithm binders on scheduler_perf workloads: the Python ceiling
+# and the Go one (ceiling-go: build.sh's ceiling-binder, which scales with cores). ~40 min on 2 cores before
+# ceiling-go joined; it adds one run per size that a ceiling can stand for.
 # Then a paced run (BENCH_PACED_ARGS= skips it): pods created at 100/s, below both schedulers' capacity,
 # so its latencies are scheduling delay rather than queue build-up; three interleaved rounds, as a p99 of
 # one run is set by a few API server stalls.
-BENCH_ARGS ?= --suite bench
+BENCH_ARGS ?= --suite bench --schedulers py,kube,ceiling,ceiling-go
 BENCH_PACED_ARGS ?= --workload SchedulingBasic --nodes 1000 --pods 3000 --schedulers py,kube --rate 100 --repeat 3
 bench: install binaries
 	$(BIN)/pip install -q -c constraints.txt -e '.[bench]'

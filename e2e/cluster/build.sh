@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real control-plane binaries (kube-apiserver, kube-controller-manager, kube-scheduler,
-# kubectl, etcd, kwok) from the Go module proxy into a per-version cache outside the repo.
+# kubectl, etcd, kwok) and the benchmark's ceiling-binder from the Go module proxy into a per-version
+# cache outside the repo.
 # Skips the build when the cached binaries already report the pinned version.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -52,5 +53,22 @@ if ! [ -x "$BIN_DIR/kwok" ] || ! "$BIN_DIR/kwok" --version 2>/dev/null | grep -q
      -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" \
      -o "$BIN_DIR/kwok" sigs.k8s.io/kwok/cmd/kwok)
   echo "built kwok in $((SECONDS - start)) s" >&2
+fi
+# The benchmark's Go ceiling binder (e2e/perf's ceiling-go), from the same pinned client-go. Its --version
+# prints a hash of its sources and of this module's go.mod/go.sum, so a changed binder is rebuilt, and a
+# packed one on a machine without Go (../shared/device-bench) is taken as it is. Without Go and without it,
+# the rest still builds: only the ceiling-go binders cannot run. Same tags as the control plane's build,
+# so client-go's packages come from its build cache.
+binder_hash="$(cat "$here"/gobin/cmd/ceiling-binder/*.go "$here/gobin/go.mod" "$here/gobin/go.sum" | sha256sum | cut -c1-16)"
+if ! have ceiling-binder "$binder_hash" --version; then
+  if command -v go >/dev/null 2>&1; then
+    echo "building ceiling-binder" >&2
+    start=$SECONDS
+    (cd "$here/gobin" && go build -p "$(nproc)" -tags selinux,notest,grpcnotrace \
+       -ldflags "-s -w -X main.sourceHash=$binder_hash" -o "$BIN_DIR/ceiling-binder" ./cmd/ceiling-binder)
+    echo "built ceiling-binder in $((SECONDS - start)) s" >&2
+  else
+    echo "no Go toolchain: ceiling-binder not built (--schedulers ceiling-go needs it)" >&2
+  fi
 fi
 echo "$BIN_DIR"

@@ -8,7 +8,12 @@ kube-apiserver, ``e2e.cluster``), fake nodes like upstream's scheduler_perf, and
 * ``ceiling``: ``e2e.perf.ceiling``, a Python binder with no algorithm (same client stack and QPS):
   what the API server on this machine allows;
 * ``ceiling-events`` (only when asked for): the same binder writing each pod's Scheduled event too, as both
-  schedulers do; the ceiling for a scheduler that keeps that contract.
+  schedulers do; the ceiling for a scheduler that keeps that contract;
+* ``ceiling-go`` / ``ceiling-go-events``: the same binders in Go (``ceiling-binder`` from build.sh's bin dir,
+  e2e/cluster/gobin/cmd/ceiling-binder), whose bindings run on every core: a ceiling where the control plane
+  has cores of its own, and the one the py/ceiling goal uses where it ran.
+
+Every run reports each scheduler process's CPU per pod (``process_cpu_seconds_per_1000``, busiest first).
 
 Results: ``--out`` JSON (machine, runs, summary with py/kube and py/ceiling ratios of median pods/s,
 goals met or not), a markdown table next to it (``.md``) and a chart (``.png``). Modules: ``workloads`` (pod templates,

@@ -24,6 +24,7 @@ from typing import Any
 
 from e2e.perf import goals, procstat
 from e2e.perf.runner import Options, ensure_binaries, log, run_size
+from e2e.perf.schedulers import GO_CEILING_BINARY
 from e2e.perf.stats import SCHEDULERS, document, markdown
 from e2e.perf.workloads import LARGE_NODES, SIZES, WORKLOADS, default_suite
 
@@ -73,7 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="all: workloads x sizes (default); bench: SchedulingBasic at every size + the others at "
                         "500/1000, the affinity and spreading ones also at 5000/3000 (make bench)")  # fmt: skip
     p.add_argument("--schedulers", default="py,kube,ceiling",
-                   help="comma list of py, kube, ceiling, ceiling-events (the ceiling writing Scheduled events too)")
+                   help="comma list of py, kube, ceiling, ceiling-events (the ceiling writing Scheduled events too), "
+                        "ceiling-go, ceiling-go-events (the Go binder, e2e/cluster/gobin/cmd/ceiling-binder)")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument(
         "--repeat-large", type=int, default=None,
@@ -118,6 +120,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     bin_dir = ensure_binaries()
+    go_binder = bin_dir / GO_CEILING_BINARY
+    if any(s.startswith("ceiling-go") for s in scheds) and not go_binder.is_file():
+        raise SystemExit(f"{go_binder} is missing (build.sh builds it where Go is installed; a packed bench "
+                         f"carries it with EXTRA_BINS={GO_CEILING_BINARY})")  # fmt: skip
     from e2e.cluster.cluster import pinned_versions
     from e2e.perf.schedulers import REPO
 
@@ -157,6 +163,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                if r.get("context_switches_per_pod") else "")
             + (f", errors {r['errors'][:2]}" if r.get("errors") else "")
         )
+        procs = r.get("process_cpu_seconds_per_1000") or {}
+        if procs:
+            log("  its processes, CPU s/1000 (busiest first: the one that caps throughput): "
+                + ", ".join(f"{p} {v}" for p, v in procs.items()))  # fmt: skip
         threads = r.get("thread_cpu_seconds_per_1000") or {}
         if threads:
             log("  its threads, CPU s/1000: " + ", ".join(f"{g} {v}" for g, v in threads.items()))

@@ -8,8 +8,11 @@ from typing import Any
 
 from e2e.perf.stats import SCHEDULERS, groups, medians
 
-COLORS = {"py": "#3776ab", "kube": "#f28e2b", "ceiling": "#b0b0b0", "ceiling-events": "#707070"}
-HATCH = {"py": "", "kube": "//", "ceiling": "..", "ceiling-events": "xx"}
+COLORS = {
+    "py": "#3776ab", "kube": "#f28e2b", "ceiling": "#b0b0b0", "ceiling-events": "#707070", "ceiling-go": "#59a14f",
+    "ceiling-go-events": "#2f6b2a",
+}  # fmt: skip
+HATCH = {"py": "", "kube": "//", "ceiling": "..", "ceiling-events": "xx", "ceiling-go": "..", "ceiling-go-events": "xx"}
 
 
 def plot(doc: Mapping[str, Any], path: str | Path) -> Path | None:

@@ -24,6 +24,11 @@ def parse_stat(text: str) -> tuple[int, float]:
     return int(rest[1]), (int(rest[11]) + int(rest[12])) / CLK_TCK
 
 
+def parse_comm(text: str) -> str:
+    """The comm field (the process's name: its main thread's) from the text of /proc/<pid>/stat."""
+    return text[text.find("(") + 1 : text.rfind(")")]
+
+
 def parse_status_kb(text: str, key: str) -> int | None:
     """A ``kB`` value such as VmHWM from the text of /proc/<pid>/status."""
     for line in text.splitlines():
@@ -63,6 +68,20 @@ def cpu_seconds(pid: int) -> float:
         except (OSError, IndexError, ValueError):
             continue
     return total
+
+
+def process_cpu_seconds(pid: int) -> dict[int, tuple[str, float]]:
+    """pid -> (name, utime + stime) of pid and each of its live descendants. A child process is told from its
+    parent by its name (comm), which is its main thread's: a child that names its main thread (prctl
+    PR_SET_NAME, ``scheduler.app.threadnames.name_current_thread``) shows under that name."""
+    out: dict[int, tuple[str, float]] = {}
+    for p in tree(pid):
+        try:
+            text = Path(f"/proc/{p}/stat").read_text()
+            out[p] = (parse_comm(text), parse_stat(text)[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
 
 
 def _task_files(pid: int, *names: str) -> Iterator[tuple[int, list[str]]]:

@@ -219,6 +219,7 @@ class SizeRunner:
             pids = {"scheduler": proc.pid, **_api_pids(self.cluster), "watcher": watcher.pid or 0}
             cpu0 = {k: procstat.cpu_seconds(p) for k, p in pids.items()}
             threads0 = procstat.thread_cpu_seconds(proc.pid) if which == "py" else {}
+            procs0 = procstat.process_cpu_seconds(proc.pid)
             switches0 = procstat.context_switches(proc.pid)
             self0, busy0 = procstat.self_cpu_seconds(), procstat.machine_busy_seconds()
             if opts.profile in ("py-spy", "py-spy-gil") and which == "py":
@@ -234,6 +235,7 @@ class SizeRunner:
                                   opts.timeout - (time.monotonic() - t_create), proc, "measured pods")  # fmt: skip
             cpu1 = {k: procstat.cpu_seconds(p) for k, p in pids.items()}
             threads1 = procstat.thread_cpu_seconds(proc.pid) if which == "py" else {}
+            procs1 = procstat.process_cpu_seconds(proc.pid)
             switches1 = procstat.context_switches(proc.pid)
             self1, busy1 = procstat.self_cpu_seconds(), procstat.machine_busy_seconds()
             result["peak_rss_mb"] = procstat.peak_rss_mb(proc.pid)
@@ -255,6 +257,9 @@ class SizeRunner:
             result.update(cpu_breakdown(cpu0, cpu1, self1 - self0, busy1 - busy0, result["bound"]))
             result["context_switches_per_pod"] = per_pod(procstat.switches_between(switches0, switches1),
                                                           result["bound"])
+            if procs1:
+                result["process_cpu_seconds_per_1000"] = per_process(proc.pid, procs0, procs1, result["bound"])
+                result["busiest_process"] = next(iter(result["process_cpu_seconds_per_1000"]))
             if threads1:
                 result["thread_cpu_seconds_per_1000"] = per_thread_group(threads0, threads1, result["bound"])
             result["creation_pods_per_second"] = creation_rate(posted.values())
@@ -322,6 +327,32 @@ def per_thread_group(before: dict[str, float], after: dict[str, float], bound: i
     per = 1000.0 / max(bound, 1)
     spent = {g: after[g] - before.get(g, 0.0) for g in after}
     return {g: round(v * per, 3) for g, v in sorted(spent.items(), key=lambda kv: -kv[1]) if v >= 0.001}
+
+
+ROOT_PROCESS = "main"  # the label of the scheduler's own process in process_cpu_seconds_per_1000
+
+
+def per_process(
+    root: int, before: Mapping[int, tuple[str, float]], after: Mapping[int, tuple[str, float]], bound: int
+) -> dict[str, float]:
+    """CPU seconds per 1000 bound pods of each process of a scheduler over the batch, largest first: its own
+    process is ``main``, each descendant is named by its comm, with ``-2``, ``-3``... in pid order where
+    several share a name. One process runs on one GIL, so the largest entry is what caps throughput.
+    A process started during the batch counts from zero; one that ended during it is missing (its CPU
+    cannot be read any more), so a restarted child shows as its successor only."""
+    per = 1000.0 / max(bound, 1)
+    seen: dict[str, int] = {}
+    out: dict[str, float] = {}
+    for pid in sorted(after, key=lambda p: (p != root, p)):
+        name, cpu = after[pid]
+        if pid == root:
+            label = ROOT_PROCESS
+        else:
+            seen[name] = seen.get(name, 0) + 1
+            label = name if seen[name] == 1 else f"{name}-{seen[name]}"
+        prev = before.get(pid)
+        out[label] = round(max(cpu - (prev[1] if prev and prev[0] == name else 0.0), 0.0) * per, 3)
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
 def per_pod(increments: tuple[int, ...], bound: int) -> list[float]:

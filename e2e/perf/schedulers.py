@@ -7,6 +7,10 @@
   schedulerName, otherwise defaults) and ``--secure-port=0``.
 * ``ceiling``: ``python -m e2e.perf.ceiling`` (see that module); ``ceiling-events``: the same with
   ``--events``, writing each pod's Scheduled event too (a diagnostic: the control plane's cost of that event).
+* ``ceiling-go``: the Go binder ``ceiling-binder`` from the bin dir (e2e/cluster/gobin/cmd/ceiling-binder,
+  built by build.sh from the control plane's pinned client-go): the same algorithm-free binder, but its
+  bindings run on every core, so it is a ceiling where the control plane has cores of its own;
+  ``ceiling-go-events``: the same with ``--events``.
 """
 
 from __future__ import annotations
@@ -46,6 +50,21 @@ def py_scheduler_config(scheduler_name: str, score_plugins: Mapping[str, int]) -
     }
 
 
+GO_CEILING_BINARY = "ceiling-binder"
+
+
+def go_ceiling_command(bin_dir: Path, kubeconfig: str, scheduler_name: str, qps: str, burst: str,
+                       events: bool) -> list[str]:  # fmt: skip
+    """The Go ceiling binder's command line; a clear error when build.sh could not build it (no Go
+    toolchain and no packed binary), rather than a run that binds nothing."""
+    exe = bin_dir / GO_CEILING_BINARY
+    if not exe.is_file():
+        raise FileNotFoundError(f"{exe} is missing: build it with `bash e2e/cluster/build.sh` (needs Go) or pack "
+                                f"it (EXTRA_BINS={GO_CEILING_BINARY})")  # fmt: skip
+    cmd = [str(exe), "--kubeconfig", kubeconfig, "--scheduler-name", scheduler_name, "--qps", qps, "--burst", burst]
+    return [*cmd, "--events"] if events else cmd
+
+
 def start(
     which: str,
     *,
@@ -58,7 +77,7 @@ def start(
     py_score_plugins: Mapping[str, int] | None = None,
     feature_gates: str = "",
 ) -> subprocess.Popen[bytes]:
-    """Start scheduler ``which`` (py, kube, ceiling or ceiling-events); its log goes to ``workdir/<which>.log``.
+    """Start scheduler ``which`` (py, kube or one of the ceiling binders); its log goes to ``workdir/<which>.log``.
     ``feature_gates`` (``Gate=bool,...``) go to py-scheduler and kube-scheduler alike."""
     workdir.mkdir(parents=True, exist_ok=True)
     log_path = workdir / f"{which}.log"
@@ -83,8 +102,11 @@ def start(
                "--scheduler-name", scheduler_name, "--qps", q, "--burst", b]  # fmt: skip
         if which == "ceiling-events":
             cmd.append("--events")
+    elif which in ("ceiling-go", "ceiling-go-events"):
+        cmd = go_ceiling_command(bin_dir, kubeconfig, scheduler_name, q, b, events=which == "ceiling-go-events")
     else:
-        raise ValueError(f"unknown scheduler {which!r}: want py, kube, ceiling or ceiling-events")
+        raise ValueError(f"unknown scheduler {which!r}: want py, kube, ceiling, ceiling-events, ceiling-go or "
+                         "ceiling-go-events")  # fmt: skip
     log = open(log_path, "ab")  # noqa: SIM115 - owned by the child for its lifetime
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO, start_new_session=True)

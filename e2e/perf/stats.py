@@ -8,7 +8,9 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-SCHEDULERS = ("py", "kube", "ceiling", "ceiling-events")
+SCHEDULERS = ("py", "kube", "ceiling", "ceiling-events", "ceiling-go", "ceiling-go-events")
+# The binders py-scheduler's throughput is compared with (its column in the ratio table: py / <name>).
+CEILINGS = ("ceiling", "ceiling-events", "ceiling-go", "ceiling-go-events")
 
 # The keys every entry of "runs" has (more may follow them).
 RUN_KEYS = (
@@ -114,6 +116,8 @@ def summarize(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "py_over_kube": ratio(med["py"], med["kube"]),
             "py_over_ceiling": ratio(med["py"], med["ceiling"]),
             "py_over_ceiling_events": ratio(med["py"], med["ceiling-events"]),
+            "py_over_ceiling_go": ratio(med["py"], med["ceiling-go"]),
+            "py_over_ceiling_go_events": ratio(med["py"], med["ceiling-go-events"]),
         }
         entry.update({f"{s}_pods_per_second": med[s] for s in SCHEDULERS})
         out.append(entry)
@@ -160,13 +164,8 @@ def markdown(doc: Mapping[str, Any]) -> str:
                 f"| {_fmt(m['peak_rss_mb'], 0)} | {_fmt(m['all_bound'])} | {_fmt(m['creation_pods_per_second'], 0)} "
                 f"| {_fmt(m['kube-apiserver_cpu_seconds_per_1000'], 2)} | {_fmt(m['foreign_cpu_seconds'], 0)} |"
             )
-    with_events = any(e.get("py_over_ceiling_events") is not None for e in doc["summary"])
-    head, rule = "| workload | nodes | pods | py / kube | py / ceiling |", "|---|---:|---:|---:|---:|"
-    lines += ["", head + (" py / ceiling-events |" if with_events else ""), rule + ("---:|" if with_events else "")]
-    for e in doc["summary"]:
-        row = (f"| {e['workload']} | {e['nodes']} | {e['pods']} | {_fmt(e['py_over_kube'], 3)} "
-               f"| {_fmt(e['py_over_ceiling'], 3)} |")  # fmt: skip
-        lines.append(row + (f" {_fmt(e.get('py_over_ceiling_events'), 3)} |" if with_events else ""))
+    lines += _ratio_lines(doc["summary"])
+    lines += _process_lines(runs)
     lines += _goal_lines(doc.get("goals") or [])
     machine = doc.get("machine") or {}
     if machine:
@@ -174,6 +173,54 @@ def markdown(doc: Mapping[str, Any]) -> str:
     for k, v in (doc.get("notes") or {}).items():
         lines.append(f"- {k}: {v}")
     return "\n".join(lines) + "\n"
+
+
+def _ratio_key(ceiling: str) -> str:
+    return "py_over_" + ceiling.replace("-", "_")
+
+
+def _ratio_lines(summary: Sequence[Mapping[str, Any]]) -> list[str]:
+    """py / kube and py / ceiling always, py / each other binder where one ran."""
+    extra = [c for c in CEILINGS[1:] if any(e.get(_ratio_key(c)) is not None for e in summary)]
+    head = "| workload | nodes | pods | py / kube | py / ceiling |" + "".join(f" py / {c} |" for c in extra)
+    lines = ["", head, "|---|---:|---:|---:|---:|" + "---:|" * len(extra)]
+    for e in summary:
+        cells = [e["py_over_kube"], e["py_over_ceiling"], *(e.get(_ratio_key(c)) for c in extra)]
+        lines.append(f"| {e['workload']} | {e['nodes']} | {e['pods']} |" + "".join(f" {_fmt(x, 3)} |" for x in cells))
+    return lines
+
+
+def process_medians(
+    runs: Sequence[Mapping[str, Any]], workload: str, nodes: int, pods: int, scheduler: str
+) -> dict[str, float]:
+    """Median CPU seconds per 1000 pods of each process of a scheduler over its repeats (a process missing
+    from a run is left out of that run's values), largest first: the first is the busiest."""
+    want = (workload, nodes, pods, scheduler)
+    per: dict[str, list[float]] = {}
+    for r in runs:
+        if (r["workload"], r["nodes"], r["pods"], r["scheduler"]) == want:
+            for name, v in (r.get("process_cpu_seconds_per_1000") or {}).items():
+                per.setdefault(name, []).append(v)
+    meds = {name: statistics.median(vs) for name, vs in per.items()}
+    return dict(sorted(meds.items(), key=lambda kv: -kv[1]))
+
+
+def _process_lines(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The busiest process of each scheduler and size (it caps throughput: one process, one GIL), with every
+    process's CPU per pod; none when the runs measured no processes."""
+    rows = []
+    for wl, nodes, pods in groups(runs):
+        for s in SCHEDULERS:
+            meds = process_medians(runs, wl, nodes, pods, s)
+            if meds:
+                busiest, value = next(iter(meds.items()))
+                every = ", ".join(f"{name} {v:.3f}" for name, v in meds.items())
+                rows.append(f"| {wl} | {nodes} | {pods} | {s} | {busiest} | {value:.3f} | {every} |")
+    if not rows:
+        return []
+    head = ("| workload | nodes | pods | scheduler | busiest process | its CPU s / 1000 pods "
+            "| every process, CPU s / 1000 pods (median) |")  # fmt: skip
+    return ["", head, "|---|---:|---:|---|---|---:|---|", *rows]
 
 
 def _goal_lines(goals: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -139,15 +139,15 @@ class Source:
             raise DashboardError(f"the pasted YAML is over {MAX_YAML_BYTES // 1024} KiB", 400)
         if not text.strip():
             raise DashboardError("paste a Pod's YAML first", 400)
-        cluster = self.snapshot().all()
         with tempfile.TemporaryDirectory(prefix="py-scheduler-dashboard-") as d:
             path = os.path.join(d, "pod.yaml")
             with open(path, "w") as f:
                 f.write(text)
             try:
-                pods = pods_to_place(path)
+                pods = pods_to_place(path)  # the YAML's errors first: they need no cluster
                 if len(pods) != 1:
                     raise SimulationError(f"{path}: expected exactly one Pod, found {len(pods)} objects")
+                cluster = self.snapshot().all()
                 with self._engine:
                     placed = run_simulation(None, path, self.config_path, tie_break="name", live=cluster).results[0]
                     count = None

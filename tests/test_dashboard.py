@@ -4,10 +4,13 @@ hand-made API (the engines run for real; the browser tests are in tests/integrat
 
 from __future__ import annotations
 
+import fnmatch
 import http.client
 import json
 import socket
+import tomllib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -336,3 +339,13 @@ def test_the_dashboard_subcommand_is_in_the_cli() -> None:
     args = parser().parse_args(["dashboard", "--address", "0.0.0.0:9000", "--scheduler-name", "a"])
     assert (args.command, args.address, args.scheduler_name, args.refresh_seconds) == (
         "dashboard", "0.0.0.0:9000", ["a"], 5.0)
+
+
+def test_every_file_of_the_page_is_package_data_so_a_wheel_carries_it() -> None:
+    root = Path(__file__).resolve().parent.parent
+    data = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    globs = data["scheduler.app.dashboard"]
+    static = root / "scheduler/app/dashboard/static"
+    files = sorted(p.relative_to(static.parent).as_posix() for p in static.iterdir())
+    assert files and all(any(fnmatch.fnmatch(f, g) for g in globs) for f in files), (files, globs)
+    assert {f.removeprefix("static/") for f in files} == set(server_mod.STATIC)

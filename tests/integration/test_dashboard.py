@@ -121,7 +121,7 @@ def table(b: Browser, table_id: str) -> list[dict[str, str]]:
     rows: list[dict[str, str]] = b.js(f"""(() => {{
         const t = document.getElementById({json.dumps(table_id)});
         if (!t) return [];
-        const heads = [...t.querySelectorAll("thead th")].map(h => h.innerText.replace(/ \\((a|de)scending\\)$/, ""));
+        const heads = [...t.querySelectorAll("thead th")].map(h => h.innerText.replace(/ [\\u25B2\\u25BC]$/, ""));
         return [...t.querySelectorAll("tbody tr")].map(tr =>
             Object.fromEntries([...tr.children].map((td, i) => [heads[i], td.innerText])));
     }})()""")

@@ -15,7 +15,7 @@ function el(tag, attrs, ...children) {
     else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
     else node.setAttribute(k, v === true ? "" : v);
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue;
     node.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -81,10 +81,11 @@ function sortableTable(id, columns, rows, defaultKey, defaultDir) {
   const head = el("tr", {}, columns.map((c) => {
     const active = c.key === column.key;
     const ariaSort = active ? (sort.dir > 0 ? "ascending" : "descending") : null;
-    const mark = active ? (sort.dir > 0 ? " (ascending)" : " (descending)") : "";
+    const mark = active ? (sort.dir > 0 ? " \u25B2" : " \u25BC") : "";
     return el("th", { scope: "col", class: c.num ? "num" : null, "aria-sort": ariaSort },
       el("button", {
         type: "button", "data-sort": c.key, title: `sort by ${c.label}`,
+        "aria-label": `${c.label}${active ? (sort.dir > 0 ? ", sorted ascending" : ", sorted descending") : ""}; sort`,
         onclick: () => {
           state.sort[id] = { key: c.key, dir: active ? -sort.dir : (c.num ? -1 : 1) };
           rerender();
@@ -97,7 +98,7 @@ function sortableTable(id, columns, rows, defaultKey, defaultDir) {
     const content = c.cell ? c.cell(r) : r[c.key];
     return el("td", { class: c.num ? "num" : null }, content === null || content === undefined ? "–" : content);
   })));
-  return el("table", { id }, el("thead", {}, head), el("tbody", {}, body));
+  return el("div", { class: "scroll" }, el("table", { id }, el("thead", {}, head), el("tbody", {}, body)));
 }
 
 // ----- pages -------------------------------------------------------------------------------------
@@ -190,7 +191,7 @@ const pages = {
         ...d.plugins.map((p) => ({
           key: "score:" + p, label: p, num: true,
           value: (r) => (r.scores[p] ? r.scores[p].weighted : null),
-          cell: (r) => (r.scores[p] ? `${r.scores[p].raw} / ${r.scores[p].normalized} / ${r.scores[p].weighted}` : null),
+          cell: (r) => (r.scores[p] ? `${r.scores[p].raw}/${r.scores[p].normalized}/${r.scores[p].weighted}` : null),
         })),
       ];
       out.push(el("h3", {}, `Every node, closest first (${d.rows.length})`),

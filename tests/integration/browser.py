@@ -147,10 +147,10 @@ class Browser:
         self.call("Input.dispatchKeyEvent", {**base, "type": "keyUp"})
 
     def screenshot(self, path: Path, full_page: bool = True) -> Path:
-        """A PNG of the page (its whole height when ``full_page``, up to 3000 pixels)."""
+        """A PNG of the page (its whole height when ``full_page``, up to 1600 pixels: the docs keep them small)."""
         params: dict[str, Any] = {"format": "png"}
         if full_page:
-            height = min(3000, int(self.js("document.documentElement.scrollHeight")))
+            height = min(1600, int(self.js("document.documentElement.scrollHeight")))
             params.update(captureBeyondViewport=True,
                           clip={"x": 0, "y": 0, "width": WIDTH, "height": max(height, 200), "scale": 1})
         data = self.call("Page.captureScreenshot", params)["data"]

@@ -187,6 +187,7 @@ class FakeApi:
         self.objects = objects
         self.events = events or []
         self.down = False
+        self.events_forbidden = False
         self.host = "https://api.test:6443"
 
     def request(self, method: str, path: str, body: Any = None, content_type: str = "",
@@ -199,6 +200,8 @@ class FakeApi:
         if base == "/api/v1/pods":
             return orjson.dumps({"items": [o for o in self.objects if o["kind"] == "Pod"]})
         if base == "/apis/events.k8s.io/v1/events":
+            if self.events_forbidden:
+                raise ApiException(status=403, reason="Forbidden")
             return orjson.dumps({"items": self.events})
         if base.startswith("/api/v1/namespaces/"):
             ns, name = base.split("/")[4], base.split("/")[6]
@@ -243,6 +246,16 @@ def test_pending_json_carries_the_failed_scheduling_message(serve: DashboardServ
     (huge,) = body["pods"]
     assert (huge["name"], huge["message"], huge["attempts"]) == (
         "huge", "0/2 nodes are available: 2 Insufficient cpu.", 1)
+
+
+def test_without_list_events_the_pending_pods_show_their_condition_and_why_attempts_are_unknown(
+    serve: DashboardServer, fake: FakeApi
+) -> None:
+    fake.events_forbidden = True
+    status, body = call(serve, "GET", "/api/pending")
+    assert status == 200 and [(p["name"], p["attempts"]) for p in body["pods"]] == [("huge", None)]
+    assert body["note"] == ("attempts unknown: forbidden: this user may not list events.events.k8s.io (HTTP 403); "
+                            "bind the read-only role in manifests/readonly/")
 
 
 def test_a_pods_decision_is_explains_answer(serve: DashboardServer) -> None:

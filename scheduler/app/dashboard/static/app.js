@@ -89,8 +89,6 @@ function sortableTable(id, columns, rows, defaultKey, defaultDir) {
         onclick: () => {
           state.sort[id] = { key: c.key, dir: active ? -sort.dir : (c.num ? -1 : 1) };
           rerender();
-          const again = document.querySelector(`#${id} button[data-sort="${c.key}"]`);
-          if (again) again.focus();
         },
       }, c.label + mark));
   }));
@@ -312,8 +310,30 @@ function parseRoute() {
 
 let lastData = null;
 
+// A selector for the focused element that survives a refresh redrawing it (a row's link, a sort
+// button): keyboard users keep their place while the page updates itself.
+function focusSelector() {
+  const a = document.activeElement;
+  if (!a || a === document.body) return null;
+  if (a.id) return `#${CSS.escape(a.id)}`;
+  const table = a.closest("table[id]");
+  const within = table ? `#${CSS.escape(table.id)} ` : "";
+  if (a.getAttribute("href")) return `${within}a[href="${CSS.escape(a.getAttribute("href"))}"]`;
+  if (a.dataset.sort) return `${within}button[data-sort="${CSS.escape(a.dataset.sort)}"]`;
+  return null;
+}
+
+function render(data) {
+  const selector = focusSelector();
+  pages[state.route.page].render(data);
+  if (selector && (document.activeElement === document.body || !document.activeElement.isConnected)) {
+    const again = document.querySelector(selector);
+    if (again) again.focus();
+  }
+}
+
 function rerender() {
-  if (lastData && state.route) pages[state.route.page].render(lastData);
+  if (lastData && state.route) render(lastData);
 }
 
 async function refresh() {
@@ -324,7 +344,7 @@ async function refresh() {
     const data = await api(pages[route.page].url(...route.args));
     if (route !== state.route) return;
     lastData = data;
-    pages[route.page].render(data);
+    render(data);
     showError("");
     setStatus(`Updated ${new Date().toLocaleTimeString()}`);
   } catch (err) {

@@ -150,6 +150,7 @@ def test_pending_page_shows_a_pending_pods_exact_failed_scheduling_message(
         shown = browser.wait(row, 60, what="the pending pod's row")
         assert shown["Last FailedScheduling message"] == note
         assert shown["Reason"] == "Unschedulable" and int(shown["Attempts"]) >= 1
+        browser.js("document.activeElement.blur()")
         browser.screenshot(shots / "pending.png", full_page=False)
         # Keyboard: the pod's link opens its decision.
         browser.js(f"document.querySelector('#pending a[href=\"#/pod/{ns}/too-big\"]').focus()")
@@ -167,7 +168,7 @@ def test_decision_page_lists_every_node_with_the_rejecting_plugin_and_reason(
         events = wait_for(lambda: events_for(api, ns, "wont-fit", "FailedScheduling"), 60, what="FailedScheduling")
         note = events[0].note
         browser.open(dashboard.url + f"#/pod/{ns}/wont-fit")
-        assert browser.wait_text("#message", 120) == note
+        browser.wait(lambda: browser.text("#message") == note, 120, what="the FailedScheduling message")
         rows = browser.wait(lambda: table(browser, "nodes-decision"), 30, what="the node table")
         every_node = {n.metadata.name for n in core.list_node().items}
         assert {r["Node"] for r in rows} == every_node
@@ -198,7 +199,8 @@ def test_a_bound_pods_page_shows_its_node_first(
         core.create_namespaced_pod(ns, pod_manifest("web", cpu="1", memory="1Gi", node_selector=label))
         assert wait_for(lambda: node_of(core, ns, "web"), 60, what="web bound") == big
         browser.open(dashboard.url + f"#/pod/{ns}/web")
-        assert browser.wait_text("#verdict", 120) == f"Chosen node: {big}"
+        # The page's first answer may come from a snapshot a moment older than the new nodes; it refreshes.
+        browser.wait(lambda: browser.text("#verdict") == f"Chosen node: {big}", 120, what=f"{big} chosen")
         first = browser.wait(lambda: table(browser, "nodes-decision"), 30, what="the node table")[0]
         assert (first["Rank"], first["Node"], first["Verdict"]) == ("1", big, "chosen")
 

@@ -358,6 +358,7 @@ async function refresh() {
 
 function navigate() {
   state.route = parseRoute();
+  state.sort = {};  // every visit starts in the page's own order (a decision: closest first)
   lastData = null;
   const page = pages[state.route.page];
   document.title = `${page.title} · py-scheduler dashboard`;

@@ -137,6 +137,7 @@ def test_pending_page_shows_a_pending_pods_exact_failed_scheduling_message(
         core.create_namespaced_pod(ns, pod_manifest("too-big", cpu="3", node_selector=label))
         note = wait_for(lambda: events_for(api, ns, "too-big", "FailedScheduling"), 60, what="FailedScheduling")[0].note
         browser.open(dashboard.url + "#/pending")
+        browser.wait_text("#pending-names")  # the page has started
         for expected in ("skip", "nav-pending", "nav-nodes"):  # the keyboard reaches the page in reading order
             browser.key("Tab", "Tab", 9)
             assert browser.js("document.activeElement.id") == expected

@@ -356,7 +356,7 @@ async function refresh() {
   }
 }
 
-function navigate() {
+function navigate(event) {
   state.route = parseRoute();
   state.sort = {};  // every visit starts in the page's own order (a decision: closest first)
   lastData = null;
@@ -372,7 +372,8 @@ function navigate() {
   showError("");
   page.setup(root, ...state.route.args);
   const heading = root.querySelector("h2");
-  if (heading && document.activeElement && document.activeElement.tagName === "A") heading.focus();
+  // Followed a link (not the first load): reading goes on at the new page's heading.
+  if (event && heading && document.activeElement && document.activeElement.tagName === "A") heading.focus();
   state.inFlight = false;
   refresh();
 }

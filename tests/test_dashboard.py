@@ -17,7 +17,7 @@ import orjson
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from scheduler.app.cli import parser
+from scheduler.app.cli import dispatch, parser
 from scheduler.app.dashboard import server as server_mod
 from scheduler.app.dashboard import views
 from scheduler.app.dashboard.server import INTERNAL, DashboardServer, static_file
@@ -362,3 +362,15 @@ def test_every_file_of_the_page_is_package_data_so_a_wheel_carries_it() -> None:
     files = sorted(p.relative_to(static.parent).as_posix() for p in static.iterdir())
     assert files and all(any(fnmatch.fnmatch(f, g) for g in globs) for f in files), (files, globs)
     assert {f.removeprefix("static/") for f in files} == set(server_mod.STATIC)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--address", "8080"], "py-scheduler dashboard: --address '8080': expected HOST:PORT\n"),
+    (["--kubeconfig", "/nonexistent/kubeconfig"], "py-scheduler dashboard: cannot load the kubeconfig: "),
+])  # fmt: skip
+def test_a_bad_start_is_one_line_and_exit_status_2(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert dispatch(parser().parse_args(["dashboard", *argv])) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and err.count("\n") == 1 and "Traceback" not in err

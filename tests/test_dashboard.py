@@ -23,6 +23,7 @@ from scheduler.app.dashboard import views
 from scheduler.app.dashboard.server import INTERNAL, DashboardServer, static_file
 from scheduler.app.dashboard.source import Source
 from scheduler.framework.results import PREFIX, SELECTED_NODE
+from scheduler.kube.client import api_error
 from scheduler.model.resources import Resource
 
 PY = "py-scheduler"
@@ -208,7 +209,7 @@ class FakeApi:
             for o in self.objects:
                 if o["kind"] == "Pod" and (o["metadata"]["namespace"], o["metadata"]["name"]) == (ns, name):
                     return orjson.dumps(o)
-            raise ApiException(status=404, reason="Not Found")
+            raise api_error(404, "Not Found")  # as RawApi raises it: the edge's NotFoundError too
         return orjson.dumps({"items": []})
 
 

@@ -8,8 +8,10 @@ import fnmatch
 import http.client
 import json
 import socket
+import threading
 import tomllib
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -375,3 +377,39 @@ def test_a_bad_start_is_one_line_and_exit_status_2(
     assert dispatch(parser().parse_args(["dashboard", *argv])) == 2
     err = capsys.readouterr().err
     assert err.startswith(message) and err.count("\n") == 1 and "Traceback" not in err
+
+
+class _Metrics(BaseHTTPRequestHandler):
+    """A metrics endpoint behind a bearer token (as kube-rbac-proxy would put it)."""
+
+    def do_GET(self) -> None:
+        if self.headers.get("Authorization") != "Bearer s3cret":
+            self.send_error(401, "Unauthorized")
+            return
+        body = METRICS.format(scheduled=20, unschedulable=3).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+@pytest.mark.parametrize(("token", "queues", "error"), [
+    ("s3cret", {"active": 2, "unschedulable": 5}, ""),
+    ("wrong", None, "metrics at {url}: HTTP 401 Unauthorized"),
+])  # fmt: skip
+def test_the_scheduler_page_reads_the_metrics_with_the_token(
+    fake: FakeApi, token: str, queues: dict[str, int] | None, error: str
+) -> None:
+    metrics = ThreadingHTTPServer(("127.0.0.1", 0), _Metrics)
+    threading.Thread(target=metrics.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{metrics.server_address[1]}/metrics"
+    try:
+        out = Source(fake, None, [PY], metrics_url=url, metrics_token=token).scheduler()
+    finally:
+        metrics.shutdown()
+        metrics.server_close()
+    assert (out["metrics"] or {}).get("queues") == queues
+    assert out["metricsError"] == error.format(url=url)

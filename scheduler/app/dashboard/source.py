@@ -122,9 +122,12 @@ class Source:
 
     def _filter_order(self, scheduler_name: str) -> list[str]:
         """The profile's Filter plugins in run order (how far a rejected node got)."""
-        from scheduler.config.load import load
+        from scheduler.config.load import ConfigError, load
 
-        cfg = load(self.config_path, [scheduler_name] if scheduler_name else None)
+        try:
+            cfg = load(self.config_path, [scheduler_name] if scheduler_name else None)
+        except ConfigError:  # edited since explain read it: the rows keep their order by name
+            return []
         for profile in cfg.profiles:
             if profile.scheduler_name == scheduler_name:
                 return [ref.name for ref in profile.plugins.get("filter", [])]

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.app.dashboard import views
+from scheduler.app import dashboard_views as views
 from scheduler.kube.client import Requester
 from scheduler.kube.snapshot import ClusterReadError, ClusterSnapshot, get_pod, list_objects, read_snapshot
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from scheduler import KUBE_SCHEDULER_TARGET, version
-from scheduler.app import endpoints, plugin_modules
+from scheduler.app import dashboard, endpoints, plugin_modules
 from scheduler.app import logging as sched_logging
 from scheduler.framework.features import Features, parse_feature_gates
 
@@ -262,6 +262,7 @@ def parser() -> argparse.ArgumentParser:
         "explain", help="why a pod goes (or went) where it does, on a snapshot of the live cluster"))
     _capacity_options(sub.add_parser(
         "capacity", help="how many copies of a pod fit, placed one by one by the scheduler"))
+    dashboard.add_parser(sub)
     return p
 
 
@@ -343,7 +344,7 @@ def _capacity_options(c: argparse.ArgumentParser) -> None:
 def dispatch(args: argparse.Namespace) -> int:
     """Run the parsed command (main without the process-wide logging set-up, for tests)."""
     commands: dict[str, Callable[[argparse.Namespace], int]] = {
-        "run": _run, "simulate": _simulate, "explain": _explain, "capacity": _capacity,
+        "run": _run, "simulate": _simulate, "explain": _explain, "capacity": _capacity, "dashboard": dashboard.run,
     }
     return commands[args.command](args)
 

@@ -1,0 +1,278 @@
+"""The CEL environment of DRA device selectors, compiled once per expression and cached.
+
+Follows ``k8s.io/dynamic-resource-allocation@v0.37.2/cel/`` (``compile.go``, ``cache.go``,
+``errors.go``) with v1.37.2's default features (DRAConsumableCapacity on, DRAListTypeAttributes
+off): the one variable ``device`` with ``driver``, ``allowMultipleAllocations``, ``attributes`` and
+``capacity``; attributes and capacities keyed by domain then identifier, a name without a domain
+filed under the driver's name; a missing domain reads as an empty map, so
+``device.attributes["other.example.com"].x`` fails with ``no such key: x`` and ``has()`` on it is
+false. The expression must evaluate to bool.
+
+The library is cel-expr-python (Google's cel-cpp) with its optional-types, strings and bindings
+extensions plus the Kubernetes functions of :mod:`.cel_library`. Differences from upstream's cel-go
+environment, kept small and stated (docs/dra.md lists them too):
+
+* ``device`` is declared as a map, not an object type: an unknown field (``device.foo``) is refused
+  at compile time by a check here, with cel-go's ``undefined field`` message.
+* a missing domain is an empty map only for domains written as string literals in the expression
+  (how selectors name them); a domain computed at run time reads as missing.
+* the run-time cost limit (``CELSelectorExpressionMaxCost``, 1,000,000) is not tracked: cel-cpp has
+  no cost tracker in Python. The API server already refuses selectors whose estimated cost is above
+  it when a claim or class is stored, so only a selector whose actual cost exceeds the estimate
+  (not possible for the bounded inputs of a device) would behave differently.
+* the URL, IP, CIDR, format, two-variable comprehension and ext.Lists libraries are not declared:
+  a selector using them fails to compile with ``undeclared reference``.
+* run-time error texts are translated to cel-go's where they differ (:func:`runtime_error_text`).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cel_expr_python import cel
+from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
+
+from scheduler.model.dra import DeviceAttribute, DeviceCapacity
+from scheduler.plugins.dynamicresources import cel_library
+from scheduler.plugins.dynamicresources.cel_library import CelFunctionError
+
+DEVICE_FIELDS = frozenset({"driver", "allowMultipleAllocations", "attributes", "capacity"})
+CACHE_SIZE = 10  # dynamicresources.go: cel.NewCache(10, ...)
+SELECTOR_MAX_COST = 1_000_000  # resourceapi.CELSelectorExpressionMaxCost (not tracked, see above)
+
+
+class CelCompileError(ValueError):
+    """An expression does not compile; ``str()`` is upstream's detail (``compilation failed: ...``)."""
+
+
+class CelRuntimeError(ValueError):
+    """An expression failed while evaluated against one device; ``str()`` is upstream's text."""
+
+
+@dataclass(frozen=True, slots=True)
+class CelDevice:
+    """What a selector sees of a device (``cel.Device``)."""
+
+    driver: str
+    attributes: Mapping[str, DeviceAttribute]
+    capacity: Mapping[str, DeviceCapacity]
+    allow_multiple_allocations: bool | None = None
+
+
+_env_lock = threading.Lock()
+_env: Any = None
+
+
+def environment() -> Any:
+    """The shared cel-cpp environment (built on first use: building it costs milliseconds)."""
+    global _env
+    with _env_lock:
+        if _env is None:
+            _env = cel.NewEnv(
+                cel_library.POOL,
+                variables={"device": cel.Type.Map(cel.Type.STRING, cel.Type.DYN)},
+                extensions=[ext_optional.ExtOptional(), ext_strings.ExtStrings(), ext_bindings.ExtBindings()],
+                functions=cel_library.functions(),
+            )
+        return _env
+
+
+# --- static look at the source ------------------------------------------------------------------------
+
+_TOKEN = re.compile(
+    r"""(?P<str>[rR]?(?:'''(?:.|\n)*?'''|\"\"\"(?:.|\n)*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"))"""
+    r"""|(?P<field>\bdevice\s*\.\s*\??\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*))"""
+)
+
+
+def _literal_text(token: str) -> str:
+    """The value of a simple string literal (escapes other than quotes are kept as written)."""
+    raw = token[0] in "rR"
+    body = token[1:] if raw else token
+    q = 3 if body[:3] in ("'''", '"""') else 1
+    body = body[q:-q]
+    return body if raw else re.sub(r"\\(['\"\\])", r"\1", body)
+
+
+def _scan(expression: str) -> tuple[frozenset[str], str | None]:
+    """String literals of the expression and the first unknown ``device.<field>``, outside strings."""
+    literals = set()
+    bad = None
+    for m in _TOKEN.finditer(expression):
+        if m.group("str") is not None:
+            literals.add(_literal_text(m.group("str")))
+        elif bad is None and m.group("name") not in DEVICE_FIELDS:
+            bad = m.group("name")
+    return frozenset(literals), bad
+
+
+# --- types and errors in cel-go's words ---------------------------------------------------------------
+
+def _go_type(name: str) -> str:
+    """cel-cpp's type name (``LIST<STRING>``) as cel-go writes it (``list(string)``)."""
+    m = re.fullmatch(r"(LIST|MAP)<(.*)>", name)
+    if m:
+        inner = m.group(2)
+        if m.group(1) == "LIST":
+            return f"list({_go_type(inner)})"
+        depth = 0
+        for i, ch in enumerate(inner):
+            depth += ch == "<"
+            depth -= ch == ">"
+            if ch == "," and depth == 0:
+                return f"map({_go_type(inner[:i].strip())}, {_go_type(inner[i + 1:].strip())})"
+    simple = {"BOOL": "bool", "INT": "int", "UINT": "uint", "DOUBLE": "double", "STRING": "string",
+              "BYTES": "bytes", "NULL": "null_type", "DYN": "dyn", "TIMESTAMP": "google.protobuf.Timestamp",
+              "DURATION": "google.protobuf.Duration"}
+    return simple.get(name, name)
+
+
+_STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
+_STATUS_SUFFIX = re.compile(r" \[[A-Z_]+\]$")
+
+
+def _strip_status(text: str) -> str:
+    return _STATUS_SUFFIX.sub("", _STATUS_PREFIX.sub("", text, count=1))
+
+
+def runtime_error_text(text: str) -> str:
+    """cel-cpp's error value as cel-go's error text, with ``EnhanceRuntimeError``'s hint added."""
+    text = _strip_status(text)
+    m = re.fullmatch(r'Key not found in map : "?(.*?)"?', text)
+    if m:
+        text = f"no such key: {m.group(1)}"
+    elif text == "divide by zero":
+        text = "division by zero"
+    elif text == "modulus by zero":
+        text = "modulus by zero"
+    elif text.startswith("No matching overloads found"):
+        text = "no such overload"
+    if "no such key:" in text:
+        text += (". consider using CEL optional chaining (.? followed by orValue()) or guarding the check"
+                 " with has() for optional fields")
+    return text
+
+
+# --- compile and evaluate -----------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class CompilationResult:
+    """A compiled selector; ``error`` is set instead of ``program`` when compilation failed."""
+
+    expression: str
+    program: Any = None
+    literals: frozenset[str] = frozenset()
+    error: str | None = None
+
+    def device_matches(self, device: CelDevice) -> bool:
+        """Evaluate against one device (``CompilationResult.DeviceMatches``); raises CelRuntimeError."""
+        if self.program is None:
+            raise CelRuntimeError(self.error or "not compiled")
+        try:
+            data = {"device": device_value(device, self.literals)}
+        except CelFunctionError as exc:
+            raise CelRuntimeError(str(exc)) from None
+        value = self.program.eval(data=data)
+        kind = value.type().name()
+        if kind == "ERROR":
+            raise CelRuntimeError(runtime_error_text(str(value.value())))
+        result = value.value()
+        if not isinstance(result, bool):
+            raise CelRuntimeError(f"CEL result of type {_go_type(kind)} could not be converted to bool")
+        return result
+
+
+def compile_selector(expression: str) -> CompilationResult:
+    """``CompileCELExpression`` for a selector: parse, type-check, output must be bool (or dyn)."""
+    literals, bad_field = _scan(expression)
+    if bad_field is not None:
+        return CompilationResult(expression, error=f"compilation failed: ERROR: <input>: undefined field '{bad_field}'")
+    env = environment()
+    try:
+        program = env.compile(expression)
+    except RuntimeError as exc:
+        return CompilationResult(expression, error="compilation failed: " + _strip_status(str(exc)))
+    out = program.return_type().name()
+    if out not in ("BOOL", "DYN"):
+        return CompilationResult(expression, error=f"must evaluate to bool or the unknown type, not {_go_type(out)}")
+    return CompilationResult(expression, program, literals)
+
+
+def _attribute_value(attr: DeviceAttribute) -> Any:
+    """``getAttributeValue``: the one value set, versions as semver values."""
+    if attr.int_values is not None:
+        return list(attr.int_values)
+    if attr.bool_values is not None:
+        return list(attr.bool_values)
+    if attr.string_values is not None:
+        return list(attr.string_values)
+    if attr.version_values is not None:
+        return [_version(v) for v in attr.version_values]
+    if attr.int_value is not None:
+        return attr.int_value
+    if attr.bool_value is not None:
+        return attr.bool_value
+    if attr.string_value is not None:
+        return attr.string_value
+    if attr.version_value is not None:
+        return _version(attr.version_value)
+    raise CelFunctionError("unsupported attribute value")
+
+
+def _version(text: str) -> Any:
+    try:
+        return cel_library.semver_value(text)
+    except CelFunctionError as exc:
+        raise CelFunctionError(f"parse semantic version: {exc}") from None
+
+
+def _split(name: str, driver: str) -> tuple[str, str]:
+    """``parseQualifiedName``: ``domain/id``, or the driver's name as domain."""
+    domain, sep, ident = name.partition("/")
+    return (domain, ident) if sep else (driver, name)
+
+
+def device_value(device: CelDevice, literals: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The ``device`` variable; every literal of the expression reads as a domain (empty if absent)."""
+    attributes: dict[str, dict[str, Any]] = {lit: {} for lit in literals}
+    for name, attr in device.attributes.items():
+        domain, ident = _split(name, device.driver)
+        try:
+            attributes.setdefault(domain, {})[ident] = _attribute_value(attr)
+        except CelFunctionError as exc:
+            raise CelFunctionError(f"attribute {name}: {exc}") from None
+    capacity: dict[str, dict[str, Any]] = {lit: {} for lit in literals}
+    for name, cap in device.capacity.items():
+        domain, ident = _split(name, device.driver)
+        capacity.setdefault(domain, {})[ident] = cel_library.quantity_value(cap.value)
+    return {"driver": device.driver, "allowMultipleAllocations": bool(device.allow_multiple_allocations),
+            "attributes": attributes, "capacity": capacity}
+
+
+class CelCache:
+    """``cel.Cache``: an LRU of successfully compiled selectors (failures are compiled anew each time)."""
+
+    def __init__(self, max_entries: int = CACHE_SIZE) -> None:
+        self._max = max_entries
+        self._entries: OrderedDict[str, CompilationResult] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_or_compile(self, expression: str) -> CompilationResult:
+        with self._lock:
+            hit = self._entries.get(expression)
+            if hit is not None:
+                self._entries.move_to_end(expression)
+                return hit
+        result = compile_selector(expression)
+        if result.error is None:
+            with self._lock:
+                self._entries[expression] = result
+                self._entries.move_to_end(expression)
+                while len(self._entries) > self._max:
+                    self._entries.popitem(last=False)
+        return result

@@ -31,6 +31,7 @@ from kubernetes.utils import parse_quantity
 QUANTITY_FORMAT_ERROR = (
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 )
+_QUANTITY_FORMAT = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
@@ -76,7 +77,11 @@ def _dec(q: Any) -> Decimal:
 
 
 def parse_quantity_text(s: str) -> Decimal:
-    """``resource.ParseQuantity`` (exact); raises CelFunctionError with upstream's format message."""
+    """``resource.ParseQuantity`` (exact); raises CelFunctionError with upstream's format message.
+
+    The official client's parser is lenient (it accepts blanks); upstream's format is checked first."""
+    if not _QUANTITY_FORMAT.match(s):
+        raise CelFunctionError(QUANTITY_FORMAT_ERROR)
     try:
         return Decimal(parse_quantity(s))
     except (ValueError, TypeError, InvalidOperation) as exc:

@@ -97,8 +97,8 @@ def test_device_class_and_taint_rule() -> None:
 @pytest.mark.parametrize(("parse", "obj", "message"), [
     (resource_slice_from_api, {"metadata": {"name": "s"}, "spec": {"pool": {"name": "p"}}},
      "ResourceSlice s: spec.driver: required"),
-    (resource_slice_from_api, {"metadata": {"name": "s"}, "spec": {"driver": "d", "pool": {"name": "p"},
-                                                                   "devices": [{"name": "x", "attributes": {"a": {}}}]}},
+    (resource_slice_from_api, {"metadata": {"name": "s"}, "spec": {
+        "driver": "d", "pool": {"name": "p"}, "devices": [{"name": "x", "attributes": {"a": {}}}]}},
      "ResourceSlice s: spec.devices[0].attributes[a]: exactly one value must be specified"),
     (resource_slice_from_api, {"metadata": {"name": "s"}, "spec": {"driver": "d", "pool": {"name": "p"},
                                                                    "devices": [{"name": "x", "capacity": {

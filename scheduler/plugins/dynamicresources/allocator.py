@@ -320,7 +320,8 @@ class _Run:
         try:
             done = self._allocate_one((0, 0, 0, 0), False, (0, 0, 0))
         except _MaxSizeExceeded:
-            done = False
+            # Upstream returns errAllocationResultMaxSizeExceeded itself when it escapes the first claim.
+            raise AllocationError("allocation max size exceeded") from None
         if not done:
             if any(p.invalid for p in self.pools):
                 raise FailedOnNodeError("invalid resource pools were encountered")

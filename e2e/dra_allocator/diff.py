@@ -1,0 +1,238 @@
+"""Differential test of the DRA allocator: py-scheduler's against upstream's Go library, same inputs.
+
+Each seed builds random cases: ResourceSlices for one node (1-3 pools of two drivers, per-node,
+all-nodes and node-selector slices, incomplete pools, older generations, duplicate device names,
+shared counters, taints, binding conditions, devices that allow multiple allocations), two
+DeviceClasses (one with a selector and a configuration) and 1-2 claims (ExactCount and All
+requests, ``firstAvailable``, selectors, tolerations, capacity requests, admin access,
+``matchAttribute``/``distinctAttribute`` constraints, claim configuration), and some devices already
+allocated. ``main.go`` beside this file runs ``k8s.io/dynamic-resource-allocation@v0.37.2``'s
+``structured`` allocator with kube-scheduler v1.37.2's default features; both must give the same
+devices per request, the same node selectors and configuration, or the same error text.
+
+``python -m e2e.dra_allocator.diff --seed 1 --cases 500`` (needs Go; the first run builds the
+program into ~/.cache/py-scheduler/, fetching its modules through the Go module proxy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from scheduler.model.dra import device_class_from_api, resource_claim_from_api, resource_slice_from_api
+from scheduler.model.node import node_from_api
+from scheduler.plugins.dynamicresources.allocator import AllocatedState, AllocationError, Allocator
+from scheduler.plugins.dynamicresources.cel import CelCache
+
+HERE = Path(__file__).resolve().parent
+BINARY = Path.home() / ".cache" / "py-scheduler" / "dra-allocator-v0.37.2" / "dra-allocator"
+SELECTORS = (
+    'device.attributes["a.example.com"].model == "x"',
+    'device.attributes["numa.example.com"].node == 1',
+    'device.capacity["a.example.com"].memory.compareTo(quantity("8Gi")) >= 0',
+    'has(device.attributes["a.example.com"].model)',
+    'device.driver == "b.example.com"',
+    'device.attributes["a.example.com"].model.startsWith("y")',
+    'device.attributes["a.example.com"].model == "x" || device.attributes["numa.example.com"].node == 0',
+)
+Case = dict[str, Any]
+
+
+def build() -> Path:
+    """The Go program, built when missing or older than its source (``go build``, module proxy as configured)."""
+    sources = [HERE / "main.go", HERE / "go.mod", HERE / "go.sum"]
+    if not BINARY.exists() or BINARY.stat().st_mtime < max(p.stat().st_mtime for p in sources):
+        BINARY.parent.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ, CGO_ENABLED="0")
+        subprocess.run(["go", "build", "-o", str(BINARY), "."], cwd=HERE, env=env, check=True)
+    return BINARY
+
+
+def _device(rng: random.Random, name: str, partitioned: bool) -> dict[str, Any]:
+    d: dict[str, Any] = {"name": name if rng.random() < 0.95 else "dup", "attributes": {}}
+    if rng.random() < 0.98:
+        d["attributes"]["a.example.com/model"] = {"string": rng.choice(["x", "y", "yz"])}
+    if rng.random() < 0.98:
+        d["attributes"]["numa.example.com/node"] = {"int": rng.randint(0, 1)}
+    if rng.random() < 0.9:
+        d["capacity"] = {"a.example.com/memory": {"value": f"{rng.choice([4, 8, 16])}Gi"}}
+    if rng.random() < 0.15:
+        d["taints"] = [{"key": rng.choice(["t1", "t2"]), "effect": rng.choice(["NoSchedule", "NoExecute", "None"])}]
+    if rng.random() < 0.08:
+        d["bindingConditions"] = ["ready"]
+    if rng.random() < 0.15:
+        d["allowMultipleAllocations"] = True
+        d["capacity"] = {"a.example.com/memory": {"value": "16Gi"}}
+    if partitioned:
+        d["consumesCounters"] = [{"counterSet": "cs", "counters": {"mem": {"value": f"{rng.choice([2, 4])}Gi"}}}]
+    if not d["attributes"]:
+        del d["attributes"]
+    return d
+
+
+def _slices(rng: random.Random) -> list[dict[str, Any]]:
+    slices = []
+    for pi in range(rng.randint(1, 3)):
+        driver, pool = rng.choice(["a.example.com", "b.example.com"]), f"pool-{pi}"
+        n = rng.randint(1, 2)
+        count = n if rng.random() < 0.93 else n + 1
+        generation = rng.randint(1, 2)
+        partitioned = rng.random() < 0.2
+        for si in range(n):
+            spec: dict[str, Any] = {
+                "driver": driver, "pool": {"name": pool, "generation": generation, "resourceSliceCount": count},
+                "devices": [_device(rng, f"d{pi}{si}{di}", partitioned) for di in range(rng.randint(1, 6))]}
+            r = rng.random()
+            if r < 0.6:
+                spec["nodeName"] = rng.choice(["node-1", "node-1", "node-2"])
+            elif r < 0.8:
+                spec["allNodes"] = True
+            else:
+                spec["nodeSelector"] = {"nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "rack", "operator": "In", "values": [rng.choice(["r1", "r2"])]}]}]}
+            if partitioned and si == 0:
+                spec["sharedCounters"] = [{"name": "cs", "counters": {"mem": {"value": "8Gi"}}}]
+            slices.append({"metadata": {"name": f"s-{driver[0]}-{pi}-{si}-{rng.randint(0, 9)}"}, "spec": spec})
+    return slices
+
+
+def _sub_request(rng: random.Random, name: str) -> dict[str, Any]:
+    s: dict[str, Any] = {"name": name, "deviceClassName": rng.choice(["any", "any", "modelx"])
+                         if rng.random() < 0.99 else "missing"}
+    if rng.random() < 0.15:
+        s["allocationMode"] = "All"
+    else:
+        s["count"] = rng.choice([1, 1, 2, 3])
+    if rng.random() < 0.4:
+        s["selectors"] = [{"cel": {"expression": rng.choice(SELECTORS)}}]
+    if rng.random() < 0.15:
+        s["tolerations"] = [{"key": rng.choice(["t1", "t2"]), "operator": "Exists"}]
+    if rng.random() < 0.15:
+        s["capacity"] = {"requests": {"a.example.com/memory": f"{rng.choice([2, 4, 8])}Gi"}}
+    return s
+
+
+def _claim(rng: random.Random, name: str) -> dict[str, Any]:
+    requests = []
+    for ri in range(rng.randint(1, 2)):
+        if rng.random() < 0.25:
+            requests.append({"name": f"r{ri}", "firstAvailable": [_sub_request(rng, f"s{k}")
+                                                                  for k in range(rng.randint(1, 3))]})
+            continue
+        exact = _sub_request(rng, "")
+        exact.pop("name")
+        if rng.random() < 0.1:
+            exact["adminAccess"] = True
+        requests.append({"name": f"r{ri}", "exactly": exact})
+    devices: dict[str, Any] = {"requests": requests}
+    if rng.random() < 0.3:
+        devices["constraints"] = [{rng.choice(["matchAttribute", "distinctAttribute"]):
+                                   rng.choice(["numa.example.com/node", "a.example.com/model"])}]
+    if rng.random() < 0.3:
+        devices["config"] = [{"requests": [requests[0]["name"]],
+                              "opaque": {"driver": "a.example.com", "parameters": {"c": 1}}}]
+    return {"metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"}, "spec": {"devices": devices}}
+
+
+def generate(rng: random.Random) -> Case:
+    """One random case (see the module docstring)."""
+    slices = _slices(rng)
+    classes = [{"metadata": {"name": "any"}, "spec": {}},
+               {"metadata": {"name": "modelx"}, "spec": {
+                   "selectors": [{"cel": {"expression": SELECTORS[0]}}],
+                   "config": [{"opaque": {"driver": "a.example.com", "parameters": {"k": 1}}}]}}]
+    devices = [(s["spec"]["driver"], s["spec"]["pool"]["name"], d["name"])
+               for s in slices for d in s["spec"]["devices"]]
+    return {
+        "node": {"metadata": {"name": "node-1", "uid": "n1", "labels": {"rack": rng.choice(["r1", "r2"])}},
+                 "status": {"allocatable": {"pods": "10"}}},
+        "slices": slices, "classes": classes,
+        "claims": [_claim(rng, f"c{i}") for i in range(rng.randint(1, 2))],
+        "allocated": [list(d) for d in devices if rng.random() < 0.2],
+    }
+
+
+def api_defaults(claim: dict[str, Any]) -> dict[str, Any]:
+    """What the API server's defaulting adds to a claim (the Go library expects defaulted objects)."""
+    claim = copy.deepcopy(claim)
+    for r in claim["spec"]["devices"]["requests"]:
+        for sub in ([r["exactly"]] if "exactly" in r else []) + r.get("firstAvailable", []):
+            sub.setdefault("allocationMode", "ExactCount")
+            if sub["allocationMode"] == "ExactCount":
+                sub.setdefault("count", 1)
+            for t in sub.get("tolerations", []):
+                t.setdefault("operator", "Equal")
+    return claim
+
+
+Outcome = tuple[Any, str | None, Any]
+
+
+def ours(case: Case) -> Outcome:
+    """(devices per claim, error, (node selector, configs) per claim) from py-scheduler's allocator."""
+    allocator = Allocator(AllocatedState({(a[0], a[1], a[2]) for a in case["allocated"]}),
+                          {c["metadata"]["name"]: device_class_from_api(c) for c in case["classes"]},
+                          [resource_slice_from_api(s) for s in case["slices"]], CelCache())
+    try:
+        results = allocator.allocate(node_from_api(case["node"]), [resource_claim_from_api(c) for c in case["claims"]])
+    except AllocationError as exc:
+        return None, str(exc), None
+    if results is None:
+        return None, None, None
+    return ([[(r.request, f"{r.driver}/{r.pool}/{r.device}") for r in x.results] for x in results], None,
+            [(x.node_selector, [(c.source, list(c.requests), c.config.parameters) for c in x.config])
+             for x in results])
+
+
+def theirs(answer: dict[str, Any]) -> Outcome:
+    """The same shape from the Go program's answer."""
+    if "error" in answer:
+        return None, answer["error"], None
+    if answer["results"] is None:
+        return None, None, None
+    results = answer["results"]
+    return ([[(r["request"], f'{r["driver"]}/{r["pool"]}/{r["device"]}') for r in x["devices"].get("results", [])]
+             for x in results], None,
+            [(x.get("nodeSelector"), [(c["source"], c.get("requests") or [], c["opaque"]["parameters"])
+                                      for c in x["devices"].get("config", [])]) for x in results])
+
+
+def run(seed: int, n: int, show: int = 5) -> int:
+    """Compare ``n`` cases of ``seed``; print the first differences and a summary; return how many differ."""
+    rng = random.Random(seed)
+    cases = {str(i): generate(rng) for i in range(n)}
+    go_input = {k: dict(v, claims=[api_defaults(c) for c in v["claims"]]) for k, v in cases.items()}
+    proc = subprocess.run([str(build())], input=json.dumps(go_input), capture_output=True, text=True, check=True)
+    answers = json.loads(proc.stdout)
+    differ = 0
+    kinds = {"allocated": 0, "unschedulable": 0, "error": 0}
+    for k, case in cases.items():
+        mine, upstream = ours(case), theirs(answers[k])
+        kinds["error" if upstream[1] else "unschedulable" if upstream[0] is None else "allocated"] += 1
+        if mine != upstream:
+            differ += 1
+            if differ <= show:
+                print(f"case {k} differs\n  input: {json.dumps(case)}\n  py-scheduler: {mine}\n  upstream: {upstream}")
+    print(f"seed {seed}: {n} cases ({kinds}), {differ} differ")
+    return differ
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seed", type=int, default=1, help="first random seed")
+    ap.add_argument("--seeds", type=int, default=1, help="how many seeds, from --seed on")
+    ap.add_argument("--cases", type=int, default=500, help="cases per seed")
+    args = ap.parse_args()
+    differ = sum(run(s, args.cases) for s in range(args.seed, args.seed + args.seeds))
+    sys.exit(1 if differ else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -41,6 +41,14 @@ SELECTORS = (
     'device.driver == "b.example.com"',
     'device.attributes["a.example.com"].model.startsWith("y")',
     'device.attributes["a.example.com"].model == "x" || device.attributes["numa.example.com"].node == 0',
+    'device.attributes["a.example.com"].?version.orValue(semver("0.0.1")).isGreaterThan(semver("1.0.0"))',
+    'device.attributes["a.example.com"].version.major() >= 2',
+    'device.attributes["a.example.com"].model.upperAscii() in ["X", "YZ"]',
+    '[1, 2, 3].sum() == device.attributes["numa.example.com"].node + 6',
+    'device.capacity["a.example.com"].memory.isLessThan(quantity("10Gi")) && device.allowMultipleAllocations',
+    'cel.bind(m, device.attributes["a.example.com"], has(m.model) && m.model.size() > 1)',
+    'device.attributes["missing.example.com"].x == 1',
+    'device.attributes["a.example.com"].model + 1 == 2',
 )
 Case = dict[str, Any]
 
@@ -61,6 +69,8 @@ def _device(rng: random.Random, name: str, partitioned: bool) -> dict[str, Any]:
         d["attributes"]["a.example.com/model"] = {"string": rng.choice(["x", "y", "yz"])}
     if rng.random() < 0.98:
         d["attributes"]["numa.example.com/node"] = {"int": rng.randint(0, 1)}
+    if rng.random() < 0.5:
+        d["attributes"]["a.example.com/version"] = {"version": rng.choice(["1.0.0", "2.1.0-rc.1", "0.9.9"])}
     if rng.random() < 0.9:
         d["capacity"] = {"a.example.com/memory": {"value": f"{rng.choice([4, 8, 16])}Gi"}}
     if rng.random() < 0.15:

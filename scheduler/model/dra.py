@@ -480,6 +480,7 @@ class ResourceClaim:
     allocation: AllocationResult | None = None
     reserved_for: tuple[ConsumerReference, ...] = ()
     resource_version: str = ""
+    controller_uid: str | None = None  # the owner reference with controller: true (a template's pod)
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -600,10 +601,17 @@ def resource_claim_from_api(obj: Mapping[str, Any]) -> ResourceClaim:
         reserved.append(ConsumerReference(r.text(cm.get("apiGroup"), f"{cp}.apiGroup"),
                                           r.text(cm.get("resource"), f"{cp}.resource"),
                                           r.text(cm.get("name"), f"{cp}.name"), r.text(cm.get("uid"), f"{cp}.uid")))
+    controller = None
+    for i, ref in enumerate(r.seq(meta.get("ownerReferences"), "metadata.ownerReferences")):
+        rm = r.obj(ref, f"metadata.ownerReferences[{i}]")
+        if r.opt_bool(rm.get("controller"), f"metadata.ownerReferences[{i}].controller"):
+            controller = r.text(rm.get("uid"), f"metadata.ownerReferences[{i}].uid")
+            break
     return ResourceClaim(
         name=name,
         namespace=namespace,
         uid=r.text(meta.get("uid"), "metadata.uid"),
+        controller_uid=controller,
         requests=tuple(_request(r, x, f"spec.devices.requests[{i}]")
                        for i, x in enumerate(r.seq(devices.get("requests"), "spec.devices.requests"))),
         constraints=tuple(constraints),

@@ -19,12 +19,13 @@ counters, per-device node selection), consumable capacity (shared devices, capac
 IDs), binding conditions (carried to the result; such pools are tried last), the 32-device result
 limit and upstream's errors. Not built: the alpha features (derived attributes, list-type attributes,
 compatibility groups: slices using them are ignored as upstream does with the gate off, optional
-node operations), context cancellation (the plugin's filter timeout is the caller's business).
+node operations). The caller's deadline stands in for upstream's context (the filter timeout).
 """
 
 from __future__ import annotations
 
 import math
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -79,6 +80,11 @@ class AllocationError(Exception):
 
 class FailedOnNodeError(AllocationError):
     """``ErrFailedAllocationOnNode``: only this node failed (an invalid pool), others may work."""
+
+
+class AllocationTimeout(AllocationError):
+    """The deadline passed during the search (``filter operation aborted``: the DRASchedulerFilterTimeout
+    case, which the plugin reports as ``node <name>: timed out trying to allocate devices``)."""
 
 
 class _MaxSizeExceeded(Exception):
@@ -281,20 +287,23 @@ class Allocator:
                 self.slices_shared.append(s)
         self.available_counters: dict[str, dict[str, dict[str, Decimal]]] = {}
 
-    def allocate(self, node: Node, claims: Sequence[ResourceClaim]) -> list[AllocationResult] | None:
+    def allocate(self, node: Node, claims: Sequence[ResourceClaim],
+                 deadline: float | None = None) -> list[AllocationResult] | None:
         """One allocation result per claim, or None when the claims do not fit on this node.
 
-        Raises :class:`AllocationError` for a problem of the inputs and :class:`FailedOnNodeError`
-        when this node only has invalid pools to offer.
+        Raises :class:`AllocationError` for a problem of the inputs, :class:`FailedOnNodeError`
+        when this node only has invalid pools to offer, and :class:`AllocationTimeout` once
+        ``time.monotonic()`` passes ``deadline`` (checked at every step, as upstream checks its context).
         """
-        return _Run(self, node, claims).run()
+        return _Run(self, node, claims, deadline).run()
 
 
 class _Run:
     """One ``Allocate`` call: the search state (``allocator`` in upstream's file)."""
 
-    def __init__(self, a: Allocator, node: Node, claims: Sequence[ResourceClaim]) -> None:
+    def __init__(self, a: Allocator, node: Node, claims: Sequence[ResourceClaim], deadline: float | None) -> None:
         self.a = a
+        self.deadline = deadline
         self.f = a.features
         self.node = node
         self.claims = list(claims)
@@ -426,6 +435,8 @@ class _Run:
 
     def _allocate_one(self, r: tuple[int, int, int, int], allocate_sub: bool, start: tuple[int, int, int]) -> bool:
         """``allocateOne``: find a device for position r and recurse; True once everything is allocated."""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise AllocationTimeout("filter operation aborted: context deadline exceeded")
         ci, ri, si, di = r
         if ci >= len(self.claims):
             return True

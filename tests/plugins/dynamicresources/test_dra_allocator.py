@@ -21,6 +21,7 @@ from scheduler.model.node import Node
 from scheduler.plugins.dynamicresources.allocator import (
     AllocatedState,
     AllocationError,
+    AllocationTimeout,
     Allocator,
     FailedOnNodeError,
 )
@@ -285,3 +286,10 @@ def test_device_taint_rule_without_selector_taints_nothing() -> None:
                                        "spec": {"taint": {"key": "k", "effect": "NoSchedule"}}})
     [s] = apply_device_taint_rules([slice_("s", _devices(1))], [rule])
     assert s.devices[0].taints == ()
+
+
+def test_passed_deadline_aborts_the_search() -> None:
+    allocator = Allocator(AllocatedState(), {"gpu": GPU}, [slice_("s", _devices(1))], CelCache())
+    with pytest.raises(AllocationTimeout) as info:
+        allocator.allocate(node(), [claim()], deadline=0.0)
+    assert str(info.value) == "filter operation aborted: context deadline exceeded"

@@ -6,9 +6,14 @@ shared counters, taints, binding conditions, devices that allow multiple allocat
 DeviceClasses (one with a selector and a configuration) and 1-2 claims (ExactCount and All
 requests, ``firstAvailable``, selectors, tolerations, capacity requests, admin access,
 ``matchAttribute``/``distinctAttribute`` constraints, claim configuration), and some devices already
-allocated. ``main.go`` beside this file runs ``k8s.io/dynamic-resource-allocation@v0.37.2``'s
-``structured`` allocator with kube-scheduler v1.37.2's default features; both must give the same
-devices per request, the same node selectors and configuration, or the same error text.
+allocated, exclusively or shared with consumed capacity. ``main.go`` beside this file runs
+``k8s.io/dynamic-resource-allocation@v0.37.2``'s ``structured`` allocator with kube-scheduler
+v1.37.2's default features; both must give the same devices per request, the same node selectors
+and configuration, or the same error text.
+
+With ``--cel`` it compares selector evaluations instead: each of ``CEL_EXPRESSIONS`` against random
+devices, the result or the compile/run-time error text (the known differences, listed in
+docs/dra.md, show up there by design).
 
 ``python -m e2e.dra_allocator.diff --seed 1 --cases 500`` (needs Go; the first run builds the
 program into ~/.cache/py-scheduler/, fetching its modules through the Go module proxy).
@@ -23,13 +28,16 @@ import os
 import random
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
+
+from kubernetes.utils import parse_quantity
 
 from scheduler.model.dra import device_class_from_api, resource_claim_from_api, resource_slice_from_api
 from scheduler.model.node import node_from_api
 from scheduler.plugins.dynamicresources.allocator import AllocatedState, AllocationError, Allocator
-from scheduler.plugins.dynamicresources.cel import CelCache
+from scheduler.plugins.dynamicresources.cel import CelCache, CelDevice, CelRuntimeError, compile_selector
 
 HERE = Path(__file__).resolve().parent
 BINARY = Path.home() / ".cache" / "py-scheduler" / "dra-allocator-v0.37.2" / "dra-allocator"
@@ -160,12 +168,17 @@ def generate(rng: random.Random) -> Case:
                    "config": [{"opaque": {"driver": "a.example.com", "parameters": {"k": 1}}}]}}]
     devices = [(s["spec"]["driver"], s["spec"]["pool"]["name"], d["name"])
                for s in slices for d in s["spec"]["devices"]]
+    shareable = [(s["spec"]["driver"], s["spec"]["pool"]["name"], d["name"])
+                 for s in slices for d in s["spec"]["devices"] if d.get("allowMultipleAllocations")]
     return {
         "node": {"metadata": {"name": "node-1", "uid": "n1", "labels": {"rack": rng.choice(["r1", "r2"])}},
                  "status": {"allocatable": {"pods": "10"}}},
         "slices": slices, "classes": classes,
         "claims": [_claim(rng, f"c{i}") for i in range(rng.randint(1, 2))],
         "allocated": [list(d) for d in devices if rng.random() < 0.2],
+        "shared": [{"device": list(d), "shareID": f"share-{i}",
+                    "consumed": {"a.example.com/memory": f"{rng.choice([4, 8])}Gi"}}
+                   for i, d in enumerate(shareable) if rng.random() < 0.5],
     }
 
 
@@ -187,7 +200,14 @@ Outcome = tuple[Any, str | None, Any]
 
 def ours(case: Case) -> Outcome:
     """(devices per claim, error, (node selector, configs) per claim) from py-scheduler's allocator."""
-    allocator = Allocator(AllocatedState({(a[0], a[1], a[2]) for a in case["allocated"]}),
+    state = AllocatedState({(a[0], a[1], a[2]) for a in case["allocated"]})
+    for use in case.get("shared", []):
+        did = (use["device"][0], use["device"][1], use["device"][2])
+        state.shared_device_ids.add((did, use["shareID"]))
+        agg = state.aggregated_capacity.setdefault(did, {})
+        for name, q in use["consumed"].items():
+            agg[name] = agg.get(name, Decimal(0)) + parse_quantity(q)
+    allocator = Allocator(state,
                           {c["metadata"]["name"]: device_class_from_api(c) for c in case["classes"]},
                           [resource_slice_from_api(s) for s in case["slices"]], CelCache())
     try:
@@ -234,13 +254,105 @@ def run(seed: int, n: int, show: int = 5) -> int:
     return differ
 
 
+CEL_EXPRESSIONS = (
+    *SELECTORS,
+    'device.driver == 1',
+    'device.foo == 1',
+    'device.attributes["a.example.com"].model + 1 == 2',
+    'device.attributes["a.example.com"].nothing',
+    'device.attributes["a.example.com"].version.isGreaterThan(semver("1.0.0-alpha"))',
+    'device.attributes["a.example.com"].version == semver("1.0.0")',
+    'semver("1.2.3").patch() == 3 && semver("1.2", true).minor() == 2',
+    'isSemver("1.0") || isSemver("v1.0.0") || !isSemver("1.0.0")',
+    'semver("x.y.z") == semver("1.0.0")',
+    'quantity("1.5Gi").isInteger() && quantity("100m").asApproximateFloat() == 0.1',
+    'quantity("5") == quantity("5000m") && quantity("1k").add(quantity("24")).asInteger() == 1024',
+    'quantity("1e3").compareTo(quantity("1k")) == 0',
+    'quantity("abc") == quantity("1")',
+    'quantity(" 1") == quantity("1")',
+    'quantity("1.5").asInteger() == 1',
+    'device.capacity["a.example.com"].memory.sign() == 1',
+    '"Hello".lowerAscii() == "hello" && "a-b".replace("-", "") == "ab" && "abc".substring(1) == "bc"',
+    '" x ".trim() == "x" && ["a", "b"].join("-") == "a-b" && "abc".charAt(1) == "b"',
+    '"abc".lastIndexOf("c") == 2 && "x".upperAscii() == "X"',
+    '[1, 2, 3].max() == 3 && [1.5, 0.5].min() == 0.5 && ["b", "a"].isSorted() == false',
+    '[1, 2].sum() == 3 && [].sum() == 0',
+    '[].min() == 0',
+    '"a1b2".find("[0-9]") == "1" && "a1b2".findAll("[0-9]", 1) == ["1"]',
+    'sets.contains(["a"], ["a"]) && !sets.intersects([1], [2])',
+    'device.attributes["a.example.com"].?model.orValue("none") != "none"',
+    'has(device.attributes["a.example.com"].model) ? device.attributes["a.example.com"].model.size() > 0 : false',
+    'device.attributes["numa.example.com"].node / 0 == 1',
+    'device.attributes["numa.example.com"].node % 0 == 1',
+    '[1, 2][5] == 1',
+    'int("x") == 1',
+    'device.attributes.exists(d, d == "a.example.com")',
+    '"a.example.com" in device.attributes',
+    'size(device.attributes) >= 0',
+    'device.attributes["a.example.com"].model.matches("^[xy]")',
+    'timestamp("2024-01-01T00:00:00Z") < timestamp("2025-01-01T00:00:00Z")',
+    'duration("1h") > duration("1m")',
+    '1 == 1.0',
+    'dyn(1) == 1u',
+    'device.attributes["a.example.com"].model',
+    'ip("10.0.0.1").family() == 4',
+    'url("https://x").getHost() == "x"',
+    '"%s-%d".format(["a", 1]) == "a-1"',
+    '[1, "a"].size() == 2',
+)
+
+
+def cel_cases(rng: random.Random, n: int) -> dict[str, dict[str, Any]]:
+    """Each curated expression against random devices (as in the allocator cases)."""
+    cases = {}
+    for i in range(n):
+        dev = _device(rng, f"d{i}", False)
+        cases[str(i)] = {"expression": CEL_EXPRESSIONS[i % len(CEL_EXPRESSIONS)], "device": dev,
+                         "driver": rng.choice(["a.example.com", "b.example.com"])}
+    return cases
+
+
+def ours_cel(case: dict[str, Any]) -> dict[str, Any]:
+    """The same answer shape as the Go program's -cel mode."""
+    s = resource_slice_from_api({"metadata": {"name": "s"}, "spec": {"driver": case["driver"], "pool": {"name": "p"},
+                                                     "devices": [case["device"]]}})
+    compiled = compile_selector(case["expression"])
+    if compiled.error is not None:
+        return {"compileError": compiled.error}
+    d = s.devices[0]
+    try:
+        return {"matches": compiled.device_matches(CelDevice(case["driver"], d.attributes, d.capacity,
+                                                             d.allow_multiple_allocations))}
+    except CelRuntimeError as exc:
+        return {"runtimeError": str(exc)}
+
+
+def run_cel(seed: int, n: int) -> int:
+    """Compare selector outcomes; print every expression whose outcome differs once."""
+    cases = cel_cases(random.Random(seed), n)
+    proc = subprocess.run([str(build()), "-cel"], input=json.dumps(cases), capture_output=True, text=True, check=True)
+    answers = json.loads(proc.stdout)
+    differ, shown = 0, set()
+    for k, case in cases.items():
+        mine, upstream = ours_cel(case), answers[k]
+        if mine != upstream:
+            differ += 1
+            if case["expression"] not in shown:
+                shown.add(case["expression"])
+                print(f"{case['expression']}\n  py-scheduler: {mine}\n  upstream: {upstream}")
+    print(f"seed {seed}: {n} selector evaluations, {differ} differ ({len(shown)} expressions)")
+    return differ
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seed", type=int, default=1, help="first random seed")
     ap.add_argument("--seeds", type=int, default=1, help="how many seeds, from --seed on")
     ap.add_argument("--cases", type=int, default=500, help="cases per seed")
+    ap.add_argument("--cel", action="store_true", help="compare selector evaluations instead of allocations")
     args = ap.parse_args()
-    differ = sum(run(s, args.cases) for s in range(args.seed, args.seed + args.seeds))
+    one = run_cel if args.cel else run
+    differ = sum(one(s, args.cases) for s in range(args.seed, args.seed + args.seeds))
     sys.exit(1 if differ else 0)
 
 

@@ -103,6 +103,11 @@ class AllocatedState:
     shared_device_ids: set[tuple[DeviceID, str]] = field(default_factory=set)
     aggregated_capacity: dict[DeviceID, dict[str, Decimal]] = field(default_factory=dict)
 
+    def is_allocated(self, did: DeviceID) -> bool:
+        """``IsDeviceAllocated``: used exclusively, or shared by at least one allocation."""
+        return (did in self.allocated_devices or did in self.aggregated_capacity
+                or any(d == did for d, _ in self.shared_device_ids))
+
     @staticmethod
     def from_claims(claims: Sequence[ResourceClaim]) -> AllocatedState:
         """The state that the given claims' allocations make (the scheduler's allocated-devices tracker)."""
@@ -677,7 +682,7 @@ class _Run:
             self.allocating_capacity.pop(did, None)
 
     def _pool_counters(self, pool: Pool) -> dict[str, dict[str, Decimal]]:
-        """The pool's counters less what allocated devices consume (computed once per allocator)."""
+        """The pool's counters less what allocated (or shared) devices consume, once per allocator."""
         cached = self.a.available_counters.get(pool.pool_id)
         if cached is not None:
             return cached
@@ -685,7 +690,7 @@ class _Run:
         for slices in (pool.slices_targeting_node, pool.slices_not_targeting_node):
             for s in slices:
                 for d in s.devices:
-                    if (s.driver, s.pool_name, d.name) not in self.a.state.allocated_devices:
+                    if not self.a.state.is_allocated((s.driver, s.pool_name, d.name)):
                         continue
                     for consumption in d.consumes_counters:
                         counter_set = available.get(consumption.counter_set, {})

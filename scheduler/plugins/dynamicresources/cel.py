@@ -100,14 +100,15 @@ def _literal_text(token: str) -> str:
 
 
 def _scan(expression: str) -> tuple[frozenset[str], str | None]:
-    """String literals of the expression and the first unknown ``device.<field>``, outside strings."""
+    """String literals of the expression and the error for the first unknown ``device.<field>``."""
     literals = set()
     bad = None
     for m in _TOKEN.finditer(expression):
         if m.group("str") is not None:
             literals.add(_literal_text(m.group("str")))
         elif bad is None and m.group("name") not in DEVICE_FIELDS:
-            bad = m.group("name")
+            dot = expression.index(".", m.start("field"))
+            bad = _undefined_field(expression, dot, m.group("name"))
     return frozenset(literals), bad
 
 
@@ -152,10 +153,32 @@ def runtime_error_text(text: str) -> str:
         text = "modulus by zero"
     elif text.startswith("No matching overloads found"):
         text = "no such overload"
+    else:
+        index = re.fullmatch(r"Index error: index=(-?\d+) size=\d+", text)
+        if index:
+            text = f"index out of bounds: {index.group(1)}"
     if "no such key:" in text:
         text += (". consider using CEL optional chaining (.? followed by orValue()) or guarding the check"
                  " with has() for optional fields")
     return text
+
+
+def _conversion_error(go_type: str) -> str:
+    """cel-go's ``ConvertToNative(bool)`` error for a non-bool result (its wording varies by type)."""
+    if go_type == "string":
+        return "unsupported native conversion from string to 'bool'"
+    return f"unsupported type conversion from '{go_type}' to bool"
+
+
+def _undefined_field(expression: str, offset: int, name: str) -> str:
+    """cel-go's checker error for ``device.<name>``, located at the dot, with the source line and caret."""
+    line_no = expression.count("\n", 0, offset) + 1
+    line_start = expression.rfind("\n", 0, offset) + 1
+    line_end = expression.find("\n", offset)
+    line = expression[line_start:line_end if line_end >= 0 else len(expression)]
+    col = offset - line_start
+    return (f"compilation failed: ERROR: <input>:{line_no}:{col + 1}: undefined field '{name}'\n"
+            f" | {line}\n | {'.' * col}^")
 
 
 # --- compile and evaluate -----------------------------------------------------------------------------
@@ -183,7 +206,8 @@ class CompilationResult:
             raise CelRuntimeError(runtime_error_text(str(value.value())))
         result = value.value()
         if not isinstance(result, bool):
-            raise CelRuntimeError(f"CEL result of type {_go_type(kind)} could not be converted to bool")
+            raise CelRuntimeError(f"CEL result of type {_go_type(kind)} could not be converted to bool: "
+                                  + _conversion_error(_go_type(kind)))
         return result
 
 
@@ -191,7 +215,7 @@ def compile_selector(expression: str) -> CompilationResult:
     """``CompileCELExpression`` for a selector: parse, type-check, output must be bool (or dyn)."""
     literals, bad_field = _scan(expression)
     if bad_field is not None:
-        return CompilationResult(expression, error=f"compilation failed: ERROR: <input>: undefined field '{bad_field}'")
+        return CompilationResult(expression, error=bad_field)
     env = environment()
     try:
         program = env.compile(expression)

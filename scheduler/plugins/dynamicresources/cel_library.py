@@ -258,7 +258,7 @@ def _sum(items: list[Any]) -> Any:
 def _extreme(name: str, pick: Callable[[Any], Any]) -> Callable[[list[Any]], Any]:
     def fn(items: list[Any]) -> Any:
         if not items:
-            raise CelFunctionError(f"{name}(list) argument must not be empty")
+            raise CelFunctionError(f"{name} called on empty list")
         return pick(items)
     return fn
 
@@ -289,7 +289,7 @@ def functions() -> list[cel.FunctionDecl]:
     return [
         fn("quantity", [_overload("string_to_quantity", Q, [S], lambda s: quantity_value(parse_quantity_text(s)))]),
         fn("isQuantity", [_overload("is_quantity_string", B, [S], _is_quantity)]),
-        fn("sign", [_overload("quantity_sign", INT, [Q], lambda q: _cmp(_dec(q), Decimal(0)), True)]),
+        fn("sign", [_overload("quantity_sign", INT, [Q], lambda q: _cmp(_dec(q), Decimal(0)))]),  # global upstream
         fn("asApproximateFloat", [_overload("quantity_get_float", D, [Q], lambda q: float(_dec(q)), True)]),
         fn("asInteger", [_overload("quantity_get_int", INT, [Q], _as_int64, True)]),
         fn("isInteger", [_overload("quantity_is_integer", B, [Q], _is_integer, True)]),

@@ -179,6 +179,9 @@ CASES: dict[str, Case] = {
     "allocated partition consumes counters": Case(
         _partitioned(),
         state=AllocatedState({(DRIVER, "pool-1", "p0")}), claims=[claim(requests=[_req("req", count=2)])]),
+    "shared allocation of a partition consumes counters too": Case(
+        _partitioned(), state=AllocatedState(shared_device_ids={((DRIVER, "pool-1", "p0"), "share-x")}),
+        claims=[claim(requests=[_req("req", count=2)])]),
     "pools with binding conditions last": Case(
         [slice_("s1", [device("bound", bindingConditions=["ready"])], pool="a"),
          slice_("s2", [device("plain")], pool="b")],

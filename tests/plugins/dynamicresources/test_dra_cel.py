@@ -39,7 +39,7 @@ MATCHES: dict[str, bool] = {
     'quantity("1000m") == quantity("1")': True,
     'quantity("1.5").isInteger() || quantity("2").asInteger() != 2': False,
     'quantity("1Gi").add(1).sub(quantity("1")).asInteger() == 1073741824': True,
-    'quantity("-3").sign() == -1 && isQuantity("5Mi") && !isQuantity("5 Mi")': True,
+    'sign(quantity("-3")) == -1 && isQuantity("5Mi") && !isQuantity("5 Mi")': True,
     'device.attributes["gpu.example.com"].driverVersion.isLessThan(semver("1.2.3"))': True,
     'device.attributes["gpu.example.com"].driverVersion.major() == 1': True,
     'semver("v01.2", true).compareTo(semver("1.2.0")) == 0 && !isSemver("1.2") && isSemver("1.2", true)': True,
@@ -64,7 +64,7 @@ def test_device_matches(expression: str) -> None:
 
 
 COMPILE_ERRORS: dict[str, str] = {
-    "device.foo": "compilation failed: ERROR: <input>: undefined field 'foo'",
+    "device.foo": "compilation failed: ERROR: <input>:1:7: undefined field 'foo'\n | device.foo\n | ......^",
     '"a" + 1 == "a1"': "compilation failed: ERROR: <input>:1:5: found no matching overload for '_+_' applied to "
                        "'(string, int)'\n | \"a\" + 1 == \"a1\"\n | ....^",
     "1 + 1": "must evaluate to bool or the unknown type, not int",
@@ -83,14 +83,18 @@ RUNTIME_ERRORS: dict[str, str] = {
     'device.attributes["other.example.com"].x == 1': "no such key: x" + NO_SUCH_KEY_HINT,
     'device.attributes["gpu.example.com"].missing': "no such key: missing" + NO_SUCH_KEY_HINT,
     'device.attributes["gpu.example.com"].index / 0 == 1': "division by zero",
-    'quantity("abc").sign() == 1': "quantities must match the regular expression "
+    'sign(quantity("abc")) == 1': "quantities must match the regular expression "
                                    "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
     'quantity("1.5").asInteger() == 1': "cannot convert value to integer",
     'semver("1.2").major() == 1': "No Major.Minor.Patch elements found",
     'semver("1.2", true).major() == 1 && semver("1.2-rc", true).major() == 1':
         "short version cannot contain PreRelease/Build meta data",
-    "[].max() == 1": "max(list) argument must not be empty",
-    'device.attributes["gpu.example.com"].model': "CEL result of type string could not be converted to bool",
+    "[].max() == 1": "max called on empty list",
+    "[1, 2][5] == 1": "index out of bounds: 5",
+    'device.attributes["gpu.example.com"].model': "CEL result of type string could not be converted to bool: "
+                                                  "unsupported native conversion from string to 'bool'",
+    'device.attributes["gpu.example.com"].index': "CEL result of type int could not be converted to bool: "
+                                                  "unsupported type conversion from 'int' to bool",
 }
 
 

@@ -316,6 +316,7 @@ class _Run:
         self.request_data: dict[RequestKey, _RequestData] = {}
         self.constraints: list[list[_MatchAttribute | _DistinctAttribute]] = [[] for _ in claims]
         self.matches: dict[tuple[DeviceID, RequestKey], bool] = {}
+        self.cel_devices: dict[DeviceID, CelDevice] = {}
         self.allocating: dict[DeviceID, set[int]] = {}
         self.allocating_capacity: dict[DeviceID, dict[str, Decimal]] = {}
         self.consumed_counters: dict[str, dict[str, dict[str, Decimal]]] = {}
@@ -585,9 +586,12 @@ class _Run:
             compiled = self.a.cel_cache.get_or_compile(sel.cel or "")
             if compiled.error is not None:
                 raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {compiled.error}")
+            cel_device = self.cel_devices.get(did)
+            if cel_device is None:
+                cel_device = CelDevice(did[0], device.attributes, device.capacity, device.allow_multiple_allocations)
+                self.cel_devices[did] = cel_device
             try:
-                matches = compiled.device_matches(CelDevice(did[0], device.attributes, device.capacity,
-                                                            device.allow_multiple_allocations))
+                matches = compiled.device_matches(cel_device)
             except CelRuntimeError as exc:
                 raise AllocationError(f"{owner}: selector #{i} on device {device_id_text(did)}: CEL runtime error: "
                                       f"{exc}") from None

@@ -31,7 +31,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cel_expr_python import cel
@@ -54,14 +54,15 @@ class CelRuntimeError(ValueError):
     """An expression failed while evaluated against one device; ``str()`` is upstream's text."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CelDevice:
-    """What a selector sees of a device (``cel.Device``)."""
+    """What a selector sees of a device (``cel.Device``); its CEL value is built once, on first use."""
 
     driver: str
     attributes: Mapping[str, DeviceAttribute]
     capacity: Mapping[str, DeviceCapacity]
     allow_multiple_allocations: bool | None = None
+    _value: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
 
 _env_lock = threading.Lock()
@@ -261,21 +262,43 @@ def _split(name: str, driver: str) -> tuple[str, str]:
     return (domain, ident) if sep else (driver, name)
 
 
-def device_value(device: CelDevice, literals: frozenset[str] = frozenset()) -> dict[str, Any]:
-    """The ``device`` variable; every literal of the expression reads as a domain (empty if absent)."""
-    attributes: dict[str, dict[str, Any]] = {lit: {} for lit in literals}
+def _base_value(device: CelDevice) -> dict[str, Any]:
+    """The ``device`` variable without the literal domains (built once per CelDevice)."""
+    if device._value is not None:
+        return device._value
+    attributes: dict[str, dict[str, Any]] = {}
     for name, attr in device.attributes.items():
         domain, ident = _split(name, device.driver)
         try:
             attributes.setdefault(domain, {})[ident] = _attribute_value(attr)
         except CelFunctionError as exc:
             raise CelFunctionError(f"attribute {name}: {exc}") from None
-    capacity: dict[str, dict[str, Any]] = {lit: {} for lit in literals}
+    capacity: dict[str, dict[str, Any]] = {}
     for name, cap in device.capacity.items():
         domain, ident = _split(name, device.driver)
         capacity.setdefault(domain, {})[ident] = cel_library.quantity_value(cap.value)
-    return {"driver": device.driver, "allowMultipleAllocations": bool(device.allow_multiple_allocations),
-            "attributes": attributes, "capacity": capacity}
+    device._value = {"driver": device.driver, "allowMultipleAllocations": bool(device.allow_multiple_allocations),
+                     "attributes": attributes, "capacity": capacity}
+    return device._value
+
+
+def _with_domains(domains: dict[str, dict[str, Any]], literals: frozenset[str]) -> dict[str, dict[str, Any]]:
+    missing = [lit for lit in literals if lit not in domains]
+    if not missing:
+        return domains
+    out = dict(domains)
+    for lit in missing:
+        out[lit] = {}
+    return out
+
+
+def device_value(device: CelDevice, literals: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The ``device`` variable; every literal of the expression reads as a domain (empty if absent)."""
+    base = _base_value(device)
+    if not literals:
+        return base
+    return dict(base, attributes=_with_domains(base["attributes"], literals),
+                capacity=_with_domains(base["capacity"], literals))
 
 
 class CelCache:

@@ -652,3 +652,53 @@ def device_taint_rule_from_api(obj: Mapping[str, Any]) -> DeviceTaintRule:
         pool=r.opt_text(sel.get("pool"), "spec.deviceSelector.pool"),
         device=r.opt_text(sel.get("device"), "spec.deviceSelector.device"),
     )
+
+
+# --- back to JSON ---------------------------------------------------------------------------------------
+
+def _quantity_text(q: Decimal) -> str:
+    """A quantity as a plain decimal string (a valid quantity; the API server canonicalises it)."""
+    return format(q.normalize(), "f") if q != 0 else "0"
+
+
+def _toleration_to_api(t: DeviceToleration) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in (("key", t.key), ("operator", t.operator), ("value", t.value), ("effect", t.effect)):
+        if value:
+            out[key] = value
+    if t.toleration_seconds is not None:
+        out["tolerationSeconds"] = t.toleration_seconds
+    return out
+
+
+def allocation_result_to_api(result: AllocationResult) -> dict[str, Any]:
+    """``status.allocation`` as JSON, fields omitted when empty as Go's ``omitempty`` does (PreBind writes
+    it; ``allocationTimestamp`` is the caller's to add)."""
+    results = []
+    for r in result.results:
+        item: dict[str, Any] = {"request": r.request, "driver": r.driver, "pool": r.pool, "device": r.device}
+        if r.admin_access is not None:
+            item["adminAccess"] = r.admin_access
+        if r.tolerations:
+            item["tolerations"] = [_toleration_to_api(t) for t in r.tolerations]
+        if r.binding_conditions:
+            item["bindingConditions"] = list(r.binding_conditions)
+        if r.binding_failure_conditions:
+            item["bindingFailureConditions"] = list(r.binding_failure_conditions)
+        if r.share_id is not None:
+            item["shareID"] = r.share_id
+        if r.consumed_capacity:
+            item["consumedCapacity"] = {k: _quantity_text(v) for k, v in r.consumed_capacity.items()}
+        results.append(item)
+    devices: dict[str, Any] = {}
+    if results:
+        devices["results"] = results
+    if result.config:
+        devices["config"] = [
+            {"source": c.source, **({"requests": list(c.requests)} if c.requests else {}),
+             "opaque": {"driver": c.config.driver, "parameters": c.config.parameters}}
+            for c in result.config]
+    out: dict[str, Any] = {"devices": devices}
+    if result.node_selector is not None:
+        out["nodeSelector"] = dict(result.node_selector)
+    return out

@@ -9,6 +9,7 @@ import pytest
 
 from scheduler.model.dra import (
     DeviceAttribute,
+    allocation_result_to_api,
     device_class_from_api,
     device_taint_rule_from_api,
     resource_claim_from_api,
@@ -117,3 +118,22 @@ def test_errors_name_object_and_field(parse: Any, obj: dict[str, Any], message: 
     with pytest.raises(InvalidObjectError) as info:
         parse(obj)
     assert str(info.value).startswith(message)
+
+
+def test_allocation_result_round_trips_through_json() -> None:
+    allocation = {
+        "devices": {
+            "results": [{"request": "r/s", "driver": "d", "pool": "p", "device": "x", "adminAccess": True,
+                         "tolerations": [{"key": "k", "operator": "Exists", "effect": "NoSchedule"}],
+                         "bindingConditions": ["ready"], "shareID": "s1",
+                         "consumedCapacity": {"memory": "1073741824"}}],
+            "config": [{"source": "FromClass", "requests": ["r/s"], "opaque": {"driver": "d", "parameters": {"a": 1}}},
+                       {"source": "FromClaim", "opaque": {"driver": "d", "parameters": {"b": 2}}}],
+        },
+        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": ["n1"]}]}]},
+    }
+    claim = resource_claim_from_api({"metadata": {"name": "c"}, "spec": {"devices": {"requests": []}},
+                                     "status": {"allocation": allocation}})
+    assert claim.allocation is not None
+    assert allocation_result_to_api(claim.allocation) == allocation

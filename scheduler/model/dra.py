@@ -28,7 +28,6 @@ TAINT_NONE = "None"
 CONFIG_SOURCE_CLASS = "FromClass"
 CONFIG_SOURCE_CLAIM = "FromClaim"
 ALLOCATION_RESULTS_MAX_SIZE = 32  # resourceapi.AllocationResultsMaxSize
-RESOURCE_CLAIM_RESERVED_FOR_MAX_SIZE = 256  # resourceapi.ResourceClaimReservedForMaxSize
 
 
 class _Reader:

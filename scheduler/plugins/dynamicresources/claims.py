@@ -84,6 +84,14 @@ def is_reserved_for_pod(pod: Pod, claim: ResourceClaim) -> bool:
     return any(r.uid == pod.uid for r in claim.reserved_for)
 
 
+def can_be_reserved(claim: ResourceClaim) -> bool:
+    """``resourceclaim.CanBeReserved``: always true in v0.37.2. The 256-entry limit on ``reservedFor``
+    (``ResourceClaimReservedForMaxSize``) is no longer checked by the scheduler; PreFilter's
+    ``resourceclaim in use`` therefore never fires for a claim that is not reserved for the pod."""
+    del claim
+    return True
+
+
 def consumer_reference(pod: Pod) -> ConsumerReference:
     """``resourceclaim.BindTo`` for a pod: the entry PreBind adds to ``status.reservedFor``."""
     return ConsumerReference("", "pods", pod.name, pod.uid)

@@ -11,6 +11,7 @@ from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.dynamicresources.claims import (
     ClaimNameError,
     PodClaim,
+    can_be_reserved,
     claim_name,
     consumer_reference,
     is_for_pod,
@@ -70,3 +71,4 @@ def test_reservation() -> None:
     assert is_reserved_for_pod(pod, _claim(reserved=("other", "pod-uid")))
     assert not is_reserved_for_pod(pod, _claim(reserved=("other",)))
     assert consumer_reference(pod) == ConsumerReference("", "pods", "p", "pod-uid")
+    assert can_be_reserved(_claim(reserved=tuple(f"u{i}" for i in range(300))))

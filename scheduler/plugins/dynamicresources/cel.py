@@ -12,8 +12,10 @@ The library is cel-expr-python (Google's cel-cpp) with its optional-types, strin
 extensions plus the Kubernetes functions of :mod:`.cel_library`. Differences from upstream's cel-go
 environment, kept small and stated (docs/dra.md lists them too):
 
-* ``device`` is declared as a map, not an object type: an unknown field (``device.foo``) is refused
-  at compile time by a check here, with cel-go's ``undefined field`` message.
+* ``device`` is type-checked as an object (``kubernetes.DRADevice``, a protobuf message whose
+  attribute and capacity domains are ``google.protobuf.Struct``: maps of string to dyn) but runs as a
+  map, since cel-cpp values cannot be Python objects; so a capacity is ``dyn`` to the checker, not a
+  Quantity (``device.capacity[d].memory > 1`` fails at run time, not at compile time).
 * a missing domain is an empty map only for domains written as string literals in the expression
   (how selectors name them); a domain computed at run time reads as missing.
 * the run-time cost limit (``CELSelectorExpressionMaxCost``, 1,000,000) is not tracked: cel-cpp has
@@ -36,12 +38,12 @@ from typing import Any
 
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
+from google.protobuf import descriptor_pb2, struct_pb2
 
 from scheduler.model.dra import DeviceAttribute, DeviceCapacity
 from scheduler.plugins.dynamicresources import cel_library
 from scheduler.plugins.dynamicresources.cel_library import CelFunctionError
 
-DEVICE_FIELDS = frozenset({"driver", "allowMultipleAllocations", "attributes", "capacity"})
 CACHE_SIZE = 10  # dynamicresources.go: cel.NewCache(10, ...)
 SELECTOR_MAX_COST = 1_000_000  # resourceapi.CELSelectorExpressionMaxCost (not tracked, see above)
 
@@ -66,28 +68,63 @@ class CelDevice:
 
 
 _env_lock = threading.Lock()
-_env: Any = None
+_envs: dict[str, Any] = {}
+
+
+def _extensions() -> list[Any]:
+    return [ext_optional.ExtOptional(), ext_strings.ExtStrings(), ext_bindings.ExtBindings()]
 
 
 def environment() -> Any:
-    """The shared cel-cpp environment (built on first use: building it costs milliseconds)."""
-    global _env
+    """The environment programs run in: ``device`` is a map, so it can carry quantities and versions."""
     with _env_lock:
-        if _env is None:
-            _env = cel.NewEnv(
-                cel_library.POOL,
-                variables={"device": cel.Type.Map(cel.Type.STRING, cel.Type.DYN)},
-                extensions=[ext_optional.ExtOptional(), ext_strings.ExtStrings(), ext_bindings.ExtBindings()],
-                functions=cel_library.functions(),
-            )
-        return _env
+        if "run" not in _envs:
+            device = cel.Type.Map(cel.Type.STRING, cel.Type.DYN)
+            _envs["run"] = cel.NewEnv(cel_library.POOL, variables={"device": device},
+                                      extensions=_extensions(), functions=cel_library.functions())
+        return _envs["run"]
+
+
+def _add_device_type(pool: Any) -> None:
+    """``kubernetes.DRADevice`` as a message: driver, allowMultipleAllocations, and the attribute and
+    capacity maps whose domain values are ``google.protobuf.Struct`` (CEL's map of string to dyn)."""
+    field_type = descriptor_pb2.FieldDescriptorProto
+    fdp = descriptor_pb2.FileDescriptorProto(name="py_scheduler_dra_device.proto", package="kubernetes",
+                                             syntax="proto3", dependency=["google/protobuf/struct.proto"])
+    msg = fdp.message_type.add(name="DRADevice")
+    msg.field.add(name="driver", number=1, type=field_type.TYPE_STRING, label=field_type.LABEL_OPTIONAL)
+    msg.field.add(name="allowMultipleAllocations", number=2, type=field_type.TYPE_BOOL,
+                  label=field_type.LABEL_OPTIONAL)
+    for number, name in ((3, "attributes"), (4, "capacity")):
+        entry = msg.nested_type.add(name=name.capitalize() + "Entry")
+        entry.options.map_entry = True
+        entry.field.add(name="key", number=1, type=field_type.TYPE_STRING, label=field_type.LABEL_OPTIONAL)
+        entry.field.add(name="value", number=2, type=field_type.TYPE_MESSAGE, type_name=".google.protobuf.Struct",
+                        label=field_type.LABEL_OPTIONAL)
+        msg.field.add(name=name, number=number, type=field_type.TYPE_MESSAGE,
+                      type_name=f".kubernetes.DRADevice.{name.capitalize()}Entry", label=field_type.LABEL_REPEATED)
+    try:
+        pool.FindFileByName("google/protobuf/struct.proto")
+    except KeyError:
+        pool.AddSerializedFile(struct_pb2.DESCRIPTOR.serialized_pb)
+    pool.Add(fdp)
+
+
+def checking_environment() -> Any:
+    """The environment expressions are type-checked in: ``device`` is an object with typed fields, as
+    upstream declares it, so ``device.foo`` and ``device.driver == 1`` fail to compile as there."""
+    with _env_lock:
+        if "check" not in _envs:
+            _add_device_type(cel_library.POOL)
+            _envs["check"] = cel.NewEnv(cel_library.POOL, variables={"device": cel.Type("kubernetes.DRADevice")},
+                                        extensions=_extensions(), functions=cel_library.functions())
+        return _envs["check"]
 
 
 # --- static look at the source ------------------------------------------------------------------------
 
 _TOKEN = re.compile(
     r"""(?P<str>[rR]?(?:'''(?:.|\n)*?'''|\"\"\"(?:.|\n)*?\"\"\"|'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"))"""
-    r"""|(?P<field>\bdevice\s*\.\s*\??\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*))"""
 )
 
 
@@ -100,17 +137,9 @@ def _literal_text(token: str) -> str:
     return body if raw else re.sub(r"\\(['\"\\])", r"\1", body)
 
 
-def _scan(expression: str) -> tuple[frozenset[str], str | None]:
-    """String literals of the expression and the error for the first unknown ``device.<field>``."""
-    literals = set()
-    bad = None
-    for m in _TOKEN.finditer(expression):
-        if m.group("str") is not None:
-            literals.add(_literal_text(m.group("str")))
-        elif bad is None and m.group("name") not in DEVICE_FIELDS:
-            dot = expression.index(".", m.start("field"))
-            bad = _undefined_field(expression, dot, m.group("name"))
-    return frozenset(literals), bad
+def _literals(expression: str) -> frozenset[str]:
+    """The string literals of the expression (the domains a selector names)."""
+    return frozenset(_literal_text(m.group("str")) for m in _TOKEN.finditer(expression))
 
 
 # --- types and errors in cel-go's words ---------------------------------------------------------------
@@ -171,17 +200,6 @@ def _conversion_error(go_type: str) -> str:
     return f"unsupported type conversion from '{go_type}' to bool"
 
 
-def _undefined_field(expression: str, offset: int, name: str) -> str:
-    """cel-go's checker error for ``device.<name>``, located at the dot, with the source line and caret."""
-    line_no = expression.count("\n", 0, offset) + 1
-    line_start = expression.rfind("\n", 0, offset) + 1
-    line_end = expression.find("\n", offset)
-    line = expression[line_start:line_end if line_end >= 0 else len(expression)]
-    col = offset - line_start
-    return (f"compilation failed: ERROR: <input>:{line_no}:{col + 1}: undefined field '{name}'\n"
-            f" | {line}\n | {'.' * col}^")
-
-
 # --- compile and evaluate -----------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
@@ -212,20 +230,26 @@ class CompilationResult:
         return result
 
 
+_STRUCT_FIELD = re.compile(r"(undefined field '[^']*') not found in struct '[^']*'")
+
+
 def compile_selector(expression: str) -> CompilationResult:
-    """``CompileCELExpression`` for a selector: parse, type-check, output must be bool (or dyn)."""
-    literals, bad_field = _scan(expression)
-    if bad_field is not None:
-        return CompilationResult(expression, error=bad_field)
-    env = environment()
+    """``CompileCELExpression`` for a selector: type-checked against the typed ``device``, output must
+    be bool (or dyn); the program itself is compiled for the map-typed environment it runs in."""
+    checking, running = checking_environment(), environment()
     try:
-        program = env.compile(expression)
+        checked = checking.compile(expression)
     except RuntimeError as exc:
-        return CompilationResult(expression, error="compilation failed: " + _strip_status(str(exc)))
-    out = program.return_type().name()
+        detail = _STRUCT_FIELD.sub(r"\1", _strip_status(str(exc)))
+        return CompilationResult(expression, error="compilation failed: " + detail)
+    out = checked.return_type().name()
     if out not in ("BOOL", "DYN"):
         return CompilationResult(expression, error=f"must evaluate to bool or the unknown type, not {_go_type(out)}")
-    return CompilationResult(expression, program, literals)
+    try:
+        program = running.compile(expression)
+    except RuntimeError as exc:
+        return CompilationResult(expression, error="compilation failed: " + _strip_status(str(exc)))
+    return CompilationResult(expression, program, _literals(expression))
 
 
 def _attribute_value(attr: DeviceAttribute) -> Any:

@@ -68,6 +68,9 @@ COMPILE_ERRORS: dict[str, str] = {
     '"a" + 1 == "a1"': "compilation failed: ERROR: <input>:1:5: found no matching overload for '_+_' applied to "
                        "'(string, int)'\n | \"a\" + 1 == \"a1\"\n | ....^",
     "1 + 1": "must evaluate to bool or the unknown type, not int",
+    "device.driver": "must evaluate to bool or the unknown type, not string",
+    "device.driver == 1": "compilation failed: ERROR: <input>:1:15: found no matching overload for '_==_' applied to "
+                          "'(string, int)'\n | device.driver == 1\n | ..............^",
     'quantity("1").isGreaterThan(semver("1.0.0"))': "compilation failed: ERROR: <input>:1:28: found no matching "
     "overload for 'isGreaterThan' applied to '(kubernetes.Quantity, kubernetes.Semver)'\n"
     ' | quantity("1").isGreaterThan(semver("1.0.0"))\n | ...........................^',

@@ -20,11 +20,12 @@ environment, kept small and stated (docs/dra.md lists them too):
   (how selectors name them); a domain computed at run time reads as missing.
 * the run-time cost limit (``CELSelectorExpressionMaxCost``, 1,000,000) is not tracked: cel-cpp has
   no cost tracker in Python. The API server already refuses selectors whose estimated cost is above
-  it when a claim or class is stored, so only a selector whose actual cost exceeds the estimate
-  (not possible for the bounded inputs of a device) would behave differently.
+  it when a claim or class is stored, and the actual cost never exceeds the estimate; only objects
+  that bypass the API server (``simulate`` files) could hold a selector upstream would stop.
 * the URL, IP, CIDR, format, two-variable comprehension and ext.Lists libraries are not declared:
   a selector using them fails to compile with ``undeclared reference``.
-* run-time error texts are translated to cel-go's where they differ (:func:`runtime_error_text`).
+* run-time error texts are translated to cel-go's where they differ (:func:`runtime_error_text`);
+  docs/dra.md lists the remaining differences (``e2e/dra_allocator/diff.py --cel`` shows them).
 """
 
 from __future__ import annotations
@@ -45,11 +46,6 @@ from scheduler.plugins.dynamicresources import cel_library
 from scheduler.plugins.dynamicresources.cel_library import CelFunctionError
 
 CACHE_SIZE = 10  # dynamicresources.go: cel.NewCache(10, ...)
-SELECTOR_MAX_COST = 1_000_000  # resourceapi.CELSelectorExpressionMaxCost (not tracked, see above)
-
-
-class CelCompileError(ValueError):
-    """An expression does not compile; ``str()`` is upstream's detail (``compilation failed: ...``)."""
 
 
 class CelRuntimeError(ValueError):

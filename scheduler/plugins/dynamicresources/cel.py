@@ -22,7 +22,7 @@ environment, kept small and stated (docs/dra.md lists them too):
   no cost tracker in Python. The API server already refuses selectors whose estimated cost is above
   it when a claim or class is stored, and the actual cost never exceeds the estimate; only objects
   that bypass the API server (``simulate`` files) could hold a selector upstream would stop.
-* the URL, IP, CIDR, format, two-variable comprehension and ext.Lists libraries are not declared:
+* the URL, IP, CIDR, Kubernetes format, two-variable comprehension and ext.Lists libraries are not declared:
   a selector using them fails to compile with ``undeclared reference``.
 * run-time error texts are translated to cel-go's where they differ (:func:`runtime_error_text`);
   docs/dra.md lists the remaining differences (``e2e/dra_allocator/diff.py --cel`` shows them).

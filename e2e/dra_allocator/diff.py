@@ -87,12 +87,28 @@ def _device(rng: random.Random, name: str, partitioned: bool) -> dict[str, Any]:
         d["bindingConditions"] = ["ready"]
     if rng.random() < 0.15:
         d["allowMultipleAllocations"] = True
-        d["capacity"] = {"a.example.com/memory": {"value": "16Gi"}}
+        d["capacity"] = {"a.example.com/memory": {"value": "16Gi", **_policy(rng)}}
+        if rng.random() < 0.5:
+            d["capacity"]["a.example.com/cores"] = {"value": "4", "requestPolicy": {
+                "default": "1", "validRange": {"min": "100m", "step": rng.choice(["100m", "250m", "1"])}}}
     if partitioned:
         d["consumesCounters"] = [{"counterSet": "cs", "counters": {"mem": {"value": f"{rng.choice([2, 4])}Gi"}}}]
     if not d["attributes"]:
         del d["attributes"]
     return d
+
+
+def _policy(rng: random.Random) -> dict[str, Any]:
+    """A request policy for a shared capacity, or none."""
+    r = rng.random()
+    if r < 0.3:
+        return {}
+    if r < 0.6:
+        return {"requestPolicy": {"default": "1Gi", "validRange": {
+            "min": "1Gi", "max": rng.choice(["8Gi", "16Gi"]), "step": rng.choice(["1Gi", "512Mi", "3Gi"])}}}
+    if r < 0.8:
+        return {"requestPolicy": {"default": "2Gi", "validValues": ["2Gi", "4Gi", "8Gi"]}}
+    return {"requestPolicy": {"validRange": {"min": "2Gi"}}}
 
 
 def _slices(rng: random.Random) -> list[dict[str, Any]]:
@@ -133,7 +149,10 @@ def _sub_request(rng: random.Random, name: str) -> dict[str, Any]:
     if rng.random() < 0.15:
         s["tolerations"] = [{"key": rng.choice(["t1", "t2"]), "operator": "Exists"}]
     if rng.random() < 0.15:
-        s["capacity"] = {"requests": {"a.example.com/memory": f"{rng.choice([2, 4, 8])}Gi"}}
+        memory = rng.choice(["2Gi", "4Gi", "8Gi", "3Gi", "1500Mi", "9Gi"])
+        s["capacity"] = {"requests": {"a.example.com/memory": memory}}
+        if rng.random() < 0.4:
+            s["capacity"]["requests"]["a.example.com/cores"] = rng.choice(["250m", "1", "1500m", "3"])
     return s
 
 
@@ -216,7 +235,8 @@ def ours(case: Case) -> Outcome:
         return None, str(exc), None
     if results is None:
         return None, None, None
-    return ([[(r.request, f"{r.driver}/{r.pool}/{r.device}") for r in x.results] for x in results], None,
+    return ([[(r.request, f"{r.driver}/{r.pool}/{r.device}", r.consumed_capacity or None) for r in x.results]
+             for x in results], None,
             [(x.node_selector, [(c.source, list(c.requests), c.config.parameters) for c in x.config])
              for x in results])
 
@@ -228,10 +248,14 @@ def theirs(answer: dict[str, Any]) -> Outcome:
     if answer["results"] is None:
         return None, None, None
     results = answer["results"]
-    return ([[(r["request"], f'{r["driver"]}/{r["pool"]}/{r["device"]}') for r in x["devices"].get("results", [])]
-             for x in results], None,
+    return ([[(r["request"], f'{r["driver"]}/{r["pool"]}/{r["device"]}', _quantities(r.get("consumedCapacity")))
+              for r in x["devices"].get("results", [])] for x in results], None,
             [(x.get("nodeSelector"), [(c["source"], c.get("requests") or [], c["opaque"]["parameters"])
                                       for c in x["devices"].get("config", [])]) for x in results])
+
+
+def _quantities(raw: dict[str, str] | None) -> dict[str, Decimal] | None:
+    return {k: Decimal(parse_quantity(v)) for k, v in raw.items()} if raw else None
 
 
 def run(seed: int, n: int, show: int = 5) -> int:

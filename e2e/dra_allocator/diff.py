@@ -1,15 +1,15 @@
 """Differential test of the DRA allocator: py-scheduler's against upstream's Go library, same inputs.
 
-Each seed builds random cases: ResourceSlices for one node (1-3 pools of two drivers, per-node,
-all-nodes and node-selector slices, incomplete pools, older generations, duplicate device names,
-shared counters, taints, binding conditions, devices that allow multiple allocations), two
-DeviceClasses (one with a selector and a configuration) and 1-2 claims (ExactCount and All
-requests, ``firstAvailable``, selectors, tolerations, capacity requests, admin access,
-``matchAttribute``/``distinctAttribute`` constraints, claim configuration), and some devices already
-allocated, exclusively or shared with consumed capacity. ``main.go`` beside this file runs
-``k8s.io/dynamic-resource-allocation@v0.37.2``'s ``structured`` allocator with kube-scheduler
-v1.37.2's default features; both must give the same devices per request, the same node selectors
-and configuration, or the same error text.
+Each seed builds random cases: ResourceSlices for one node (1-3 pools of two drivers; per-node,
+all-nodes, node-selector and per-device node selection slices; incomplete pools, older generations,
+duplicate device names, shared counters, taints, binding conditions, devices that allow multiple
+allocations with request policies), two DeviceClasses (one with a selector and a configuration)
+and 1-2 claims (ExactCount and All requests, ``firstAvailable``, selectors, tolerations, capacity
+requests, admin access, ``matchAttribute``/``distinctAttribute`` constraints, claim configuration),
+and some devices already allocated, exclusively or shared with consumed capacity. ``main.go``
+beside this file runs ``k8s.io/dynamic-resource-allocation@v0.37.2``'s ``structured`` allocator
+with kube-scheduler v1.37.2's default features; both must give the same devices per request (and
+consumed capacity), the same node selectors and configuration, or the same error text.
 
 With ``--cel`` it compares selector evaluations instead: each of ``CEL_EXPRESSIONS`` against random
 devices, the result or the compile/run-time error text (the known differences, listed in
@@ -111,6 +111,24 @@ def _policy(rng: random.Random) -> dict[str, Any]:
     return {"requestPolicy": {"validRange": {"min": "2Gi"}}}
 
 
+def _rack_selector(rng: random.Random) -> dict[str, Any]:
+    return {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "rack", "operator": "In", "values": [rng.choice(["r1", "r2"])]}]}]}
+
+
+def _node_selection(rng: random.Random, device: dict[str, Any]) -> None:
+    """Per-device node selection (partitionable devices): a node name, all nodes or a selector."""
+    r = rng.random()
+    if r < 0.4:
+        device["nodeName"] = rng.choice(["node-1", "node-2"])
+    elif r < 0.7:
+        device["allNodes"] = True
+    else:
+        device["nodeSelector"] = _rack_selector(rng)
+    if rng.random() < 0.2:
+        device["bindsToNode"] = True
+
+
 def _slices(rng: random.Random) -> list[dict[str, Any]]:
     slices = []
     for pi in range(rng.randint(1, 3)):
@@ -124,13 +142,16 @@ def _slices(rng: random.Random) -> list[dict[str, Any]]:
                 "driver": driver, "pool": {"name": pool, "generation": generation, "resourceSliceCount": count},
                 "devices": [_device(rng, f"d{pi}{si}{di}", partitioned) for di in range(rng.randint(1, 6))]}
             r = rng.random()
-            if r < 0.6:
+            if r < 0.55:
                 spec["nodeName"] = rng.choice(["node-1", "node-1", "node-2"])
-            elif r < 0.8:
+            elif r < 0.75:
                 spec["allNodes"] = True
+            elif r < 0.9:
+                spec["nodeSelector"] = _rack_selector(rng)
             else:
-                spec["nodeSelector"] = {"nodeSelectorTerms": [{"matchExpressions": [
-                    {"key": "rack", "operator": "In", "values": [rng.choice(["r1", "r2"])]}]}]}
+                spec["perDeviceNodeSelection"] = True
+                for d in spec["devices"]:
+                    _node_selection(rng, d)
             if partitioned and si == 0:
                 spec["sharedCounters"] = [{"name": "cs", "counters": {"mem": {"value": "8Gi"}}}]
             slices.append({"metadata": {"name": f"s-{driver[0]}-{pi}-{si}-{rng.randint(0, 9)}"}, "spec": spec})

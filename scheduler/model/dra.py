@@ -158,8 +158,11 @@ class CounterSet:
     counters: Mapping[str, Decimal]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
 class Device:
+    """One device of a slice. Compared by identity (it holds dicts); weakly referenceable so that
+    selector results can be remembered per device object for as long as its slice is current."""
+
     name: str
     attributes: Mapping[str, DeviceAttribute] = field(default_factory=dict)
     capacity: Mapping[str, DeviceCapacity] = field(default_factory=dict)

@@ -586,18 +586,22 @@ class _Run:
             compiled = self.a.cel_cache.get_or_compile(sel.cel or "")
             if compiled.error is not None:
                 raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {compiled.error}")
-            cel_device = self.cel_devices.get(did)
-            if cel_device is None:
-                cel_device = CelDevice(did[0], device.attributes, device.capacity, device.allow_multiple_allocations)
-                self.cel_devices[did] = cel_device
             try:
-                matches = compiled.device_matches(cel_device)
+                matches = compiled.device_matches_cached(device, did[0], lambda: self._cel_device(did, device))
             except CelRuntimeError as exc:
                 raise AllocationError(f"{owner}: selector #{i} on device {device_id_text(did)}: CEL runtime error: "
                                       f"{exc}") from None
             if not matches:
                 return False
         return True
+
+    def _cel_device(self, did: DeviceID, device: Device) -> CelDevice:
+        """The selector input for a device, built once per run (its CEL value is built on first use)."""
+        cel_device = self.cel_devices.get(did)
+        if cel_device is None:
+            cel_device = CelDevice(did[0], device.attributes, device.capacity, device.allow_multiple_allocations)
+            self.cel_devices[did] = cel_device
+        return cel_device
 
     # --- taking a device ---------------------------------------------------------------------------
 

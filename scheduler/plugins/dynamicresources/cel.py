@@ -33,9 +33,10 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
@@ -206,6 +207,27 @@ class CompilationResult:
     program: Any = None
     literals: frozenset[str] = frozenset()
     error: str | None = None
+    # Result (or run-time error text) per device object and driver: a selector's outcome depends on
+    # them alone, so it is kept for as long as the device object (its slice) and this compilation live.
+    outcomes: WeakKeyDictionary[Any, dict[str, bool | str]] = field(default_factory=WeakKeyDictionary,
+                                                                    repr=False, compare=False)
+
+    def device_matches_cached(self, key: Any, driver: str, device: Callable[[], CelDevice]) -> bool:
+        """:meth:`device_matches` remembered per device object ``key`` and ``driver``; ``device``
+        builds the input on a miss."""
+        per_driver = self.outcomes.get(key)
+        if per_driver is None:
+            per_driver = self.outcomes[key] = {}
+        outcome = per_driver.get(driver)
+        if outcome is None:
+            try:
+                outcome = self.device_matches(device())
+            except CelRuntimeError as exc:
+                outcome = str(exc)
+            per_driver[driver] = outcome
+        if isinstance(outcome, str):
+            raise CelRuntimeError(outcome)
+        return outcome
 
     def device_matches(self, device: CelDevice) -> bool:
         """Evaluate against one device (``CompilationResult.DeviceMatches``); raises CelRuntimeError."""

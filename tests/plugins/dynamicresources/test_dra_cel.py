@@ -126,3 +126,30 @@ def test_cache_compiles_once_and_keeps_only_successes() -> None:
     cache.get_or_compile("device.driver == 'b'")
     cache.get_or_compile("device.driver == 'c'")  # evicts the least recently used: 'a'
     assert cache.get_or_compile("device.driver == 'a'") is not first
+
+
+def test_outcomes_are_remembered_per_device_object_and_driver() -> None:
+    compiled = compile_selector('device.driver == "a"')
+    built: list[str] = []
+
+    def make(driver: str) -> CelDevice:
+        built.append(driver)
+        return CelDevice(driver, {}, {})
+
+    key = DeviceKey()
+    assert compiled.device_matches_cached(key, "a", lambda: make("a")) is True
+    assert compiled.device_matches_cached(key, "a", lambda: make("a")) is True
+    assert compiled.device_matches_cached(key, "b", lambda: make("b")) is False
+    assert built == ["a", "b"]
+
+
+def test_remembered_runtime_error_is_raised_again() -> None:
+    compiled = compile_selector('device.attributes["x.com"].y == 1')
+    key = DeviceKey()
+    for _ in range(2):
+        with pytest.raises(CelRuntimeError, match="no such key: y"):
+            compiled.device_matches_cached(key, "d", lambda: CelDevice("d", {}, {}))
+
+
+class DeviceKey:
+    """Stands in for a slice's Device object: any weakly referenceable object can key the outcomes."""

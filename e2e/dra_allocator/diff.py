@@ -36,8 +36,8 @@ from kubernetes.utils import parse_quantity
 
 from scheduler.model.dra import device_class_from_api, resource_claim_from_api, resource_slice_from_api
 from scheduler.model.node import node_from_api
-from scheduler.plugins.dynamicresources.allocator import AllocatedState, AllocationError, Allocator
-from scheduler.plugins.dynamicresources.cel import CelCache, CelDevice, CelRuntimeError, compile_selector
+from scheduler.plugins.helper.dynamicresources.allocator import AllocatedState, AllocationError, Allocator
+from scheduler.plugins.helper.dynamicresources.cel import CelCache, CelDevice, CelRuntimeError, compile_selector
 
 HERE = Path(__file__).resolve().parent
 BINARY = Path.home() / ".cache" / "py-scheduler" / "dra-allocator-v0.37.2" / "dra-allocator"

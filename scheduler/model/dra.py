@@ -2,7 +2,7 @@
 
 Follows ``k8s.io/api@v0.37.2/resource/v1/types.go``: ResourceSlice, DeviceClass, ResourceClaim (spec
 and the allocation in its status) and DeviceTaintRule, parsed from the JSON dicts the API server
-sends. Every field the structured allocator (``scheduler/plugins/dynamicresources/``) reads is typed
+sends. Every field the structured allocator (``scheduler/plugins/helper/dynamicresources/``) reads is typed
 here; a field of the wrong JSON type raises :class:`InvalidObjectError` naming the object and the
 field, so a malformed object is reported instead of crashing the scheduler. Fields the allocator
 does not read (status conditions, device status, node allocatable mappings) are left in ``raw``.

@@ -18,15 +18,15 @@ from scheduler.model.dra import (
     resource_claim_from_api,
 )
 from scheduler.model.node import Node
-from scheduler.plugins.dynamicresources.allocator import (
+from scheduler.plugins.helper.dynamicresources.allocator import (
     AllocatedState,
     AllocationError,
     AllocationTimeout,
     Allocator,
     FailedOnNodeError,
 )
-from scheduler.plugins.dynamicresources.cel import CelCache
-from scheduler.plugins.dynamicresources.pools import apply_device_taint_rules
+from scheduler.plugins.helper.dynamicresources.cel import CelCache
+from scheduler.plugins.helper.dynamicresources.pools import apply_device_taint_rules
 
 GPU = device_class()
 

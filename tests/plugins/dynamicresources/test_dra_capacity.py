@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 
 from scheduler.model.dra import CapacityRequestPolicy, CapacityRequestPolicyRange, DeviceCapacity
-from scheduler.plugins.dynamicresources.capacity import (
+from scheduler.plugins.helper.dynamicresources.capacity import (
     CapacityError,
     consumed_amount,
     request_fits,

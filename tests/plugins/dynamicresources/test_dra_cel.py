@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 
 from scheduler.model.dra import DeviceAttribute, DeviceCapacity
-from scheduler.plugins.dynamicresources.cel import CelCache, CelDevice, CelRuntimeError, compile_selector
+from scheduler.plugins.helper.dynamicresources.cel import CelCache, CelDevice, CelRuntimeError, compile_selector
 
 DEVICE = CelDevice(
     driver="gpu.example.com",

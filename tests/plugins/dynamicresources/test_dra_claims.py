@@ -8,7 +8,7 @@ import pytest
 
 from scheduler.model.dra import ConsumerReference, resource_claim_from_api
 from scheduler.model.pod import Pod, pod_from_api
-from scheduler.plugins.dynamicresources.claims import (
+from scheduler.plugins.helper.dynamicresources.claims import (
     ClaimNameError,
     PodClaim,
     can_be_reserved,

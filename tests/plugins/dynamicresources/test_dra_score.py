@@ -6,7 +6,7 @@ import pytest
 from dra_objects import claim, exactly
 
 from scheduler.model.dra import AllocationResult, DeviceRequestAllocationResult, resource_claim_from_api
-from scheduler.plugins.dynamicresources.score import ScoreError, prioritized_list_score
+from scheduler.plugins.helper.dynamicresources.score import ScoreError, prioritized_list_score
 
 FIRST_AVAILABLE = [{"name": "req", "firstAvailable": [{"name": "big", "deviceClassName": "gpu"},
                                                       {"name": "small", "deviceClassName": "gpu"}]},

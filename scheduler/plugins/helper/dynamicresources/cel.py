@@ -43,8 +43,8 @@ from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 from google.protobuf import descriptor_pb2, struct_pb2
 
 from scheduler.model.dra import DeviceAttribute, DeviceCapacity
-from scheduler.plugins.dynamicresources import cel_library
-from scheduler.plugins.dynamicresources.cel_library import CelFunctionError
+from scheduler.plugins.helper.dynamicresources import cel_library
+from scheduler.plugins.helper.dynamicresources.cel_library import CelFunctionError
 
 CACHE_SIZE = 10  # dynamicresources.go: cel.NewCache(10, ...)
 

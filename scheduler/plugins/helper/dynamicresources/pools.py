@@ -19,7 +19,7 @@ from typing import Any
 
 from scheduler.model.dra import DeviceTaintRule, ResourceSlice
 from scheduler.model.node import Node
-from scheduler.plugins.node_affinity import parse_required_terms
+from scheduler.plugins.helper.nodeaffinity import parse_required_terms
 
 
 class PoolError(ValueError):

@@ -53,9 +53,9 @@ from scheduler.model.dra import (
     ResourceSlice,
 )
 from scheduler.model.node import Node
-from scheduler.plugins.dynamicresources import capacity as cap
-from scheduler.plugins.dynamicresources.cel import CelCache, CelDevice, CelRuntimeError
-from scheduler.plugins.dynamicresources.pools import (
+from scheduler.plugins.helper.dynamicresources import capacity as cap
+from scheduler.plugins.helper.dynamicresources.cel import CelCache, CelDevice, CelRuntimeError
+from scheduler.plugins.helper.dynamicresources.pools import (
     DEFAULT_FEATURES,
     Features,
     Pool,

@@ -9,7 +9,7 @@ ZONES ?= 3
 export GOTOOLCHAIN := local
 
 .PHONY: install lint unit integration e2e test cluster-up cluster-down binaries run e2e-kind bench bench-gang bench-smoke \
-	clean lock differential chaos soak
+	clean lock differential chaos soak e2e-node
 
 # Every Python dependency is pinned in constraints.txt (runtime, dev and bench alike), so a fresh machine
 # installs exactly what was tested; `make lock` resolves pyproject.toml's ranges anew.
@@ -62,6 +62,13 @@ run: install
 
 e2e-kind: install
 	bash e2e/kind/run.sh
+
+# A real kubelet node (containerd, runc, CNI and buildah from Debian, installed when missing; kubelet and
+# kube-proxy from `build.sh --node`) beside the kwok nodes, running py-scheduler from the Dockerfile's image
+# as `kubectl apply -k` deploys manifests/; tears everything down after. Root only. docs/deploy-node.md.
+e2e-node: install binaries
+	bash e2e/cluster/build.sh --node
+	$(BIN)/python -m e2e.node run
 
 # py-scheduler vs kube-scheduler vs two no-algorithm binders on scheduler_perf workloads: the Python ceiling
 # and the Go one (ceiling-go: build.sh's ceiling-binder, which scales with cores). ~40 min on 2 cores before
@@ -117,4 +124,4 @@ lock:
 	rm -rf .lock-venv
 
 clean: cluster-down
-	rm -rf $(VENV) .bench .chaos .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .bench .chaos .node .pytest_cache .mypy_cache .ruff_cache

@@ -3,6 +3,8 @@
 # kubectl, etcd, kwok) and the benchmark's ceiling-binder from the Go module proxy into a per-version
 # cache outside the repo.
 # Skips the build when the cached binaries already report the pinned version.
+# `build.sh --node` also builds what e2e-node's real node runs (kubelet, kube-proxy and the pod sandbox's
+# pause); only then, so the default build stays as fast as before.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 K8S_VERSION="$(awk '$1=="k8s.io/kubernetes"{print $2}' "$here/gobin/go.mod")"
@@ -12,6 +14,8 @@ export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-trimpath -buildvcs=false"
 mkdir -p "$BIN_DIR"
 
 if [ "${1:-}" = "--print-bin-dir" ]; then echo "$BIN_DIR"; exit 0; fi
+node=false
+if [ "${1:-}" = "--node" ]; then node=true; fi
 
 # have BINARY WANT ARGS...: BINARY exists and `BINARY ARGS...` prints WANT.
 # (Output is captured, not piped to grep -q, so pipefail cannot trip on SIGPIPE.)
@@ -26,6 +30,11 @@ have kube-controller-manager "$K8S_VERSION" --version || want+=(kube-controller-
 have kube-scheduler "$K8S_VERSION" --version || want+=(kube-scheduler)
 have kubectl "$K8S_VERSION" version --client || want+=(kubectl)
 [ -x "$BIN_DIR/etcd" ] && "$BIN_DIR/etcd" --version >/dev/null 2>&1 || want+=(etcd)
+if $node; then
+  have kubelet "$K8S_VERSION" --version || want+=(kubelet)
+  have kube-proxy "$K8S_VERSION" --version || want+=(kube-proxy)
+  have pause "$K8S_VERSION" -v || want+=(pause)
+fi
 
 if ((${#want[@]})); then
   major="${K8S_VERSION#v}"; major="${major%%.*}"
@@ -36,9 +45,13 @@ if ((${#want[@]})); then
     ld="$ld -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=$major -X $p.gitMinor=$minor"
     ld="$ld -X $p.gitTreeState=clean -X $p.buildDate=$now"
   done
+  ld="$ld -X main.version=$K8S_VERSION"  # pause's; no other main package here has that variable
   pkgs=()
   for b in "${want[@]}"; do
-    if [ "$b" = etcd ]; then pkgs+=(./cmd/etcd); else pkgs+=("k8s.io/kubernetes/cmd/$b"); fi
+    case $b in
+      etcd | pause) pkgs+=("./cmd/$b") ;;
+      *) pkgs+=("k8s.io/kubernetes/cmd/$b") ;;
+    esac
   done
   echo "building ${want[*]} ($K8S_VERSION) into $BIN_DIR" >&2
   start=$SECONDS

@@ -136,6 +136,24 @@ def _pid_runs(pid: int, binary: str) -> bool:
     return state not in ("Z", "X") and Path(argv0).name == binary
 
 
+def override_flags(args: Sequence[str], overrides: Mapping[str, str | None]) -> list[str]:
+    """``args`` with each ``--name=value`` named in ``overrides`` replaced (None: removed) and the other
+    overrides appended; replacing in place matters for list flags, which repeat rather than override."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for arg in args:
+        name = arg[2:].partition("=")[0] if arg.startswith("--") else None
+        if name is None or name not in overrides:
+            out.append(arg)
+            continue
+        seen.add(name)
+        value = overrides[name]
+        if value is not None:
+            out.append(f"--{name}={value}")
+    out.extend(f"--{name}={value}" for name, value in overrides.items() if name not in seen and value is not None)
+    return out
+
+
 def _http_status(url: str, token: str | None = None, timeout: float = 2.0) -> int:
     """HTTP status of a GET (0 when unreachable); TLS is not verified: this is only a probe."""
     ctx = ssl.create_default_context()
@@ -252,12 +270,21 @@ class LocalCluster:
     """
 
     def __init__(
-        self, state_dir: str | os.PathLike[str] = DEFAULT_DIR, bin_dir: str | None = None, profiling: bool = False
+        self,
+        state_dir: str | os.PathLike[str] = DEFAULT_DIR,
+        bin_dir: str | None = None,
+        profiling: bool = False,
+        flags: Mapping[str, Mapping[str, str | None]] | None = None,
     ) -> None:
-        """``profiling`` serves kube-apiserver's /debug/pprof (the benchmark's ``--profile apiserver``)."""
+        """``profiling`` serves kube-apiserver's /debug/pprof (the benchmark's ``--profile apiserver``).
+
+        ``flags`` overrides command-line flags per component (``{"kube-apiserver": {"bind-address":
+        "0.0.0.0"}}``; None drops a flag): e2e-node's real kubelet needs an API server its pods can reach.
+        """
         self.dir = Path(state_dir).resolve()
         self._bin_dir = Path(bin_dir) if bin_dir else None
         self._profiling = profiling
+        self._flags = {name: dict(values) for name, values in (flags or {}).items()}
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
 
     # ---- paths and state ----
@@ -365,6 +392,7 @@ class LocalCluster:
 
     def _spawn(self, st: dict[str, Any], name: str, args: list[str], env: dict[str, str] | None = None) -> None:
         """Start ``name`` in its own session (survives the CLI, not hit by Ctrl-C) and record its PID."""
+        args = override_flags(args, self._flags.get(name, {}))
         log = self.log_file(name)
         with open(log, "ab") as out:
             out.write(f"==== {datetime.now(UTC).isoformat()} {' '.join(args)}\n".encode())

@@ -1,0 +1,85 @@
+"""The pure parts of e2e-node (e2e/node): flag overrides of the local control plane, the node's
+configuration files, the overlay that deploys manifests/ with the local image, and the check helpers.
+The node itself runs in `make e2e-node`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from e2e.cluster.cluster import build_binaries, override_flags
+from e2e.node import checks, host
+from e2e.node.run import CLUSTER_FLAGS, OVERLAY
+
+
+def test_override_flags_replaces_in_place_removes_and_appends() -> None:
+    args = ["--a=1", "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition", "--b=2", "positional"]
+    out = override_flags(args, {"disable-admission-plugins": "TaintNodesByCondition", "b": None, "c": "3"})
+    assert out == ["--a=1", "--disable-admission-plugins=TaintNodesByCondition", "positional", "--c=3"]
+
+
+def test_cluster_flags_let_pods_reach_the_api_server_and_keep_kwok_off_the_kubelet() -> None:
+    apiserver = override_flags(["--bind-address=127.0.0.1", "--endpoint-reconciler-type=none"],
+                               CLUSTER_FLAGS["kube-apiserver"])  # fmt: skip
+    assert "--bind-address=0.0.0.0" in apiserver and "--endpoint-reconciler-type=lease" in apiserver
+    assert f"--advertise-address={host.NODE_IP}" in apiserver
+    assert not any("ServiceAccount" in a for a in apiserver)
+    kwok = override_flags(["--kubeconfig=k", "--manage-all-nodes=true"], CLUSTER_FLAGS["kwok"])
+    assert kwok == ["--kubeconfig=k", "--manage-nodes-with-label-selector=type=kwok"]
+
+
+def test_kubelet_config_for_a_cgroup_v1_host_without_systemd(tmp_path: Path) -> None:
+    cfg = host.kubelet_config(tmp_path / "c.sock", tmp_path / "logs")
+    assert cfg["failCgroupV1"] is False and cfg["cgroupDriver"] == "cgroupfs"
+    assert cfg["containerRuntimeEndpoint"] == f"unix://{tmp_path / 'c.sock'}"
+    assert cfg["address"] == host.NODE_IP and cfg["readOnlyPort"] == 0
+    assert cfg["podLogsDir"] == str(tmp_path / "logs")
+
+
+def test_containerd_and_cni_keep_their_state_under_the_state_dir(tmp_path: Path) -> None:
+    toml = host.containerd_config(tmp_path, tmp_path / "run" / "containerd.sock")
+    assert f'root = "{tmp_path}/containerd/root"' in toml and f'sandbox_image = "{host.PAUSE_IMAGE}"' in toml
+    assert "SystemdCgroup = false" in toml
+    cni = json.loads(json.dumps(host.cni_config(tmp_path / "ipam")))
+    bridge = cni["plugins"][0]
+    assert bridge["bridge"] == host.BRIDGE and bridge["ipMasq"] is False
+    assert bridge["ipam"]["ranges"] == [[{"subnet": host.POD_SUBNET}]]
+    assert bridge["ipam"]["dataDir"] == str(tmp_path / "ipam")
+
+
+def test_overlay_changes_only_the_image_of_manifests() -> None:
+    kubectl = build_binaries(build=False) / "kubectl"
+    assert kubectl.is_file(), f"{kubectl} missing: run `make binaries` (bash e2e/cluster/build.sh)"
+
+    def render(path: Path) -> list[dict[str, object]]:
+        out = subprocess.run([str(kubectl), "kustomize", str(path)], check=True, capture_output=True, text=True)
+        return [d for d in yaml.safe_load_all(out.stdout) if d]
+
+    base, overlay = render(OVERLAY.parents[2] / "manifests"), render(OVERLAY)
+    image = "localhost/py-scheduler:e2e"
+    deploy = next(d for d in overlay if d["kind"] == "Deployment")
+    assert [c["image"] for c in deploy["spec"]["template"]["spec"]["containers"]] == [image]  # type: ignore[index]
+    restored = yaml.safe_dump_all(overlay).replace(image, "py-scheduler:0.1.0")
+    assert restored == yaml.safe_dump_all(base)
+
+
+def test_sample_sums_one_series_by_label() -> None:
+    text = (
+        "# TYPE scheduler_schedule_attempts counter\n"
+        'scheduler_schedule_attempts_total{profile="py-scheduler",result="scheduled"} 200.0\n'
+        'scheduler_schedule_attempts_total{profile="py-scheduler",result="error"} 1.0\n'
+        "scheduler_schedule_attempts_created 1.7e9\n"
+    )
+    assert checks.sample(text, "scheduler_schedule_attempts_total") == 201.0
+    assert checks.sample(text, "scheduler_schedule_attempts_total", 'result="scheduled"') == 200.0
+
+
+def test_workload_pods_tolerate_kwok_and_prefer_the_target_only_when_asked() -> None:
+    plain, probe = checks.workload_pod("a"), checks.workload_pod("b", prefer_target=True)
+    assert plain["spec"]["schedulerName"] == "py-scheduler" and "affinity" not in plain["spec"]
+    assert plain["spec"]["tolerations"][0]["key"] == checks.KWOK_TAINT["key"]
+    pref = probe["spec"]["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert pref[0]["preference"]["matchExpressions"][0]["key"] == checks.TARGET_LABEL[0]

@@ -10,6 +10,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -159,11 +160,35 @@ def check_deployment(ctx: Ctx) -> list[str]:
     where = {p.metadata.name: p.spec.node_name for p in pods}
     if set(where.values()) != {NODE_NAME}:
         raise CheckFailed(f"replicas not on the real node {NODE_NAME}: {where}")
+    procs = scheduler_processes()
+    if len(procs) != 2 or any(uid != 65532 or not ro for uid, ro in procs.values()):
+        raise CheckFailed(f"want 2 scheduler processes as uid 65532 on a read-only root: {procs}")
     holder = wait("a leader in the Lease", lambda: lease_holder(ctx), 60)
     if holder not in names:
         raise CheckFailed(f"Lease held by {holder!r}, not one of the replicas {names}")
     log(f"replicas {names} Running+Ready on {NODE_NAME}; leader {holder}")
     return names
+
+
+def scheduler_processes() -> dict[int, tuple[int, bool]]:
+    """pid -> (uid, root filesystem read-only) of every py-scheduler process on this host (the node):
+    what the kubelet made of the image's USER and the manifests' securityContext."""
+    found: dict[int, tuple[int, bool]] = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            if not any(a.endswith(b"/opt/py-scheduler/bin/py-scheduler") for a in argv[:2]):
+                continue
+            uid = int(next(line for line in (proc / "status").read_text().splitlines() if line.startswith("Uid:"))
+                      .split()[1])  # fmt: skip
+            root = next(line.split() for line in (proc / "mountinfo").read_text().splitlines()
+                        if line.split()[4] == "/")  # fmt: skip
+        except (OSError, StopIteration):
+            continue
+        found[int(proc.name)] = (uid, "ro" in root[5].split(","))
+    return found
 
 
 def _pod_ready(pod: Any) -> bool:

@@ -458,6 +458,7 @@ def kubelet_config(sock: Path, pod_logs: Path) -> dict[str, Any]:
             "imagefs.available": "1%",
             "nodefs.inodesFree": "1%",
         },
+        "syncFrequency": "10s",
         "imageGCHighThresholdPercent": 100,
         "imageGCLowThresholdPercent": 99,
     }

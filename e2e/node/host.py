@@ -275,10 +275,13 @@ class RealNode:
         problems: list[str] = []
 
         def step(what: str, fn: Callable[[], object]) -> None:
+            t0 = time.monotonic()
             try:
                 fn()
             except Exception as e:
                 problems.append(f"{what}: {e}")
+            if time.monotonic() - t0 > 2:
+                log(f"teardown: {what} took {time.monotonic() - t0:.1f} s")
 
         before = self._before()
         for name in ("kube-scheduler", "kubelet", "kube-proxy"):
@@ -392,6 +395,9 @@ state = "{state / "containerd" / "state"}"
 [{cri}]
   sandbox_image = "{PAUSE_IMAGE}"
   enable_selinux = false
+  # Without CAP_SYS_RESOURCE (this sandbox's root lacks it) no process may lower its oom_score_adj, so
+  # runc would fail every pod sandbox (-998); clamp to containerd's own score instead.
+  restrict_oom_score_adj = {str(not _has_cap_sys_resource()).lower()}
 
 [{cri}.containerd]
   snapshotter = "overlayfs"
@@ -407,6 +413,14 @@ state = "{state / "containerd" / "state"}"
   bin_dir = "/usr/lib/cni"
   conf_dir = "{state / "cni" / "net.d"}"
 """
+
+
+def _has_cap_sys_resource() -> bool:
+    """Whether this process's effective capabilities include CAP_SYS_RESOURCE (bit 24)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("CapEff:"):
+            return bool(int(line.split()[1], 16) >> 24 & 1)
+    return False
 
 
 def cni_config(ipam_dir: Path) -> dict[str, Any]:

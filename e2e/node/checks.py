@@ -258,8 +258,9 @@ def check_takeover(ctx: Ctx, kwok_nodes: set[str]) -> float:
         names = created.result()
     acquired = ctx.coord.read_namespaced_lease(LEASE, NAMESPACE).spec.acquire_time
     took = (acquired - deleted).total_seconds()
-    if new not in standby:
-        raise CheckFailed(f"Lease went to {new!r}, not the standby {standby}")
+    # The standby or the Deployment's replacement replica, whichever campaigns first after the release.
+    if new not in {p.metadata.name for p in scheduler_pods(ctx)} or new == leader:
+        raise CheckFailed(f"Lease went to {new!r}, not a live replica (standby was {standby})")
     if took > LEASE_DURATION + TAKEOVER_SLACK:
         raise CheckFailed(f"takeover took {took:.1f} s > leaseDuration {LEASE_DURATION:.0f} + {TAKEOVER_SLACK:.0f} s")
     log(f"leader {leader} deleted; {new} took over in {took:.1f} s")

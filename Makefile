@@ -41,7 +41,8 @@ integration: install binaries
 e2e: install binaries
 	$(BIN)/python -m e2e.run
 
-test: lint unit integration e2e bench-smoke
+# e2e-node last: it needs root and apt-get (CI has both); ~5 min warm, ~14-17 min cold here (docs/deploy-node.md).
+test: lint unit integration e2e bench-smoke e2e-node
 
 cluster-up: install binaries
 	$(BIN)/python -m e2e.cluster up --dir $(CLUSTER_DIR) --nodes $(NODES) --zones $(ZONES)

@@ -1,4 +1,4 @@
-"""Differential test: kube-scheduler v1.34.10 on the local control plane against `py-scheduler simulate`
+"""Differential test: kube-scheduler v1.37.2 on the local control plane against `py-scheduler simulate`
 on the same objects read back from the API.
 
 Each seed builds a random scenario (2-6 nodes with random sizes, zones, labels and taints; bound pods

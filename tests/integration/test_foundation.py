@@ -20,7 +20,7 @@ def test_control_plane_reports_pinned_version(cluster: LocalCluster) -> None:
         [str(kubectl), "--kubeconfig", str(cluster.kubeconfig), "version", "-o", "json"],
         check=True, capture_output=True, text=True,
     ).stdout
-    assert '"gitVersion": "v1.34.10"' in out
+    assert '"gitVersion": "v1.37.2"' in out
 
 
 def test_binds_100_pods_across_zones(core: client.CoreV1Api, scheduler: SchedulerProc, ns: str) -> None:

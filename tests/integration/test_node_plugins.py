@@ -3,7 +3,7 @@ affinity, tolerations, host ports, an extended resource) on four nodes of this m
 session's py-scheduler with its default profile.
 
 Every pod that fits must land on a node its constraints allow; every pod that fits nowhere must carry
-exactly the FailedScheduling message kube-scheduler v1.34.10 writes (``FitError.Error()`` in
+exactly the FailedScheduling message kube-scheduler v1.37.2 writes (``FitError.Error()`` in
 ``framework/types.go``): ``0/N nodes are available: <sorted filter histogram>.`` followed by the PostFilter
 verdicts joined by ", " — DynamicResources' ``no new claims to deallocate`` and DefaultPreemption's
 ``preemption: `` + its own FitError over the dry run (a node whose filter verdict was

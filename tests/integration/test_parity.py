@@ -1,4 +1,4 @@
-"""Parity with upstream: kube-scheduler v1.34.10 (built from source) and py-scheduler receive the
+"""Parity with upstream: kube-scheduler v1.37.2 (built from source) and py-scheduler receive the
 same pods in the same cluster; their verdicts and FailedScheduling messages must be identical.
 
 ``DISABLED_PLUGINS`` is the knob: those plugins are disabled in both schedulers' profiles. It is empty: both

@@ -71,7 +71,7 @@ log = structlog.get_logger(__name__)
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
-TieBreak = Literal["random", "name"]
+TieBreak = Literal["heap", "name"]
 
 
 class NominatedPods(Protocol):
@@ -116,20 +116,38 @@ def num_feasible_nodes_to_find(
     return max(num_nodes, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-def select_host(totals: Sequence[int] | ScoreRow, rng: random.Random, tie_break: TieBreak = "random",
-                names: Sequence[str] = ()) -> int:
+def select_host(totals: Sequence[int] | ScoreRow, rng: random.Random | None = None, tie_break: TieBreak = "heap",
+                names: Sequence[str] = (), randomizers: Sequence[int] | None = None) -> int:
     """The index of a node with the highest total score.
 
-    "random": uniformly among the ties, as upstream's reservoir sampling, with one random draw instead of
-    one per tie (all nodes tie on a fresh uniform cluster). "name": the tie whose name (``names``, parallel
-    to ``totals``) is lexicographically smallest, for reproducible `simulate` runs."""
+    "heap": as kube-scheduler v1.37, whose winner is the top of a max-heap built by Go's heap.Init over
+    the scored nodes in feasible order, keyed (total, randomizer); the randomizer is a random draw for
+    the nodes an extender scored, 0 otherwise (``randomizers``, parallel to ``totals``; None: all 0).
+    Among equal keys heap.Init keeps the first one in pre-order of the implicit binary tree (index i's
+    children are 2i+1, 2i+2): a node stays put unless a child is strictly greater, and the left child
+    wins unless the right is strictly greater. So without extenders ties fall to a fixed node given the
+    feasible order, which upstream's parallel filters make racy and py's sequential walk makes the
+    order the nodes were examined in. "name": the tie whose name (``names``, parallel to ``totals``) is
+    lexicographically smallest, for `simulate` runs that should not depend on the walk. ``rng`` is
+    unused (kept for callers that pass one)."""
     scores = np.asarray(totals, dtype=np.int64)
     if not scores.size:
         raise ValueError("empty priority list")
     ties = np.flatnonzero(scores == scores.max()).tolist()
+    if len(ties) > 1 and randomizers is not None:
+        top = max(randomizers[i] for i in ties)
+        ties = [i for i in ties if randomizers[i] == top]
+    if len(ties) == 1:
+        return ties[0]
     if tie_break == "name":
         return min(ties, key=names.__getitem__)
-    return ties[rng.randrange(len(ties))] if len(ties) > 1 else ties[0]
+    return min(ties, key=heap_preorder_key)
+
+
+def heap_preorder_key(index: int) -> str:
+    """Sorts heap positions in pre-order: the path from the root as bits (0 left, 1 right), which
+    compares as strings with an ancestor (a prefix) first and the left subtree before the right."""
+    return bin(index + 1)[3:]
 
 
 class SchedulingAlgorithm:
@@ -140,7 +158,7 @@ class SchedulingAlgorithm:
         self,
         percentage_of_nodes_to_score: int = 0,
         rng: random.Random | None = None,
-        tie_break: TieBreak = "random",
+        tie_break: TieBreak = "heap",
         extenders: Sequence[Extender] = (),
         batching: bool = True,
     ) -> None:
@@ -180,9 +198,9 @@ class SchedulingAlgorithm:
         evaluated = len(feasible) + len(diagnosis.node_to_status.statuses)
         if len(feasible) == 1:
             return ScheduleResult(feasible[0].name, evaluated, 1, diagnosis=diagnosis)
-        totals = self.prioritize_nodes(fwk, state, pod, feasible, positions)
+        totals, randomizers = self.prioritize(fwk, state, pod, feasible, positions)
         names = [n.name for n in feasible] if self.tie_break == "name" else ()
-        chosen = feasible[select_host(totals, self.rng, self.tie_break, names)]
+        chosen = feasible[select_host(totals, None, self.tie_break, names, randomizers)]
         return ScheduleResult(chosen.name, evaluated, len(feasible), diagnosis)
 
     def find_nodes_that_fit_pod(
@@ -406,11 +424,19 @@ class SchedulingAlgorithm:
         self, fwk: Framework, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo],
         positions: Sequence[int] | None = None,
     ) -> ScoreRow:
-        """PreScore + Score, then the extenders' scores: the totals in ``nodes`` order. Without score
-        plugins and extenders every node scores 1 (so selection is uniform). ``positions`` (the nodes'
-        places in the batch) lets the batch supply the raw scores it has."""
+        """The totals of ``prioritize``."""
+        return self.prioritize(fwk, state, pod, nodes, positions)[0]
+
+    def prioritize(
+        self, fwk: Framework, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo],
+        positions: Sequence[int] | None = None,
+    ) -> tuple[ScoreRow, list[int] | None]:
+        """PreScore + Score, then the extenders' scores: the totals in ``nodes`` order, and the tie-break
+        randomizers when an extender scored a node (None otherwise). Without score plugins and extenders
+        every node scores 1. ``positions`` (the nodes' places in the batch) lets the batch supply the raw
+        scores it has."""
         if not fwk.has_score_plugins() and not self.extenders:
-            return np.ones(len(nodes), dtype=np.int64)
+            return np.ones(len(nodes), dtype=np.int64), None
         status = fwk.run_pre_score_plugins(state, pod, nodes)
         if not success(status):
             assert status is not None
@@ -420,8 +446,13 @@ class SchedulingAlgorithm:
         if not success(status):
             assert status is not None
             raise FrameworkError(status)
-        add_extender_scores(self.extenders, pod, nodes, totals, fwk.observer)
-        return totals
+        scored = add_extender_scores(self.extenders, pod, nodes, totals, fwk.observer)
+        if not scored:
+            return totals, None
+        randomizers = [0] * len(nodes)
+        for i in sorted(scored):  # rand.Int(): a non-negative 63-bit draw per node an extender scored
+            randomizers[i] = self.rng.getrandbits(63)
+        return totals, randomizers
 
     def _batched_raw_scores(self, fwk: Framework, positions: Sequence[int]) -> RawScores:
         batch = self.batch
@@ -480,13 +511,15 @@ def find_nodes_that_pass_extenders(
 def add_extender_scores(
     extenders: Sequence[Extender], pod: Pod, nodes: Sequence[NodeInfo], totals: ScoreRow,
     observer: CycleObserver | None = None,
-) -> None:
+) -> set[int]:
     """Add each prioritizing extender's score x weight, scaled from [0, 10] to [0, 100], to ``totals``
     (and tell the observer, if any, as it is told a score plugin's). An extender that fails contributes
     nothing, whether ignorable or not, as upstream. The extenders are asked one after the other where
-    upstream asks them concurrently; the sums are the same."""
+    upstream asks them concurrently; the sums are the same. Returns the positions of the nodes some
+    extender listed (upstream draws their tie-break randomizer)."""
+    scored: set[int] = set()
     if not extenders:
-        return
+        return scored
     index = {n.name: i for i, n in enumerate(nodes)}
     for ext in extenders:
         if not ext.is_prioritizer() or not ext.is_interested(pod):
@@ -503,9 +536,11 @@ def add_extender_scores(
             if i is not None:
                 raw[i] = hp.score
                 totals[i] += hp.score * weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
+                scored.add(i)
         if observer is not None:  # its own 0-10 score; the weight carries the scaling to 0-100
             observer.scores(pod, [n.name for n in nodes],
                             {ext.name(): (raw, raw, weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY))})
+    return scored
 
 
 def extenders_binding(extenders: Sequence[Extender], pod: Pod, node_name: str) -> tuple[bool, Status | None]:

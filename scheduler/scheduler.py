@@ -63,7 +63,7 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
         bind_workers: int = 16,
         synchronous_binding: bool = False,
         rng: random.Random | None = None,
-        tie_break: Literal["random", "name"] = "random",
+        tie_break: Literal["heap", "name"] = "heap",
         clock: Callable[[], float] = time.monotonic,
         podgroup_writer: PodGroupWriter | None = None,
         features: Features | None = None,

@@ -307,9 +307,11 @@ def _simulate_options(s: argparse.ArgumentParser) -> None:
     s.add_argument("--config", default=None, help=DEFAULT_PROFILE_CONFIG_HELP)
     s.add_argument("--policy-config-file", default=None, help="a seed-era scheduler Policy instead of --config")
     g = s.add_mutually_exclusive_group()
-    g.add_argument("--seed", type=int, default=None, help="seed the random tie-break, for repeatable output")
-    g.add_argument("--tie-break", choices=["random", "name"], default="random",
-                   help="among equal best nodes: random as kube-scheduler (default), or the first by name")
+    g.add_argument("--seed", type=int, default=None,
+                   help="seed the random draws (preemption's offset, extenders' tie-break), for repeatable output")
+    g.add_argument("--tie-break", choices=["heap", "name"], default="heap",
+                   help="among equal best nodes: kube-scheduler v1.37's heap order over the nodes examined "
+                        "(default), or the first by name")
     _output(s)
 
 

@@ -3,7 +3,7 @@ same pods in the same cluster; their verdicts and FailedScheduling messages must
 
 ``DISABLED_PLUGINS`` is the knob: those plugins are disabled in both schedulers' profiles. It is empty: both
 run their default profiles, so every failure message compared here ends with the PostFilter verdicts of
-DynamicResources ("no new claims to deallocate") and DefaultPreemption ("preemption: ..."). Preemption
+DynamicResources (in v1.37 none for a pod without claims) and DefaultPreemption ("preemption: ..."). Preemption
 itself (victims, nomination) is compared in test_preemption.py.
 
 Failure cases create both twins at once (neither binds, so they cannot disturb each other) and compare the

@@ -247,7 +247,7 @@ def test_multi_victim_preemption_matches_upstream(
 
 DEFAULT_PROFILE_CASES: list[tuple[str, dict[str, Any], str]] = [
     # Request above every node's allocatable: UnschedulableAndUnresolvable, preemption cannot help.
-    ("too-big", {"cpu": "100"}, "no new claims to deallocate, preemption: "),
+    ("too-big", {"cpu": "100"}, "preemption: "),
     ("selector", {"node_selector": {"no-such-label": "x"}}, "Preemption is not helpful for scheduling."),
     # NodeAffinity's PreFilter rejects before DynamicResources' PreFilter runs; upstream's DynamicResources
     # PostFilter then fails reading its state, and that error ("not found") ends the PostFilter phase.

@@ -194,7 +194,7 @@ def test_default_profile_message_when_preemption_cannot_help() -> None:
     c = Cluster(plugins=None).add(node("n1"), node("n2"), pod("big-a", cpu="2", node_name="n1", priority=50),
                                   pod("big-b", cpu="2", node_name="n2", priority=50))
     _, message = c.attempt(pod("p", cpu="1", priority=10))
-    assert message == ("0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, preemption: "
+    assert message == ("0/2 nodes are available: 2 Insufficient cpu. preemption: "
                        "0/2 nodes are available: 2 No preemption victims found for incoming pod.")
     assert c.sink.nominated["default/p"] == "", "no candidate: the nomination is cleared"
 

@@ -13,13 +13,17 @@ from dataclasses import dataclass
 @dataclass(frozen=True, slots=True)
 class Features:
     """enable_async_preemption: victims are evicted off the scheduling thread (SchedulerAsyncPreemption,
-    beta and on by default since 1.33)."""
+    beta and on by default since 1.33). enable_storage_capacity_scoring: VolumeBinding scores nodes by
+    the free storage of the pod's classes (StorageCapacityScoring, beta and on since 1.37; off, it neither
+    scores nor accepts a shape, as v1.34)."""
 
     enable_async_preemption: bool = True
+    enable_storage_capacity_scoring: bool = True
 
 
 # gate name -> Features field
-GATES = {"SchedulerAsyncPreemption": "enable_async_preemption"}
+GATES = {"SchedulerAsyncPreemption": "enable_async_preemption",
+         "StorageCapacityScoring": "enable_storage_capacity_scoring"}
 
 
 def parse_feature_gates(spec: str, base: Features | None = None) -> Features:

@@ -46,6 +46,9 @@ def test_node_each_aspect() -> None:
         "NodeUpdateNodeTaint": make_node(spec__taints=[]),
         "NodeUpdateNodeCondition": make_node(status__conditions=[{"type": "Ready", "status": "False"}]),
         "NodeUpdateNodeAnnotation": make_node(metadata__annotations={}),
+        # v1.37's two new node aspects
+        "NodeUpdateNodePreemptionPolicy": make_node(spec__podPreemptionPolicy="Never"),
+        "NodeUpdateNodeDeclaredFeature": make_node(status__declaredFeatures=["VolumeBindMountOptions"]),
     }
     for label, new in cases.items():
         assert labels_of(node_scheduling_properties_change(old, new)) == [label]
@@ -79,10 +82,11 @@ def test_pod_specific_events() -> None:
     ]
 
 
-def test_pod_scale_up_and_generic_update() -> None:
+def test_pod_scale_up() -> None:
+    """v1.37 names a raised (or added) request: UpdatePodScaleUp, no longer the generic Update."""
     events = pod_scheduling_properties_change(make_pod("p", cpu="100m"), make_pod("p", cpu="200m"))
-    assert labels_of(events) == ["UnschedulablePodUpdate"]
-    assert events[0].action == ActionType.UPDATE
+    assert labels_of(events) == ["UnschedulablePodUpdatePodScaleUp"]
+    assert events[0].action == ActionType.UPDATE_POD_SCALE_UP
 
 
 def test_assigned_pod_events_use_pod_resource() -> None:

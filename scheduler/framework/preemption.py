@@ -270,7 +270,9 @@ class Evaluator:
     ) -> tuple[PostFilterResult | None, Status | None]:
         """<None, Unschedulable>: not eligible (nomination unchanged). <PostFilterResult(""),
         Unschedulable(FitError message)>: preemption cannot help (nomination cleared). <None, Error>:
-        something failed. <PostFilterResult(node), None>: victims evicted, nominate the pod there."""
+        something failed. <PostFilterResult(node), Success("found a potential placement for pod on node N,
+        preempting K victims")>: victims evicted, nominate the pod there (v1.37 gives the success a message,
+        which ends the FailedScheduling message; v1.34's had none)."""
         latest = self.handle.latest_pod(pod)
         if latest is None:
             return None, error(f'pods "{pod.name}" not found')
@@ -303,7 +305,8 @@ class Evaluator:
             if not success(status):
                 return None, status
             self.handle.victims_selected(len(best.victims.pods))
-        return PostFilterResult(best.name), None
+        return PostFilterResult(best.name), Status(Code.SUCCESS, [
+            f"found a potential placement for pod on node {best.name}, preempting {len(best.victims.pods)} victims"])
 
     def find_candidates(
         self, state: CycleState, all_nodes: Sequence[NodeInfo], pod: Pod, statuses: NodeToStatus

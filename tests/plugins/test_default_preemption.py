@@ -176,8 +176,9 @@ def test_high_priority_pod_preempts_the_least_important_victim_and_binds_on_its_
         pod("low-b", cpu="1500m", node_name="n2", priority=5),
     )
     reason, message = c.attempt(pod("high", cpu="1", priority=100))
-    # Preemption succeeded: its (empty) message adds nothing to the FitError's.
-    assert (reason, message) == ("Unschedulable", "0/2 nodes are available: 2 Insufficient cpu.")
+    # Preemption succeeded: v1.37's success message ends the FitError's.
+    assert (reason, message) == ("Unschedulable", "0/2 nodes are available: 2 Insufficient cpu. preemption: "
+                                 "found a potential placement for pod on node n2, preempting 1 victims")
     assert c.sink.nominated["default/high"] == "n2"
     assert c.s.queue.nominator.nominated_node_name(pod_from_api(pod("high"))) == "n2"
     assert c.on_node("n2") == set() and c.on_node("n1") == {"low-a"}
@@ -330,7 +331,8 @@ def test_anti_affinity_to_a_victim_is_resolved_by_preemption() -> None:
     c = Cluster().add(node("n1", cpu="8"), pod("web", cpu="100m", node_name="n1", priority=1, labels={"app": "web"}),
                       pod("other", cpu="100m", node_name="n1", priority=1))
     _, message = c.attempt(pod("p", cpu="100m", priority=10, extra_spec=anti))
-    assert message == "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules."
+    assert message == ("0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules. preemption: "
+                       "found a potential placement for pod on node n1, preempting 1 victims")
     assert c.on_node("n1") == {"other"}, "only the pod the anti-affinity is about is evicted"
 
 
@@ -633,7 +635,8 @@ def test_async_preemption_nominates_at_once_gates_the_pod_until_done_then_binds_
     )
     reason, message = c.attempt(pod("high", cpu="1", priority=100))
     # The same outcome as the synchronous path, reported before any victim is gone.
-    assert (reason, message) == ("Unschedulable", "0/2 nodes are available: 2 Insufficient cpu.")
+    assert (reason, message) == ("Unschedulable", "0/2 nodes are available: 2 Insufficient cpu. preemption: "
+                                 "found a potential placement for pod on node n2, preempting 1 victims")
     assert c.sink.nominated["default/high"] == "n2"
     assert w.deleting.wait(10)
     # One victim: the worker is deleting the last one, so the pod is no longer held back.
@@ -689,7 +692,8 @@ def test_async_preemption_failure_activates_the_preemptor() -> None:
     w = HeldFailingWriter()
     c = Cluster(writer=w, async_preemption=True).add(node("n1"), pod("v", cpu="2", node_name="n1", priority=1))
     _, message = c.attempt(pod("p", cpu="1", priority=9))
-    assert message == "0/1 nodes are available: 1 Insufficient cpu.", "the API error is not the cycle's"
+    assert message == ("0/1 nodes are available: 1 Insufficient cpu. preemption: found a potential placement "
+                       "for pod on node n1, preempting 1 victims"), "the API error is not the cycle's"
     assert c.sink.nominated["default/p"] == "n1"
     w.release.set()
     _preemption_done(c)

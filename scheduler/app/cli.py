@@ -285,8 +285,10 @@ def _run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--burst", type=int, default=None, help="client burst for API writes (config default 100)")
     r.add_argument("--bind-workers", type=int, default=16, help="binding cycles run at once (default 16)")
     r.add_argument("--feature-gates", type=_feature_gates, default=Features(), metavar="GATE=BOOL,...",
-                   help="kube-scheduler feature gates py-scheduler implements: SchedulerAsyncPreemption "
-                        "(default true; false evicts preemption victims on the scheduling thread)")
+                   help="kube-scheduler v1.37's scheduler feature gates; both values of SchedulerAsyncPreemption "
+                        "(default true; false evicts preemption victims on the scheduling thread) and "
+                        "StorageCapacityScoring (default true; false: VolumeBinding does not score), the others "
+                        "only at v1.37's default (see docs/kube-scheduler-v1.37.md)")
     r.add_argument("--gc-full-scan-seconds", type=float, default=3600.0,
                    help="freeze what survives each middle or full garbage collection, and collect the frozen "
                         "objects once this often (default 3600; 0 leaves CPython's default collector)")

@@ -1,7 +1,7 @@
 """Cluster events derived from object changes (upstream framework/events.go), and event matching.
 
 Labels follow upstream ``ClusterEvent.Label()``: resource name + action name, e.g. ``NodeAdd``,
-``NodeUpdateNodeTaint``, ``AssignedPodDelete``, ``UnschedulablePodUpdatePodSchedulingGatesEliminated``.
+``NodeUpdateNodeTaint``, ``AssignedPodDelete``, ``UnscheduledPodUpdatePodSchedulingGatesEliminated``.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ _ACTION_NAMES: dict[ActionType, str] = {
 # events, and the group-qualified storage resources (kube-scheduler framework/types.go).
 _RESOURCE_NAMES: dict[str, str] = {
     EventResource.POD: "AssignedPod",
-    EventResource.UNSCHEDULED_POD: "UnschedulablePod",
+    EventResource.UNSCHEDULED_POD: "UnscheduledPod",
     EventResource.STORAGE_CLASS: "storage.k8s.io/StorageClass",
     EventResource.CSI_NODE: "storage.k8s.io/CSINode",
     EventResource.CSI_DRIVER: "storage.k8s.io/CSIDriver",

@@ -75,17 +75,17 @@ def test_pod_specific_events() -> None:
     old = make_pod("p", labels={"a": "1"}, gates=("g",), cpu="500m")
     new = make_pod("p", labels={"a": "2"}, cpu="250m", tolerations=[{"key": "k", "operator": "Exists"}])
     assert labels_of(pod_scheduling_properties_change(old, new)) == [
-        "UnschedulablePodUpdatePodLabel",
-        "UnschedulablePodUpdatePodScaleDown",
-        "UnschedulablePodUpdatePodSchedulingGatesEliminated",
-        "UnschedulablePodUpdatePodToleration",
+        "UnscheduledPodUpdatePodLabel",
+        "UnscheduledPodUpdatePodScaleDown",
+        "UnscheduledPodUpdatePodSchedulingGatesEliminated",
+        "UnscheduledPodUpdatePodToleration",
     ]
 
 
 def test_pod_scale_up() -> None:
     """v1.37 names a raised (or added) request: UpdatePodScaleUp, no longer the generic Update."""
     events = pod_scheduling_properties_change(make_pod("p", cpu="100m"), make_pod("p", cpu="200m"))
-    assert labels_of(events) == ["UnschedulablePodUpdatePodScaleUp"]
+    assert labels_of(events) == ["UnscheduledPodUpdatePodScaleUp"]
     assert events[0].action == ActionType.UPDATE_POD_SCALE_UP
 
 
@@ -99,7 +99,7 @@ def test_assigned_pod_events_use_pod_resource() -> None:
 
 def test_gates_partially_removed_is_not_eliminated() -> None:
     events = pod_scheduling_properties_change(make_pod("p", gates=("a", "b")), make_pod("p", gates=("a",)))
-    assert labels_of(events) == ["UnschedulablePodUpdate"]
+    assert labels_of(events) == ["UnscheduledPodUpdate"]
 
 
 def test_registered_pod_matches_unscheduled_pod_events() -> None:

@@ -247,9 +247,12 @@ def test_terminating_victim_on_the_nominated_node_makes_the_pod_wait() -> None:
 
 
 def test_terminating_pod_without_the_preemption_condition_does_not_block() -> None:
+    """The victim is chosen, but v1.37 sends no second deletion for a pod already being deleted (v1.34
+    evicted it again, with a Preempted event)."""
     c = Cluster().add(node("n1"), pod("going", cpu="2", node_name="n1", priority=1, extra_meta=TERMINATING))
     c.attempt(pod("p", cpu="1", priority=50, nominated="n1"))
-    assert c.preempted() == [("default/going", "Preempted by pod uid-p on node n1")]
+    assert c.sink.nominated["default/p"] == "n1"
+    assert c.preempted() == []
 
 
 def test_unresolvable_nominated_node_allows_preempting_elsewhere() -> None:
@@ -639,11 +642,14 @@ def test_async_preemption_nominates_at_once_gates_the_pod_until_done_then_binds_
                                  "found a potential placement for pod on node n2, preempting 1 victims")
     assert c.sink.nominated["default/high"] == "n2"
     assert w.deleting.wait(10)
-    # One victim: the worker is deleting the last one, so the pod is no longer held back.
+    # One victim: v1.37 holds the pod back until its last victim's deletion is done (v1.34 let it go as
+    # soon as the last deletion started).
     c.s.queue.activate([c.s._pending["uid-high"]])
-    assert c.s.queue.gating_message("default/high") == ""
+    assert c.s.queue.gating_message("default/high") == "waiting for the preemption for this pod to be finished"
     w.release.set()
     _preemption_done(c)
+    c.s.queue.activate([c.s._pending["uid-high"]])
+    assert c.s.queue.gating_message("default/high") == ""
     assert c.on_node("n2") == set() and c.on_node("n1") == {"low-a"}
     assert c.preempted() == [("default/low-b", "Preempted by pod uid-high on node n2")]
     c.s.on_pod_event(MODIFIED, pod("high", cpu="1", priority=100, nominated="n2", rv="2"))

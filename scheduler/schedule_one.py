@@ -37,6 +37,7 @@ from scheduler.cache.snapshot import Snapshot
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.edge import APIWriter, Binder, BoundElsewhereError, EventRecorder, NotFoundError, ScheduleObserver
 from scheduler.framework.batch import NodesAt, OpportunisticBatch, OpportunisticBatches
+from scheduler.framework.expectation import pre_flight_has_work
 from scheduler.framework.extender import EXTENDER_NAME, Extender, ExtenderError
 from scheduler.framework.extenderv1 import MAX_EXTENDER_PRIORITY
 from scheduler.framework.features import Features
@@ -766,10 +767,13 @@ class ScheduleOne(SchedulerState):
             log.exception("binding cycle crashed")
 
     def binding_cycle(self, pod: AssumedPod) -> None:
-        """bindingCycle: WaitOnPermit, PreBind, Bind, then the cache confirms the binding and PostBind runs."""
+        """bindingCycle: the nomination for expectation, WaitOnPermit, PreBind, Bind, then the cache confirms
+        the binding and PostBind runs."""
         fwk, state, qpi, assumed, host, cycle, start = (
             pod.fwk, pod.state, pod.qpi, pod.assumed, pod.host, pod.cycle, pod.start)
-        st = fwk.wait_on_permit(assumed)
+        st = self._nominate_for_expectation(fwk, state, assumed, host)
+        if st is None or st.code == Code.SUCCESS:
+            st = fwk.wait_on_permit(assumed)
         if st is None or st.code == Code.SUCCESS:
             st = fwk.run_pre_bind_plugins(state, assumed, host)
         if st is None or st.code == Code.SUCCESS:
@@ -793,6 +797,21 @@ class ScheduleOne(SchedulerState):
         self.recorder.event(assumed, "Normal", "Scheduled", "Binding",
                             f"Successfully assigned {assumed.key} to {host}", fwk.profile_name)
         fwk.run_post_bind_plugins(state, assumed, host)
+
+    def _nominate_for_expectation(self, fwk: Framework, state: CycleState, assumed: Pod, host: str) -> Status | None:
+        """NominatedNodeNameForExpectation (v1.37, beta on): when a PreBind plugin has work to do or the pod
+        waits at Permit, write the chosen node into status.nominatedNodeName before that wait (expectation.py).
+        A PreBindPreFlight error fails the binding cycle; a failed write does not."""
+        plugins = [fwk.plugins[n] for n in fwk.list_plugins().get("preBind", []) if n in fwk.plugins]
+        verdict = pre_flight_has_work(plugins, state, assumed, host)
+        if verdict is not None and verdict.code == Code.ERROR:
+            return verdict
+        if verdict is None or fwk.get_waiting_pod(assumed.uid) is not None:
+            self.nominate_for_expectation(assumed, host)
+        return None
+
+    def nominate_for_expectation(self, pod: Pod, node_name: str) -> None:
+        """Write status.nominatedNodeName = node_name (the Scheduler does it through its API writer)."""
 
     def handle_binding_cycle_error(
         self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, assumed: Pod, host: str, st: Status,

@@ -3,7 +3,7 @@
 Every scenario runs the real CLI (`simulate --output json --tie-break name`) on a small cluster and a
 profile that enables only the plugins under test (plus PrioritySort and DefaultBinder), so the expected
 nodes, normalized scores and FailedScheduling messages can be derived by hand from upstream's formulas
-(kube-scheduler v1.34.10, ``pkg/scheduler/framework/plugins``; the legacy plugins from the releases named
+(kube-scheduler v1.37.2, ``pkg/scheduler/framework/plugins``; the legacy plugins from the releases named
 in their modules). The derivation is the comment above each assertion.
 
 Reading the output: ``scores[node][plugin]`` is the plugin's normalized (0-100), unweighted score and

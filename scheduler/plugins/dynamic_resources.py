@@ -125,6 +125,10 @@ class DynamicResources:
     def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         return None
 
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Nothing to bind: only pods without claims get this far (upstream's Skip for them)."""
+        return skip()
+
     def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         return None
 

@@ -1,6 +1,6 @@
 """Preemption against the real control plane: victims get DisruptionTarget and are deleted, the
 preemptor is nominated and then bound where the victims were; and parity of preemption (and of the
-default profile's PostFilter messages) with kube-scheduler v1.34.10 running its default profile."""
+default profile's PostFilter messages) with kube-scheduler v1.37.2 running its default profile."""
 
 from __future__ import annotations
 

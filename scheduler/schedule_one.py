@@ -117,8 +117,8 @@ def num_feasible_nodes_to_find(
     return max(num_nodes, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-def select_host(totals: Sequence[int] | ScoreRow, rng: random.Random | None = None, tie_break: TieBreak = "heap",
-                names: Sequence[str] = (), randomizers: Sequence[int] | None = None) -> int:
+def select_host(totals: Sequence[int] | ScoreRow, tie_break: TieBreak = "heap", names: Sequence[str] = (),
+                randomizers: Sequence[int] | None = None) -> int:
     """The index of a node with the highest total score.
 
     "heap": as kube-scheduler v1.37, whose winner is the top of a max-heap built by Go's heap.Init over
@@ -129,8 +129,7 @@ def select_host(totals: Sequence[int] | ScoreRow, rng: random.Random | None = No
     wins unless the right is strictly greater. So without extenders ties fall to a fixed node given the
     feasible order, which upstream's parallel filters make racy and py's sequential walk makes the
     order the nodes were examined in. "name": the tie whose name (``names``, parallel to ``totals``) is
-    lexicographically smallest, for `simulate` runs that should not depend on the walk. ``rng`` is
-    unused (kept for callers that pass one)."""
+    lexicographically smallest, for `simulate` runs that should not depend on the walk."""
     scores = np.asarray(totals, dtype=np.int64)
     if not scores.size:
         raise ValueError("empty priority list")
@@ -201,7 +200,7 @@ class SchedulingAlgorithm:
             return ScheduleResult(feasible[0].name, evaluated, 1, diagnosis=diagnosis)
         totals, randomizers = self.prioritize(fwk, state, pod, feasible, positions)
         names = [n.name for n in feasible] if self.tie_break == "name" else ()
-        chosen = feasible[select_host(totals, None, self.tie_break, names, randomizers)]
+        chosen = feasible[select_host(totals, self.tie_break, names, randomizers)]
         return ScheduleResult(chosen.name, evaluated, len(feasible), diagnosis)
 
     def find_nodes_that_fit_pod(

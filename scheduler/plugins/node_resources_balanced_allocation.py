@@ -23,7 +23,7 @@ from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle
 from scheduler.framework.status import Status, skip
 from scheduler.framework.types import ClusterEventWithHint, NodeInfo
 from scheduler.model.pod import Pod
-from scheduler.plugins.gomath import go_div
+from scheduler.plugins.helper.gomath import go_div
 from scheduler.plugins.node_resources_fit import ResourceAllocationScorer, pod_resource_requests
 
 NAME = "NodeResourcesBalancedAllocation"

@@ -25,7 +25,7 @@ RUN pip --python /opt/py-scheduler/bin/python install --no-deps . \
 
 FROM ${PYTHON_IMAGE}
 LABEL org.opencontainers.image.title="py-scheduler" \
-      org.opencontainers.image.description="A Kubernetes scheduler in Python, faithful to kube-scheduler v1.34" \
+      org.opencontainers.image.description="A Kubernetes scheduler in Python, faithful to kube-scheduler v1.37" \
       org.opencontainers.image.licenses="Apache-2.0"
 # The base image's own installer tooling is not needed at run time.
 RUN python -m pip uninstall -y pip setuptools wheel >/dev/null 2>&1 || true \

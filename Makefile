@@ -85,7 +85,7 @@ bench: install binaries
 	$(if $(strip $(BENCH_PACED_ARGS)),$(BIN)/python -m e2e.perf $(BENCH_PACED_ARGS) --out .bench/paced.json)
 	$(MAKE) bench-gang
 
-# Gang scheduling (Coscheduling, PodGroups): py-scheduler only, kube-scheduler v1.34 has no gang scheduling.
+# Gang scheduling (Coscheduling, PodGroups): py-scheduler only, kube-scheduler v1.37 gangs only with its GenericWorkload gate on (beta, off).
 GANG_ARGS ?= --nodes 500 --groups 100 --size 10 --unfit 10
 bench-gang: install binaries
 	$(BIN)/python -m e2e.perf.gang $(GANG_ARGS) --out .bench/gang.json
@@ -95,7 +95,7 @@ bench-smoke: install binaries
 	$(BIN)/python -m e2e.perf --workload SchedulingBasic --nodes 20 --pods 40 --repeat 1 --timeout 180 \
 	  --out .bench/smoke.json
 
-# kube-scheduler v1.34.10 vs `simulate` on N random seeded scenarios (a small batch runs in `make integration`).
+# kube-scheduler v1.37.2 vs `simulate` on N random seeded scenarios (a small batch runs in `make integration`).
 N ?= 200
 SEED ?= 1
 differential: install binaries

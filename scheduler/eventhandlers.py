@@ -50,7 +50,7 @@ _NODE_DELETE: Labels = (NODE_DELETE.label,)
 
 
 def _unscheduled_update_labels(events: list[ClusterEvent]) -> Labels:
-    """updatePodInSchedulingQueue: one UnschedulablePodUpdate sample, plus one per derived event with
+    """updatePodInSchedulingQueue: one UnscheduledPodUpdate sample, plus one per derived event with
     another label; none for a resync."""
     if not events:
         return ()

@@ -45,6 +45,7 @@ from scheduler.edge import (
     ScheduleObserver,
 )
 from scheduler.framework.batch import NodesAt, OpportunisticBatch, OpportunisticBatches
+from scheduler.framework.expectation import pre_flight_has_work
 from scheduler.framework.extender import EXTENDER_NAME, Extender, ExtenderError
 from scheduler.framework.extenderv1 import MAX_EXTENDER_PRIORITY
 from scheduler.framework.features import Features
@@ -80,7 +81,7 @@ log = structlog.get_logger(__name__)
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
-TieBreak = Literal["random", "name"]
+TieBreak = Literal["heap", "name"]
 
 
 class NominatedPods(Protocol):
@@ -125,20 +126,37 @@ def num_feasible_nodes_to_find(
     return max(num_nodes, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-def select_host(totals: Sequence[int] | ScoreRow, rng: random.Random, tie_break: TieBreak = "random",
-                names: Sequence[str] = ()) -> int:
+def select_host(totals: Sequence[int] | ScoreRow, tie_break: TieBreak = "heap", names: Sequence[str] = (),
+                randomizers: Sequence[int] | None = None) -> int:
     """The index of a node with the highest total score.
 
-    "random": uniformly among the ties, as upstream's reservoir sampling, with one random draw instead of
-    one per tie (all nodes tie on a fresh uniform cluster). "name": the tie whose name (``names``, parallel
-    to ``totals``) is lexicographically smallest, for reproducible `simulate` runs."""
+    "heap": as kube-scheduler v1.37, whose winner is the top of a max-heap built by Go's heap.Init over
+    the scored nodes in feasible order, keyed (total, randomizer); the randomizer is a random draw for
+    the nodes an extender scored, 0 otherwise (``randomizers``, parallel to ``totals``; None: all 0).
+    Among equal keys heap.Init keeps the first one in pre-order of the implicit binary tree (index i's
+    children are 2i+1, 2i+2): a node stays put unless a child is strictly greater, and the left child
+    wins unless the right is strictly greater. So without extenders ties fall to a fixed node given the
+    feasible order, which upstream's parallel filters make racy and py's sequential walk makes the
+    order the nodes were examined in. "name": the tie whose name (``names``, parallel to ``totals``) is
+    lexicographically smallest, for `simulate` runs that should not depend on the walk."""
     scores = np.asarray(totals, dtype=np.int64)
     if not scores.size:
         raise ValueError("empty priority list")
     ties = np.flatnonzero(scores == scores.max()).tolist()
+    if len(ties) > 1 and randomizers is not None:
+        top = max(randomizers[i] for i in ties)
+        ties = [i for i in ties if randomizers[i] == top]
+    if len(ties) == 1:
+        return ties[0]
     if tie_break == "name":
         return min(ties, key=names.__getitem__)
-    return ties[rng.randrange(len(ties))] if len(ties) > 1 else ties[0]
+    return min(ties, key=heap_preorder_key)
+
+
+def heap_preorder_key(index: int) -> str:
+    """Sorts heap positions in pre-order: the path from the root as bits (0 left, 1 right), which
+    compares as strings with an ancestor (a prefix) first and the left subtree before the right."""
+    return bin(index + 1)[3:]
 
 
 class SchedulingAlgorithm:
@@ -149,7 +167,7 @@ class SchedulingAlgorithm:
         self,
         percentage_of_nodes_to_score: int = 0,
         rng: random.Random | None = None,
-        tie_break: TieBreak = "random",
+        tie_break: TieBreak = "heap",
         extenders: Sequence[Extender] = (),
         batching: bool = True,
     ) -> None:
@@ -189,9 +207,9 @@ class SchedulingAlgorithm:
         evaluated = len(feasible) + len(diagnosis.node_to_status.statuses)
         if len(feasible) == 1:
             return ScheduleResult(feasible[0].name, evaluated, 1, diagnosis=diagnosis)
-        totals = self.prioritize_nodes(fwk, state, pod, feasible, positions)
+        totals, randomizers = self.prioritize(fwk, state, pod, feasible, positions)
         names = [n.name for n in feasible] if self.tie_break == "name" else ()
-        chosen = feasible[select_host(totals, self.rng, self.tie_break, names)]
+        chosen = feasible[select_host(totals, self.tie_break, names, randomizers)]
         return ScheduleResult(chosen.name, evaluated, len(feasible), diagnosis)
 
     def find_nodes_that_fit_pod(
@@ -415,11 +433,19 @@ class SchedulingAlgorithm:
         self, fwk: Framework, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo],
         positions: Sequence[int] | None = None,
     ) -> ScoreRow:
-        """PreScore + Score, then the extenders' scores: the totals in ``nodes`` order. Without score
-        plugins and extenders every node scores 1 (so selection is uniform). ``positions`` (the nodes'
-        places in the batch) lets the batch supply the raw scores it has."""
+        """The totals of ``prioritize``."""
+        return self.prioritize(fwk, state, pod, nodes, positions)[0]
+
+    def prioritize(
+        self, fwk: Framework, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo],
+        positions: Sequence[int] | None = None,
+    ) -> tuple[ScoreRow, list[int] | None]:
+        """PreScore + Score, then the extenders' scores: the totals in ``nodes`` order, and the tie-break
+        randomizers when an extender scored a node (None otherwise). Without score plugins and extenders
+        every node scores 1. ``positions`` (the nodes' places in the batch) lets the batch supply the raw
+        scores it has."""
         if not fwk.has_score_plugins() and not self.extenders:
-            return np.ones(len(nodes), dtype=np.int64)
+            return np.ones(len(nodes), dtype=np.int64), None
         status = fwk.run_pre_score_plugins(state, pod, nodes)
         if not success(status):
             assert status is not None
@@ -429,8 +455,13 @@ class SchedulingAlgorithm:
         if not success(status):
             assert status is not None
             raise FrameworkError(status)
-        add_extender_scores(self.extenders, pod, nodes, totals, fwk.observer)
-        return totals
+        scored = add_extender_scores(self.extenders, pod, nodes, totals, fwk.observer)
+        if not scored:
+            return totals, None
+        randomizers = [0] * len(nodes)
+        for i in sorted(scored):  # rand.Int(): a non-negative 63-bit draw per node an extender scored
+            randomizers[i] = self.rng.getrandbits(63)
+        return totals, randomizers
 
     def _batched_raw_scores(self, fwk: Framework, positions: Sequence[int]) -> RawScores:
         batch = self.batch
@@ -489,13 +520,15 @@ def find_nodes_that_pass_extenders(
 def add_extender_scores(
     extenders: Sequence[Extender], pod: Pod, nodes: Sequence[NodeInfo], totals: ScoreRow,
     observer: CycleObserver | None = None,
-) -> None:
+) -> set[int]:
     """Add each prioritizing extender's score x weight, scaled from [0, 10] to [0, 100], to ``totals``
     (and tell the observer, if any, as it is told a score plugin's). An extender that fails contributes
     nothing, whether ignorable or not, as upstream. The extenders are asked one after the other where
-    upstream asks them concurrently; the sums are the same."""
+    upstream asks them concurrently; the sums are the same. Returns the positions of the nodes some
+    extender listed (upstream draws their tie-break randomizer)."""
+    scored: set[int] = set()
     if not extenders:
-        return
+        return scored
     index = {n.name: i for i, n in enumerate(nodes)}
     for ext in extenders:
         if not ext.is_prioritizer() or not ext.is_interested(pod):
@@ -512,9 +545,11 @@ def add_extender_scores(
             if i is not None:
                 raw[i] = hp.score
                 totals[i] += hp.score * weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
+                scored.add(i)
         if observer is not None:  # its own 0-10 score; the weight carries the scaling to 0-100
             observer.scores(pod, [n.name for n in nodes],
                             {ext.name(): (raw, raw, weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY))})
+    return scored
 
 
 def extenders_binding(
@@ -766,10 +801,13 @@ class ScheduleOne(SchedulerState):
             log.exception("binding cycle crashed")
 
     def binding_cycle(self, pod: AssumedPod) -> None:
-        """bindingCycle: WaitOnPermit, PreBind, Bind, then the cache confirms the binding and PostBind runs."""
+        """bindingCycle: the nomination for expectation, WaitOnPermit, PreBind, Bind, then the cache confirms
+        the binding and PostBind runs."""
         fwk, state, qpi, assumed, host, cycle, start = (
             pod.fwk, pod.state, pod.qpi, pod.assumed, pod.host, pod.cycle, pod.start)
-        st = fwk.wait_on_permit(assumed)
+        st = self._nominate_for_expectation(fwk, state, assumed, host)
+        if st is None or st.code == Code.SUCCESS:
+            st = fwk.wait_on_permit(assumed)
         if st is None or st.code == Code.SUCCESS:
             st = fwk.run_pre_bind_plugins(state, assumed, host)
         if st is None or st.code == Code.SUCCESS:
@@ -793,6 +831,21 @@ class ScheduleOne(SchedulerState):
         self.recorder.event(assumed, "Normal", "Scheduled", "Binding",
                             f"Successfully assigned {assumed.key} to {host}", fwk.profile_name)
         fwk.run_post_bind_plugins(state, assumed, host)
+
+    def _nominate_for_expectation(self, fwk: Framework, state: CycleState, assumed: Pod, host: str) -> Status | None:
+        """NominatedNodeNameForExpectation (v1.37, beta on): when a PreBind plugin has work to do or the pod
+        waits at Permit, write the chosen node into status.nominatedNodeName before that wait (expectation.py).
+        A PreBindPreFlight error fails the binding cycle; a failed write does not."""
+        plugins = [fwk.plugins[n] for n in fwk.list_plugins().get("preBind", []) if n in fwk.plugins]
+        verdict = pre_flight_has_work(plugins, state, assumed, host)
+        if verdict is not None and verdict.code == Code.ERROR:
+            return verdict
+        if verdict is None or fwk.get_waiting_pod(assumed.uid) is not None:
+            self.nominate_for_expectation(assumed, host)
+        return None
+
+    def nominate_for_expectation(self, pod: Pod, node_name: str) -> None:
+        """Write status.nominatedNodeName = node_name (the Scheduler does it through its API writer)."""
 
     def handle_binding_cycle_error(
         self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, assumed: Pod, host: str, st: Status,

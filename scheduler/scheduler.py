@@ -65,7 +65,7 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
         synchronous_binding: bool = False,
         leading: Callable[[], bool] | None = None,
         rng: random.Random | None = None,
-        tie_break: Literal["random", "name"] = "random",
+        tie_break: Literal["heap", "name"] = "heap",
         clock: Callable[[], float] = time.monotonic,
         podgroup_writer: PodGroupWriter | None = None,
         features: Features | None = None,
@@ -249,6 +249,17 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
         self.recorder.event(victim, "Normal", "Preempted", "Preempting",
                             f"Preempted by pod {preemptor.uid} on node {node_name}", controller, related=preemptor)
         return None
+
+    def nominate_for_expectation(self, pod: Pod, node_name: str) -> None:
+        """status.nominatedNodeName = the node the binding cycle is about to bind to (upstream's updatePod
+        with ModeOverride: written only when it differs; a failure is logged and binding goes on)."""
+        if self.writer is None or pod.nominated_node_name == node_name:
+            return
+        try:
+            self.writer.patch_pod_status(pod.namespace, pod.name, {"status": {"nominatedNodeName": node_name}})
+        except Exception as exc:
+            log.warning("could not write the nominated node name in the binding cycle", pod=pod.key,
+                        node=node_name, error=str(exc))
 
     def clear_nominated_node(self, pod: Pod) -> Status | None:
         """Remove a pod's status.nominatedNodeName (if its object has one); the nominator follows

@@ -165,7 +165,7 @@ def test_attempt_results_and_queue_metrics(served: tuple[Scheduler, Metrics, Hea
     assert metrics.schedule_attempts.labels("scheduled", "py-scheduler")._value.get() == 2
     assert metrics.schedule_attempts.labels("unschedulable", "py-scheduler")._value.get() == 1
     assert metrics.preemption_attempts._value.get() == 1  # DefaultPreemption ran for "huge"
-    assert metrics.incoming_pods.labels("active", "UnschedulablePodAdd")._value.get() == 3
+    assert metrics.incoming_pods.labels("active", "UnscheduledPodAdd")._value.get() == 3
     assert metrics.pending_pods.labels("unschedulable")._value.get() == 1
     assert metrics.unschedulable_pods.labels("NodeResourcesFit", "py-scheduler")._value.get() == 1
     assert metrics.cache_size.labels("nodes")._value.get() == 3
@@ -215,12 +215,12 @@ def test_pod_events_are_labelled_as_upstreams_filtered_handlers_see_them() -> No
         {"AssignedPodUpdate": 1, "AssignedPodUpdatePodLabel": 1})
     status_only = {**relabelled, "metadata": {**relabelled["metadata"], "resourceVersion": "3"}}
     assert samples_of(metrics, lambda: s.on_pod_event(MODIFIED, status_only)) == Counter({"AssignedPodUpdate": 2})
-    # Pending pods: an update adds the derived events other than UnschedulablePodUpdate; a resync nothing.
+    # Pending pods: an update adds the derived events other than UnscheduledPodUpdate; a resync nothing.
     p = pod("p")
     s.on_pod_event(ADDED, p)
     p2 = {**p, "metadata": {**p["metadata"], "resourceVersion": "2", "labels": {"app": "y"}}}
     assert samples_of(metrics, lambda: s.on_pod_event(MODIFIED, p2)) == Counter(
-        {"UnschedulablePodUpdate": 1, "UnschedulablePodUpdatePodLabel": 1})
+        {"UnscheduledPodUpdate": 1, "UnscheduledPodUpdatePodLabel": 1})
     assert samples_of(metrics, lambda: s.on_pod_event(MODIFIED, p2)) == Counter()
     # Our own bind confirmed by the watch: the queue handler's delete and the cache handler's add,
     # and the queue is told AssignedPodAdd as upstream's addPodToCache does.
@@ -231,7 +231,7 @@ def test_pod_events_are_labelled_as_upstreams_filtered_handlers_see_them() -> No
         pass
     bound = {**p2, "metadata": {**p2["metadata"], "resourceVersion": "3"}, "spec": {**p2["spec"], "nodeName": "n0"}}
     assert samples_of(metrics, lambda: s.on_pod_event(MODIFIED, bound)) == Counter(
-        {"UnschedulablePodDelete": 1, "AssignedPodAdd": 1})
+        {"UnscheduledPodDelete": 1, "AssignedPodAdd": 1})
     assert moved == ["AssignedPodAdd"]
     # Pods of other schedulers reach no handler upstream (the informer's filter).
     foreign = pod("foreign", scheduler="default-scheduler")

@@ -359,8 +359,10 @@ def test_a_signature_that_moves_with_every_pod_is_derived_from_the_last_batch() 
     assert batched.bindings == reference.bindings and len(batched.bindings) == 30
     assert sorted(int(node[1:]) % 3 for _, node in batched.bindings) == [0] * 10 + [1] * 10 + [2] * 10
     # One full pass for the first batch, then per pod the node it took and the 40 nodes of a zone that filled
-    # or freed, when one did (758 node evaluations); a full pass for each new signature made 1597.
-    assert len(evaluated) < 900
+    # or freed, when one did (1014 node evaluations with v1.37's heap tie-break, which takes the first best
+    # node in walk order, so nearly every pod fills or frees a zone; 758 with a uniform random one); a full
+    # pass for each new signature made 1597.
+    assert len(evaluated) < 1100
     assert batched.verdicts.seen == reference.verdicts.seen
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
@@ -340,24 +339,60 @@ def test_without_filter_plugins_nodes_are_taken_from_the_start_index() -> None:
 # ----- host selection --------------------------------------------------------------------------
 
 
-def test_select_host_is_uniform_over_ties() -> None:
-    names, totals = ["a", "b", "c", "d"], [5, 9, 9, 9]
-    rng = random.Random(20240601)
-    counts = Counter(names[select_host(totals, rng)] for _ in range(3000))
-    assert counts["a"] == 0
-    assert set(counts) == {"b", "c", "d"}
-    # Expected 1000 each; the seed is fixed, the band is ~5 standard deviations wide.
-    assert all(850 <= counts[n] <= 1150 for n in "bcd"), counts
+def test_select_host_ties_fall_as_go_heap_init_leaves_them() -> None:
+    """kube-scheduler v1.37 pops the top of heap.Init over (total, randomizer): among equal totals the
+    first node in pre-order of the heap's tree (0; 1, 3, 7, ..., 4; 2, 5, 6) wins."""
+    assert select_host([5, 9, 9, 9]) == 1
+    assert select_host([9, 5, 9, 9]) == 0
+    # 1 (left of the root) and its subtree 3, 4 come before 2: 3 beats 2 although 2 is earlier
+    assert select_host([1, 1, 9, 9]) == 3
+    assert select_host([1, 1, 9, 1, 9]) == 4
+    assert select_host([1, 1, 9, 1, 1, 9, 9]) == 2
+    # 7 is the leftmost grandchild of 1: it comes before 1's right subtree and before 2's
+    assert select_host([0, 0, 5, 0, 5, 0, 0, 5]) == 7
+
+
+def test_select_host_matches_heapify_on_random_rows() -> None:
+    """The pre-order rule equals running Go's heap.Init (sift-down from n/2-1 to 0, left child unless the
+    right one is strictly greater, swap only when strictly greater) and taking the root."""
+    rng = random.Random(7)
+    for _ in range(500):
+        n = rng.randint(1, 40)
+        row = [rng.randint(0, 3) for _ in range(n)]
+        assert select_host(row) == go_heap_init_root(row)
+
+
+def go_heap_init_root(totals: list[int]) -> int:
+    """container/heap.Init with Less(i, j) = totals[i] > totals[j], written out; the index left at the root."""
+    h = list(range(len(totals)))
+    n = len(h)
+    for i0 in range(n // 2 - 1, -1, -1):
+        i = i0
+        while 2 * i + 1 < n:
+            j = 2 * i + 1
+            if j + 1 < n and totals[h[j + 1]] > totals[h[j]]:
+                j += 1
+            if not totals[h[j]] > totals[h[i]]:
+                break
+            h[i], h[j] = h[j], h[i]
+            i = j
+    return h[0]
+
+
+def test_select_host_randomizer_breaks_ties_among_extender_scored_nodes() -> None:
+    """Extenders give the nodes they scored a random randomizer; the highest wins among equal totals."""
+    assert select_host([9, 9, 9], randomizers=[0, 5, 7]) == 2
+    assert select_host([9, 9, 9], randomizers=[0, 0, 0]) == 0
 
 
 def test_select_host_name_tie_break() -> None:
-    assert select_host([9, 9, 1], random.Random(0), "name", ["z", "m", "a"]) == 1
+    assert select_host([9, 9, 1], "name", ["z", "m", "a"]) == 1
 
 
 def test_select_host_prefers_the_highest_total() -> None:
-    assert select_host([1, 300, 299], random.Random(0)) == 1
+    assert select_host([1, 300, 299]) == 1
     with pytest.raises(ValueError):
-        select_host([], random.Random(0))
+        select_host([])
 
 
 def test_without_score_plugins_every_node_scores_one() -> None:

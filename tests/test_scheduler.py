@@ -122,7 +122,7 @@ def test_unschedulable_pod_gets_message_and_moves_on_node_add() -> None:
     assert reason == "Unschedulable"
     # The default profile's PostFilter plugins add their verdicts (upstream's wording): the 1-cpu node
     # can never hold a 2-cpu pod (UnschedulableAndUnresolvable), so preemption cannot help there.
-    assert message == ("0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, "
+    assert message == ("0/1 nodes are available: 1 Insufficient cpu. "
                        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
     assert s.queue.lengths()["unschedulable"] == 1
     s.on_node_event(ADDED, node("n2", cpu="4"))

@@ -3,7 +3,7 @@
 Every scenario runs the real CLI (`simulate --output json --tie-break name`) on a small cluster and a
 profile that enables only the plugins under test (plus PrioritySort and DefaultBinder), so the expected
 nodes, normalized scores and FailedScheduling messages can be derived by hand from upstream's formulas
-(kube-scheduler v1.34.10, ``pkg/scheduler/framework/plugins``; the legacy plugins from the releases named
+(kube-scheduler v1.37.2, ``pkg/scheduler/framework/plugins``; the legacy plugins from the releases named
 in their modules). The derivation is the comment above each assertion.
 
 Reading the output: ``scores[node][plugin]`` is the plugin's normalized (0-100), unweighted score and
@@ -202,11 +202,13 @@ def test_balanced_allocation_prefers_the_node_the_pod_balances(
     cluster = [node("n-empty"), node("n-memory-heavy"), pod("cache", cpu="0", memory="3Gi", on="n-memory-heavy")]
     pods = [pod("cpu-heavy", cpu="2", memory="1Gi"), pod("best-effort")]
     res = simulate(tmp_path, capsys, cluster, pods, profile("NodeResourcesBalancedAllocation"))
-    # score = int((1 - |f_cpu - f_mem|/2)·100), fractions of allocatable after adding the pod (real requests).
-    # n-empty: cpu 2/4 = 0.5, memory 1/8 = 0.125 -> std 0.1875 -> 81.
-    # n-memory-heavy: cpu 0.5, memory (3+1)/8 = 0.5 -> std 0 -> 100: the fuller node wins because it balances.
-    assert plugin_scores(res["cpu-heavy"], "NodeResourcesBalancedAllocation") == {"n-empty": 81,
-                                                                                   "n-memory-heavy": 100}
+    # balance b = int((1 - |f_cpu - f_mem|/2)·100) on fractions of allocatable (real requests); v1.37 scores
+    # the change: 50 + (50 + b_with - b_without) / 2.
+    # n-empty: with cpu 2/4 = 0.5, memory 1/8 = 0.125 -> std 0.1875 -> 81; without 100 -> 50 + 31/2 = 65.
+    # n-memory-heavy: with cpu 0.5, memory (3+1)/8 = 0.5 -> 100; without 0 vs 3/8 -> 81 -> 50 + 69/2 = 84:
+    # the fuller node wins because the pod balances it.
+    assert plugin_scores(res["cpu-heavy"], "NodeResourcesBalancedAllocation") == {"n-empty": 65,
+                                                                                   "n-memory-heavy": 84}
     assert res["cpu-heavy"]["node"] == "n-memory-heavy"
     # A best-effort pod is skipped by PreScore (upstream #129138): no score at all, ties broken by name.
     assert res["best-effort"]["scores"] == {"n-empty": {"total": 0}, "n-memory-heavy": {"total": 0}}
@@ -706,10 +708,10 @@ def test_default_preemption_victims(tmp_path: Path, capsys: pytest.CaptureFixtur
     # equal (priority 0): n1 has 200m free, n2 500m; no pod anywhere has a lower priority.
     assert res["equal"]["node"] is None and res["equal"]["victims"] == []
     assert res["equal"]["message"] == (
-        "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, preemption: 0/2 nodes are "
+        "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are "
         "available: 2 No preemption victims found for incoming pod.")
     # preemptionPolicy Never: PostFilter says so and nobody is evicted.
     assert res["polite"]["victims"] == []
     assert res["polite"]["message"] == (
-        "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, preemption: "
+        "0/2 nodes are available: 2 Insufficient cpu. preemption: "
         "not eligible due to preemptionPolicy=Never.")

@@ -7,7 +7,10 @@
 # pause); only then, so the default build stays as fast as before.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-K8S_VERSION="$(awk '$1=="k8s.io/kubernetes"{print $2}' "$here/gobin/go.mod")"
+# go mod tidy writes the requirement inside a block or, when it is alone, as "require k8s.io/kubernetes vX".
+K8S_VERSION="$(awk '$1=="k8s.io/kubernetes"{print $2} $1=="require" && $2=="k8s.io/kubernetes"{print $3}' \
+  "$here/gobin/go.mod")"
+if [ -z "$K8S_VERSION" ]; then echo "no k8s.io/kubernetes requirement in $here/gobin/go.mod" >&2; exit 1; fi
 KWOK_VERSION="$(awk '$1=="sigs.k8s.io/kwok"{print $2}' "$here/kwokbin/go.mod")"
 BIN_DIR="${PY_SCHEDULER_BIN_DIR:-$HOME/.cache/py-scheduler/bin/$K8S_VERSION}"
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-trimpath -buildvcs=false"

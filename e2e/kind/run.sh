@@ -62,7 +62,7 @@ kind create cluster --name "$CLUSTER" --config e2e/kind/kind-config.yaml --kubec
   ${KIND_NODE_IMAGE:+--image "$KIND_NODE_IMAGE"}
 server_minor="$("$KUBECTL" version -o json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["minor"])')"
 if [ "${server_minor%+}" != 34 ]; then
-  echo "note: the kind cluster runs Kubernetes 1.$server_minor; py-scheduler follows 1.34 (set KIND_NODE_IMAGE)" >&2
+  echo "note: the kind cluster runs Kubernetes 1.$server_minor; py-scheduler follows 1.37 (set KIND_NODE_IMAGE)" >&2
 fi
 
 echo "==> image $IMAGE" >&2

@@ -4,7 +4,7 @@
 kube-apiserver, ``e2e.cluster``), fake nodes like upstream's scheduler_perf, and interleaved runs of
 
 * ``py``: py-scheduler (``python -m scheduler.app.cli run --qps Q --burst B --scheduler-name N``);
-* ``kube``: kube-scheduler v1.34 built from source, same QPS/burst, leader election off;
+* ``kube``: kube-scheduler v1.37.2 built from source, same QPS/burst, leader election off;
 * ``ceiling``: ``e2e.perf.ceiling``, a Python binder with no algorithm (same client stack and QPS):
   what the API server on this machine allows;
 * ``ceiling-events`` (only when asked for): the same binder writing each pod's Scheduled event too, as both

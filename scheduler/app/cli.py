@@ -294,8 +294,10 @@ def _run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--burst", type=int, default=None, help="client burst for API writes (config default 100)")
     r.add_argument("--bind-workers", type=int, default=16, help="binding cycles run at once (default 16)")
     r.add_argument("--feature-gates", type=_feature_gates, default=Features(), metavar="GATE=BOOL,...",
-                   help="kube-scheduler feature gates py-scheduler implements: SchedulerAsyncPreemption "
-                        "(default true; false evicts preemption victims on the scheduling thread)")
+                   help="kube-scheduler v1.37's scheduler feature gates; both values of SchedulerAsyncPreemption "
+                        "(default true; false evicts preemption victims on the scheduling thread) and "
+                        "StorageCapacityScoring (default true; false: VolumeBinding does not score), the others "
+                        "only at v1.37's default (see docs/kube-scheduler-v1.37.md)")
     r.add_argument("--gc-full-scan-seconds", type=float, default=3600.0,
                    help="freeze what survives each middle or full garbage collection, and collect the frozen "
                         "objects once this often (default 3600; 0 leaves CPython's default collector)")
@@ -316,9 +318,11 @@ def _simulate_options(s: argparse.ArgumentParser) -> None:
     s.add_argument("--config", default=None, help=DEFAULT_PROFILE_CONFIG_HELP)
     s.add_argument("--policy-config-file", default=None, help="a seed-era scheduler Policy instead of --config")
     g = s.add_mutually_exclusive_group()
-    g.add_argument("--seed", type=int, default=None, help="seed the random tie-break, for repeatable output")
-    g.add_argument("--tie-break", choices=["random", "name"], default="random",
-                   help="among equal best nodes: random as kube-scheduler (default), or the first by name")
+    g.add_argument("--seed", type=int, default=None,
+                   help="seed the random draws (preemption's offset, extenders' tie-break), for repeatable output")
+    g.add_argument("--tie-break", choices=["heap", "name"], default="heap",
+                   help="among equal best nodes: kube-scheduler v1.37's heap order over the nodes examined "
+                        "(default), or the first by name")
     _output(s)
 
 

@@ -132,7 +132,7 @@ class Offline:
 
 def build_scheduler(
     config_path: str | None, pod_objs: list[dict[str, Any]], *, seed: int | None = None,
-    tie_break: Literal["random", "name"] = "random", preemption: bool = True, policy_path: str | None = None,
+    tie_break: Literal["heap", "name"] = "heap", preemption: bool = True, policy_path: str | None = None,
 ) -> Offline:
     """The scheduler with the profiles the pods name (from ``config_path``, a Policy at ``policy_path`` or
     the defaults) and the offline stand-ins. ``preemption=False`` drops the PostFilter plugins (capacity
@@ -220,7 +220,7 @@ def invalid_fields(o: Mapping[str, Any]) -> list[str]:
 
 def run_simulation(
     cluster_path: str | None, pods_path: str, config_path: str | None = None, *, seed: int | None = None,
-    tie_break: Literal["random", "name"] = "random", live: list[dict[str, Any]] | None = None,
+    tie_break: Literal["heap", "name"] = "heap", live: list[dict[str, Any]] | None = None,
     policy_path: str | None = None,
 ) -> Simulation:
     """Place the pods of ``pods_path`` one by one. The cluster: ``live`` (a snapshot of a live cluster)

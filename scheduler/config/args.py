@@ -450,12 +450,9 @@ def _volume_binding(a: Mapping[str, Any], path: str, errs: ErrorList) -> VolumeB
     t = _int_field(a, "bindTimeoutSeconds", VolumeBindingArgs().bind_timeout_seconds, path, errs)
     if t < 0:
         errs.add(f"{path}.bindTimeoutSeconds", f"invalid value {t}: should not be a negative value")
-    if a.get("shape") is not None:
-        errs.add(
-            f"{path}.shape",
-            "unexpected field `shape`: storage capacity scoring (gate StorageCapacityScoring) is not supported",
-        )
-    return VolumeBindingArgs(t)
+    # validateFunctionShape with StorageCapacityScoring on; the plugin refuses a shape with the gate off.
+    shape = _shape(a.get("shape"), f"{path}.shape", errs) if a.get("shape") is not None else None
+    return VolumeBindingArgs(t, shape)
 
 
 def _labels(a: Mapping[str, Any], key: str, path: str, errs: ErrorList) -> tuple[str, ...]:
@@ -514,10 +511,8 @@ def _camel(snake: str) -> str:
 
 
 def _allowed_keys(kind: type) -> frozenset[str]:
-    """The YAML keys of an args type besides apiVersion/kind (VolumeBindingArgs.shape is accepted so it
-    can be rejected with a clear message instead of "unknown field")."""
-    keys = frozenset(_camel(f.name) for f in dataclasses.fields(kind))
-    return keys | {"shape"} if kind is VolumeBindingArgs else keys
+    """The YAML keys of an args type besides apiVersion/kind."""
+    return frozenset(_camel(f.name) for f in dataclasses.fields(kind))
 
 
 def decode_args(kind: type[A], user: Any, path: str, errs: ErrorList) -> A:

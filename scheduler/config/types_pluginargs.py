@@ -95,9 +95,12 @@ class PodTopologySpreadArgs:
 
 @dataclass(frozen=True, slots=True)
 class VolumeBindingArgs:
-    """``shape`` only exists with the alpha StorageCapacityScoring gate, which we run with off."""
+    """``shape``: the storage capacity score's shape (StorageCapacityScoring gate, beta and on in v1.37);
+    None when the configuration gives none, and the plugin then takes upstream's default shape (with the
+    gate on) or scores nothing (off)."""
 
     bind_timeout_seconds: int = 600
+    shape: tuple[UtilizationShapePoint, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ all of them (ImageLocality scales by it).
 
 The filter walk is then answered from sorted lists of feasible and rejected node positions: the same
 nodes, in the same rotation order from the same start index, as the per-node walk visits, so sampling
-(numFeasibleNodesToFind), the diagnosis, the next start index, the scores and the random tie-break draw
+(numFeasibleNodesToFind), the diagnosis, the next start index, the scores and the heap's tie-break
 are those of the reference path. Normalization, weights and selection run on the feasible nodes as
 always. Nodes holding nominated pods that count for the pod (the two-pass filter reads them) are filtered
 afresh each cycle and override the batch's verdicts for that walk. The algorithm uses the batch only when

@@ -1,7 +1,7 @@
 """Cluster events derived from object changes (upstream framework/events.go), and event matching.
 
 Labels follow upstream ``ClusterEvent.Label()``: resource name + action name, e.g. ``NodeAdd``,
-``NodeUpdateNodeTaint``, ``AssignedPodDelete``, ``UnschedulablePodUpdatePodSchedulingGatesEliminated``.
+``NodeUpdateNodeTaint``, ``AssignedPodDelete``, ``UnscheduledPodUpdatePodSchedulingGatesEliminated``.
 """
 
 from __future__ import annotations
@@ -27,8 +27,11 @@ _ACTION_NAMES: dict[ActionType, str] = {
     ActionType.UPDATE_NODE_TAINT: "UpdateNodeTaint",
     ActionType.UPDATE_NODE_CONDITION: "UpdateNodeCondition",
     ActionType.UPDATE_NODE_ANNOTATION: "UpdateNodeAnnotation",
+    ActionType.UPDATE_NODE_DECLARED_FEATURE: "UpdateNodeDeclaredFeature",
+    ActionType.UPDATE_NODE_PREEMPTION_POLICY: "UpdateNodePreemptionPolicy",
     ActionType.UPDATE_POD_LABEL: "UpdatePodLabel",
     ActionType.UPDATE_POD_SCALE_DOWN: "UpdatePodScaleDown",
+    ActionType.UPDATE_POD_SCALE_UP: "UpdatePodScaleUp",
     ActionType.UPDATE_POD_TOLERATION: "UpdatePodToleration",
     ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED: "UpdatePodSchedulingGatesEliminated",
     ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM: "UpdatePodGeneratedResourceClaim",
@@ -41,7 +44,7 @@ _ACTION_NAMES: dict[ActionType, str] = {
 # events, and the group-qualified storage resources (kube-scheduler framework/types.go).
 _RESOURCE_NAMES: dict[str, str] = {
     EventResource.POD: "AssignedPod",
-    EventResource.UNSCHEDULED_POD: "UnschedulablePod",
+    EventResource.UNSCHEDULED_POD: "UnscheduledPod",
     EventResource.STORAGE_CLASS: "storage.k8s.io/StorageClass",
     EventResource.CSI_NODE: "storage.k8s.io/CSINode",
     EventResource.CSI_DRIVER: "storage.k8s.io/CSIDriver",
@@ -111,6 +114,20 @@ def _node_annotations(old: Node, new: Node) -> ActionType | None:
     return ActionType.UPDATE_NODE_ANNOTATION if dict(_annotations(old)) != dict(_annotations(new)) else None
 
 
+def _node_preemption_policy(old: Node, new: Node) -> ActionType | None:
+    changed = _raw_section(old.raw, "spec").get("podPreemptionPolicy") != _raw_section(new.raw, "spec").get(
+        "podPreemptionPolicy")
+    return ActionType.UPDATE_NODE_PREEMPTION_POLICY if changed else None
+
+
+def _node_declared_features(old: Node, new: Node) -> ActionType | None:
+    """status.declaredFeatures (kept sorted by the kubelet, so a list comparison is exact)."""
+    changed = list(_raw_section(old.raw, "status").get("declaredFeatures") or []) != list(
+        _raw_section(new.raw, "status").get("declaredFeatures") or [])
+    return ActionType.UPDATE_NODE_DECLARED_FEATURE if changed else None
+
+
+# v1.37's order; the declared-features extractor runs with NodeDeclaredFeatures, GA and locked on.
 _NODE_EXTRACTORS: tuple[_NodeExtractor, ...] = (
     _node_unschedulable_lifted,
     _node_allocatable,
@@ -118,6 +135,8 @@ _NODE_EXTRACTORS: tuple[_NodeExtractor, ...] = (
     _node_taints,
     _node_conditions,
     _node_annotations,
+    _node_preemption_policy,
+    _node_declared_features,
 )
 
 
@@ -151,6 +170,16 @@ def _pod_scale_down(old: Pod, new: Pod) -> ActionType | None:
     return None
 
 
+def _pod_scale_up(old: Pod, new: Pod) -> ActionType | None:
+    """Any request added or raised (v1.37; requests compared in milli-units)."""
+    o, n = old.requests, new.requests
+    if n.milli_cpu > o.milli_cpu or n.memory > o.memory or n.ephemeral_storage > o.ephemeral_storage:
+        return ActionType.UPDATE_POD_SCALE_UP
+    if any(k not in o.scalar or v > o.scalar[k] for k, v in n.scalar.items()):
+        return ActionType.UPDATE_POD_SCALE_UP
+    return None
+
+
 def _pod_gates_eliminated(old: Pod, new: Pod) -> ActionType | None:
     if old.scheduling_gates and not new.scheduling_gates:
         return ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED
@@ -179,6 +208,7 @@ def _pod_generated_claims(old: Pod, new: Pod) -> ActionType | None:
 _POD_EXTRACTORS: tuple[_PodExtractor, ...] = (
     _pod_labels,
     _pod_scale_down,
+    _pod_scale_up,
     _pod_gates_eliminated,
     _pod_tolerations,
     _pod_generated_claims,

@@ -1,7 +1,7 @@
-"""Feature gates the plugins read (upstream ``plugins/feature.Features``), at kube-scheduler v1.34's defaults.
+"""Feature gates the plugins read (upstream ``plugins/feature.Features``), at kube-scheduler v1.37's defaults.
 
-Only gates whose both settings py-scheduler implements are listed; ``--feature-gates`` takes them in
-kube-scheduler's syntax (``SchedulerAsyncPreemption=false``) and rejects any other name.
+``Features`` holds the gates py-scheduler builds both ways; ``--feature-gates`` takes kube-scheduler's syntax
+(``SchedulerAsyncPreemption=false``) and judges every scheduler gate of v1.37 (feature_gates.py).
 """
 
 from __future__ import annotations
@@ -9,28 +9,50 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from scheduler.framework.feature_gates import ALL_ALPHA, ALL_BETA, KUBE_SCHEDULER_GATES, parse_bool
+
 
 @dataclass(frozen=True, slots=True)
 class Features:
     """enable_async_preemption: victims are evicted off the scheduling thread (SchedulerAsyncPreemption,
-    beta and on by default since 1.33)."""
+    beta and on by default since 1.33). enable_storage_capacity_scoring: VolumeBinding scores nodes by
+    the free storage of the pod's classes (StorageCapacityScoring, beta and on since 1.37; off, it neither
+    scores nor accepts a shape, as v1.34)."""
 
     enable_async_preemption: bool = True
+    enable_storage_capacity_scoring: bool = True
 
 
 # gate name -> Features field
-GATES = {"SchedulerAsyncPreemption": "enable_async_preemption"}
+GATES = {"SchedulerAsyncPreemption": "enable_async_preemption",
+         "StorageCapacityScoring": "enable_storage_capacity_scoring"}
 
 
 def parse_feature_gates(spec: str, base: Features | None = None) -> Features:
-    """``"Gate=true,Other=false"`` applied over ``base``; raises ValueError naming a bad entry."""
+    """``"Gate=true,Other=false"`` applied over ``base``, judged as kube-scheduler v1.37 judges it (see
+    feature_gates.py); raises ValueError naming the first bad entry."""
     changes: dict[str, bool] = {}
     for item in filter(None, (part.strip() for part in spec.split(","))):
-        name, sep, value = item.partition("=")
-        name, value = name.strip(), value.strip().lower()
-        if not sep or value not in ("true", "false"):
-            raise ValueError(f"invalid feature gate {item!r}: want Name=true|false")
-        if name not in GATES:
-            raise ValueError(f"unrecognized feature gate: {name} (known: {', '.join(sorted(GATES))})")
-        changes[GATES[name]] = value == "true"
+        name, sep, raw = item.partition("=")
+        name, raw = name.strip(), raw.strip()
+        if not sep:
+            raise ValueError(f"missing bool value for {name}")
+        value = parse_bool(name, raw)
+        if name in (ALL_ALPHA, ALL_BETA):
+            if value:
+                raise ValueError(f"py-scheduler does not implement {name}=true: it would turn on the "
+                                 f"{name.removeprefix('All').lower()} gates it does not build")
+            continue
+        gate = KUBE_SCHEDULER_GATES.get(name)
+        if gate is None:
+            raise ValueError(f"unrecognized feature gate: {name}")
+        if gate.locked and value != gate.default:
+            raise ValueError(f"cannot set feature gate {name} to {str(value).lower()}, feature is locked to "
+                             f"{str(gate.default).lower()}")
+        if name in GATES:
+            changes[GATES[name]] = value
+        elif value != gate.default:
+            raise ValueError(f"py-scheduler does not implement {name}={str(value).lower()}: it runs with "
+                             f"kube-scheduler v1.37's default, {str(gate.default).lower()} ({gate.stage}); "
+                             f"gates it builds both ways: {', '.join(sorted(GATES))}")
     return dataclasses.replace(base or Features(), **changes)

@@ -246,6 +246,7 @@ class Evaluator:
         self.enable_async = enable_async
         self._mu = threading.Lock()
         self._preempting: set[str] = set()  # uids of pods whose asynchronous preemption is under way
+        self._last_victims: dict[str, Pod] = {}  # preemptor uid -> the victim its preemption ends with
         self._executor: ThreadPoolExecutor | None = None
 
     def executor(self) -> ThreadPoolExecutor:
@@ -256,9 +257,13 @@ class Evaluator:
             return self._executor
 
     def is_pod_running_preemption(self, uid: str) -> bool:
-        """The pod's asynchronous preemption has victims other than the last still to evict."""
+        """The pod's asynchronous preemption is under way and its last victim is not gone yet (v1.37: the
+        mark stays through the last eviction, but a last victim the watch no longer has frees the pod)."""
         with self._mu:
-            return uid in self._preempting
+            if uid not in self._preempting:
+                return False
+            last = self._last_victims.get(uid)
+        return last is None or self.handle.pod_exists(last)
 
     def rng(self) -> random.Random:
         return self.handle.rng()
@@ -270,7 +275,9 @@ class Evaluator:
     ) -> tuple[PostFilterResult | None, Status | None]:
         """<None, Unschedulable>: not eligible (nomination unchanged). <PostFilterResult(""),
         Unschedulable(FitError message)>: preemption cannot help (nomination cleared). <None, Error>:
-        something failed. <PostFilterResult(node), None>: victims evicted, nominate the pod there."""
+        something failed. <PostFilterResult(node), Success("found a potential placement for pod on node N,
+        preempting K victims")>: victims evicted, nominate the pod there (v1.37 gives the success a message,
+        which ends the FailedScheduling message; v1.34's had none)."""
         latest = self.handle.latest_pod(pod)
         if latest is None:
             return None, error(f'pods "{pod.name}" not found')
@@ -303,7 +310,8 @@ class Evaluator:
             if not success(status):
                 return None, status
             self.handle.victims_selected(len(best.victims.pods))
-        return PostFilterResult(best.name), None
+        return PostFilterResult(best.name), Status(Code.SUCCESS, [
+            f"found a potential placement for pod on node {best.name}, preempting {len(best.victims.pods)} victims"])
 
     def find_candidates(
         self, state: CycleState, all_nodes: Sequence[NodeInfo], pod: Pod, statuses: NodeToStatus
@@ -406,9 +414,11 @@ class Evaluator:
     # ----- acting on it -------------------------------------------------------------------------
 
     def prepare_candidate(self, candidate: Candidate, pod: Pod) -> Status | None:
-        """Evict every victim (stop at the first failure), then clear the nomination of the
-        lower-priority pods nominated to the node: they may no longer fit there."""
+        """Evict every victim not already being deleted (stop at the first failure), then clear the
+        nomination of the lower-priority pods nominated to the node: they may no longer fit there."""
         for victim in candidate.victims.pods:
+            if victim.terminating:  # v1.37: graceful deletion has started, another call is unnecessary
+                continue
             status = self.handle.preempt(victim, pod, candidate.name, self.plugin_name)
             if not success(status):
                 return status
@@ -416,39 +426,45 @@ class Evaluator:
         return None
 
     def prepare_candidate_async(self, candidate: Candidate, pod: Pod) -> None:
-        """Mark the pod as preempting and hand the API calls to a worker thread."""
+        """Mark the pod as preempting and hand the API calls to a worker thread. Victims already being
+        deleted need no call (v1.37); with none left there is nothing to do and no mark."""
+        victims = [v for v in candidate.victims.pods if not v.terminating]
+        if not victims:
+            return
         with self._mu:
             self._preempting.add(pod.uid)
         try:
-            self.executor().submit(self._prepare_candidate_in_background, candidate, pod)
+            self.executor().submit(self._prepare_candidate_in_background, candidate.name, victims, pod)
         except RuntimeError:  # the pool was shut down: nothing will clear the mark
             with self._mu:
                 self._preempting.discard(pod.uid)
             raise
 
-    def _prepare_candidate_in_background(self, candidate: Candidate, pod: Pod) -> None:
-        """Clear lower-priority nominations, evict all victims but the last (stop at a failure), drop
-        the preempting mark, evict the last victim. After a failure the pod is activated, since no
-        deletion event may come to requeue it."""
+    def _prepare_candidate_in_background(self, node_name: str, victims: list[Pod], pod: Pod) -> None:
+        """Clear lower-priority nominations, evict all victims but the last (stop at a failure), then
+        the last one, which the preempting mark now waits for (v1.37; v1.34 dropped the mark before
+        it); the mark goes when its call returns. After a failure the pod is activated, since no deletion
+        event may come to requeue it."""
         began = time.monotonic()
         ok = False
         try:
-            ok = self._clear_lower_priority_nominations(candidate.name, pod)
-            for victim in candidate.victims.pods[:-1]:
-                if not self._preempt_logged(victim, pod, candidate.name):
+            ok = self._clear_lower_priority_nominations(node_name, pod)
+            for victim in victims[:-1]:
+                if not self._preempt_logged(victim, pod, node_name):
                     ok = False
                     break
+            else:
+                with self._mu:
+                    self._last_victims[pod.uid] = victims[-1]
+                ok = self._preempt_logged(victims[-1], pod, node_name) and ok
         except Exception:
-            log.exception("asynchronous preemption failed", preemptor=pod.key, node=candidate.name)
+            log.exception("asynchronous preemption failed", preemptor=pod.key, node=node_name)
+            ok = False
         finally:
             with self._mu:
                 self._preempting.discard(pod.uid)
-        try:
-            ok = self._preempt_logged(candidate.victims.pods[-1], pod, candidate.name) and ok
-        except Exception:
-            log.exception("asynchronous preemption of the last victim failed", preemptor=pod.key)
-            ok = False
-        log.debug("asynchronous preemption finished", preemptor=pod.key, node=candidate.name, ok=ok)
+                self._last_victims.pop(pod.uid, None)
+        log.debug("asynchronous preemption finished", preemptor=pod.key, node=node_name, ok=ok)
         self.handle.async_preemption_done(ok, time.monotonic() - began)
         if not ok:
             self.handle.activate_pods([pod])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -226,16 +226,21 @@ def is_pod_resize_infeasible(status: Mapping[str, object]) -> bool:
     return False
 
 
-def _status_requests(
-    c: Mapping[str, object], cs: Mapping[str, object], status: Mapping[str, object], obj: str, fld: str
-) -> ResourceList:
-    """determineContainerReqs: the larger of spec, status and allocated requests (an infeasible resize
-    ignores the spec)."""
-    actual = _requests_of(cs, obj, f"{fld}(status)")
-    allocated = parse_resource_list(_section(cs, "allocatedResources"), obj, f"{fld}(status).allocatedResources")
-    if is_pod_resize_infeasible(status):
-        return _max_of(actual, allocated)
-    return _max_of(_requests_of(c, obj, fld), actual, allocated)
+ContainerRequests = Callable[[Mapping[str, object], "Mapping[str, object] | None", str], "ResourceList | None"]
+
+
+def _allocated_of(cs: Mapping[str, object] | None, obj: str, fld: str) -> ResourceList | None:
+    """A container status' allocatedResources, None when the field is absent."""
+    if cs is None or not isinstance(cs.get("allocatedResources"), Mapping):
+        return None
+    return parse_resource_list(_section(cs, "allocatedResources"), obj, f"{fld}(status).allocatedResources")
+
+
+def _actual_of(cs: Mapping[str, object] | None, obj: str, fld: str) -> ResourceList | None:
+    """A container status' resources.requests, None when absent."""
+    if cs is None or not isinstance(_section(cs, "resources").get("requests"), Mapping):
+        return None
+    return _requests_of(cs, obj, f"{fld}(status)")
 
 
 def aggregate_container_requests(
@@ -246,35 +251,74 @@ def aggregate_container_requests(
     use_status: bool = False,
     non_missing: Mapping[str, Decimal] | None = None,
 ) -> ResourceList:
-    """AggregateContainerRequests: app containers and restartable (sidecar) init containers add up; a
-    regular init container needs its own request plus the sidecars started before it; the pod needs the
-    larger of the two. ``use_status`` reads resized containers' status resources (InPlacePodVerticalScaling);
-    ``non_missing`` fills requests a container does not set (the scoring defaults)."""
-    statuses: dict[str, Mapping[str, object]] = {}
-    if use_status:
-        for key in ("containerStatuses", "initContainerStatuses"):
-            for cs in _mappings(status.get(key)):
-                statuses[str(cs.get("name") or "")] = cs
+    """AggregateContainerRequests (v1.37): without ``use_status`` the spec requests aggregated; with it
+    (InPlacePodVerticalScaling, GA) the per-resource max of three aggregates, of the spec, of the allocated
+    and of the actuated (status) requests, each container falling back along status resources ->
+    allocatedResources -> spec; an infeasible resize leaves the spec out, and a container without status
+    then counts nothing. When the pod-level status maps are set (InPlacePodLevelResourcesVerticalScaling,
+    beta and on) status.allocatedResources and status.resources.requests replace the two status
+    aggregates. v1.34 took the max per container instead, and only for app and sidecar containers with
+    status resources. ``non_missing`` fills requests a container does not set (the scoring defaults)."""
+    if not use_status:
+        return _aggregate(spec, status, obj, non_missing, lambda c, cs, fld: _requests_of(c, obj, fld))
+    infeasible = is_pod_resize_infeasible(status)
+    spec_reqs = _aggregate(spec, status, obj, non_missing, lambda c, cs, fld: _requests_of(c, obj, fld))
+    pod_allocated = status.get("allocatedResources")
+    pod_actual = _section(status, "resources").get("requests")
+    if isinstance(pod_allocated, Mapping) and isinstance(pod_actual, Mapping):
+        allocated = parse_resource_list(pod_allocated, obj, "status.allocatedResources")
+        actual = parse_resource_list(pod_actual, obj, "status.resources.requests")
+    else:
+        def allocated_fn(c: Mapping[str, object], cs: Mapping[str, object] | None, fld: str) -> ResourceList | None:
+            found = _allocated_of(cs, obj, fld)
+            if found is not None:
+                return found
+            return None if infeasible else _requests_of(c, obj, fld)
 
-    def requests(c: Mapping[str, object], fld: str, status_applies: bool) -> ResourceList:
-        cr = _requests_of(c, obj, fld)
-        if use_status and status_applies:
-            cs = statuses.get(str(c.get("name") or ""))
-            if cs is not None and isinstance(cs.get("resources"), Mapping):
-                cr = _status_requests(c, cs, status, obj, fld)
+        def actual_fn(c: Mapping[str, object], cs: Mapping[str, object] | None, fld: str) -> ResourceList | None:
+            found = _actual_of(cs, obj, fld)
+            if found is None:
+                found = _allocated_of(cs, obj, fld)
+            if found is not None:
+                return found
+            return None if infeasible else _requests_of(c, obj, fld)
+
+        allocated = _aggregate(spec, status, obj, non_missing, allocated_fn, statuses=True)
+        actual = _aggregate(spec, status, obj, non_missing, actual_fn, statuses=True)
+    return _max_of(actual, allocated) if infeasible else _max_of(spec_reqs, actual, allocated)
+
+
+def _aggregate(
+    spec: Mapping[str, object],
+    status: Mapping[str, object],
+    obj: str,
+    non_missing: Mapping[str, Decimal] | None,
+    requests_of: ContainerRequests,
+    statuses: bool = False,
+) -> ResourceList:
+    """aggregateContainerResourcesByFn: app containers and restartable (sidecar) init containers add up; a
+    regular init container needs its own request plus the sidecars started before it; the pod needs the
+    larger of the two. ``requests_of`` gives a container's list from it and its status (``statuses``)."""
+    by_name: dict[str, Mapping[str, object]] = {}
+    if statuses:
+        for key in ("initContainerStatuses", "containerStatuses"):  # a regular container's status wins
+            for cs in _mappings(status.get(key)):
+                by_name[str(cs.get("name") or "")] = cs
+
+    def requests(c: Mapping[str, object], fld: str) -> ResourceList:
+        cr = requests_of(c, by_name.get(str(c.get("name") or "")), fld) or {}
         if non_missing:
             cr = _apply_non_missing(cr, non_missing)
         return cr
 
     reqs: ResourceList = {}
     for i, c in enumerate(_mappings(spec.get("containers"))):
-        _add_list(reqs, requests(c, f"spec.containers[{i}]", True))
+        _add_list(reqs, requests(c, f"spec.containers[{i}]"))
     sidecars: ResourceList = {}
     init_max: ResourceList = {}
     for i, c in enumerate(_mappings(spec.get("initContainers"))):
-        sidecar = c.get("restartPolicy") == "Always"
-        cr = requests(c, f"spec.initContainers[{i}]", sidecar)
-        if sidecar:
+        cr = requests(c, f"spec.initContainers[{i}]")
+        if c.get("restartPolicy") == "Always":
             _add_list(reqs, cr)
             _add_list(sidecars, cr)
             need = dict(sidecars)
@@ -314,6 +358,8 @@ def pod_request_list(
     pod_level_reqs = pod_level_requests(spec) if pod_level else None
     if pod_level_reqs is not None:
         parsed = parse_resource_list(pod_level_reqs, obj, "spec.resources.requests")
+        if use_status and isinstance(status.get("resources"), Mapping):
+            parsed = _effective_pod_level(parsed, status, obj)
         for name, q in parsed.items():
             if is_supported_pod_level_resource(name):
                 reqs[name] = q
@@ -321,6 +367,16 @@ def pod_request_list(
     if isinstance(overhead, Mapping):
         _add_list(reqs, parse_resource_list(overhead, obj, "spec.overhead"))
     return reqs
+
+
+def _effective_pod_level(spec_reqs: ResourceList, status: Mapping[str, object], obj: str) -> ResourceList:
+    """effectivePodLevelResources (InPlacePodLevelResourcesVerticalScaling, beta and on in v1.37): the max of
+    the pod-level spec (left out for an infeasible resize), status.resources.requests and
+    status.allocatedResources."""
+    actual = parse_resource_list(_section(_section(status, "resources"), "requests"), obj, "status.resources.requests")
+    allocated = parse_resource_list(_section(status, "allocatedResources"), obj, "status.allocatedResources")
+    base = {} if is_pod_resize_infeasible(status) else spec_reqs
+    return _max_of(base, actual, allocated)
 
 
 DEFAULT_NON_MISSING: Mapping[str, Decimal] = {
@@ -344,7 +400,8 @@ class PodResources:
 
 
 def calculate_pod_resources(spec: Mapping[str, object], status: Mapping[str, object], obj: str) -> PodResources:
-    """PodInfo.CalculateResource with InPlacePodVerticalScaling and PodLevelResources on (1.34 defaults).
+    """PodInfo.CalculateResource with InPlacePodVerticalScaling, PodLevelResources and
+    InPlacePodLevelResourcesVerticalScaling on (v1.37 defaults).
 
     Without pod-level requests every container lacking a cpu/memory request gets the default; with them
     the default only fills a resource missing from the whole pod's requests."""
@@ -378,7 +435,7 @@ def _resource_fields(spec: Mapping[str, object], status: Mapping[str, object]) -
     ]
     return orjson.dumps((
         spec.get("containers"), spec.get("initContainers"), spec.get("resources"), spec.get("overhead"),
-        statuses, is_pod_resize_infeasible(status) if statuses else False,
+        statuses, status.get("allocatedResources"), status.get("resources"), is_pod_resize_infeasible(status),
     ), default=str)
 
 

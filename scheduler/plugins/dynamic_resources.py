@@ -1,18 +1,20 @@
-"""DynamicResources (kube-scheduler v1.34 ``dynamicresources/dynamicresources.go``), minimal.
+"""DynamicResources (kube-scheduler v1.37 ``dynamicresources/dynamicresources.go``), minimal.
 
 py-scheduler does not implement dynamic resource allocation (ResourceClaims, DeviceClasses,
 ResourceSlices are not watched, nothing is allocated). The plugin is still part of the default
 profile, in upstream's place, because it shapes what every pod sees:
 
 * a pod without ``spec.resourceClaims`` is skipped at PreFilter (so Filter does not run for it), and
-  its PostFilter answers ``no new claims to deallocate`` (Unschedulable), which upstream appends to
-  every FailedScheduling message of the default profile before the preemption message;
+  its PostFilter answers Unschedulable without a reason (v1.34 said ``no new claims to deallocate``,
+  which it put in every FailedScheduling message of the default profile before the preemption
+  message; v1.37 puts nothing there);
 * when PreFilter never ran (an earlier PreFilter plugin was UnschedulableAndUnresolvable), PostFilter
   fails reading its state, as upstream does: the message then ends in ``not found``;
 * a pod *with* ``spec.resourceClaims`` is rejected at PreFilter as UnschedulableAndUnresolvable with a
   message saying so: a known limitation, better than binding a pod whose devices nobody allocated.
 
-Extended resources backed by DRA (DRAExtendedResource, alpha and off in 1.34) are not considered.
+Extended resources backed by DRA (DRAExtendedResource) are not built (the DRA issue's work). Score
+(v1.37, weight 2) gives the only pods that reach it, those without claims, 0 on every node.
 """
 
 from __future__ import annotations
@@ -36,8 +38,6 @@ NAME = "DynamicResources"
 STATE_KEY = "PreFilter" + NAME  # upstream stores it under the plugin name
 
 UNSUPPORTED_MSG = "py-scheduler does not support dynamic resource allocation (the pod has spec.resourceClaims)"
-NO_CLAIMS_MSG = "no new claims to deallocate"
-NOTHING_DONE_MSG = "still not schedulable"
 STATE_NOT_FOUND_MSG = "not found"  # fwk.ErrNotFound, what CycleState.Read returns upstream
 
 
@@ -98,15 +98,36 @@ class DynamicResources:
         s = state.get(STATE_KEY)
         if not isinstance(s, _State):
             return None, error(STATE_NOT_FOUND_MSG)
-        if not s.claims:
-            return None, unschedulable(NO_CLAIMS_MSG)
-        return None, unschedulable(NOTHING_DONE_MSG)
+        # No claims: upstream's fast path; with claims nothing was deallocated (none is allocated here).
+        # Both are Unschedulable without a reason in v1.37.
+        return None, unschedulable()
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        """v1.37 scores the devices a pod's claims would get (weight 2); a pod that gets here has no
+        claims, which upstream scores 0 on every node (there is no PreScore to skip it)."""
+        if not isinstance(state.get(STATE_KEY), _State):
+            return 0, error(STATE_NOT_FOUND_MSG)
+        return 0, None
+
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status | None]:
+        """``score`` for every node in one call."""
+        if not isinstance(state.get(STATE_KEY), _State):
+            return [0] * len(nodes), error(STATE_NOT_FOUND_MSG)
+        return [0] * len(nodes), None
+
+    def score_extensions(self) -> None:
+        """Upstream normalizes with DefaultNormalizeScore, which leaves all-zero scores as they are."""
+        return None
 
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         return None
 
     def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         return None
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Nothing to bind: only pods without claims get this far (upstream's Skip for them)."""
+        return skip()
 
     def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         return None

@@ -1,9 +1,10 @@
-"""ImageLocality (kube-scheduler v1.34 ``imagelocality/image_locality.go``).
+"""ImageLocality (kube-scheduler v1.37 ``imagelocality/image_locality.go``).
 
-Favors nodes that already hold the pod's container images. For each init and regular container whose
-normalized image name is on the node, the image size is scaled by the share of nodes holding it
-(``int(size · numNodes / totalNodes)``, damping the "node heating" of popular images); the sum is
-clamped to [23 MiB, 1000 MiB x number of containers] and mapped linearly onto 0..100.
+Favors nodes that already hold the pod's images. For each init and regular container, and (since v1.37)
+each image volume (``spec.volumes[].image.reference``), whose normalized image name is on the node, the
+image size is scaled by the share of nodes holding it (``int(size · numNodes / totalNodes)``, damping the
+"node heating" of popular images); the sum is clamped to [23 MiB, 1000 MiB x number of images] and mapped
+linearly onto 0..100.
 
 Image names are normalized as upstream does: ``:latest`` is appended when there is no ':' after the
 last '/'. Digest references (``name@sha256:…``) contain a ':' after the last '/', so they are used
@@ -36,15 +37,25 @@ def normalized_image_name(name: str) -> str:
 
 
 def _pod_images(pod: Pod) -> tuple[str, ...]:
-    """Normalized names of the init and regular container images, once per pod.
+    """Normalized names of the init and regular container images, then of the image volumes, once per pod.
 
     A missing or non-string image (the API server would reject both) becomes "" and matches nothing."""
     cached = pod.memo.get(NAME)
     if cached is None:
         cached = pod.memo[NAME] = tuple(
-            normalized_image_name(i) if isinstance(i, str) and i else "" for i in pod.images
+            normalized_image_name(i) if isinstance(i, str) and i else "" for i in (*pod.images, *_volume_images(pod))
         )
     return cached
+
+
+def _volume_images(pod: Pod) -> list[Any]:
+    """The references of the pod's image volumes (ImageVolume), in spec order."""
+    out = []
+    for v in (pod.raw.get("spec") or {}).get("volumes") or []:
+        image = v.get("image") if isinstance(v, Mapping) else None
+        if isinstance(image, Mapping):
+            out.append(image.get("reference"))
+    return out
 
 
 def scaled_image_score(state: ImageStateSummary, total_nodes: int) -> int:

@@ -1,4 +1,4 @@
-"""InterPodAffinity: required pod (anti-)affinity as a filter, preferred terms as a score (kube-scheduler v1.34).
+"""InterPodAffinity: required pod (anti-)affinity as a filter, preferred terms as a score (kube-scheduler v1.37).
 
 Upstream: ``pkg/scheduler/framework/plugins/interpodaffinity/{plugin,filtering,scoring}.go``.
 

@@ -1,11 +1,14 @@
-"""NodeName: a pod that names its node fits only there (``nodename/node_name.go``)."""
+"""NodeName: a pod that names its node fits only there (``nodename/node_name.go``).
+
+Since v1.37 its PreFilter narrows the nodes to the named one, so the others are not filtered (their
+status is "node(s) didn't satisfy plugin(s) [NodeName]", as for any PreFilter narrowing)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
-from scheduler.framework.interface import CycleState, Handle
+from scheduler.framework.interface import CycleState, Handle, PreFilterResult
 from scheduler.framework.status import Status, error, unresolvable
 from scheduler.framework.types import NODE_ADD, ClusterEventWithHint, NodeInfo
 from scheduler.model.pod import Pod
@@ -28,6 +31,17 @@ class NodeName:
 
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         del args, handle  # no configuration
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        """Only the named node, when there is one; never Skip, so Filter always runs."""
+        if pod.node_name:
+            return PreFilterResult({pod.node_name}), None
+        return None, None
+
+    def pre_filter_extensions(self) -> None:
+        return None
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         if node_info.node is None:

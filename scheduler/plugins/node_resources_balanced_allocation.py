@@ -1,9 +1,11 @@
-"""NodeResourcesBalancedAllocation (kube-scheduler v1.34 ``noderesources/balanced_allocation.go``).
+"""NodeResourcesBalancedAllocation (kube-scheduler v1.37 ``noderesources/balanced_allocation.go``).
 
-Favors nodes whose resource usage fractions stay close to each other after placing the pod. Uses
-real requests (no 100m / 200Mi defaults): f_r = min(1, requested_r / allocatable_r) over the
-configured resources with allocatable > 0; std = |f1 - f2| / 2 for two resources, the population
-standard deviation for more, 0 otherwise; score = int((1 - std) · 100).
+Favors nodes whose balance the pod improves. The balance of a set of requests is
+b = int((1 - std) · 100) with real requests (no 100m / 200Mi defaults): f_r = min(1, requested_r /
+allocatable_r) over the configured resources with allocatable > 0; std = |f1 - f2| / 2 for two
+resources, the population standard deviation for more, 0 otherwise. In v1.37 the score is the
+change the pod makes: 50 + (50 + b_with_pod - b_without_pod) / 2, Go's truncating division (v1.34
+scored b_with_pod alone; no configuration brings that formula back, see docs/kube-scheduler-v1.37.md).
 
 Since v1.33 (issue #129138) PreScore returns Skip for a pod requesting none of the resources, so
 best-effort pods are not all packed onto the emptiest, most "balanced" node.
@@ -21,14 +23,21 @@ from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle
 from scheduler.framework.status import Status, skip
 from scheduler.framework.types import ClusterEventWithHint, NodeInfo
 from scheduler.model.pod import Pod
+from scheduler.plugins.helper.gomath import go_div
 from scheduler.plugins.node_resources_fit import ResourceAllocationScorer, pod_resource_requests
 
 NAME = "NodeResourcesBalancedAllocation"
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
 
 
-def balanced_resource_score(requested: list[int], allocatable: list[int]) -> int:
-    """balancedResourceScorer, with upstream's float operations in the same order."""
+def balanced_resource_score(requested: list[int], allocated: list[int], allocatable: list[int]) -> int:
+    """balancedResourceScorer: 50 + (50 + balance with the pod - balance without it) / 2, on 0..100."""
+    half = MAX_NODE_SCORE // 2
+    return half + go_div(half + balance(requested, allocatable) - balance(allocated, allocatable), 2)
+
+
+def balance(requested: list[int], allocatable: list[int]) -> int:
+    """balancedResourceScore: 100 for equal usage fractions, with upstream's float operations in order."""
     fractions: list[float] = []
     total = 0.0
     for i, alloc in enumerate(allocatable):

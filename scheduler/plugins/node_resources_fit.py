@@ -198,7 +198,7 @@ class FitState:
 # --- scoring -----------------------------------------------------------------------------------
 
 
-ScorerFn = Callable[[list[int], list[int]], int]
+ScorerFn = Callable[[list[int], list[int], list[int]], int]
 
 
 def pod_resource_requests(pod: Pod, resources: Sequence[ResourceSpec], use_requested: bool) -> tuple[int, ...]:
@@ -219,8 +219,9 @@ def pod_resource_requests(pod: Pod, resources: Sequence[ResourceSpec], use_reque
 
 @dataclass(frozen=True, slots=True)
 class ResourceAllocationScorer:
-    """resourceAllocationScorer: gathers (requested, allocatable) per resource and applies `fn`, the
-    strategy's formula (the only place it is written)."""
+    """resourceAllocationScorer: gathers (requested, allocated, allocatable) per resource and applies `fn`,
+    the strategy's formula (the only place it is written). `allocated` is the node's use before the pod,
+    read only by BalancedAllocation (v1.37 scores the change in balance)."""
 
     resources: tuple[ResourceSpec, ...]
     use_requested: bool
@@ -258,9 +259,9 @@ class ResourceAllocationScorer:
         return self.memo.values(reqs, nodes, lambda todo: self.compute_nodes(todo, reqs))
 
     def compute_nodes(self, nodes: Sequence[NodeInfo], pod_requests: Sequence[int]) -> list[int]:
-        """The score of each node: (requested, allocatable) per resource, allocatable 0 where the node has
-        none (the formulas skip those). Requested is the non-zero or real request for cpu and memory, the
-        real one for the rest."""
+        """The score of each node: (requested, allocated, allocatable) per resource, allocatable 0 where the
+        node has none (the formulas skip those). Allocated is the node's non-zero or real requests for cpu and
+        memory, the real ones for the rest; requested is allocated plus the pod's request."""
         plan = self._plan(pod_requests)
         use_requested = self.use_requested
         fn = self.fn
@@ -271,27 +272,29 @@ class ResourceAllocationScorer:
             alloc = ni.allocatable
             used = ni.requested if use_requested else ni.non_zero_requested
             requested = [0] * n
+            allocated = [0] * n
             allocatable = [0] * n
             for i, src, name, pr in plan:
                 if src == 0:
-                    a, r = alloc.milli_cpu, used.milli_cpu + pr
+                    a, u = alloc.milli_cpu, used.milli_cpu
                 elif src == 1:
-                    a, r = alloc.memory, used.memory + pr
+                    a, u = alloc.memory, used.memory
                 elif src == 2:
-                    a, r = alloc.ephemeral_storage, ni.requested.ephemeral_storage + pr
+                    a, u = alloc.ephemeral_storage, ni.requested.ephemeral_storage
                 else:
-                    a, r = alloc.scalar.get(name, 0), ni.requested.scalar.get(name, 0) + pr
+                    a, u = alloc.scalar.get(name, 0), ni.requested.scalar.get(name, 0)
                 if a:
                     allocatable[i] = a
-                    requested[i] = r
-            append(fn(requested, allocatable))
+                    allocated[i] = u
+                    requested[i] = u + pr
+            append(fn(requested, allocated, allocatable))
         return out
 
 
 def _weighted(resources: Sequence[ResourceSpec], per_resource: Callable[[int, int], int]) -> ScorerFn:
     """Σ s_r·w_r / Σ w_r over resources with allocatable > 0 (integer division)."""
 
-    def fn(requested: list[int], allocatable: list[int]) -> int:
+    def fn(requested: list[int], _allocated: list[int], allocatable: list[int]) -> int:
         node_score = weight_sum = 0
         for i, alloc in enumerate(allocatable):
             if alloc == 0:
@@ -331,7 +334,7 @@ def requested_to_capacity_ratio_fn(
             return raw(MAX_UTILIZATION)
         return raw(go_div(requested * MAX_UTILIZATION, capacity))
 
-    def fn(requested: list[int], allocatable: list[int]) -> int:
+    def fn(requested: list[int], _allocated: list[int], allocatable: list[int]) -> int:
         node_score = weight_sum = 0
         for i, alloc in enumerate(allocatable):
             if alloc == 0:

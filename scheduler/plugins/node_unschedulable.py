@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
-from scheduler.framework.interface import CycleState, Handle
+from scheduler.framework.interface import CycleState, Handle, PreFilterResult
 from scheduler.framework.status import Status, unresolvable
 from scheduler.framework.types import (
     ActionType,
@@ -45,6 +45,15 @@ class NodeUnschedulable:
 
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         del args, handle  # no configuration
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        """v1.37's PreFilter: nothing to do (it skips only for a deferred resize, an alpha gate's case)."""
+        return None, None
+
+    def pre_filter_extensions(self) -> None:
+        return None
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         node = node_info.node

@@ -1,4 +1,4 @@
-"""PodTopologySpread: spread a workload's pods evenly over topology domains (kube-scheduler v1.34).
+"""PodTopologySpread: spread a workload's pods evenly over topology domains (kube-scheduler v1.37).
 
 Upstream: ``pkg/scheduler/framework/plugins/podtopologyspread/{plugin,common,filtering,scoring}.go``.
 

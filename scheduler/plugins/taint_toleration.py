@@ -1,4 +1,4 @@
-"""TaintToleration (kube-scheduler v1.34 ``tainttoleration/taint_toleration.go``).
+"""TaintToleration (kube-scheduler v1.37 ``tainttoleration/taint_toleration.go``).
 
 Filter: the first node taint with effect NoSchedule or NoExecute that no pod toleration tolerates
 rejects the node as UnschedulableAndUnresolvable (preemption cannot remove a taint), with the reason
@@ -15,7 +15,15 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
-from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, NodeScore, ScoreRow, score_by_batch
+from scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    CycleState,
+    Handle,
+    NodeScore,
+    PreFilterResult,
+    ScoreRow,
+    score_by_batch,
+)
 from scheduler.framework.status import Status, error, unresolvable
 from scheduler.framework.types import (
     ActionType,
@@ -69,6 +77,15 @@ class TaintToleration:
 
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        """v1.37's PreFilter: nothing to do (it skips only for a deferred resize, an alpha gate's case)."""
+        return None, None
+
+    def pre_filter_extensions(self) -> None:
+        return None
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         node = node_info.node

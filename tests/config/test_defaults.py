@@ -29,28 +29,30 @@ from scheduler.plugins.names import IN_TREE, IN_TREE_BY_NAME
 from . import sample_plugins
 from .helpers import full_registry, names, profile, resolve, scores
 
-# upstream ExpandedPluginsV1 (pkg/scheduler/apis/config/testing/defaults), minus the removed EBS/GCE/Azure
-# limits, VolumeBinding without scoring (StorageCapacityScoring off), plus DefaultPreemption's PreEnqueue (1.34).
+# upstream ExpandedPluginsV1 (v1.37 pkg/scheduler/apis/config/testing/defaults), minus the extension points
+# of pod groups py-scheduler has no counterpart for (podGroupPostFilter, placementScore: their plugins only
+# run with GenericWorkload, beta and off).
 EXPECTED = {
     "preEnqueue": ["SchedulingGates", "DynamicResources", "DefaultPreemption"],
     "queueSort": ["PrioritySort"],
     "preFilter": [
-        "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits",
-        "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources",
+        "NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
+        "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
+        "InterPodAffinity", "DynamicResources", "NodeDeclaredFeatures",
     ],
     "filter": [
-        "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
+        "NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts", "NodeResourcesFit",
         "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread",
-        "InterPodAffinity", "DynamicResources",
+        "InterPodAffinity", "DynamicResources", "NodeDeclaredFeatures",
     ],
     "postFilter": ["DynamicResources", "DefaultPreemption"],
     "preScore": [
-        "TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity",
-        "NodeResourcesBalancedAllocation",
+        "TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding", "PodTopologySpread",
+        "InterPodAffinity", "NodeResourcesBalancedAllocation",
     ],
     "score": [
-        "TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity",
-        "NodeResourcesBalancedAllocation", "ImageLocality",
+        "TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding", "PodTopologySpread",
+        "InterPodAffinity", "DynamicResources", "NodeResourcesBalancedAllocation", "ImageLocality",
     ],
     "reserve": ["VolumeBinding", "DynamicResources"],
     "permit": [],
@@ -63,8 +65,10 @@ EXPECTED_WEIGHTS = [
     ("TaintToleration", 3),
     ("NodeAffinity", 2),
     ("NodeResourcesFit", 1),
+    ("VolumeBinding", 1),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
+    ("DynamicResources", 2),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
 ]
@@ -87,10 +91,10 @@ EXPECTED_ARGS = {
 
 def test_default_multipoint_order_and_weights() -> None:
     assert [p.name for p in DEFAULT_MULTIPOINT] == [
-        "SchedulingGates", "PrioritySort", "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity",
+        "SchedulingGates", "PrioritySort", "NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffinity",
         "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone",
         "PodTopologySpread", "InterPodAffinity", "DynamicResources", "DefaultPreemption",
-        "NodeResourcesBalancedAllocation", "ImageLocality", "DefaultBinder",
+        "NodeResourcesBalancedAllocation", "ImageLocality", "DefaultBinder", "NodeDeclaredFeatures",
     ]  # fmt: skip
     assert "DynamicResources" in {p.name for p in DEFAULT_MULTIPOINT}
 

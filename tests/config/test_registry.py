@@ -17,7 +17,7 @@ EXPECTED_NAMES = {
     "PrioritySort", "SchedulingGates", "DefaultBinder", "NodeName", "NodeUnschedulable", "NodeResourcesFit",
     "NodeResourcesBalancedAllocation", "ImageLocality", "TaintToleration", "NodeAffinity", "NodePorts",
     "InterPodAffinity", "PodTopologySpread", "DynamicResources", "DefaultPreemption", "VolumeRestrictions",
-    "NodeVolumeLimits",
+    "NodeVolumeLimits", "NodeDeclaredFeatures",
     "VolumeBinding", "VolumeZone", "SelectorSpread", "ServiceAffinity", "ServiceAntiAffinity",
     "CheckNodeCondition", "CheckNodeMemoryPressure", "CheckNodeDiskPressure", "CheckNodePIDPressure",
     "EqualPriority", "LeastRequestedPriority", "MostRequestedPriority", "BalancedResourceAllocation",

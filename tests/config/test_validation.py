@@ -397,9 +397,9 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
     ("volume-binding-timeout", pc("VolumeBinding", {"bindTimeoutSeconds": -1}), f"{PC}.bindTimeoutSeconds", "negative"),
     (
         "volume-binding-shape",
-        pc("VolumeBinding", {"shape": [{"utilization": 0, "score": 0}]}),
-        f"{PC}.shape",
-        "StorageCapacityScoring",
+        pc("VolumeBinding", {"shape": [{"utilization": 0, "score": 11}]}),
+        f"{PC}.shape[0].score",
+        "not in valid range [0, 10]",
     ),
     (
         "node-affinity-operator",

@@ -46,6 +46,9 @@ def test_node_each_aspect() -> None:
         "NodeUpdateNodeTaint": make_node(spec__taints=[]),
         "NodeUpdateNodeCondition": make_node(status__conditions=[{"type": "Ready", "status": "False"}]),
         "NodeUpdateNodeAnnotation": make_node(metadata__annotations={}),
+        # v1.37's two new node aspects
+        "NodeUpdateNodePreemptionPolicy": make_node(spec__podPreemptionPolicy="Never"),
+        "NodeUpdateNodeDeclaredFeature": make_node(status__declaredFeatures=["VolumeBindMountOptions"]),
     }
     for label, new in cases.items():
         assert labels_of(node_scheduling_properties_change(old, new)) == [label]
@@ -72,17 +75,18 @@ def test_pod_specific_events() -> None:
     old = make_pod("p", labels={"a": "1"}, gates=("g",), cpu="500m")
     new = make_pod("p", labels={"a": "2"}, cpu="250m", tolerations=[{"key": "k", "operator": "Exists"}])
     assert labels_of(pod_scheduling_properties_change(old, new)) == [
-        "UnschedulablePodUpdatePodLabel",
-        "UnschedulablePodUpdatePodScaleDown",
-        "UnschedulablePodUpdatePodSchedulingGatesEliminated",
-        "UnschedulablePodUpdatePodToleration",
+        "UnscheduledPodUpdatePodLabel",
+        "UnscheduledPodUpdatePodScaleDown",
+        "UnscheduledPodUpdatePodSchedulingGatesEliminated",
+        "UnscheduledPodUpdatePodToleration",
     ]
 
 
-def test_pod_scale_up_and_generic_update() -> None:
+def test_pod_scale_up() -> None:
+    """v1.37 names a raised (or added) request: UpdatePodScaleUp, no longer the generic Update."""
     events = pod_scheduling_properties_change(make_pod("p", cpu="100m"), make_pod("p", cpu="200m"))
-    assert labels_of(events) == ["UnschedulablePodUpdate"]
-    assert events[0].action == ActionType.UPDATE
+    assert labels_of(events) == ["UnscheduledPodUpdatePodScaleUp"]
+    assert events[0].action == ActionType.UPDATE_POD_SCALE_UP
 
 
 def test_assigned_pod_events_use_pod_resource() -> None:
@@ -95,7 +99,7 @@ def test_assigned_pod_events_use_pod_resource() -> None:
 
 def test_gates_partially_removed_is_not_eliminated() -> None:
     events = pod_scheduling_properties_change(make_pod("p", gates=("a", "b")), make_pod("p", gates=("a",)))
-    assert labels_of(events) == ["UnschedulablePodUpdate"]
+    assert labels_of(events) == ["UnscheduledPodUpdate"]
 
 
 def test_registered_pod_matches_unscheduled_pod_events() -> None:

@@ -1,4 +1,4 @@
-"""A small seeded batch of the differential test (e2e/differential.py): kube-scheduler v1.34.10 and
+"""A small seeded batch of the differential test (e2e/differential.py): kube-scheduler v1.37.2 and
 `simulate` on the same random scenarios must agree on the node, the message and the per-plugin scores.
 `make differential N=200` runs a larger batch."""
 

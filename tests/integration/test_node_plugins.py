@@ -3,9 +3,9 @@ affinity, tolerations, host ports, an extended resource) on four nodes of this m
 session's py-scheduler with its default profile.
 
 Every pod that fits must land on a node its constraints allow; every pod that fits nowhere must carry
-exactly the FailedScheduling message kube-scheduler v1.34.10 writes (``FitError.Error()`` in
+exactly the FailedScheduling message kube-scheduler v1.37.2 writes (``FitError.Error()`` in
 ``framework/types.go``): ``0/N nodes are available: <sorted filter histogram>.`` followed by the PostFilter
-verdicts joined by ", " — DynamicResources' ``no new claims to deallocate`` and DefaultPreemption's
+verdicts joined by ", " — DynamicResources' (none in v1.37 for a pod without claims) and DefaultPreemption's
 ``preemption: `` + its own FitError over the dry run (a node whose filter verdict was
 UnschedulableAndUnresolvable, or that was not examined, counts as ``Preemption is not helpful for
 scheduling``; an Unschedulable node without lower-priority pods as ``No preemption victims found for incoming
@@ -45,7 +45,7 @@ def histogram(counts: Mapping[str, int]) -> str:
 
 def fit_message(n: int, filters: Mapping[str, int], preemption: Mapping[str, int]) -> str:
     """The default profile's FailedScheduling message for a pod no node fits."""
-    return (f"0/{n} nodes are available: {histogram(filters)}. no new claims to deallocate, "
+    return (f"0/{n} nodes are available: {histogram(filters)}. "
             f"preemption: 0/{n} nodes are available: {histogram(preemption)}.")
 
 

@@ -1,9 +1,9 @@
-"""Parity with upstream: kube-scheduler v1.34.10 (built from source) and py-scheduler receive the
+"""Parity with upstream: kube-scheduler v1.37.2 (built from source) and py-scheduler receive the
 same pods in the same cluster; their verdicts and FailedScheduling messages must be identical.
 
 ``DISABLED_PLUGINS`` is the knob: those plugins are disabled in both schedulers' profiles. It is empty: both
 run their default profiles, so every failure message compared here ends with the PostFilter verdicts of
-DynamicResources ("no new claims to deallocate") and DefaultPreemption ("preemption: ..."). Preemption
+DynamicResources (in v1.37 none for a pod without claims) and DefaultPreemption ("preemption: ..."). Preemption
 itself (victims, nomination) is compared in test_preemption.py.
 
 Failure cases create both twins at once (neither binds, so they cannot disturb each other) and compare the

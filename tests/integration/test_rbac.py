@@ -193,7 +193,7 @@ def test_a_missing_permission_shows_as_forbidden_in_the_log(workdir: Path, restr
 def test_manifests_pass_server_side_validation_and_restricted_pod_security(
     cluster: LocalCluster, sa_kubeconfig: Path
 ) -> None:
-    """Every object is valid for the v1.34 API server, and the pod template meets the restricted Pod
+    """Every object is valid for the v1.37 API server, and the pod template meets the restricted Pod
     Security Standard that the namespace enforces (the server warns about templates that would not)."""
     kubectl = kubectl_path()
     res = subprocess.run(

@@ -151,7 +151,7 @@ def test_required_hostname_anti_affinity_leaves_the_extra_replicas_pending(
                           f"{n - k} node(s) didn't match Pod's node affinity/selector"])
         preemption = sorted([f"{k} No preemption victims found for incoming pod",
                              f"{n - k} Preemption is not helpful for scheduling"])
-        expected = (f"0/{n} nodes are available: {', '.join(filters)}. no new claims to deallocate, "
+        expected = (f"0/{n} nodes are available: {', '.join(filters)}. "
                     f"preemption: 0/{n} nodes are available: {', '.join(preemption)}.")
 
         def pending_messages() -> list[str] | None:

@@ -94,10 +94,31 @@ def test_resized_running_pod_counts_its_status_resources() -> None:
     assert fit_request(_pod({"containers": spec2["containers"]}, infeasible)).milli_cpu == 2000
 
 
-def test_status_resources_of_regular_init_containers_are_ignored() -> None:
+def test_status_resources_of_regular_init_containers_count_since_v1_37() -> None:
+    """v1.37 aggregates the actuated requests of every container, regular init containers included (v1.34
+    read status only for app and sidecar containers): the init container's 4 cpu outweighs its spec."""
     spec = {"nodeName": "n", "initContainers": [_container("i", {"cpu": "100m"})], "containers": [_container("a")]}
     status = {"initContainerStatuses": [{"name": "i", "resources": {"requests": {"cpu": "4"}}}]}
-    assert _pod(spec, status).requests.milli_cpu == 100
+    assert _pod(spec, status).requests.milli_cpu == 4000
+
+
+def test_aggregates_are_compared_not_containers() -> None:
+    """The max is taken between the spec, allocated and actuated aggregates: two containers resized in
+    opposite directions count as the larger total, not the sum of each one's larger request."""
+    spec = {"nodeName": "n", "containers": [_container("a", {"cpu": "1"}), _container("b", {"cpu": "1"})]}
+    status = {"containerStatuses": [{"name": "a", "resources": {"requests": {"cpu": "3"}}},
+                                    {"name": "b", "resources": {"requests": {"cpu": "200m"}}}]}
+    # spec 2, actuated 3.2 -> 3.2 (v1.34: max per container, 3 + 1 = 4)
+    assert _pod(spec, status).requests.milli_cpu == 3200
+
+
+def test_pod_level_status_maps_replace_the_container_status_aggregates() -> None:
+    """With status.allocatedResources and status.resources.requests set (InPlacePodLevelResourcesVerticalScaling)
+    they are the allocated and actuated aggregates, and resize the pod-level requests too."""
+    spec = {"nodeName": "n", "resources": {"requests": {"cpu": "1"}}, "containers": [_container("a", {"cpu": "1"})]}
+    status = {"allocatedResources": {"cpu": "2"}, "resources": {"requests": {"cpu": "1500m"}},
+              "containerStatuses": [{"name": "a", "resources": {"requests": {"cpu": "5"}}}]}
+    assert _pod(spec, status).requests.milli_cpu == 2000
 
 
 def test_only_scalar_resource_names_are_tracked() -> None:

@@ -176,8 +176,9 @@ def test_high_priority_pod_preempts_the_least_important_victim_and_binds_on_its_
         pod("low-b", cpu="1500m", node_name="n2", priority=5),
     )
     reason, message = c.attempt(pod("high", cpu="1", priority=100))
-    # Preemption succeeded: its (empty) message adds nothing to the FitError's.
-    assert (reason, message) == ("Unschedulable", "0/2 nodes are available: 2 Insufficient cpu.")
+    # Preemption succeeded: v1.37's success message ends the FitError's.
+    assert (reason, message) == ("Unschedulable", "0/2 nodes are available: 2 Insufficient cpu. preemption: "
+                                 "found a potential placement for pod on node n2, preempting 1 victims")
     assert c.sink.nominated["default/high"] == "n2"
     assert c.s.queue.nominator.nominated_node_name(pod_from_api(pod("high"))) == "n2"
     assert c.on_node("n2") == set() and c.on_node("n1") == {"low-a"}
@@ -194,7 +195,7 @@ def test_default_profile_message_when_preemption_cannot_help() -> None:
     c = Cluster(plugins=None).add(node("n1"), node("n2"), pod("big-a", cpu="2", node_name="n1", priority=50),
                                   pod("big-b", cpu="2", node_name="n2", priority=50))
     _, message = c.attempt(pod("p", cpu="1", priority=10))
-    assert message == ("0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, preemption: "
+    assert message == ("0/2 nodes are available: 2 Insufficient cpu. preemption: "
                        "0/2 nodes are available: 2 No preemption victims found for incoming pod.")
     assert c.sink.nominated["default/p"] == "", "no candidate: the nomination is cleared"
 
@@ -246,9 +247,12 @@ def test_terminating_victim_on_the_nominated_node_makes_the_pod_wait() -> None:
 
 
 def test_terminating_pod_without_the_preemption_condition_does_not_block() -> None:
+    """The victim is chosen, but v1.37 sends no second deletion for a pod already being deleted (v1.34
+    evicted it again, with a Preempted event)."""
     c = Cluster().add(node("n1"), pod("going", cpu="2", node_name="n1", priority=1, extra_meta=TERMINATING))
     c.attempt(pod("p", cpu="1", priority=50, nominated="n1"))
-    assert c.preempted() == [("default/going", "Preempted by pod uid-p on node n1")]
+    assert c.sink.nominated["default/p"] == "n1"
+    assert c.preempted() == []
 
 
 def test_unresolvable_nominated_node_allows_preempting_elsewhere() -> None:
@@ -330,7 +334,8 @@ def test_anti_affinity_to_a_victim_is_resolved_by_preemption() -> None:
     c = Cluster().add(node("n1", cpu="8"), pod("web", cpu="100m", node_name="n1", priority=1, labels={"app": "web"}),
                       pod("other", cpu="100m", node_name="n1", priority=1))
     _, message = c.attempt(pod("p", cpu="100m", priority=10, extra_spec=anti))
-    assert message == "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules."
+    assert message == ("0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules. preemption: "
+                       "found a potential placement for pod on node n1, preempting 1 victims")
     assert c.on_node("n1") == {"other"}, "only the pod the anti-affinity is about is evicted"
 
 
@@ -633,14 +638,18 @@ def test_async_preemption_nominates_at_once_gates_the_pod_until_done_then_binds_
     )
     reason, message = c.attempt(pod("high", cpu="1", priority=100))
     # The same outcome as the synchronous path, reported before any victim is gone.
-    assert (reason, message) == ("Unschedulable", "0/2 nodes are available: 2 Insufficient cpu.")
+    assert (reason, message) == ("Unschedulable", "0/2 nodes are available: 2 Insufficient cpu. preemption: "
+                                 "found a potential placement for pod on node n2, preempting 1 victims")
     assert c.sink.nominated["default/high"] == "n2"
     assert w.deleting.wait(10)
-    # One victim: the worker is deleting the last one, so the pod is no longer held back.
+    # One victim: v1.37 holds the pod back until its last victim's deletion is done (v1.34 let it go as
+    # soon as the last deletion started).
     c.s.queue.activate([c.s._pending["uid-high"]])
-    assert c.s.queue.gating_message("default/high") == ""
+    assert c.s.queue.gating_message("default/high") == "waiting for the preemption for this pod to be finished"
     w.release.set()
     _preemption_done(c)
+    c.s.queue.activate([c.s._pending["uid-high"]])
+    assert c.s.queue.gating_message("default/high") == ""
     assert c.on_node("n2") == set() and c.on_node("n1") == {"low-a"}
     assert c.preempted() == [("default/low-b", "Preempted by pod uid-high on node n2")]
     c.s.on_pod_event(MODIFIED, pod("high", cpu="1", priority=100, nominated="n2", rv="2"))
@@ -689,7 +698,8 @@ def test_async_preemption_failure_activates_the_preemptor() -> None:
     w = HeldFailingWriter()
     c = Cluster(writer=w, async_preemption=True).add(node("n1"), pod("v", cpu="2", node_name="n1", priority=1))
     _, message = c.attempt(pod("p", cpu="1", priority=9))
-    assert message == "0/1 nodes are available: 1 Insufficient cpu.", "the API error is not the cycle's"
+    assert message == ("0/1 nodes are available: 1 Insufficient cpu. preemption: found a potential placement "
+                       "for pod on node n1, preempting 1 victims"), "the API error is not the cycle's"
     assert c.sink.nominated["default/p"] == "n1"
     w.release.set()
     _preemption_done(c)
@@ -728,8 +738,8 @@ def test_parse_feature_gates(spec: str, want: bool) -> None:
 
 
 @pytest.mark.parametrize(("spec", "fragment"), [("Foo=true", "unrecognized feature gate: Foo"),
-                                                ("SchedulerAsyncPreemption", "want Name=true|false"),
-                                                ("SchedulerAsyncPreemption=yes", "want Name=true|false")])
+                                                ("SchedulerAsyncPreemption", "missing bool value for"),
+                                                ("SchedulerAsyncPreemption=yes", "invalid value of")])
 def test_parse_feature_gates_rejects(spec: str, fragment: str) -> None:
     with pytest.raises(ValueError, match=fragment):
         parse_feature_gates(spec)

@@ -29,14 +29,16 @@ def with_claims(name: str = "p") -> Pod:
     })
 
 
-def test_pod_without_claims_is_skipped_and_postfilter_has_nothing_to_deallocate() -> None:
+def test_pod_without_claims_is_skipped_and_postfilter_rejects_without_a_reason() -> None:
+    """v1.37's fast path for pods without claims: Unschedulable, no message (v1.34 said "no new claims to
+    deallocate")."""
     pl, state, pod = plugin(), CycleState(), make_pod()
     result, status = pl.pre_filter(state, pod, [])
     assert result is None and status is not None and status.code == Code.SKIP
     assert pl.pre_enqueue(pod) is None
     r, s = pl.post_filter(state, pod, NodeToStatus())
     assert r is None and s is not None
-    assert (s.code, s.message) == (Code.UNSCHEDULABLE, "no new claims to deallocate")
+    assert (s.code, s.reasons) == (Code.UNSCHEDULABLE, [])
 
 
 def test_pod_with_claims_is_rejected_as_unsupported() -> None:
@@ -45,7 +47,7 @@ def test_pod_with_claims_is_rejected_as_unsupported() -> None:
     assert status is not None and status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert status.message == UNSUPPORTED_MSG
     _, s = pl.post_filter(state, pod, NodeToStatus())
-    assert s is not None and (s.code, s.message) == (Code.UNSCHEDULABLE, "still not schedulable")
+    assert s is not None and (s.code, s.reasons) == (Code.UNSCHEDULABLE, [])
 
 
 def test_postfilter_without_prefilter_state_is_an_error_like_upstream() -> None:
@@ -94,7 +96,7 @@ def attempt(s: Scheduler, sink: RecordingEventSink, spec: dict[str, Any]) -> str
 def test_default_profile_rejects_pods_with_claims_with_the_reason() -> None:
     s, sink = scheduler()
     msg = attempt(s, sink, {"resourceClaims": [{"name": "gpu", "resourceClaimName": "my-gpu"}]})
-    assert msg == (f"0/1 nodes are available: {UNSUPPORTED_MSG}. still not schedulable, preemption: "
+    assert msg == (f"0/1 nodes are available: {UNSUPPORTED_MSG}. preemption: "
                    "0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
 
 

@@ -7,7 +7,7 @@ from util import MiB, container, make_node, make_pod, snapshot_handle
 
 from scheduler.framework.interface import CycleState
 from scheduler.model.node import Node
-from scheduler.model.pod import Pod
+from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.image_locality import ImageLocality, normalized_image_name
 
 # Four nodes; nginx:1.25 (300 MiB) on n1 and n2 (spread 2/4), redis:latest (500 MiB) on n1 only (1/4),
@@ -74,6 +74,19 @@ def test_sum_is_clamped_at_the_per_container_maximum() -> None:
     big = [make_node("a", images=[(["huge:1"], 3000 * MiB)]), make_node("b", images=[(["huge:1"], 3000 * MiB)])]
     # 3000 MiB on 2/2 nodes > 1000 MiB for one container -> 100
     assert scores(images("huge:1"), big) == [100, 100]
+
+
+def test_image_volumes_count_as_images() -> None:
+    """v1.37: an image volume's reference scores like a container image and raises the maximum.
+    Container nginx:1.25 and volume redis (2 images -> max 2000 MiB): the same as two containers,
+    n1 12, n2 6; a volume image absent everywhere still counts: nginx alone over 2000 MiB on n1 is
+    100*(150-23)/1977 = 6."""
+    pod = images("nginx:1.25")
+    raw = dict(pod.raw)
+    raw["spec"] = {**raw["spec"], "volumes": [{"name": "v", "image": {"reference": "redis"}}]}
+    assert scores(pod_from_api(raw)) == [12, 6, 0, 0]
+    raw["spec"]["volumes"] = [{"name": "v", "image": {"reference": "absent:1"}}, {"name": "e", "emptyDir": {}}]
+    assert scores(pod_from_api(raw)) == [6, 6, 0, 0]
 
 
 def test_container_without_image_field_does_not_crash() -> None:

@@ -155,6 +155,18 @@ def test_empty_namespace_selector_matches_all_namespaces() -> None:
     assert run_filter(plugin(h), h, p) == dict(n1=BLOCKED_ANTI, n2=OK, n3=BLOCKED_ANTI, n4=OK)
 
 
+def test_not_in_namespace_selector_matches_only_the_namespaces_it_selects() -> None:
+    """kube-scheduler v1.37 replaces the incoming term's selector by the namespaces it lists (v1.34 kept the
+    selector on a copy and matched it against no labels, so NotIn and DoesNotExist took every namespace):
+    team NotIn [a] selects default and team-b, so the db pod in team-a does not repel."""
+    existing = [make_pod("a", ns="team-a", labels={"app": "db"}, node="n1"),
+                make_pod("b", ns="team-b", labels={"app": "db"}, node="n3")]
+    h = cluster(nodes(), existing, NS_OBJECTS)
+    not_a = {"matchExpressions": [{"key": "team", "operator": "NotIn", "values": ["a"]}]}
+    p = make_pod("p", affinity=pod_affinity(anti_required=[term(match(app="db"), HOST, ns_selector=not_a)]))
+    assert run_filter(plugin(h), h, p) == dict(n1=OK, n2=OK, n3=BLOCKED_ANTI, n4=OK)
+
+
 @pytest.mark.parametrize(("incoming_ns", "want_n1"), [("team-a", BLOCKED_EXISTING), ("team-b", OK)])
 def test_namespace_selector_of_existing_terms_uses_incoming_namespace_labels(
     incoming_ns: str, want_n1: tuple[str, str]

@@ -43,3 +43,10 @@ def test_node_info_without_node_is_an_error() -> None:
 def test_registers_node_add_without_hint() -> None:
     [reg] = plugin().events_to_register()
     assert reg.event == NODE_ADD and reg.hint is None
+
+
+def test_prefilter_narrows_to_the_named_node_and_never_skips() -> None:
+    """v1.37's PreFilter: the named node only; without a name, success (not Skip), so Filter still runs."""
+    result, status = plugin().pre_filter(CycleState(), pod("a"), [])
+    assert status is None and result is not None and result.node_names == {"a"}
+    assert plugin().pre_filter(CycleState(), pod(), []) == (None, None)

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from scheduler.cache import Snapshot, new_snapshot
+from scheduler.framework.features import Features
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo
@@ -161,6 +162,12 @@ class FakeHandle:
 
     def parallelism(self) -> int:
         return 1
+
+    def features(self) -> Features:
+        """The default gates (v1.37's), or the ones a test set."""
+        return self.gates
+
+    gates = Features()
 
 
 def snapshot_handle(nodes: Sequence[Node], pods: Sequence[Pod] = ()) -> FakeHandle:

@@ -259,7 +259,7 @@ def test_metrics_callback_sees_incoming_pods() -> None:
     q.add(make_pod("g", gates=("x",)))
     # A gated pod enters unschedulablePods: upstream's queue_incoming_pods_total says "unschedulable"
     # (only scheduler_pending_pods tells gated pods apart).
-    assert records == [("active", "UnschedulablePodAdd"), ("unschedulable", "UnschedulablePodAdd")]
+    assert records == [("active", "UnscheduledPodAdd"), ("unschedulable", "UnscheduledPodAdd")]
 
 
 def test_pre_enqueue_runs_only_for_the_pods_profile() -> None:

@@ -33,7 +33,8 @@ class PluginSpec:
 
     ``points`` replaces upstream's reflection (which interfaces a plugin type implements).
     ``default_weight`` is None for plugins outside upstream's default MultiPoint set, else their weight
-    there (0: not a Score plugin). Its args type, if any, is the config's (``config.types_pluginargs``)."""
+    there (0: none given, as for a plugin that does not score; a Score plugin then weighs 1). Its args type,
+    if any, is the config's (``config.types_pluginargs``)."""
 
     name: str
     points: frozenset[str]
@@ -59,31 +60,33 @@ _FILTER_POINTS = _points("preFilter", "filter")
 _SCORE_POINTS = _points("preScore", "score")
 _FILTER_SCORE_POINTS = _points("preFilter", "filter", "preScore", "score")
 
-# Upstream's v1 default set first, in its MultiPoint order (kube-scheduler v1.34 default_plugins.go, with
-# DynamicResources before DefaultPreemption as with the DynamicResourceAllocation gate on, GA in 1.34: ours
-# rejects pods with resource claims but gives every other pod upstream's verdicts). Upstream's VolumeBinding
-# implements PreScore/Score but only scores with the alpha StorageCapacityScoring gate; we run with that
-# gate off and list it without them (same outcome, no dead Score method). Then the seed-era plugins.
+# Upstream's v1 default set first, in its MultiPoint order (kube-scheduler v1.37 default_plugins.go: NodeName
+# before NodeUnschedulable; DynamicResources, weight 2, before DefaultPreemption as with the
+# DynamicResourceAllocation gate on, GA: ours rejects pods with resource claims but gives every other pod
+# upstream's verdicts and scores; NodeDeclaredFeatures appended, its gate GA and locked on). VolumeBinding
+# scores with StorageCapacityScoring (beta, on in 1.37). Then the seed-era plugins.
 IN_TREE_PLUGINS: tuple[PluginSpec, ...] = (
     PluginSpec("SchedulingGates", _points("preEnqueue"), 0),
     PluginSpec("PrioritySort", _points("queueSort"), 0),
-    PluginSpec("NodeUnschedulable", _points("filter"), 0),
-    PluginSpec("NodeName", _points("filter"), 0),
-    PluginSpec("TaintToleration", _points("filter", "preScore", "score"), 3),
+    PluginSpec("NodeName", _FILTER_POINTS, 0),
+    PluginSpec("NodeUnschedulable", _FILTER_POINTS, 0),
+    PluginSpec("TaintToleration", _FILTER_SCORE_POINTS, 3),
     PluginSpec("NodeAffinity", _FILTER_SCORE_POINTS, 2),
     PluginSpec("NodePorts", _FILTER_POINTS, 0),
     PluginSpec("NodeResourcesFit", _FILTER_SCORE_POINTS, 1),
     PluginSpec("VolumeRestrictions", _FILTER_POINTS, 0),
     PluginSpec("NodeVolumeLimits", _FILTER_POINTS, 0),
-    PluginSpec("VolumeBinding", _points("preFilter", "filter", "reserve", "preBind"), 0),
+    PluginSpec("VolumeBinding", _points("preFilter", "filter", "preScore", "score", "reserve", "preBind"), 0),
     PluginSpec("VolumeZone", _FILTER_POINTS, 0),
     PluginSpec("PodTopologySpread", _FILTER_SCORE_POINTS, 2),
     PluginSpec("InterPodAffinity", _FILTER_SCORE_POINTS, 2),
-    PluginSpec("DynamicResources", _points("preEnqueue", "preFilter", "filter", "postFilter", "reserve", "preBind"), 0),
+    PluginSpec("DynamicResources",
+               _points("preEnqueue", "preFilter", "filter", "postFilter", "score", "reserve", "preBind"), 2),
     PluginSpec("DefaultPreemption", _points("preEnqueue", "postFilter"), 0),
     PluginSpec("NodeResourcesBalancedAllocation", _SCORE_POINTS, 1),
     PluginSpec("ImageLocality", _points("score"), 1),
     PluginSpec("DefaultBinder", _points("bind"), 0),
+    PluginSpec("NodeDeclaredFeatures", _FILTER_POINTS, 0),
     # seed-era plugins (policy-era predicates and priorities, 1.16-1.21 framework plugins): plugins/legacy/
     _legacy("SelectorSpread", _SCORE_POINTS),
     _legacy("ServiceAffinity", _FILTER_POINTS),

@@ -1,4 +1,4 @@
-"""VolumeBinding (kube-scheduler v1.34 ``volumebinding/volume_binding.go``); its binder is ``binder.py``
+"""VolumeBinding (kube-scheduler v1.37 ``volumebinding/volume_binding.go``); its binder is ``binder.py``
 (``binder.go``), its assume caches ``assume_cache.py``.
 
 PreFilter: every claim the pod uses (PVC volumes and generic ephemeral volumes) must exist, not be lost
@@ -34,9 +34,9 @@ the PV / the claim through the handle's ``update_object``) and waits, polling ev
 ``pv.kubernetes.io/bind-completed``), failing when the pod is deleted, the PV lost its claimRef, the
 selected-node annotation was removed (provisioning failed) or a PV's node affinity does not match.
 
-Not implemented: Score (only with the alpha StorageCapacityScoring gate, off by default), the
-PreBindPreFlight extension point (the framework has none; PreBind itself returns at once when all is
-bound) and the scheduler_volume_* metrics.
+PreScore / Score: ``volume_binding_score.py`` (StorageCapacityScoring, beta and on in v1.37).
+PreBindPreFlight: ``pre_bind_pre_flight`` (framework/expectation.py). Not implemented: the
+scheduler_volume_* metrics.
 """
 
 from __future__ import annotations
@@ -73,12 +73,15 @@ from scheduler.plugins.helper.volume_util import (
     namespace_of,
     pod_claim_refs,
     pod_volumes,
+    pv_capacity,
     pvc_volume_name,
     spec,
+    storage_request,
     volume_is_for_pod,
 )
 from scheduler.plugins.volume_binding.assume_cache import BindingError
 from scheduler.plugins.volume_binding.binder import PodVolumeClaims, PodVolumes, VolumeBinder, volume_limit
+from scheduler.plugins.volume_binding_score import capacity_of, class_resources, volume_capacity_scorer
 
 log = structlog.get_logger(__name__)
 
@@ -117,7 +120,9 @@ class VolumeBinding:
 
     def __init__(self, args: VolumeBindingArgs | Mapping[str, Any] | None, handle: Handle) -> None:
         self.handle = handle
-        self.bind_timeout = float(plugin_args(VolumeBindingArgs, args).bind_timeout_seconds)
+        typed = plugin_args(VolumeBindingArgs, args)
+        self.bind_timeout = float(typed.bind_timeout_seconds)
+        self.scorer = volume_capacity_scorer(typed.shape, handle.features().enable_storage_capacity_scoring)
         self.binder = VolumeBinder(handle, self.bind_timeout)
 
     def _objects(self) -> Any:
@@ -190,6 +195,56 @@ class VolumeBinding:
         with data.lock:
             data.pod_volumes_by_node[node.name] = pod_vols
             data.has_static_bindings = data.has_static_bindings or bool(pod_vols.static_bindings)
+        return None
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """v1.37's PreBindPreFlight: work to do (None) unless Reserve found every volume bound (Skip)."""
+        data = state.get(STATE_KEY)
+        if not isinstance(data, StateData):
+            return error(f"reading {STATE_KEY!r} from cycleState: not found")
+        if data.all_bound:
+            return skip()
+        if node_name not in data.pod_volumes_by_node:
+            return error(f'no pod volume found for node "{node_name}"')
+        return None
+
+    # --- PreScore / Score (volume_binding_score.py) ------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        """Skip only without a scorer (StorageCapacityScoring off): with it every pod is scored."""
+        if self.scorer is None:
+            return skip()
+        if not isinstance(state.get(STATE_KEY), StateData):
+            return error(f"reading {STATE_KEY!r} from cycleState: not found")
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        data = state.get(STATE_KEY)
+        if self.scorer is None:
+            return 0, None
+        if not isinstance(data, StateData):
+            return 0, error(f"reading {STATE_KEY!r} from cycleState: not found")
+        vols = data.pod_volumes_by_node.get(node_info.name)
+        if vols is None:
+            return 0, None
+        classes = class_resources(vols.static_bindings, vols.dynamic_provisions, storage_request, pv_capacity,
+                                  capacity_of)
+        return self.scorer(classes), None
+
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status | None]:
+        """``score`` for every node; a pod without volumes to bind (the common case) scores 0 on each."""
+        data = state.get(STATE_KEY)
+        if self.scorer is not None and isinstance(data, StateData) and not data.pod_volumes_by_node:
+            return [0] * len(nodes), None
+        out: list[int] = []
+        for ni in nodes:
+            value, status = self.score(state, pod, ni)
+            if status is not None:
+                return out, status
+            out.append(value)
+        return out, None
+
+    def score_extensions(self) -> None:
         return None
 
     # --- Reserve / Unreserve -----------------------------------------------------------------------

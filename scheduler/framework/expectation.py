@@ -1,0 +1,40 @@
+"""NominatedNodeNameForExpectation (kube-scheduler v1.37, beta and on): before a binding that will take a
+while, the chosen node goes into ``status.nominatedNodeName`` so that other components (the cluster
+autoscaler) know where the pod is about to land.
+
+Upstream asks every PreBind plugin for a PreBindPreFlight first: Success means it has work to do (VolumeBinding
+with volumes still to bind, DynamicResources with claims), Skip that it has none; the nomination is written
+when one has work or when the pod waits at Permit. A PreBind plugin written for py-scheduler says so with an
+optional ``pre_bind_pre_flight(state, pod, node_name) -> Status | None`` (None: work to do); one without it is
+taken as having none, as upstream's plugins mostly do. The API server of 1.37 clears the field again at
+binding (ClearingNominatedNodeNameAfterBinding).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from scheduler.framework.interface import CycleState
+from scheduler.framework.status import Code, Status
+from scheduler.model.pod import Pod
+
+
+class PreBindPreFlightPlugin(Protocol):
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
+
+
+def pre_flight_has_work(plugins: Iterable[Any], state: CycleState, pod: Pod, node_name: str) -> Status | None:
+    """RunPreBindPreFlights' verdict: Success (None) when one plugin has work, Skip when none has, the first
+    Error otherwise."""
+    verdict: Status | None = Status(Code.SKIP)
+    for pl in plugins:
+        check = getattr(pl, "pre_bind_pre_flight", None)
+        if check is None:
+            continue
+        status = check(state, pod, node_name)
+        if status is None or status.code == Code.SUCCESS:
+            verdict = None
+        elif status.code != Code.SKIP:
+            return Status(Code.ERROR, [f"running PreBindPreFlight {pl.name!r}: {status.message}"])
+    return verdict

@@ -1,0 +1,72 @@
+"""NominatedNodeNameForExpectation (v1.37): PreBindPreFlight verdicts and the nomination write."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from test_volume_binding import PROV, Env, one
+from volume_objects import pvc
+
+from scheduler.framework.expectation import pre_flight_has_work
+from scheduler.framework.interface import CycleState
+from scheduler.framework.status import Code, Status, skip
+from scheduler.model.pod import Pod, pod_from_api
+from scheduler.scheduler import Scheduler
+
+
+class Plugin:
+    def __init__(self, name: str, verdict: Status | None) -> None:
+        self.name, self.verdict = name, verdict
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        return self.verdict
+
+
+class NoPreFlight:
+    name = "Legacy"
+
+
+def test_one_plugin_with_work_is_enough_and_an_error_wins() -> None:
+    pod, state = one(), CycleState()
+    assert pre_flight_has_work([Plugin("a", skip()), Plugin("b", None)], state, pod, "n") is None
+    only_skips = pre_flight_has_work([Plugin("a", skip()), NoPreFlight()], state, pod, "n")
+    assert only_skips is not None and only_skips.code == Code.SKIP
+    err = pre_flight_has_work([Plugin("a", None), Plugin("b", Status(Code.ERROR, ["boom"]))], state, pod, "n")
+    assert err is not None and err.code == Code.ERROR and "PreBindPreFlight 'b'" in err.message
+
+
+def reserved(env: Env, pod: Pod, node: str) -> CycleState:
+    state, s = env.prefilter(pod)
+    if s is None:
+        for n in ("node-1", "node-2"):
+            env.filter(state, pod, n)
+    assert env.pl.reserve(state, pod.with_node(node), node) is None
+    return state
+
+
+def test_volume_binding_has_work_only_with_volumes_to_bind() -> None:
+    env = Env([pvc("c", cls=PROV)])
+    provisioning = one("c")
+    assert env.pl.pre_bind_pre_flight(reserved(env, provisioning, "node-1"), provisioning, "node-1") is None
+    no_claims = one()
+    s = env.pl.pre_bind_pre_flight(reserved(env, no_claims, "node-1"), no_claims, "node-1")
+    assert s is not None and s.code == Code.SKIP
+
+
+class Writer:
+    def __init__(self) -> None:
+        self.patches: list[tuple[str, Any]] = []
+
+    def patch_pod_status(self, namespace: str, name: str, patch: Any) -> None:
+        self.patches.append((name, patch))
+
+
+def test_the_scheduler_writes_the_nomination_once() -> None:
+    w = Writer()
+    s = Scheduler.__new__(Scheduler)  # only the writer is needed
+    s.writer = w  # type: ignore[assignment]
+    s.nominate_for_expectation(one(), "node-1")
+    nominated = one()
+    raw = {**nominated.raw, "status": {"nominatedNodeName": "node-1"}}
+    s.nominate_for_expectation(pod_from_api(raw), "node-1")
+    assert w.patches == [("pod", {"status": {"nominatedNodeName": "node-1"}})]

@@ -72,6 +72,17 @@ def pod_events(core: client.CoreV1Api, ns: str, name: str, since: str, until: Ca
     return seen
 
 
+def assert_nominated_then_cleared(core: client.CoreV1Api, ns: str, name: str, since: str, node: str) -> None:
+    """v1.37: the preemptor's status.nominatedNodeName names ``node`` before it is bound there, and the API
+    server clears it at binding (ClearingNominatedNodeNameAfterBinding, on by default). Read from the pod's
+    watch history since its creation, so the nomination is seen even though it is gone by now."""
+    history = pod_events(core, ns, name, since, lambda _, o: bool(o.spec.node_name))
+    assert history and history[-1][1].spec.node_name == node, (name, [o.spec.node_name for _, o in history])
+    nominated = [o.status.nominated_node_name for _, o in history[:-1] if o.status.nominated_node_name]
+    assert node in nominated, (name, nominated)
+    assert core.read_namespaced_pod(name, ns).status.nominated_node_name is None
+
+
 def test_high_priority_pod_preempts_a_low_priority_one(
     cluster: LocalCluster, core: client.CoreV1Api, api: client.ApiClient, ns: str, priority_classes: None,
     preempt_scheduler: SchedulerProc,
@@ -97,15 +108,16 @@ def test_high_priority_pod_preempts_a_low_priority_one(
         assert marked[0].metadata.uid == victim_uid
 
         assert wait_for(lambda: node_of(core, ns, "preemptor"), 90, what="preemptor bound") == node
-        assert core.read_namespaced_pod("preemptor", ns).status.nominated_node_name == node
+        assert_nominated_then_cleared(core, ns, "preemptor", created.metadata.resource_version, node)
         notes = [e.note for e in wait_for(lambda: events_for(api, ns, "victim", "Preempted"), 30,
                                           what="Preempted event")]
         assert notes == [f"Preempted by pod {created.metadata.uid} on node {node}"]
         failed = wait_for(lambda: events_for(api, ns, "preemptor", "FailedScheduling"), 30,
                           what="preemptor's FailedScheduling event")
-        # The attempt that preempted: its PostFilter succeeded, so nothing is appended to the filter verdicts.
+        # The attempt that preempted: v1.37 appends its PostFilter's success to the filter verdicts.
         # (Later attempts, while the victim terminates, may say the pod is not eligible to preempt again.)
-        assert any("1 Insufficient cpu," in e.note and "preemption:" not in e.note for e in failed), [
+        preempted = f"preemption: found a potential placement for pod on node {node}, preempting 1 victims"
+        assert any("1 Insufficient cpu," in e.note and e.note.endswith(preempted) for e in failed), [
             e.note for e in failed]
         core.delete_namespaced_pod("preemptor", ns, grace_period_seconds=0)
 
@@ -177,20 +189,25 @@ def test_preemption_matches_upstream(
             core.create_namespaced_pod(ns, pod_manifest(f"peer-{side}", scheduler_name="nobody", cpu="1500m",
                                                         priority_class="it-high", extra_spec={"nodeName": b, **grace}))
         first: dict[str, str] = {}
+        since: dict[str, str] = {}
         for side in SIDES:
             created = core.create_namespaced_pod(ns, pod_manifest(
                 f"preemptor-{side}", scheduler_name=side, cpu="1", priority_class="it-high",
                 node_selector={"parity/side": side}))
-            first[side] = first_unschedulable_message(core, ns, f"preemptor-{side}", created.metadata.resource_version)
+            since[side] = created.metadata.resource_version
+            # v1.37's message names the node preemption chose: each side's own, so compare it without that.
+            first[side] = first_unschedulable_message(core, ns, f"preemptor-{side}", created.metadata.resource_version
+                                                      ).replace(f"pre-{side}-", "pre-<side>-")
         assert first[PY] == first[KUBE] == first[PY_SYNC]
-        assert "2 Insufficient cpu" in first[PY] and "preemption" not in first[PY], first[PY]
+        assert "2 Insufficient cpu" in first[PY] and first[PY].endswith(
+            "preemption: found a potential placement for pod on node pre-<side>-0, preempting 1 victims"), first[PY]
         for side, (a, _) in nodes.items():
             try:
                 bound = wait_for(lambda s=side: node_of(core, ns, f"preemptor-{s}"), 90, what=f"{side} preemptor bound")
             except AssertionError:
                 raise AssertionError(default_pair.log_text()[-6000:]) from None
             assert bound == a
-            assert core.read_namespaced_pod(f"preemptor-{side}", ns).status.nominated_node_name == a
+            assert_nominated_then_cleared(core, ns, f"preemptor-{side}", since[side], a)
             assert wait_for(lambda s=side: gone(core, ns, f"victim-{s}"), 60, what=f"{side} victim deleted")
         for case, cls in (("stuck", "it-low"), ("polite", "it-high-never")):
             msgs = {}
@@ -223,18 +240,21 @@ def test_multi_victim_preemption_matches_upstream(
                 core.create_namespaced_pod(ns, pod_manifest(
                     f"low{i}-{side}", scheduler_name="nobody", cpu="1", priority_class="it-low",
                     extra_spec={"nodeName": n, "terminationGracePeriodSeconds": 3}))
-        first, uids = {}, {}
+        first, uids, since = {}, {}, {}
         for side in SIDES:
             created = core.create_namespaced_pod(ns, pod_manifest(
                 f"big-{side}", scheduler_name=side, cpu="2", priority_class="it-high",
                 node_selector={"parity/multi": side}))
             uids[side] = created.metadata.uid
-            first[side] = first_unschedulable_message(core, ns, f"big-{side}", created.metadata.resource_version)
+            since[side] = created.metadata.resource_version
+            first[side] = first_unschedulable_message(core, ns, f"big-{side}", created.metadata.resource_version
+                                                      ).replace(f"multi-{side}-", "multi-<side>-")
         assert first[PY] == first[KUBE] == first[PY_SYNC]
-        assert "1 Insufficient cpu" in first[PY] and "preemption" not in first[PY], first[PY]
+        assert "1 Insufficient cpu" in first[PY] and first[PY].endswith(
+            "preemption: found a potential placement for pod on node multi-<side>-0, preempting 2 victims"), first[PY]
         for side, n in nodes.items():
             assert wait_for(lambda s=side: node_of(core, ns, f"big-{s}"), 90, what=f"{side} preemptor bound") == n
-            assert core.read_namespaced_pod(f"big-{side}", ns).status.nominated_node_name == n
+            assert_nominated_then_cleared(core, ns, f"big-{side}", since[side], n)
             for i in (1, 2):
                 assert wait_for(lambda s=side, i=i: gone(core, ns, f"low{i}-{s}"), 60, what=f"{side} victim gone")
                 notes = [e.note for e in wait_for(lambda s=side, i=i: events_for(api, ns, f"low{i}-{s}", "Preempted"),

@@ -31,8 +31,9 @@ from scheduler.framework.types import (
     NodeInfo,
     QueueingHint,
 )
-from scheduler.model.node import Node, node_from_api
-from scheduler.model.pod import Pod, pod_from_api
+from scheduler.model.node import Node
+from scheduler.model.pod import Pod
+from scheduler.plugins.helper.hint_objects import require_node, require_pod
 
 NAME = "NodeDeclaredFeatures"
 STATE_KEY = "PreFilter" + NAME
@@ -123,29 +124,13 @@ class NodeDeclaredFeatures:
         ]
 
     def is_schedulable_after_node_change(self, pod: Pod, old: object, new: object) -> QueueingHint:
-        if old is not None and declared_features(_as_node(old)) == declared_features(_as_node(new)):
+        if old is not None and declared_features(require_node(old)) == declared_features(require_node(new)):
             return QueueingHint.QUEUE_SKIP
         return QueueingHint.QUEUE
 
     def is_schedulable_after_pod_update(self, pod: Pod, old: object, new: object) -> QueueingHint:
         if old is None or new is None:
             return QueueingHint.QUEUE
-        if required_features(_as_pod(old)) == required_features(_as_pod(new)):
+        if required_features(require_pod(old)) == required_features(require_pod(new)):
             return QueueingHint.QUEUE_SKIP
         return QueueingHint.QUEUE
-
-
-def _as_node(obj: object) -> Node:
-    if isinstance(obj, Node):
-        return obj
-    if isinstance(obj, Mapping):
-        return node_from_api(obj)
-    raise TypeError(f"expected a Node, got {type(obj).__name__}")
-
-
-def _as_pod(obj: object) -> Pod:
-    if isinstance(obj, Pod):
-        return obj
-    if isinstance(obj, Mapping):
-        return pod_from_api(obj)
-    raise TypeError(f"expected a Pod, got {type(obj).__name__}")

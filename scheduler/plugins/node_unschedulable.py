@@ -16,9 +16,9 @@ from scheduler.framework.types import (
     NodeInfo,
     QueueingHint,
 )
-from scheduler.model.node import Node, node_from_api
-from scheduler.model.pod import Pod, pod_from_api
+from scheduler.model.pod import Pod
 from scheduler.model.taints import NO_SCHEDULE, Taint, tolerated
+from scheduler.plugins.helper.hint_objects import require_node, require_pod
 
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 ERR_REASON_UNKNOWN_CONDITION = "node(s) had unknown conditions"
@@ -82,33 +82,17 @@ class NodeUnschedulable:
 
     def is_schedulable_after_node_change(self, pod: Pod, old: object, new: object) -> QueueingHint:
         """Queue only when the node turns schedulable (added schedulable, or uncordoned)."""
-        modified = _as_node(new)
-        was_schedulable = old is not None and not _as_node(old).unschedulable
+        modified = require_node(new)
+        was_schedulable = old is not None and not require_node(old).unschedulable
         if not was_schedulable and not modified.unschedulable:
             return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
 
     def is_schedulable_after_pod_toleration_change(self, pod: Pod, old: object, new: object) -> QueueingHint:
         """Queue when the pending pod itself now tolerates the unschedulable taint."""
-        modified = _as_pod(new)
+        modified = require_pod(new)
         if old is not None:
-            _as_pod(old)  # type check only, as upstream
+            require_pod(old)  # type check only, as upstream
         if modified.uid == pod.uid and tolerates_unschedulable(modified):
             return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
-
-
-def _as_node(obj: object) -> Node:
-    if isinstance(obj, Node):
-        return obj
-    if isinstance(obj, Mapping):
-        return node_from_api(obj)
-    raise TypeError(f"expected a Node, got {type(obj).__name__}")
-
-
-def _as_pod(obj: object) -> Pod:
-    if isinstance(obj, Pod):
-        return obj
-    if isinstance(obj, Mapping):
-        return pod_from_api(obj)
-    raise TypeError(f"expected a Pod, got {type(obj).__name__}")

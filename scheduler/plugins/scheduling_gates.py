@@ -14,7 +14,8 @@ from scheduler.framework.types import (
     EventResource,
     QueueingHint,
 )
-from scheduler.model.pod import Pod, pod_from_api
+from scheduler.model.pod import Pod
+from scheduler.plugins.helper.hint_objects import require_pod
 
 # Registered on Pod, as upstream (Pod covers both assigned and unscheduled pods' events).
 GATES_ELIMINATED = ClusterEvent(
@@ -42,14 +43,5 @@ class SchedulingGates:
 
     def is_schedulable_after_gates_eliminated(self, pod: Pod, old: object, new: object) -> QueueingHint:
         """Only the gated pod's own update can un-gate it."""
-        modified = _as_pod(new)
+        modified = require_pod(new)
         return QueueingHint.QUEUE if modified.uid == pod.uid else QueueingHint.QUEUE_SKIP
-
-
-def _as_pod(obj: object) -> Pod:
-    """Hints may receive Pod views or API dicts; anything else is an error (the queue then queues)."""
-    if isinstance(obj, Pod):
-        return obj
-    if isinstance(obj, Mapping):
-        return pod_from_api(obj)
-    raise TypeError(f"expected a Pod, got {type(obj).__name__}")

@@ -15,9 +15,9 @@ from scheduler.framework.interface import ObjectLister
 from scheduler.framework.types import NodeInfo
 from scheduler.model.errors import InvalidObjectError
 from scheduler.model.labels import LabelSelector, Requirement, parse_label_selector
-from scheduler.model.node import Node, node_from_api
-from scheduler.model.pod import Pod, pod_from_api
+from scheduler.model.pod import Pod
 from scheduler.plugins.helper.generation_memo import GenerationMemo
+from scheduler.plugins.helper.hint_objects import as_node, as_pod
 
 __all__ = [
     "as_node",
@@ -195,21 +195,3 @@ def matching_pod_counter(
         return n
 
     return count
-
-
-def as_pod(obj: object) -> Pod | None:
-    """A hint's old/new object as a Pod: the queue hands model Pods, tests may hand API dicts."""
-    if obj is None or isinstance(obj, Pod):
-        return obj
-    if isinstance(obj, Mapping):
-        return pod_from_api(obj)
-    raise TypeError(f"expected a Pod, got {type(obj).__name__}")
-
-
-def as_node(obj: object) -> Node | None:
-    """A hint's old/new object as a Node (model Node or API dict)."""
-    if obj is None or isinstance(obj, Node):
-        return obj
-    if isinstance(obj, Mapping):
-        return node_from_api(obj)
-    raise TypeError(f"expected a Node, got {type(obj).__name__}")

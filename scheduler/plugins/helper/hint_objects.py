@@ -7,30 +7,33 @@ does when a hint's type assertion fails.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from scheduler.model.node import Node, node_from_api
 from scheduler.model.pod import Pod, pod_from_api
 
 __all__ = ["as_node", "as_pod", "require_node", "require_pod"]
 
+M = TypeVar("M", Pod, Node)
+
 
 def require_pod(obj: object) -> Pod:
     """``obj`` as a Pod; None or any other type raises TypeError."""
-    if isinstance(obj, Pod):
-        return obj
-    if isinstance(obj, Mapping):
-        return pod_from_api(obj)
-    raise TypeError(f"expected a Pod, got {type(obj).__name__}")
+    return _model(obj, Pod, pod_from_api)
 
 
 def require_node(obj: object) -> Node:
     """``obj`` as a Node; None or any other type raises TypeError."""
-    if isinstance(obj, Node):
+    return _model(obj, Node, node_from_api)
+
+
+def _model(obj: object, cls: type[M], from_api: Callable[[Mapping[str, Any]], M]) -> M:
+    if isinstance(obj, cls):
         return obj
     if isinstance(obj, Mapping):
-        return node_from_api(obj)
-    raise TypeError(f"expected a Node, got {type(obj).__name__}")
+        return from_api(obj)
+    raise TypeError(f"expected a {cls.__name__}, got {type(obj).__name__}")
 
 
 def as_pod(obj: object) -> Pod | None:

@@ -165,24 +165,45 @@ class _Result:
         return f"{self.parent}/{self.request}" if self.parent else self.request
 
 
-class _MatchAttribute:
-    """All devices of the constrained requests share the attribute's value (``matchAttributeConstraint``)."""
+class _AttributeConstraint:
+    """A constraint on one attribute of the devices picked for some of a claim's requests (all of them when
+    ``requests`` is empty): the request filter, the lookup and the undo are the same for both kinds."""
 
     def __init__(self, requests: frozenset[str], attribute: str) -> None:
         self.requests = requests
         self.attribute = attribute
-        self.value: DeviceAttribute | None = None
-        self.count = 0
 
     def applies(self, request: str, sub: str) -> bool:
         return not self.requests or _constraint_names(self.requests, request, sub)
 
     def add(self, request: str, sub: str, device: Device, did: DeviceID) -> bool:
+        """Whether the device may join; a device without the attribute never may."""
         if not self.applies(request, sub):
             return True
         attr = lookup_attribute(device, did, self.attribute)
-        if attr is None:
-            return False
+        return attr is not None and self._accept(attr)
+
+    def remove(self, request: str, sub: str, device: Device, did: DeviceID) -> None:
+        """Undo the matching add (the allocator removes in reverse order of adding)."""
+        if self.applies(request, sub):
+            self._forget()
+
+    def _accept(self, attr: DeviceAttribute) -> bool:
+        raise NotImplementedError
+
+    def _forget(self) -> None:
+        raise NotImplementedError
+
+
+class _MatchAttribute(_AttributeConstraint):
+    """All devices of the constrained requests share the attribute's value (``matchAttributeConstraint``)."""
+
+    def __init__(self, requests: frozenset[str], attribute: str) -> None:
+        super().__init__(requests, attribute)
+        self.value: DeviceAttribute | None = None
+        self.count = 0
+
+    def _accept(self, attr: DeviceAttribute) -> bool:
         if self.count == 0:
             self.value, self.count = attr, 1
             return True
@@ -191,36 +212,25 @@ class _MatchAttribute:
         self.count += 1
         return True
 
-    def remove(self, request: str, sub: str, device: Device, did: DeviceID) -> None:
-        if self.applies(request, sub):
-            self.count -= 1
+    def _forget(self) -> None:
+        self.count -= 1
 
 
-class _DistinctAttribute:
+class _DistinctAttribute(_AttributeConstraint):
     """No two devices of the constrained requests share the attribute's value (``distinctAttributeConstraint``)."""
 
     def __init__(self, requests: frozenset[str], attribute: str) -> None:
-        self.requests = requests
-        self.attribute = attribute
+        super().__init__(requests, attribute)
         self.values: list[DeviceAttribute] = []
 
-    def applies(self, request: str, sub: str) -> bool:
-        return not self.requests or _constraint_names(self.requests, request, sub)
-
-    def add(self, request: str, sub: str, device: Device, did: DeviceID) -> bool:
-        if not self.applies(request, sub):
-            return True
-        attr = lookup_attribute(device, did, self.attribute)
-        if attr is None or _scalar(attr) is None:
-            return False
-        if any(_same_scalar(attr, v) for v in self.values):
+    def _accept(self, attr: DeviceAttribute) -> bool:
+        if _scalar(attr) is None or any(_same_scalar(attr, v) for v in self.values):
             return False
         self.values.append(attr)
         return True
 
-    def remove(self, request: str, sub: str, device: Device, did: DeviceID) -> None:
-        if self.applies(request, sub):
-            self.values.pop()
+    def _forget(self) -> None:
+        self.values.pop()
 
 
 def _constraint_names(names: frozenset[str], request: str, sub: str) -> bool:
@@ -314,7 +324,7 @@ class _Run:
         self.claims = list(claims)
         self.pools: list[Pool] = []
         self.request_data: dict[RequestKey, _RequestData] = {}
-        self.constraints: list[list[_MatchAttribute | _DistinctAttribute]] = [[] for _ in claims]
+        self.constraints: list[list[_AttributeConstraint]] = [[] for _ in claims]
         self.matches: dict[tuple[DeviceID, RequestKey], bool] = {}
         self.cel_devices: dict[DeviceID, CelDevice] = {}
         self.allocating: dict[DeviceID, set[int]] = {}
@@ -366,7 +376,7 @@ class _Run:
                     f"claim {claim.key}, request {request.name}: adding {min_per_request} devices exceeds the claim "
                     f"limit of {ALLOCATION_RESULTS_MAX_SIZE}, with {min_per_claim} already accounted for")
             min_per_claim += int(min_per_request)
-        constraints: list[_MatchAttribute | _DistinctAttribute] = []
+        constraints: list[_AttributeConstraint] = []
         for i, c in enumerate(claim.constraints):
             if c.match_attribute is not None:
                 constraints.append(_MatchAttribute(frozenset(c.requests), c.match_attribute))
@@ -850,7 +860,7 @@ class _Run:
         return {"nodeSelectorTerms": [term]}
 
 
-def _remover(constraint: _MatchAttribute | _DistinctAttribute, base: str, sub: str,
+def _remover(constraint: _AttributeConstraint, base: str, sub: str,
              c: _Candidate) -> Callable[[], None]:
     return lambda: constraint.remove(base, sub, c.device, c.id)
 

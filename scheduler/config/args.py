@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from scheduler.config.errors import ErrorList
@@ -148,6 +148,26 @@ def check_keys(m: Mapping[str, Any], allowed: frozenset[str] | set[str], path: s
             errs.add(f"{path}.{k}" if path else str(k), "unknown field")
             ok = False
     return ok
+
+
+def named_items(
+    v: Any, path: str, keys: frozenset[str] | set[str], errs: ErrorList,
+    required: str = "required: a non-empty plugin name",
+) -> Iterator[tuple[str, Mapping[str, Any], str]]:
+    """The ``{name: ..., ...}`` objects of a list, each as (name, object, its path): items that are not
+    objects or lack a non-empty string name are reported (``required`` says what the name must be) and
+    skipped; unknown keys are reported but the item is kept, as strict decoding does."""
+    for i, item in enumerate(want_list(v, path, errs) or []):
+        p = f"{path}[{i}]"
+        m = want_map(item, p, errs)
+        if m is None:
+            continue
+        check_keys(m, keys, p, errs)
+        name = m.get("name")
+        if not isinstance(name, str) or not name:
+            errs.add(f"{p}.name", required)
+            continue
+        yield name, m, p
 
 
 def want_str_list(v: Any, path: str, errs: ErrorList) -> list[str] | None:

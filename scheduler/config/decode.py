@@ -16,6 +16,7 @@ from typing import Any
 from scheduler.config.args import (
     API_VERSION,
     check_keys,
+    named_items,
     qualified_name_problem,
     resolve_args,
     want_bool,
@@ -450,16 +451,7 @@ class Decoder:
                 if ref.name not in enabled:
                     enabled.append(ref.name)
         given: dict[str, tuple[Any, str]] = {}
-        for i, item in enumerate(want_list(raw, path, e) or []):
-            p = f"{path}[{i}]"
-            m = want_map(item, p, e)
-            if m is None:
-                continue
-            check_keys(m, {"name", "args"}, p, e)
-            name = m.get("name")
-            if not isinstance(name, str) or not name:
-                e.add(f"{p}.name", "required: a non-empty plugin name")
-                continue
+        for name, m, p in named_items(raw, path, {"name", "args"}, e):
             if name in given:
                 e.add(p, f"duplicate value {name!r}")
                 continue

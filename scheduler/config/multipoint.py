@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.config.args import API_VERSION, check_keys, want_int, want_list, want_map
+from scheduler.config.args import API_VERSION, check_keys, named_items, want_int, want_map
 from scheduler.config.defaults import DEFAULT_MULTIPOINT, INVALID_IN_V1, extension_points_of_class
 from scheduler.config.errors import ErrorList
 from scheduler.config.registry import DeclaresExtensionPoints, PluginNotAvailable, Registry
@@ -65,16 +65,7 @@ class PluginResolver:
         if not m:
             return ps
         check_keys(m, {"enabled", "disabled"}, path, e)
-        for i, item in enumerate(want_list(m.get("enabled"), f"{path}.enabled", e) or []):
-            p = f"{path}.enabled[{i}]"
-            pm = want_map(item, p, e)
-            if pm is None:
-                continue
-            check_keys(pm, {"name", "weight"}, p, e)
-            name = pm.get("name")
-            if not isinstance(name, str) or not name:
-                e.add(f"{p}.name", "required: a non-empty plugin name")
-                continue
+        for name, pm, p in named_items(m.get("enabled"), f"{path}.enabled", {"name", "weight"}, e):
             if name in INVALID_IN_V1:
                 e.add(f"{p}.name", f"invalid value {name!r}: was invalid in version {API_VERSION!r}")
                 continue
@@ -85,16 +76,8 @@ class PluginResolver:
                     e.add(f"{p}.weight", f"invalid value {weight}: must not be negative (0 or absent means 1)")
                     weight = None
             ps.enabled.append(_Entry(name, weight, p))
-        for i, item in enumerate(want_list(m.get("disabled"), f"{path}.disabled", e) or []):
-            p = f"{path}.disabled[{i}]"
-            pm = want_map(item, p, e)
-            if pm is None:
-                continue
-            check_keys(pm, {"name", "weight"}, p, e)
-            name = pm.get("name")
-            if not isinstance(name, str) or not name:
-                e.add(f"{p}.name", "required: a non-empty plugin name or '*'")
-                continue
+        for name, _, _ in named_items(m.get("disabled"), f"{path}.disabled", {"name", "weight"}, e,
+                                      "required: a non-empty plugin name or '*'"):
             ps.disabled.append(name)
         return ps
 

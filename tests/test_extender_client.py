@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import threading
 import time
 from collections.abc import Callable, Iterator
 
@@ -18,27 +17,18 @@ from scheduler.config.types import Extender as ExtenderConfig
 from scheduler.config.types import ExtenderTLSConfig
 from scheduler.extender import HTTPExtender, redact
 from scheduler.framework.extender import ExtenderError
+from tests.socket_server import LocalSocketServer
 
 
-class RawServer:
-    """Accepts connections on 127.0.0.1 and hands each to ``serve`` (on its own thread)."""
+class RawServer(LocalSocketServer):
+    """Accepts connections on 127.0.0.1 and hands each request's connection to ``serve`` (on its own thread)."""
 
     def __init__(self, serve: Callable[[socket.socket], None]) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
         self.requests: list[bytes] = []
         self._serve = serve
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__()
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
-
-    def _handle(self, conn: socket.socket) -> None:
+    def handle(self, conn: socket.socket) -> None:
         with conn:
             conn.settimeout(30)
             data = b""
@@ -50,9 +40,6 @@ class RawServer:
             self.requests.append(data)
             with contextlib.suppress(OSError):  # the client hung up
                 self._serve(conn)
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 @pytest.fixture

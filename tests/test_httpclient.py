@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import socket
-import threading
 from collections.abc import Iterator
 
 import pytest
 
 from scheduler.kube.http11 import ConnectionClosed, Http11Pool, _Conn
+from tests.socket_server import LocalSocketServer
 
 
-class ScriptedServer:
+class ScriptedServer(LocalSocketServer):
     """Answers each request with the next scripted raw response; ``None`` closes the connection without
     answering. Records the requests (head and body) and counts connections."""
 
@@ -19,24 +19,10 @@ class ScriptedServer:
         self.responses = list(responses)
         self.close_after = close_after or set()  # response indexes after which the server closes
         self.requests: list[bytes] = []
-        self.connections = 0
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.port = self.sock.getsockname()[1]
         self._served = 0
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__()
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn: socket.socket) -> None:
+    def handle(self, conn: socket.socket) -> None:
         buf = b""
         with conn:
             while True:
@@ -63,9 +49,6 @@ class ScriptedServer:
                 conn.sendall(response)
                 if index in self.close_after:
                     return
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 def ok(body: bytes, extra: str = "") -> bytes:

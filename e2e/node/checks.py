@@ -6,7 +6,9 @@ Each check raises CheckFailed with what it saw; ``run_checks`` returns each chec
 
 from __future__ import annotations
 
+import ssl
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -122,18 +124,53 @@ def lease_holder(ctx: Ctx) -> str:
     return str(lease.spec.holder_identity or "").rpartition("_")[0]
 
 
+PROBE = "metrics-probe"  # the ServiceAccount the checks scrape as, allowed to get /metrics and nothing else
+
+
+def _metrics_token(ctx: Ctx) -> str:
+    """A token of a ServiceAccount that RBAC lets get the non-resource URL /metrics, as a user's Prometheus
+    has: the secure port authenticates it with a TokenReview and authorizes it with a SubjectAccessReview."""
+    rbac = k8s.RbacAuthorizationV1Api(ctx.api)
+    objects: list[tuple[Callable[..., Any], Any]] = [
+        (lambda body: ctx.core.create_namespaced_service_account(NAMESPACE, body),
+         {"metadata": {"name": PROBE}}),
+        (rbac.create_cluster_role,
+         {"metadata": {"name": PROBE}, "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]}),
+        (rbac.create_cluster_role_binding,
+         {"metadata": {"name": PROBE},
+          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": PROBE},
+          "subjects": [{"kind": "ServiceAccount", "name": PROBE, "namespace": NAMESPACE}]}),
+    ]
+    for create, body in objects:
+        try:
+            create(body=body)
+        except k8s.ApiException as exc:
+            if exc.status != 409:
+                raise
+    req = ctx.core.create_namespaced_service_account_token(PROBE, NAMESPACE, {"spec": {"expirationSeconds": 3600}})
+    return str(req.status.token)
+
+
+def _scrape(ctx: Ctx, host: str) -> str:
+    """GET https://host:10259/metrics from this host (it reaches pod and Service IPs through the CNI bridge and
+    kube-proxy's rules) with the probe's bearer token; the serving certificate is self-signed, so unverified."""
+    tls = ssl.create_default_context()
+    tls.check_hostname = False
+    tls.verify_mode = ssl.CERT_NONE
+    req = urllib.request.Request(f"https://{host}:10259/metrics",
+                                 headers={"Authorization": f"Bearer {_metrics_token(ctx)}"})
+    with urllib.request.urlopen(req, timeout=10, context=tls) as resp:
+        return str(resp.read().decode())
+
+
 def metrics_via_service(ctx: Ctx) -> str:
-    """GET /metrics through the API server's service proxy (the Service picks a replica)."""
-    resp = ctx.core.connect_get_namespaced_service_proxy_with_path(
-        f"{SERVICE}:http-metrics", NAMESPACE, "metrics", _preload_content=False
-    )
-    return str(resp.data.decode())
+    """GET /metrics through the Service's cluster IP (kube-proxy picks a replica), as a scraper does."""
+    return _scrape(ctx, str(ctx.core.read_namespaced_service(SERVICE, NAMESPACE).spec.cluster_ip))
 
 
 def metrics_of_pod(ctx: Ctx, pod: str) -> str:
-    resp = ctx.core.connect_get_namespaced_pod_proxy_with_path(f"{pod}:10259", NAMESPACE, "metrics",
-                                                                _preload_content=False)  # fmt: skip
-    return str(resp.data.decode())
+    """GET /metrics of one replica at its pod IP."""
+    return _scrape(ctx, str(ctx.core.read_namespaced_pod(pod, NAMESPACE).status.pod_ip))
 
 
 def sample(text: str, name: str, labels: str = "") -> float:

@@ -26,6 +26,8 @@ from typing import Any
 
 import yaml
 
+from e2e.debian import AptError, apt_install
+
 NODE_NAME = "e2e-node"
 # The node's address lives on a port-less bridge of its own (a dummy link where the kernel has no dummy
 # driver, as here), so nothing depends on this machine's network.
@@ -82,15 +84,11 @@ def ensure_packages() -> list[str]:
     missing = [pkg for pkg, path in PACKAGES.items() if not Path(path).exists()]
     if not missing:
         return []
-    if os.geteuid() != 0 or not shutil.which("apt-get"):
-        raise NodeError(f"missing {missing}; installing them needs root and apt-get")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     log(f"apt-get install {' '.join(missing)}")
-    install = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing]
-    for argv in (["apt-get", "update", "-qq"], install):
-        res = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-        if res.returncode != 0:
-            raise NodeError(f"{shlex.join(argv)} failed: {res.stderr.strip()[-2000:]}")
+    try:
+        apt_install(missing)
+    except AptError as e:
+        raise NodeError(str(e)) from e
     return missing
 
 

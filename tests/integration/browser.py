@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import itertools
 import json
-import os
 import shutil
 import subprocess
 import tempfile
@@ -23,6 +22,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import websocket
+
+from e2e.debian import ensure_binary
 
 CHROMIUM = "chromium"
 FLAGS = [
@@ -35,20 +36,8 @@ T = TypeVar("T")
 
 
 def ensure_chromium() -> str:
-    """Path of chromium; installs Debian's package (apt-get update, then install) when it is missing."""
-    found = shutil.which(CHROMIUM)
-    if found:
-        return found
-    if os.geteuid() != 0 or not shutil.which("apt-get"):
-        raise RuntimeError("chromium is not installed and cannot be (needs root and apt-get): apt-get install chromium")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, capture_output=True)
-    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", CHROMIUM],
-                   check=True, env=env, capture_output=True)
-    found = shutil.which(CHROMIUM)
-    if not found:
-        raise RuntimeError("apt-get installed chromium but the binary is not on PATH")
-    return found
+    """Path of chromium; installs Debian's package when it is missing."""
+    return ensure_binary(CHROMIUM)
 
 
 class Browser:

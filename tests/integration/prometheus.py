@@ -4,8 +4,6 @@ port with a throw-away config and storage directory (never the Debian service)."
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import time
 import urllib.parse
@@ -13,26 +11,14 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from e2e.debian import ensure_binary
+
 PROMETHEUS = "prometheus"
 
 
 def ensure_prometheus() -> str:
-    """Path of the prometheus binary; installs Debian's package (apt-get update, then install) when it is
-    missing. Quick and idempotent once installed. Fails with the reason when it cannot install."""
-    found = shutil.which(PROMETHEUS)
-    if found:
-        return found
-    if os.geteuid() != 0 or not shutil.which("apt-get"):
-        raise RuntimeError("prometheus is not installed and cannot be (needs root and apt-get): "
-                           "apt-get install prometheus")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env, capture_output=True)
-    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", PROMETHEUS],
-                   check=True, env=env, capture_output=True)
-    found = shutil.which(PROMETHEUS)
-    if not found:
-        raise RuntimeError("apt-get installed prometheus but the binary is not on PATH")
-    return found
+    """Path of the prometheus binary; installs Debian's package when it is missing."""
+    return ensure_binary(PROMETHEUS)
 
 
 class Prometheus:

@@ -36,6 +36,17 @@ def stop_scheduler(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> int:
     return proc.returncode
 
 
+def pid_runs(pid: int, binary: str) -> bool:
+    """True if ``pid`` is a live (non-zombie) process of ``binary``: guards against recycled PIDs when a
+    harness stops what its pid files name."""
+    try:
+        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0].decode(errors="replace")
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X") and Path(argv0).name == binary
+
+
 def start_kube_scheduler(
     bin_dir: Path, kubeconfig: str | os.PathLike[str], workdir: Path, scheduler_name: str,
     plugins: dict[str, object] | None = None, qps: int = 50, burst: int = 100,

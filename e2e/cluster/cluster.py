@@ -41,6 +41,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from e2e.process import pid_runs
+
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
 
@@ -124,16 +126,6 @@ def _wait_port_free(port: int, timeout: float) -> None:
                 if time.monotonic() > deadline:
                     raise ClusterError(f"port {port} still in use after {timeout:.0f} s") from None
         time.sleep(0.2)
-
-
-def _pid_runs(pid: int, binary: str) -> bool:
-    """True if ``pid`` is a live (non-zombie) process of ``binary``: guards against recycled PIDs."""
-    try:
-        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0].decode(errors="replace")
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X") and Path(argv0).name == binary
 
 
 def override_flags(args: Sequence[str], overrides: Mapping[str, str | None]) -> list[str]:
@@ -338,7 +330,7 @@ class LocalCluster:
             pid = int(self._pid_file(name).read_text())
         except (OSError, ValueError):
             return False
-        return _pid_runs(pid, name)
+        return pid_runs(pid, name)
 
     def is_up(self) -> bool:
         """etcd and kube-apiserver run and /readyz answers 200."""
@@ -547,7 +539,7 @@ class LocalCluster:
     def signal(self, name: str, sig: int) -> None:
         """Send ``sig`` to one component: SIGKILL, SIGSTOP and SIGCONT inject faults."""
         pid = int(self._pid_file(name).read_text())
-        if _pid_runs(pid, name):
+        if pid_runs(pid, name):
             os.kill(pid, sig)
 
     def kill(self, name: str) -> None:
@@ -555,7 +547,7 @@ class LocalCluster:
         self.signal(name, signal.SIGKILL)
         pid = int(self._pid_file(name).read_text())
         deadline = time.monotonic() + 10
-        while _pid_runs(pid, name) and time.monotonic() < deadline:
+        while pid_runs(pid, name) and time.monotonic() < deadline:
             if name in self._procs:
                 self._procs[name].poll()
             time.sleep(0.05)
@@ -619,14 +611,14 @@ class LocalCluster:
                 pid = int(pid_file.read_text())
             except (OSError, ValueError):
                 continue
-            if _pid_runs(pid, name):
+            if pid_runs(pid, name):
                 targets[name] = pid
             pid_file.unlink(missing_ok=True)
 
         def alive() -> dict[str, int]:
             for proc in self._procs.values():
                 proc.poll()  # reap our own children so they do not linger as zombies
-            return {n: p for n, p in targets.items() if _pid_runs(p, n)}
+            return {n: p for n, p in targets.items() if pid_runs(p, n)}
 
         for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
             for pid in alive().values():

@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from e2e.debian import AptError, apt_install
+from e2e.process import pid_runs
 
 NODE_NAME = "e2e-node"
 # The node's address lives on a port-less bridge of its own (a dummy link where the kernel has no dummy
@@ -96,16 +97,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _pid_runs(pid: int, binary: str) -> bool:
-    """A live process of ``binary`` (guards against recycled PIDs when stopping from pid files)."""
-    try:
-        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0].decode(errors="replace")
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X") and Path(argv0).name == binary
 
 
 def _http_ok(url: str) -> bool:
@@ -180,16 +171,16 @@ class RealNode:
         except (OSError, ValueError):
             return
         for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-            if not _pid_runs(pid, name):
+            if not pid_runs(pid, name):
                 break
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
             deadline = time.monotonic() + wait
-            while _pid_runs(pid, name) and time.monotonic() < deadline:
+            while pid_runs(pid, name) and time.monotonic() < deadline:
                 if name in self._procs:
                     self._procs[name].poll()
                 time.sleep(0.1)
-        if _pid_runs(pid, name):
+        if pid_runs(pid, name):
             raise NodeError(f"could not stop {name} (pid {pid})")
         pid_file.unlink(missing_ok=True)
         self._procs.pop(name, None)

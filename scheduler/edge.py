@@ -57,14 +57,24 @@ class Binder(Protocol):
 
 class APIWriter(Protocol):
     """The API writes made besides bindings and events: preemption's (victims' DisruptionTarget
-    condition and deletion, cleared nominations) and VolumeBinding's PreBind (PV / PVC updates).
+    condition and deletion, cleared nominations), VolumeBinding's PreBind (PV / PVC updates) and
+    DynamicResources' claim status writes.
     They raise on failure; NotFoundError means the object is gone, ConflictError that it changed."""
 
     def patch_pod_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None: ...
     def delete_pod(self, namespace: str, name: str) -> None: ...
 
-    def update_object(self, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
-        """PUT a PersistentVolume or PersistentVolumeClaim; returns the object as stored."""
+    def update_object(self, kind: str, obj: Mapping[str, Any], subresource: str = "") -> Mapping[str, Any]:
+        """PUT a PersistentVolume, PersistentVolumeClaim or ResourceClaim (``subresource`` "status" for
+        its status); returns the object as stored."""
+        ...
+
+    def get_object(self, kind: str, namespace: str, name: str) -> Mapping[str, Any]:
+        """GET the current object from the API server (a ResourceClaim after a write conflict)."""
+        ...
+
+    def patch_object_status(self, kind: str, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        """Strategic-merge-patch an object's status subresource (Unreserve removes a reservedFor entry)."""
         ...
 
 

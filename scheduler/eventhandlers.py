@@ -190,7 +190,11 @@ class EventHandlers(SchedulerState):
         except ValueError:
             return (event_label(kind, action),)
         event = make_event(resource, action)
-        self.queue.move_all_to_active_or_backoff(event, old, obj)
+        if action == ActionType.DELETE:
+            # As upstream's informers deliver a deletion to hints: the last known object, no new one.
+            self.queue.move_all_to_active_or_backoff(event, old if old is not None else obj, None)
+        else:
+            self.queue.move_all_to_active_or_backoff(event, old, obj)
         return (event.label,)
 
     def on_group_pod_event(self, type_: str, obj: Mapping[str, Any]) -> None:

@@ -206,9 +206,16 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
         if self.metrics is not None:
             self.metrics.preemption_goroutine_done(ok, seconds)
 
-    def update_object(self, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
-        """PUT a PersistentVolume or PersistentVolumeClaim through the APIWriter; returns the stored object."""
-        return self.api_writer().update_object(kind, obj)
+    def update_object(self, kind: str, obj: Mapping[str, Any], subresource: str = "") -> Mapping[str, Any]:
+        """PUT a PersistentVolume, PersistentVolumeClaim or ResourceClaim (or its status) through the
+        APIWriter; returns the stored object."""
+        return self.api_writer().update_object(kind, obj, subresource)
+
+    def get_object(self, kind: str, namespace: str, name: str) -> Mapping[str, Any]:
+        return self.api_writer().get_object(kind, namespace, name)
+
+    def patch_object_status(self, kind: str, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        self.api_writer().patch_object_status(kind, namespace, name, patch)
 
     def api_writer(self) -> APIWriter:
         if self.writer is None:

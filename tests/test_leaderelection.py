@@ -443,9 +443,16 @@ class RecordingWriter:
         self.calls.append(("delete", f"{namespace}/{name}"))
 
 
-    def update_object(self, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    def update_object(self, kind: str, obj: Mapping[str, Any], subresource: str = "") -> Mapping[str, Any]:
         self.calls.append(("update", f"{kind}/{obj['metadata']['name']}"))
         return obj
+
+    def get_object(self, kind: str, namespace: str, name: str) -> Mapping[str, Any]:
+        self.calls.append(("get", f"{kind}/{name}"))
+        return {}
+
+    def patch_object_status(self, kind: str, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        self.calls.append(("patch", f"{kind}/{name}"))
 
 
 def test_api_writes_through_the_gated_writer_are_gated_too() -> None:

@@ -32,6 +32,10 @@ WRITES_BESIDES_WATCHED_KINDS: dict[tuple[str, str], set[str]] = {
     ("", "events"): {"create", "patch"},
     ("events.k8s.io", "events"): {"create", "patch"},
     ("scheduling.x-k8s.io", "podgroups/status"): {"update", "patch"},
+    # DynamicResources: PreBind and PostFilter update the claim status, Unreserve patches reservedFor;
+    # DRAResourceClaimGranularStatusAuthorization (beta, on) also checks the binding pseudo-subresource.
+    ("resource.k8s.io", "resourceclaims/status"): {"update", "patch"},
+    ("resource.k8s.io", "resourceclaims/binding"): {"update", "patch"},
 }
 # (apiGroup, resource) -> the exact verbs the scheduler needs cluster-wide.
 EXPECTED_CLUSTER_RULES: dict[tuple[str, str], set[str]] = {

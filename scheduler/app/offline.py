@@ -102,12 +102,33 @@ class OfflineWriter:
     def delete_pod(self, namespace: str, name: str) -> None:
         self._scheduler().on_pod_event(DELETED, self._pod(namespace, name))
 
-    def update_object(self, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    def update_object(self, kind: str, obj: Mapping[str, Any], subresource: str = "") -> Mapping[str, Any]:
+        """The write as the API server would store it (a status update carries the whole object here,
+        so ``subresource`` changes nothing), then what controllers would write in reply."""
+        del subresource
         sched = self._scheduler()
         written = apply_offline_update(sched.objects, kind, obj)
         for k, o in written:
             sched.on_object_event(k, MODIFIED, o)
         return written[0][1]
+
+    def get_object(self, kind: str, namespace: str, name: str) -> Mapping[str, Any]:
+        obj = self._scheduler().objects.get(kind, namespace, name)
+        if obj is None:
+            raise NotFoundError(f'{kind.lower()}s "{name}" not found')
+        return obj
+
+    def patch_object_status(self, kind: str, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        """The one status patch plugins make: ``reservedFor`` entries deleted by uid (``$patch: delete``)."""
+        obj = self.get_object(kind, namespace, name)
+        gone = {str(e.get("uid")) for e in (patch.get("status") or {}).get("reservedFor") or []
+                if isinstance(e, Mapping) and e.get("$patch") == "delete"}
+        written = _bumped(obj)
+        status = written.setdefault("status", {})
+        status["reservedFor"] = [r for r in status.get("reservedFor") or [] if str(r.get("uid")) not in gone]
+        if not status["reservedFor"]:
+            del status["reservedFor"]
+        self._scheduler().on_object_event(kind, MODIFIED, written)
 
 
 def _merge_conditions(current: list[Mapping[str, Any]], patch: list[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
+from scheduler.config.duration import parse_duration
 from scheduler.config.errors import ErrorList
 from scheduler.config.types_pluginargs import (
     DEFAULT_RESOURCES,
@@ -27,6 +28,7 @@ from scheduler.config.types_pluginargs import (
     SYSTEM_DEFAULTING,
     CoschedulingArgs,
     DefaultPreemptionArgs,
+    DynamicResourcesArgs,
     InterPodAffinityArgs,
     NodeAffinityArgs,
     NodeLabelArgs,
@@ -475,6 +477,30 @@ def _volume_binding(a: Mapping[str, Any], path: str, errs: ErrorList) -> VolumeB
     return VolumeBindingArgs(t, shape)
 
 
+def _duration_field(a: Mapping[str, Any], key: str, default: float, path: str, errs: ErrorList) -> float:
+    """``a[key]`` as a metav1.Duration string in seconds (absent: ``default``)."""
+    if key not in a:
+        return default
+    try:
+        return parse_duration(a[key])
+    except ValueError as exc:
+        errs.add(f"{path}.{key}", str(exc))
+        return default
+
+
+def _dynamic_resources(a: Mapping[str, Any], path: str, errs: ErrorList) -> DynamicResourcesArgs:
+    """ValidateDynamicResourcesArgs with the v1.37 default gates (DRASchedulerFilterTimeout,
+    DRADeviceBindingConditions and DRAResourceClaimDeviceStatus on)."""
+    d = DynamicResourcesArgs()
+    filter_timeout = _duration_field(a, "filterTimeout", d.filter_timeout, path, errs)
+    if filter_timeout < 0:
+        errs.add(f"{path}.filterTimeout", f'invalid value "{a["filterTimeout"]}": must be zero or positive')
+    binding_timeout = _duration_field(a, "bindingTimeout", d.binding_timeout, path, errs)
+    if binding_timeout < 1:
+        errs.add(f"{path}.bindingTimeout", f'invalid value "{a["bindingTimeout"]}": must be at least 1 second')
+    return DynamicResourcesArgs(filter_timeout, binding_timeout)
+
+
 def _labels(a: Mapping[str, Any], key: str, path: str, errs: ErrorList) -> tuple[str, ...]:
     labels = want_str_list(a.get(key), f"{path}.{key}", errs)
     for i, label in enumerate(labels or []):
@@ -518,6 +544,7 @@ _DECODERS: dict[type, Callable[[Mapping[str, Any], str, ErrorList], Any]] = {
     NodeResourcesBalancedAllocationArgs: _balanced_allocation,
     PodTopologySpreadArgs: _pod_topology_spread,
     VolumeBindingArgs: _volume_binding,
+    DynamicResourcesArgs: _dynamic_resources,
     SelectorSpreadArgs: _selector_spread,
     ServiceAffinityArgs: _service_affinity,
     ServiceAntiAffinityArgs: _service_anti_affinity,

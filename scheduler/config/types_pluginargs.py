@@ -104,6 +104,16 @@ class VolumeBindingArgs:
 
 
 @dataclass(frozen=True, slots=True)
+class DynamicResourcesArgs:
+    """v1 DynamicResourcesArgs, in seconds: ``filter_timeout`` bounds one node's device allocation in
+    Filter (DRASchedulerFilterTimeout, beta and on; 0 turns the limit off); ``binding_timeout`` is how long
+    PreBind waits for a device's binding conditions (DRADeviceBindingConditions, beta and on)."""
+
+    filter_timeout: float = 10.0
+    binding_timeout: float = 600.0
+
+
+@dataclass(frozen=True, slots=True)
 class SelectorSpreadArgs:
     """SelectorSpread had no args upstream; the type exists so its pluginConfig is checked as empty."""
 
@@ -152,6 +162,7 @@ PluginArgs = (
     | NodeAffinityArgs
     | PodTopologySpreadArgs
     | VolumeBindingArgs
+    | DynamicResourcesArgs
     | SelectorSpreadArgs
     | ServiceAffinityArgs
     | ServiceAntiAffinityArgs

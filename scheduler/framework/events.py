@@ -49,6 +49,10 @@ _RESOURCE_NAMES: dict[str, str] = {
     EventResource.CSI_NODE: "storage.k8s.io/CSINode",
     EventResource.CSI_DRIVER: "storage.k8s.io/CSIDriver",
     EventResource.CSI_STORAGE_CAPACITY: "storage.k8s.io/CSIStorageCapacity",
+    EventResource.RESOURCE_CLAIM: "resource.k8s.io/ResourceClaim",
+    EventResource.RESOURCE_SLICE: "resource.k8s.io/ResourceSlice",
+    EventResource.DEVICE_CLASS: "resource.k8s.io/DeviceClass",
+    EventResource.DEVICE_TAINT_RULE: "resource.k8s.io/DeviceTaintRule",
 }
 
 

@@ -170,9 +170,19 @@ class ClusterHandle(Protocol):
         """Remove status.nominatedNodeName of a pod (lower-priority pods nominated to a preempted node)."""
         ...
 
-    def update_object(self, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
-        """Write (PUT) a PersistentVolume or PersistentVolumeClaim and return the stored object
-        (VolumeBinding's PreBind); raises on failure."""
+    def update_object(self, kind: str, obj: Mapping[str, Any], subresource: str = "") -> Mapping[str, Any]:
+        """Write (PUT) a PersistentVolume or PersistentVolumeClaim (VolumeBinding's PreBind) or a
+        ResourceClaim, ``subresource`` "status" for its status (DynamicResources), and return the
+        stored object; raises on failure (scheduler.edge's ConflictError on a stale resourceVersion)."""
+        ...
+
+    def get_object(self, kind: str, namespace: str, name: str) -> Mapping[str, Any]:
+        """Read an object from the API server, not the cache (a ResourceClaim after a write conflict);
+        raises NotFoundError when it is gone."""
+        ...
+
+    def patch_object_status(self, kind: str, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        """Strategic-merge-patch an object's status (DynamicResources' Unreserve); raises on failure."""
         ...
 
     def pod_exists(self, pod: Pod) -> bool:

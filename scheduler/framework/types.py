@@ -143,6 +143,10 @@ class EventResource(StrEnum):
     NAMESPACE = "Namespace"
     POD_DISRUPTION_BUDGET = "PodDisruptionBudget"
     POD_GROUP = "PodGroup"  # scheduling.x-k8s.io PodGroup (Coscheduling)
+    RESOURCE_CLAIM = "ResourceClaim"  # resource.k8s.io (DynamicResources)
+    RESOURCE_SLICE = "ResourceSlice"
+    DEVICE_CLASS = "DeviceClass"
+    DEVICE_TAINT_RULE = "DeviceTaintRule"
     WILDCARD = "*"
 
 

@@ -209,6 +209,28 @@ def pod_path(namespace: str, name: str, sub: str = "") -> str:
     return f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}" + (f"/{sub}" if sub else "")
 
 
+# The kinds plugins write through update_object / get_object / patch_object_status: kind -> (group, version).
+WRITABLE_KINDS: dict[str, tuple[str, str]] = {
+    "PersistentVolume": ("", "v1"),
+    "PersistentVolumeClaim": ("", "v1"),
+    "ResourceClaim": ("resource.k8s.io", "v1"),
+}
+_CLUSTER_SCOPED = frozenset({"PersistentVolume"})
+_PLURALS = {"PersistentVolume": "persistentvolumes", "PersistentVolumeClaim": "persistentvolumeclaims",
+            "ResourceClaim": "resourceclaims"}
+
+
+def object_path(kind: str, namespace: str, name: str, sub: str = "") -> str:
+    """The URL path of one object of a writable kind (ValueError for another kind)."""
+    if kind not in WRITABLE_KINDS:
+        raise ValueError(f"update_object: unsupported kind {kind}")
+    group, version = WRITABLE_KINDS[kind]
+    base = f"/api/{version}" if not group else f"/apis/{group}/{version}"
+    if kind not in _CLUSTER_SCOPED:
+        base += f"/namespaces/{quote(namespace)}"
+    return f"{base}/{_PLURALS[kind]}/{quote(name)}" + (f"/{sub}" if sub else "")
+
+
 def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, ApiException):
         return exc.status in TRANSIENT_STATUSES
@@ -303,21 +325,26 @@ class ApiWriter:
         """DELETE the pod with default options (graceful), as preemption evicts its victims."""
         self._request("DELETE", pod_path(namespace, name))
 
-    def update_object(self, kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
+    def update_object(self, kind: str, obj: Mapping[str, Any], subresource: str = "") -> dict[str, Any]:
         """PUT a PersistentVolume or PersistentVolumeClaim (VolumeBinding's PreBind writes the claimRef /
-        the selected-node annotation) and return the object the API server stored. The object's
-        resourceVersion makes it a conditional update: a concurrent change is a final 409."""
-        body = {**obj, "apiVersion": "v1", "kind": kind}
+        the selected-node annotation) or a ResourceClaim or its status (DynamicResources' PreBind and
+        PostFilter) and return the object the API server stored. The object's resourceVersion makes it
+        a conditional update: a concurrent change is a final 409."""
         meta = obj.get("metadata") or {}
-        name = quote(str(meta.get("name", "")))
-        if kind == "PersistentVolume":
-            path = f"/api/v1/persistentvolumes/{name}"
-        elif kind == "PersistentVolumeClaim":
-            path = f"/api/v1/namespaces/{quote(str(meta.get('namespace', '')))}/persistentvolumeclaims/{name}"
-        else:
-            raise ValueError(f"update_object: unsupported kind {kind}")
-        data: dict[str, Any] = orjson.loads(self._request("PUT", path, body) or b"{}")
+        path = object_path(kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""), subresource)
+        group, version = WRITABLE_KINDS[kind]
+        body = {**obj, "apiVersion": f"{group}/{version}" if group else version, "kind": kind}
+        data: dict[str, Any] = trim(orjson.loads(self._request("PUT", path, body) or b"{}"))
         return data
+
+    def get_object(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
+        """GET one object of a kind the scheduler writes (404: NotFoundError)."""
+        data: dict[str, Any] = trim(orjson.loads(self._request("GET", object_path(kind, namespace, name)) or b"{}"))
+        return data
+
+    def patch_object_status(self, kind: str, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        """Strategic-merge-patch the status subresource (Unreserve's ``$patch: delete`` of a reservedFor entry)."""
+        self._request("PATCH", object_path(kind, namespace, name, "status"), patch, STRATEGIC_MERGE)
 
     def patch_custom_status(self, group: str, version: str, plural: str, namespace: str, name: str,
                             status: Mapping[str, Any]) -> None:

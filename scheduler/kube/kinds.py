@@ -59,6 +59,14 @@ WATCHED_KINDS: tuple[WatchedKind, ...] = (
     WatchedKind("CSIDriver", "storage.k8s.io", "v1", "csidrivers", EventResource.CSI_DRIVER),
     WatchedKind("CSIStorageCapacity", "storage.k8s.io", "v1", "csistoragecapacities",
                 EventResource.CSI_STORAGE_CAPACITY),
+    # DynamicResources: claims are read again on a write conflict (get) and get the finalizer (update);
+    # their status subresources are written by PreBind, PostFilter and Unreserve (see the extra rules
+    # in manifests/clusterrole.yaml).
+    WatchedKind("ResourceClaim", "resource.k8s.io", "v1", "resourceclaims", EventResource.RESOURCE_CLAIM,
+                ("get", "list", "watch", "update")),
+    WatchedKind("ResourceSlice", "resource.k8s.io", "v1", "resourceslices", EventResource.RESOURCE_SLICE),
+    WatchedKind("DeviceClass", "resource.k8s.io", "v1", "deviceclasses", EventResource.DEVICE_CLASS),
+    WatchedKind("DeviceTaintRule", "resource.k8s.io", "v1", "devicetaintrules", EventResource.DEVICE_TAINT_RULE),
     WatchedKind("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", EventResource.POD_DISRUPTION_BUDGET),
     # Coscheduling's PodGroup (scheduler-plugins' CRD; plugins/podgroup.py), read as scheduler-plugins' role does.
     WatchedKind("PodGroup", "scheduling.x-k8s.io", "v1alpha1", "podgroups", EventResource.POD_GROUP,

@@ -543,10 +543,17 @@ class LeaderGatedWriter:
         self._require_leader(f"deletion of {namespace}/{name}")
         self.inner.delete_pod(namespace, name)
 
-    def update_object(self, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    def update_object(self, kind: str, obj: Mapping[str, Any], subresource: str = "") -> Mapping[str, Any]:
         meta = obj.get("metadata") or {}
         self._require_leader(f"update of {kind} {meta.get('name', '')}")
-        return self.inner.update_object(kind, obj)
+        return self.inner.update_object(kind, obj, subresource)
+
+    def get_object(self, kind: str, namespace: str, name: str) -> Mapping[str, Any]:
+        return self.inner.get_object(kind, namespace, name)
+
+    def patch_object_status(self, kind: str, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        self._require_leader(f"status patch of {kind} {namespace}/{name}")
+        self.inner.patch_object_status(kind, namespace, name, patch)
 
 
 class LeaderGatedBinder:

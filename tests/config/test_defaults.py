@@ -224,4 +224,4 @@ def test_every_args_type_belongs_to_an_in_tree_plugin() -> None:
     assert set(ARGS_TYPES) <= set(IN_TREE_BY_NAME)
     assert ARGS_TYPES["NodeResourcesFit"] is NodeResourcesFitArgs
     assert ARGS_TYPES["Coscheduling"].__name__ == "CoschedulingArgs"
-    assert len(ARGS_TYPES) == 12
+    assert len(ARGS_TYPES) == 13

@@ -247,7 +247,7 @@ class VolumeHandle(FakeHandle):
         for o in objs:
             self.store.upsert(KIND_OF[o["kind"]], o)
 
-    def update_object(self, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    def update_object(self, kind: str, obj: Mapping[str, Any], subresource: str = "") -> Mapping[str, Any]:
         if self.fail_updates is not None:
             raise RuntimeError(self.fail_updates)
         self.updates.append((kind, obj))

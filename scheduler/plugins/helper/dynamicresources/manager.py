@@ -1,0 +1,292 @@
+"""What DynamicResources knows of the cluster's DRA objects: the DRA manager and the claims' assume cache.
+
+Follows ``k8s.io/kubernetes@v1.37.2/pkg/scheduler/framework/plugins/dynamicresources/dra_manager.go``
+(claim tracker: assume cache, in-flight allocations, allocated-devices tracking), the assume cache
+(``pkg/scheduler/util/assumecache``) and the slice tracker's DeviceTaintRule patching.
+
+* Claims as the watch delivers them, each possibly overridden by an *assumed* version: the object
+  PreBind wrote (kept until the watch delivers that version or a newer one) or nothing. Upstream's
+  assume cache replaces an assumed object only with one whose resourceVersion is at least as new.
+* In-flight allocations: Reserve records a claim's new allocation here, so that the next pod's
+  allocator sees its devices as taken before PreBind writes it; PreBind's success or Unreserve
+  removes it.
+* The devices in use, kept incrementally per claim (each claim change replaces that claim's
+  contribution), so a scheduling cycle copies the sets instead of walking every claim.
+* Slices and DeviceTaintRules, the tainted slice list built once per change, not per cycle.
+
+Objects are parsed once, when the watch delivers them; an object that does not parse is logged and
+left out (the API server validated it, so this means a field the model does not know).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from typing import Any
+
+import structlog
+
+from scheduler.model.dra import (
+    AllocationResult,
+    DeviceClass,
+    DeviceTaintRule,
+    ResourceClaim,
+    ResourceSlice,
+    device_class_from_api,
+    device_taint_rule_from_api,
+    resource_claim_from_api,
+    resource_slice_from_api,
+)
+from scheduler.model.errors import InvalidObjectError
+from scheduler.plugins.helper.dynamicresources.allocator import AllocatedState, DeviceID
+from scheduler.plugins.helper.dynamicresources.pools import apply_device_taint_rules
+
+log = structlog.get_logger(__name__)
+
+RESOURCE_CLAIM = "ResourceClaim"
+RESOURCE_SLICE = "ResourceSlice"
+DEVICE_CLASS = "DeviceClass"
+DEVICE_TAINT_RULE = "DeviceTaintRule"
+DRA_KINDS = frozenset({RESOURCE_CLAIM, RESOURCE_SLICE, DEVICE_CLASS, DEVICE_TAINT_RULE})
+
+ClaimKey = tuple[str, str]  # namespace, name
+
+
+def _version(rv: str) -> int:
+    """A resourceVersion as a number (etcd's revisions); a non-numeric one compares as 0."""
+    try:
+        return int(rv)
+    except ValueError:
+        return 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Contribution:
+    """The devices one claim's allocation takes (``allocateddevices.go``; admin access takes none)."""
+
+    exclusive: tuple[DeviceID, ...] = ()
+    shared: tuple[tuple[DeviceID, str], ...] = ()
+    capacity: tuple[tuple[DeviceID, str, Decimal], ...] = ()
+
+
+_NONE = _Contribution()
+
+
+def _contribution(claim: ResourceClaim | None) -> _Contribution:
+    if claim is None or claim.allocation is None:
+        return _NONE
+    exclusive: list[DeviceID] = []
+    shared: list[tuple[DeviceID, str]] = []
+    capacity: list[tuple[DeviceID, str, Decimal]] = []
+    for r in claim.allocation.results:
+        if r.admin_access:
+            continue
+        did = (r.driver, r.pool, r.device)
+        if r.share_id is None:
+            exclusive.append(did)
+            continue
+        shared.append((did, r.share_id))
+        capacity.extend((did, name, q) for name, q in (r.consumed_capacity or {}).items())
+    return _Contribution(tuple(exclusive), tuple(shared), tuple(capacity))
+
+
+class _InUse:
+    """The devices allocated claims take, as counts so that claims can be added and removed in any order."""
+
+    def __init__(self) -> None:
+        self.exclusive: Counter[DeviceID] = Counter()
+        self.shared: Counter[tuple[DeviceID, str]] = Counter()
+        self.capacity: dict[DeviceID, dict[str, Decimal]] = {}
+
+    def apply(self, c: _Contribution, sign: int) -> None:
+        for did in c.exclusive:
+            self.exclusive[did] += sign
+            if self.exclusive[did] <= 0:
+                del self.exclusive[did]
+        for key in c.shared:
+            self.shared[key] += sign
+            if self.shared[key] <= 0:
+                del self.shared[key]
+        for did, name, q in c.capacity:
+            per = self.capacity.setdefault(did, {})
+            per[name] = per.get(name, Decimal(0)) + sign * q
+            if per[name] == 0:
+                del per[name]
+            if not per:
+                del self.capacity[did]
+
+    def state(self) -> AllocatedState:
+        return AllocatedState(set(self.exclusive), set(self.shared),
+                              {did: dict(per) for did, per in self.capacity.items()})
+
+
+class DraManager:
+    """The DRA objects the plugin reads, fed by watch events (thread-safe: watch threads write, the
+    scheduling and binding threads read)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._claims: dict[ClaimKey, ResourceClaim] = {}  # as the watch delivered them
+        self._assumed: dict[ClaimKey, ResourceClaim] = {}  # newer versions this scheduler wrote or assumed
+        self._in_flight: dict[str, ResourceClaim] = {}  # claim UID -> claim with the pending allocation
+        self._in_use = _InUse()
+        self._slices: dict[str, ResourceSlice] = {}
+        self._classes: dict[str, DeviceClass] = {}
+        self._rules: dict[str, DeviceTaintRule] = {}
+        self._tainted: list[ResourceSlice] | None = None
+
+    # ----- watch events ------------------------------------------------------------------------
+
+    def on_object_event(self, kind: str, deleted: bool, obj: Mapping[str, Any]) -> None:
+        """Store or forget one DRA object; other kinds are ignored."""
+        if kind not in DRA_KINDS:
+            return
+        meta = obj.get("metadata") or {}
+        name = str(meta.get("name") or "")
+        try:
+            with self._lock:
+                if kind == RESOURCE_CLAIM:
+                    self._claim_event((str(meta.get("namespace") or ""), name), deleted, obj)
+                elif kind == RESOURCE_SLICE:
+                    self._put(self._slices, name, None if deleted else resource_slice_from_api(obj))
+                    self._tainted = None
+                elif kind == DEVICE_CLASS:
+                    self._put(self._classes, name, None if deleted else device_class_from_api(obj))
+                else:
+                    self._put(self._rules, name, None if deleted else device_taint_rule_from_api(obj))
+                    self._tainted = None
+        except InvalidObjectError as exc:
+            log.warning("DRA object not understood, ignored", kind=kind, name=name, error=str(exc))
+
+    @staticmethod
+    def _put(store: dict[str, Any], name: str, value: Any) -> None:
+        if value is None:
+            store.pop(name, None)
+        else:
+            store[name] = value
+
+    def _effective(self, key: ClaimKey) -> ResourceClaim | None:
+        return self._assumed.get(key) or self._claims.get(key)
+
+    def _set_claim(self, key: ClaimKey, change: Any) -> None:
+        """Apply ``change`` (a callable on the two dicts) keeping the devices-in-use counts right."""
+        before = self._effective(key)
+        change()
+        after = self._effective(key)
+        if before is not after:
+            self._in_use.apply(_contribution(before), -1)
+            self._in_use.apply(_contribution(after), +1)
+
+    def _claim_event(self, key: ClaimKey, deleted: bool, obj: Mapping[str, Any]) -> None:
+        if deleted:
+            def drop() -> None:
+                self._claims.pop(key, None)
+                self._assumed.pop(key, None)
+            self._set_claim(key, drop)
+            return
+        claim = resource_claim_from_api(obj)
+
+        def store() -> None:
+            self._claims[key] = claim
+            assumed = self._assumed.get(key)
+            if assumed is not None and (assumed.uid != claim.uid or
+                                        _version(claim.resource_version) >= _version(assumed.resource_version)):
+                del self._assumed[key]
+        self._set_claim(key, store)
+
+    # ----- reads ---------------------------------------------------------------------------------
+
+    def claim(self, namespace: str, name: str) -> ResourceClaim | None:
+        """The latest version known (an assumed one if newer than the watch's)."""
+        with self._lock:
+            return self._effective((namespace, name))
+
+    def device_class(self, name: str) -> DeviceClass | None:
+        with self._lock:
+            return self._classes.get(name)
+
+    def device_classes(self) -> dict[str, DeviceClass]:
+        with self._lock:
+            return dict(self._classes)
+
+    def slices_with_taint_rules(self) -> list[ResourceSlice]:
+        """All slices, each device carrying the taints DeviceTaintRules add (``ListWithDeviceTaintRules``)."""
+        with self._lock:
+            if self._tainted is None:
+                self._tainted = apply_device_taint_rules(list(self._slices.values()), list(self._rules.values()))
+            return self._tainted
+
+    def allocated_state(self) -> AllocatedState:
+        """``GatherAllocatedState``: the devices allocated claims and in-flight allocations take."""
+        with self._lock:
+            state = self._in_use.state()
+            in_flight = [c for c in self._in_flight.values() if not self._allocated_in_cache(c)]
+        extra = AllocatedState.from_claims(in_flight)
+        state.allocated_devices |= extra.allocated_devices
+        state.shared_device_ids |= extra.shared_device_ids
+        for did, per in extra.aggregated_capacity.items():
+            agg = state.aggregated_capacity.setdefault(did, {})
+            for name, q in per.items():
+                agg[name] = agg.get(name, Decimal(0)) + q
+        return state
+
+    def _allocated_in_cache(self, claim: ResourceClaim) -> bool:
+        """An in-flight claim whose allocation the cache already counts (PreBind wrote it, success
+        cleanup not yet run): counted once."""
+        known = self._effective((claim.namespace, claim.name))
+        return known is not None and known.uid == claim.uid and known.allocation is not None
+
+    # ----- in-flight allocations and the assume cache ------------------------------------------
+
+    def pending_allocation(self, uid: str) -> AllocationResult | None:
+        """``GetPendingAllocation``: the allocation Reserve made for the claim, not yet written."""
+        with self._lock:
+            claim = self._in_flight.get(uid)
+            return None if claim is None else claim.allocation
+
+    def signal_pending_allocation(self, claim: ResourceClaim, allocation: AllocationResult) -> None:
+        """``SignalClaimPendingAllocation``: Reserve took these devices for the claim (nothing when the
+        cache already has the claim allocated: the pod's cycle state was stale)."""
+        with self._lock:
+            known = self._effective((claim.namespace, claim.name))
+            if known is not None and known.uid == claim.uid and known.allocation is not None:
+                return
+            self._in_flight[claim.uid] = replace(claim, allocation=allocation)
+
+    def remove_pending_allocation(self, uid: str) -> bool:
+        """``MaybeRemoveClaimPendingAllocation``: True when there was one (one pod per allocation here:
+        the PodGroup sharing of pending allocations is not built)."""
+        with self._lock:
+            return self._in_flight.pop(uid, None) is not None
+
+    def assume_claim(self, obj: Mapping[str, Any]) -> None:
+        """``AssumeClaimAfterAPICall``: the object an API write returned, used until the watch catches up."""
+        claim = resource_claim_from_api(obj)
+        key = (claim.namespace, claim.name)
+        with self._lock:
+            known = self._effective(key)
+            if known is not None and (known.uid != claim.uid or
+                                      _version(claim.resource_version) < _version(known.resource_version)):
+                return  # the watch is already past this write (or the claim was replaced)
+
+            def store() -> None:
+                self._assumed[key] = claim
+            self._set_claim(key, store)
+
+    def restore_claim(self, namespace: str, name: str) -> None:
+        """``AssumedClaimRestore``: forget the assumed version, back to what the watch delivered."""
+        key = (namespace, name)
+        with self._lock:
+            self._set_claim(key, lambda: self._assumed.pop(key, None))
+
+    def in_flight_count(self) -> int:
+        with self._lock:
+            return len(self._in_flight)
+
+    def claims(self) -> Sequence[ResourceClaim]:
+        """Every claim, assumed versions in place of the watch's (for tests and the cache dump)."""
+        with self._lock:
+            return [self._effective(k) for k in self._claims.keys() | self._assumed.keys()]  # type: ignore[misc]

@@ -1,29 +1,56 @@
-"""DynamicResources (kube-scheduler v1.37 ``dynamicresources/dynamicresources.go``), minimal.
+"""DynamicResources (kube-scheduler v1.37.2 ``dynamicresources/dynamicresources.go``): devices for pods
+through ResourceClaims, allocated by the scheduler from ResourceSlices (structured parameters).
 
-py-scheduler does not implement dynamic resource allocation (ResourceClaims, DeviceClasses,
-ResourceSlices are not watched, nothing is allocated). The plugin is still part of the default
-profile, in upstream's place, because it shapes what every pod sees:
+Every extension point upstream uses, with its messages and status codes (upstream's
+``statusUnschedulable`` is UnschedulableAndUnresolvable):
 
-* a pod without ``spec.resourceClaims`` is skipped at PreFilter (so Filter does not run for it), and
-  its PostFilter answers Unschedulable without a reason (v1.34 said ``no new claims to deallocate``,
-  which it put in every FailedScheduling message of the default profile before the preemption
-  message; v1.37 puts nothing there);
-* when PreFilter never ran (an earlier PreFilter plugin was UnschedulableAndUnresolvable), PostFilter
-  fails reading its state, as upstream does: the message then ends in ``not found``;
-* a pod *with* ``spec.resourceClaims`` is rejected at PreFilter as UnschedulableAndUnresolvable with a
-  message saying so: a known limitation, better than binding a pod whose devices nobody allocated.
+* PreEnqueue: each claim of ``spec.resourceClaims`` exists (a template's claim once the resourceclaim
+  controller has named it in ``status.resourceClaimStatuses``), belongs to the pod and is not being deleted.
+* PreFilter: Skip for a pod without claims (nothing else runs for it); allocated claims become node
+  constraints (their ``nodeSelector``); an unallocated claim being allocated for another pod waits; every
+  request's DeviceClass must exist; one allocator per cycle from the devices in use (allocated claims and
+  in-flight allocations), the classes and the slices with DeviceTaintRules applied.
+* Filter: the structured allocator on the node (``filterTimeout`` per node), allocated claims' node
+  selectors and binding-condition failures / timeouts; the node's allocation kept for Score and Reserve.
+* PostFilter: an allocated claim unavailable on every node and not used by another pod is deallocated.
+* Score (weight 2): the prioritized-list score, normalised to 0-100.
+* Reserve / Unreserve: the allocation is held in memory (the DRA manager's in-flight allocations) until
+  PreBind writes it; Unreserve drops it and removes the pod from ``reservedFor``.
+* PreBind: the claim gets the finalizer, ``status.allocation`` (with ``allocationTimestamp``) and the pod
+  in ``status.reservedFor``, retried on conflicts as upstream's ``bindClaim``; then, when an allocated
+  device has binding conditions, it waits for them (``bindingTimeout``).
 
-Extended resources backed by DRA (DRAExtendedResource) are not built (the DRA issue's work). Score
-(v1.37, weight 2) gives the only pods that reach it, those without claims, 0 on every node.
+Not built (off by default in v1.37.2, or a separate piece of work; docs/dra.md lists them): extended
+resources backed by DRA (DRAExtendedResource), PodGroup claim sharing (DRAWorkloadResourceClaims,
+GenericWorkload), node-allocatable resources (DRANodeAllocatableResources), optional node operations.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+import copy
+import random
+import threading
+import time
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
-from scheduler.framework.interface import CycleState, Handle, NodeToStatus, PostFilterResult, PreFilterResult
+import structlog
+
+from scheduler.config.args import plugin_args
+from scheduler.config.types_pluginargs import DynamicResourcesArgs
+from scheduler.edge import ConflictError
+from scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    CycleState,
+    Handle,
+    NodeScore,
+    NodeToStatus,
+    PostFilterResult,
+    PreFilterResult,
+    ScoreRow,
+)
 from scheduler.framework.status import Status, error, skip, unresolvable, unschedulable
 from scheduler.framework.types import (
     ActionType,
@@ -31,66 +58,311 @@ from scheduler.framework.types import (
     ClusterEventWithHint,
     EventResource,
     NodeInfo,
+    QueueingHint,
 )
+from scheduler.model.dra import AllocationResult, ResourceClaim, allocation_result_to_api
+from scheduler.model.errors import InvalidObjectError
+from scheduler.model.node import Node
 from scheduler.model.pod import Pod
+from scheduler.plugins.helper.dynamicresources.allocator import (
+    AllocationError,
+    AllocationTimeout,
+    Allocator,
+    FailedOnNodeError,
+)
+from scheduler.plugins.helper.dynamicresources.cel import CelCache
+from scheduler.plugins.helper.dynamicresources.claims import (
+    ClaimNameError,
+    claim_name,
+    consumer_reference,
+    is_for_pod,
+    is_reserved_for_pod,
+    pod_claims,
+)
+from scheduler.plugins.helper.dynamicresources.manager import RESOURCE_CLAIM, DraManager
+from scheduler.plugins.helper.dynamicresources.score import ScoreError, prioritized_list_score
+from scheduler.plugins.helper.nodeaffinity import parse_required_terms
+from scheduler.plugins.helper.normalize_score import default_normalize_score, default_normalize_values
+
+log = structlog.get_logger(__name__)
 
 NAME = "DynamicResources"
-STATE_KEY = "PreFilter" + NAME  # upstream stores it under the plugin name
+STATE_KEY = "PreFilter" + NAME
 
-UNSUPPORTED_MSG = "py-scheduler does not support dynamic resource allocation (the pod has spec.resourceClaims)"
 STATE_NOT_FOUND_MSG = "not found"  # fwk.ErrNotFound, what CycleState.Read returns upstream
+FINALIZER = "resource.kubernetes.io/delete-protection"  # resourceapi.Finalizer
+CONFLICT_RETRIES = 5  # retry.DefaultRetry: 5 steps, 10 ms apart (jitter 0.1)
+CONFLICT_BACKOFF = 0.01
+BINDING_POLL = 5.0  # PreBind checks binding conditions every 5 s
 
 
-@dataclass(frozen=True, slots=True)
+class _Unschedulable(Exception):
+    """A reason the pod cannot be scheduled now (``foreachPodResourceClaim``'s errors)."""
+
+
+@dataclass(slots=True)
+class _ClaimInfo:
+    """``informationForClaim``: the node constraint of an allocated claim, the allocation once reserved."""
+
+    available_on: Callable[[Node], bool] | None = None
+    allocation: AllocationResult | None = None
+
+
+@dataclass(slots=True)
 class _State:
-    """The pod's claim references (names as written in spec.resourceClaims)."""
+    """``stateData``: the pod's claims (as at PreFilter; PreBind replaces the ones it writes), the
+    allocator, what Filter found per node. Shared by clones, as upstream's Clone returns itself."""
 
-    claims: tuple[str, ...]
+    claims: list[ResourceClaim] = field(default_factory=list)
+    infos: list[_ClaimInfo] = field(default_factory=list)
+    allocator: Allocator | None = None
+    unavailable: set[int] = field(default_factory=set)
+    node_allocations: dict[str, list[AllocationResult]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def clone(self) -> _State:
         return self
 
+    def to_allocate(self) -> Iterator[tuple[int, ResourceClaim]]:
+        return ((i, c) for i, c in enumerate(self.claims) if c.allocation is None)
 
-def resource_claim_names(pod: Pod) -> tuple[str, ...]:
-    claims = (pod.raw.get("spec") or {}).get("resourceClaims") or []
-    return tuple(str(c.get("name") or "") for c in claims if isinstance(c, Mapping))
+
+def _node_selector(selector: Mapping[str, Any], claim: ResourceClaim) -> Callable[[Node], bool]:
+    """``nodeaffinity.NewNodeSelector(allocation.nodeSelector).Match``; a malformed selector is an error."""
+    terms = parse_required_terms(selector, f"ResourceClaim {claim.key}", "status.allocation.nodeSelector")
+    errors = [e for t in terms for e in t.errors]
+    if errors:
+        raise InvalidObjectError(f"ResourceClaim {claim.key}", "status.allocation.nodeSelector", "; ".join(errors))
+    return lambda node: any(t.matches(node) for t in terms)
+
+
+def _deleting(claim: ResourceClaim) -> bool:
+    return bool((claim.raw.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def _now() -> str:
+    """metav1.Time as the API writes it (RFC 3339, seconds)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class DynamicResources:
-    """Keeps pods with resource claims away (unsupported) and gives the others upstream's verdicts."""
+    """Allocates devices for pods' ResourceClaims as kube-scheduler v1.37.2 does."""
 
     name = NAME
 
+    def __init__(self, args: DynamicResourcesArgs | Mapping[str, Any] | None, handle: Handle) -> None:
+        typed = plugin_args(DynamicResourcesArgs, args)
+        self.filter_timeout = typed.filter_timeout
+        self.binding_timeout = typed.binding_timeout
+        self.handle = handle
+        self.manager = DraManager()
+        # The most recent 10 compiled selectors, reused across cycles (upstream's cel.NewCache(10)).
+        self.cel_cache = CelCache()
+
+    # ----- the claims' cache (ClusterEventObserver) -------------------------------------------------
+
+    def on_pod_event(self, deleted: bool, pod: Pod) -> None:
+        """Pods are read from the pod itself; nothing is kept."""
+
+    def on_object_event(self, kind: str, deleted: bool, obj: Mapping[str, Any]) -> None:
+        self.manager.on_object_event(kind, deleted, obj)
+
+    # ----- batching -------------------------------------------------------------------------------
 
     def sign_pod(self, pod: Pod) -> Hashable | None:
-        """Batchable without resource claims (a claim's allocation is shared state)."""
-        return None if resource_claim_names(pod) else ()
+        """Pods with claims are not signable (upstream: "pods with dra resource claims are not signable")."""
+        return None if pod_claims(pod) else ()
 
-    def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
-        # DynamicResourcesArgs.filterTimeout bounds device allocation in Filter; there is none here.
-        del args, handle
+    # ----- claims of a pod --------------------------------------------------------------------------
+
+    def _pod_claims(self, pod: Pod) -> list[ResourceClaim]:
+        """``foreachPodResourceClaim``: the pod's claims in order; raises _Unschedulable with upstream's text."""
+        out = []
+        for pc in pod_claims(pod):
+            try:
+                name, must_check_owner = claim_name(pod, pc)
+            except ClaimNameError as exc:
+                raise _Unschedulable(str(exc)) from None
+            if name is None:
+                continue  # no claim was generated for this entry: nothing to allocate
+            claim = self.manager.claim(pod.namespace, name)
+            if claim is None:
+                raise _Unschedulable(f'could not find ResourceClaim "{pod.namespace}/{name}"')
+            if _deleting(claim):
+                raise _Unschedulable(f'resourceclaim "{claim.name}" is being deleted')
+            if must_check_owner:
+                reason = is_for_pod(pod, claim)
+                if reason is not None:
+                    raise _Unschedulable(reason)
+            out.append(claim)
+        return out
+
+    # ----- PreEnqueue -----------------------------------------------------------------------------
 
     def pre_enqueue(self, pod: Pod) -> Status | None:
-        """Upstream waits here until the pod's claims exist; claims are not tracked, so never wait."""
+        """Wait until every claim exists (the controller creates template claims after the pod)."""
+        try:
+            self._pod_claims(pod)
+        except _Unschedulable as exc:
+            return unresolvable(str(exc))
         return None
+
+    # ----- PreFilter ------------------------------------------------------------------------------
 
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
-        claims = resource_claim_names(pod)
-        state.write(STATE_KEY, _State(claims))
+        s = _State()
+        state.write(STATE_KEY, s)
+        if not pod_claims(pod):
+            return None, skip()
+        try:
+            claims = self._pod_claims(pod)
+        except _Unschedulable as exc:
+            return None, unresolvable(str(exc))
         if not claims:
             return None, skip()
-        return None, unresolvable(UNSUPPORTED_MSG)
+        s.infos = [_ClaimInfo() for _ in claims]
+        to_allocate = 0
+        for i, claim in enumerate(claims):
+            if claim.allocation is not None:
+                # CanBeReserved is always true in v1.37: "resourceclaim in use" cannot happen.
+                if claim.allocation.node_selector is not None:
+                    try:
+                        s.infos[i].available_on = _node_selector(claim.allocation.node_selector, claim)
+                    except InvalidObjectError as exc:
+                        return None, error(exc)
+                continue
+            to_allocate += 1
+            if self.manager.pending_allocation(claim.uid) is not None:
+                return None, unresolvable(f"resource claim {claim.key} is in the process of being allocated")
+            status = self._check_classes(claim)
+            if status is not None:
+                return None, status
+        if to_allocate:
+            s.allocator = Allocator(self.manager.allocated_state(), self.manager.device_classes(),
+                                    self.manager.slices_with_taint_rules(), self.cel_cache)
+        s.claims = claims
+        return None, None
+
+    def _check_classes(self, claim: ResourceClaim) -> Status | None:
+        """``validateDeviceClass`` for every request and subrequest of an unallocated claim."""
+        for request in claim.requests:
+            if request.exactly is not None:
+                subs = [(request.name, request.exactly.device_class_name)]
+            elif request.first_available:
+                subs = [(f"{request.name}/{sub.name}", sub.device_class_name) for sub in request.first_available]
+            else:
+                return unresolvable(f"resource claim {claim.key}, request {request.name}: unknown request type")
+            for name, class_name in subs:
+                if not class_name:
+                    return error(f"request {name}: unsupported request type")
+                if self.manager.device_class(class_name) is None:
+                    return unresolvable(f"request {name}: device class {class_name} does not exist")
+        return None
 
     def pre_filter_extensions(self) -> None:
         return None
 
+    # ----- Filter ---------------------------------------------------------------------------------
+
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        """Never reached with claims (PreFilter rejected the pod) nor without (PreFilter skipped)."""
-        if state.get(STATE_KEY) is None:
+        s = state.get(STATE_KEY)
+        if not isinstance(s, _State):
             return error(STATE_NOT_FOUND_MSG)
+        if not s.claims:
+            return None
+        node = node_info.node
+        if node is None:
+            return error("node not found")
+        unavailable = self._unavailable_claims(s, node)
+        allocations: list[AllocationResult] = []
+        if s.allocator is not None:
+            to_allocate = []
+            pending = []
+            for i, claim in s.to_allocate():
+                alloc = s.infos[i].allocation
+                if alloc is not None:
+                    pending.append(alloc)
+                else:
+                    to_allocate.append(claim)
+            deadline = time.monotonic() + self.filter_timeout if self.filter_timeout > 0 else None
+            try:
+                result = s.allocator.allocate(node, to_allocate, deadline=deadline)
+            except AllocationTimeout:
+                # Potentially transient: an error, so the pod retries after backoff.
+                return error(f"node {node.name}: timed out trying to allocate devices")
+            except FailedOnNodeError as exc:
+                return unresolvable(str(exc))
+            except AllocationError as exc:
+                return error(str(exc))
+            if result is None or len(result) != len(to_allocate):
+                return unresolvable("cannot allocate all claims")
+            allocations = [*result, *pending]
+        if unavailable:
+            with s.lock:
+                s.unavailable.update(unavailable)
+            return unresolvable("resourceclaim not available on the node")
+        if s.allocator is not None:
+            with s.lock:
+                s.node_allocations[node.name] = allocations
         return None
+
+    def _unavailable_claims(self, s: _State, node: Node) -> list[int]:
+        """Allocated claims the node cannot use: node selector, failed or timed-out binding conditions."""
+        out = []
+        for i, claim in enumerate(s.claims):
+            match = s.infos[i].available_on
+            if match is not None and not match(node):
+                out.append(i)
+                continue
+            if claim.allocation is not None:
+                try:
+                    ready = self._claim_ready_for_binding(claim)
+                except _BindingFailed:
+                    out.append(i)
+                    continue
+                if not ready and self._claim_timed_out(claim):
+                    out.append(i)
+        return out
+
+    # ----- binding conditions ---------------------------------------------------------------------
+
+    def _claim_ready_for_binding(self, claim: ResourceClaim) -> bool:
+        """``isClaimReadyForBinding``: every binding condition of every allocated device is True (and no
+        failure condition is); raises _BindingFailed naming the failure condition."""
+        if claim.allocation is None:
+            return False
+        statuses = (claim.raw.get("status") or {}).get("devices") or []
+        for r in claim.allocation.results:
+            if not r.binding_conditions:
+                continue
+            conditions = next((d.get("conditions") or [] for d in statuses
+                               if d.get("driver") == r.driver and d.get("pool") == r.pool
+                               and d.get("device") == r.device and (d.get("shareID") or None) == r.share_id), None)
+            if conditions is None:
+                return False
+            by_type = {c.get("type"): c for c in conditions}
+            for cond in r.binding_failure_conditions:
+                c = by_type.get(cond)
+                if c is not None and c.get("status") == "True":
+                    raise _BindingFailed(f'device binding failed: claim={claim.name}, reason={c.get("reason", "")}, '
+                                         f'message="{c.get("message", "")}"')
+            if any((by_type.get(cond) or {}).get("status") != "True" for cond in r.binding_conditions):
+                return False
+        return True
+
+    def _claim_timed_out(self, claim: ResourceClaim) -> bool:
+        """``isClaimTimeout``: a device with binding conditions allocated longer than ``bindingTimeout`` ago."""
+        if claim.allocation is None or not any(r.binding_conditions for r in claim.allocation.results):
+            return False
+        stamp = ((claim.raw.get("status") or {}).get("allocation") or {}).get("allocationTimestamp")
+        if not stamp:
+            return False
+        allocated = datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
+        return allocated + self.binding_timeout < time.time()
+
+    # ----- PostFilter -----------------------------------------------------------------------------
 
     def post_filter(
         self, state: CycleState, pod: Pod, statuses: NodeToStatus
@@ -98,45 +370,291 @@ class DynamicResources:
         s = state.get(STATE_KEY)
         if not isinstance(s, _State):
             return None, error(STATE_NOT_FOUND_MSG)
-        # No claims: upstream's fast path; with claims nothing was deallocated (none is allocated here).
-        # Both are Unschedulable without a reason in v1.37.
+        if not s.claims:
+            return None, unschedulable()
+        # Upstream picks one at random (map order): there is no better heuristic.
+        candidates = list(s.unavailable)
+        random.shuffle(candidates)
+        for i in candidates:
+            claim = s.claims[i]
+            if not claim.reserved_for or (len(claim.reserved_for) == 1 and claim.reserved_for[0].uid == pod.uid):
+                obj = copy.deepcopy(dict(claim.raw))
+                status = obj.setdefault("status", {})
+                for key in ("reservedFor", "allocation", "devices"):
+                    status.pop(key, None)
+                try:
+                    self.handle.update_object(RESOURCE_CLAIM, obj, "status")
+                except Exception as exc:  # the API edge's failure, whatever it is, is the pod's error
+                    return None, error(exc)
+                return None, unschedulable("deallocation of ResourceClaim completed")
         return None, unschedulable()
 
+    # ----- Score ----------------------------------------------------------------------------------
+
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
-        """v1.37 scores the devices a pod's claims would get (weight 2); a pod that gets here has no
-        claims, which upstream scores 0 on every node (there is no PreScore to skip it)."""
-        if not isinstance(state.get(STATE_KEY), _State):
+        s = state.get(STATE_KEY)
+        if not isinstance(s, _State):
             return 0, error(STATE_NOT_FOUND_MSG)
-        return 0, None
+        if not s.claims:
+            return 0, None
+        allocations = s.node_allocations.get(node_info.name)
+        if allocations is None:
+            return 0, None
+        try:
+            return prioritized_list_score(s.claims, allocations), None
+        except ScoreError as exc:
+            return 0, error(exc)
 
     def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status | None]:
-        """``score`` for every node in one call."""
-        if not isinstance(state.get(STATE_KEY), _State):
+        """``score`` for every node in one call (pods without claims: all zero at once)."""
+        s = state.get(STATE_KEY)
+        if not isinstance(s, _State):
             return [0] * len(nodes), error(STATE_NOT_FOUND_MSG)
-        return [0] * len(nodes), None
+        if not s.claims:
+            return [0] * len(nodes), None
+        out = []
+        for ni in nodes:
+            value, status = self.score(state, pod, ni)
+            if status is not None:
+                return [0] * len(nodes), status
+            out.append(value)
+        return out, None
 
-    def score_extensions(self) -> None:
-        """Upstream normalizes with DefaultNormalizeScore, which leaves all-zero scores as they are."""
+    def score_extensions(self) -> DynamicResources:
+        return self
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: list[NodeScore]) -> Status | None:
+        default_normalize_score(MAX_NODE_SCORE, False, scores)
         return None
 
+    def normalize_values(self, state: CycleState, pod: Pod, values: ScoreRow) -> Status | None:
+        default_normalize_values(MAX_NODE_SCORE, False, values)
+        return None
+
+    # ----- Reserve / Unreserve --------------------------------------------------------------------
+
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Hold the node's allocations in memory (in flight) so that the next pod cannot take the devices."""
+        s = state.get(STATE_KEY)
+        if not isinstance(s, _State):
+            return error(STATE_NOT_FOUND_MSG)
+        unallocated = [(i, c) for i, c in s.to_allocate()]
+        if not unallocated or s.allocator is None:
+            return None
+        allocations = s.node_allocations.get(node_name)
+        if not allocations:
+            return error("claim allocation not found for node")
+        if len(allocations) != len(unallocated):
+            return error(f"internal error, have {len(allocations)} allocations, {len(unallocated)} claims to "
+                         f"allocate, want {len(unallocated)} claims")
+        for (i, claim), allocation in zip(unallocated, allocations, strict=True):
+            s.infos[i].allocation = allocation
+            self.manager.signal_pending_allocation(claim, allocation)
         return None
 
     def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
-        return None
+        """Forget in-flight allocations; remove the pod from claims PreBind reserved for it."""
+        s = state.get(STATE_KEY)
+        if not isinstance(s, _State) or not s.claims:
+            return
+        for claim in s.claims:
+            if self.manager.remove_pending_allocation(claim.uid):
+                self.manager.restore_claim(claim.namespace, claim.name)
+            if claim.allocation is not None and is_reserved_for_pod(pod, claim):
+                patch = {"metadata": {"uid": claim.uid},
+                         "status": {"reservedFor": [{"$patch": "delete", "uid": pod.uid}]}}
+                try:
+                    self.handle.patch_object_status(RESOURCE_CLAIM, claim.namespace, claim.name, patch)
+                except Exception as exc:  # retried when the pod is scheduled again
+                    log.error("unreserve", resourceclaim=claim.key, pod=pod.key, error=str(exc))
+
+    # ----- PreBind --------------------------------------------------------------------------------
 
     def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        """Nothing to bind: only pods without claims get this far (upstream's Skip for them)."""
-        return skip()
+        s = state.get(STATE_KEY)
+        if not isinstance(s, _State):
+            return error(STATE_NOT_FOUND_MSG)
+        return None if s.claims else skip()
 
     def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        return None
+        """Write allocations and reservations (``bindClaim``), then wait for binding conditions."""
+        s = state.get(STATE_KEY)
+        if not isinstance(s, _State):
+            return error(STATE_NOT_FOUND_MSG)
+        if not s.claims:
+            return None
+        written: list[ResourceClaim] = []
+        for i, claim in enumerate(s.claims):
+            if is_reserved_for_pod(pod, claim):
+                continue
+            try:
+                s.claims[i] = self._bind_claim(claim, s.infos[i].allocation, pod)
+            except _BindError as exc:
+                return error(str(exc))
+            written.append(claim)
+        status = self._wait_for_binding_conditions(s)
+        if status is None:
+            # Success: the written allocations are in the cache now, no longer in flight (on failure
+            # Unreserve drops them).
+            for claim in written:
+                self.manager.remove_pending_allocation(claim.uid)
+        return status
+
+    def _bind_claim(self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod) -> ResourceClaim:
+        """Finalizer, allocation and reservation of one claim, conflicts retried with a fresh claim;
+        the written claim is assumed (newer than the watch's until the watch catches up)."""
+        obj: Mapping[str, Any] = claim.raw
+        for attempt in range(CONFLICT_RETRIES):
+            if attempt:
+                time.sleep(CONFLICT_BACKOFF * (1 + 0.1 * random.random()))
+                try:
+                    obj = self.handle.get_object(RESOURCE_CLAIM, claim.namespace, claim.name)
+                except Exception as exc:
+                    raise _BindError(f"get updated claim {claim.key} after conflict: {exc}") from None
+            try:
+                stored = self._write_claim(claim, obj, allocation, pod)
+            except ConflictError as exc:
+                if attempt == CONFLICT_RETRIES - 1:
+                    raise _BindError(self._write_error(claim, allocation, exc)) from None
+                continue
+            self.manager.assume_claim(stored)
+            updated = self.manager.claim(claim.namespace, claim.name)
+            return updated if updated is not None and updated.uid == claim.uid else claim
+        raise AssertionError("unreachable")
+
+    def _write_claim(self, claim: ResourceClaim, current: Mapping[str, Any], allocation: AllocationResult | None,
+                     pod: Pod) -> Mapping[str, Any]:
+        """One attempt: the finalizer (a normal update) and the status (an update of the status)."""
+        obj = copy.deepcopy(dict(current))
+        meta = obj.setdefault("metadata", {})
+        status = obj.setdefault("status", {})
+        if meta.get("deletionTimestamp"):
+            raise _BindError(f"claim {claim.key} got deleted in the meantime")
+        if allocation is not None:
+            if status.get("allocation") is not None:
+                raise _BindError(f"claim {claim.key} got allocated elsewhere in the meantime")
+            if FINALIZER not in (meta.get("finalizers") or []):
+                meta["finalizers"] = [*(meta.get("finalizers") or []), FINALIZER]
+                try:
+                    obj = copy.deepcopy(dict(self.handle.update_object(RESOURCE_CLAIM, obj)))
+                except ConflictError:
+                    raise
+                except Exception as exc:
+                    raise _BindError(f"add finalizer to claim {claim.key}: {exc}") from None
+                status = obj.setdefault("status", {})
+            status["allocation"] = allocation_result_to_api(allocation)
+        ref = consumer_reference(pod)
+        status["reservedFor"] = [*(status.get("reservedFor") or []),
+                                 {**({"apiGroup": ref.api_group} if ref.api_group else {}),
+                                  "resource": ref.resource, "name": ref.name, "uid": ref.uid}]
+        # DRADeviceBindingConditions and DRAResourceClaimDeviceStatus are on: the timestamp is set.
+        if status.get("allocation") is None:
+            raise _BindError(f"claim {claim.key} got deallocated elsewhere in the meantime")
+        status["allocation"].setdefault("allocationTimestamp", _now())
+        try:
+            return self.handle.update_object(RESOURCE_CLAIM, obj, "status")
+        except ConflictError:
+            raise
+        except Exception as exc:
+            raise _BindError(self._write_error(claim, allocation, exc)) from None
+
+    @staticmethod
+    def _write_error(claim: ResourceClaim, allocation: AllocationResult | None, exc: Exception) -> str:
+        if allocation is not None:
+            return f"add allocation and reservation to claim {claim.key}: {exc}"
+        return f"add reservation to claim {claim.key}: {exc}"
+
+    def _wait_for_binding_conditions(self, s: _State) -> Status | None:
+        """Devices with binding conditions: poll the claims until all are met, one fails, or ``bindingTimeout``."""
+        if not any(c.allocation is not None and any(r.binding_conditions for r in c.allocation.results)
+                   for c in s.claims):
+            return None
+        deadline = time.monotonic() + self.binding_timeout
+        while True:
+            try:
+                if self._pod_ready_for_binding(s):
+                    return None
+            except _BindingFailed as exc:
+                return error(str(exc))
+            if time.monotonic() + BINDING_POLL > deadline:
+                return error("device binding timeout: context deadline exceeded")
+            time.sleep(BINDING_POLL)
+
+    def _pod_ready_for_binding(self, s: _State) -> bool:
+        """``isPodReadyForBinding`` on the latest claims."""
+        for i, claim in enumerate(s.claims):
+            latest = self.manager.claim(claim.namespace, claim.name)
+            if latest is None:
+                raise _BindingFailed(f'could not find ResourceClaim "{claim.key}"')
+            s.claims[i] = latest
+            if not self._claim_ready_for_binding(latest):
+                if self._claim_timed_out(latest):
+                    raise _BindingFailed(f"device binding timeout: claim={latest.name}")
+                return False
+        return True
+
+    # ----- queueing hints -------------------------------------------------------------------------
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        """Upstream's node and pod events (queueing hints on): the ResourceClaim, DeviceClass and
-        ResourceSlice events it also registers have no counterpart here."""
+        """Upstream's events: nodes, claims (only pods that use the claim, or any after a deallocation),
+        the pod's own generated claims, classes and slices; DeviceTaintRule changes stand in for the
+        slice updates upstream's slice tracker derives from them."""
         node_actions = ActionType.ADD | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_ALLOCATABLE
+        add_update = ActionType.ADD | ActionType.UPDATE
         return [
             ClusterEventWithHint(ClusterEvent(EventResource.NODE, node_actions)),
-            ClusterEventWithHint(ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)),
+            ClusterEventWithHint(ClusterEvent(EventResource.RESOURCE_CLAIM, add_update | ActionType.DELETE),
+                                 self.is_schedulable_after_claim_change),
+            ClusterEventWithHint(ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
+                                 self.is_schedulable_after_pod_update),
+            ClusterEventWithHint(ClusterEvent(EventResource.DEVICE_CLASS, add_update)),
+            ClusterEventWithHint(ClusterEvent(EventResource.RESOURCE_SLICE, add_update)),
+            ClusterEventWithHint(ClusterEvent(EventResource.DEVICE_TAINT_RULE, add_update | ActionType.DELETE)),
         ]
+
+    def is_schedulable_after_claim_change(self, pod: Pod, old: object, new: object) -> QueueingHint:
+        """``isSchedulableAfterClaimChange``: a deallocation helps anyone; otherwise only the claim's pods,
+        when it is created or its status changes."""
+        old_obj = old if isinstance(old, Mapping) else None
+        new_obj = new if isinstance(new, Mapping) else None
+        if new_obj is None:
+            return QueueingHint.QUEUE if old_obj is not None and _allocation(old_obj) is not None else \
+                QueueingHint.QUEUE_SKIP
+        try:
+            uses = any(c.uid == _uid(new_obj) for c in self._pod_claims(pod))
+        except _Unschedulable:
+            return QueueingHint.QUEUE_SKIP
+        if old_obj is not None and _allocation(old_obj) is not None and _allocation(new_obj) is None:
+            return QueueingHint.QUEUE
+        if not uses:
+            return QueueingHint.QUEUE_SKIP
+        if old_obj is None:
+            return QueueingHint.QUEUE
+        if (old_obj.get("status") or {}) == (new_obj.get("status") or {}):
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
+
+    def is_schedulable_after_pod_update(self, pod: Pod, old: object, new: object) -> QueueingHint:
+        """``isSchedulableAfterTargetPodUpdate``: the controller named the pod's claims and they exist."""
+        target = new if isinstance(new, Pod) else pod
+        try:
+            self._pod_claims(target)
+        except _Unschedulable:
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
+
+
+class _BindingFailed(Exception):
+    """``ErrDeviceBindingFailed`` / ``ErrDeviceBindingTimeout`` with upstream's text."""
+
+
+class _BindError(Exception):
+    """``bindClaim`` failed; the message is upstream's."""
+
+
+def _allocation(obj: Mapping[str, Any]) -> Any:
+    return (obj.get("status") or {}).get("allocation")
+
+
+def _uid(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")

@@ -1,112 +1,417 @@
-"""DynamicResources (minimal): upstream's verdicts for pods without claims, a clear refusal for pods with."""
+"""DynamicResources: upstream's verdicts and messages at each extension point, from hand-made objects fed
+through the plugin's watch hook, and one pod scheduled end to end through the default profile."""
 
 from __future__ import annotations
 
+import copy
 import random
+from collections.abc import Mapping
 from typing import Any
 
+import pytest
 from util import make_node, make_pod, node_info
 
-from scheduler.app.offline import RecordingEventSink
+from scheduler.app.offline import OfflineWriter, RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
-from scheduler.eventhandlers import ADDED
+from scheduler.edge import ConflictError
+from scheduler.eventhandlers import ADDED, MODIFIED
 from scheduler.framework.interface import CycleState, NodeToStatus
 from scheduler.framework.status import Code
+from scheduler.framework.types import QueueingHint
 from scheduler.model.pod import Pod, pod_from_api
-from scheduler.plugins.dynamic_resources import UNSUPPORTED_MSG, DynamicResources
+from scheduler.plugins.dynamic_resources import FINALIZER, DynamicResources
 from scheduler.scheduler import Scheduler
 
+DRIVER = "gpu.example.com"
+NS = "default"
 
-def plugin() -> DynamicResources:
-    return DynamicResources({}, None)  # type: ignore[arg-type]  # the plugin does not use its handle
+
+def slice_obj(name: str, node: str, devices: list[str], pool: str | None = None) -> dict[str, Any]:
+    return {"metadata": {"name": name},
+            "spec": {"driver": DRIVER, "nodeName": node,
+                     "pool": {"name": pool or node, "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": d} for d in devices]}}
 
 
-def with_claims(name: str = "p") -> Pod:
-    return pod_from_api({
-        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
-        "spec": {"containers": [{"name": "c", "image": "x"}],
-                 "resourceClaims": [{"name": "gpu", "resourceClaimName": "my-gpu"}]},
-    })
+def class_obj(name: str = "gpu") -> dict[str, Any]:
+    return {"metadata": {"name": name},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}}
+
+
+def claim_obj(name: str, count: int = 1, device_class: str = "gpu", owner: str | None = None,
+              **status: Any) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": NS, "uid": f"uid-{name}", "resourceVersion": "10"}
+    if owner is not None:
+        meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod", "name": owner, "uid": f"uid-{owner}",
+                                    "controller": True}]
+    return {"metadata": meta,
+            "spec": {"devices": {"requests": [{"name": "req", "exactly": {
+                "deviceClassName": device_class, "count": count}}]}},
+            "status": status}
+
+
+def allocated(node: str, devices: list[str], reserved: list[str] | None = None) -> dict[str, Any]:
+    """A claim status allocated on ``node`` (its pool is named after it), reserved for pods by name."""
+    status: dict[str, Any] = {"allocation": {
+        "devices": {"results": [{"request": "req", "driver": DRIVER, "pool": node, "device": d} for d in devices]},
+        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}
+    if reserved:
+        status["reservedFor"] = [{"resource": "pods", "name": p, "uid": f"uid-{p}"} for p in reserved]
+    return status
+
+
+def pod_with(name: str = "p", claim: str = "c1", template: bool = False,
+             statuses: list[dict[str, Any]] | None = None) -> Pod:
+    ref = {"name": "gpu", "resourceClaimTemplateName": "t"} if template else {"name": "gpu", "resourceClaimName": claim}
+    raw: dict[str, Any] = {"metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}"},
+                           "spec": {"containers": [{"name": "c", "image": "x"}], "resourceClaims": [ref]}}
+    if statuses is not None:
+        raw["status"] = {"resourceClaimStatuses": statuses}
+    return pod_from_api(raw)
+
+
+class Handle:
+    """The writes the plugin makes, applied to its own watch hook as the API server and watch would."""
+
+    def __init__(self) -> None:
+        self.plugin: DynamicResources | None = None
+        self.objects: dict[str, dict[str, Any]] = {}
+        self.writes: list[tuple[str, str]] = []
+        self.conflicts = 0
+
+    def update_object(self, kind: str, obj: Mapping[str, Any], subresource: str = "") -> Mapping[str, Any]:
+        name = obj["metadata"]["name"]
+        self.writes.append((subresource or "update", name))
+        if self.conflicts:
+            self.conflicts -= 1
+            raise ConflictError("the object has been modified")
+        out = copy.deepcopy(dict(obj))
+        out["metadata"]["resourceVersion"] = str(int(out["metadata"].get("resourceVersion") or 0) + 1)
+        self.objects[name] = out
+        return out
+
+    def get_object(self, kind: str, namespace: str, name: str) -> Mapping[str, Any]:
+        return self.objects[name]
+
+    def patch_object_status(self, kind: str, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        self.writes.append(("patch", name))
+
+
+def plugin(*objs: tuple[str, dict[str, Any]], args: dict[str, Any] | None = None) -> tuple[DynamicResources, Handle]:
+    h = Handle()
+    pl = DynamicResources(args or {}, h)  # type: ignore[arg-type]  # the writes are all it uses
+    h.plugin = pl
+    for kind, obj in objs:
+        pl.on_object_event(kind, False, obj)
+        h.objects[obj["metadata"]["name"]] = obj
+    return pl, h
+
+
+def cluster(claim: dict[str, Any] | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """Two nodes with a slice each (n1: gpu-0, gpu-1; n2: gpu-0), the class, one claim c1."""
+    return [("ResourceSlice", slice_obj("s1", "n1", ["gpu-0", "gpu-1"])),
+            ("ResourceSlice", slice_obj("s2", "n2", ["gpu-0"])),
+            ("DeviceClass", class_obj()),
+            ("ResourceClaim", claim or claim_obj("c1"))]
+
+
+NODES = [node_info(make_node("n1")), node_info(make_node("n2"))]
+
+
+def run_filters(pl: DynamicResources, pod: Pod) -> tuple[CycleState, dict[str, Any]]:
+    state = CycleState()
+    _, status = pl.pre_filter(state, pod, NODES)
+    assert status is None, status
+    verdicts = {}
+    for ni in NODES:
+        st = pl.filter(state, pod, ni)
+        verdicts[ni.name] = None if st is None else (st.code, st.message)
+    return state, verdicts
+
+
+# --- PreEnqueue and PreFilter ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("objs", "pod", "message"), [
+    ([], pod_with(), 'could not find ResourceClaim "default/c1"'),
+    ([], pod_with(template=True), 'pod "default/p": ResourceClaim not created yet'),
+    ([("ResourceClaim", claim_obj("p-gpu"))], pod_with(template=True, statuses=[
+        {"name": "gpu", "resourceClaimName": "p-gpu"}]),
+     "ResourceClaim default/p-gpu was not created for Pod default/p (Pod is not owner)"),
+    ([("ResourceClaim", {**claim_obj("c1"), "metadata": {**claim_obj("c1")["metadata"],
+                                                         "deletionTimestamp": "2026-01-01T00:00:00Z"}})],
+     pod_with(), 'resourceclaim "c1" is being deleted'),
+])
+def test_pre_enqueue_waits_for_the_claims_with_upstreams_reason(
+        objs: list[tuple[str, dict[str, Any]]], pod: Pod, message: str) -> None:
+    pl, _ = plugin(*objs)
+    status = pl.pre_enqueue(pod)
+    assert status is not None and status.message == message
+    _, pf = pl.pre_filter(CycleState(), pod, NODES)
+    assert pf is not None and (pf.code, pf.message) == (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, message)
+
+
+def test_template_claim_named_in_the_pod_status_and_owned_by_it_is_accepted() -> None:
+    pl, _ = plugin(("ResourceClaim", claim_obj("p-gpu", owner="p")))
+    pod = pod_with(template=True, statuses=[{"name": "gpu", "resourceClaimName": "p-gpu"}])
+    assert pl.pre_enqueue(pod) is None
 
 
 def test_pod_without_claims_is_skipped_and_postfilter_rejects_without_a_reason() -> None:
-    """v1.37's fast path for pods without claims: Unschedulable, no message (v1.34 said "no new claims to
-    deallocate")."""
-    pl, state, pod = plugin(), CycleState(), make_pod()
-    result, status = pl.pre_filter(state, pod, [])
-    assert result is None and status is not None and status.code == Code.SKIP
-    assert pl.pre_enqueue(pod) is None
-    r, s = pl.post_filter(state, pod, NodeToStatus())
-    assert r is None and s is not None
-    assert (s.code, s.reasons) == (Code.UNSCHEDULABLE, [])
-
-
-def test_pod_with_claims_is_rejected_as_unsupported() -> None:
-    pl, state, pod = plugin(), CycleState(), with_claims()
+    pl, _ = plugin()
+    state, pod = CycleState(), make_pod()
     _, status = pl.pre_filter(state, pod, [])
-    assert status is not None and status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-    assert status.message == UNSUPPORTED_MSG
-    _, s = pl.post_filter(state, pod, NodeToStatus())
-    assert s is not None and (s.code, s.reasons) == (Code.UNSCHEDULABLE, [])
+    assert status is not None and status.code == Code.SKIP
+    assert pl.pre_enqueue(pod) is None and pl.sign_pod(pod) == ()
+    r, s = pl.post_filter(state, pod, NodeToStatus())
+    assert r is None and s is not None and (s.code, s.reasons) == (Code.UNSCHEDULABLE, [])
+    assert pl.score_nodes(state, pod, NODES) == ([0, 0], None)
 
 
 def test_postfilter_without_prefilter_state_is_an_error_like_upstream() -> None:
-    pl = plugin()
+    pl, _ = plugin()
     r, s = pl.post_filter(CycleState(), make_pod(), NodeToStatus())
     assert r is None and s is not None and (s.code, s.message) == (Code.ERROR, "not found")
     f = pl.filter(CycleState(), make_pod(), node_info(make_node()))
     assert f is not None and f.code == Code.ERROR
 
 
-def test_reserve_and_prebind_do_nothing() -> None:
-    pl, state, pod = plugin(), CycleState(), make_pod()
-    pl.pre_filter(state, pod, [])
-    assert pl.reserve(state, pod, "n") is None
-    assert pl.pre_bind(state, pod, "n") is None
-    pl.unreserve(state, pod, "n")
+@pytest.mark.parametrize(("claim", "message", "code"), [
+    (claim_obj("c1", device_class="tpu"), "request req: device class tpu does not exist",
+     Code.UNSCHEDULABLE_AND_UNRESOLVABLE),
+    (claim_obj("c1", device_class=""), "request req: unsupported request type", Code.ERROR),
+])
+def test_prefilter_checks_the_device_classes(claim: dict[str, Any], message: str, code: Code) -> None:
+    pl, _ = plugin(*cluster(claim))
+    _, status = pl.pre_filter(CycleState(), pod_with(), NODES)
+    assert status is not None and (status.code, status.message) == (code, message)
 
 
-# --- through the default profile ---------------------------------------------------------------
+def test_claim_being_allocated_for_another_pod_waits() -> None:
+    pl, _ = plugin(*cluster())
+    state, _ = run_filters(pl, pod_with("p"))
+    assert pl.reserve(state, pod_with("p"), "n1") is None
+    _, status = pl.pre_filter(CycleState(), pod_with("q"), NODES)
+    assert status is not None and status.message == "resource claim default/c1 is in the process of being allocated"
 
 
-def scheduler() -> tuple[Scheduler, RecordingEventSink]:
+# --- Filter, Score -----------------------------------------------------------------------------------------
+
+
+def test_filter_allocates_per_node_and_says_why_a_node_cannot() -> None:
+    pl, _ = plugin(*cluster(claim_obj("c1", count=2)))
+    _, verdicts = run_filters(pl, pod_with())
+    assert verdicts == {"n1": None, "n2": (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "cannot allocate all claims")}
+
+
+def test_allocated_claim_is_available_only_where_its_devices_are() -> None:
+    pl, _ = plugin(*cluster(claim_obj("c1", **allocated("n2", ["gpu-0"]))))
+    _, verdicts = run_filters(pl, pod_with())
+    assert verdicts == {"n1": (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "resourceclaim not available on the node"),
+                        "n2": None}
+
+
+def test_devices_of_allocated_claims_are_taken() -> None:
+    other = claim_obj("other", **allocated("n2", ["gpu-0"], reserved=["x"]))
+    pl, _ = plugin(*cluster(), ("ResourceClaim", other))
+    _, verdicts = run_filters(pl, pod_with())
+    assert verdicts["n1"] is None
+    assert verdicts["n2"] == (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "cannot allocate all claims")
+
+
+def test_filter_timeout_is_an_error_naming_the_node() -> None:
+    pl, _ = plugin(*cluster(), args={"filterTimeout": "1ns"})
+    _, verdicts = run_filters(pl, pod_with())
+    assert verdicts["n1"] == (Code.ERROR, "node n1: timed out trying to allocate devices")
+
+
+def test_prioritized_list_scores_earlier_subrequests_higher() -> None:
+    claim = claim_obj("c1")
+    claim["spec"]["devices"]["requests"] = [{"name": "req", "firstAvailable": [
+        {"name": "two", "deviceClassName": "gpu", "count": 2}, {"name": "one", "deviceClassName": "gpu"}]}]
+    pl, _ = plugin(*cluster(claim))
+    state, verdicts = run_filters(pl, pod_with())
+    assert verdicts == {"n1": None, "n2": None}
+    scores, status = pl.score_nodes(state, pod_with(), NODES)
+    assert status is None and scores == [8, 7]
+
+
+# --- Reserve, PreBind, Unreserve, PostFilter -----------------------------------------------------------------
+
+
+def test_reserved_devices_are_not_given_to_the_next_pod_until_unreserve() -> None:
+    first = claim_obj("c1")
+    pl, _ = plugin(*cluster(first), ("ResourceClaim", claim_obj("c2", count=2)))
+    state, _ = run_filters(pl, pod_with("p", "c1"))
+    assert pl.reserve(state, pod_with("p", "c1"), "n1") is None
+    _, verdicts = run_filters(pl, pod_with("q", "c2"))
+    assert verdicts["n1"] == (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "cannot allocate all claims")
+    pl.unreserve(state, pod_with("p", "c1"), "n1")
+    _, verdicts = run_filters(pl, pod_with("q", "c2"))
+    assert verdicts["n1"] is None
+
+
+def test_prebind_writes_finalizer_allocation_and_reservation_and_keeps_the_devices_taken() -> None:
+    pl, h = plugin(*cluster(), ("ResourceClaim", claim_obj("c2")))
+    pod = pod_with("p", "c1")
+    state, _ = run_filters(pl, pod)
+    assert pl.reserve(state, pod, "n2") is None
+    assert pl.pre_bind(state, pod, "n2") is None
+    assert h.writes == [("update", "c1"), ("status", "c1")]
+    written = h.objects["c1"]
+    assert FINALIZER in written["metadata"]["finalizers"]
+    assert written["status"]["reservedFor"] == [{"resource": "pods", "name": "p", "uid": "uid-p"}]
+    results = written["status"]["allocation"]["devices"]["results"]
+    assert [(r["pool"], r["device"]) for r in results] == [("n2", "gpu-0")]
+    assert "allocationTimestamp" in written["status"]["allocation"]
+    # Nothing in flight any more; the assumed claim keeps gpu-0 of n2 taken for the next pod.
+    assert pl.manager.in_flight_count() == 0
+    _, verdicts = run_filters(pl, pod_with("q", "c2"))
+    assert verdicts["n2"] == (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "cannot allocate all claims")
+    # The watch delivering an older version does not replace the assumed one.
+    pl.on_object_event("ResourceClaim", False, claim_obj("c1"))
+    claim = pl.manager.claim(NS, "c1")
+    assert claim is not None and claim.allocation is not None
+
+
+def test_prebind_retries_a_conflict_with_the_latest_claim() -> None:
+    pl, h = plugin(*cluster())
+    pod = pod_with("p", "c1")
+    state, _ = run_filters(pl, pod)
+    pl.reserve(state, pod, "n1")
+    h.conflicts = 1
+    assert pl.pre_bind(state, pod, "n1") is None
+    assert h.writes == [("update", "c1"), ("update", "c1"), ("status", "c1")]
+
+
+def test_unreserve_removes_the_pod_from_reserved_for() -> None:
+    pl, h = plugin(*cluster())
+    pod = pod_with("p", "c1")
+    state, _ = run_filters(pl, pod)
+    pl.reserve(state, pod, "n1")
+    pl.pre_bind(state, pod, "n1")
+    pl.unreserve(state, pod, "n1")
+    assert h.writes[-1] == ("patch", "c1")
+
+
+def test_postfilter_deallocates_an_unavailable_claim_no_other_pod_uses() -> None:
+    pl, h = plugin(("DeviceClass", class_obj()), ("ResourceClaim", claim_obj("c1", **allocated("gone", ["gpu-0"]))))
+    pod = pod_with()
+    state, _ = run_filters(pl, pod)
+    _, status = pl.post_filter(state, pod, NodeToStatus())
+    assert status is not None and (status.code, status.message) == (
+        Code.UNSCHEDULABLE, "deallocation of ResourceClaim completed")
+    assert h.writes == [("status", "c1")] and "allocation" not in h.objects["c1"]["status"]
+
+
+def test_postfilter_keeps_a_claim_another_pod_uses() -> None:
+    claim = claim_obj("c1", **allocated("gone", ["gpu-0"], reserved=["other"]))
+    pl, h = plugin(("DeviceClass", class_obj()), ("ResourceClaim", claim))
+    state, _ = run_filters(pl, pod_with())
+    _, status = pl.post_filter(state, pod_with(), NodeToStatus())
+    assert status is not None and (status.code, status.reasons) == (Code.UNSCHEDULABLE, []) and not h.writes
+
+
+# --- queueing hints ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("old", "new", "hint"), [
+    (None, claim_obj("c1"), QueueingHint.QUEUE),  # the pod's claim created
+    (None, claim_obj("other"), QueueingHint.QUEUE_SKIP),  # someone else's
+    (claim_obj("other", **allocated("n1", ["gpu-0"])), claim_obj("other"), QueueingHint.QUEUE),  # deallocated
+    (claim_obj("c1"), {**claim_obj("c1"), "metadata": {**claim_obj("c1")["metadata"], "finalizers": ["x"]}},
+     QueueingHint.QUEUE_SKIP),  # status unchanged
+    (claim_obj("other", **allocated("n1", ["gpu-0"])), None, QueueingHint.QUEUE),  # allocated one deleted
+    (claim_obj("other"), None, QueueingHint.QUEUE_SKIP),
+])
+def test_claim_events_requeue_only_pods_they_can_help(
+        old: dict[str, Any] | None, new: dict[str, Any] | None, hint: QueueingHint) -> None:
+    """(The pod's own claim must exist: a pod whose claims are missing is skipped, as upstream.)"""
+    pl, _ = plugin(("DeviceClass", class_obj()))
+    if (new or old or {})["metadata"]["name"] != "c1":
+        pl.on_object_event("ResourceClaim", False, claim_obj("c1"))
+    for obj in (old, new):
+        if obj is not None:
+            pl.on_object_event("ResourceClaim", False, obj)
+    if new is None and old is not None:
+        pl.on_object_event("ResourceClaim", True, old)
+    assert pl.is_schedulable_after_claim_change(pod_with(), old, new) is hint
+
+
+def test_pod_update_naming_its_claim_requeues_it() -> None:
+    pl, _ = plugin(("ResourceClaim", claim_obj("p-gpu", owner="p")))
+    before, after = pod_with(template=True), pod_with(template=True, statuses=[
+        {"name": "gpu", "resourceClaimName": "p-gpu"}])
+    assert pl.is_schedulable_after_pod_update(before, before, before) is QueueingHint.QUEUE_SKIP
+    assert pl.is_schedulable_after_pod_update(before, before, after) is QueueingHint.QUEUE
+
+
+# --- args ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ({"filterTimeout": "-1s"}, 'filterTimeout: invalid value "-1s": must be zero or positive'),
+    ({"bindingTimeout": "500ms"}, 'bindingTimeout: invalid value "500ms": must be at least 1 second'),
+    ({"filterTimeout": "ten"}, "invalid duration"),
+])
+def test_args_are_validated_as_upstream(args: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        DynamicResources(args, Handle())  # type: ignore[arg-type]
+
+
+# --- through the default profile ---------------------------------------------------------------------------
+
+
+def scheduler() -> tuple[Scheduler, RecordingEventSink, list[str]]:
     cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                      "profiles": [{"schedulerName": "py-scheduler"}]})
-    sink = RecordingEventSink()
+    sink, bound = RecordingEventSink(), []
 
     class Binder:
         def bind(self, p: Pod, node_name: str) -> None:
-            pass
+            bound.append(f"{p.name}->{node_name}")
 
-    s = Scheduler(cfg, build_registry(cfg), Binder(), sink, None, synchronous_binding=True,
+    writer = OfflineWriter()
+    s = Scheduler(cfg, build_registry(cfg), Binder(), sink, None, writer=writer, synchronous_binding=True,
                   rng=random.Random(1), tie_break="name")
-    s.on_node_event(ADDED, {"metadata": {"name": "n1", "uid": "u1", "labels": {}},
-                            "status": {"allocatable": {"cpu": "2", "memory": "4Gi", "pods": "10"}}})
-    return s, sink
+    writer.connect(s)
+    for n in ("n1", "n2"):
+        s.on_node_event(ADDED, {"metadata": {"name": n, "uid": n, "labels": {}},
+                                "status": {"allocatable": {"cpu": "2", "memory": "4Gi", "pods": "10"}}})
+    for kind, obj in cluster():
+        s.on_object_event(kind, ADDED, obj)
+    return s, sink, bound
 
 
-def attempt(s: Scheduler, sink: RecordingEventSink, spec: dict[str, Any]) -> str:
-    s.on_pod_event(ADDED, {"metadata": {"name": "p", "namespace": "default", "uid": "uid-p"},
+def add_pod(s: Scheduler, name: str, claim: str) -> None:
+    s.on_pod_event(ADDED, {"metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}"},
                            "spec": {"schedulerName": "py-scheduler", "containers": [{"name": "c", "image": "x"}],
-                                    **spec}})
+                                    "resourceClaims": [{"name": "gpu", "resourceClaimName": claim}]}})
+
+
+def test_default_profile_places_a_claim_pod_and_allocates_its_device() -> None:
+    s, _, bound = scheduler()
+    add_pod(s, "p", "c1")
     assert s.schedule_one(timeout=0)
-    return sink.conditions["default/p"][1]
+    assert bound == ["p->n1"]  # both fit; n1 by name
+    stored = s.objects.get("ResourceClaim", NS, "c1")
+    assert stored is not None
+    assert stored["status"]["reservedFor"][0]["name"] == "p"
+    assert stored["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-0"
 
 
-def test_default_profile_rejects_pods_with_claims_with_the_reason() -> None:
-    s, sink = scheduler()
-    msg = attempt(s, sink, {"resourceClaims": [{"name": "gpu", "resourceClaimName": "my-gpu"}]})
-    assert msg == (f"0/1 nodes are available: {UNSUPPORTED_MSG}. preemption: "
-                   "0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
-
-
-def test_default_profile_unresolvable_prefilter_ends_in_not_found() -> None:
-    """An earlier PreFilter stops the loop before DynamicResources' PreFilter runs; its PostFilter then
-    errors reading the state and the PostFilter phase ends there (upstream v1.34.10 does the same)."""
-    s, sink = scheduler()
-    conflict = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchFields": [
-            {"key": "metadata.name", "operator": "In", "values": ["a"]},
-            {"key": "metadata.name", "operator": "In", "values": ["b"]}]}]}}}}
-    msg = attempt(s, sink, conflict)
-    assert msg == "0/1 nodes are available: pod affinity terms conflict. not found"
+def test_default_profile_failed_scheduling_message_and_requeue_when_a_slice_adds_devices() -> None:
+    s, sink, bound = scheduler()
+    s.on_object_event("ResourceClaim", ADDED, claim_obj("big", count=3))
+    add_pod(s, "p", "big")
+    assert s.schedule_one(timeout=0)
+    assert sink.conditions["default/p"][1] == (
+        "0/2 nodes are available: 2 cannot allocate all claims. preemption: 0/2 nodes are available: "
+        "2 Preemption is not helpful for scheduling.")
+    assert s.queue.pending_pods()[1] == "activeQ:0; backoffQ:0; unschedulablePods:1"
+    s.on_object_event("ResourceClaim", ADDED, claim_obj("unrelated"))
+    assert s.queue.pending_pods()[1] == "activeQ:0; backoffQ:0; unschedulablePods:1"
+    s.on_object_event("ResourceSlice", MODIFIED, slice_obj("s1", "n1", ["gpu-0", "gpu-1", "gpu-2"]))
+    assert s.queue.pending_pods()[1] == "activeQ:0; backoffQ:1; unschedulablePods:0"
+    assert not bound

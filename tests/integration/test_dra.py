@@ -1,0 +1,222 @@
+"""DynamicResources on the real control plane: hand-made ResourceSlices (no driver: the scheduler
+allocates, kwok runs the pods), a DeviceClass, ResourceClaims and ResourceClaimTemplates (whose claims
+kube-controller-manager's resourceclaim controller makes, and deletes with their pod).
+
+Checked: pods go where their devices are; claims are allocated and reserved in the API; two pods cannot
+get the same device; a deleted pod's claim is released by the controller and its device goes to the next
+pod; a pod whose claim cannot be met gets upstream's FailedScheduling message and is placed once a slice
+adds devices; kube-scheduler v1.37.2 gives the same pod the same node and device."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from e2e.cluster.cluster import LocalCluster, build_binaries
+from e2e.kube import gone, node_of, pod_manifest, scheduled_condition, wait_for
+from e2e.process import start_kube_scheduler, stop_scheduler
+from tests.integration.conftest import SchedulerProc, temporary_nodes
+
+GROUP, VERSION = "resource.k8s.io", "v1"
+KUBE = "kube-dra"
+
+
+class Dra:
+    """Creates the DRA objects of one test (cluster-scoped ones named after its namespace) and deletes
+    the cluster-scoped ones afterwards."""
+
+    def __init__(self, api: client.ApiClient, ns: str) -> None:
+        self.objs = client.CustomObjectsApi(api)
+        self.ns = ns
+        self.driver = f"{ns}.example.com"
+        self.cluster_scoped: list[tuple[str, str]] = []
+
+    def slice(self, node: str, devices: list[dict[str, Any]], generation: int = 1) -> dict[str, Any]:
+        body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ResourceSlice",
+                "metadata": {"name": f"{node}-slice"},
+                "spec": {"driver": self.driver, "nodeName": node,
+                         "pool": {"name": node, "generation": generation, "resourceSliceCount": 1},
+                         "devices": devices}}
+        out: dict[str, Any] = self.objs.create_cluster_custom_object(GROUP, VERSION, "resourceslices", body)
+        self.cluster_scoped.append(("resourceslices", body["metadata"]["name"]))
+        return out
+
+    def replace_slice(self, old: dict[str, Any], devices: list[dict[str, Any]]) -> None:
+        body = copy.deepcopy(old)
+        body["spec"]["devices"] = devices
+        body["spec"]["pool"]["generation"] += 1
+        self.objs.replace_cluster_custom_object(GROUP, VERSION, "resourceslices", old["metadata"]["name"], body)
+
+    def device_class(self, selector: str = "") -> str:
+        name = f"{self.ns}-gpu"
+        expression = f'device.driver == "{self.driver}"' + (f" && {selector}" if selector else "")
+        body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "DeviceClass", "metadata": {"name": name},
+                "spec": {"selectors": [{"cel": {"expression": expression}}]}}
+        self.objs.create_cluster_custom_object(GROUP, VERSION, "deviceclasses", body)
+        self.cluster_scoped.append(("deviceclasses", name))
+        return name
+
+    def claim(self, name: str, device_class: str, count: int = 1) -> None:
+        body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ResourceClaim", "metadata": {"name": name},
+                "spec": _claim_spec(device_class, count)}
+        self.objs.create_namespaced_custom_object(GROUP, VERSION, self.ns, "resourceclaims", body)
+
+    def template(self, name: str, device_class: str, count: int = 1) -> None:
+        body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ResourceClaimTemplate", "metadata": {"name": name},
+                "spec": {"spec": _claim_spec(device_class, count)}}
+        self.objs.create_namespaced_custom_object(GROUP, VERSION, self.ns, "resourceclaimtemplates", body)
+
+    def get_claim(self, name: str) -> dict[str, Any]:
+        out: dict[str, Any] = self.objs.get_namespaced_custom_object(GROUP, VERSION, self.ns, "resourceclaims", name)
+        return out
+
+    def claim_exists(self, name: str) -> bool:
+        try:
+            self.get_claim(name)
+        except client.ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def cleanup(self) -> None:
+        for plural, name in reversed(self.cluster_scoped):
+            try:
+                self.objs.delete_cluster_custom_object(GROUP, VERSION, plural, name)
+            except client.ApiException as exc:
+                if exc.status != 404:
+                    raise
+
+
+def _claim_spec(device_class: str, count: int) -> dict[str, Any]:
+    return {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": device_class, "count": count}}]}}
+
+
+@pytest.fixture
+def dra(api: client.ApiClient, ns: str) -> Iterator[Dra]:
+    d = Dra(api, ns)
+    yield d
+    d.cleanup()
+
+
+def gpus(*names: str, **attrs: str) -> list[dict[str, Any]]:
+    """Devices; ``attrs`` maps a device name to its ``model`` attribute."""
+    return [{"name": n, **({"attributes": {"model": {"string": attrs[n]}}} if n in attrs else {})} for n in names]
+
+
+def claim_pod(name: str, *, claim: str = "", template: str = "",
+              scheduler_name: str = "py-scheduler") -> dict[str, Any]:
+    ref = ({"name": "gpu", "resourceClaimName": claim} if claim
+           else {"name": "gpu", "resourceClaimTemplateName": template})
+    return pod_manifest(name, scheduler_name=scheduler_name, extra_spec={"resourceClaims": [ref]})
+
+
+def generated_claim(core: client.CoreV1Api, ns: str, pod: str) -> str:
+    """The claim the resourceclaim controller made for the pod's template (once it has)."""
+    statuses = core.read_namespaced_pod(pod, ns).status.resource_claim_statuses or []
+    return str(statuses[0].resource_claim_name) if statuses and statuses[0].resource_claim_name else ""
+
+
+def devices_of(claim: dict[str, Any]) -> list[tuple[str, str]]:
+    results = ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
+    return [(r["pool"], r["device"]) for r in results]
+
+
+def pending_message(core: client.CoreV1Api, ns: str, pod: str) -> str:
+    cond = wait_for(lambda: scheduled_condition(core, ns, pod), 60, what=f"{pod} attempted")
+    assert (cond.status, cond.reason) == ("False", "Unschedulable"), cond
+    return str(cond.message)
+
+
+def test_template_pod_goes_where_its_device_is_and_the_claim_is_allocated_and_reserved(
+    cluster: LocalCluster, core: client.CoreV1Api, scheduler: SchedulerProc, ns: str, dra: Dra,
+) -> None:
+    with temporary_nodes(str(cluster.kubeconfig), 2, f"{ns}-d") as nodes:
+        dra.slice(nodes[1], gpus("gpu-0", "gpu-1"))
+        dra.template("one-gpu", dra.device_class())
+        core.create_namespaced_pod(ns, claim_pod("user", template="one-gpu"))
+        assert wait_for(lambda: node_of(core, ns, "user"), 90, what="pod bound") == nodes[1]
+        claim = dra.get_claim(generated_claim(core, ns, "user"))
+        assert devices_of(claim) == [(nodes[1], "gpu-0")]
+        uid = core.read_namespaced_pod("user", ns).metadata.uid
+        assert [r["uid"] for r in claim["status"]["reservedFor"]] == [uid]
+        assert "resource.kubernetes.io/delete-protection" in claim["metadata"]["finalizers"]
+
+
+def test_one_device_two_pods_the_second_waits_and_gets_it_once_the_first_is_deleted(
+    cluster: LocalCluster, core: client.CoreV1Api, scheduler: SchedulerProc, ns: str, dra: Dra,
+) -> None:
+    with temporary_nodes(str(cluster.kubeconfig), 1, f"{ns}-o") as nodes:
+        dra.slice(nodes[0], gpus("gpu-0"))
+        dra.template("one-gpu", dra.device_class())
+        core.create_namespaced_pod(ns, claim_pod("first", template="one-gpu"))
+        assert wait_for(lambda: node_of(core, ns, "first"), 90, what="first bound") == nodes[0]
+        first_claim = generated_claim(core, ns, "first")
+        core.create_namespaced_pod(ns, claim_pod("second", template="one-gpu"))
+        assert "cannot allocate all claims" in pending_message(core, ns, "second")
+        assert node_of(core, ns, "second") is None
+        core.delete_namespaced_pod("first", ns, grace_period_seconds=0)
+        wait_for(lambda: gone(core, ns, "first"), 60, what="first deleted")
+        wait_for(lambda: not dra.claim_exists(first_claim), 90, what="first's claim released and deleted")
+        assert wait_for(lambda: node_of(core, ns, "second"), 90, what="second bound") == nodes[0]
+        assert devices_of(dra.get_claim(generated_claim(core, ns, "second"))) == [(nodes[0], "gpu-0")]
+
+
+def test_unmet_claim_gets_upstreams_message_and_is_placed_when_a_slice_adds_devices(
+    cluster: LocalCluster, core: client.CoreV1Api, scheduler: SchedulerProc, ns: str, dra: Dra,
+) -> None:
+    with temporary_nodes(str(cluster.kubeconfig), 1, f"{ns}-u") as nodes:
+        slice_obj = dra.slice(nodes[0], gpus("gpu-0"))
+        dra.claim("pair", dra.device_class(), count=2)
+        core.create_namespaced_pod(ns, claim_pod("wants-two", claim="pair"))
+        message = pending_message(core, ns, "wants-two")
+        assert message.startswith("0/"), message
+        assert "cannot allocate all claims" in message and message.endswith("Preemption is not helpful for scheduling.")
+        dra.replace_slice(slice_obj, gpus("gpu-0", "gpu-1"))
+        assert wait_for(lambda: node_of(core, ns, "wants-two"), 90, what="pod bound") == nodes[0]
+        assert devices_of(dra.get_claim("pair")) == [(nodes[0], "gpu-0"), (nodes[0], "gpu-1")]
+
+
+def test_missing_device_class_keeps_the_pod_pending_with_upstreams_message(
+    core: client.CoreV1Api, scheduler: SchedulerProc, ns: str, dra: Dra,
+) -> None:
+    dra.claim("orphan", f"{ns}-nosuchclass")
+    core.create_namespaced_pod(ns, claim_pod("classless", claim="orphan"))
+    message = pending_message(core, ns, "classless")
+    assert f"request gpu: device class {ns}-nosuchclass does not exist" in message, message
+
+
+@pytest.fixture(scope="module")
+def kube_scheduler(cluster: LocalCluster, workdir: Path) -> Iterator[None]:
+    proc = start_kube_scheduler(build_binaries(build=False), cluster.kubeconfig, workdir, KUBE)
+    try:
+        yield
+    finally:
+        stop_scheduler(proc)
+
+
+def test_kube_scheduler_chooses_the_same_node_and_device(
+    cluster: LocalCluster, core: client.CoreV1Api, scheduler: SchedulerProc, kube_scheduler: None,
+    ns: str, dra: Dra,
+) -> None:
+    """One feasible node whose devices a CEL selector narrows to two of four: both schedulers (one after
+    the other, the first pod deleted and its claim released in between) pick the same node and device."""
+    with temporary_nodes(str(cluster.kubeconfig), 2, f"{ns}-k") as nodes:
+        dra.slice(nodes[0], gpus("gpu-0", "gpu-1", "gpu-2", "gpu-3", **{"gpu-0": "a", "gpu-1": "b", "gpu-2": "a",
+                                                                        "gpu-3": "b"}))
+        dra.template("model-b", dra.device_class(f'device.attributes["{dra.driver}"].model == "b"'))
+        chosen: dict[str, tuple[str, list[tuple[str, str]]]] = {}
+        for sched, pod in ((KUBE, "kube-twin"), ("py-scheduler", "py-twin")):
+            core.create_namespaced_pod(ns, claim_pod(pod, template="model-b", scheduler_name=sched))
+            node = wait_for(lambda pod=pod: node_of(core, ns, pod), 90, what=f"{pod} bound")
+            claim = generated_claim(core, ns, pod)
+            chosen[sched] = (node, devices_of(dra.get_claim(claim)))
+            core.delete_namespaced_pod(pod, ns, grace_period_seconds=0)
+            wait_for(lambda claim=claim: not dra.claim_exists(claim), 90, what=f"{pod}'s claim released")
+        assert chosen[KUBE] == chosen["py-scheduler"] == (nodes[0], [(nodes[0], "gpu-1")])
+

@@ -127,6 +127,9 @@ class _State:
         return ((i, c) for i, c in enumerate(self.claims) if c.allocation is None)
 
 
+_NO_CLAIMS = _State()  # read-only: every point returns before touching it when ``claims`` is empty
+
+
 def _node_selector(selector: Mapping[str, Any], claim: ResourceClaim) -> Callable[[Node], bool]:
     """``nodeaffinity.NewNodeSelector(allocation.nodeSelector).Match``; a malformed selector is an error."""
     terms = parse_required_terms(selector, f"ResourceClaim {claim.key}", "status.allocation.nodeSelector")
@@ -212,10 +215,12 @@ class DynamicResources:
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
+        if not pod_claims(pod):
+            # The common case costs one shared, never-written state: later points see "no claims".
+            state.write(STATE_KEY, _NO_CLAIMS)
+            return None, skip()
         s = _State()
         state.write(STATE_KEY, s)
-        if not pod_claims(pod):
-            return None, skip()
         try:
             claims = self._pod_claims(pod)
         except _Unschedulable as exc:

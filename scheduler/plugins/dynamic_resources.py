@@ -174,7 +174,7 @@ class DynamicResources:
 
     def sign_pod(self, pod: Pod) -> Hashable | None:
         """Pods with claims are not signable (upstream: "pods with dra resource claims are not signable")."""
-        return None if pod_claims(pod) else ()
+        return None if (pod.raw.get("spec") or {}).get("resourceClaims") else ()
 
     # ----- claims of a pod --------------------------------------------------------------------------
 
@@ -215,7 +215,7 @@ class DynamicResources:
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
-        if not pod_claims(pod):
+        if not (pod.raw.get("spec") or {}).get("resourceClaims"):
             # The common case costs one shared, never-written state: later points see "no claims".
             state.write(STATE_KEY, _NO_CLAIMS)
             return None, skip()

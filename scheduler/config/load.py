@@ -42,8 +42,7 @@ Differences from upstream, on purpose:
 * pluginConfig for a plugin that is not enabled is validated (as upstream) and then ignored (upstream
   ignores it too); the resolved ``Profile.plugin_config`` holds args for every enabled plugin: its typed
   Args (``types_pluginargs``), the mapping as given for plugins without an args type (``{}`` if none).
-* ``DynamicResources`` is in the default set but allocates nothing: pods with resource claims are
-  rejected (known limitation); VolumeBinding does not score (upstream only scores with the alpha
+* VolumeBinding does not score (upstream only scores with the alpha
   StorageCapacityScoring gate) — see ``plugins/names``.
 
 The parts: ``strict_yaml`` (the document), ``decode`` (its sections), ``multipoint`` (a profile's plugins,

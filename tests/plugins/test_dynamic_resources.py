@@ -220,6 +220,15 @@ def test_devices_of_allocated_claims_are_taken() -> None:
     assert verdicts["n2"] == (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "cannot allocate all claims")
 
 
+def test_device_taint_rule_keeps_the_tainted_devices_from_pods_without_a_toleration() -> None:
+    rule = {"metadata": {"name": "drain-n1"},
+            "spec": {"deviceSelector": {"driver": DRIVER, "pool": "n1"},
+                     "taint": {"key": "maintenance", "effect": "NoSchedule"}}}
+    pl, _ = plugin(*cluster(), ("DeviceTaintRule", rule))
+    _, verdicts = run_filters(pl, pod_with())
+    assert verdicts == {"n1": (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "cannot allocate all claims"), "n2": None}
+
+
 def test_filter_timeout_is_an_error_naming_the_node() -> None:
     pl, _ = plugin(*cluster(), args={"filterTimeout": "1ns"})
     _, verdicts = run_filters(pl, pod_with())

@@ -424,3 +424,21 @@ def test_default_profile_failed_scheduling_message_and_requeue_when_a_slice_adds
     s.on_object_event("ResourceSlice", MODIFIED, slice_obj("s1", "n1", ["gpu-0", "gpu-1", "gpu-2"]))
     assert s.queue.pending_pods()[1] == "activeQ:0; backoffQ:1; unschedulablePods:0"
     assert not bound
+
+
+def test_template_pod_waits_gated_until_the_controller_names_its_claim() -> None:
+    s, _, bound = scheduler()
+    raw: dict[str, Any] = {
+        "metadata": {"name": "p", "namespace": NS, "uid": "uid-p", "resourceVersion": "1"},
+        "spec": {"schedulerName": "py-scheduler", "containers": [{"name": "c", "image": "x"}],
+                 "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]}}
+    s.on_pod_event(ADDED, raw)
+    assert s.queue.pending_pods()[1] == "activeQ:0; backoffQ:0; unschedulablePods:1"
+    s.on_object_event("ResourceClaim", ADDED, claim_obj("p-gpu", owner="p"))
+    assert s.queue.pending_pods()[1] == "activeQ:0; backoffQ:0; unschedulablePods:1"
+    named = {**raw, "metadata": {**raw["metadata"], "resourceVersion": "2"},
+             "status": {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu"}]}}
+    s.on_pod_event(MODIFIED, named)
+    assert s.queue.pending_pods()[1] == "activeQ:1; backoffQ:0; unschedulablePods:0"
+    assert s.schedule_one(timeout=0)
+    assert bound == ["p->n1"]

@@ -66,9 +66,9 @@ class Dra:
                 "spec": _claim_spec(device_class, count)}
         self.objs.create_namespaced_custom_object(GROUP, VERSION, self.ns, "resourceclaims", body)
 
-    def template(self, name: str, device_class: str, count: int = 1) -> None:
+    def template(self, name: str, device_class: str, count: int = 1, spec: dict[str, Any] | None = None) -> None:
         body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ResourceClaimTemplate", "metadata": {"name": name},
-                "spec": {"spec": _claim_spec(device_class, count)}}
+                "spec": {"spec": spec or _claim_spec(device_class, count)}}
         self.objs.create_namespaced_custom_object(GROUP, VERSION, self.ns, "resourceclaimtemplates", body)
 
     def get_claim(self, name: str) -> dict[str, Any]:
@@ -122,9 +122,9 @@ def generated_claim(core: client.CoreV1Api, ns: str, pod: str) -> str:
     return str(statuses[0].resource_claim_name) if statuses and statuses[0].resource_claim_name else ""
 
 
-def devices_of(claim: dict[str, Any]) -> list[tuple[str, str]]:
+def devices_of(claim: dict[str, Any], with_request: bool = False) -> list[tuple[str, ...]]:
     results = ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
-    return [(r["pool"], r["device"]) for r in results]
+    return [(r["pool"], r["device"], *((r["request"],) if with_request else ())) for r in results]
 
 
 def pending_message(core: client.CoreV1Api, ns: str, pod: str) -> str:
@@ -200,23 +200,48 @@ def kube_scheduler(cluster: LocalCluster, workdir: Path) -> Iterator[None]:
         stop_scheduler(proc)
 
 
+def both_choose(core: client.CoreV1Api, ns: str, dra: Dra, template: str) -> dict[str, tuple[str, list[Any]]]:
+    """Each scheduler in turn places a pod of ``template`` (the first pod is deleted and its claim released
+    before the second is created): its node and (pool, device, request) per allocated device."""
+    chosen: dict[str, tuple[str, list[Any]]] = {}
+    for sched, pod in ((KUBE, "kube-twin"), ("py-scheduler", "py-twin")):
+        core.create_namespaced_pod(ns, claim_pod(pod, template=template, scheduler_name=sched))
+        node = wait_for(lambda pod=pod: node_of(core, ns, pod), 90, what=f"{pod} bound")
+        claim = generated_claim(core, ns, pod)
+        chosen[sched] = (node, devices_of(dra.get_claim(claim), with_request=True))
+        core.delete_namespaced_pod(pod, ns, grace_period_seconds=0)
+        wait_for(lambda claim=claim: not dra.claim_exists(claim), 90, what=f"{pod}'s claim released")
+    return chosen
+
+
 def test_kube_scheduler_chooses_the_same_node_and_device(
     cluster: LocalCluster, core: client.CoreV1Api, scheduler: SchedulerProc, kube_scheduler: None,
     ns: str, dra: Dra,
 ) -> None:
-    """One feasible node whose devices a CEL selector narrows to two of four: both schedulers (one after
-    the other, the first pod deleted and its claim released in between) pick the same node and device."""
+    """One feasible node whose devices a CEL selector narrows to two of four: both schedulers pick the
+    same node and device."""
     with temporary_nodes(str(cluster.kubeconfig), 2, f"{ns}-k") as nodes:
         dra.slice(nodes[0], gpus("gpu-0", "gpu-1", "gpu-2", "gpu-3", **{"gpu-0": "a", "gpu-1": "b", "gpu-2": "a",
                                                                         "gpu-3": "b"}))
         dra.template("model-b", dra.device_class(f'device.attributes["{dra.driver}"].model == "b"'))
-        chosen: dict[str, tuple[str, list[tuple[str, str]]]] = {}
-        for sched, pod in ((KUBE, "kube-twin"), ("py-scheduler", "py-twin")):
-            core.create_namespaced_pod(ns, claim_pod(pod, template="model-b", scheduler_name=sched))
-            node = wait_for(lambda pod=pod: node_of(core, ns, pod), 90, what=f"{pod} bound")
-            claim = generated_claim(core, ns, pod)
-            chosen[sched] = (node, devices_of(dra.get_claim(claim)))
-            core.delete_namespaced_pod(pod, ns, grace_period_seconds=0)
-            wait_for(lambda claim=claim: not dra.claim_exists(claim), 90, what=f"{pod}'s claim released")
-        assert chosen[KUBE] == chosen["py-scheduler"] == (nodes[0], [(nodes[0], "gpu-1")])
+        chosen = both_choose(core, ns, dra, "model-b")
+        assert chosen[KUBE] == chosen["py-scheduler"] == (nodes[0], [(nodes[0], "gpu-1", "gpu")])
+
+
+def test_kube_scheduler_scores_the_prioritized_list_the_same(
+    cluster: LocalCluster, core: client.CoreV1Api, scheduler: SchedulerProc, kube_scheduler: None,
+    ns: str, dra: Dra,
+) -> None:
+    """``firstAvailable``: two devices preferred, one accepted. Both nodes fit, only the second has two
+    devices: DynamicResources' Score (weight 2) is the only difference, so both schedulers pick it."""
+    with temporary_nodes(str(cluster.kubeconfig), 2, f"{ns}-f") as nodes:
+        dra.slice(nodes[0], gpus("gpu-0"))
+        dra.slice(nodes[1], gpus("gpu-0", "gpu-1"))
+        cls = dra.device_class()
+        dra.template("two-or-one", cls, spec={"devices": {"requests": [{"name": "gpu", "firstAvailable": [
+            {"name": "two", "deviceClassName": cls, "count": 2},
+            {"name": "one", "deviceClassName": cls, "count": 1}]}]}})
+        chosen = both_choose(core, ns, dra, "two-or-one")
+        want = (nodes[1], [(nodes[1], "gpu-0", "gpu/two"), (nodes[1], "gpu-1", "gpu/two")])
+        assert chosen[KUBE] == chosen["py-scheduler"] == want
 

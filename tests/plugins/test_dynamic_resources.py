@@ -278,8 +278,10 @@ def test_prebind_writes_finalizer_allocation_and_reservation_and_keeps_the_devic
     assert pl.manager.in_flight_count() == 0
     _, verdicts = run_filters(pl, pod_with("q", "c2"))
     assert verdicts["n2"] == (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "cannot allocate all claims")
-    # The watch delivering an older version does not replace the assumed one.
-    pl.on_object_event("ResourceClaim", False, claim_obj("c1"))
+    # The watch delivering an older version (the finalizer update, 11) does not replace the assumed one (12).
+    older = claim_obj("c1")
+    older["metadata"]["resourceVersion"] = "11"
+    pl.on_object_event("ResourceClaim", False, older)
     claim = pl.manager.claim(NS, "c1")
     assert claim is not None and claim.allocation is not None
 

@@ -101,3 +101,17 @@ def test_an_object_that_does_not_parse_is_left_out() -> None:
     m = DraManager()
     m.on_object_event("DeviceClass", False, {"metadata": {"name": "bad"}, "spec": {"selectors": "nope"}})
     assert m.device_class("bad") is None
+
+
+def test_a_relisted_unchanged_slice_is_not_parsed_again() -> None:
+    m = DraManager()
+    obj = {"metadata": {"name": "s", "resourceVersion": "7"},
+           "spec": {"driver": DRIVER, "nodeName": "n", "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+                    "devices": [{"name": "d0"}]}}
+    m.on_object_event("ResourceSlice", False, obj)
+    (before,) = m.slices_with_taint_rules()
+    m.on_object_event("ResourceSlice", False, dict(obj))
+    (after,) = m.slices_with_taint_rules()
+    assert after is before
+    m.on_object_event("ResourceSlice", True, obj)
+    assert m.slices_with_taint_rules() == []

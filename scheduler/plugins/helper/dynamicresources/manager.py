@@ -137,6 +137,9 @@ class DraManager:
         self._classes: dict[str, DeviceClass] = {}
         self._rules: dict[str, DeviceTaintRule] = {}
         self._tainted: list[ResourceSlice] | None = None
+        # (kind, namespace, name) -> the resourceVersion last parsed: a relist's unchanged objects are skipped,
+        # which also keeps the slices' device objects (and the selector outcomes remembered on them).
+        self._versions: dict[tuple[str, str, str], str] = {}
 
     # ----- watch events ------------------------------------------------------------------------
 
@@ -146,6 +149,15 @@ class DraManager:
             return
         meta = obj.get("metadata") or {}
         name = str(meta.get("name") or "")
+        key = (kind, str(meta.get("namespace") or ""), name)
+        rv = str(meta.get("resourceVersion") or "")
+        with self._lock:
+            if not deleted and rv and self._versions.get(key) == rv:
+                return  # a resync's copy of what is stored: parsing it again would only cost time
+            if deleted:
+                self._versions.pop(key, None)
+            else:
+                self._versions[key] = rv
         try:
             with self._lock:
                 if kind == RESOURCE_CLAIM:

@@ -182,6 +182,22 @@ def test_unmet_claim_gets_upstreams_message_and_is_placed_when_a_slice_adds_devi
         assert devices_of(dra.get_claim("pair")) == [(nodes[0], "gpu-0"), (nodes[0], "gpu-1")]
 
 
+def test_pods_sharing_a_claim_go_where_its_devices_are_and_both_reserve_it(
+    cluster: LocalCluster, core: client.CoreV1Api, scheduler: SchedulerProc, ns: str, dra: Dra,
+) -> None:
+    with temporary_nodes(str(cluster.kubeconfig), 3, f"{ns}-s") as nodes:
+        for node in nodes:
+            dra.slice(node, gpus("gpu-0"))
+        dra.claim("shared", dra.device_class())
+        core.create_namespaced_pod(ns, claim_pod("one", claim="shared"))
+        first = wait_for(lambda: node_of(core, ns, "one"), 90, what="first bound")
+        core.create_namespaced_pod(ns, claim_pod("two", claim="shared"))
+        assert wait_for(lambda: node_of(core, ns, "two"), 90, what="second bound") == first
+        claim = dra.get_claim("shared")
+        assert devices_of(claim) == [(first, "gpu-0")]
+        assert sorted(r["name"] for r in claim["status"]["reservedFor"]) == ["one", "two"]
+
+
 def test_missing_device_class_keeps_the_pod_pending_with_upstreams_message(
     core: client.CoreV1Api, scheduler: SchedulerProc, ns: str, dra: Dra,
 ) -> None:

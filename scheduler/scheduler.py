@@ -80,6 +80,9 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
         self.podgroup_writer = podgroup_writer
         self.binder = binder
         self.writer = writer
+        # Plugin state shared by all profiles and kept across reloads (shared_plugin_state).
+        self._shared_plugin_state: dict[str, Any] = {}
+        self._shared_plugin_state_lock = threading.Lock()
         self.recorder = recorder
         self.observer = observer
         self.cycle_observer = cycle_observer
@@ -197,6 +200,13 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
 
     def activate_pods(self, pods: list[Pod]) -> None:
         self.queue.activate(pods)
+
+    def shared_plugin_state(self, key: str, factory: Callable[[], Any]) -> Any:
+        """The one object under ``key`` for every profile's plugins, made by ``factory`` the first time."""
+        with self._shared_plugin_state_lock:
+            if key not in self._shared_plugin_state:
+                self._shared_plugin_state[key] = factory()
+            return self._shared_plugin_state[key]
 
     def victims_selected(self, count: int) -> None:
         if self.metrics is not None:

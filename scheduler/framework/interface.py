@@ -201,6 +201,12 @@ class ClusterHandle(Protocol):
         """Where PodGroup status and events go (Coscheduling); None offline (simulate)."""
         ...
 
+    def shared_plugin_state(self, key: str, factory: Callable[[], Any]) -> Any:
+        """One object per scheduler under ``key``, shared by all profiles' plugin instances and kept across
+        configuration reloads (upstream's SharedDRAManager: DynamicResources' claims and in-flight
+        allocations); ``factory`` makes it the first time."""
+        ...
+
 
 class PodGroupWriter(Protocol):
     """The API writes for scheduler-plugins' PodGroups (implemented in scheduler.kube). Both return

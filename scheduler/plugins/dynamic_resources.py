@@ -89,6 +89,7 @@ log = structlog.get_logger(__name__)
 NAME = "DynamicResources"
 STATE_KEY = "PreFilter" + NAME
 
+MANAGER_KEY = "dynamicresources.DraManager"
 STATE_NOT_FOUND_MSG = "not found"  # fwk.ErrNotFound, what CycleState.Read returns upstream
 FINALIZER = "resource.kubernetes.io/delete-protection"  # resourceapi.Finalizer
 CONFLICT_RETRIES = 5  # retry.DefaultRetry: 5 steps, 10 ms apart (jitter 0.1)
@@ -158,7 +159,9 @@ class DynamicResources:
         self.filter_timeout = typed.filter_timeout
         self.binding_timeout = typed.binding_timeout
         self.handle = handle
-        self.manager = DraManager()
+        # One manager per scheduler, as upstream's SharedDRAManager: every profile sees the others'
+        # in-flight allocations, and a configuration reload keeps them.
+        self.manager: DraManager = handle.shared_plugin_state(MANAGER_KEY, DraManager)
         # The most recent 10 compiled selectors, reused across cycles (upstream's cel.NewCache(10)).
         self.cel_cache = CelCache()
 
@@ -168,6 +171,7 @@ class DynamicResources:
         """Pods are read from the pod itself; nothing is kept."""
 
     def on_object_event(self, kind: str, deleted: bool, obj: Mapping[str, Any]) -> None:
+        """Each profile's instance passes every event on; the shared manager takes a version once."""
         self.manager.on_object_event(kind, deleted, obj)
 
     # ----- batching -------------------------------------------------------------------------------

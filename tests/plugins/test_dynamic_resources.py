@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -96,6 +96,9 @@ class Handle:
 
     def patch_object_status(self, kind: str, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
         self.writes.append(("patch", name))
+
+    def shared_plugin_state(self, key: str, factory: Callable[[], Any]) -> Any:
+        return factory()
 
 
 def plugin(*objs: tuple[str, dict[str, Any]], args: dict[str, Any] | None = None) -> tuple[DynamicResources, Handle]:
@@ -444,3 +447,12 @@ def test_template_pod_waits_gated_until_the_controller_names_its_claim() -> None
     assert s.queue.pending_pods()[1] == "activeQ:1; backoffQ:0; unschedulablePods:0"
     assert s.schedule_one(timeout=0)
     assert bound == ["p->n1"]
+
+
+def test_profiles_share_one_dra_manager_so_in_flight_devices_are_seen_by_both() -> None:
+    cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                     "profiles": [{"schedulerName": "a"}, {"schedulerName": "b"}]})
+    s = Scheduler(cfg, build_registry(cfg), None, RecordingEventSink(), None)  # type: ignore[arg-type]
+    managers = {id(p.manager) for f in s.frameworks.values() for p in f.pre_enqueue_plugins()
+                if isinstance(p, DynamicResources)}
+    assert len(managers) == 1

@@ -116,6 +116,7 @@ class SchedulerActions(Protocol):
     def patch_object_status(self, kind: str, namespace: str, name: str, patch: Mapping[str, Any]) -> None: ...
     def pod_exists(self, pod: Pod) -> bool: ...
     def activate_pods(self, pods: list[Pod]) -> None: ...
+    def shared_plugin_state(self, key: str, factory: Callable[[], Any]) -> Any: ...
 
 
 class PluginRegistry(Protocol):
@@ -314,6 +315,9 @@ class Framework:
 
     def pod_exists(self, pod: Pod) -> bool:
         return self._scheduler.pod_exists(pod)
+
+    def shared_plugin_state(self, key: str, factory: Callable[[], Any]) -> Any:
+        return self._scheduler.shared_plugin_state(key, factory)
 
     def activate_pods(self, pods: list[Pod]) -> None:
         self._scheduler.activate_pods(pods)

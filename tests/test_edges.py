@@ -111,6 +111,25 @@ def test_writes_use_upstream_paths_and_patch_types() -> None:
         w.update_object("Pod", {"metadata": {"name": "p"}})
 
 
+def test_resource_claim_writes_use_the_resource_group_paths() -> None:
+    """DynamicResources' PreBind (update, status update), conflict re-read (get) and Unreserve (status patch)."""
+    raw = FlakyRaw([])
+    w = writer_with(raw)
+    claim = {"metadata": {"name": "c", "namespace": "ns"}}
+    w.update_object("ResourceClaim", claim)
+    w.update_object("ResourceClaim", claim, "status")
+    w.get_object("ResourceClaim", "ns", "c")
+    w.patch_object_status("ResourceClaim", "ns", "c", {"status": {}})
+    base = "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c"
+    assert [(m, p, t) for m, p, _, t in raw.requests] == [
+        ("PUT", base, "application/json"),
+        ("PUT", f"{base}/status", "application/json"),
+        ("GET", base, "application/json"),
+        ("PATCH", f"{base}/status", "application/strategic-merge-patch+json"),
+    ]
+    assert raw.requests[0][2]["apiVersion"] == "resource.k8s.io/v1" and raw.requests[0][2]["kind"] == "ResourceClaim"
+
+
 @pytest.mark.parametrize("status", [404, 409])
 def test_bind_does_not_retry_final_errors(status: int) -> None:
     raw = FlakyRaw([api_error(status)])

@@ -381,9 +381,10 @@ class DynamicResources:
             return None, error(STATE_NOT_FOUND_MSG)
         if not s.claims:
             return None, unschedulable()
-        # Upstream picks one at random (map order): there is no better heuristic.
-        candidates = list(s.unavailable)
-        random.shuffle(candidates)
+        # Upstream picks one at random (map order): there is no better heuristic. The scheduler's
+        # random source keeps a seeded run (simulate --seed) reproducible.
+        candidates = sorted(s.unavailable)
+        self.handle.rng().shuffle(candidates)
         for i in candidates:
             claim = s.claims[i]
             if not claim.reserved_for or (len(claim.reserved_for) == 1 and claim.reserved_for[0].uid == pod.uid):

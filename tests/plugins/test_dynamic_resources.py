@@ -100,6 +100,9 @@ class Handle:
     def shared_plugin_state(self, key: str, factory: Callable[[], Any]) -> Any:
         return factory()
 
+    def rng(self) -> random.Random:
+        return random.Random(1)
+
 
 def plugin(*objs: tuple[str, dict[str, Any]], args: dict[str, Any] | None = None) -> tuple[DynamicResources, Handle]:
     h = Handle()

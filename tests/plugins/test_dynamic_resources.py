@@ -235,6 +235,18 @@ def test_device_taint_rule_keeps_the_tainted_devices_from_pods_without_a_tolerat
     assert verdicts == {"n1": (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "cannot allocate all claims"), "n2": None}
 
 
+def test_a_selector_error_is_an_error_status_with_the_allocators_message() -> None:
+    broken = {"metadata": {"name": "gpu"},
+              "spec": {"selectors": [{"cel": {"expression": 'device.attributes["x"].model == "a"'}}]}}
+    objs = [o for o in cluster() if o[0] != "DeviceClass"]
+    pl, _ = plugin(*objs, ("DeviceClass", broken))
+    _, verdicts = run_filters(pl, pod_with())
+    code, message = verdicts["n1"]
+    assert code == Code.ERROR
+    assert message.startswith("class gpu: selector #0 on device gpu.example.com/n1/gpu-0: CEL runtime error: "
+                              "no such key: model"), message
+
+
 def test_filter_timeout_is_an_error_naming_the_node() -> None:
     pl, _ = plugin(*cluster(), args={"filterTimeout": "1ns"})
     _, verdicts = run_filters(pl, pod_with())

@@ -23,7 +23,7 @@ from scheduler.app.health import HealthServer, event_check
 from scheduler.app.reload import ConfigReloader, ReloadSource
 from scheduler.config.load import build_registry
 from scheduler.config.types import SchedulerConfiguration
-from scheduler.edge import APIWriter, Binder
+from scheduler.edge import APIWriter, Binder, EventRecorder
 from scheduler.kube.binder import ApiBinder
 from scheduler.kube.client import ApiWriter, RawApi, load_api_client
 from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS
@@ -35,6 +35,7 @@ from scheduler.kube.ratelimit import TokenBucket
 from scheduler.kube.recorder import ApiEventSink
 from scheduler.kube.results import ResultWriter
 from scheduler.kube.sync import Resyncer, initial_sync
+from scheduler.kube.writerproc import ProcessBinder, ProcessEventSink, WriterProcess, child_command
 from scheduler.metrics import Metrics
 from scheduler.plugins.helper.podgroup import POD_GROUP_LABEL
 from scheduler.scheduler import Scheduler
@@ -85,7 +86,7 @@ def setup(args: argparse.Namespace, cfg: SchedulerConfiguration, reload_source: 
     synced, stop, members_listed = threading.Event(), threading.Event(), threading.Event()
     health = _health(args, api, metrics, synced, stack)
     elector = _elector(api, cfg, stop, health) if cfg.leader_election.leader_elect else None
-    binder: Binder = ApiBinder(writer)
+    binder, sink = _binder_and_sink(args, kubeconfig, qps, burst, writer, elector, stack)
     api_writer: APIWriter = writer
     if elector is not None:
         binder = LeaderGatedBinder(binder, elector)  # a replica that is not leading never binds
@@ -101,8 +102,6 @@ def setup(args: argparse.Namespace, cfg: SchedulerConfiguration, reload_source: 
         stack.callback(podgroup_writer.close)
     else:
         log.info("PodGroup CRD (scheduling.x-k8s.io/v1alpha1) not served; Coscheduling sees no PodGroups")
-    sink = ApiEventSink(writer)
-    stack.callback(sink.close)
     results = None
     if args.record_results:
         results = ResultWriter(writer)
@@ -114,6 +113,33 @@ def setup(args: argparse.Namespace, cfg: SchedulerConfiguration, reload_source: 
     stack.callback(sched.stop)
     return Server(args, cfg, reload_source, api, raw, writer, metrics, sched, kinds, elector,
                   podgroup_writer is not None, stop, synced, members_listed, qps, burst)
+
+
+def _binder_and_sink(args: argparse.Namespace, kubeconfig: str | None, qps: float, burst: int, writer: ApiWriter,
+                     elector: LeaderElector | None, stack: ExitStack) -> tuple[Binder, EventRecorder]:
+    """Bindings and events in this process (--api-writer-processes 0) or in writer children
+    (scheduler/kube/writerproc.py), which are closed after the scheduler stops."""
+    local = ApiEventSink(writer)
+    stack.callback(local.close)
+    n = api_writer_processes(args.api_writer_processes)
+    if n == 0:
+        return ApiBinder(writer), local
+    leading = (lambda: elector.is_leader) if elector is not None else None
+    command = child_command(kubeconfig, qps, burst, args.log_level or "INFO")
+    children = [WriterProcess(command, leading, name=f"api-writer-{i}") for i in range(n)]
+    for child in children:
+        stack.callback(child.close)
+    binder = ProcessBinder(children)
+    log.info("API writes in child processes", processes=n, pids=[c.pid for c in children])
+    return binder, ProcessEventSink(binder, local)
+
+
+def api_writer_processes(flag: int | None) -> int:
+    """The flag's value; unset (auto): one child where there are cores for it (measured in
+    docs/performance.md), none on a machine of fewer than 4 cores, where a child costs more CPU than it frees."""
+    if flag is not None:
+        return max(0, flag)
+    return 1 if (os.cpu_count() or 1) >= 4 else 0
 
 
 def _health(args: argparse.Namespace, api: client.ApiClient, metrics: Metrics, synced: threading.Event,

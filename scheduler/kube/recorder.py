@@ -104,6 +104,12 @@ class ApiEventSink:
             except queue.Full:
                 break
 
+    def join(self, timeout: float) -> None:
+        """Wait (at most ``timeout`` seconds in all) for the workers to finish the writes queued before close."""
+        deadline = time.monotonic() + timeout
+        for t in self._threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+
     def event(
         self, pod: Pod, type_: str, reason: str, action: str, note: str, controller: str, related: Pod | None = None
     ) -> None:

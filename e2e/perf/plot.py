@@ -10,9 +10,10 @@ from e2e.perf.stats import SCHEDULERS, groups, medians
 
 COLORS = {
     "py": "#3776ab", "kube": "#f28e2b", "ceiling": "#b0b0b0", "ceiling-events": "#707070", "ceiling-go": "#59a14f",
-    "ceiling-go-events": "#2f6b2a",
+    "ceiling-go-events": "#2f6b2a", "py-w0": "#6f9fd8", "py-w1": "#1d4f91",
 }  # fmt: skip
-HATCH = {"py": "", "kube": "//", "ceiling": "..", "ceiling-events": "xx", "ceiling-go": "..", "ceiling-go-events": "xx"}
+HATCH = {"py": "", "kube": "//", "ceiling": "..", "ceiling-events": "xx", "ceiling-go": "..", "ceiling-go-events": "xx",
+         "py-w0": "", "py-w1": ""}
 
 
 def plot(doc: Mapping[str, Any], path: str | Path) -> Path | None:

@@ -204,7 +204,7 @@ class SizeRunner:
             "latency_p99_ms": None, "cpu_seconds_per_1000": None, "peak_rss_mb": None, "all_bound": False,
             "init_pods": self.n_init, "started_at": datetime.now(UTC).isoformat(timespec="seconds"), **idle,
         }  # fmt: skip
-        if which == "py":
+        if schedulers.is_py(which):
             result["py_source_hash"] = procstat.source_hash(schedulers.REPO / "scheduler")
         watch: WatchResult | None = None
         try:
@@ -218,11 +218,11 @@ class SizeRunner:
             time.sleep(1.0)  # let the scheduler finish the init pods' events
             pids = {"scheduler": proc.pid, **_api_pids(self.cluster), "watcher": watcher.pid or 0}
             cpu0 = {k: procstat.cpu_seconds(p) for k, p in pids.items()}
-            threads0 = procstat.thread_cpu_seconds(proc.pid) if which == "py" else {}
+            threads0 = procstat.thread_cpu_seconds(proc.pid) if schedulers.is_py(which) else {}
             procs0 = procstat.process_cpu_seconds(proc.pid)
             switches0 = procstat.context_switches(proc.pid)
             self0, busy0 = procstat.self_cpu_seconds(), procstat.machine_busy_seconds()
-            if opts.profile in ("py-spy", "py-spy-gil") and which == "py":
+            if opts.profile in ("py-spy", "py-spy-gil") and schedulers.is_py(which):
                 profiler = self._start_py_spy(proc.pid, run_dir)
             elif opts.profile == "apiserver":
                 api_profiler = ApiServerProfiler(self.conn, run_dir)
@@ -234,7 +234,7 @@ class SizeRunner:
             ok = self._wait_bound(watcher, MEASURE_NAMESPACE, self.pods,
                                   opts.timeout - (time.monotonic() - t_create), proc, "measured pods")  # fmt: skip
             cpu1 = {k: procstat.cpu_seconds(p) for k, p in pids.items()}
-            threads1 = procstat.thread_cpu_seconds(proc.pid) if which == "py" else {}
+            threads1 = procstat.thread_cpu_seconds(proc.pid) if schedulers.is_py(which) else {}
             procs1 = procstat.process_cpu_seconds(proc.pid)
             switches1 = procstat.context_switches(proc.pid)
             self1, busy1 = procstat.self_cpu_seconds(), procstat.machine_busy_seconds()

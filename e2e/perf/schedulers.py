@@ -65,6 +65,14 @@ def go_ceiling_command(bin_dir: Path, kubeconfig: str, scheduler_name: str, qps:
     return [*cmd, "--events"] if events else cmd
 
 
+# py-scheduler and its variants: the value of --api-writer-processes each passes (None: the default).
+PY_VARIANTS: dict[str, int | None] = {"py": None, "py-w0": 0, "py-w1": 1}
+
+
+def is_py(which: str) -> bool:
+    return which in PY_VARIANTS
+
+
 def start(
     which: str,
     *,
@@ -82,8 +90,11 @@ def start(
     workdir.mkdir(parents=True, exist_ok=True)
     log_path = workdir / f"{which}.log"
     q, b = f"{qps:g}", str(burst)
-    if which == "py":
+    if is_py(which):
         extra = ["--qps", q, "--burst", b, "--scheduler-name", scheduler_name]
+        writers = PY_VARIANTS[which]
+        if writers is not None:
+            extra += ["--api-writer-processes", str(writers)]
         if feature_gates:
             extra += ["--feature-gates", feature_gates]
         if py_score_plugins:
@@ -105,8 +116,8 @@ def start(
     elif which in ("ceiling-go", "ceiling-go-events"):
         cmd = go_ceiling_command(bin_dir, kubeconfig, scheduler_name, q, b, events=which == "ceiling-go-events")
     else:
-        raise ValueError(f"unknown scheduler {which!r}: want py, kube, ceiling, ceiling-events, ceiling-go or "
-                         "ceiling-go-events")  # fmt: skip
+        raise ValueError(f"unknown scheduler {which!r}: want py, py-w0, py-w1, kube, ceiling, ceiling-events, "
+                         "ceiling-go or ceiling-go-events")  # fmt: skip
     log = open(log_path, "ab")  # noqa: SIM115 - owned by the child for its lifetime
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO, start_new_session=True)

@@ -354,11 +354,13 @@ def _pod_ref(namespace: str, name: str, uid: str, resource_version: str) -> Pod:
 def child_main(argv: Sequence[str]) -> int:
     """Entry point of a writer child: the API client from the parent's settings, then serve stdin."""
     from scheduler.app import logging as sched_logging
+    from scheduler.app.threadnames import name_current_thread
     from scheduler.kube.binder import ApiBinder
     from scheduler.kube.client import ApiWriter, RawApi, load_api_client
     from scheduler.kube.ratelimit import TokenBucket
 
     settings = orjson.loads(argv[0])
+    name_current_thread("api-writer")  # the process's name in the benchmark's per-process CPU
     out = os.fdopen(os.dup(1), "wb")  # the frames' own descriptor: nothing else may print into it
     os.dup2(2, 1)
     sched_logging.configure(settings.get("log_level") or "INFO")

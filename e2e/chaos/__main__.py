@@ -9,6 +9,8 @@ Scenarios (a fault injected when a third of the pods are bound):
   apiserver-down    kill -9 kube-apiserver, restart it 30 s later
   etcd-kill9        kill -9 etcd, restart it at once
   scheduler-kill9   kill -9 py-scheduler, start it again
+  writer-kill9      py-scheduler with --api-writer-processes 1; kill -9 its writer child (it is restarted and
+                    sent the bindings it had in flight)
   leader-kill9      two replicas with leader election; kill -9 the leader
   leader-sigstop    two replicas; SIGSTOP the leader for 20 s, then SIGCONT
   competing-binder  a second binder binds every other pending pod for 15 s
@@ -21,6 +23,7 @@ Scenarios (a fault injected when a third of the pods are bound):
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import tempfile
@@ -55,6 +58,16 @@ def _scheduler_kill(run: Run) -> Heal:
     s.proc.send_signal(signal.SIGKILL)
     s.proc.wait(10)
     return s.start
+
+
+def _writer_kill(run: Run) -> Heal:
+    (s,) = run.schedulers
+    children = s.children()
+    if not children:
+        raise RuntimeError("py-scheduler has no writer process to kill")
+    for pid in children:
+        os.kill(pid, signal.SIGKILL)
+    return lambda: None  # the scheduler restarts its writer itself
 
 
 def _leader_kill(run: Run) -> Heal:
@@ -95,17 +108,20 @@ SCENARIOS: dict[str, tuple[Callable[[Run], Heal] | None, int]] = {  # name -> (f
     "apiserver-down": (_apiserver_kill(30), 1),
     "etcd-kill9": (_etcd_kill, 1),
     "scheduler-kill9": (_scheduler_kill, 1),
+    "writer-kill9": (_writer_kill, 1),
     "leader-kill9": (_leader_kill, 2),
     "leader-sigstop": (_leader_stop, 2),
     "competing-binder": (_competitor, 1),
     "nodes-deleted": (_delete_nodes, 1),
     "nodes-410": (_nodes_410, 1),
 }
+SCHEDULER_ARGS: dict[str, list[str]] = {"writer-kill9": ["--api-writer-processes", "1"]}
 
 
 def run_scenario(cluster: LocalCluster, workdir: Path, name: str, nodes: int, pods: int) -> Figures:
     fault, replicas = SCENARIOS[name]
-    run = Run(cluster, workdir, name, nodes=nodes, pods=pods, replicas=replicas)
+    run = Run(cluster, workdir, name, nodes=nodes, pods=pods, replicas=replicas,
+              scheduler_args=SCHEDULER_ARGS.get(name, ()))
     try:
         with run.running():
             run.wait_bound(pods // 3)

@@ -16,7 +16,7 @@ import json
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -73,12 +73,20 @@ class Scheduler:
         if self.proc is not None:
             stop_scheduler(self.proc)
 
+    def children(self) -> list[int]:
+        """The pids of this process's children (its API writer processes), from every thread's list."""
+        pids: list[int] = []
+        for f in Path(f"/proc/{self.proc.pid}/task").glob("*/children"):
+            with contextlib.suppress(OSError):
+                pids += [int(p) for p in f.read_text().split()]
+        return sorted(set(pids))
+
 
 class Run:
     """The cluster-side state of one scenario: its nodes, namespace, schedulers and observations."""
 
     def __init__(self, cluster: LocalCluster, workdir: Path, name: str, *, nodes: int, pods: int,
-                 replicas: int = 1, seed: int = 1) -> None:
+                 replicas: int = 1, seed: int = 1, scheduler_args: Sequence[str] = ()) -> None:
         self.cluster, self.name, self.pods, self.seed = cluster, name, pods, seed
         self.workdir = workdir / name
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -88,6 +96,7 @@ class Run:
         self.ns = create_namespace(self.core, f"chaos-{name}")
         self.node_names = create_nodes(str(cluster.kubeconfig), nodes, zones=3, prefix=f"c-{name}", cpu="4",
                                        memory="16Gi", labels={"chaos": name})
+        self.scheduler_args = list(scheduler_args)
         self.schedulers = [self._scheduler(i, replicas > 1) for i in range(replicas)]
         self.created: set[str] = set()
         self.bound_at: dict[str, tuple[str, float]] = {}  # pod -> (node, first seen bound)
@@ -96,7 +105,7 @@ class Run:
         self.figures = Figures(name, pods, nodes)
 
     def _scheduler(self, i: int, leader_elect: bool) -> Scheduler:
-        args = ["--metrics-port", "0", "--resync-seconds", "300"]
+        args = ["--metrics-port", "0", "--resync-seconds", "300", *self.scheduler_args]
         if leader_elect:
             cfg = self.workdir / "config.yaml"
             cfg.write_text(yaml.safe_dump({

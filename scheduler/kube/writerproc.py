@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import struct
 import subprocess
 import sys
@@ -361,6 +362,8 @@ def child_main(argv: Sequence[str]) -> int:
 
     settings = orjson.loads(argv[0])
     name_current_thread("api-writer")  # the process's name in the benchmark's per-process CPU
+    for sig in (signal.SIGINT, signal.SIGTERM):  # a terminal's ^C or a group kill: the parent decides, then "q"
+        signal.signal(sig, signal.SIG_IGN)
     out = os.fdopen(os.dup(1), "wb")  # the frames' own descriptor: nothing else may print into it
     os.dup2(2, 1)
     sched_logging.configure(settings.get("log_level") or "INFO")

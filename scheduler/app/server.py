@@ -19,6 +19,7 @@ import structlog
 from kubernetes import client
 
 from scheduler.app import endpoints, gcpolicy
+from scheduler.app.apiwriter import child_command
 from scheduler.app.health import HealthServer, event_check
 from scheduler.app.reload import ConfigReloader, ReloadSource
 from scheduler.config.load import build_registry
@@ -35,7 +36,7 @@ from scheduler.kube.ratelimit import TokenBucket
 from scheduler.kube.recorder import ApiEventSink
 from scheduler.kube.results import ResultWriter
 from scheduler.kube.sync import Resyncer, initial_sync
-from scheduler.kube.writerproc import ProcessBinder, ProcessEventSink, WriterProcess, child_command
+from scheduler.kube.writerproc import ProcessBinder, ProcessEventSink, WriterProcess
 from scheduler.metrics import Metrics
 from scheduler.plugins.helper.podgroup import POD_GROUP_LABEL
 from scheduler.scheduler import Scheduler

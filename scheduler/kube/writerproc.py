@@ -28,11 +28,8 @@ controller, related]`` event (related: ``[ns, name, uid, rv]`` or null), ``["l",
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import struct
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -116,8 +113,8 @@ class _Pending:
 class WriterProcess:
     """One writer child, started, restarted when it dies, and fed over its stdin.
 
-    ``command``: the child's argv (``child_command``); ``leading``: the parent's leadership, sent to the
-    child when it changes (checked every ``lead_poll`` seconds and before each restart)."""
+    ``command``: the child's argv (``scheduler.app.apiwriter.child_command``); ``leading``: the parent's
+    leadership, sent to the child when it changes (checked every ``lead_poll`` seconds and at each restart)."""
 
     def __init__(self, command: Sequence[str], leading: Callable[[], bool] | None = None,
                  lead_poll: float = 0.1, name: str = "api-writer") -> None:
@@ -283,12 +280,6 @@ class ProcessEventSink:
         self.local.close()
 
 
-def child_command(kubeconfig: str | None, qps: float, burst: int, log_level: str = "INFO") -> list[str]:
-    """The argv of a writer child: this interpreter, this module."""
-    return [sys.executable, "-m", "scheduler.kube.writerproc", orjson.dumps(
-        {"kubeconfig": kubeconfig, "qps": qps, "burst": burst, "log_level": log_level}).decode()]
-
-
 # ---- the child side ----
 
 class ChildWriter:
@@ -350,35 +341,3 @@ def _pod_ref(namespace: str, name: str, uid: str, resource_version: str) -> Pod:
     """The fields of a pod that a Binding and an event name."""
     return pod_from_api({"metadata": {"namespace": namespace, "name": name, "uid": uid,
                                       "resourceVersion": resource_version}})
-
-
-def child_main(argv: Sequence[str]) -> int:
-    """Entry point of a writer child: the API client from the parent's settings, then serve stdin."""
-    from scheduler.app import logging as sched_logging
-    from scheduler.app.threadnames import name_current_thread
-    from scheduler.kube.binder import ApiBinder
-    from scheduler.kube.client import ApiWriter, RawApi, load_api_client
-    from scheduler.kube.ratelimit import TokenBucket
-
-    settings = orjson.loads(argv[0])
-    name_current_thread("api-writer")  # the process's name in the benchmark's per-process CPU
-    for sig in (signal.SIGINT, signal.SIGTERM):  # a terminal's ^C or a group kill: the parent decides, then "q"
-        signal.signal(sig, signal.SIG_IGN)
-    out = os.fdopen(os.dup(1), "wb")  # the frames' own descriptor: nothing else may print into it
-    os.dup2(2, 1)
-    sched_logging.configure(settings.get("log_level") or "INFO")
-    raw = RawApi(load_api_client(settings.get("kubeconfig")))
-    writer = ApiWriter(raw, TokenBucket(float(settings["qps"]), int(settings["burst"])))
-    sink = ApiEventSink(writer)
-    child = ChildWriter(ApiBinder(writer), sink, out)
-    writer.may_retry = child.may_write
-    if not child.serve(sys.stdin.buffer):
-        os._exit(0)  # the parent is gone (it may have lost the Lease): nothing more may be written
-    child.finish()
-    sink.close()
-    sink.join(5.0)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(child_main(sys.argv[1:]))

@@ -177,7 +177,8 @@ class WriterProcess:
         with self._lock:
             self._next += 1
             ident = self._next
-            pending = _Pending(encode(["b", ident, pod.namespace, pod.name, pod.uid, node_name]), pod.key)
+        pending = _Pending(encode(["b", ident, pod.namespace, pod.name, pod.uid, node_name]), pod.key)
+        with self._lock:
             self._pending[ident] = pending
             self._write_locked(pending.frame)  # a dead child gets it again when restarted
         if not pending.done.wait(BIND_TIMEOUT):
@@ -220,11 +221,17 @@ class WriterProcess:
         self.restarts += 1
         log.error("API writer process exited; restarting it", pid=self._proc.pid, exit_code=code,
                   restarts=self.restarts, bindings_in_flight=len(self._pending))
-        time.sleep(min(1.0, 0.05 * self.restarts))  # a child that cannot start must not spin
-        with self._lock:
-            self._spawn()
-            for ident in sorted(self._pending):
-                self._write_locked(self._pending[ident].frame)
+        while not self._closing.is_set():
+            time.sleep(min(1.0, 0.05 * self.restarts))  # a child that cannot start must not spin
+            with self._lock:
+                try:
+                    self._spawn()
+                except OSError as exc:  # out of processes or memory: try again, the bindings wait
+                    log.error("could not start an API writer process", error=str(exc))
+                    continue
+                for ident in sorted(self._pending):
+                    self._write_locked(self._pending[ident].frame)
+                return
 
     def close(self, timeout: float = 10.0) -> None:
         """Ask the child to finish what it holds and exit; kill it if it does not in ``timeout`` seconds."""

@@ -205,6 +205,22 @@ def list_all(api: Requester, path: str, field_selector: str = "", limit: int = 5
         yield from items
 
 
+class PodIdentity(Protocol):
+    """The fields of a pod that a Binding and an Event name: a Pod, or the writer child's light PodRef
+    (building a Pod costs tens of microseconds that the child would pay twice a pod)."""
+
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def uid(self) -> str: ...
+    @property
+    def resource_version(self) -> str: ...
+    @property
+    def key(self) -> str: ...
+
+
 def pod_path(namespace: str, name: str, sub: str = "") -> str:
     return f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}" + (f"/{sub}" if sub else "")
 

@@ -21,7 +21,7 @@ import structlog
 
 from scheduler.edge import ConflictError, NotFoundError
 from scheduler.framework.fit_error import truncate_message as truncate_note
-from scheduler.kube.client import pod_path
+from scheduler.kube.client import PodIdentity, pod_path
 from scheduler.model.conditions import pod_condition
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.model.timefmt import micro_time
@@ -111,7 +111,8 @@ class ApiEventSink:
             t.join(max(0.0, deadline - time.monotonic()))
 
     def event(
-        self, pod: Pod, type_: str, reason: str, action: str, note: str, controller: str, related: Pod | None = None
+        self, pod: PodIdentity, type_: str, reason: str, action: str, note: str, controller: str,
+        related: PodIdentity | None = None,
     ) -> None:
         note = truncate_note(note)
         key = (pod.uid, type_, reason, action, note, controller, related.uid if related is not None else "")
@@ -144,8 +145,8 @@ class ApiEventSink:
             del series[oldest]
 
     def _create(
-        self, s: _Series, pod: Pod, type_: str, reason: str, action: str, note: str, ctl: str,
-        related: Pod | None = None,
+        self, s: _Series, pod: PodIdentity, type_: str, reason: str, action: str, note: str, ctl: str,
+        related: PodIdentity | None = None,
     ) -> None:
         body: dict[str, Any] = {
             "apiVersion": "events.k8s.io/v1",
@@ -235,7 +236,7 @@ class ApiEventSink:
         return fresh if fresh.uid == pod.uid else None
 
 
-def _pod_ref(pod: Pod) -> dict[str, Any]:
+def _pod_ref(pod: PodIdentity) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",

@@ -35,15 +35,15 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import orjson
 import structlog
 
-from scheduler.edge import Binder, BoundElsewhereError, NotLeaderError
-from scheduler.kube.client import ApiError, api_error
+from scheduler.edge import BoundElsewhereError, NotLeaderError
+from scheduler.kube.client import ApiError, PodIdentity, api_error
 from scheduler.kube.recorder import ApiEventSink
-from scheduler.model.pod import Pod, pod_from_api
+from scheduler.model.pod import Pod
 
 log = structlog.get_logger(__name__)
 
@@ -289,11 +289,17 @@ class ProcessEventSink:
 
 # ---- the child side ----
 
+class ChildBinder(Protocol):
+    """What posts a Binding in the child: kube.binder.ApiBinder."""
+
+    def bind(self, pod: PodIdentity, node_name: str) -> None: ...
+
+
 class ChildWriter:
     """The child's loop: binds on a pool of threads (each waits on the API server), events through an
     ApiEventSink, outcomes written back to stdout."""
 
-    def __init__(self, binder: Binder, sink: ApiEventSink, out: IO[bytes], workers: int = 32) -> None:
+    def __init__(self, binder: ChildBinder, sink: ApiEventSink, out: IO[bytes], workers: int = 32) -> None:
         self.binder = binder
         self.sink = sink
         self.out = out
@@ -344,7 +350,19 @@ class ChildWriter:
         self._pool.shutdown(wait=True)
 
 
-def _pod_ref(namespace: str, name: str, uid: str, resource_version: str) -> Pod:
-    """The fields of a pod that a Binding and an event name."""
-    return pod_from_api({"metadata": {"namespace": namespace, "name": name, "uid": uid,
-                                      "resourceVersion": resource_version}})
+@dataclass(frozen=True, slots=True)
+class PodRef:
+    """The fields of a pod that a Binding and an event name (kube.client.PodIdentity), all the child has."""
+
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def _pod_ref(namespace: str, name: str, uid: str, resource_version: str) -> PodRef:
+    return PodRef(namespace, name, uid, resource_version)

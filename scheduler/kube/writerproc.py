@@ -18,6 +18,9 @@ The contract the binding cycle relies on stays exact:
   the API server had committed is answered 409, which ApiBinder resolves to success (bound to our node),
   so no pod is lost or bound twice. Events in flight in a dead child are lost, never duplicated (they
   are not sent again).
+- a child that hangs without dying (SIGSTOP) fills its pipe, and writes to it then block the binding
+  workers and the event calls, as an API server that stops answering blocks the in-process writers' callers
+  only for the binding (in-process events are queued and dropped when the queue is full).
 
 Framing, both ways: a 4-byte big-endian length, then an orjson array. Parent to child:
 ``["b", id, namespace, name, uid, node]`` bind, ``["e", ns, name, uid, rv, type, reason, action, note,
@@ -105,7 +108,6 @@ class _Pending:
     """A bind sent to a child and not answered yet; kept to be re-sent if the child dies."""
 
     frame: bytes
-    pod_key: str
     done: threading.Event = field(default_factory=threading.Event)
     outcome: list[Any] | None = None
 
@@ -177,7 +179,7 @@ class WriterProcess:
         with self._lock:
             self._next += 1
             ident = self._next
-        pending = _Pending(encode(["b", ident, pod.namespace, pod.name, pod.uid, node_name]), pod.key)
+        pending = _Pending(encode(["b", ident, pod.namespace, pod.name, pod.uid, node_name]))
         with self._lock:
             self._pending[ident] = pending
             self._write_locked(pending.frame)  # a dead child gets it again when restarted
@@ -282,9 +284,6 @@ class ProcessEventSink:
 
     def pod_condition(self, pod: Pod, reason: str, message: str, nominated_node: str | None) -> None:
         self.local.pod_condition(pod, reason, message, nominated_node)
-
-    def close(self) -> None:
-        self.local.close()
 
 
 # ---- the child side ----

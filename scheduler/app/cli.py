@@ -293,10 +293,10 @@ def _run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--qps", type=float, default=None, help="client QPS for API writes (config default 50)")
     r.add_argument("--burst", type=int, default=None, help="client burst for API writes (config default 100)")
     r.add_argument("--bind-workers", type=int, default=16, help="binding cycles run at once (default 16)")
-    r.add_argument("--api-writer-processes", type=int, default=None, metavar="N",
+    r.add_argument("--api-writer-processes", type=int, default=0, metavar="N",
                    help="post Bindings and events from N child processes, off the scheduling process's GIL "
-                        "(0: threads of this process; default: 1 on 4 or more cores, else 0; "
-                        "docs/performance.md)")
+                        "(default 0: threads of this process; opt-in until a 16-core "
+                        "measurement shows the gain, docs/performance.md)")
     r.add_argument("--feature-gates", type=_feature_gates, default=Features(), metavar="GATE=BOOL,...",
                    help="kube-scheduler v1.37's scheduler feature gates; both values of SchedulerAsyncPreemption "
                         "(default true; false evicts preemption victims on the scheduling thread) and "

@@ -136,11 +136,10 @@ def _binder_and_sink(args: argparse.Namespace, kubeconfig: str | None, qps: floa
 
 
 def api_writer_processes(flag: int | None) -> int:
-    """The flag's value; unset (auto): one child where there are cores for it (measured in
-    docs/performance.md), none on a machine of fewer than 4 cores, where a child costs more CPU than it frees."""
-    if flag is not None:
-        return max(0, flag)
-    return 1 if (os.cpu_count() or 1) >= 4 else 0
+    """The flag's value, 0 (threads of this process) when unset: the child is opt-in. On 2 cores it costs
+    more CPU in all than it frees, and its gain where cores are free (a few per cent going by the GIL
+    profile in docs/performance.md) is not measured yet; a hung child also stalls the binding workers."""
+    return max(0, flag or 0)
 
 
 def _health(args: argparse.Namespace, api: client.ApiClient, metrics: Metrics, synced: threading.Event,

@@ -14,6 +14,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import structlog
+
+from scheduler.cache.cache import CacheError
 from scheduler.framework.events import (
     ASSIGNED_POD_UPDATE,
     UNSCHEDULED_POD_ADD,
@@ -35,6 +38,8 @@ from scheduler.framework.types import (
 from scheduler.model.node import node_from_api
 from scheduler.model.pod import DEFAULT_SCHEDULER_NAME, Pod, pod_from_api, pod_uid
 from scheduler.schedule_one import SchedulerState
+
+log = structlog.get_logger(__name__)
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 
@@ -104,7 +109,10 @@ class EventHandlers(SchedulerState):
             return ()
         old = self._pending.get(pod.uid)
         if self.cache.is_assumed(pod.uid):
-            # Our own bind is in flight; this is a stale view of the pod (upstream still counts it).
+            # Our own bind is in flight; this is a stale view of the pod (upstream still counts it),
+            # unless its deletion has just started: then it stops holding its node's capacity.
+            if pod.terminating and (old is None or not old.terminating):
+                self._assumed_pod_deleted(pod)
             return _unscheduled_update_labels(unscheduled_pod_update_events(old, pod))
         self._pending[pod.uid] = pod
         if old is None:
@@ -136,12 +144,33 @@ class EventHandlers(SchedulerState):
         old = self._pending.pop(pod.uid, None)
         if old is not None:
             self.queue.delete(old)
-            for fwk in self.frameworks.values():
-                fwk.reject_waiting_pod(pod.uid)
+            if self.cache.is_assumed(pod.uid):
+                self._assumed_pod_deleted(pod)
+            elif pod.nominated_node_name:
+                # Lower or equal priority pods counted the nominated pod as if assigned to its node.
+                self.queue.move_all_to_active_or_backoff(
+                    ASSIGNED_POD_DELETE, pod, None, lambda p: p.priority <= pod.priority)
         cached = self.cache.get_pod(pod.uid)
         if cached is not None and not self.cache.is_assumed(pod.uid):
             self.cache.remove_pod(cached)
             self.queue.assigned_pod_deleted(cached)
+
+    def _assumed_pod_deleted(self, pod: Pod) -> None:
+        """handleAssumedPodDeletion (v1.37): a pod deleted while its binding cycle runs stops holding its
+        node's capacity now, not when its bind fails. A pod waiting at Permit is rejected (its cycle
+        forgets it); one already in PreBind or Bind is forgotten here. Either way the pods it may have
+        kept out are told, as by an assigned pod's deletion."""
+        cached = self.cache.get_pod(pod.uid)
+        if cached is None:
+            return  # its binding cycle has already ended
+        fwk = self.frameworks.get(cached.scheduler_name)
+        if fwk is None or not fwk.reject_waiting_pod(pod.uid):
+            try:
+                self.cache.forget_pod(cached)
+            except CacheError as exc:  # bound meanwhile: the watch's delete removes it
+                log.info("deleted pod was no longer assumed", pod=pod.key, reason=str(exc))
+                return
+        self.queue.assigned_pod_deleted(cached)
 
     def on_node_event(self, type_: str, obj: Mapping[str, Any]) -> Labels:
         """addNodeToCache / updateNodeInCache / deleteNodeFromCache. Returns the metric labels: an

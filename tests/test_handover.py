@@ -13,9 +13,10 @@ from scheduler.app.offline import RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
 from scheduler.edge import NotLeaderError
 from scheduler.eventhandlers import ADDED
+from scheduler.kube.binder import BIND_TRIES, ApiBinder
 from scheduler.kube.client import ApiWriter
 from scheduler.kube.ratelimit import TokenBucket
-from scheduler.model.pod import Pod
+from scheduler.model.pod import Pod, pod_from_api
 from scheduler.scheduler import Scheduler
 from tests.test_scheduler import Clock, node, pod
 
@@ -74,16 +75,27 @@ class Flaky:
         raise ApiException(status=503, reason="Service Unavailable")
 
 
-def test_a_write_is_not_retried_once_the_replica_stops_leading(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_binding_is_not_retried_once_the_replica_stops_leading(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("time.sleep", lambda s: None)
     leading = [True]
     raw = Flaky()
-    writer = ApiWriter(raw, TokenBucket(0, 1), may_retry=lambda: leading[0])
+    binder = ApiBinder(ApiWriter(raw, TokenBucket(0, 1), may_retry=lambda: leading[0]))
+    p = pod_from_api(pod("p"))
     leading[0] = False  # lost while the first attempt was in flight
     with pytest.raises(NotLeaderError):
-        writer.bind("ns", "p", "uid-p", "n1")
+        binder.bind(p, "n1")
     assert raw.calls == 1
     leading[0] = True
     with pytest.raises(ApiException):
-        writer.bind("ns", "p", "uid-p", "n1")
-    assert raw.calls > 2  # retried while leading
+        binder.bind(p, "n1")
+    assert raw.calls == 1 + BIND_TRIES  # retried while leading, as util.BindPod retries a 503
+
+
+def test_a_write_is_not_retried_once_the_replica_stops_leading(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("time.sleep", lambda s: None)
+    leading = [False]
+    raw = Flaky()
+    writer = ApiWriter(raw, TokenBucket(0, 1), may_retry=lambda: leading[0])
+    with pytest.raises(NotLeaderError):
+        writer.patch_pod_status("ns", "p", {"status": {}})
+    assert raw.calls == 1

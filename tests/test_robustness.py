@@ -115,6 +115,8 @@ def test_a_pod_relist_cues_the_node_reconciliation() -> None:
 class ConflictWriter:
     """bind() answers 409; get() returns the pod as the API server has it."""
 
+    may_retry = None
+
     def __init__(self, current: dict[str, Any]) -> None:
         self.current = current
 

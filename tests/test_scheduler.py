@@ -112,6 +112,49 @@ def test_pod_deleted_before_bind_is_not_requeued() -> None:
     assert all(n == 0 for n in s.queue.lengths().values())
 
 
+class DeletedWhileBinding(Binder):
+    """The pod's deletion (or the start of it) reaches the scheduler while its Binding is in flight; the
+    cache is read at that moment, then the bind fails as the API server answers for a deleted pod."""
+
+    def __init__(self, deliver: Any) -> None:
+        super().__init__()
+        self.deliver = deliver
+        self.seen: dict[str, Any] = {}
+
+    def bind(self, p: Pod, node_name: str) -> None:
+        s = self.deliver()
+        info = s.cache.get_node_info(node_name)
+        self.seen = {"pods": s.cache.pod_count(), "assumed": s.cache.assumed_count(),
+                     "cpu": info.requested.milli_cpu if info is not None else None}
+        raise api_error(404, "NotFound")
+
+
+@pytest.mark.parametrize("how", ["delete", "terminating"])
+def test_an_assumed_pod_deleted_while_binding_frees_its_capacity_at_once(how: str) -> None:
+    """v1.37's handleAssumedPodDeletion: the cache forgets the assumed pod on its delete (or on the update
+    that starts its deletion), before the bind fails; the failed bind then finds nothing to forget."""
+    holder: list[Scheduler] = []
+
+    def deliver() -> Scheduler:
+        s = holder[0]
+        if how == "delete":
+            s.on_pod_event(DELETED, pod("p"))
+        else:
+            terminating = pod("p", rv="2")
+            terminating["metadata"]["deletionTimestamp"] = "2026-01-01T00:01:00Z"
+            s.on_pod_event(MODIFIED, terminating)
+        return s
+
+    b = DeletedWhileBinding(deliver)
+    s = make(b)
+    holder.append(s)
+    s.on_node_event(ADDED, node("n1"))
+    s.on_pod_event(ADDED, pod("p"))
+    s.schedule_one(timeout=0)
+    assert b.seen == {"pods": 0, "assumed": 0, "cpu": 0}
+    assert s.cache.pod_count() == 0 and s.cache.assumed_count() == 0
+
+
 def test_unschedulable_pod_gets_message_and_moves_on_node_add() -> None:
     sink = RecordingEventSink()
     s = make(Binder(), sink)

@@ -316,8 +316,10 @@ class ApiWriter:
             raise NotLeaderError(f"not the leader any more: {method} {path} not retried")
 
     def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
-        """POST the Binding subresource; the uid precondition makes a bind of a recreated pod a 409."""
-        self._request("POST", pod_path(namespace, name, "binding"), {
+        """One POST of the Binding subresource, rate limited and not retried: its retries are upstream's
+        (ApiBinder, ``util.BindPod``). The uid precondition makes a bind of a recreated pod a 409."""
+        self.limiter.wait()
+        self.raw.request("POST", pod_path(namespace, name, "binding"), {
             "apiVersion": "v1",
             "kind": "Binding",
             "metadata": {"name": name, "namespace": namespace, "uid": uid},

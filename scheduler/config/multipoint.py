@@ -29,7 +29,7 @@ from scheduler.config.args import API_VERSION, check_keys, named_items, want_int
 from scheduler.config.defaults import DEFAULT_MULTIPOINT, INVALID_IN_V1, extension_points_of_class
 from scheduler.config.errors import ErrorList
 from scheduler.config.registry import DeclaresExtensionPoints, PluginNotAvailable, Registry
-from scheduler.config.types import EXTENSION_POINTS, MAX_NODE_SCORE, MAX_TOTAL_SCORE, PluginRef
+from scheduler.config.types import EXTENSION_POINTS, MAX_NODE_SCORE, MAX_TOTAL_SCORE, WEIGHTED_POINTS, PluginRef
 from scheduler.plugins.names import IN_TREE_BY_NAME
 
 __all__ = ["PluginResolver"]
@@ -194,18 +194,14 @@ class PluginResolver:
                 [en for en in own if en.name in overrides] + from_mp + [en for en in own if en.name not in overrides]
             )
 
-        # 3. score weights: the score list first, then multiPoint; 0/absent -> 1
-        weights: dict[str, int] = {}
-        for en in specific["score"].enabled + multipoint:
-            points = self._points_of(en.name)
-            if en.name in weights or (points is not None and "score" not in points):
-                continue
-            weights[en.name] = en.weight or 1
-        total = 0
-        for en in resolved["score"]:
-            total += weights.get(en.name, 1) * MAX_NODE_SCORE
-        if total > MAX_TOTAL_SCORE:
-            e.add(f"{path}.score", "total score of Score plugins could overflow")
+        # 3. weights (score, and placementScore as upstream's getValidScoreWeights): the point's own list
+        # first, then multiPoint; 0/absent -> 1
+        weights: dict[str, dict[str, int]] = {}
+        for point in WEIGHTED_POINTS:
+            weights[point] = self._weights(point, specific[point].enabled + multipoint)
+            total = sum(weights[point].get(en.name, 1) * MAX_NODE_SCORE for en in resolved[point])
+            if total > MAX_TOTAL_SCORE:
+                e.add(f"{path}.{point}", "total score of Score plugins could overflow")
 
         # Every enabled plugin must be providable (upstream: "... does not exist").
         for name, where in enabled_at.items():
@@ -216,7 +212,7 @@ class PluginResolver:
                 e.add(f"{where}.name" if where else path, f"plugin {name!r} is not available: {reason}")
 
         plugins = {
-            point: [PluginRef(en.name, weights.get(en.name, 1) if point == "score" else 0) for en in entries]
+            point: [PluginRef(en.name, weights[point].get(en.name, 1) if point in weights else 0) for en in entries]
             for point, entries in resolved.items()
         }
         n_sort = len(plugins["queueSort"])
@@ -225,6 +221,16 @@ class PluginResolver:
         if not plugins["bind"]:
             e.add(f"{path}.bind", "at least one bind plugin is needed")
         return plugins
+
+    def _weights(self, point: str, entries: list[_Entry]) -> dict[str, int]:
+        """Each plugin's weight at a weighted point: its first entry among those that implement it."""
+        weights: dict[str, int] = {}
+        for en in entries:
+            points = self._points_of(en.name)
+            if en.name in weights or (points is not None and point not in points):
+                continue
+            weights[en.name] = en.weight or 1
+        return weights
 
     def _unavailable_reason(self, name: str) -> str | None:
         """Why the registry cannot provide ``name`` (None: it can). Cached: imports happen once."""

@@ -21,6 +21,11 @@ EXTENSION_POINTS = (
     "preBind",
     "bind",
     "postBind",
+    # the pod-group scheduling cycle's points (kube-scheduler v1.37): configurable and validated as upstream;
+    # only a pod group's cycle runs them, which needs GenericWorkload (beta, off), so nothing calls them here.
+    "placementGenerate",
+    "placementScore",
+    "podGroupPostFilter",
 )
 
 # Extension point -> the method that marks it on a plugin class (the framework's protocols name the same
@@ -38,7 +43,13 @@ EXTENSION_POINT_METHODS: dict[str, str] = {
     "preBind": "pre_bind",
     "bind": "bind",
     "postBind": "post_bind",
+    "placementGenerate": "generate_placements",
+    "placementScore": "score_placement",
+    "podGroupPostFilter": "pod_group_post_filter",
 }
+
+# The points whose plugins carry a weight (upstream's Score and PlacementScore plugins).
+WEIGHTED_POINTS = ("score", "placementScore")
 
 # Upstream framework.MaxNodeScore (framework/interface.go): defined here, where both the framework and the
 # config's overflow check (Σ weight·MAX_NODE_SCORE ≤ MAX_TOTAL_SCORE) read it, since config imports no
@@ -50,7 +61,7 @@ MAX_TOTAL_SCORE = 2**63 - 1  # upstream MaxTotalScore (math.MaxInt64)
 @dataclass(slots=True)
 class PluginRef:
     name: str
-    weight: int = 0  # score weight; 0 means 1 when scoring
+    weight: int = 0  # score (or placementScore) weight; 0 means 1 when scoring
 
 
 @dataclass(slots=True)

@@ -385,6 +385,30 @@ class PostBindPlugin(Protocol):
     def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
 
 
+# The pod-group cycle's points (v1.37): only a pod group's scheduling cycle calls them, which needs the
+# Workload API (GenericWorkload, beta, off); py-scheduler has no such cycle, so the framework only checks
+# that a plugin listed there implements the point, as upstream's NewFramework does.
+@runtime_checkable
+class PlacementGeneratePlugin(Protocol):
+    name: str
+
+    def generate_placements(self, state: CycleState, pod_group: Any, parent_placement: Any) -> Any: ...
+
+
+@runtime_checkable
+class PlacementScorePlugin(Protocol):
+    name: str
+
+    def score_placement(self, state: CycleState, pod_group: Any, placement: Any) -> tuple[int, Status | None]: ...
+
+
+@runtime_checkable
+class PodGroupPostFilterPlugin(Protocol):
+    name: str
+
+    def pod_group_post_filter(self, state: CycleState, pod_group: Any, scheduling_func: Any) -> Any: ...
+
+
 # Extension point (as configs name it) -> the method that marks it on a plugin class (the config's
 # EXTENSION_POINT_METHODS), and its protocol.
 _PROTOCOLS: dict[str, type] = {
@@ -400,6 +424,9 @@ _PROTOCOLS: dict[str, type] = {
     "preBind": PreBindPlugin,
     "bind": BindPlugin,
     "postBind": PostBindPlugin,
+    "placementGenerate": PlacementGeneratePlugin,
+    "placementScore": PlacementScorePlugin,
+    "podGroupPostFilter": PodGroupPostFilterPlugin,
 }
 EXTENSION_POINT_PROTOCOLS: dict[str, tuple[str, type]] = {
     point: (EXTENSION_POINT_METHODS[point], protocol) for point, protocol in _PROTOCOLS.items()

@@ -52,6 +52,7 @@ from scheduler.framework.types import (
     QueueingHint,
 )
 from scheduler.model.pod import Pod
+from scheduler.plugins.helper.podgroup_points import PodGroupPostFilterPoint
 
 NAME = "DefaultPreemption"
 
@@ -72,7 +73,7 @@ def _skip(pod: Pod, old: Any, new: Any) -> QueueingHint:
     return QueueingHint.QUEUE_SKIP
 
 
-class DefaultPreemption:
+class DefaultPreemption(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostFilter plugin (helper/podgroup_points)
     """Preempts lower-priority pods for a pod that fits nowhere."""
 
     name = NAME

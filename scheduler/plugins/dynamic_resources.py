@@ -83,6 +83,7 @@ from scheduler.plugins.helper.dynamicresources.manager import RESOURCE_CLAIM, Dr
 from scheduler.plugins.helper.dynamicresources.score import ScoreError, prioritized_list_score
 from scheduler.plugins.helper.nodeaffinity import parse_required_terms
 from scheduler.plugins.helper.normalize_score import default_normalize_score, default_normalize_values
+from scheduler.plugins.helper.podgroup_points import PodGroupPostFilterPoint
 
 log = structlog.get_logger(__name__)
 
@@ -149,7 +150,7 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class DynamicResources:
+class DynamicResources(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostFilter plugin (helper/podgroup_points)
     """Allocates devices for pods' ResourceClaims as kube-scheduler v1.37.2 does."""
 
     name = NAME

@@ -50,6 +50,7 @@ from scheduler.model.resources import (
 )
 from scheduler.plugins.helper.generation_memo import GenerationMemo
 from scheduler.plugins.helper.gomath import go_div, go_round
+from scheduler.plugins.helper.podgroup_points import PlacementScorePoint
 from scheduler.plugins.helper.shape_score import build_broken_linear_function
 
 NAME = "NodeResourcesFit"
@@ -368,7 +369,7 @@ def _is_resource_error(pod: Pod) -> bool:
     return err is not None and not err.field.startswith("spec.tolerations")
 
 
-class NodeResourcesFit:
+class NodeResourcesFit(PlacementScorePoint):  # v1.37: also a PlacementScore plugin (helper/podgroup_points)
     """Checks that the node has room for the pod's requests and scores by the configured strategy."""
 
     name = NAME

@@ -10,7 +10,7 @@ from scheduler.config.defaults import DEFAULT_MULTIPOINT, expand_default_plugins
 from scheduler.config.errors import ConfigError
 from scheduler.config.load import load_dict
 from scheduler.config.registry import Registry
-from scheduler.config.types import EXTENSION_POINT_METHODS, EXTENSION_POINTS
+from scheduler.config.types import EXTENSION_POINT_METHODS, EXTENSION_POINTS, WEIGHTED_POINTS
 from scheduler.config.types_pluginargs import (
     ARGS_TYPES,
     DefaultPreemptionArgs,
@@ -29,9 +29,8 @@ from scheduler.plugins.names import IN_TREE, IN_TREE_BY_NAME
 from . import sample_plugins
 from .helpers import full_registry, names, profile, resolve, scores
 
-# upstream ExpandedPluginsV1 (v1.37 pkg/scheduler/apis/config/testing/defaults), minus the extension points
-# of pod groups py-scheduler has no counterpart for (podGroupPostFilter, placementScore: their plugins only
-# run with GenericWorkload, beta and off).
+# upstream ExpandedPluginsV1 (v1.37 pkg/scheduler/apis/config/testing/defaults), the pod-group points included
+# (their plugins only run with GenericWorkload, beta and off).
 EXPECTED = {
     "preEnqueue": ["SchedulingGates", "DynamicResources", "DefaultPreemption"],
     "queueSort": ["PrioritySort"],
@@ -59,6 +58,9 @@ EXPECTED = {
     "preBind": ["VolumeBinding", "DynamicResources"],
     "bind": ["DefaultBinder"],
     "postBind": [],
+    "placementGenerate": [],
+    "placementScore": ["NodeResourcesFit"],
+    "podGroupPostFilter": ["DynamicResources", "DefaultPreemption"],
 }  # fmt: skip
 
 EXPECTED_WEIGHTS = [
@@ -106,7 +108,8 @@ def test_no_file_gives_one_default_profile_named_py_scheduler() -> None:
     for point in EXTENSION_POINTS:
         assert names(p, point) == EXPECTED[point], point
     assert scores(p) == EXPECTED_WEIGHTS
-    assert all(r.weight == 0 for point in EXTENSION_POINTS if point != "score" for r in p.plugins[point])
+    assert all(r.weight == 0 for point in EXTENSION_POINTS if point not in WEIGHTED_POINTS for r in p.plugins[point])
+    assert [(r.name, r.weight) for r in p.plugins["placementScore"]] == [("NodeResourcesFit", 1)]
     assert p.percentage_of_nodes_to_score is None
 
 

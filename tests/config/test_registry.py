@@ -22,6 +22,7 @@ EXPECTED_NAMES = {
     "CheckNodeCondition", "CheckNodeMemoryPressure", "CheckNodeDiskPressure", "CheckNodePIDPressure",
     "EqualPriority", "LeastRequestedPriority", "MostRequestedPriority", "BalancedResourceAllocation",
     "NoDiskConflict", "NodeLabel", "NodePreferAvoidPods", "Coscheduling",
+    "GangScheduling", "TopologyPlacementGenerator", "PodGroupPodsCount", "DeferredPodScheduling",
 }  # fmt: skip
 
 

@@ -53,7 +53,7 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("pod-group-post-filter-off", {"podGroupPostFilter": {"disabled": [{"name": "*"}]}}),
     ("pod-group-post-filter-one", {"podGroupPostFilter": {"disabled": [{"name": "DynamicResources"}]}}),
     ("gang-at-its-points", {"preEnqueue": enabled("GangScheduling"), "permit": enabled("GangScheduling")}),
-    ("deferred-at-its-points", {point: enabled("DeferredPodScheduling") for point in ("preFilter", "filter", "permit")}),
+    ("deferred-at-its-points", {p: enabled("DeferredPodScheduling") for p in ("preFilter", "filter", "permit")}),
     ("gang-not-a-placement-generator", {"placementGenerate": enabled("GangScheduling")}),
     ("node-name-not-a-placement-scorer", {"placementScore": enabled("NodeName")}),
     ("topology-not-a-pod-group-post-filter", {"podGroupPostFilter": enabled("TopologyPlacementGenerator")}),

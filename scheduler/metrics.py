@@ -1,4 +1,4 @@
-"""Prometheus metrics with kube-scheduler v1.34's names, types, labels and buckets (pkg/scheduler/metrics),
+"""Prometheus metrics with kube-scheduler v1.37's names, types, labels and buckets (pkg/scheduler/metrics),
 plus py-scheduler's own under ``py_scheduler_``.
 
 The hot path stays cheap: per-node and per-plugin samples (plugin durations in the 10 % of cycles that
@@ -33,6 +33,8 @@ PLUGIN_METRICS_SAMPLE_PERCENT = 10
 # Label values (upstream metrics.go / profile_metrics.go).
 SCHEDULED, UNSCHEDULABLE, ERROR = "scheduled", "unschedulable", "error"
 BINDING = "binding"  # scheduler_goroutines{operation}
+POD = "pod"  # the entity type of scheduler_queued_entities / scheduler_queue_incoming_entities_total
+POD_GROUP_MEMBER_QUEUES = ("incomplete", "pending")  # scheduler_pending_pods' queues of pod-group members
 SLI_ATTEMPTS_CAP = 15  # attempts label "15+" from there on (upstream getAttemptsLabel)
 
 
@@ -214,10 +216,30 @@ class Metrics:
         self.pending_pods = Gauge(
             "scheduler_pending_pods",
             "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' "
-            "means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods that "
+            "means number of pods in backoffQ; 'unschedulable' means number of pods in unschedulableEntities that "
             "the scheduler attempted to schedule and failed; 'gated' is the number of unschedulable pods that "
-            "the scheduler never attempted to schedule because they are gated.",
+            "the scheduler never attempted to schedule because they are gated; 'incomplete' means number of pods "
+            "in incompletePodGroupPods; 'pending' means number of pods in pendingPodGroupPods.",
             ["queue"], registry=r,
+        )
+        # Upstream's queue creates these two series with the queue (pods of Workload API pod groups, which
+        # need GenericWorkload, off): here they stay 0.
+        for queue in POD_GROUP_MEMBER_QUEUES:
+            self.pending_pods.labels(queue).set(0)
+        self.queued_entities = Gauge(
+            "scheduler_queued_entities",
+            "Number of queued scheduling entities ('pod' or 'podgroup'; 'pod' stands for individual pods that are "
+            "not members of any podgroup) by the queue type. 'active' means number of entities in activeQ; "
+            "'backoff' means number of entities in backoffQ; 'unschedulable' means number of entities in "
+            "unschedulableEntities that the scheduler attempted to schedule and failed; 'gated' is the number of "
+            "unschedulable entities that the scheduler never attempted to schedule because they are gated.",
+            ["queue", "type"], registry=r,
+        )
+        self.scheduled_after_flush = Counter(
+            "scheduler_pod_scheduled_after_flush",
+            "Number of pods that were successfully scheduled after being flushed from unschedulableEntities due "
+            "to timeout. This metric helps detect potential queueing hint misconfigurations or event handling "
+            "issues.", registry=r,
         )
         self.config_reloads = Counter(
             "py_scheduler_config_reloads",
@@ -261,6 +283,12 @@ class Metrics:
             "scheduler_queue_incoming_pods_total", "Number of pods added to scheduling queues by event and queue type.",
             ["queue", "event"], registry=r,
         )
+        self.incoming_entities = Counter(
+            "scheduler_queue_incoming_entities_total",
+            "Number of scheduling entities added to scheduling queues by event, queue type, and entity type. Entity "
+            "types are either 'pod' (for individual pods that are not members of any podgroup) or 'podgroup'.",
+            ["queue", "event", "type"], registry=r,
+        )
         self.permit_wait_duration = Histogram(
             "scheduler_permit_wait_duration_seconds", "Duration of waiting on permit.",
             ["result"], buckets=exponential_buckets(0.001, 2, 15), registry=r,
@@ -298,6 +326,8 @@ class Metrics:
             "Scrapes of /metrics that failed (e.g. the client went away mid-response).", registry=r,
         )
         self._incoming: dict[tuple[str, str], Any] = {}
+        self._incoming_entities: dict[tuple[str, str], Any] = {}
+        self._entity_queues: set[str] = set()  # queued_entities series created (upstream: at the first change)
         self._attempts: dict[tuple[str, str], Any] = {}
         self._bindings = self.goroutines.labels(BINDING)
         self._gauge_series: dict[int, set[tuple[str, ...]]] = {}
@@ -323,12 +353,19 @@ class Metrics:
 
     # ----- recording ----------------------------------------------------------------------------
 
-    def pod_incoming(self, queue: str, event: str) -> None:
-        """The queue's callback: one pod entered ``queue`` because of ``event``."""
+    def pod_incoming(self, queue: str, event: str, entity: bool = True) -> None:
+        """The queue's callback: one pod entered ``queue`` because of ``event``; ``entity``: it counts in
+        scheduler_queue_incoming_entities_total too, as an entity of type pod (py-scheduler queues no pod
+        groups of the Workload API)."""
         child = self._incoming.get((queue, event))
         if child is None:
             child = self._incoming[(queue, event)] = self.incoming_pods.labels(queue, event)
         child.inc()
+        if entity:
+            counted = self._incoming_entities.get((queue, event))
+            if counted is None:
+                counted = self._incoming_entities[(queue, event)] = self.incoming_entities.labels(queue, event, POD)
+            counted.inc()
 
     def pre_enqueue_ran(self, profile: str, status: str, seconds: float) -> None:
         """The queue's PreEnqueue callback (upstream times it in runPreEnqueuePlugins)."""
@@ -343,8 +380,12 @@ class Metrics:
     def attempt_failed(self, profile: str, unschedulable: bool, seconds: float) -> None:
         self._attempt(UNSCHEDULABLE if unschedulable else ERROR, profile, seconds)
 
-    def pod_scheduled(self, profile: str, seconds: float, attempts: int, since_first_attempt: float | None) -> None:
+    def pod_scheduled(self, profile: str, seconds: float, attempts: int, since_first_attempt: float | None,
+                      after_flush: bool = False) -> None:
+        """``after_flush``: the unschedulable flush had moved the pod since its last failed attempt."""
         self._attempt(SCHEDULED, profile, seconds)
+        if after_flush:
+            self.scheduled_after_flush.inc()
         self.pod_attempts.record((), attempts)
         if since_first_attempt is not None:
             label = str(attempts) if attempts < SLI_ATTEMPTS_CAP else f"{SLI_ATTEMPTS_CAP}+"
@@ -393,6 +434,10 @@ class Metrics:
         self.cache_size.labels("assumed_pods").set(cache.assumed_count())
         for queue_name, n in queue.lengths().items():
             self.pending_pods.labels(queue_name).set(n)
+            # Every queued entity is a pod here; upstream's series appears with its queue's first pod.
+            if n or queue_name in self._entity_queues:
+                self._entity_queues.add(queue_name)
+                self.queued_entities.labels(queue_name, POD).set(n)
         self._set_all(self.inflight_events, {(e,): n for e, n in queue.in_flight_counts().items()})
         self._set_all(self.unschedulable_pods, queue.unschedulable_by_plugin())
 

@@ -823,7 +823,8 @@ class ScheduleOne(SchedulerState):
         if self.metrics is not None:
             first = qpi.initial_attempt_timestamp
             self.metrics.pod_scheduled(fwk.profile_name, elapsed, qpi.attempts,
-                                       None if first is None else self.clock() - first)
+                                       None if first is None else self.clock() - first,
+                                       qpi.was_flushed_from_unschedulable)
         log.info("bound", pod=assumed.key, node=host, profile=fwk.profile_name, cycle=cycle,
                  attempts=qpi.attempts, latency_ms=round(elapsed * 1000, 1))
         if self.observer is not None:

@@ -441,3 +441,19 @@ def test_deferred_histogram_bins_as_a_bucket_search_per_sample() -> None:
     for labels, row in expected.items():
         assert got[labels][:-1] == row[:-1]
         assert got[labels][-1] == pytest.approx(row[-1])
+
+
+def test_v137_queue_series_pod_entities_and_the_pod_group_queues() -> None:
+    """pending_pods' incomplete/pending series exist at 0 from the start (upstream's queue creates them);
+    an incoming pod counts as an entity of type pod unless its hint's strategy named its queue."""
+    metrics = Metrics()
+    metrics.pod_incoming("active", "UnscheduledPodAdd")
+    metrics.pod_incoming("unschedulable", "ScheduleAttemptFailure", entity=False)
+    metrics.pod_scheduled("p", 0.01, 2, 1.0, after_flush=True)
+    text = generate_latest(metrics.registry).decode()
+    assert 'scheduler_pending_pods{queue="incomplete"} 0.0' in text
+    assert 'scheduler_pending_pods{queue="pending"} 0.0' in text
+    assert 'scheduler_queue_incoming_entities_total{event="UnscheduledPodAdd",queue="active",type="pod"} 1.0' in text
+    assert 'ScheduleAttemptFailure",queue="unschedulable",type="pod"' not in text
+    assert 'scheduler_queue_incoming_pods_total{event="ScheduleAttemptFailure",queue="unschedulable"} 1.0' in text
+    assert "scheduler_pod_scheduled_after_flush_total 1.0" in text

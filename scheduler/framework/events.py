@@ -233,6 +233,18 @@ def pod_scheduling_properties_change(old: Pod, new: Pod) -> list[ClusterEvent]:
     return out or [make_event(resource, ActionType.UPDATE)]
 
 
+def as_target_pod_events(events: list[ClusterEvent]) -> list[ClusterEvent]:
+    """The pending pod's own update as the queue names it (v1.37 PriorityQueue.Update: resource TargetPod,
+    e.g. ``TargetPodUpdatePodLabel``, in scheduler_queue_incoming_pods_total and the in-flight events),
+    where the event handler's samples say ``UnscheduledPod...``. The resource stays UnscheduledPod, which is
+    what plugins here register for the pod's own changes (upstream's TargetPod registrations)."""
+    return [ClusterEvent(e.resource, e.action, "TargetPod" + _ACTION_NAMES.get(e.action, str(int(e.action))))
+            if e.resource == EventResource.UNSCHEDULED_POD else e for e in events]
+
+
+TARGET_POD_UPDATE = as_target_pod_events([UNSCHEDULED_POD_UPDATE])[0]
+
+
 def unscheduled_pod_update_events(old: Pod | None, new: Pod) -> list[ClusterEvent]:
     """The events of an update to a pending pod; none for a resync that carries the same object
     (upstream updatePodInSchedulingQueue compares resourceVersions first)."""

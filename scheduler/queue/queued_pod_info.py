@@ -30,6 +30,8 @@ class QueuedPodInfo:
     unschedulable_count: int = 0
     consecutive_errors_count: int = 0
     backoff_expiration: float | None = None
+    # Moved by the unschedulable flush (UnschedulableTimeout) since its last attempt.
+    was_flushed_from_unschedulable: bool = False
 
     @property
     def gated(self) -> bool:

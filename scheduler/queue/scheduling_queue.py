@@ -38,8 +38,9 @@ from scheduler.framework.events import (
     FORCE_ACTIVATE_LABEL,
     POP_FROM_BACKOFF_Q,
     SCHEDULE_ATTEMPT_FAILURE,
+    TARGET_POD_UPDATE,
     UNSCHEDULED_POD_ADD,
-    UNSCHEDULED_POD_UPDATE,
+    as_target_pod_events,
     event_matches,
     node_scheduling_properties_change,
     pod_scheduling_properties_change,
@@ -86,8 +87,10 @@ UNSCHEDULABLE = "unschedulable"
 GATED = "gated"
 
 LessFunc = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
-# (queue label, event label): one pod entered that queue because of that event.
-MetricsCallback = Callable[[str, str], None]
+# (queue label, event label, entity): one pod entered that queue because of that event; ``entity`` says
+# whether scheduler_queue_incoming_entities_total counts it too (v1.37 recordIncomingEntitiesMetrics: not
+# when a queueing hint's strategy already named the queue it lands in).
+MetricsCallback = Callable[[str, str, bool], None]
 # (plugin, event label, hint label "Queue"|"QueueSkip"|"Error", seconds): one queueing hint ran.
 HintMetricsCallback = Callable[[str, str, str, float], None]
 # (profile, status code name, seconds): the PreEnqueue plugins of one pod ran.
@@ -109,6 +112,10 @@ class Strategy(Enum):
     SKIP = 0  # stay in unschedulablePods
     AFTER_BACKOFF = 1  # backoffQ if still backing off, else activeQ
     IMMEDIATELY = 2  # activeQ now (a Pending plugin said Queue)
+
+
+# The queue each strategy names (v1.37 strategyToQueueLabel).
+_STRATEGY_QUEUE = {Strategy.SKIP: UNSCHEDULABLE, Strategy.AFTER_BACKOFF: BACKOFF, Strategy.IMMEDIATELY: ACTIVE}
 
 
 class PriorityQueue:
@@ -150,6 +157,7 @@ class PriorityQueue:
         self._active = ActiveQueue(less, rank)
         self._backoff = BackoffQueue(less, clock, pod_initial_backoff, pod_max_backoff)
         self._unschedulable = UnschedulablePods(lambda event: self._record(UNSCHEDULABLE, event))
+        self._strategy_queue: str | None = None  # the queue the strategy of the requeue under way names
 
         self._cycle = 0
         self._closed = False
@@ -259,15 +267,17 @@ class PriorityQueue:
             events = unscheduled_pod_update_events(old, new)
             if not events:
                 return events  # periodic resync, nothing changed
-            if self._active.add_events_if_pod_in_flight(new, old, new, events):
+            own = as_target_pod_events(events)
+            if self._active.add_events_if_pod_in_flight(new, old, new, own):
                 return events  # it is being scheduled; the update is replayed if it comes back
             if old is not None and self._update_in_heaps(old, new):
                 return events
             qpi = self._unschedulable.get(new.key)
             if qpi is not None:
-                self._update_unschedulable(qpi, old, new, events)
+                self._update_unschedulable(qpi, old, new, own)
                 return events
-            if self._move_to_active(self._new_qpi(new), UNSCHEDULED_POD_UPDATE.label):
+            # In no queue: added as a new pod (v1.37 addPod, labelled UnscheduledPodAdd).
+            if self._move_to_active(self._new_qpi(new), UNSCHEDULED_POD_ADD.label):
                 self._cond.notify_all()
             return events
 
@@ -405,6 +415,8 @@ class PriorityQueue:
         """Pods waiting longer than pod_max_in_unschedulable get an UnschedulableTimeout event."""
         with self._lock:
             stale = self._unschedulable.older_than(self._clock(), self._max_in_unschedulable)
+            for qpi in stale:
+                qpi.was_flushed_from_unschedulable = True  # scheduler_pod_scheduled_after_flush_total
             if stale:
                 self._move_pods(stale, UNSCHEDULABLE_TIMEOUT, None, None)
 
@@ -459,7 +471,7 @@ class PriorityQueue:
 
     def _record(self, queue: str, event: str) -> None:
         if self._metrics is not None:
-            self._metrics(queue, event)
+            self._metrics(queue, event, queue != self._strategy_queue)
 
     def _pop_head(self) -> QueuedPodInfo | None:
         """activeQ head, else (PopFromBackoffQ) the backoffQ head; skip pods already in flight."""
@@ -526,6 +538,7 @@ class PriorityQueue:
             return f"pod {k} is already present in the active queue"
         if k in self._backoff:
             return f"pod {k} is already present in the backoff queue"
+        qpi.was_flushed_from_unschedulable = False  # back from an attempt
         if qpi.rejector_plugins:
             qpi.unschedulable_count += 1
             qpi.consecutive_errors_count = 0  # the error streak is over
@@ -640,6 +653,13 @@ class PriorityQueue:
 
     def _requeue(self, qpi: QueuedPodInfo, strategy: Strategy, event: str) -> str:
         """Put the pod where the strategy says; returns the queue it ended up in."""
+        self._strategy_queue = _STRATEGY_QUEUE[strategy]
+        try:
+            return self._requeue_by(qpi, strategy, event)
+        finally:
+            self._strategy_queue = None
+
+    def _requeue_by(self, qpi: QueuedPodInfo, strategy: Strategy, event: str) -> str:
         if strategy is Strategy.SKIP:
             self._unschedulable.add_or_update(qpi, event)
             return UNSCHEDULABLE
@@ -654,6 +674,7 @@ class PriorityQueue:
             self._run_pre_enqueue(qpi)
         k = qpi.pod.key
         if qpi.gated:
+            qpi.was_flushed_from_unschedulable = False  # a gated pod makes no attempt to count
             if k in self._active or k in self._backoff or k in self._unschedulable:
                 return False
             self._unschedulable.add_or_update(qpi, event)
@@ -664,7 +685,7 @@ class PriorityQueue:
         self._backoff.delete(k)
         self._active.add_or_update(qpi)
         self._record(ACTIVE, event)
-        if event in (UNSCHEDULED_POD_ADD.label, UNSCHEDULED_POD_UPDATE.label):
+        if event in (UNSCHEDULED_POD_ADD.label, TARGET_POD_UPDATE.label):
             self.nominator.add_nominated_pod(qpi.pod)
         return True
 
@@ -673,6 +694,7 @@ class PriorityQueue:
         self._run_pre_enqueue(qpi)
         k = qpi.pod.key
         if qpi.gated:
+            qpi.was_flushed_from_unschedulable = False
             if k not in self._unschedulable:
                 self._unschedulable.add_or_update(qpi, event)
             return False

@@ -68,7 +68,7 @@ def test_pop_times_out_and_close_wakes_waiters() -> None:
 
 def test_pop_from_backoff_when_active_is_empty() -> None:
     records: list[tuple[str, str]] = []
-    q, _ = make_queue({"P": [ClusterEventWithHint(NODE_ADD)]}, metrics=lambda qu, ev: records.append((qu, ev)))
+    q, _ = make_queue({"P": [ClusterEventWithHint(NODE_ADD)]}, metrics=lambda qu, ev, _entity: records.append((qu, ev)))
     q.add(make_pod("a"))
     qpi = pop_now(q)
     fail(q, qpi, "P")
@@ -254,7 +254,7 @@ def test_force_activate_of_another_pod_does_not_requeue() -> None:
 
 def test_metrics_callback_sees_incoming_pods() -> None:
     records: list[tuple[str, str]] = []
-    q, _ = make_queue(metrics=lambda queue, event: records.append((queue, event)))
+    q, _ = make_queue(metrics=lambda queue, event, _entity: records.append((queue, event)))
     q.add(make_pod("a"))
     q.add(make_pod("g", gates=("x",)))
     # A gated pod enters unschedulablePods: upstream's queue_incoming_pods_total says "unschedulable"

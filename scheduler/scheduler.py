@@ -74,7 +74,7 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
         error status. ``observer`` sees every attempt's outcome (simulate, --record-results);
         ``cycle_observer`` every plugin's result in it (framework/results.py's recorder). ``podgroup_writer``
         keeps PodGroup status and events current (Coscheduling); without one they are not written.
-        ``features``: the feature gates, v1.34's defaults if None."""
+        ``features``: the feature gates, v1.37's defaults if None."""
         self.features = features if features is not None else Features()
         self.config = config
         self.podgroup_writer = podgroup_writer

@@ -47,7 +47,7 @@ class Cache:
 
     def __init__(self, ttl: float = 0.0, clock: Callable[[], float] = time.monotonic) -> None:
         """`ttl` is how long an assumed pod survives after its binding finished without the
-        confirming watch event; 0 (the v1.34 default) means forever."""
+        confirming watch event; 0 (upstream's default) means forever."""
         self._lock = threading.RLock()
         self._ttl = ttl
         self._clock = clock

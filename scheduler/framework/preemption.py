@@ -20,7 +20,7 @@ Differences from upstream, on purpose:
 
 * The dry run checks nodes one after the other in rotation order, so "enough candidates" stops it
   at a well-defined node instead of wherever 16 goroutines happened to be.
-* Asynchronous preemption (SchedulerAsyncPreemption, on by default as upstream 1.34) runs the API
+* Asynchronous preemption (SchedulerAsyncPreemption, beta and on by default in upstream 1.37) runs the API
   calls of one preemption on a worker thread of a small pool instead of a goroutine, and evicts the
   victims before the last one sequentially rather than in parallel. With the gate off the scheduling
   thread makes the calls itself (upstream's synchronous path).

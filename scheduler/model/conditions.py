@@ -12,7 +12,7 @@ from scheduler.model.timefmt import rfc3339
 def pod_condition(pod: Pod, type_: str, status: str, reason: str, message: str) -> dict[str, Any]:
     """A pod condition as upstream writes one (podutil.UpdatePodCondition): the transition time is kept
     while the status stays the same, and observedGeneration is the pod's generation
-    (PodObservedGenerationTracking, beta and on by default in 1.34)."""
+    (PodObservedGenerationTracking, GA and locked on in 1.37)."""
     transition = rfc3339()
     for c in (pod.raw.get("status") or {}).get("conditions") or []:
         if c.get("type") == type_:

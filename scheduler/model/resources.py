@@ -352,7 +352,7 @@ def pod_request_list(
     non_missing: Mapping[str, Decimal] | None = None,
     pod_level: bool = True,
 ) -> ResourceList:
-    """resource.PodRequests: container aggregate, then (``pod_level``: PodLevelResources is beta, on in 1.34)
+    """resource.PodRequests: container aggregate, then (``pod_level``: PodLevelResources is beta, on in 1.37)
     pod-level cpu/memory/hugepages requests replace it, then pod overhead."""
     reqs = aggregate_container_requests(spec, status, obj, use_status=use_status, non_missing=non_missing)
     pod_level_reqs = pod_level_requests(spec) if pod_level else None

@@ -665,7 +665,7 @@ class InterPodAffinity:
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """Pods added / relabelled / deleted, nodes added or relabelled. Upstream adds UpdateNodeTaint only
-        when queueing hints are off (the preCheck workaround); they are always on in 1.34."""
+        when queueing hints are off (the preCheck workaround); they are always on in 1.37."""
         pod_actions = ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE
         node_actions = ActionType.ADD | ActionType.UPDATE_NODE_LABEL
         return [

@@ -1,4 +1,5 @@
-"""NodeResourcesFit (kube-scheduler v1.34 ``noderesources/fit.go`` and its scorers).
+"""NodeResourcesFit (kube-scheduler v1.37 ``noderesources/fit.go`` and its scorers; extended resources backed
+by a DeviceClass, which v1.37 leaves to DynamicResources, are not told apart: docs/kube-scheduler-v1.37.md 7d).
 
 Filter compares the pod's real request (``resourcehelper.PodRequests``: containers plus sidecars vs. the
 largest init need, plus overhead) with ``Allocatable - Requested`` of the node and lists every shortage;

@@ -1,9 +1,11 @@
-"""NodeVolumeLimits (kube-scheduler v1.34 ``nodevolumelimits/csi.go``, upstream type ``CSILimits``).
+"""NodeVolumeLimits (kube-scheduler v1.37 ``nodevolumelimits/csi.go``, upstream type ``CSILimits``).
 
 For each CSI driver, the unique volumes (``<driver>/<volume handle>``) the node would have attached if
 the pod ran there must not exceed the driver's ``CSINode.spec.drivers[].allocatable.count`` (a driver
 without a count, or a node without CSINode, is unlimited), else Unschedulable ``node(s) exceed max
-volume count``. Counted:
+volume count``; before counting, a driver whose CSIDriver sets ``preventPodSchedulingIfMissing`` must be on
+the node's CSINode (VolumeLimitScaling, beta and on in v1.37), else Unschedulable ``<driver> CSI driver is
+not installed on the node``. Counted:
 
 * PVC volumes and generic ephemeral volumes (claim ``<pod>-<volume>``, which must be controlled by the
   pod) of the pod and of the pods on the node: the bound PV's CSI driver and handle. A PV of a migrated
@@ -154,6 +156,9 @@ class NodeVolumeLimits:
             return unresolvable(str(exc)) if exc.not_found else error(str(exc))
         if not new_volumes:
             return None
+        missing = self._driver_not_installed(objects, list(dict.fromkeys(new_volumes.values())), csi_node)
+        if missing:
+            return unschedulable(f"{missing} CSI driver is not installed on the node")
         limits = volume_limits(csi_node)
         if not limits:
             return None
@@ -178,6 +183,20 @@ class NodeVolumeLimits:
             if limit is not None and attached_count.get(driver, 0) + count > limit:
                 return unschedulable(ERR_REASON_MAX_VOLUME_COUNT)
         return None
+
+    @staticmethod
+    def _driver_not_installed(objects: Any, drivers: list[str], csi_node: Obj | None) -> str:
+        """VolumeLimitScaling (beta, on in v1.37): the first of the pod's new volumes' drivers, in the pod's
+        order, whose CSIDriver asks for ``preventPodSchedulingIfMissing`` and that the node's CSINode does
+        not list ("" when none). A driver without a CSIDriver object is taken to be no CSI driver."""
+        installed = {str(d.get("name")) for d in (spec(csi_node).get("drivers") or []) if isinstance(d, Mapping)} \
+            if csi_node is not None else set()
+        for driver in drivers:
+            csi_driver = objects.get("CSIDriver", "", driver) if objects is not None else None
+            if csi_driver is not None and spec(csi_driver).get("preventPodSchedulingIfMissing") is True \
+                    and driver not in installed:
+                return driver
+        return ""
 
     def _attachable_volumes(
         self, objects: Any, pod: Pod, csi_node: Obj | None, new_pod: bool, result: dict[str, str]

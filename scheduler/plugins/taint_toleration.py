@@ -2,8 +2,8 @@
 
 Filter: the first node taint with effect NoSchedule or NoExecute that no pod toleration tolerates
 rejects the node as UnschedulableAndUnresolvable (preemption cannot remove a taint), with the reason
-``node(s) had untolerated taint(s)``: v1.34.10 no longer names the taint in the message (checked
-against the v1.34.10 source and the kube-scheduler binary; older releases printed ``{key: value}``).
+``node(s) had untolerated taint(s)``, without the taint (as since v1.34; releases before printed
+``{key: value}``).
 Score: the number of PreferNoSchedule taints not tolerated by the pod's tolerations whose effect is
 empty or PreferNoSchedule; NormalizeScore reverses it (100 - 100·c/max; all zero → 100).
 Toleration matching is core/v1 ToleratesTaint: an empty effect matches every effect, an empty key

@@ -1,10 +1,10 @@
-"""PriorityQueue: activeQ, backoffQ and unschedulablePods, as kube-scheduler v1.34 runs them
+"""PriorityQueue: activeQ, backoffQ and unschedulablePods, as kube-scheduler v1.37 runs them for pods
 (upstream pkg/scheduler/backend/queue/scheduling_queue.go; the three queues are in active_queue.py,
 backoff_queue.py and unschedulable_pods.py, as upstream's active_queue.go, backoff_queue.go and
 unschedulable_pods.go).
 
-Semantics follow ``pkg/scheduler/backend/queue`` with queueing hints on (GA and locked in 1.34: there is
-no mode without them) and SchedulerPopFromBackoffQ on:
+Semantics follow ``pkg/scheduler/backend/queue`` with queueing hints on (always, in 1.37: the gate is gone and
+there is no mode without them) and SchedulerPopFromBackoffQ on:
 
 - activeQ is a heap by the QueueSort plugin's ``less``; ``pop`` blocks until it is non-empty and,
   when it is empty, takes the head of backoffQ even before its backoff is over.

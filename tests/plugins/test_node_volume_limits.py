@@ -216,3 +216,22 @@ def test_hints() -> None:
     assert pl.is_schedulable_after_csi_node_updated(pod, old, csi_node("n", {EBS_CSI: 3})) is Q
     assert pl.is_schedulable_after_csi_node_updated(pod, old, csi_node("n", {EBS_CSI: 1})) is SKIP
     assert pl.is_schedulable_after_csi_node_updated(pod, old, csi_node("n", {EBS_CSI: 2, GCE_CSI: 1})) is Q
+
+
+def csi_driver(name: str, prevent: bool | None) -> dict[str, Any]:
+    spec = {} if prevent is None else {"preventPodSchedulingIfMissing": prevent}
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": name}, "spec": spec}
+
+
+def test_a_driver_that_asks_for_it_must_be_installed_on_the_node() -> None:
+    """VolumeLimitScaling (beta, on in v1.37): a CSIDriver with preventPodSchedulingIfMissing keeps the pod off
+    nodes whose CSINode does not list the driver, before any limit is counted; other drivers, and drivers
+    without a CSIDriver object, are not checked."""
+    missing = (Code.UNSCHEDULABLE, [f"{EBS_CSI} CSI driver is not installed on the node"])
+    prevent = [csi_driver(EBS_CSI, True)]
+    assert code(filter_status([claim_vol("ebs-0")], [], {GCE_CSI: 5}, extra=prevent)) == missing
+    assert code(filter_status([claim_vol("ebs-0")], [], None, extra=prevent)) == missing  # no CSINode at all
+    assert filter_status([claim_vol("ebs-0")], [], {EBS_CSI: None}, extra=prevent) is None  # listed, unlimited
+    assert filter_status([claim_vol("ebs-0")], [], {GCE_CSI: 5}, extra=[csi_driver(EBS_CSI, False)]) is None
+    assert filter_status([claim_vol("ebs-0")], [], {GCE_CSI: 5}, extra=[csi_driver(EBS_CSI, None)]) is None
+    assert filter_status([claim_vol("ebs-0")], [], {GCE_CSI: 5}) is None

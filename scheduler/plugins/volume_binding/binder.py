@@ -108,7 +108,7 @@ def _pvc_key(pvc: Obj) -> str:
 def find_matching_volume(
     claim: Obj, volumes: Sequence[Obj], node: Node | None, excluded: Mapping[str, Obj], delay_binding: bool
 ) -> Obj | None:
-    """volume.FindMatchingVolume with the VolumeAttributesClass gate on (GA in 1.34)."""
+    """volume.FindMatchingVolume with the VolumeAttributesClass gate on (GA, locked on in 1.37)."""
     requested = _request(claim)
     requested_class = pvc_class(claim)
     selector = None
@@ -206,7 +206,7 @@ def _with_selected_node(pvc: Obj, node_name: str) -> dict[str, Any]:
 
 
 def _is_migration_on_for_plugin(plugin_name: str) -> bool:
-    """isCSIMigrationOnForPlugin (CSIMigrationPortworx is locked on in 1.34)."""
+    """isCSIMigrationOnForPlugin (v1.37: every in-tree plugin with a CSI driver is migrated, Portworx included)."""
     return plugin_name in ("kubernetes.io/aws-ebs", "kubernetes.io/gce-pd", "kubernetes.io/azure-disk",
                            "kubernetes.io/cinder", PORTWORX)
 

@@ -7,6 +7,7 @@ pending with upstream's message (VolumeRestrictions)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -73,6 +74,19 @@ def pvs(core: client.CoreV1Api) -> Iterator[Callable[[dict[str, Any]], str]]:
                 raise
 
 
+@contextmanager
+def wait_for_first_consumer(api: client.ApiClient, name: str, provisioner: str) -> Iterator[None]:
+    """A WaitForFirstConsumer StorageClass for the block."""
+    storage = client.StorageV1Api(api)
+    storage.create_storage_class({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                                  "metadata": {"name": name}, "provisioner": provisioner,
+                                  "volumeBindingMode": "WaitForFirstConsumer"})
+    try:
+        yield
+    finally:
+        storage.delete_storage_class(name)
+
+
 def claim_phase(core: client.CoreV1Api, ns: str, name: str) -> str | None:
     return core.read_namespaced_persistent_volume_claim(name, ns).status.phase
 
@@ -96,25 +110,19 @@ def test_wait_for_first_consumer_claim_is_bound_by_the_scheduler(
 ) -> None:
     """The claim stays Pending until py-scheduler picks the node: Filter finds the local PV only on its
     node, Reserve assumes it, PreBind writes its claimRef and waits for the PV controller to bind."""
-    storage = client.StorageV1Api(api)
     sc = f"{ns}-wffc"
-    storage.create_storage_class({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": sc},
-                                  "provisioner": "kubernetes.io/no-provisioner",
-                                  "volumeBindingMode": "WaitForFirstConsumer"})
-    try:
-        with temporary_nodes(str(cluster.kubeconfig), 2, f"{ns}-wffc") as nodes:
-            target = nodes[0]
-            pv = pvs(local_pv(f"{ns}-wffc", node=target, cls=sc))
-            core.create_namespaced_persistent_volume_claim(ns, claim("late", cls=sc))
-            assert claim_phase(core, ns, "late") == "Pending"
-            core.create_namespaced_pod(ns, with_claim("consumer", "late"))
-            assert wait_for(lambda: node_of(core, ns, "consumer"), 90, what="pod bound") == target
-            bound = core.read_namespaced_persistent_volume_claim("late", ns)
-            assert bound.spec.volume_name == pv
-            assert bound.status.phase == "Bound"
-            assert core.read_persistent_volume(pv).spec.claim_ref.name == "late"
-    finally:
-        storage.delete_storage_class(sc)
+    with wait_for_first_consumer(api, sc, "kubernetes.io/no-provisioner"), \
+            temporary_nodes(str(cluster.kubeconfig), 2, f"{ns}-wffc") as nodes:
+        target = nodes[0]
+        pv = pvs(local_pv(f"{ns}-wffc", node=target, cls=sc))
+        core.create_namespaced_persistent_volume_claim(ns, claim("late", cls=sc))
+        assert claim_phase(core, ns, "late") == "Pending"
+        core.create_namespaced_pod(ns, with_claim("consumer", "late"))
+        assert wait_for(lambda: node_of(core, ns, "consumer"), 90, what="pod bound") == target
+        bound = core.read_namespaced_persistent_volume_claim("late", ns)
+        assert bound.spec.volume_name == pv
+        assert bound.status.phase == "Bound"
+        assert core.read_persistent_volume(pv).spec.claim_ref.name == "late"
 
 
 def test_zone_labelled_pv_pins_the_pod_to_its_zone(
@@ -146,3 +154,37 @@ def test_second_user_of_a_readwriteoncepod_claim_stays_pending(
     n = len(core.list_node().items)
     assert cond.message.startswith(f"0/{n} nodes are available: {n} {RWOP_REASON}."), cond.message
     assert node_of(core, ns, "second") is None
+
+
+def test_a_pod_deleted_while_its_prebind_waits_frees_its_node(
+    cluster: LocalCluster, api: client.ApiClient, core: client.CoreV1Api, scheduler: SchedulerProc, ns: str,
+) -> None:
+    """v1.37's handleAssumedPodDeletion on a real API server: a pod holding 3 of its node's 4 CPUs waits in
+    VolumeBinding's PreBind (a WaitForFirstConsumer claim whose provisioner never answers) when it is
+    deleted; the next 3-CPU pod pinned to that node binds, no assumed pod is left and the cache holds the
+    bound pods only (nothing of the deleted pod's capacity is lost)."""
+    sc = f"{ns}-never"
+    with wait_for_first_consumer(api, sc, "example.com/never-provisions"), \
+            temporary_nodes(str(cluster.kubeconfig), 1, f"{ns}-held", cpu="4") as (node,):
+        pin = {HOSTNAME: node}
+        core.create_namespaced_persistent_volume_claim(ns, claim("never", cls=sc))
+        volume = {"name": "data", "persistentVolumeClaim": {"claimName": "never"}}
+        held = pod_manifest("held", cpu="3", node_selector=pin, extra_spec={"volumes": [volume]})
+        core.create_namespaced_pod(ns, held)
+
+        def in_prebind() -> bool:
+            annotations = core.read_namespaced_persistent_volume_claim("never", ns).metadata.annotations or {}
+            return annotations.get("volume.kubernetes.io/selected-node") == node
+
+        wait_for(in_prebind, 60, what="held's PreBind wrote the selected node on its claim")
+        core.delete_namespaced_pod("held", ns, grace_period_seconds=0)
+        core.create_namespaced_pod(ns, pod_manifest("next", cpu="3", node_selector=pin))
+        assert wait_for(lambda: node_of(core, ns, "next"), 60, what="next bound on the freed node") == node
+
+        def consistent() -> bool:
+            bound = [p for p in core.list_pod_for_all_namespaces().items
+                     if p.spec.node_name and p.status.phase not in ("Succeeded", "Failed")]
+            return (scheduler.metric("scheduler_cache_size", 'type="assumed_pods"') == 0
+                    and scheduler.metric("scheduler_cache_size", 'type="pods"') == len(bound))
+
+        wait_for(consistent, 60, 0.5, "no assumed pod left and the cache == the bound pods")

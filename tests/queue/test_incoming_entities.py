@@ -8,19 +8,28 @@ from __future__ import annotations
 from qhelpers import FakeClock, fail, make_pod, make_queue, pop_now
 
 from scheduler.framework.types import ActionType, ClusterEvent, ClusterEventWithHint, EventResource
+from scheduler.model.pod import Pod
+from scheduler.queue import PriorityQueue
 
 OWN_LABEL = ClusterEventWithHint(ClusterEvent(EventResource.UNSCHEDULED_POD, ActionType.UPDATE_POD_LABEL))
 
 
-def test_a_pending_pod_requeued_by_its_own_update_is_counted_as_a_target_pod_event() -> None:
+def requeued_by_its_own_update(backoff_over: bool) -> tuple[list[tuple[str, str, bool]], PriorityQueue, Pod]:
+    """A pod rejected by P (registered for its own label changes), then relabelled; the queue's records."""
     records: list[tuple[str, str, bool]] = []
     q, clock = make_queue({"P": [OWN_LABEL]}, metrics=lambda *record: records.append(record))
     old = make_pod("a", rv="1")
     q.add(old)
     fail(q, pop_now(q), "P")
-    clock.advance(60)  # its backoff is over: the Queue hint sends it to activeQ
+    if backoff_over:
+        clock.advance(60)
     new = make_pod("a", rv="2", labels={"x": "y"})
     q.update(old, new)
+    return records, q, new
+
+
+def test_a_pending_pod_requeued_by_its_own_update_is_counted_as_a_target_pod_event() -> None:
+    records, q, new = requeued_by_its_own_update(backoff_over=True)  # the Queue hint sends it to activeQ
     assert q.queue_of(new) == "active"
     assert records == [
         ("active", "UnscheduledPodAdd", True),  # a new pod: no strategy, counted
@@ -30,14 +39,8 @@ def test_a_pending_pod_requeued_by_its_own_update_is_counted_as_a_target_pod_eve
 
 
 def test_a_requeue_into_the_queue_its_strategy_names_is_no_incoming_entity() -> None:
-    records: list[tuple[str, str, bool]] = []
-    q, _ = make_queue({"P": [OWN_LABEL]}, metrics=lambda *record: records.append(record))
-    old = make_pod("a", rv="1")
-    q.add(old)
-    fail(q, pop_now(q), "P")
-    new = make_pod("a", rv="2", labels={"x": "y"})
-    q.update(old, new)  # still backing off: backoffQ, the queue queueAfterBackoff names
-    assert records[-1] == ("backoff", "TargetPodUpdatePodLabel", False)
+    records, q, new = requeued_by_its_own_update(backoff_over=False)
+    assert records[-1] == ("backoff", "TargetPodUpdatePodLabel", False)  # the queue queueAfterBackoff names
     assert pop_now(q).pod is new  # nothing else to do: popped from backoffQ
     assert records[-1] == ("active", "PopFromBackoffQ", True)
 

@@ -50,11 +50,12 @@ def pid_runs(pid: int, binary: str) -> bool:
 def start_kube_scheduler(
     bin_dir: Path, kubeconfig: str | os.PathLike[str], workdir: Path, scheduler_name: str,
     plugins: dict[str, object] | None = None, qps: int = 50, burst: int = 100,
-    log_flags: Sequence[str] = ("--v=2",),
+    log_flags: Sequence[str] = ("--v=2",), secure_port: int = 0,
 ) -> subprocess.Popen[bytes]:
     """Run upstream kube-scheduler (built by e2e/cluster) serving `scheduler_name`, for parity tests
     and benchmarks. `plugins` is a profile's `plugins` stanza; `log_flags` set klog's verbosity (the
-    differential test reads per-plugin scores at --vmodule=schedule_one=10)."""
+    differential test reads per-plugin scores at --vmodule=schedule_one=10); `secure_port` (0: none)
+    serves /metrics there to anyone, as the metrics parity test reads it."""
     import json
 
     cfg = {
@@ -68,5 +69,9 @@ def start_kube_scheduler(
     path = workdir / f"kube-scheduler-{scheduler_name}.yaml"
     path.write_text(json.dumps(cfg))  # JSON is YAML
     log = open(workdir / f"kube-scheduler-{scheduler_name}.log", "ab")  # noqa: SIM115 - owned by the child
-    cmd = [str(bin_dir / "kube-scheduler"), f"--config={path}", "--secure-port=0", *log_flags]
+    serving = ["--secure-port=0"]
+    if secure_port:
+        serving = [f"--secure-port={secure_port}", "--bind-address=127.0.0.1",
+                   "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"]
+    cmd = [str(bin_dir / "kube-scheduler"), f"--config={path}", *serving, *log_flags]
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

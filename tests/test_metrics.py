@@ -1,4 +1,4 @@
-"""/metrics: what a scrape shows matches the list in docs/observability.md and kube-scheduler v1.34's buckets; sampling,
+"""/metrics: what a scrape shows matches the list in docs/observability.md and kube-scheduler v1.37's buckets; sampling,
 evaluation counts, attempt logs; a scrape that breaks or races shutdown never hurts the scheduler."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from tests.test_scheduler import Binder, Clock, node, pod
 
 METRICS_DOC = Path(__file__).resolve().parent.parent / "docs" / "observability.md"
 
-# Histogram buckets in kube-scheduler v1.34.10 pkg/scheduler/metrics/metrics.go.
+# Histogram buckets in kube-scheduler v1.37.2 pkg/scheduler/metrics/metrics.go (unchanged since v1.34.10).
 UPSTREAM_BUCKETS = {
     "scheduler_event_handling_duration_seconds": exponential_buckets(0.0001, 2, 12),
     "scheduler_scheduling_attempt_duration_seconds": exponential_buckets(0.001, 2, 15),

@@ -198,7 +198,8 @@ class Metrics:
             [], exponential_buckets(0.001, 2, 15),
         )
         self.preemption_victims = Histogram(
-            "scheduler_preemption_victims", "Number of selected preemption victims for preemption initiated by a single pod",
+            "scheduler_preemption_victims",
+            "Number of selected preemption victims for preemption initiated by a single pod",
             buckets=exponential_buckets(1, 2, 7), registry=r,
         )
         self.preemption_attempts = Counter(

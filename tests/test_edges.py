@@ -57,13 +57,23 @@ def writer_with(raw: FlakyRaw) -> ApiWriter:
     return ApiWriter(raw, TokenBucket(0, 1))
 
 
-def test_bind_retries_transient_errors_then_succeeds() -> None:
+def test_a_write_retries_transient_errors_then_succeeds() -> None:
     raw = FlakyRaw([api_error(500), api_error(429, {"Retry-After": "0"}), ConnectionError()])
-    writer_with(raw).bind("ns", "p", "uid", "n1")
+    writer_with(raw).patch_pod_status("ns", "p", {"status": {}})
     assert raw.calls == 4
+
+
+def test_a_binding_is_one_post_its_retries_are_the_binders() -> None:
+    """ApiWriter.bind posts once; ApiBinder retries it as kube-scheduler does (tests/test_bind_retries.py)."""
+    raw = FlakyRaw([])
+    writer_with(raw).bind("ns", "p", "uid", "n1")
     method, path, body, _ = raw.requests[-1]
     assert (method, path) == ("POST", "/api/v1/namespaces/ns/pods/p/binding")
     assert body["metadata"]["uid"] == "uid" and body["target"] == {"apiVersion": "v1", "kind": "Node", "name": "n1"}
+    failing = FlakyRaw([api_error(503)])
+    with pytest.raises(ApiException):
+        writer_with(failing).bind("ns", "p", "uid", "n1")
+    assert failing.calls == 1
 
 
 def test_a_persistent_transient_error_is_tried_six_times_with_exponential_waits(monkeypatch: Any) -> None:
@@ -72,12 +82,12 @@ def test_a_persistent_transient_error_is_tried_six_times_with_exponential_waits(
     monkeypatch.setattr(time, "sleep", waits.append)
     raw = FlakyRaw([api_error(503) for _ in range(10)])
     with pytest.raises(ApiException):
-        writer_with(raw).bind("ns", "p", "uid", "n1")
+        writer_with(raw).patch_pod_status("ns", "p", {"status": {}})
     assert raw.calls == 6
     assert waits == pytest.approx([0.1, 0.2, 0.4, 0.8, 1.6])
     conflict = FlakyRaw([api_error(409)])
     with pytest.raises(ApiException):
-        writer_with(conflict).bind("ns", "p", "uid", "n1")
+        writer_with(conflict).patch_pod_status("ns", "p", {"status": {}})
     assert conflict.calls == 1 and waits == pytest.approx([0.1, 0.2, 0.4, 0.8, 1.6])
 
 
@@ -87,7 +97,7 @@ def test_a_first_attempt_that_outlasted_the_retry_window_is_not_retried(monkeypa
     monkeypatch.setattr(time, "monotonic", lambda: next(clock))
     raw = FlakyRaw([api_error(503)])
     with pytest.raises(ApiException):
-        writer_with(raw).bind("ns", "p", "uid", "n1")
+        writer_with(raw).patch_pod_status("ns", "p", {"status": {}})
     assert raw.calls == 1
 
 

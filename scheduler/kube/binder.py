@@ -12,8 +12,7 @@ import structlog
 from kubernetes.client.exceptions import ApiException
 
 from scheduler.edge import BoundElsewhereError, ConflictError, NotLeaderError
-from scheduler.kube.client import ApiWriter, api_error, pod_path
-from scheduler.model.pod import Pod
+from scheduler.kube.client import ApiWriter, PodIdentity, api_error, pod_path
 
 log = structlog.get_logger(__name__)
 
@@ -118,7 +117,7 @@ class ApiBinder:
     def __init__(self, writer: ApiWriter) -> None:
         self.writer = writer
 
-    def bind(self, pod: Pod, node_name: str) -> None:
+    def bind(self, pod: PodIdentity, node_name: str) -> None:
         def post() -> None:
             self.writer.bind(pod.namespace, pod.name, pod.uid, node_name)
 
@@ -127,7 +126,7 @@ class ApiBinder:
         except ConflictError as exc:
             self._resolve_conflict(pod, node_name, exc)
 
-    def _resolve_conflict(self, pod: Pod, node_name: str, conflict: ConflictError) -> None:
+    def _resolve_conflict(self, pod: PodIdentity, node_name: str, conflict: ConflictError) -> None:
         current = orjson.loads(self.writer.get(pod_path(pod.namespace, pod.name)))
         if (current.get("metadata") or {}).get("uid") != pod.uid:
             message = orjson.dumps({"message": f"pod {pod.key} was deleted and recreated"}).decode()

@@ -683,6 +683,21 @@ def test_node_volume_limits(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert res["user"]["node"] == "n2"
 
 
+def test_node_volume_limits_counts_volume_attachments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    driver = "ebs.csi.aws.com"
+    csinodes = [{"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": n},
+                 "spec": {"drivers": [{"name": driver, "nodeID": n, "allocatable": {"count": 1}}]}}
+                for n in ("n1", "n2")]
+    attachment = {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment", "metadata": {"name": "va-1"},
+                  "spec": {"attacher": driver, "nodeName": "n1", "source": {"persistentVolumeName": "pv-1"}}}
+    cluster = [node("n1"), node("n2"), *csinodes, attachment,
+               *bound_claim("one", "pv-1", csi=(driver, "vol-1")), *bound_claim("two", "pv-2", csi=(driver, "vol-2"))]
+    res = simulate(tmp_path, capsys, cluster, [pod("user", volumes=[claim("two")])], profile("NodeVolumeLimits", EQUAL))
+    # No pod uses vol-1, but it is still attached to n1 (e.g. being detached): n1's one slot is taken.
+    assert filtered(res["user"]) == {"n1": ("NodeVolumeLimits", "node(s) exceed max volume count")}
+    assert res["user"]["node"] == "n2"
+
+
 # ----- DefaultPreemption (default profile) --------------------------------------------------------
 
 

@@ -14,10 +14,12 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from scheduler.app.dra_offline import device_line
 from scheduler.app.simulate import (
     Offline,
     SimulationError,
     add_cluster,
+    add_devices,
     attempt,
     build_scheduler,
     queue_message,
@@ -80,7 +82,7 @@ def explain(pod: dict[str, Any], cluster: list[dict[str, Any]], config_path: str
         "nominatedNode": sched.queue.nominator.nominated_node_name(parsed) if out["victims"] else None,
         "sampling": sampling,
     })
-    return out
+    return add_devices(out, sched, target)
 
 
 def _offline_scheduler(
@@ -117,6 +119,7 @@ def format_explain(r: dict[str, Any], rows: int = DEFAULT_ROWS, color: bool = Fa
         lines.append("Chosen node: " + _paint(r["node"], _GREEN, color))
     else:
         lines.append(_paint("Unschedulable: ", _RED, color) + r["message"])
+    lines.extend(f"Device {device_line(d)}" for d in r.get("devices") or [])
     if r["victims"]:
         lines.append(f"Would preempt on {r.get('nominatedNode') or '?'}: {', '.join(r['victims'])}")
     s = r["sampling"]

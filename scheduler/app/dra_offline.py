@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from scheduler.model.pod import pod_from_api
-from scheduler.plugins.helper.dynamicresources.claims import ClaimNameError, claim_name, pod_claims
+from scheduler.plugins.helper.dynamicresources.claims import allocated_devices as claims_devices
 
 TEMPLATE_KIND = "ResourceClaimTemplate"
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
@@ -95,23 +95,8 @@ def _claim_from_template(template: Obj, pod_name: str, namespace: str, uid: str,
 
 
 def allocated_devices(objects: Any, pod_obj: Obj) -> list[dict[str, str]]:
-    """Per pod claim, the devices of its claim's ``status.allocation`` (one entry per request result,
-    in the allocation's order): ``claim`` (the pod's name for it), ``resourceClaim``, ``request``,
-    ``driver``, ``pool``, ``device``. A claim not (yet) allocated contributes nothing."""
-    pod = pod_from_api(dict(pod_obj))
-    out: list[dict[str, str]] = []
-    for pc in pod_claims(pod):
-        try:
-            name, _ = claim_name(pod, pc)
-        except ClaimNameError:
-            continue
-        claim = objects.get("ResourceClaim", pod.namespace, name) if name else None
-        allocation = ((claim or {}).get("status") or {}).get("allocation") or {}
-        for r in (allocation.get("devices") or {}).get("results") or []:
-            out.append({"claim": pc.name, "resourceClaim": str(name), "request": str(r.get("request") or ""),
-                        "driver": str(r.get("driver") or ""), "pool": str(r.get("pool") or ""),
-                        "device": str(r.get("device") or "")})
-    return out
+    """The devices of a pod's claims as the offline store holds them (claims.allocated_devices)."""
+    return claims_devices(pod_from_api(dict(pod_obj)), lambda ns, name: objects.get("ResourceClaim", ns, name))
 
 
 def device_line(d: Mapping[str, str]) -> str:

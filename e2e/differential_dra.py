@@ -40,6 +40,7 @@ from kubernetes import client
 from e2e.cluster.cluster import LocalCluster, create_nodes, node_manifest
 from e2e.differential import IMAGE, KUBE, SCENARIO_LABEL, ZONE, ZONES, Differential, Verdict, compare, kube_scores
 from e2e.kube import create_namespace, delete_namespace, wait_for
+from scheduler.app.logging import configure as configure_logging
 from scheduler.app.simulate import run_simulation
 from scheduler.model.pod import pod_from_api
 from scheduler.plugins.helper.dynamicresources.claims import allocated_devices
@@ -230,11 +231,12 @@ class DraDifferential:
             if pod.spec.node_name:
                 return pod.spec.node_name, ""
             for c in pod.status.conditions or []:
-                if c.type == "PodScheduled" and c.status == "False":
+                # a SchedulerError (e.g. a PreBind write conflict) is retried by kube-scheduler: not a verdict
+                if c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable":
                     return None, c.message
             return None
 
-        return wait_for(decided, 60, what=f"kube-scheduler's decision on {ns}/{name}")
+        return wait_for(decided, 120, what=f"kube-scheduler's decision on {ns}/{name}")
 
     def _snapshot(self, ns: str, name: str, before: set[str], workdir: Path) -> tuple[Path, Path, dict[str, Any],
                                                                                      list[dict[str, Any]]]:
@@ -303,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scenarios", type=int, default=20)
     ap.add_argument("--first-seed", type=int, default=1)
     args = ap.parse_args(argv)
+    configure_logging("WARNING")  # simulate's per-attempt lines would bury the verdicts
     pods = failed = placed = same_node = 0
     with tempfile.TemporaryDirectory(prefix="py-scheduler-dradiff-") as tmp:
         cluster = LocalCluster(Path(tmp) / "cluster")

@@ -231,12 +231,12 @@ class DraDifferential:
             if pod.spec.node_name:
                 return pod.spec.node_name, ""
             for c in pod.status.conditions or []:
-                # a SchedulerError (e.g. a PreBind write conflict) is retried by kube-scheduler: not a verdict
-                if c.type == "PodScheduled" and c.status == "False" and c.reason == "Unschedulable":
+                # an error of the binding cycle (a PreBind write conflict) is retried: not a verdict
+                if c.type == "PodScheduled" and c.status == "False" and not c.message.startswith("running PreBind"):
                     return None, c.message
             return None
 
-        return wait_for(decided, 120, what=f"kube-scheduler's decision on {ns}/{name}")
+        return wait_for(decided, 60, what=f"kube-scheduler's decision on {ns}/{name}")
 
     def _snapshot(self, ns: str, name: str, before: set[str], workdir: Path) -> tuple[Path, Path, dict[str, Any],
                                                                                      list[dict[str, Any]]]:

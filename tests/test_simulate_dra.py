@@ -127,3 +127,28 @@ def test_capacity_gives_each_copy_its_own_template_claim(tmp_path: Path, capsys:
     out, err = capsys.readouterr()
     assert code == 0, err
     assert json.loads(out)["nodes"] == {"n1": 2, "n2": 1}
+
+
+def test_explain_of_a_bound_pod_chooses_its_devices_afresh() -> None:
+    """A bound pod is explained as if pending: its controller-made claim is kept (status.resourceClaimStatuses),
+    with the allocation that was made for it alone taken back, so node and devices are decided again."""
+    from scheduler.app.explain import explain, format_explain
+
+    bound = pod("w", gpu="template:big")
+    bound["spec"]["nodeName"] = "n2"
+    bound["status"] = {"phase": "Running", "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "w-gpu-x"}]}
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "w-gpu-x", "namespace": "default", "uid": "claim-uid",
+                          "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "w", "uid": "uid-w",
+                                               "controller": True}]},
+             "spec": template("big", selector=BIG)["spec"]["spec"],
+             "status": {"allocation": {"devices": {"results": [
+                 {"request": "gpu", "driver": DRIVER, "pool": "n2", "device": "gpu-0"}]}},
+                 "reservedFor": [{"resource": "pods", "name": "w", "uid": "uid-w"}]}}
+    cluster = [node("n1"), node("n2"), GPU_CLASS, gpu_slice("n1", "40Gi"), gpu_slice("n2", "80Gi"), claim, bound]
+    r = explain(bound, cluster, None)
+    assert r["node"] == "n2" and r["boundTo"] == "n2"
+    assert r["devices"] == [{"claim": "gpu", "resourceClaim": "w-gpu-x", "request": "gpu", "driver": DRIVER,
+                             "pool": "n2", "device": "gpu-0"}]
+    assert r["filtered"]["n1"] == {"plugin": "DynamicResources", "reason": "cannot allocate all claims"}
+    assert f"Device gpu/gpu: {DRIVER}/n2/gpu-0" in format_explain(r).splitlines()

@@ -154,8 +154,11 @@ def generate_dra(seed: int) -> DraScenario:
         refs = []
         for c in range(r.choice([1, 1, 2])):
             roll = r.random()
-            if roll < 0.15 and named:
-                refs.append({"name": f"c{c}", "resourceClaimName": r.choice(named)})
+            # a claim of an earlier pod (shared); never one this pod names already (kube-scheduler v1.37.2
+            # fails PreBind for a pod naming one claim twice, forever: "got allocated elsewhere")
+            mine = {ref.get("resourceClaimName") for ref in refs}
+            if roll < 0.15 and [n for n in named if n not in mine]:
+                refs.append({"name": f"c{c}", "resourceClaimName": r.choice([n for n in named if n not in mine])})
                 continue
             spec = _claim_spec(r, classes)
             if roll < 0.6:

@@ -22,7 +22,6 @@ tests/integration/test_differential.py runs a small seeded batch in `make test`.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
@@ -37,9 +36,22 @@ from typing import Any
 import yaml
 from kubernetes import client
 
-from e2e.cluster.cluster import LocalCluster, create_nodes, node_manifest
-from e2e.differential import IMAGE, KUBE, SCENARIO_LABEL, ZONE, ZONES, Differential, Verdict, compare, kube_scores
-from e2e.kube import create_namespace, delete_namespace, wait_for
+from e2e.cluster.cluster import node_manifest
+from e2e.differential import (
+    IMAGE,
+    KUBE,
+    SCENARIO_LABEL,
+    ZONE,
+    ZONES,
+    Differential,
+    Verdict,
+    batch_args,
+    compare,
+    differential_cluster,
+    kube_scores,
+    report,
+)
+from e2e.kube import create_namespace, delete_if_present, delete_namespace, wait_for
 from scheduler.app.logging import configure as configure_logging
 from scheduler.app.simulate import run_simulation
 from scheduler.model.pod import pod_from_api
@@ -211,35 +223,11 @@ class DraDifferential:
         finally:
             delete_namespace(self.core, ns)
             for plural, body in reversed(sc.cluster_objects):
-                self._delete(lambda plural=plural, body=body: self.objs.delete_cluster_custom_object(
+                delete_if_present(lambda plural=plural, body=body: self.objs.delete_cluster_custom_object(
                     GROUP, VERSION, plural, body["metadata"]["name"]))
             for n in sc.nodes:
-                self._delete(lambda n=n: self.core.delete_node(n["metadata"]["name"]))
+                delete_if_present(lambda n=n: self.core.delete_node(n["metadata"]["name"]))
             time.sleep(1.0)
-
-    @staticmethod
-    def _delete(call: Any) -> None:
-        try:
-            call()
-        except client.ApiException as exc:
-            if exc.status != 404:
-                raise
-
-    def _claims(self, ns: str) -> list[dict[str, Any]]:
-        return _items(self.objs.list_namespaced_custom_object(GROUP, VERSION, ns, "resourceclaims"), "ResourceClaim")
-
-    def _decision(self, ns: str, name: str) -> tuple[str | None, str]:
-        def decided() -> tuple[str | None, str] | None:
-            pod = self.core.read_namespaced_pod(name, ns)
-            if pod.spec.node_name:
-                return pod.spec.node_name, ""
-            for c in pod.status.conditions or []:
-                # an error of the binding cycle (a PreBind write conflict) is retried: not a verdict
-                if c.type == "PodScheduled" and c.status == "False" and not c.message.startswith("running PreBind"):
-                    return None, c.message
-            return None
-
-        return wait_for(decided, 60, what=f"kube-scheduler's decision on {ns}/{name}")
 
     def _snapshot(self, ns: str, name: str, before: set[str], workdir: Path) -> tuple[Path, Path, dict[str, Any],
                                                                                      list[dict[str, Any]]]:
@@ -279,7 +267,7 @@ class DraDifferential:
                 name = pod["metadata"]["name"]
                 before = self._allocated_uids()
                 self.core.create_namespaced_pod(ns, pod)
-                kube_node, kube_message = self._decision(ns, name)
+                kube_node, kube_message = self.diff.decision(ns, name)
                 work = Path(tmp) / name
                 work.mkdir()
                 cluster_path, pods_path, kube_pod, claims_now = self._snapshot(ns, name, before, work)
@@ -304,36 +292,18 @@ class DraDifferential:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m e2e.differential_dra", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--scenarios", type=int, default=20)
-    ap.add_argument("--first-seed", type=int, default=1)
-    args = ap.parse_args(argv)
+    args = batch_args(argv, "python -m e2e.differential_dra", __doc__, 20)
     configure_logging("WARNING")  # simulate's per-attempt lines would bury the verdicts
     pods = failed = placed = same_node = 0
-    with tempfile.TemporaryDirectory(prefix="py-scheduler-dradiff-") as tmp:
-        cluster = LocalCluster(Path(tmp) / "cluster")
-        cluster.up()
-        try:
-            create_nodes(str(cluster.kubeconfig), 2, zones=2, prefix="base")
-            diff = Differential(cluster.kubeconfig, Path(tmp))
-            dra = DraDifferential(diff)
-            try:
-                for seed in range(args.first_seed, args.first_seed + args.scenarios):
-                    for d in dra.run(generate_dra(seed)):
-                        v = d.verdict
-                        pods += 1
-                        placed += v.kube_node is not None
-                        same_node += v.kube_node is not None and v.kube_node == v.py_node
-                        status = "ok" if not v.problems else "DIFF"
-                        print(f"seed {seed} {d.pod}: {status} kube={v.kube_node or 'unschedulable'} "
-                              f"py={v.py_node or 'unschedulable'} devices={len(d.kube_devices)}", flush=True)
-                        for p in v.problems:
-                            print(f"    {p}", flush=True)
-                        failed += bool(v.problems)
-            finally:
-                diff.close()
-        finally:
-            cluster.down()
+    with differential_cluster("py-scheduler-dradiff-", base_nodes=2, zones=2) as diff:
+        dra = DraDifferential(diff)
+        for seed in range(args.first_seed, args.first_seed + args.scenarios):
+            for d in dra.run(generate_dra(seed)):
+                v = d.verdict
+                pods += 1
+                placed += v.kube_node is not None
+                same_node += v.kube_node is not None and v.kube_node == v.py_node
+                failed += report(f"seed {seed} {d.pod}", v, f"devices={len(d.kube_devices)}")
     print(f"{pods - failed}/{pods} pods agree ({placed} placed by kube-scheduler, {same_node} on the same node)")
     return 1 if failed else 0
 

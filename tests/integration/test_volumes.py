@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client
 
 from e2e.cluster.cluster import LocalCluster
-from e2e.kube import node_of, pod_manifest, scheduled_condition, wait_for
+from e2e.kube import delete_if_present, node_of, pod_manifest, scheduled_condition, wait_for
 from tests.integration.conftest import SchedulerProc, temporary_nodes
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -223,14 +223,6 @@ def test_volume_attachments_take_csi_attach_slots(
             assert wait_for(lambda: node_of(core, ns, "waiter"), 60, what="waiter bound after the detach") == nodes[0]
         finally:
             for name in attachments:
-                try:
-                    storage.delete_volume_attachment(name)
-                except client.ApiException as exc:
-                    if exc.status != 404:
-                        raise
+                delete_if_present(lambda name=name: storage.delete_volume_attachment(name))
             for n in nodes:
-                try:
-                    storage.delete_csi_node(n)
-                except client.ApiException as exc:
-                    if exc.status != 404:
-                        raise
+                delete_if_present(lambda n=n: storage.delete_csi_node(n))

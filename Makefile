@@ -9,7 +9,7 @@ ZONES ?= 3
 export GOTOOLCHAIN := local
 
 .PHONY: install lint unit integration e2e test cluster-up cluster-down binaries run e2e-kind bench bench-gang bench-smoke \
-	clean lock differential chaos soak e2e-node
+	clean lock differential differential-dra chaos soak e2e-node
 
 # Every Python dependency is pinned in constraints.txt (runtime, dev and bench alike), so a fresh machine
 # installs exactly what was tested; `make lock` resolves pyproject.toml's ranges anew.
@@ -101,6 +101,10 @@ N ?= 200
 SEED ?= 1
 differential: install binaries
 	$(BIN)/python -m e2e.differential --scenarios $(N) --first-seed $(SEED)
+
+# The same with devices (DRA, e2e/differential_dra.py): N scenarios of 2-5 pods each, the devices compared.
+differential-dra: install binaries
+	$(BIN)/python -m e2e.differential_dra --scenarios $(N) --first-seed $(SEED)
 
 # py-scheduler under faults (e2e/chaos): apiserver/etcd/scheduler/leader kills, outages, a competing binder,
 # node deletions, 410 on nodes; 300 pods on 20 nodes per scenario (~15 min on 2 cores; not part of `make test`).

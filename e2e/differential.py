@@ -229,18 +229,19 @@ class Differential:
                         raise
             time.sleep(1.0)  # kube-scheduler's cache forgets them before the next scenario counts nodes
 
-    def _decision(self, ns: str) -> tuple[str | None, str]:
-        """kube-scheduler's node, or its PodScheduled=False message."""
+    def decision(self, ns: str, name: str = "p") -> tuple[str | None, str]:
+        """kube-scheduler's node, or its PodScheduled=False message. An error of the binding cycle
+        (``running PreBind ...``, e.g. a write conflict) is retried by kube-scheduler: not a verdict."""
         def decided() -> tuple[str | None, str] | None:
-            pod = self.core.read_namespaced_pod("p", ns)
+            pod = self.core.read_namespaced_pod(name, ns)
             if pod.spec.node_name:
                 return pod.spec.node_name, ""
             for c in pod.status.conditions or []:
-                if c.type == "PodScheduled" and c.status == "False":
+                if c.type == "PodScheduled" and c.status == "False" and not c.message.startswith("running PreBind"):
                     return None, c.message
             return None
 
-        return wait_for(decided, 60, what=f"kube-scheduler's decision on {ns}/p")
+        return wait_for(decided, 60, what=f"kube-scheduler's decision on {ns}/{name}")
 
     def _snapshot(self, ns: str, workdir: Path) -> tuple[Path, Path]:
         """The cluster as the API has it (nodes, namespaces, bound pods) and the pending pod, as simulate files."""
@@ -259,7 +260,7 @@ class Differential:
     def run(self, sc: Scenario) -> Verdict:
         with self._placed(sc) as ns, tempfile.TemporaryDirectory(prefix="diff-") as tmp:
             self.core.create_namespaced_pod(ns, sc.pod)
-            kube_node, kube_message = self._decision(ns)
+            kube_node, kube_message = self.decision(ns)
             cluster_path, pods_path = self._snapshot(ns, Path(tmp))
             sim = run_simulation(str(cluster_path), str(pods_path), tie_break="name")
             logged = kube_scores(self.log, f"{ns}/p")
@@ -298,32 +299,49 @@ def compare(v: Verdict, logged: dict[str, dict[str, int]], py_scores: dict[str, 
             v.problems.append(f"{node}: kube scores {logged[node]}, py (weighted) {py}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m e2e.differential", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--scenarios", type=int, default=200)
+def report(label: str, v: Verdict, detail: str) -> bool:
+    """Print one verdict (and its problems, indented); True when the schedulers disagree."""
+    status = "ok" if not v.problems else "DIFF"
+    print(f"{label}: {status} kube={v.kube_node or 'unschedulable'} py={v.py_node or 'unschedulable'} {detail}",
+          flush=True)
+    for p in v.problems:
+        print(f"    {p}", flush=True)
+    return bool(v.problems)
+
+
+def batch_args(argv: list[str] | None, prog: str, doc: str, scenarios: int) -> argparse.Namespace:
+    """--scenarios and --first-seed of a batch run."""
+    ap = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0])
+    ap.add_argument("--scenarios", type=int, default=scenarios)
     ap.add_argument("--first-seed", type=int, default=1)
-    args = ap.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="py-scheduler-diff-") as tmp:
+    return ap.parse_args(argv)
+
+
+@contextmanager
+def differential_cluster(prefix: str, base_nodes: int, zones: int) -> Iterator[Differential]:
+    """A fresh local control plane with ``base_nodes`` zoned nodes and kube-scheduler serving KUBE, for a
+    batch run from the command line; all of it stopped afterwards."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         cluster = LocalCluster(Path(tmp) / "cluster")
         cluster.up()
         try:
-            create_nodes(str(cluster.kubeconfig), 4, zones=3, prefix="base")
+            create_nodes(str(cluster.kubeconfig), base_nodes, zones=zones, prefix="base")
             diff = Differential(cluster.kubeconfig, Path(tmp))
-            failed = 0
             try:
-                for seed in range(args.first_seed, args.first_seed + args.scenarios):
-                    v = diff.run(generate(seed))
-                    verdict = v.kube_node or "unschedulable"
-                    status = "ok" if not v.problems else "DIFF"
-                    print(f"seed {seed}: {status} kube={verdict} py={v.py_node or 'unschedulable'} "
-                          f"scored={v.scored_nodes}", flush=True)
-                    for p in v.problems:
-                        print(f"    {p}", flush=True)
-                    failed += bool(v.problems)
+                yield diff
             finally:
                 diff.close()
         finally:
             cluster.down()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = batch_args(argv, "python -m e2e.differential", __doc__, 200)
+    failed = 0
+    with differential_cluster("py-scheduler-diff-", base_nodes=4, zones=3) as diff:
+        for seed in range(args.first_seed, args.first_seed + args.scenarios):
+            v = diff.run(generate(seed))
+            failed += report(f"seed {seed}", v, f"scored={v.scored_nodes}")
     print(f"{args.scenarios - failed}/{args.scenarios} scenarios agree")
     return 1 if failed else 0
 

@@ -59,6 +59,15 @@ def create_namespace(core: client.CoreV1Api, prefix: str = "e2e") -> str:
     return name
 
 
+def delete_if_present(call: Callable[[], object]) -> None:
+    """Run a delete call; an object already gone (404) is fine, other API errors propagate."""
+    try:
+        call()
+    except client.ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
 def delete_namespace(core: client.CoreV1Api, name: str) -> None:
     try:
         core.delete_collection_namespaced_pod(name, grace_period_seconds=0)

@@ -31,3 +31,17 @@ def test_among_tied_best_any_will_do_but_not_a_worse_node() -> None:
     worse = verdict("n3", "n1")
     compare(worse, LOGGED, SCORES)
     assert worse.problems and "simulate's best are ['n1', 'n2']" in worse.problems[0]
+
+
+def test_a_dra_filter_error_naming_another_nodes_device_is_agreement() -> None:
+    """kube-scheduler filters in parallel: the first node to fail with an allocator error is a race."""
+    from e2e.differential_dra import same_error_on_another_node
+
+    def err(device: str) -> str:
+        return (f'running "DynamicResources" filter plugin: claim ns/c, request r0: cannot add device {device} '
+                "because a claim constraint would not be satisfied")
+
+    assert same_error_on_another_node(err("gpu.x/n3/dev-2"), err("gpu.x/shared/dev-0"))
+    assert not same_error_on_another_node(err("gpu.x/n3/dev-2"), err("gpu.x/n3/dev-2"))  # equal: compared as is
+    assert not same_error_on_another_node(err("gpu.x/n3/dev-2"), "0/3 nodes are available: 3 cannot allocate.")
+    assert not same_error_on_another_node(err("gpu.x/n3/dev-2"), err("gpu.x/n3/dev-2").replace("r0", "r1"))

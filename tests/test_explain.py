@@ -103,6 +103,21 @@ def test_capacity_cli_json_and_bad_input(tmp_path: Path, capsys: pytest.CaptureF
     assert (code, err) == (2, "py-scheduler capacity: give --cluster FILE, --from-cluster, or both\n")
 
 
+def test_capacity_resolves_the_pods_priority_class(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """capacity's --cluster may hold PriorityClasses; a pod naming a missing one is refused as admission does."""
+    web = pod("web", "1", scheduler=DEFAULT)
+    del web["spec"]["priority"]  # as written by a user: admission fills it in
+    web["spec"]["priorityClassName"] = "gold"
+    path = write(tmp_path, "pod.yaml", [web])
+    code, _, err = run_cli(capsys, "capacity", "--pod", path, "--cluster", write(tmp_path, "c.yaml", CLUSTER))
+    assert (code, err) == (2, f'py-scheduler capacity: {path}: pods "web" is forbidden: '
+                              "no PriorityClass with name gold was found\n")
+    gold = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "gold"}, "value": 100}
+    cluster = write(tmp_path, "c2.yaml", [*CLUSTER, gold])
+    code, out, _ = run_cli(capsys, "capacity", "--pod", path, "--cluster", cluster, "--output", "json")
+    assert code == 0 and yaml.safe_load(out)["count"] == 3
+
+
 def test_unreachable_cluster_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     kubeconfig = write(tmp_path, "kubeconfig", [{
         "apiVersion": "v1", "kind": "Config", "current-context": "c",

@@ -100,3 +100,38 @@ def test_pending_writes_are_bounded_and_the_excess_dropped() -> None:
     release.set()
     writer.close()
     assert len(api.sent) == 3
+
+
+def test_a_bound_pod_with_claims_gets_its_devices_read_from_the_api_server() -> None:
+    """py-scheduler/allocated-devices: per pod claim and request the allocated driver/pool/device, read with
+    a GET (the watch may lag PreBind's write); a missing claim contributes nothing; outside the history."""
+    from scheduler.edge import NotFoundError
+    from scheduler.kube.results import ALLOCATED_DEVICES, ResultWriter
+
+    claims = {("ns", "p-gpu-abcde"): {"status": {"allocation": {"devices": {"results": [
+        {"request": "gpu", "driver": "gpu.example.com", "pool": "n1", "device": "gpu-3"}]}}}}}
+
+    class Api(Patches):
+        def get_object(self, kind: str, namespace: str, name: str) -> dict[str, object]:
+            assert kind == "ResourceClaim"
+            if (namespace, name) not in claims:
+                raise NotFoundError("gone")
+            return claims[(namespace, name)]
+
+    api = Api()
+    writer = ResultWriter(api)  # type: ignore[arg-type]
+    pod = pod_from_api({"metadata": {"name": "p", "namespace": "ns", "uid": "u1"},
+                        "spec": {"containers": [{"name": "c"}],
+                                 "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"},
+                                                    {"name": "nic", "resourceClaimName": "missing"}]},
+                        "status": {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-abcde"}]}})
+    writer.recorder.begin(pod)
+    writer.recorder.selected_node(pod, "n1")
+    writer.bound(pod, "n1")
+    writer.close()
+    [(_, _, patch)] = api.sent
+    annotations = patch["metadata"]["annotations"]  # type: ignore[index]
+    assert json.loads(annotations[ALLOCATED_DEVICES]) == [
+        {"claim": "gpu", "resourceClaim": "p-gpu-abcde", "request": "gpu", "driver": "gpu.example.com",
+         "pool": "n1", "device": "gpu-3"}]
+    assert ALLOCATED_DEVICES not in json.loads(annotations[RESULT_HISTORY])[0]

@@ -683,6 +683,21 @@ def test_node_volume_limits(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert res["user"]["node"] == "n2"
 
 
+def test_node_volume_limits_counts_volume_attachments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    driver = "ebs.csi.aws.com"
+    csinodes = [{"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": n},
+                 "spec": {"drivers": [{"name": driver, "nodeID": n, "allocatable": {"count": 1}}]}}
+                for n in ("n1", "n2")]
+    attachment = {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment", "metadata": {"name": "va-1"},
+                  "spec": {"attacher": driver, "nodeName": "n1", "source": {"persistentVolumeName": "pv-1"}}}
+    cluster = [node("n1"), node("n2"), *csinodes, attachment,
+               *bound_claim("one", "pv-1", csi=(driver, "vol-1")), *bound_claim("two", "pv-2", csi=(driver, "vol-2"))]
+    res = simulate(tmp_path, capsys, cluster, [pod("user", volumes=[claim("two")])], profile("NodeVolumeLimits", EQUAL))
+    # No pod uses vol-1, but it is still attached to n1 (e.g. being detached): n1's one slot is taken.
+    assert filtered(res["user"]) == {"n1": ("NodeVolumeLimits", "node(s) exceed max volume count")}
+    assert res["user"]["node"] == "n2"
+
+
 # ----- DefaultPreemption (default profile) --------------------------------------------------------
 
 
@@ -715,3 +730,34 @@ def test_default_preemption_victims(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert res["polite"]["message"] == (
         "0/2 nodes are available: 2 Insufficient cpu. preemption: "
         "not eligible due to preemptionPolicy=Never.")
+
+
+def test_priority_classes_resolve_pods_priorities(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """PriorityClasses in the cluster file: pods get their class's value (or the global default's), as the
+    API server's Priority admission gives them; a pod naming a missing class is refused with its message."""
+    def pclass(name: str, value: int, **extra: Any) -> dict[str, Any]:
+        return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
+                "value": value, **extra}
+
+    cluster = [node("n1", cpu="2"), pclass("batch", 10, globalDefault=True), pclass("urgent", 1000),
+               pclass("urgent-polite", 1000, preemptionPolicy="Never"),
+               pod("running", cpu="2", on="n1")]  # no class: the global default's 10
+    pods = [pod("polite", cpu="1", priorityClassName="urgent-polite"), pod("same", cpu="1"),
+            pod("urgent", cpu="1", priorityClassName="urgent"), pod("typo", cpu="1", priorityClassName="urgnet")]
+    (tmp_path / "cluster.yaml").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": cluster}))
+    (tmp_path / "pods.yaml").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": pods}))
+    code = main(["--log-level", "ERROR", "simulate", "--cluster", str(tmp_path / "cluster.yaml"),
+                 "--pods", str(tmp_path / "pods.yaml"), "--tie-break", "name", "--output", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    doc = json.loads(out)
+    res = {r["pod"].split("/", 1)[1]: r for r in doc["results"]}
+    refusal = 'pods "typo" is forbidden: no PriorityClass with name urgnet was found'
+    assert doc["invalid"] == [refusal]
+    assert res["typo"]["node"] is None and refusal in res["typo"]["message"]
+    # priority 1000 but its class says Never: no preemption.
+    assert res["polite"]["message"].endswith("preemption: not eligible due to preemptionPolicy=Never.")
+    # the default class's 10, like the running pod: nothing to preempt.
+    assert res["same"]["victims"] == [] and res["same"]["node"] is None
+    # 1000 > 10: the running pod is evicted.
+    assert res["urgent"]["victims"] == ["default/running"] and res["urgent"]["node"] == "n1"

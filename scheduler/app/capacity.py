@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from scheduler.app.dra_offline import make_template_claims, templates_by_key
 from scheduler.app.simulate import SimulationError, add_cluster, attempt, build_scheduler, queue_message
 from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
 
@@ -37,10 +38,13 @@ def capacity(
     sched = off.sched
     add_cluster(sched, cluster, source, live=live)
     placed: Counter[str] = Counter()
+    templates = templates_by_key(cluster)
     message = f"limit reached: --max {max_count}"
     i = 0
     while max_count is None or i < max_count:
-        obj = copy_of(pod, i)
+        obj, claims = make_template_claims(copy_of(pod, i), templates)  # each copy its own template claims
+        for claim in claims:
+            sched.on_object_event("ResourceClaim", ADDED, claim)
         key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
         sched.on_pod_event(ADDED, obj)
         outcome = attempt(off, key)

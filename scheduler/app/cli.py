@@ -189,7 +189,8 @@ class _Progress:
 
 def _capacity(args: argparse.Namespace) -> int:
     from scheduler.app.capacity import capacity, format_capacity
-    from scheduler.app.simulate import SimulationError, invalid_fields, load_objects, pods_to_place
+    from scheduler.app.priority_admission import PriorityAdmission
+    from scheduler.app.simulate import SimulationError, admitted, invalid_fields, load_objects, pods_to_place
 
     def body() -> int:
         if not args.cluster and not args.from_cluster:
@@ -198,17 +199,22 @@ def _capacity(args: argparse.Namespace) -> int:
         pods = pods_to_place(args.pod)
         if len(pods) != 1:
             raise SimulationError(f"{args.pod}: expected exactly one Pod, found {len(pods)} objects")
-        if invalid_fields(pods[0]):  # the API server would reject it: nothing to count
-            raise SimulationError(f"{args.pod}: " + "; ".join(invalid_fields(pods[0])))
+        objects = load_objects(args.cluster) if args.cluster else []
+        admission = PriorityAdmission.from_objects([o for o in objects if not invalid_fields(o)],
+                                                   complete=not args.from_cluster)
+        pod, errors = admitted(pods[0], admission)
+        if errors:  # the API server would reject it: nothing to count
+            raise SimulationError(f"{args.pod}: " + "; ".join(errors))
         cluster = _live_cluster(args) if args.from_cluster else []
-        for o in load_objects(args.cluster) if args.cluster else []:
-            for error in invalid_fields(o):
+        for o in objects:
+            o, errors = admitted(o, admission)
+            for error in errors:
                 print(f"py-scheduler capacity: invalid {error} (left out)", file=sys.stderr)
-            if not invalid_fields(o):
+            if not errors:
                 cluster.append(o)
         progress = _Progress(args.max)
         try:
-            result = capacity(pods[0], cluster, args.config, max_count=args.max, live=args.from_cluster,
+            result = capacity(pod, cluster, args.config, max_count=args.max, live=args.from_cluster,
                               source=args.cluster or "the live cluster", progress=progress)
         finally:
             progress.close()

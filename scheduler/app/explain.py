@@ -14,10 +14,12 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from scheduler.app.dra_offline import device_line
 from scheduler.app.simulate import (
     Offline,
     SimulationError,
     add_cluster,
+    add_devices,
     attempt,
     build_scheduler,
     queue_message,
@@ -33,9 +35,26 @@ DEFAULT_ROWS = 20
 
 
 def as_pending(pod: dict[str, Any]) -> dict[str, Any]:
-    """The pod as it was before binding: no spec.nodeName, no status beyond its phase."""
+    """The pod as it was before binding: no spec.nodeName, no status beyond its phase and the claims the
+    resourceclaim controller made for it (they were there before the scheduler saw it)."""
     spec = {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}
-    return {**pod, "spec": spec, "status": {"phase": "Pending"}}
+    status: dict[str, Any] = {"phase": "Pending"}
+    claims = (pod.get("status") or {}).get("resourceClaimStatuses")
+    if claims:
+        status["resourceClaimStatuses"] = claims
+    return {**pod, "spec": spec, "status": status}
+
+
+def claims_before(cluster: list[dict[str, Any]], uid: str) -> list[dict[str, Any]]:
+    """The cluster with the claims reserved for the pod alone as they were before its scheduling (no
+    allocation, no reservation): its devices are chosen afresh, as its node is."""
+    out = []
+    for o in cluster:
+        reserved = ((o.get("status") or {}).get("reservedFor") or []) if o.get("kind") == "ResourceClaim" else []
+        if reserved and all(r.get("uid") == uid for r in reserved):
+            o = {**o, "status": {}}
+        out.append(o)
+    return out
 
 
 def explain(pod: dict[str, Any], cluster: list[dict[str, Any]], config_path: str | None) -> dict[str, Any]:
@@ -44,6 +63,8 @@ def explain(pod: dict[str, Any], cluster: list[dict[str, Any]], config_path: str
     ``sampling``."""
     bound_to = (pod.get("spec") or {}).get("nodeName") or None
     target = as_pending(pod) if bound_to else pod
+    if bound_to:
+        cluster = claims_before(cluster, str((pod.get("metadata") or {}).get("uid") or ""))
     off, fwk = _offline_scheduler(target, cluster, config_path)
     sched = off.sched
     sched.cache.update_snapshot(sched.snapshot)
@@ -80,7 +101,7 @@ def explain(pod: dict[str, Any], cluster: list[dict[str, Any]], config_path: str
         "nominatedNode": sched.queue.nominator.nominated_node_name(parsed) if out["victims"] else None,
         "sampling": sampling,
     })
-    return out
+    return add_devices(out, sched, target)
 
 
 def _offline_scheduler(
@@ -117,6 +138,7 @@ def format_explain(r: dict[str, Any], rows: int = DEFAULT_ROWS, color: bool = Fa
         lines.append("Chosen node: " + _paint(r["node"], _GREEN, color))
     else:
         lines.append(_paint("Unschedulable: ", _RED, color) + r["message"])
+    lines.extend(f"Device {device_line(d)}" for d in r.get("devices") or [])
     if r["victims"]:
         lines.append(f"Would preempt on {r.get('nominatedNode') or '?'}: {', '.join(r['victims'])}")
     s = r["sampling"]

@@ -18,7 +18,16 @@ from typing import Any, Literal
 
 import yaml
 
+from scheduler.app.dra_offline import (
+    TEMPLATE_KIND,
+    allocated_devices,
+    device_line,
+    make_template_claims,
+    templates_by_key,
+)
 from scheduler.app.offline import OfflineWriter, RecordingBinder, RecordingEventSink
+from scheduler.app.priority_admission import KIND as PRIORITY_CLASS
+from scheduler.app.priority_admission import AdmissionError, PriorityAdmission
 from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
 from scheduler.framework.features import Features
 from scheduler.framework.interface import NodeToStatus
@@ -109,10 +118,15 @@ def _ident(o: Mapping[str, Any]) -> str:
     return f"{o.get('kind')} {ns + '/' if ns else ''}{m.get('name')}"
 
 
+# Kinds without a namespace (the others default to "default", as kubectl apply does).
+CLUSTER_SCOPED = frozenset({"Node", "Namespace", "PersistentVolume", "StorageClass", "CSINode", "CSIDriver",
+                            "VolumeAttachment", PRIORITY_CLASS, "ResourceSlice", "DeviceClass", "DeviceTaintRule"})
+
+
 def _with_defaults(o: dict[str, Any], i: int) -> dict[str, Any]:
     """Fill what the API server would: namespace, uid, creationTimestamp."""
     meta = dict(o.get("metadata") or {})
-    if o.get("kind") not in ("Node", "Namespace", "PersistentVolume", "StorageClass", "CSINode", "CSIDriver"):
+    if o.get("kind") not in CLUSTER_SCOPED:
         meta.setdefault("namespace", "default")
     meta.setdefault("uid", f"sim-{o.get('kind', '').lower()}-{meta.get('namespace', '')}-{meta['name']}")
     meta.setdefault("resourceVersion", str(i + 1))
@@ -191,6 +205,8 @@ def add_cluster(sched: Scheduler, objects: list[dict[str, Any]], source: str, *,
             sched.on_pod_event(ADDED, o)
         elif kind in OBJECT_KINDS or kind == PODGROUP:
             sched.on_object_event(kind, ADDED, o)
+        elif kind in (PRIORITY_CLASS, TEMPLATE_KIND):
+            continue  # read before the pods are fed: by admission (admitted), by the claims' maker (with_claims)
         else:
             raise SimulationError(f"{source}: {_ident(o)}: unsupported kind {kind}")
 
@@ -210,6 +226,36 @@ class Simulation:
     invalid: list[str] = field(default_factory=list)
 
 
+def admitted(o: dict[str, Any], admission: PriorityAdmission) -> tuple[dict[str, Any], list[str]]:
+    """A file's object as the API server would store it (pods through Priority admission), or the
+    errors that would refuse it: admission's, else validation's (one line per invalid field)."""
+    if o.get("kind") == "Pod":
+        try:
+            o = admission.admit(o)
+        except AdmissionError as exc:
+            return o, [str(exc)]
+    return o, invalid_fields(o)
+
+
+def with_claims(objects: list[dict[str, Any]], templates: Mapping[tuple[str, str], Any]) -> list[dict[str, Any]]:
+    """The objects with each pod's template claims made as the resourceclaim controller would (the
+    claims follow the objects, the pods carry status.resourceClaimStatuses)."""
+    out, claims = [], []
+    for o in objects:
+        if o.get("kind") == "Pod":
+            o, made = make_template_claims(o, templates)
+            claims.extend(made)
+        out.append(o)
+    return out + claims
+
+
+def add_devices(result: dict[str, Any], sched: Scheduler, pod_obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A pod with resource claims gets ``devices``: what its claims were allocated (dra_offline)."""
+    if (pod_obj.get("spec") or {}).get("resourceClaims"):
+        result["devices"] = allocated_devices(sched.objects, pod_obj)
+    return result
+
+
 def invalid_fields(o: Mapping[str, Any]) -> list[str]:
     """What the API server would reject in this object, one line per field, naming the object."""
     meta = o.get("metadata") or {}
@@ -227,23 +273,34 @@ def run_simulation(
     if given, with the objects of ``cluster_path`` on top. Objects of the files the API server would
     reject are reported and left out (a live snapshot passed the API server already)."""
     sim = Simulation([])
+    objects = load_objects(cluster_path) if cluster_path else []
+    admission = PriorityAdmission.from_objects([o for o in objects if not invalid_fields(o)], complete=live is None)
     cluster = []
-    for o in load_objects(cluster_path) if cluster_path else []:
-        errors = invalid_fields(o)
+    for o in objects:
+        o, errors = admitted(o, admission)
         sim.invalid.extend(errors)
         if not errors:
             cluster.append(o)
-    pods = pods_to_place(pods_path, len(cluster))
-    rejected = {i: invalid_fields(p) for i, p in enumerate(pods)}
-    rejected = {i: errors for i, errors in rejected.items() if errors}
-    for errors in rejected.values():
-        sim.invalid.extend(errors)
-    valid = [p for i, p in enumerate(pods) if i not in rejected]
+    pods = []
+    rejected = {}
+    for i, p in enumerate(pods_to_place(pods_path, len(cluster))):
+        p, errors = admitted(p, admission)
+        pods.append(p)
+        if errors:
+            rejected[i] = errors
+            sim.invalid.extend(errors)
+    templates = templates_by_key(cluster)
+    cluster = with_claims(cluster, templates)
+    valid = with_claims([p for i, p in enumerate(pods) if i not in rejected], templates)
+    claims = [o for o in valid if o.get("kind") != "Pod"]
+    valid = valid[:len(valid) - len(claims)]
     off = build_scheduler(config_path, valid, seed=seed, tie_break=tie_break, policy_path=policy_path)
     if live is not None:
         add_cluster(off.sched, live, "the live cluster", live=True)
-    add_cluster(off.sched, cluster, cluster_path or "")
-    placed = iter([result_dict(o, victims, off.results) for o, victims in _schedule_each(off, valid)])
+    add_cluster(off.sched, cluster + claims, cluster_path or "")
+    outcomes = list(_schedule_each(off, valid))
+    placed = iter([add_devices(result_dict(o, victims, off.results), off.sched, obj)
+                   for (o, victims), obj in zip(outcomes, valid, strict=True)])
     for i, p in enumerate(pods):
         sim.results.append(_rejected(p, rejected[i]) if i in rejected else next(placed))
     return sim
@@ -407,6 +464,7 @@ def format_table(sim: Simulation) -> str:
             lines.append(f"    {r['message']}")
         if r.get("victims"):
             lines.append(f"    preempted {', '.join(r['victims'])}")
+        lines.extend(f"    device {device_line(d)}" for d in r.get("devices") or [])
         for node, f in r["filtered"].items():
             lines.append(f"    filtered {node}: {f['plugin']}: {f['reason']}")
         top = sorted(r["scores"].items(), key=lambda kv: (-kv[1].get("total", 0), kv[0]))[:5]

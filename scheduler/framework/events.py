@@ -49,6 +49,7 @@ _RESOURCE_NAMES: dict[str, str] = {
     EventResource.CSI_NODE: "storage.k8s.io/CSINode",
     EventResource.CSI_DRIVER: "storage.k8s.io/CSIDriver",
     EventResource.CSI_STORAGE_CAPACITY: "storage.k8s.io/CSIStorageCapacity",
+    EventResource.VOLUME_ATTACHMENT: "storage.k8s.io/VolumeAttachment",
     EventResource.RESOURCE_CLAIM: "resource.k8s.io/ResourceClaim",
     EventResource.RESOURCE_SLICE: "resource.k8s.io/ResourceSlice",
     EventResource.DEVICE_CLASS: "resource.k8s.io/DeviceClass",

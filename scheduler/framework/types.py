@@ -136,6 +136,7 @@ class EventResource(StrEnum):
     CSI_NODE = "CSINode"
     CSI_DRIVER = "CSIDriver"
     CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
+    VOLUME_ATTACHMENT = "VolumeAttachment"
     SERVICE = "Service"
     REPLICA_SET = "ReplicaSet"
     STATEFUL_SET = "StatefulSet"

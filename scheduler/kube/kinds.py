@@ -59,6 +59,8 @@ WATCHED_KINDS: tuple[WatchedKind, ...] = (
     WatchedKind("CSIDriver", "storage.k8s.io", "v1", "csidrivers", EventResource.CSI_DRIVER),
     WatchedKind("CSIStorageCapacity", "storage.k8s.io", "v1", "csistoragecapacities",
                 EventResource.CSI_STORAGE_CAPACITY),
+    # NodeVolumeLimits counts CSI volumes attached to a node (upstream's CSILimits VolumeAttachment informer).
+    WatchedKind("VolumeAttachment", "storage.k8s.io", "v1", "volumeattachments", EventResource.VOLUME_ATTACHMENT),
     # DynamicResources: claims are read again on a write conflict (get) and get the finalizer (update);
     # their status subresources are written by PreBind, PostFilter and Unreserve (see the extra rules
     # in manifests/clusterrole.yaml).

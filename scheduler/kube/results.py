@@ -14,33 +14,45 @@ from typing import Any
 
 import structlog
 
+from scheduler.edge import NotFoundError
 from scheduler.framework.interface import NodeToStatus
 from scheduler.framework.results import (
     MAX_ANNOTATION_BYTES,
     RESULT_HISTORY,
     AttemptResult,
     ResultRecorder,
+    go_json,
     with_history,
 )
 from scheduler.kube.client import ApiWriter, status_of
 from scheduler.model.pod import Pod
+from scheduler.plugins.helper.dynamicresources.claims import allocated_devices
 
 log = structlog.get_logger(__name__)
 
 HISTORY_CAP = 5  # attempts kept in result-history (the simulator keeps all; a pod's annotations are bounded)
+# py-scheduler's own addition (the simulator has no DRA result): the devices a bound pod's claims got.
+ALLOCATED_DEVICES = "py-scheduler/allocated-devices"
 
 
-def annotation_patch(pod: Pod, result: AttemptResult, cap: int = HISTORY_CAP) -> dict[str, Any] | None:
+def annotation_patch(pod: Pod, result: AttemptResult, cap: int = HISTORY_CAP,
+                     devices: list[dict[str, str]] | None = None) -> dict[str, Any] | None:
     """The merge patch for one attempt, or None when the pod already carries these results or they
-    are too large for annotations (thousands of nodes): the API server would refuse them."""
+    are too large for annotations (thousands of nodes): the API server would refuse them. ``devices``
+    (a bound pod with claims) goes to ALLOCATED_DEVICES, outside the history."""
     current = result.annotations()
+    if devices is not None:
+        current[ALLOCATED_DEVICES] = go_json(devices)
     existing = (pod.raw.get("metadata") or {}).get("annotations") or {}
     if all(existing.get(k) == v for k, v in current.items()):
         return None
     if sum(len(k) + len(v) for k, v in current.items()) > MAX_ANNOTATION_BYTES:
         log.warning("scheduling results too large for annotations; not recorded", pod=pod.key)
         return None
-    annotations = with_history(current, existing.get(RESULT_HISTORY), cap)
+    annotations = with_history({k: v for k, v in current.items() if k != ALLOCATED_DEVICES},
+                               existing.get(RESULT_HISTORY), cap)
+    if ALLOCATED_DEVICES in current:
+        annotations[ALLOCATED_DEVICES] = current[ALLOCATED_DEVICES]
     return {"metadata": {"uid": pod.uid, "annotations": annotations}}
 
 
@@ -62,15 +74,15 @@ class ResultWriter:
         """Not the end yet: the binding cycle's plugins are still to be recorded."""
 
     def bound(self, pod: Pod, node: str) -> None:
-        self._submit(pod)
+        self._submit(pod, bound=True)
 
     def failed(self, pod: Pod, message: str, statuses: NodeToStatus | None) -> None:
-        self._submit(pod)
+        self._submit(pod, bound=False)
 
     def preempted(self, victim: Pod, preemptor: Pod, node: str) -> None:
         """The preemptor's own results say it (postfilter-result)."""
 
-    def _submit(self, pod: Pod) -> None:
+    def _submit(self, pod: Pod, bound: bool) -> None:
         """Queue the write; when the API server is slower than the attempts (the queue was unbounded: each
         entry holds a pod and its results), the results are dropped and counted instead."""
         result = self.recorder.take(pod.uid)
@@ -82,23 +94,37 @@ class ResultWriter:
                 log.warning("scheduling results not recorded: too many writes pending", pod=pod.key,
                             dropped=self.dropped)
             return
-        self._pool.submit(self._write, pod, result)
+        self._pool.submit(self._write, pod, result, bound)
 
-    def _write(self, pod: Pod, result: AttemptResult) -> None:
+    def _write(self, pod: Pod, result: AttemptResult, bound: bool) -> None:
         try:
-            self._write_one(pod, result)
+            self._write_one(pod, result, bound)
         finally:
             self._room.release()
 
-    def _write_one(self, pod: Pod, result: AttemptResult) -> None:
-        patch = annotation_patch(pod, result, self._cap)
-        if patch is None:
-            return
+    def _write_one(self, pod: Pod, result: AttemptResult, bound: bool) -> None:
         try:
+            patch = annotation_patch(pod, result, self._cap, self._devices(pod) if bound else None)
+            if patch is None:
+                return
             self._writer.patch_pod(pod.namespace, pod.name, patch)
         except Exception as exc:  # a lost annotation must never affect scheduling
             log.warning("could not record scheduling results", pod=pod.key, error=str(exc),
                         status=status_of(exc))
+
+    def _devices(self, pod: Pod) -> list[dict[str, str]] | None:
+        """A bound pod's allocated devices, read from the API server: PreBind wrote the claims before
+        the binding, and the watch may not have delivered them yet. None for pods without claims."""
+        if not (pod.raw.get("spec") or {}).get("resourceClaims"):
+            return None
+
+        def get(namespace: str, name: str) -> dict[str, Any] | None:
+            try:
+                return self._writer.get_object("ResourceClaim", namespace, name)
+            except NotFoundError:
+                return None
+
+        return allocated_devices(pod, get)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)

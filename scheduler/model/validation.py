@@ -460,13 +460,58 @@ def validate_node(obj: Mapping[str, Any]) -> list[FieldError]:
     return list(errs)
 
 
+# The classes the API server creates at start-up (scheduling/v1 helpers.go); "system-" names and values
+# above HighestUserDefinablePriority are theirs alone.
+SYSTEM_PRIORITY_CLASSES: dict[str, int] = {
+    "system-node-critical": 2_000_001_000,
+    "system-cluster-critical": 2_000_000_000,
+}
+HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
+
+
+def _system_class_problem(name: str, value: int, global_default: object) -> str:
+    """IsKnownSystemPriorityClass's error ('' when the class is one of the system classes as defined)."""
+    if name not in SYSTEM_PRIORITY_CLASSES:
+        return f"{name} is not a known system priority class"
+    if value != SYSTEM_PRIORITY_CLASSES[name]:
+        return f"value of {name} PriorityClass must be {SYSTEM_PRIORITY_CLASSES[name]}"
+    if global_default:
+        return f"globalDefault of {name} PriorityClass must be false"
+    return ""
+
+
+def validate_priority_class(obj: Mapping[str, Any]) -> list[FieldError]:
+    """ValidatePriorityClass's checks that decide a pod's priority: a 32-bit value, reserved names and
+    values, the preemption policy."""
+    errs = _Errors()
+    _metadata(obj, errs, namespaced=False)
+    name, value = (obj.get("metadata") or {}).get("name"), obj.get("value")
+    if not _int(value) or not _INT32_MIN <= value <= _INT32_MAX:
+        errs.add("value", f"{value!r} must be a 32-bit integer")
+    elif isinstance(name, str) and name.startswith("system-"):
+        problem = _system_class_problem(name, value, obj.get("globalDefault", False))
+        if problem:
+            errs.add("metadata.name", f"priority class names with 'system-' prefix are reserved for system use "
+                                      f"only. error: {problem}")
+    elif value > HIGHEST_USER_DEFINABLE_PRIORITY:
+        errs.add("value", f"maximum allowed value of a user defined priority is {HIGHEST_USER_DEFINABLE_PRIORITY}")
+    policy = obj.get("preemptionPolicy")
+    if policy is not None and policy not in _PREEMPTION_POLICIES:
+        errs.add("preemptionPolicy", _supported(policy, _PREEMPTION_POLICIES))
+    if not isinstance(obj.get("globalDefault", False), bool):
+        errs.add("globalDefault", "must be a boolean")
+    return list(errs)
+
+
 def validate(obj: Mapping[str, Any]) -> list[FieldError]:
-    """Pods and Nodes are checked field by field; other kinds only for their metadata."""
+    """Pods, Nodes and PriorityClasses are checked field by field; other kinds only for their metadata."""
     kind = obj.get("kind")
     if kind == "Pod":
         return validate_pod(obj)
     if kind == "Node":
         return validate_node(obj)
+    if kind == "PriorityClass":
+        return validate_priority_class(obj)
     errs = _Errors()
     _metadata(obj, errs, namespaced=True)
     return list(errs)

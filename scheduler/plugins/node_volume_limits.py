@@ -14,14 +14,12 @@ not installed on the node``. Counted:
   CSI driver and handle as csi-translation-lib does. An unbound claim counts against its StorageClass's
   provisioner (translated likewise) with a per-claim placeholder handle;
 * inline in-tree volumes of those migrated plugins;
-* VolumeAttachments to the node whose PV is a CSI volume and is not already used by a pod there.
+* VolumeAttachments to the node whose PV is a CSI volume and is not already used by a pod there
+  (watched as upstream's CSILimits informer; a deleted one requeues pods it may help).
 
 The new pod's missing PVC is UnschedulableAndUnresolvable (``looking up PVC <ns>/<c>: persistentvolumeclaim
 "<c>" not found``); an existing pod's missing PVC is not counted. PreFilter returns Skip when the pod
 has no PVC, ephemeral or migratable inline volume.
-
-VolumeAttachments are read from the object store under the kind ``VolumeAttachment``; the watch does not
-deliver them yet (it needs a list/watch RBAC rule), so until it does only pods' volumes are counted.
 """
 
 from __future__ import annotations
@@ -295,7 +293,7 @@ class NodeVolumeLimits:
     # --- queueing ----------------------------------------------------------------------------------
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
-        """As upstream, except VolumeAttachment deletions: the scheduler does not watch VolumeAttachments."""
+        """As upstream's CSILimits.EventsToRegister."""
         return [
             ClusterEventWithHint(ClusterEvent(EventResource.CSI_NODE, ActionType.ADD)),
             ClusterEventWithHint(
@@ -306,6 +304,10 @@ class NodeVolumeLimits:
             ),
             ClusterEventWithHint(
                 ClusterEvent(EventResource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD), self.is_schedulable_after_pvc_added
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.VOLUME_ATTACHMENT, ActionType.DELETE),
+                self.is_schedulable_after_volume_attachment_deleted,
             ),
         ]
 
@@ -332,6 +334,25 @@ class NodeVolumeLimits:
             if claim is None and is_ephemeral(vol):
                 claim = ephemeral_claim_name(pod, vol)
             if claim is not None and claim == name_of(new):
+                return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_volume_attachment_deleted(self, pod: Pod, old: Any, new: Any) -> QueueingHint:
+        """A detached volume frees a slot: queue a pod with a claim, or with a migratable inline volume
+        of the detached volume's driver (a volume that cannot be translated queues, as upstream's error)."""
+        if not isinstance(old, Mapping):
+            return QueueingHint.QUEUE
+        attacher = spec(old).get("attacher")
+        for vol in pod_volumes(pod):
+            if claim_name_of(vol) is not None:
+                return QueueingHint.QUEUE
+            if in_tree_plugin_of_volume(vol) is None:
+                continue
+            try:
+                driver, _ = translate_inline_volume(vol)
+            except TranslationError:
+                return QueueingHint.QUEUE
+            if driver == attacher:
                 return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
 

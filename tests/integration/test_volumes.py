@@ -2,7 +2,8 @@
 a local PV's node affinity decides the node, both for a bound claim (VolumeBinding Filter) and for a
 WaitForFirstConsumer claim that py-scheduler binds itself (Reserve + PreBind, then the PV controller);
 a zone-labelled PV decides the zone (VolumeZone); a ReadWriteOncePod claim in use keeps a second pod
-pending with upstream's message (VolumeRestrictions)."""
+pending with upstream's message (VolumeRestrictions); a VolumeAttachment takes a CSI attach slot, and its
+deletion lets the pod waiting for that slot in (NodeVolumeLimits)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from kubernetes import client
 
 from e2e.cluster.cluster import LocalCluster
-from e2e.kube import node_of, pod_manifest, scheduled_condition, wait_for
+from e2e.kube import delete_if_present, node_of, pod_manifest, scheduled_condition, wait_for
 from tests.integration.conftest import SchedulerProc, temporary_nodes
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -188,3 +189,82 @@ def test_a_pod_deleted_while_its_prebind_waits_frees_its_node(
                     and scheduler.metric("scheduler_cache_size", 'type="pods"') == len(bound))
 
         wait_for(consistent, 60, 0.5, "no assumed pod left and the cache == the bound pods")
+
+
+CSI_DRIVER = "it.csi.example.com"
+LIMIT_REASON = "node(s) exceed max volume count"
+VA_ADD = "storage.k8s.io/VolumeAttachmentAdd"
+
+
+def csi_pv(name: str, handle: str, nodes: list[str]) -> dict[str, Any]:
+    """A bound-able CSI PV usable only on ``nodes`` (so the other nodes, without CSINode limits, are out)."""
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
+            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                     "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
+                     "csi": {"driver": CSI_DRIVER, "volumeHandle": handle},
+                     "nodeAffinity": {"required": {"nodeSelectorTerms": [
+                         {"matchExpressions": [{"key": HOSTNAME, "operator": "In", "values": nodes}]}]}}}}
+
+
+def test_volume_attachments_take_csi_attach_slots(
+    cluster: LocalCluster, api: client.ApiClient, core: client.CoreV1Api, scheduler: SchedulerProc, ns: str,
+    pvs: Callable[[dict[str, Any]], str],
+) -> None:
+    """Both nodes allow one volume of the driver (CSINode); a VolumeAttachment of a volume no pod uses
+    fills node 0, so the pod goes to node 1; a second pod then fits nowhere, and the deletion of the
+    attachment (VolumeAttachment/Delete, isSchedulableAfterVolumeAttachmentDeleted) lets it onto node 0."""
+    storage = client.StorageV1Api(api)
+    with temporary_nodes(str(cluster.kubeconfig), 2, f"{ns}-att") as nodes:
+        attachments: list[str] = []
+        try:
+            for n in nodes:
+                storage.create_csi_node({"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": n},
+                                         "spec": {"drivers": [{"name": CSI_DRIVER, "nodeID": n,
+                                                               "allocatable": {"count": 1}}]}})
+            for i in (0, 2, 3):
+                pvs(csi_pv(f"{ns}-att-{i}", f"vol-{i}", nodes))
+
+            def handled(event: str) -> float | None:
+                """How many such events the scheduler has handled; None until its metrics port answers."""
+                try:
+                    count = scheduler.metric("scheduler_event_handling_duration_seconds_count", f'event="{event}"')
+                except OSError:
+                    return None
+                return count or 0.0
+
+            def attach(i: int, node: str) -> None:
+                """Create the attachment and wait until the scheduler has handled it (its watch and the
+                pod's are not ordered with each other)."""
+                wait_for(lambda: handled(VA_ADD) is not None, 60, what="scheduler metrics")
+                name, seen = f"{ns}-att-{i}", handled(VA_ADD) or 0.0
+                storage.create_volume_attachment({
+                    "apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment", "metadata": {"name": name},
+                    "spec": {"attacher": CSI_DRIVER, "nodeName": node, "source": {"persistentVolumeName": name}}})
+                attachments.append(name)
+                wait_for(lambda: (handled(VA_ADD) or 0) > seen, 60, what="VolumeAttachment handled by the scheduler")
+
+            def bound_claim(name: str, pv: str) -> None:
+                core.create_namespaced_persistent_volume_claim(ns, claim(name, volume=pv))
+                wait_for(lambda: claim_phase(core, ns, name) == "Bound", 60, what="claim bound by the PV controller")
+
+            attach(0, nodes[0])
+            bound_claim("first", f"{ns}-att-2")
+            core.create_namespaced_pod(ns, with_claim("user", "first"))
+            assert wait_for(lambda: node_of(core, ns, "user"), 60, what="pod bound") == nodes[1]
+
+            # node 1 is now full with the user's volume, node 0 with the attachment alone.
+            bound_claim("second", f"{ns}-att-3")
+            core.create_namespaced_pod(ns, with_claim("waiter", "second"))
+
+            def refused() -> bool:  # an attempt before the scheduler saw the claim says it is not found
+                cond = scheduled_condition(core, ns, "waiter")
+                return cond is not None and cond.status == "False" and f"2 {LIMIT_REASON}" in cond.message
+
+            wait_for(refused, 60, what="waiter refused by NodeVolumeLimits on both nodes")
+            storage.delete_volume_attachment(f"{ns}-att-0")
+            assert wait_for(lambda: node_of(core, ns, "waiter"), 60, what="waiter bound after the detach") == nodes[0]
+        finally:
+            for name in attachments:
+                delete_if_present(lambda name=name: storage.delete_volume_attachment(name))
+            for n in nodes:
+                delete_if_present(lambda n=n: storage.delete_csi_node(n))

@@ -235,3 +235,22 @@ def test_a_driver_that_asks_for_it_must_be_installed_on_the_node() -> None:
     assert filter_status([claim_vol("ebs-0")], [], {GCE_CSI: 5}, extra=[csi_driver(EBS_CSI, False)]) is None
     assert filter_status([claim_vol("ebs-0")], [], {GCE_CSI: 5}, extra=[csi_driver(EBS_CSI, None)]) is None
     assert filter_status([claim_vol("ebs-0")], [], {GCE_CSI: 5}) is None
+
+
+def test_volume_attachment_deleted_hint() -> None:
+    """isSchedulableAfterVolumeAttachmentDeleted: any PVC volume queues; an inline migratable volume only
+    when the detached volume's attacher is its CSI driver; other volumes (ephemeral included) skip."""
+    pl = NodeVolumeLimits({}, VolumeHandle())
+    Q, SKIP = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP
+
+    def va(attacher: str) -> dict[str, Any]:
+        return {"kind": "VolumeAttachment", "metadata": {"name": "a"},
+                "spec": {"attacher": attacher, "nodeName": "n", "source": {"persistentVolumeName": "pv"}}}
+
+    hint = pl.is_schedulable_after_volume_attachment_deleted
+    assert hint(vol_pod("p", [claim_vol("c")]), va(GCE_CSI), None) is Q
+    assert hint(vol_pod("p", [ebs_vol("vol-1")]), va(EBS_CSI), None) is Q
+    assert hint(vol_pod("p", [ebs_vol("vol-1")]), va(GCE_CSI), None) is SKIP
+    assert hint(vol_pod("p", [gce_vol("d")]), va(GCE_CSI), None) is Q
+    assert hint(vol_pod("p", [ephemeral_vol("e")]), va(EBS_CSI), None) is SKIP
+    assert hint(vol_pod("p", []), va(EBS_CSI), None) is SKIP

@@ -8,7 +8,7 @@ the plugin's PreEnqueue and PreFilter messages carry.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,3 +95,23 @@ def can_be_reserved(claim: ResourceClaim) -> bool:
 def consumer_reference(pod: Pod) -> ConsumerReference:
     """``resourceclaim.BindTo`` for a pod: the entry PreBind adds to ``status.reservedFor``."""
     return ConsumerReference("", "pods", pod.name, pod.uid)
+
+
+def allocated_devices(pod: Pod, get_claim: Callable[[str, str], Mapping[str, Any] | None]) -> list[dict[str, str]]:
+    """What the pod's claims were allocated, for people (simulate, explain, --record-results): per pod
+    claim, one entry per result of its claim's ``status.allocation`` in order, with ``claim`` (the pod's
+    name for it), ``resourceClaim``, ``request``, ``driver``, ``pool``, ``device``. ``get_claim(namespace,
+    name)`` reads a ResourceClaim as JSON (None: gone); unallocated claims contribute nothing."""
+    out: list[dict[str, str]] = []
+    for pc in pod_claims(pod):
+        try:
+            name, _ = claim_name(pod, pc)
+        except ClaimNameError:
+            continue
+        claim = get_claim(pod.namespace, name) if name else None
+        allocation = ((claim or {}).get("status") or {}).get("allocation") or {}
+        for r in (allocation.get("devices") or {}).get("results") or []:
+            out.append({"claim": pc.name, "resourceClaim": str(name), "request": str(r.get("request") or ""),
+                        "driver": str(r.get("driver") or ""), "pool": str(r.get("pool") or ""),
+                        "device": str(r.get("device") or "")})
+    return out

@@ -837,7 +837,7 @@ class ScheduleOne(SchedulerState):
         """NominatedNodeNameForExpectation (v1.37, beta on): when a PreBind plugin has work to do or the pod
         waits at Permit, write the chosen node into status.nominatedNodeName before that wait (expectation.py).
         A PreBindPreFlight error fails the binding cycle; a failed write does not."""
-        plugins = [fwk.plugins[n] for n in fwk.list_plugins().get("preBind", []) if n in fwk.plugins]
+        plugins = [fwk.plugins_by_name[n] for n in fwk.list_plugins().get("preBind", [])]
         verdict = pre_flight_has_work(plugins, state, assumed, host)
         if verdict is not None and verdict.code == Code.ERROR:
             return verdict

@@ -138,7 +138,8 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
             hook = prof.extension_point if prof is not None else None
             out[p.scheduler_name] = Framework(p, registry, options, metrics=hook, plugin_metrics=prof,
                                               observer=self.cycle_observer)
-            unsigned = plugins_without_sign_pod(out[p.scheduler_name].list_plugins(), out[p.scheduler_name].plugins)
+            unsigned = plugins_without_sign_pod(out[p.scheduler_name].list_plugins(),
+                                                out[p.scheduler_name].plugins_by_name)
             if config.opportunistic_batching and unsigned:  # visible, not only documented: it costs throughput
                 log.info("opportunistic batching off for this profile: plugins without sign_pod",
                          profile=p.scheduler_name, plugins=unsigned)

@@ -108,13 +108,27 @@ def test_the_plugin_moves_pods_to_the_highest_label_value(tmp_path: Path) -> Non
 
 
 @pytest.mark.usefixtures("installed")
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "a Score plugin named in a profile by its import path gets its weight under that path, while the "
-    "framework looks weights up by the plugin's own name (NodeLabelScore): the cycle fails with a KeyError; "
-    "register it under its own name through pyScheduler.registry (docs/plugins.md)"))
 def test_a_score_plugin_named_by_its_import_path(tmp_path: Path) -> None:
-    placed = simulate(tmp_path, [pod("p0")], config(f"{MODULE}:NodeLabelScore", {"label": LABEL}, register=False))
-    assert placed == ["c"]
+    """Named by import path, the plugin keeps its own name (NodeLabelScore) for weights, batching and
+    metrics: it scores with its weight and still signs pods."""
+    cfg = config(f"{MODULE}:NodeLabelScore", {"label": LABEL}, register=False)
+    assert simulate(tmp_path, [pod("p0")], cfg) == ["c"]
+    path = tmp_path / "config.yaml"
+    off = build_scheduler(str(path), [pod("p0")])
+    fwk = off.sched.frameworks["py-scheduler"]
+    assert fwk.score_plugin_weight["NodeLabelScore"] == 5
+    assert fwk.sign_pod(pod_from_api(pod("p0"))) is not None
+
+
+@pytest.mark.usefixtures("installed")
+def test_two_score_plugins_with_one_name_are_refused(tmp_path: Path) -> None:
+    """Registered under two names, one plugin class would score twice under one weight: refused."""
+    cfg = config("NodeLabelScore", {"label": LABEL}, register=True)
+    cfg["pyScheduler"]["registry"]["Again"] = f"{MODULE}:NodeLabelScore"
+    cfg["profiles"][0]["plugins"]["multiPoint"]["enabled"].append({"name": "Again", "weight": 1})
+    cfg["profiles"][0]["pluginConfig"].append({"name": "Again", "args": {"label": LABEL}})
+    with pytest.raises(ValueError, match="'Again' is named 'NodeLabelScore', like another Score plugin"):
+        simulate(tmp_path, [pod("p0")], cfg)
 
 
 @pytest.mark.usefixtures("installed")

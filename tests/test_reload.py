@@ -202,6 +202,26 @@ def test_after_start_a_reload_may_use_only_the_plugin_modules_start_used(
     assert "--allow-reload-plugin-modules" in events.bodies[-1]["note"]
 
 
+def test_a_reload_with_args_an_out_of_tree_plugin_refuses_keeps_the_running_configuration(
+    tmp_path: Path, plugin_policy: PluginModules
+) -> None:
+    registry = {"SampleScorer": "tests.config.sample_plugins:SampleScorer"}
+    plugins = {"multiPoint": {"enabled": [{"name": "SampleScorer"}]}}
+    sched, reloader, path, metrics, events, _ = setup(
+        tmp_path, config("a", profiles_plugins=plugins, pyScheduler={"registry": registry}))
+    bad = yaml.safe_load(config("a", "b", profiles_plugins=plugins, pyScheduler={"registry": registry}))
+    bad["profiles"][1]["pluginConfig"] = [{"name": "SampleScorer", "args": {"colour": "red"}}]
+    path.write_text(yaml.safe_dump(bad))
+    assert reloader.check_once() == "refused"
+    [event] = events.bodies
+    assert event["type"] == "Warning" and event["reason"] == "ConfigurationRefused"
+    assert "profile 'b': initializing plugin 'SampleScorer': SampleScorer args: unknown field(s) ['colour']" in (
+        event["note"])
+    assert reloads(metrics, "refused") == 1
+    sched.apply_next_config()
+    assert list(sched.frameworks) == ["a"]
+
+
 def test_a_reload_cannot_add_an_extender_unless_allowed(tmp_path: Path) -> None:
     sched, _, path, metrics, events, _ = setup(tmp_path, config("a"))
     read = file_reader(str(path))

@@ -62,6 +62,22 @@ POD_CIDR = "10.244.0.1/16"  # kwok hands out pod IPs from here
 NODE_IP = "10.240.0.1"  # kwok's host IP for nodes that have no address
 SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
 CONTEXT = "py-scheduler-local"
+# Bindings, and writes of Leases other than the control plane's and the nodes' (a scheduler's leader election).
+AUDIT_POLICY = """\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  verbs: [create]
+  resources: [{group: "", resources: [pods/binding]}]
+- level: None
+  namespaces: [kube-system, kube-node-lease]
+- level: Metadata
+  verbs: [create, update, patch]
+  resources: [{group: coordination.k8s.io, resources: [leases]}]
+- level: None
+"""
 
 
 class ClusterError(RuntimeError):
@@ -267,8 +283,13 @@ class LocalCluster:
         bin_dir: str | None = None,
         profiling: bool = False,
         flags: Mapping[str, Mapping[str, str | None]] | None = None,
+        audit: bool = False,
     ) -> None:
         """``profiling`` serves kube-apiserver's /debug/pprof (the benchmark's ``--profile apiserver``).
+
+        ``audit`` makes kube-apiserver write an audit log (``audit_log``) of Bindings and Lease writes outside
+        kube-system and kube-node-lease: who bound a pod and when, in the API server's own words (the
+        leader-handover tests). Off by default: the benchmark measures the API server without it.
 
         ``flags`` overrides command-line flags per component (``{"kube-apiserver": {"bind-address":
         "0.0.0.0"}}``; None drops a flag): e2e-node's real kubelet needs an API server its pods can reach.
@@ -276,6 +297,7 @@ class LocalCluster:
         self.dir = Path(state_dir).resolve()
         self._bin_dir = Path(bin_dir) if bin_dir else None
         self._profiling = profiling
+        self._audit = audit
         self._flags = {name: dict(values) for name, values in (flags or {}).items()}
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
 
@@ -291,6 +313,21 @@ class LocalCluster:
 
     def log_file(self, name: str) -> Path:
         return self.dir / "logs" / f"{name}.log"
+
+    @property
+    def audit_log(self) -> Path:
+        """kube-apiserver's audit log (JSON lines, one audit.k8s.io/v1 Event each) when started with ``audit``."""
+        return self.dir / "logs" / "audit.log"
+
+    def _audit_flags(self) -> list[str]:
+        """kube-apiserver flags for the audit log: Metadata level (who, what, when, the response code), written
+        synchronously so a test reads every request that was answered."""
+        if not self._audit:
+            return []
+        policy = self.dir / "audit-policy.yaml"
+        policy.write_text(AUDIT_POLICY)
+        return [f"--audit-policy-file={policy}", f"--audit-log-path={self.audit_log}", "--audit-log-mode=blocking",
+                "--audit-log-format=json"]
 
     def _pid_file(self, name: str) -> Path:
         return self.dir / "pids" / f"{name}.pid"
@@ -481,7 +518,7 @@ class LocalCluster:
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
             "--allow-privileged=true", f"--profiling={str(self._profiling).lower()}",
-            "--max-requests-inflight=400", "--max-mutating-requests-inflight=200",
+            "--max-requests-inflight=400", "--max-mutating-requests-inflight=200", *self._audit_flags(),
         ])  # fmt: skip
         self._wait("kube-apiserver", lambda: _http_status(f"{server}/readyz", token) == 200, 120)
         self._write_kubeconfig(st, pki / ("ca.crt" if has_ca else ""))

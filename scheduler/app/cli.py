@@ -44,8 +44,13 @@ def _run(args: argparse.Namespace) -> int:
     elif not (args.config or args.config_configmap):
         cfg.leader_election.leader_elect = False  # no config file: one process (dev, tests), no Lease
     from scheduler.app.server import serve  # the API edge, imported only by the command that needs it
+    from scheduler.framework.runtime import PluginInitError
 
-    return serve(args, cfg, reload_source)
+    try:
+        return serve(args, cfg, reload_source)
+    except PluginInitError as exc:  # an out-of-tree plugin refused its args: as invalid as a bad field
+        print(f"py-scheduler: invalid configuration: {exc}", file=sys.stderr)
+        return 2
 
 
 POLICY_CONFIGMAP_KEY = "policy.cfg"  # upstream SchedulerPolicyConfigMapKey

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import threading
 from contextlib import ExitStack
@@ -85,6 +86,7 @@ def setup(args: argparse.Namespace, cfg: SchedulerConfiguration, reload_source: 
     writer = ApiWriter(raw, TokenBucket(qps, burst))
     metrics = Metrics()
     synced, stop, members_listed = threading.Event(), threading.Event(), threading.Event()
+    stop_on_signals(stop)  # before anything serves: a SIGTERM while starting is a clean stop too
     health = _health(args, api, metrics, synced, stack)
     elector = _elector(api, cfg, stop, health) if cfg.leader_election.leader_elect else None
     binder, sink = _binder_and_sink(args, kubeconfig, qps, burst, writer, elector, stack)
@@ -142,6 +144,20 @@ def api_writer_processes(flag: int | None) -> int:
     return max(0, flag or 0)
 
 
+def stop_on_signals(stop: threading.Event) -> None:
+    """SIGTERM and SIGINT set ``stop`` until kopf installs its own handlers (which set the same flag): without
+    this, a SIGTERM during the initial sync (a rollout of a starting replica) killed the process outright,
+    exit -15, skipping the drain and the Lease release. Upstream installs its handler first thing, too."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        stop.set()
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, handler)
+
+
 def _health(args: argparse.Namespace, api: client.ApiClient, metrics: Metrics, synced: threading.Event,
             stack: ExitStack) -> HealthServer | None:
     """/metrics, /healthz and /readyz on --secure-port (HTTPS, as kube-scheduler's) and --metrics-port
@@ -186,6 +202,9 @@ def run(server: Server, stack: ExitStack) -> None:
     server.synced.set()
     if args.gc_full_scan_seconds > 0:
         gcpolicy.install(args.gc_full_scan_seconds)
+    if server.stop.is_set():  # stopped while starting: neither campaign nor schedule
+        log.info("stop requested while starting; stopping")
+        return
     if server.elector is not None:
         server.elector.start(on_started_leading=sched.start)  # scheduling starts with the Lease
         stack.callback(server.elector.stop)  # stop leading (the binding gate closes), then release the Lease

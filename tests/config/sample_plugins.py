@@ -12,6 +12,9 @@ class SampleScorer:
     name = "SampleScorer"
 
     def __init__(self, args: Mapping[str, Any], handle: Any) -> None:
+        unknown = sorted(set(args) - {"note"})
+        if unknown:  # as an out-of-tree plugin checks its args: a ValueError naming the field
+            raise ValueError(f"SampleScorer args: unknown field(s) {unknown}")
         self.args = args
 
     def pre_score(self, state: Any, pod: Any, nodes: Any) -> None:

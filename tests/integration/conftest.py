@@ -37,7 +37,7 @@ def workdir() -> Iterator[Path]:
 
 @pytest.fixture(scope="session")
 def cluster(workdir: Path) -> Iterator[LocalCluster]:
-    c = LocalCluster(workdir / "cluster")
+    c = LocalCluster(workdir / "cluster", audit=True)  # the handover test reads who bound each pod
     c.up()
     try:
         create_nodes(str(c.kubeconfig), BASE_NODES, zones=3, prefix="base")

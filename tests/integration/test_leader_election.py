@@ -34,13 +34,17 @@ def create_pod(core: client.CoreV1Api, ns: str, manifest: dict[str, Any]) -> Non
     api.create_namespaced_pod(ns, manifest)
 
 
-def write_config(path: Path, scheduler_name: str, namespace: str, lease: str) -> Path:
+def write_config(path: Path, scheduler_name: str, namespace: str, lease: str,
+                 timing: tuple[int, int, int] = (LEASE_S, RENEW_S, RETRY_S)) -> Path:
+    """A configuration with leader election on ``lease``; ``timing`` is (leaseDuration, renewDeadline,
+    retryPeriod) in seconds."""
+    lease_s, renew_s, retry_s = timing
     path.write_text(yaml.safe_dump({
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
         "leaderElection": {
-            "leaderElect": True, "leaseDuration": f"{LEASE_S}s", "renewDeadline": f"{RENEW_S}s",
-            "retryPeriod": f"{RETRY_S}s", "resourceLock": "leases",
+            "leaderElect": True, "leaseDuration": f"{lease_s}s", "renewDeadline": f"{renew_s}s",
+            "retryPeriod": f"{retry_s}s", "resourceLock": "leases",
             "resourceNamespace": namespace, "resourceName": lease,
         },
         "profiles": [{"schedulerName": scheduler_name}],

@@ -152,3 +152,24 @@ def test_a_configmap_edit_naming_a_module_not_allowed_is_refused_without_importi
         assert not marker.exists()
     finally:
         stop_scheduler(proc.proc)
+
+
+def test_bad_args_for_an_out_of_tree_plugin_stop_the_start_with_one_line(
+    workdir: Path, start_py_scheduler: Callable[..., SchedulerProc]
+) -> None:
+    """An out-of-tree plugin checks its own args when built: its ValueError is a configuration error at
+    start-up (exit 2, one line naming the profile and the plugin), as an invalid field is, not a traceback."""
+    path = workdir / "bad-plugin-args.yaml"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": False},
+        "pyScheduler": {"registry": {"SampleScorer": "tests.config.sample_plugins:SampleScorer"}},
+        "profiles": [{"schedulerName": "bad-args", "plugins": {"multiPoint": {"enabled": [{"name": "SampleScorer"}]}},
+                      "pluginConfig": [{"name": "SampleScorer", "args": {"colour": "red"}}]}]}))
+    sp = start_py_scheduler("--config", str(path), "--plugin-module", "tests.config.sample_plugins", name="bad-args")
+    assert sp.proc.wait(60) == 2, sp.log_text()[-3000:]
+    text = sp.log_text()
+    assert "Traceback" not in text, text[-3000:]
+    [line] = [ln for ln in text.splitlines() if "invalid configuration" in ln]
+    assert line == ("py-scheduler: invalid configuration: profile 'bad-args': initializing plugin 'SampleScorer': "
+                    "SampleScorer args: unknown field(s) ['colour']"), line

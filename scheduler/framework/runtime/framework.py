@@ -163,6 +163,17 @@ class NodePluginScores:
     total_score: int = 0
 
 
+class PluginInitError(ValueError):
+    """A plugin's factory raised (upstream: "initializing plugin"): for an out-of-tree plugin, that is how bad
+    args show, so the start-up and reload paths report it as a configuration error on one line."""
+
+    def __init__(self, profile: str, plugin: str, cause: Exception) -> None:
+        detail = str(cause).replace("\n", " ").strip()
+        if not isinstance(cause, ValueError) or not detail:
+            detail = f"{type(cause).__name__}: {detail}" if detail else type(cause).__name__
+        super().__init__(f"profile {profile!r}: initializing plugin {plugin!r}: {detail}")
+
+
 class Framework:
     """The plugins of one profile, instantiated once each, listed per extension point in config order;
     the Handle they get (upstream frameworkImpl implements framework.Handle)."""
@@ -194,6 +205,9 @@ class Framework:
         self.score_plugin_weight: dict[str, int] = {}
         self._weight_arrays: dict[tuple[str, ...], npt.NDArray[np.int64]] = {}
         self._build(profile, registry)
+        # By each plugin's own name, the name list_plugins, metrics and score weights use; ``plugins`` is by the
+        # name the configuration lists, which differs for a plugin named by its import path (``pkg.mod:Class``).
+        self.plugins_by_name: dict[str, Any] = {str(pl.name): pl for pl in self.plugins.values()}
         self._pre_enqueue: list[PreEnqueuePlugin] = self._by_point["preEnqueue"]
         self._queue_sort: list[QueueSortPlugin] = self._by_point["queueSort"]
         self._pre_filter: list[PreFilterPlugin] = self._by_point["preFilter"]
@@ -245,10 +259,20 @@ class Framework:
                     raise ValueError(f"profile {self.profile_name!r}: plugin {ref.name!r} listed twice at {point}")
                 listed.append(plugin)
                 if point == "score":
-                    self.score_plugin_weight[ref.name] = ref.weight if ref.weight > 0 else 1
+                    self._set_score_weight(ref.name, plugin, ref.weight)
             self._by_point[point] = listed
         if len(self._by_point["queueSort"]) > 1:
             raise ValueError(f"profile {self.profile_name!r}: only one queueSort plugin can be enabled")
+
+    def _set_score_weight(self, listed_as: str, plugin: Any, weight: int) -> None:
+        """Weights are looked up by the plugin's own name, which differs from the name it is listed under
+        when a configuration names it by import path (``pkg.module:Class``); two Score plugins calling
+        themselves the same would share one weight, so that is a configuration error."""
+        name = str(plugin.name)
+        if name in self.score_plugin_weight:
+            raise ValueError(f"profile {self.profile_name!r}: plugin {listed_as!r} is named {name!r}, "
+                             f"like another Score plugin of this profile")
+        self.score_plugin_weight[name] = weight if weight > 0 else 1
 
     def _instantiate(self, profile: Profile, registry: Plugins, name: str) -> Any:
         if name in self.plugins:
@@ -256,7 +280,10 @@ class Framework:
         factory = registry.get(name)
         if factory is None:
             raise ValueError(f"profile {self.profile_name!r}: plugin {name!r} is not registered")
-        plugin = factory(profile.plugin_config.get(name, {}), self)
+        try:
+            plugin = factory(profile.plugin_config.get(name, {}), self)
+        except Exception as exc:  # an out-of-tree plugin checks its own args when built
+            raise PluginInitError(self.profile_name, name, exc) from exc
         self.plugins[name] = plugin
         return plugin
 

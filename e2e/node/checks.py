@@ -32,7 +32,17 @@ SCHEDULER_NAME = "py-scheduler"
 KWOK_TAINT = {"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}
 KWOK_LABEL = ("type", "kwok")
 # The reload check's node: preferred by the probe pods' node affinity, avoided by their taint toleration
-# score. With the default weights (NodeAffinity 2, TaintToleration 3) it loses; NodeAffinity at 10 wins.
+# score. The probe (no requests, so BalancedAllocation skips it; no volumes or claims, so VolumeBinding,
+# DynamicResources and ImageLocality give 0 everywhere) meets the 10 plain kwok nodes with the 300 workload
+# pods spread over them (28-35 each, none on the target, which their TaintToleration score avoids):
+#                      TaintToleration  NodeAffinity  NodeResourcesFit   total (default / NodeAffinity 10)
+#   kwok-0..9          100 x 3 = 300    0             92-93 (of 32 cpu)  392-393 / 392-393
+#   kwok-target          0 x 3 =   0    100 x 2 = 200 99 (empty)         299     / 100 x 10 + 99 = 1099
+# With the default weights the target loses by 93 or more; with NodeAffinity at 10 it wins by 706 or more
+# (`py-scheduler simulate` on the same nodes and pods gives these numbers). Neither depends on ties, on the
+# exact spread, or on the real node: workload pods select kwok nodes (KWOK_LABEL), since the real node's
+# NodeResourcesFit score depends on this host's cores (83 on 2 cores; 96 on 16, where it beats kwok nodes
+# holding 30 pods and took 4 of the 300 in the same simulation without the selector).
 TARGET_NODE = "kwok-target"
 TARGET_LABEL = ("e2e-node/target", "yes")
 AVOID_TAINT = {"key": "e2e-node/avoid", "value": "yes", "effect": "PreferNoSchedule"}
@@ -85,9 +95,11 @@ def kwok_node(name: str, labels: dict[str, str] | None = None, taints: Iterable[
 
 
 def workload_pod(name: str, prefer_target: bool = False) -> dict[str, Any]:
-    """A pause pod for py-scheduler that tolerates the kwok taint (kwok runs it; nothing is pulled)."""
+    """A pause pod for py-scheduler on a kwok node (kwok runs it; nothing is pulled): it selects and
+    tolerates them, so the real node is never a candidate."""
     spec: dict[str, Any] = {
         "schedulerName": SCHEDULER_NAME,
+        "nodeSelector": dict([KWOK_LABEL]),
         "tolerations": [{**KWOK_TAINT, "operator": "Equal"}],
         "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
     }

@@ -44,6 +44,7 @@ KWOK_LABEL = ("type", "kwok")
 # NodeResourcesFit score depends on this host's cores (83 on 2 cores; 96 on 16, where it beats kwok nodes
 # holding 30 pods and took 4 of the 300 in the same simulation without the selector).
 TARGET_NODE = "kwok-target"
+RELOAD_PLUGINS = {"score": {"enabled": [{"name": "NodeAffinity", "weight": 10}]}}  # the accepted edit
 TARGET_LABEL = ("e2e-node/target", "yes")
 AVOID_TAINT = {"key": "e2e-node/avoid", "value": "yes", "effect": "PreferNoSchedule"}
 LEASE_DURATION = 15.0  # manifests/scheduler-config.yaml
@@ -110,13 +111,18 @@ def workload_pod(name: str, prefer_target: bool = False) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": WORKLOAD_NS}, "spec": spec}
 
 
+def kwok_nodes(count: int) -> list[dict[str, Any]]:
+    """``count`` plain kwok nodes plus the reload check's target node."""
+    plain = [kwok_node(f"kwok-{i}") for i in range(count)]
+    return [*plain, kwok_node(TARGET_NODE, dict([TARGET_LABEL]), [AVOID_TAINT])]
+
+
 def create_kwok_nodes(ctx: Ctx, count: int) -> set[str]:
-    """``count`` plain kwok nodes plus the reload check's target node; returns all their names."""
-    names = [f"kwok-{i}" for i in range(count)]
-    for name in names:
-        ctx.core.create_node(kwok_node(name))
-    ctx.core.create_node(kwok_node(TARGET_NODE, dict([TARGET_LABEL]), [AVOID_TAINT]))
-    names.append(TARGET_NODE)
+    """Create ``kwok_nodes(count)`` and wait for kwok to make them Ready; returns their names."""
+    names = []
+    for node in kwok_nodes(count):
+        ctx.core.create_node(node)
+        names.append(node["metadata"]["name"])
     wait("kwok nodes Ready", lambda: all(_ready(ctx.core.read_node(n)) for n in names), 60)
     return set(names)
 
@@ -373,7 +379,7 @@ def check_reload(ctx: Ctx) -> None:
         raise CheckFailed(f"with default weights the probe should avoid {TARGET_NODE}, it went there")
 
     def weight(config: dict[str, Any]) -> None:
-        config["profiles"][0]["plugins"] = {"score": {"enabled": [{"name": "NodeAffinity", "weight": 10}]}}
+        config["profiles"][0]["plugins"] = RELOAD_PLUGINS
 
     since = _edit_config(ctx, weight)
     wait("ConfigurationReloaded from both replicas",

@@ -62,6 +62,7 @@ def run_all(state: Path, keep: bool) -> dict[str, Any]:
     timings: dict[str, float] = {}
     t_all = time.monotonic()
     installed = ensure_packages()
+    timings["apt-get install"] = round(time.monotonic() - t_all, 1)
     t0 = time.monotonic()
     subprocess.run(["bash", str(HERE.parent / "cluster" / "build.sh"), "--node"], check=True, stdout=subprocess.DEVNULL)
     bin_dir = build_binaries(build=False)
@@ -84,12 +85,14 @@ def run_all(state: Path, keep: bool) -> dict[str, Any]:
         _dump(cluster, bin_dir)
         raise
     finally:
+        t_down = time.monotonic()
         if keep and not ok:
             log(f"--keep: leaving the cluster and node up for inspection; `python -m e2e.node down --dir {state}`")
         else:
             problems = _down(state)
             if problems and ok:
                 raise NodeError(f"teardown: {problems}")
+    timings["teardown"] = round(time.monotonic() - t_down, 1)
     timings["total"] = round(time.monotonic() - t_all, 1)
     result = {"ok": ok, "timings_s": timings, "apt_installed": installed}
     (state / "timings.json").write_text(json.dumps(result, indent=2) + "\n")

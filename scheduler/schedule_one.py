@@ -26,7 +26,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import numpy as np
 import structlog
@@ -671,11 +671,20 @@ class SchedulerState:
 class ScheduleOne(SchedulerState):
     """The scheduling and binding cycles of the Scheduler."""
 
+    if TYPE_CHECKING:  # Reconfigure's (the Scheduler has both)
+
+        def apply_next_config(self) -> None: ...
+
     def schedule_one(self, timeout: float | None = None) -> bool:
-        """ScheduleOne: pop one pod and run its scheduling cycle. False when nothing was popped."""
+        """ScheduleOne: pop one pod and run its scheduling cycle. False when nothing was popped.
+
+        A configuration accepted while the pop waited is swapped in before the cycle: its
+        ConfigurationReloaded Event was already written, so a pod created after that Event must not be
+        scheduled under the configuration it replaced."""
         qpi = self.queue.pop(timeout)
         if qpi is None:
             return False
+        self.apply_next_config()
         pod = qpi.pod
         fwk = self.frameworks.get(pod.scheduler_name)
         if fwk is None:

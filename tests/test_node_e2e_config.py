@@ -13,6 +13,7 @@ import yaml
 from e2e.cluster.cluster import build_binaries, override_flags
 from e2e.node import checks, host
 from e2e.node.run import CLUSTER_FLAGS, OVERLAY
+from scheduler.app.simulate import run_simulation
 
 
 def test_override_flags_replaces_in_place_removes_and_appends() -> None:
@@ -83,3 +84,29 @@ def test_workload_pods_tolerate_kwok_and_prefer_the_target_only_when_asked() -> 
     assert plain["spec"]["tolerations"][0]["key"] == checks.KWOK_TAINT["key"]
     pref = probe["spec"]["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
     assert pref[0]["preference"]["matchExpressions"][0]["key"] == checks.TARGET_LABEL[0]
+
+
+def test_reload_scenario_is_decided_by_the_weight_with_wide_margins(tmp_path: Path) -> None:
+    """checks.py's arithmetic, recomputed by the scheduler core on the same kwok nodes and pods (300
+    workload pods, then the probe), with a 16-core real node beside them: the probe's target loses by
+    more than 90 with the default weights and wins by more than 700 with the reloaded NodeAffinity weight;
+    no workload pod goes to the real node."""
+    real = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": host.NODE_NAME},
+            "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"}}}  # fmt: skip
+    (tmp_path / "cluster.yaml").write_text(yaml.safe_dump({"kind": "List", "items": [*checks.kwok_nodes(10), real]}))
+    pods = [checks.workload_pod(f"w-{i}") for i in range(300)] + [checks.workload_pod("probe", prefer_target=True)]
+    (tmp_path / "pods.yaml").write_text(yaml.safe_dump_all(pods))
+    profile: dict[str, object] = {"schedulerName": checks.SCHEDULER_NAME}
+    margins = []
+    for name, plugins in (("default", None), ("weighted", checks.RELOAD_PLUGINS)):
+        config = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                  "profiles": [{**profile, **({"plugins": plugins} if plugins else {})}]}  # fmt: skip
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(config))
+        results = run_simulation(str(tmp_path / "cluster.yaml"), str(tmp_path / "pods.yaml"),
+                                 str(tmp_path / f"{name}.yaml")).results  # fmt: skip
+        assert {r["node"] for r in results[:300]} <= {f"kwok-{i}" for i in range(10)}
+        totals = {node: sum(s["weighted"] for s in scores.values())
+                  for node, scores in results[-1]["score_details"].items()}  # fmt: skip
+        target = totals.pop(checks.TARGET_NODE)
+        margins.append(target - max(totals.values()))
+    assert margins[0] < -90 and margins[1] > 700, margins

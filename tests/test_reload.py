@@ -236,3 +236,26 @@ def test_a_reload_cannot_add_an_extender_unless_allowed(tmp_path: Path) -> None:
     lenient = ConfigReloader(sched, read, str(path), None, metrics=metrics, events=events,
                              regarding={"apiVersion": "v1", "kind": "Pod", "namespace": "ns", "name": "s"})
     assert lenient.check_once() == "success"
+
+
+def test_a_pod_that_arrives_after_the_reloaded_event_is_scheduled_under_the_new_configuration(
+    tmp_path: Path,
+) -> None:
+    """The scheduling loop may be waiting in its pop when a reload is accepted. A pod created after the
+    ConfigurationReloaded Event (as e2e-node's probe is) ends that wait, and its cycle must already run under
+    the new configuration: a weight that flips the placement shows which one ran."""
+    prefer_n2 = [{"name": "NodeAffinity", "weight": 10}]
+    sched, reloader, path, _, events, binder = setup(tmp_path, config("a"))
+    sched.on_node_event(ADDED, {**NODE, "metadata": {"name": "n2", "resourceVersion": "1", "labels": {"pick": "me"}},
+                                "spec": {"taints": [{"key": "avoid", "value": "x", "effect": "PreferNoSchedule"}]}})
+    path.write_text(config("a", profiles_plugins={"score": {"enabled": prefer_n2}}))
+    assert reloader.check_once() == "success"
+    assert events.bodies[-1]["reason"] == "ConfigurationReloaded"
+    probe = pod("probe", "a")
+    term = {"matchExpressions": [{"key": "pick", "operator": "In", "values": ["me"]}]}
+    probe["spec"]["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "preference": term}]}}  # fmt: skip
+    sched.on_pod_event(ADDED, probe)
+    assert sched.schedule_one(timeout=0)
+    # TaintToleration 3 x 100 for n1 against NodeAffinity 10 x 100 for n2 (2 x 100 would lose).
+    assert binder.bindings == [("default/probe", "n2")]

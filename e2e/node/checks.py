@@ -32,8 +32,19 @@ SCHEDULER_NAME = "py-scheduler"
 KWOK_TAINT = {"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}
 KWOK_LABEL = ("type", "kwok")
 # The reload check's node: preferred by the probe pods' node affinity, avoided by their taint toleration
-# score. With the default weights (NodeAffinity 2, TaintToleration 3) it loses; NodeAffinity at 10 wins.
+# score. The probe (no requests, so BalancedAllocation skips it; no volumes or claims, so VolumeBinding,
+# DynamicResources and ImageLocality give 0 everywhere) meets the 10 plain kwok nodes with the 300 workload
+# pods spread over them (28-35 each, none on the target, which their TaintToleration score avoids):
+#                      TaintToleration  NodeAffinity  NodeResourcesFit   total (default / NodeAffinity 10)
+#   kwok-0..9          100 x 3 = 300    0             92-93 (of 32 cpu)  392-393 / 392-393
+#   kwok-target          0 x 3 =   0    100 x 2 = 200 99 (empty)         299     / 100 x 10 + 99 = 1099
+# With the default weights the target loses by 93 or more; with NodeAffinity at 10 it wins by 706 or more
+# (`py-scheduler simulate` on the same nodes and pods gives these numbers). Neither depends on ties, on the
+# exact spread, or on the real node: workload pods select kwok nodes (KWOK_LABEL), since the real node's
+# NodeResourcesFit score depends on this host's cores (83 on 2 cores; 96 on 16, where it beats kwok nodes
+# holding 30 pods and took 4 of the 300 in the same simulation without the selector).
 TARGET_NODE = "kwok-target"
+RELOAD_PLUGINS = {"score": {"enabled": [{"name": "NodeAffinity", "weight": 10}]}}  # the accepted edit
 TARGET_LABEL = ("e2e-node/target", "yes")
 AVOID_TAINT = {"key": "e2e-node/avoid", "value": "yes", "effect": "PreferNoSchedule"}
 LEASE_DURATION = 15.0  # manifests/scheduler-config.yaml
@@ -85,9 +96,11 @@ def kwok_node(name: str, labels: dict[str, str] | None = None, taints: Iterable[
 
 
 def workload_pod(name: str, prefer_target: bool = False) -> dict[str, Any]:
-    """A pause pod for py-scheduler that tolerates the kwok taint (kwok runs it; nothing is pulled)."""
+    """A pause pod for py-scheduler on a kwok node (kwok runs it; nothing is pulled): it selects and
+    tolerates them, so the real node is never a candidate."""
     spec: dict[str, Any] = {
         "schedulerName": SCHEDULER_NAME,
+        "nodeSelector": dict([KWOK_LABEL]),
         "tolerations": [{**KWOK_TAINT, "operator": "Equal"}],
         "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
     }
@@ -98,13 +111,18 @@ def workload_pod(name: str, prefer_target: bool = False) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": WORKLOAD_NS}, "spec": spec}
 
 
+def kwok_nodes(count: int) -> list[dict[str, Any]]:
+    """``count`` plain kwok nodes plus the reload check's target node."""
+    plain = [kwok_node(f"kwok-{i}") for i in range(count)]
+    return [*plain, kwok_node(TARGET_NODE, dict([TARGET_LABEL]), [AVOID_TAINT])]
+
+
 def create_kwok_nodes(ctx: Ctx, count: int) -> set[str]:
-    """``count`` plain kwok nodes plus the reload check's target node; returns all their names."""
-    names = [f"kwok-{i}" for i in range(count)]
-    for name in names:
-        ctx.core.create_node(kwok_node(name))
-    ctx.core.create_node(kwok_node(TARGET_NODE, dict([TARGET_LABEL]), [AVOID_TAINT]))
-    names.append(TARGET_NODE)
+    """Create ``kwok_nodes(count)`` and wait for kwok to make them Ready; returns their names."""
+    names = []
+    for node in kwok_nodes(count):
+        ctx.core.create_node(node)
+        names.append(node["metadata"]["name"])
     wait("kwok nodes Ready", lambda: all(_ready(ctx.core.read_node(n)) for n in names), 60)
     return set(names)
 
@@ -361,7 +379,7 @@ def check_reload(ctx: Ctx) -> None:
         raise CheckFailed(f"with default weights the probe should avoid {TARGET_NODE}, it went there")
 
     def weight(config: dict[str, Any]) -> None:
-        config["profiles"][0]["plugins"] = {"score": {"enabled": [{"name": "NodeAffinity", "weight": 10}]}}
+        config["profiles"][0]["plugins"] = RELOAD_PLUGINS
 
     since = _edit_config(ctx, weight)
     wait("ConfigurationReloaded from both replicas",

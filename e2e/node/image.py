@@ -112,11 +112,13 @@ def export(image: str, dest: Path) -> Path:
 
 
 def remove_cache() -> None:
-    """Every image and layer this module made (for a cold run)."""
+    """Every image and layer this module made (for a cold run). Without buildah (its package removed
+    too) its storage is only unmounted and deleted."""
     if CACHE.exists():
         store = ["--root", str(CACHE / "storage"), "--runroot", str(CACHE / "run")]
-        run(["buildah", *store, "rm", "--all"], check=False)
-        run(["buildah", *store, "rmi", "--all", "--force"], check=False)
+        if shutil.which("buildah"):
+            run(["buildah", *store, "rm", "--all"], check=False)
+            run(["buildah", *store, "rmi", "--all", "--force"], check=False)
         for target in sorted(mounts_under(CACHE), key=lambda p: -len(p.parts)):
             run(["umount", "--lazy", str(target)], check=False)
         shutil.rmtree(CACHE, ignore_errors=True)

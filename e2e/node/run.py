@@ -7,12 +7,14 @@ Timings of each phase are printed and written to ``<dir>/timings.json``.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import json
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,9 @@ from e2e.node.host import NODE_IP, PAUSE_IMAGE, NodeError, RealNode, ensure_pack
 HERE = Path(__file__).resolve().parent
 OVERLAY = HERE / "overlay"
 KWOK_NODES = 10
+# One run per host: the node's link, bridge, address, iptables chains, kubepods cgroups, kernel tunables
+# and the image cache are host-wide, whichever checkout runs it (a clone's `make test` beside a worktree's).
+HOST_LOCK = Path("/run/lock/py-scheduler-e2e-node.lock")
 
 # The control plane as LocalCluster runs it, but reachable from the node's pods: the API server listens
 # on every address and advertises the node IP, so the kubernetes Service (through kube-proxy) leads to it;
@@ -57,6 +62,7 @@ def run_all(state: Path, keep: bool) -> dict[str, Any]:
     timings: dict[str, float] = {}
     t_all = time.monotonic()
     installed = ensure_packages()
+    timings["apt-get install"] = round(time.monotonic() - t_all, 1)
     t0 = time.monotonic()
     subprocess.run(["bash", str(HERE.parent / "cluster" / "build.sh"), "--node"], check=True, stdout=subprocess.DEVNULL)
     bin_dir = build_binaries(build=False)
@@ -79,12 +85,14 @@ def run_all(state: Path, keep: bool) -> dict[str, Any]:
         _dump(cluster, bin_dir)
         raise
     finally:
+        t_down = time.monotonic()
         if keep and not ok:
             log(f"--keep: leaving the cluster and node up for inspection; `python -m e2e.node down --dir {state}`")
         else:
             problems = _down(state)
             if problems and ok:
                 raise NodeError(f"teardown: {problems}")
+    timings["teardown"] = round(time.monotonic() - t_down, 1)
     timings["total"] = round(time.monotonic() - t_all, 1)
     result = {"ok": ok, "timings_s": timings, "apt_installed": installed}
     (state / "timings.json").write_text(json.dumps(result, indent=2) + "\n")
@@ -153,6 +161,19 @@ def _down(state: Path) -> list[str]:
     return problems
 
 
+@contextlib.contextmanager
+def host_lock() -> Iterator[None]:
+    """Hold the host's e2e-node lock, waiting (and saying so) while another run holds it."""
+    HOST_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with open(HOST_LOCK, "w") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"another e2e-node run holds {HOST_LOCK}; waiting for it")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m e2e.node", description=__doc__.splitlines()[0])
     parser.add_argument("cmd", choices=("run", "down", "clean-cache"), help="run: everything; down: tear down")
@@ -165,12 +186,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("e2e-node needs root (containerd, kubelet, network namespaces)", file=sys.stderr)
         return 1
     try:
-        if args.cmd == "down":
-            return 1 if _down(state) else 0
-        if args.cmd == "clean-cache":
-            image.remove_cache()
-            return 0
-        result = run_all(state, args.keep)
+        with host_lock():
+            if args.cmd == "down":
+                return 1 if _down(state) else 0
+            if args.cmd == "clean-cache":
+                image.remove_cache()
+                return 0
+            result = run_all(state, args.keep)
     except (NodeError, ClusterError, checks.CheckFailed, subprocess.CalledProcessError) as e:
         print(f"e2e-node FAILED: {e}", file=sys.stderr)
         return 1

@@ -79,7 +79,7 @@ from scheduler.plugins.helper.dynamicresources.claims import (
     is_reserved_for_pod,
     pod_claims,
 )
-from scheduler.plugins.helper.dynamicresources.manager import RESOURCE_CLAIM, DraManager
+from scheduler.plugins.helper.dynamicresources.manager import MANAGER_KEY, RESOURCE_CLAIM, DraManager
 from scheduler.plugins.helper.dynamicresources.score import ScoreError, prioritized_list_score
 from scheduler.plugins.helper.nodeaffinity import parse_required_terms
 from scheduler.plugins.helper.normalize_score import default_normalize_score, default_normalize_values
@@ -89,7 +89,6 @@ log = structlog.get_logger(__name__)
 NAME = "DynamicResources"
 STATE_KEY = "PreFilter" + NAME
 
-MANAGER_KEY = "dynamicresources.DraManager"
 STATE_NOT_FOUND_MSG = "not found"  # fwk.ErrNotFound, what CycleState.Read returns upstream
 FINALIZER = "resource.kubernetes.io/delete-protection"  # resourceapi.Finalizer
 CONFLICT_RETRIES = 5  # retry.DefaultRetry: 5 steps, 10 ms apart (jitter 0.1)

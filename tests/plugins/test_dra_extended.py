@@ -1,0 +1,175 @@
+"""Extended resources backed by a DeviceClass: which class backs a name (upstream's event-ordered cache),
+the special claim's requests and container mappings as upstream builds them, and NodeResourcesFit leaving
+such a resource to DynamicResources on nodes that do not offer it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from util import FakeHandle, make_node, node_info
+
+from scheduler.framework.interface import CycleState
+from scheduler.model.dra import device_class_from_api
+from scheduler.model.pod import Pod, pod_from_api
+from scheduler.plugins.helper.dynamicresources.extended import (
+    CLAIM_ANNOTATION,
+    DeviceRequestSpec,
+    ExtendedResourceCache,
+    RequestMapping,
+    create_requests_and_mappings,
+    find_extended_resource_claim,
+    is_dra_extended_resource_name,
+)
+from scheduler.plugins.helper.dynamicresources.manager import MANAGER_KEY, DraManager
+from scheduler.plugins.node_resources_fit import NodeResourcesFit
+
+GPU = "example.com/gpu"
+
+
+def dclass(name: str, ext: str | None = None, created: str = "2026-01-01T00:00:00Z") -> Any:
+    spec: dict[str, Any] = {} if ext is None else {"extendedResourceName": ext}
+    return device_class_from_api({"metadata": {"name": name, "creationTimestamp": created}, "spec": spec})
+
+
+def ctr(name: str, reqs: dict[str, str], sidecar: bool = False) -> dict[str, Any]:
+    c: dict[str, Any] = {"name": name, "image": "x", "resources": {"requests": reqs, "limits": reqs}}
+    if sidecar:
+        c["restartPolicy"] = "Always"
+    return c
+
+
+def pod(containers: list[dict[str, Any]], inits: list[dict[str, Any]] | None = None) -> Pod:
+    spec: dict[str, Any] = {"containers": containers}
+    if inits:
+        spec["initContainers"] = inits
+    return pod_from_api({"metadata": {"name": "p", "namespace": "default", "uid": "uid-p"}, "spec": spec})
+
+
+def test_dra_extended_resource_names() -> None:
+    assert is_dra_extended_resource_name(GPU)
+    assert is_dra_extended_resource_name("deviceclass.resource.kubernetes.io/gpu")
+    assert not is_dra_extended_resource_name("cpu")
+    assert not is_dra_extended_resource_name("hugepages-2Mi")
+
+
+def test_cache_maps_explicit_and_implicit_names_newest_class_wins() -> None:
+    c = ExtendedResourceCache()
+    old, new = dclass("b", GPU, "2026-01-01T00:00:00Z"), dclass("a", GPU, "2026-02-01T00:00:00Z")
+    c.add_or_update(old, None)
+    assert c.get(GPU) is old and c.get("deviceclass.resource.kubernetes.io/b") is old
+    c.add_or_update(new, None)
+    assert c.get(GPU) is new and c.get("deviceclass.resource.kubernetes.io/a") is new
+    # An older class arriving after a newer one changes nothing, not even its implicit name (upstream).
+    older = dclass("c", GPU, "2025-01-01T00:00:00Z")
+    c.add_or_update(older, None)
+    assert c.get(GPU) is new and c.get("deviceclass.resource.kubernetes.io/c") is None
+    # Same creation time: the smaller name wins.
+    tie = dclass("0", GPU, "2026-02-01T00:00:00Z")
+    c.add_or_update(tie, None)
+    assert c.get(GPU) is tie
+    c.delete(tie)
+    assert c.get(GPU) is None and c.get("deviceclass.resource.kubernetes.io/0") is None
+
+
+def test_cache_update_drops_the_old_names() -> None:
+    c = ExtendedResourceCache()
+    c.add_or_update(dclass("g", GPU), None)
+    renamed = dclass("g", "example.com/tpu")
+    c.add_or_update(renamed, dclass("g", GPU))
+    assert c.get(GPU) is None and c.get("example.com/tpu") is renamed
+
+
+def test_manager_follows_device_class_events() -> None:
+    m = DraManager()
+    obj = {"metadata": {"name": "g", "resourceVersion": "1"}, "spec": {"extendedResourceName": GPU}}
+    m.on_object_event("DeviceClass", False, obj)
+    assert m.class_for_resource(GPU) is not None
+    m.on_object_event("DeviceClass", True, obj)
+    assert m.class_for_resource(GPU) is None
+
+
+def _cache(*names: str) -> ExtendedResourceCache:
+    c = ExtendedResourceCache()
+    for n in names:
+        c.add_or_update(dclass(n.split("/")[-1] + "-class", n), None)
+    return c
+
+
+def test_requests_one_per_container_indexed_by_sorted_resource_name() -> None:
+    p = pod([ctr("a", {"cpu": "1", GPU: "2"}), ctr("b", {GPU: "1"})])
+    reqs, maps = create_requests_and_mappings(p, [GPU], _cache(GPU))
+    assert reqs == [DeviceRequestSpec("container-0-request-1", "gpu-class", 2),
+                    DeviceRequestSpec("container-1-request-0", "gpu-class", 1)]
+    assert maps == [RequestMapping("a", GPU, "container-0-request-1"), RequestMapping("b", GPU, "container-1-request-0")]
+    assert reqs[0].to_api() == {"name": "container-0-request-1", "exactly": {
+        "deviceClassName": "gpu-class", "allocationMode": "ExactCount", "count": 2}}
+
+
+def test_init_containers_reuse_later_long_lived_requests_and_share_the_largest() -> None:
+    # init0 (plain) wants 3: the sidecar (index 1) gives 1 and the container (index 3) 1, so it needs 1 more;
+    # init2 (plain) wants 4: only the container's 1 is after it, so 3 more; the largest (init2's) is kept.
+    p = pod([ctr("main", {GPU: "1"})],
+            inits=[ctr("i0", {GPU: "3"}), ctr("side", {GPU: "1"}, sidecar=True), ctr("i2", {GPU: "4"})])
+    reqs, maps = create_requests_and_mappings(p, [GPU], _cache(GPU))
+    assert reqs == [DeviceRequestSpec("container-1-request-0", "gpu-class", 1),
+                    DeviceRequestSpec("container-2-request-0", "gpu-class", 3),
+                    DeviceRequestSpec("container-3-request-0", "gpu-class", 1)]
+    assert maps == [RequestMapping("side", GPU, "container-1-request-0"),
+                    RequestMapping("main", GPU, "container-3-request-0"),
+                    RequestMapping("i0", GPU, "container-1-request-0"),
+                    RequestMapping("i0", GPU, "container-3-request-0"),
+                    RequestMapping("i0", GPU, "container-2-request-0"),  # renamed from container-0-request-0
+                    RequestMapping("i2", GPU, "container-3-request-0"),
+                    RequestMapping("i2", GPU, "container-2-request-0")]
+
+
+def test_init_container_covered_by_later_requests_makes_none() -> None:
+    p = pod([ctr("main", {GPU: "2"})], inits=[ctr("i0", {GPU: "1"})])
+    reqs, maps = create_requests_and_mappings(p, [GPU], _cache(GPU))
+    assert reqs == [DeviceRequestSpec("container-1-request-0", "gpu-class", 2)]
+    assert maps == [RequestMapping("main", GPU, "container-1-request-0"),
+                    RequestMapping("i0", GPU, "container-1-request-0")]
+
+
+def test_resources_without_a_class_are_skipped() -> None:
+    p = pod([ctr("a", {GPU: "1", "example.com/nic": "1"})])
+    reqs, _ = create_requests_and_mappings(p, ["example.com/nic", GPU], _cache(GPU))
+    assert [r.name for r in reqs] == ["container-0-request-0"]
+
+
+class _Claim:
+    def __init__(self, meta: dict[str, Any]) -> None:
+        self.raw = {"metadata": meta}
+
+
+def test_find_extended_resource_claim_needs_annotation_and_controller_owner() -> None:
+    p = pod([ctr("a", {GPU: "1"})])
+    owner = [{"name": "p", "uid": "uid-p", "controller": True}]
+    good = _Claim({"annotations": {CLAIM_ANNOTATION: "true"}, "ownerReferences": owner})
+    not_annotated = _Claim({"ownerReferences": owner})
+    not_controller = _Claim({"annotations": {CLAIM_ANNOTATION: "true"},
+                             "ownerReferences": [{"name": "p", "uid": "uid-p"}]})
+    assert find_extended_resource_claim(p, [not_annotated, not_controller, good]) is good
+    assert find_extended_resource_claim(p, [not_annotated, not_controller]) is None
+
+
+@pytest.mark.parametrize(("allocatable", "message"), [
+    (None, None),  # not offered by the node: DynamicResources decides
+    ("1", "Insufficient example.com/gpu"),  # a device plugin offers it: counted here as before
+])
+def test_fit_leaves_a_class_backed_resource_the_node_lacks_to_dra(allocatable: str | None,
+                                                                  message: str | None) -> None:
+    handle = FakeHandle()
+    fit = NodeResourcesFit({}, handle)  # type: ignore[arg-type]
+    p = pod([ctr("a", {GPU: "2"})])
+    node = make_node("n1", extra={GPU: allocatable} if allocatable else None)
+    ni = node_info(node)
+    state = CycleState()
+    assert fit.sign_pod(p) == ()
+    handle.shared_plugin_state(MANAGER_KEY, DraManager).on_object_event(
+        "DeviceClass", False, {"metadata": {"name": "g"}, "spec": {"extendedResourceName": GPU}})
+    assert fit.sign_pod(p) is None
+    fit.pre_filter(state, p, [ni])
+    st = fit.filter(state, p, ni)
+    assert (None if st is None else st.message) == message

@@ -101,7 +101,8 @@ def test_requests_one_per_container_indexed_by_sorted_resource_name() -> None:
     reqs, maps = create_requests_and_mappings(p, [GPU], _cache(GPU))
     assert reqs == [DeviceRequestSpec("container-0-request-1", "gpu-class", 2),
                     DeviceRequestSpec("container-1-request-0", "gpu-class", 1)]
-    assert maps == [RequestMapping("a", GPU, "container-0-request-1"), RequestMapping("b", GPU, "container-1-request-0")]
+    assert maps == [RequestMapping("a", GPU, "container-0-request-1"),
+                    RequestMapping("b", GPU, "container-1-request-0")]
     assert reqs[0].to_api() == {"name": "container-0-request-1", "exactly": {
         "deviceClassName": "gpu-class", "allocationMode": "ExactCount", "count": 2}}
 

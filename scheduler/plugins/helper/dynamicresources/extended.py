@@ -132,7 +132,7 @@ def _as_int64(value: object) -> int | None:
     """``Quantity.AsInt64``: the whole value, None when it has a fraction (or does not parse)."""
     try:
         q = parse(value, "Pod", "resources.requests")
-    except Exception:  # noqa: BLE001 -- the API validated it; an unknown form is just not a count
+    except Exception:
         return None
     return int(q) if q == q.to_integral_value() else None
 

@@ -174,3 +174,104 @@ def test_fit_leaves_a_class_backed_resource_the_node_lacks_to_dra(allocatable: s
     fit.pre_filter(state, p, [ni])
     st = fit.filter(state, p, ni)
     assert (None if st is None else st.message) == message
+
+
+# --- DynamicResources with the special claim ---------------------------------------------------------------
+
+def _dra(claims: list[dict[str, Any]] | None = None) -> tuple[Any, Any]:
+    from test_dynamic_resources import class_obj, plugin, slice_obj
+    gpu_class = class_obj()
+    gpu_class["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    gpu_class["spec"]["extendedResourceName"] = GPU
+    objs = [("ResourceSlice", slice_obj("s1", "n1", ["gpu-0", "gpu-1"])),
+            ("ResourceSlice", slice_obj("s2", "n2", ["gpu-0"])), ("DeviceClass", gpu_class)]
+    objs += [("ResourceClaim", c) for c in claims or ()]
+    return plugin(*objs)
+
+
+def _filter_all(pl: Any, p: Pod, nodes: list[Any]) -> tuple[CycleState, dict[str, Any]]:
+    state = CycleState()
+    _, status = pl.pre_filter(state, p, nodes)
+    assert status is None, status
+    out = {}
+    for ni in nodes:
+        st = pl.filter(state, p, ni)
+        out[ni.name] = None if st is None else (st.code.name, st.message)
+    return state, out
+
+
+NODES = [node_info(make_node("n1")), node_info(make_node("n2"))]
+
+
+def test_pod_without_class_backed_requests_is_skipped() -> None:
+    pl, _ = _dra()
+    _, status = pl.pre_filter(CycleState(), pod([ctr("a", {"example.com/nic": "1"})]), NODES)
+    assert status is not None and status.code.name == "SKIP"
+
+
+def test_special_claim_allocated_at_filter_created_and_recorded_at_prebind() -> None:
+    pl, h = _dra()
+    p = pod([ctr("a", {GPU: "2"})])
+    state, verdicts = _filter_all(pl, p, NODES)
+    assert verdicts == {"n1": None, "n2": ("UNSCHEDULABLE_AND_UNRESOLVABLE", "cannot allocate all claims")}
+    assert pl.reserve(state, p, "n1") is None
+    assert pl.pre_bind(state, p, "n1") is None
+    created = h.objects["p-extended-resources-x7k2p"]
+    meta = created["metadata"]
+    assert meta["annotations"] == {CLAIM_ANNOTATION: "true"}
+    assert meta["ownerReferences"] == [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "uid-p",
+                                        "controller": True}]
+    assert created["spec"]["devices"]["requests"] == [{"name": "container-0-request-0", "exactly": {
+        "deviceClassName": "gpu", "allocationMode": "ExactCount", "count": 2}}]
+    results = created["status"]["allocation"]["devices"]["results"]
+    assert sorted(r["device"] for r in results) == ["gpu-0", "gpu-1"]
+    assert {r["request"] for r in results} == {"container-0-request-0"}
+    assert created["status"]["reservedFor"] == [{"resource": "pods", "name": "p", "uid": "uid-p"}]
+    assert h.pod_patches == [{"status": {"extendedResourceClaimStatus": {
+        "requestMappings": [{"containerName": "a", "resourceName": GPU, "requestName": "container-0-request-0"}],
+        "resourceClaimName": "p-extended-resources-x7k2p"}}}]
+    assert pl.manager.in_flight_count() == 0
+    # Unreserve after PreBind (a later plugin failed): the created claim goes away.
+    pl.unreserve(state, p, "n1")
+    assert h.writes[-1] == ("delete", "p-extended-resources-x7k2p")
+
+
+def test_reserved_special_claim_devices_are_taken_until_unreserve() -> None:
+    pl, _ = _dra()
+    p = pod([ctr("a", {GPU: "2"})])
+    state, _ = _filter_all(pl, p, NODES)
+    pl.reserve(state, p, "n1")
+    _, verdicts = _filter_all(pl, pod([ctr("a", {GPU: "1"})]), NODES)
+    assert verdicts["n1"] is not None and verdicts["n2"] is None
+    pl.unreserve(state, p, "n1")
+    assert pl.manager.in_flight_count() == 0
+
+
+def test_node_offering_the_resource_itself_needs_no_claim() -> None:
+    pl, h = _dra()
+    p = pod([ctr("a", {GPU: "1"})])
+    offered = node_info(make_node("n3", extra={GPU: "4"}))
+    state, verdicts = _filter_all(pl, p, [offered])
+    assert verdicts == {"n3": None}
+    assert pl.reserve(state, p, "n3") is None
+    assert pl.pre_bind(state, p, "n3") is None
+    assert h.writes == [] and h.pod_patches == []
+
+
+def test_other_extended_request_the_node_lacks_cannot_fit() -> None:
+    pl, _ = _dra()
+    _, verdicts = _filter_all(pl, pod([ctr("a", {GPU: "1", "example.com/nic": "1"})]), NODES[:1])
+    assert verdicts == {"n1": ("UNSCHEDULABLE_AND_UNRESOLVABLE", "cannot fit resource")}
+
+
+def test_claim_left_by_an_earlier_cycle_is_refused_then_deleted_by_postfilter() -> None:
+    from test_dynamic_resources import claim_obj
+    stale = claim_obj("p-extended-resources-old", owner="p")
+    stale["metadata"]["annotations"] = {CLAIM_ANNOTATION: "true"}
+    pl, h = _dra([stale])
+    p = pod([ctr("a", {GPU: "1"})])
+    state, verdicts = _filter_all(pl, p, NODES)
+    assert set(verdicts.values()) == {("UNSCHEDULABLE_AND_UNRESOLVABLE", "cannot schedule extended resource claim")}
+    _, status = pl.post_filter(state, p, {})
+    assert status is not None and status.message == "deletion of ResourceClaim completed"
+    assert h.writes == [("update", "p-extended-resources-old"), ("delete", "p-extended-resources-old")]

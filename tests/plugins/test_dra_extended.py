@@ -275,3 +275,23 @@ def test_claim_left_by_an_earlier_cycle_is_refused_then_deleted_by_postfilter() 
     _, status = pl.post_filter(state, p, {})
     assert status is not None and status.message == "deletion of ResourceClaim completed"
     assert h.writes == [("update", "p-extended-resources-old"), ("delete", "p-extended-resources-old")]
+
+
+def test_default_profile_offline_places_the_pod_creates_its_claim_and_records_the_mappings() -> None:
+    """Through simulate's OfflineWriter: NodeResourcesFit delegates, DynamicResources allocates on n1 (two
+    devices; n2 has one), the created claim and the pod's status are in the object store."""
+    from test_dynamic_resources import scheduler
+
+    from scheduler.eventhandlers import ADDED, MODIFIED
+    s, _, bound = scheduler()
+    s.on_object_event("DeviceClass", MODIFIED, {"metadata": {"name": "gpu", "resourceVersion": "2"}, "spec": {
+        "selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}], "extendedResourceName": GPU}})
+    s.on_pod_event(ADDED, {"metadata": {"name": "p", "namespace": "default", "uid": "uid-p"},
+                           "spec": {"schedulerName": "py-scheduler", "containers": [ctr("a", {GPU: "2"})]}})
+    assert s.schedule_one(timeout=0)
+    assert bound == ["p->n1"]
+    claim = next(c for c in s.objects.list("ResourceClaim") if c["metadata"]["name"].startswith("p-extended-"))
+    assert sorted(r["device"] for r in claim["status"]["allocation"]["devices"]["results"]) == ["gpu-0", "gpu-1"]
+    pod_obj = s.last_seen_pod("default", "p")
+    assert pod_obj is not None
+    assert pod_obj["status"]["extendedResourceClaimStatus"]["resourceClaimName"] == claim["metadata"]["name"]

@@ -77,6 +77,14 @@ class APIWriter(Protocol):
         """Strategic-merge-patch an object's status subresource (Unreserve removes a reservedFor entry)."""
         ...
 
+    def create_object(self, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        """POST an object (a pod's extended-resource ResourceClaim, ``generateName`` named); returns it as stored."""
+        ...
+
+    def delete_object(self, kind: str, namespace: str, name: str) -> None:
+        """DELETE an object (NotFoundError when already gone)."""
+        ...
+
 
 class EventRecorder(Protocol):
     """Where Kubernetes Events and PodScheduled condition updates go."""

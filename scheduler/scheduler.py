@@ -228,6 +228,15 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
     def patch_object_status(self, kind: str, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
         self.api_writer().patch_object_status(kind, namespace, name, patch)
 
+    def create_object(self, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        return self.api_writer().create_object(kind, obj)
+
+    def delete_object(self, kind: str, namespace: str, name: str) -> None:
+        self.api_writer().delete_object(kind, namespace, name)
+
+    def patch_pod_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        self.api_writer().patch_pod_status(namespace, name, patch)
+
     def api_writer(self) -> APIWriter:
         if self.writer is None:
             raise NoAPIWriterError("this scheduler has no API writer")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.edge import NotFoundError
-from scheduler.eventhandlers import DELETED, MODIFIED
+from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
 from scheduler.framework.fit_error import truncate_message as truncate_note
 from scheduler.framework.interface import ObjectLister
 from scheduler.model.pod import Pod
@@ -72,6 +72,7 @@ class OfflineWriter:
 
     def __init__(self) -> None:
         self._sched: Scheduler | None = None
+        self._created = 0
 
     def connect(self, sched: Scheduler) -> None:
         self._sched = sched
@@ -117,6 +118,22 @@ class OfflineWriter:
         if obj is None:
             raise NotFoundError(f'{kind.lower()}s "{name}" not found')
         return obj
+
+    def create_object(self, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The object as the API server would create it: named from ``generateName`` (a counter
+        stands in for the random suffix), a uid, resourceVersion 1."""
+        self._created += 1
+        out = copy.deepcopy(dict(obj))
+        m = out.setdefault("metadata", {})
+        if not m.get("name"):
+            m["name"] = f"{m.get('generateName', '')}{self._created:05d}"
+        m["uid"] = f"sim-{kind.lower()}-{self._created}"
+        m["resourceVersion"] = "1"
+        self._scheduler().on_object_event(kind, ADDED, out)
+        return out
+
+    def delete_object(self, kind: str, namespace: str, name: str) -> None:
+        self._scheduler().on_object_event(kind, DELETED, self.get_object(kind, namespace, name))
 
     def patch_object_status(self, kind: str, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
         """The one status patch plugins make: ``reservedFor`` entries deleted by uid (``$patch: delete``)."""

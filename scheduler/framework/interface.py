@@ -185,6 +185,19 @@ class ClusterHandle(Protocol):
         """Strategic-merge-patch an object's status (DynamicResources' Unreserve); raises on failure."""
         ...
 
+    def create_object(self, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Create (POST) an object, named by the API server from ``generateName`` (DynamicResources'
+        claim for extended resources); returns the stored object, raises on failure."""
+        ...
+
+    def delete_object(self, kind: str, namespace: str, name: str) -> None:
+        """Delete an object (the extended-resource claim of a failed attempt); NotFoundError when gone."""
+        ...
+
+    def patch_pod_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        """Strategic-merge-patch a pod's status (``status.extendedResourceClaimStatus``); raises on failure."""
+        ...
+
     def pod_exists(self, pod: Pod) -> bool:
         """False once the pod was deleted (as far as the watch told)."""
         ...

@@ -364,6 +364,19 @@ class ApiWriter:
         """Strategic-merge-patch the status subresource (Unreserve's ``$patch: delete`` of a reservedFor entry)."""
         self._request("PATCH", object_path(kind, namespace, name, "status"), patch, STRATEGIC_MERGE)
 
+    def create_object(self, kind: str, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """POST a new object of a writable kind (DynamicResources' extended-resource claim) and return it."""
+        meta = obj.get("metadata") or {}
+        path = object_path(kind, str(meta.get("namespace") or ""), "x").rsplit("/", 1)[0]
+        group, version = WRITABLE_KINDS[kind]
+        body = {**obj, "apiVersion": f"{group}/{version}" if group else version, "kind": kind}
+        data: dict[str, Any] = trim(orjson.loads(self._request("POST", path, body) or b"{}"))
+        return data
+
+    def delete_object(self, kind: str, namespace: str, name: str) -> None:
+        """DELETE one object of a writable kind with default options."""
+        self._request("DELETE", object_path(kind, namespace, name))
+
     def patch_custom_status(self, group: str, version: str, plural: str, namespace: str, name: str,
                             status: Mapping[str, Any]) -> None:
         """Merge-patch the status subresource of a namespaced custom resource (PodGroups)."""

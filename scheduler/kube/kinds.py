@@ -63,9 +63,10 @@ WATCHED_KINDS: tuple[WatchedKind, ...] = (
     WatchedKind("VolumeAttachment", "storage.k8s.io", "v1", "volumeattachments", EventResource.VOLUME_ATTACHMENT),
     # DynamicResources: claims are read again on a write conflict (get) and get the finalizer (update);
     # their status subresources are written by PreBind, PostFilter and Unreserve (see the extra rules
-    # in manifests/clusterrole.yaml).
+    # in manifests/clusterrole.yaml). A pod's extended-resource claim is created at PreBind and deleted
+    # by Unreserve / PostFilter (create, delete).
     WatchedKind("ResourceClaim", "resource.k8s.io", "v1", "resourceclaims", EventResource.RESOURCE_CLAIM,
-                ("get", "list", "watch", "update")),
+                ("get", "list", "watch", "update", "create", "delete")),
     WatchedKind("ResourceSlice", "resource.k8s.io", "v1", "resourceslices", EventResource.RESOURCE_SLICE),
     WatchedKind("DeviceClass", "resource.k8s.io", "v1", "deviceclasses", EventResource.DEVICE_CLASS),
     WatchedKind("DeviceTaintRule", "resource.k8s.io", "v1", "devicetaintrules", EventResource.DEVICE_TAINT_RULE),

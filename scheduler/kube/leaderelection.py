@@ -555,6 +555,14 @@ class LeaderGatedWriter:
         self._require_leader(f"status patch of {kind} {namespace}/{name}")
         self.inner.patch_object_status(kind, namespace, name, patch)
 
+    def create_object(self, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        self._require_leader(f"creation of {kind} {(obj.get('metadata') or {}).get('generateName', '')}")
+        return self.inner.create_object(kind, obj)
+
+    def delete_object(self, kind: str, namespace: str, name: str) -> None:
+        self._require_leader(f"deletion of {kind} {namespace}/{name}")
+        self.inner.delete_object(kind, namespace, name)
+
 
 class LeaderGatedBinder:
     """Wraps the scheduler's binder: no Binding is posted unless ``is_leader`` holds right now.

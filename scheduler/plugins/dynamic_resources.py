@@ -20,13 +20,19 @@ Every extension point upstream uses, with its messages and status codes (upstrea
   in ``status.reservedFor``, retried on conflicts as upstream's ``bindClaim``; then, when an allocated
   device has binding conditions, it waits for them (``bindingTimeout``).
 
-Not built (off by default in v1.37.2, or a separate piece of work; docs/dra.md lists them): extended
-resources backed by DRA (DRAExtendedResource), PodGroup claim sharing (DRAWorkloadResourceClaims,
-GenericWorkload), node-allocatable resources (DRANodeAllocatableResources), optional node operations.
+Extended resources backed by a DeviceClass (DRAExtendedResource, ``extendeddynamicresources.go``): a pod
+requesting one gets a special claim (in memory until PreBind creates it in the API and writes
+``status.extendedResourceClaimStatus``); Filter builds its requests per node from the containers, the
+same allocator allocates it; Unreserve and PostFilter delete a created one.
+
+Not built (off by default in v1.37.2, or a separate piece of work; docs/dra.md lists them): PodGroup
+claim sharing (DRAWorkloadResourceClaims, GenericWorkload), node-allocatable resources
+(DRANodeAllocatableResources), optional node operations.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import random
 import threading
@@ -40,7 +46,7 @@ import structlog
 
 from scheduler.config.args import plugin_args
 from scheduler.config.types_pluginargs import DynamicResourcesArgs
-from scheduler.edge import ConflictError
+from scheduler.edge import ConflictError, NotFoundError
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     CycleState,
@@ -60,7 +66,7 @@ from scheduler.framework.types import (
     NodeInfo,
     QueueingHint,
 )
-from scheduler.model.dra import AllocationResult, ResourceClaim, allocation_result_to_api
+from scheduler.model.dra import AllocationResult, ResourceClaim, allocation_result_to_api, resource_claim_from_api
 from scheduler.model.errors import InvalidObjectError
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
@@ -79,7 +85,15 @@ from scheduler.plugins.helper.dynamicresources.claims import (
     is_reserved_for_pod,
     pod_claims,
 )
-from scheduler.plugins.helper.dynamicresources.manager import RESOURCE_CLAIM, DraManager
+from scheduler.plugins.helper.dynamicresources.extended import (
+    SPECIAL_CLAIM_NAME,
+    RequestMapping,
+    create_requests_and_mappings,
+    find_extended_resource_claim,
+    is_dra_extended_resource_name,
+    special_claim,
+)
+from scheduler.plugins.helper.dynamicresources.manager import MANAGER_KEY, RESOURCE_CLAIM, DraManager
 from scheduler.plugins.helper.dynamicresources.score import ScoreError, prioritized_list_score
 from scheduler.plugins.helper.nodeaffinity import parse_required_terms
 from scheduler.plugins.helper.normalize_score import default_normalize_score, default_normalize_values
@@ -90,7 +104,6 @@ log = structlog.get_logger(__name__)
 NAME = "DynamicResources"
 STATE_KEY = "PreFilter" + NAME
 
-MANAGER_KEY = "dynamicresources.DraManager"
 STATE_NOT_FOUND_MSG = "not found"  # fwk.ErrNotFound, what CycleState.Read returns upstream
 FINALIZER = "resource.kubernetes.io/delete-protection"  # resourceapi.Finalizer
 CONFLICT_RETRIES = 5  # retry.DefaultRetry: 5 steps, 10 ms apart (jitter 0.1)
@@ -121,12 +134,22 @@ class _State:
     unavailable: set[int] = field(default_factory=set)
     node_allocations: dict[str, list[AllocationResult]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # The special claim for extended resources backed by a DeviceClass (last in ``claims``), the uid it had
+    # at PreFilter (in-flight allocations are keyed by it), the pod's scalar requests, and per node the
+    # claim with that node's requests and the container -> request mappings.
+    extended: ResourceClaim | None = None
+    initial_extended_uid: str = ""
+    scalars: Mapping[str, int] = field(default_factory=dict)
+    node_extended: dict[str, tuple[ResourceClaim | None, list[RequestMapping]]] = field(default_factory=dict)
 
     def clone(self) -> _State:
         return self
 
     def to_allocate(self) -> Iterator[tuple[int, ResourceClaim]]:
         return ((i, c) for i, c in enumerate(self.claims) if c.allocation is None)
+
+    def no_user_claim(self) -> bool:
+        return len(self.claims) == (1 if self.extended is not None else 0)
 
 
 _NO_CLAIMS = _State()  # read-only: every point returns before touching it when ``claims`` is empty
@@ -220,7 +243,8 @@ class DynamicResources(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostFi
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
-        if not (pod.raw.get("spec") or {}).get("resourceClaims"):
+        backed = self._has_class_backed_request(pod)
+        if not backed and not (pod.raw.get("spec") or {}).get("resourceClaims"):
             # The common case costs one shared, never-written state: later points see "no claims".
             state.write(STATE_KEY, _NO_CLAIMS)
             return None, skip()
@@ -230,6 +254,11 @@ class DynamicResources(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostFi
             claims = self._pod_claims(pod)
         except _Unschedulable as exc:
             return None, unresolvable(str(exc))
+        if backed:
+            s.scalars = dict(pod.requests.scalar)
+            s.extended = self._extended_claim(pod)
+            s.initial_extended_uid = s.extended.uid
+            claims.append(s.extended)
         if not claims:
             return None, skip()
         s.infos = [_ClaimInfo() for _ in claims]
@@ -246,6 +275,8 @@ class DynamicResources(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostFi
             to_allocate += 1
             if self.manager.pending_allocation(claim.uid) is not None:
                 return None, unresolvable(f"resource claim {claim.key} is in the process of being allocated")
+            if claim is s.extended:
+                continue  # its requests are made per node at Filter, from classes known to exist
             status = self._check_classes(claim)
             if status is not None:
                 return None, status
@@ -254,6 +285,44 @@ class DynamicResources(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostFi
                                     self.manager.slices_with_taint_rules(), self.cel_cache)
         s.claims = claims
         return None, None
+
+    def _has_class_backed_request(self, pod: Pod) -> bool:
+        """``hasDeviceClassMappedExtendedResource``: a non-zero request a DeviceClass backs."""
+        find = self.manager.class_for_resource
+        return any(v and is_dra_extended_resource_name(n) and find(n) is not None
+                   for n, v in pod.requests.scalar.items())
+
+    def _extended_claim(self, pod: Pod) -> ResourceClaim:
+        """``preFilterExtendedResources``: the claim a prior cycle created for the pod, else a new
+        in-memory one (no requests, a temporary uid, the name ``<extended-resources>``)."""
+        found = find_extended_resource_claim(pod, self.manager.claims())
+        return found if found is not None else resource_claim_from_api(special_claim(pod))
+
+    def _filter_extended(self, s: _State, pod: Pod, node_info: NodeInfo
+                         ) -> tuple[ResourceClaim | None, list[RequestMapping], Status | None]:
+        """``filterExtendedResources``: the special claim with this node's requests (None when the node
+        offers every such resource itself, or it is already allocated)."""
+        ext = s.extended
+        if ext is None:
+            return None, [], None
+        if ext.requests:
+            # Created by an earlier cycle: PostFilter deletes it and the pod starts anew.
+            return None, [], unresolvable("cannot schedule extended resource claim")
+        wanted: dict[str, int] = {}
+        alloc = node_info.allocatable.scalar
+        for name, quantity in s.scalars.items():
+            if not is_dra_extended_resource_name(name) or quantity == 0:
+                continue
+            if self.manager.class_for_resource(name) is not None and alloc.get(name, 0) == 0:
+                wanted[name] = quantity
+            elif name not in alloc:
+                return None, [], unresolvable("cannot fit resource")
+        if (s.no_user_claim() and not wanted) or ext.allocation is not None:
+            return None, [], None
+        requests, mappings = create_requests_and_mappings(pod, wanted, self.manager.extended_resources())
+        raw = copy.deepcopy(dict(ext.raw))
+        raw["spec"] = {"devices": {"requests": [r.to_api() for r in requests]}}
+        return resource_claim_from_api(raw), mappings, None
 
     def _check_classes(self, claim: ResourceClaim) -> Status | None:
         """``validateDeviceClass`` for every request and subrequest of an unallocated claim."""
@@ -285,6 +354,11 @@ class DynamicResources(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostFi
         node = node_info.node
         if node is None:
             return error("node not found")
+        node_ext, mappings, status = self._filter_extended(s, pod, node_info)
+        if status is not None:
+            return status
+        if node_ext is None and s.no_user_claim():
+            return None  # the node offers the extended resources itself: NodeResourcesFit counted them
         unavailable = self._unavailable_claims(s, node)
         allocations: list[AllocationResult] = []
         if s.allocator is not None:
@@ -295,7 +369,7 @@ class DynamicResources(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostFi
                 if alloc is not None:
                     pending.append(alloc)
                 else:
-                    to_allocate.append(claim)
+                    to_allocate.append(node_ext if claim is s.extended and node_ext is not None else claim)
             deadline = time.monotonic() + self.filter_timeout if self.filter_timeout > 0 else None
             try:
                 result = s.allocator.allocate(node, to_allocate, deadline=deadline)
@@ -316,6 +390,7 @@ class DynamicResources(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostFi
         if s.allocator is not None:
             with s.lock:
                 s.node_allocations[node.name] = allocations
+                s.node_extended[node.name] = (node_ext, mappings)
         return None
 
     def _unavailable_claims(self, s: _State, node: Node) -> list[int]:
@@ -386,8 +461,13 @@ class DynamicResources(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostFi
         # random source keeps a seeded run (simulate --seed) reproducible.
         candidates = sorted(s.unavailable)
         self.handle.rng().shuffle(candidates)
+        created_ext = s.extended is not None and s.extended.name != SPECIAL_CLAIM_NAME
         for i in candidates:
             claim = s.claims[i]
+            if claim is s.extended:
+                if created_ext:
+                    break
+                continue
             if not claim.reserved_for or (len(claim.reserved_for) == 1 and claim.reserved_for[0].uid == pod.uid):
                 obj = copy.deepcopy(dict(claim.raw))
                 status = obj.setdefault("status", {})
@@ -398,6 +478,12 @@ class DynamicResources(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostFi
                 except Exception as exc:  # the API edge's failure, whatever it is, is the pod's error
                     return None, error(exc)
                 return None, unschedulable("deallocation of ResourceClaim completed")
+        if created_ext and s.extended is not None:
+            try:
+                self._delete_claim(s.extended)
+            except Exception as exc:  # the API edge's failure is the pod's error
+                return None, error(exc)
+            return None, unschedulable("deletion of ResourceClaim completed")
         return None, unschedulable()
 
     # ----- Score ----------------------------------------------------------------------------------
@@ -454,12 +540,17 @@ class DynamicResources(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostFi
             return None
         allocations = s.node_allocations.get(node_name)
         if not allocations:
+            if all(c is s.extended for _, c in unallocated):
+                return None  # only the extended-resource claim, and this node offers the resources itself
             return error("claim allocation not found for node")
         if len(allocations) != len(unallocated):
             return error(f"internal error, have {len(allocations)} allocations, {len(unallocated)} claims to "
                          f"allocate, want {len(unallocated)} claims")
+        node_ext = (s.node_extended.get(node_name) or (None, []))[0]
         for (i, claim), allocation in zip(unallocated, allocations, strict=True):
             s.infos[i].allocation = allocation
+            if claim is s.extended and node_ext is not None:
+                claim = node_ext
             self.manager.signal_pending_allocation(claim, allocation)
         return None
 
@@ -469,6 +560,8 @@ class DynamicResources(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostFi
         if not isinstance(s, _State) or not s.claims:
             return
         for claim in s.claims:
+            if claim is s.extended:
+                continue
             if self.manager.remove_pending_allocation(claim.uid):
                 self.manager.restore_claim(claim.namespace, claim.name)
             if claim.allocation is not None and is_reserved_for_pod(pod, claim):
@@ -478,6 +571,46 @@ class DynamicResources(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostFi
                     self.handle.patch_object_status(RESOURCE_CLAIM, claim.namespace, claim.name, patch)
                 except Exception as exc:  # retried when the pod is scheduled again
                     log.error("unreserve", resourceclaim=claim.key, pod=pod.key, error=str(exc))
+        self._unreserve_extended(s)
+
+    def _unreserve_extended(self, s: _State) -> None:
+        """``unreserveExtendedResourceClaim``: drop its in-flight allocation; delete it once created."""
+        ext = s.extended
+        if ext is None:
+            return
+        if self.manager.remove_pending_allocation(s.initial_extended_uid):
+            self.manager.restore_claim(ext.namespace, ext.name)
+        if ext.name == SPECIAL_CLAIM_NAME:
+            return
+        try:
+            self._delete_claim(ext)
+        except Exception as exc:  # logged only, as upstream
+            log.error("delete", resourceclaim=ext.key, error=str(exc))
+
+    def _delete_claim(self, claim: ResourceClaim) -> None:
+        """``deleteClaim``: remove the allocation finalizer (conflicts retried with a fresh read), then
+        delete; a claim already gone is fine."""
+        obj: Mapping[str, Any] = claim.raw
+        for attempt in range(CONFLICT_RETRIES):
+            if attempt:
+                time.sleep(CONFLICT_BACKOFF * (1 + 0.1 * random.random()))
+                try:
+                    obj = self.handle.get_object(RESOURCE_CLAIM, claim.namespace, claim.name)
+                except Exception as exc:
+                    raise _BindError(f"get resourceclaim {claim.key}: {exc}") from None
+            updated = copy.deepcopy(dict(obj))
+            meta = updated.setdefault("metadata", {})
+            meta["finalizers"] = [f for f in meta.get("finalizers") or [] if f != FINALIZER]
+            try:
+                self.handle.update_object(RESOURCE_CLAIM, updated)
+                break
+            except ConflictError:
+                if attempt == CONFLICT_RETRIES - 1:
+                    raise
+            except Exception as exc:
+                raise _BindError(f"update resourceclaim {claim.key}: {exc}") from None
+        with contextlib.suppress(NotFoundError):
+            self.handle.delete_object(RESOURCE_CLAIM, claim.namespace, claim.name)
 
     # ----- PreBind --------------------------------------------------------------------------------
 
@@ -498,8 +631,14 @@ class DynamicResources(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostFi
         for i, claim in enumerate(s.claims):
             if is_reserved_for_pod(pod, claim):
                 continue
+            allocation = s.infos[i].allocation
+            if claim is s.extended and allocation is None and not claim.requests:
+                continue  # the node offers the extended resources itself: nothing to write
             try:
-                s.claims[i] = self._bind_claim(claim, s.infos[i].allocation, pod)
+                if claim is s.extended:
+                    s.claims[i] = s.extended = self._bind_extended_claim(s, claim, allocation, pod, node_name)
+                else:
+                    s.claims[i] = self._bind_claim(claim, allocation, pod)
             except _BindError as exc:
                 return error(str(exc))
             written.append(claim)
@@ -510,6 +649,36 @@ class DynamicResources(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostFi
             for claim in written:
                 self.manager.remove_pending_allocation(claim.uid)
         return status
+
+    def _bind_extended_claim(self, s: _State, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod,
+                             node_name: str) -> ResourceClaim:
+        """The special claim: created in the API first (``createExtendedResourceClaimInAPI``), then bound
+        as any claim, then the pod's ``status.extendedResourceClaimStatus`` written."""
+        node_ext, mappings = s.node_extended.get(node_name) or (None, [])
+        if claim.name == SPECIAL_CLAIM_NAME:
+            if node_ext is None:
+                raise _BindError(f"extended resource claim not found for node {node_name}")
+            obj = copy.deepcopy(dict(node_ext.raw))
+            meta = obj["metadata"]
+            meta.pop("name", None)
+            meta.pop("uid", None)
+            obj.pop("status", None)
+            try:
+                created = self.handle.create_object(RESOURCE_CLAIM, obj)
+            except Exception as exc:
+                raise _BindError(f"create claim for extended resources {claim.namespace}/: {exc}") from None
+            claim = resource_claim_from_api(created)
+            s.extended = claim
+        bound = self._bind_claim(claim, allocation, pod)
+        if not mappings:
+            raise _BindError(f"nil or empty request mappings, no update of pod {pod.key} ExtendedResourceClaimStatus")
+        patch = {"status": {"extendedResourceClaimStatus": {
+            "requestMappings": [m.to_api() for m in mappings], "resourceClaimName": bound.name}}}
+        try:
+            self.handle.patch_pod_status(pod.namespace, pod.name, patch)
+        except Exception as exc:
+            raise _BindError(f"update pod {pod.key} ExtendedResourceClaimStatus: {exc}") from None
+        return bound
 
     def _bind_claim(self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod) -> ResourceClaim:
         """Finalizer, allocation and reservation of one claim, conflicts retried with a fresh claim;

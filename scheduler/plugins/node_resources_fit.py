@@ -49,6 +49,7 @@ from scheduler.model.resources import (
     request_amount,
     scoring_request_list,
 )
+from scheduler.plugins.helper.dynamicresources.manager import MANAGER_KEY, DraManager
 from scheduler.plugins.helper.generation_memo import GenerationMemo
 from scheduler.plugins.helper.gomath import go_div, go_round
 from scheduler.plugins.helper.podgroup_points import PlacementScorePoint
@@ -109,6 +110,11 @@ def _ignored(name: str, ignored: frozenset[str], groups: frozenset[str]) -> bool
     return name in ignored or (bool(groups) and name.split("/", 1)[0] in groups)
 
 
+def _delegated(name: str, dra_backed: frozenset[str], allocatable: Resource) -> bool:
+    """``shouldDelegateResourceToDRA``: backed by a DeviceClass and not in the node's allocatable."""
+    return name in dra_backed and allocatable.scalar.get(name, 0) <= 0
+
+
 def fits_request(
     req: Resource,
     allocatable: Resource,
@@ -116,10 +122,13 @@ def fits_request(
     num_pods: int,
     ignored: frozenset[str] = frozenset(),
     ignored_groups: frozenset[str] = frozenset(),
+    dra_backed: frozenset[str] = frozenset(),
 ) -> list[InsufficientResource]:
     """fitsRequest: every shortage, in upstream's order (pods, cpu, memory, ephemeral, scalars).
 
-    Scalars are listed in name order (upstream iterates a Go map, i.e. in random order)."""
+    Scalars are listed in name order (upstream iterates a Go map, i.e. in random order). A scalar in
+    ``dra_backed`` (a DeviceClass backs it) that the node does not offer is left to DynamicResources
+    (``shouldDelegateResourceToDRA``)."""
     out: list[InsufficientResource] = []
     if num_pods + 1 > allocatable.allowed_pod_number:
         out.append(InsufficientResource("pods", "Too many pods", 1, num_pods, allocatable.allowed_pod_number))
@@ -131,7 +140,7 @@ def fits_request(
             out.append(InsufficientResource(name, f"Insufficient {name}", want, used, cap, want > cap))
     for name in sorted(req.scalar):
         want = req.scalar[name]
-        if want == 0 or _ignored(name, ignored, ignored_groups):
+        if want == 0 or _ignored(name, ignored, ignored_groups) or _delegated(name, dra_backed, allocatable):
             continue
         cap, used = allocatable.scalar.get(name, 0), requested.scalar.get(name, 0)
         if want > cap - used:
@@ -162,6 +171,7 @@ class FitState:
     ephemeral: int
     scalars: tuple[tuple[str, int], ...]
     nothing: bool
+    dra_backed: frozenset[str] = frozenset()
 
     def has_room(self, node_info: NodeInfo) -> bool:
         """fits_request finds no shortage: the node has a pod slot and room for every checked request."""
@@ -177,11 +187,13 @@ class FitState:
             and (not mem or mem <= alloc.memory - used.memory)
             and (not eph or eph <= alloc.ephemeral_storage - used.ephemeral_storage)
             and (not self.scalars or all(want <= alloc.scalar.get(name, 0) - used.scalar.get(name, 0)
+                                         or _delegated(name, self.dra_backed, alloc)
                                          for name, want in self.scalars))
         )
 
     @classmethod
-    def build(cls, req: Resource, ignored: frozenset[str], ignored_groups: frozenset[str]) -> FitState:
+    def build(cls, req: Resource, ignored: frozenset[str], ignored_groups: frozenset[str],
+              dra_backed: frozenset[str] = frozenset()) -> FitState:
         scalars = tuple(
             (name, req.scalar[name])
             for name in sorted(req.scalar)
@@ -194,6 +206,7 @@ class FitState:
             max(req.ephemeral_storage, 0),
             scalars,
             _requests_nothing(req),
+            dra_backed,
         )
 
 
@@ -377,8 +390,15 @@ class NodeResourcesFit(PlacementScorePoint):  # v1.37: also a PlacementScore plu
 
 
     def sign_pod(self, pod: Pod) -> Hashable | None:
-        """Batchable: verdicts and scores depend on the pod template and the one node only."""
-        return ()
+        """Batchable: verdicts and scores depend on the pod template and the one node only; not when a
+        request is backed by a DeviceClass (upstream: "signature disabled when dra extended resources
+        are used in the cluster")."""
+        return None if self._dra_backed(fit_request(pod)) else ()
+
+    def _dra_backed(self, req: Resource) -> frozenset[str]:
+        """The pod's scalar requests that a DeviceClass backs (DRAExtendedResource, GA in v1.37)."""
+        find = self.dra.class_for_resource
+        return frozenset(n for n, v in req.scalar.items() if v and find(n) is not None)
 
     def __init__(self, args: NodeResourcesFitArgs | Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle
@@ -388,6 +408,8 @@ class NodeResourcesFit(PlacementScorePoint):  # v1.37: also a PlacementScore plu
         self.scorer = _build_scorer(a.scoring_strategy)
         self.resources = self.scorer.resources
         self._fits: GenerationMemo[bool] = GenerationMemo()
+        # The DRA manager's DeviceClass index tells which extended resources DynamicResources allocates.
+        self.dra: DraManager = handle.shared_plugin_state(MANAGER_KEY, DraManager)
 
     # PreFilter / Filter
 
@@ -397,9 +419,10 @@ class NodeResourcesFit(PlacementScorePoint):  # v1.37: also a PlacementScore plu
         """Record the pod's request; a pod whose quantities do not parse fits nowhere (and says why)."""
         if _is_resource_error(pod):
             return None, unresolvable(str(pod.parse_error))
+        req = fit_request(pod)
         state.write(
             PRE_FILTER_STATE_KEY,
-            FitState.build(fit_request(pod), self.ignored_resources, self.ignored_resource_groups),
+            FitState.build(req, self.ignored_resources, self.ignored_resource_groups, self._dra_backed(req)),
         )
         return None, None
 
@@ -422,6 +445,7 @@ class NodeResourcesFit(PlacementScorePoint):  # v1.37: also a PlacementScore plu
                 len(node_info.pods),
                 self.ignored_resources,
                 self.ignored_resource_groups,
+                st.dra_backed,
             )
         )
 
@@ -435,7 +459,7 @@ class NodeResourcesFit(PlacementScorePoint):  # v1.37: also a PlacementScore plu
         slow = self.filter
         # NodeInfo generations that passed this very request, so pods alike skip the arithmetic on nodes
         # unchanged since the last cycle.
-        fits = self._fits.table((st.cpu, st.memory, st.ephemeral, st.scalars, st.nothing))
+        fits = self._fits.table((st.cpu, st.memory, st.ephemeral, st.scalars, st.nothing, st.dra_backed))
 
         def check(node_info: NodeInfo) -> Status | None:
             if node_info.generation in fits:

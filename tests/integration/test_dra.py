@@ -52,11 +52,12 @@ class Dra:
         body["spec"]["pool"]["generation"] += 1
         self.objs.replace_cluster_custom_object(GROUP, VERSION, "resourceslices", old["metadata"]["name"], body)
 
-    def device_class(self, selector: str = "") -> str:
+    def device_class(self, selector: str = "", extended_resource_name: str = "") -> str:
         name = f"{self.ns}-gpu"
         expression = f'device.driver == "{self.driver}"' + (f" && {selector}" if selector else "")
         body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "DeviceClass", "metadata": {"name": name},
-                "spec": {"selectors": [{"cel": {"expression": expression}}]}}
+                "spec": {"selectors": [{"cel": {"expression": expression}}],
+                         **({"extendedResourceName": extended_resource_name} if extended_resource_name else {})}}
         self.objs.create_cluster_custom_object(GROUP, VERSION, "deviceclasses", body)
         self.cluster_scoped.append(("deviceclasses", name))
         return name
@@ -114,6 +115,22 @@ def claim_pod(name: str, *, claim: str = "", template: str = "",
     ref = ({"name": "gpu", "resourceClaimName": claim} if claim
            else {"name": "gpu", "resourceClaimTemplateName": template})
     return pod_manifest(name, scheduler_name=scheduler_name, extra_spec={"resourceClaims": [ref]})
+
+
+def extended_pod(name: str, resource: str, count: int = 1, scheduler_name: str = "py-scheduler") -> dict[str, Any]:
+    """A pod whose one container requests ``count`` of an extended resource (requests = limits)."""
+    body = pod_manifest(name, scheduler_name=scheduler_name)
+    res = body["spec"]["containers"][0]["resources"]
+    res["requests"][resource] = str(count)
+    res["limits"] = {resource: str(count)}
+    return body
+
+
+def extended_claim_of(core: client.CoreV1Api, dra: Dra, ns: str, pod: str) -> tuple[dict[str, Any], Any]:
+    """The special claim the scheduler created for the pod and the pod's ``extendedResourceClaimStatus``."""
+    status = wait_for(lambda: core.read_namespaced_pod(pod, ns).status.extended_resource_claim_status, 60,
+                      what=f"{pod} extendedResourceClaimStatus")
+    return dra.get_claim(status.resource_claim_name), status
 
 
 def generated_claim(core: client.CoreV1Api, ns: str, pod: str) -> str:
@@ -261,3 +278,55 @@ def test_kube_scheduler_scores_the_prioritized_list_the_same(
         want = (nodes[1], [(nodes[1], "gpu-0", "gpu/two"), (nodes[1], "gpu-1", "gpu/two")])
         assert chosen[KUBE] == chosen["py-scheduler"] == want
 
+
+
+def test_extended_resource_backed_by_a_device_class_gets_a_claim_on_the_slices_node(
+    cluster: LocalCluster, core: client.CoreV1Api, scheduler: SchedulerProc, ns: str, dra: Dra,
+) -> None:
+    """DRAExtendedResource: a container asks for ``<ns>.example.com/gpu: 1`` (no node offers it); the class
+    naming it backs it, so the pod goes to the slice's node and gets a claim made by the scheduler."""
+    resource = f"{ns}.example.com/gpu"
+    with temporary_nodes(str(cluster.kubeconfig), 2, f"{ns}-x") as nodes:
+        dra.slice(nodes[1], gpus("gpu-0"))
+        cls = dra.device_class(extended_resource_name=resource)
+        core.create_namespaced_pod(ns, extended_pod("ext", resource))
+        assert wait_for(lambda: node_of(core, ns, "ext"), 90, what="pod bound") == nodes[1]
+        claim, status = extended_claim_of(core, dra, ns, "ext")
+        pod = core.read_namespaced_pod("ext", ns)
+        meta = claim["metadata"]
+        assert meta["name"].startswith("ext-extended-resources-")
+        assert meta["annotations"] == {"resource.kubernetes.io/extended-resource-claim": "true"}
+        assert [(o["kind"], o["name"], o["uid"], o.get("controller")) for o in meta["ownerReferences"]] == [
+            ("Pod", "ext", pod.metadata.uid, True)]
+        assert claim["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == cls
+        request = f"container-0-request-{sorted(['cpu', 'memory', resource]).index(resource)}"
+        assert devices_of(claim, with_request=True) == [(nodes[1], "gpu-0", request)]
+        assert [r["uid"] for r in claim["status"]["reservedFor"]] == [pod.metadata.uid]
+        assert [(m.container_name, m.resource_name, m.request_name) for m in status.request_mappings] == [
+            ("c", resource, request)]
+        # A second pod finds the only device taken.
+        core.create_namespaced_pod(ns, extended_pod("ext2", resource))
+        assert "cannot allocate all claims" in pending_message(core, ns, "ext2")
+
+
+def test_kube_scheduler_handles_a_class_backed_extended_resource_the_same(
+    cluster: LocalCluster, core: client.CoreV1Api, scheduler: SchedulerProc, kube_scheduler: None,
+    ns: str, dra: Dra,
+) -> None:
+    """The same pod through each scheduler in turn: same node, devices, request names and mappings."""
+    resource = f"{ns}.example.com/gpu"
+    with temporary_nodes(str(cluster.kubeconfig), 2, f"{ns}-y") as nodes:
+        dra.slice(nodes[0], gpus("gpu-0", "gpu-1", "gpu-2"))
+        dra.device_class(extended_resource_name=resource)
+        chosen = {}
+        for sched, name in ((KUBE, "kube-ext"), ("py-scheduler", "py-ext")):
+            core.create_namespaced_pod(ns, extended_pod(name, resource, 2, scheduler_name=sched))
+            node = wait_for(lambda name=name: node_of(core, ns, name), 90, what=f"{name} bound")
+            claim, status = extended_claim_of(core, dra, ns, name)
+            chosen[sched] = (node, devices_of(claim, with_request=True), claim["spec"],
+                             [(m.container_name, m.resource_name, m.request_name) for m in status.request_mappings])
+            core.delete_namespaced_pod(name, ns, grace_period_seconds=0)
+            claim_name = claim["metadata"]["name"]
+            wait_for(lambda c=claim_name: not dra.claim_exists(c), 90, what=f"{name}'s claim released")
+        assert chosen[KUBE] == chosen["py-scheduler"]
+        assert chosen[KUBE][0] == nodes[0]

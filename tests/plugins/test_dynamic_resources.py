@@ -79,6 +79,7 @@ class Handle:
         self.objects: dict[str, dict[str, Any]] = {}
         self.writes: list[tuple[str, str]] = []
         self.conflicts = 0
+        self.pod_patches: list[Mapping[str, Any]] = []
 
     def update_object(self, kind: str, obj: Mapping[str, Any], subresource: str = "") -> Mapping[str, Any]:
         name = obj["metadata"]["name"]
@@ -96,6 +97,21 @@ class Handle:
 
     def patch_object_status(self, kind: str, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
         self.writes.append(("patch", name))
+
+    def create_object(self, kind: str, obj: Mapping[str, Any]) -> Mapping[str, Any]:
+        out = copy.deepcopy(dict(obj))
+        out["metadata"].update(name=out["metadata"]["generateName"] + "x7k2p", uid="uid-created", resourceVersion="1")
+        self.writes.append(("create", out["metadata"]["name"]))
+        self.objects[out["metadata"]["name"]] = out
+        return out
+
+    def delete_object(self, kind: str, namespace: str, name: str) -> None:
+        self.writes.append(("delete", name))
+        self.objects.pop(name, None)
+
+    def patch_pod_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        self.writes.append(("pod-status", name))
+        self.pod_patches.append(patch)
 
     def shared_plugin_state(self, key: str, factory: Callable[[], Any]) -> Any:
         return factory()

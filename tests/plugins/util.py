@@ -6,7 +6,7 @@ exercises the same views the scheduler builds from watch events.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from scheduler.cache import Snapshot, new_snapshot
@@ -166,6 +166,13 @@ class FakeHandle:
     def features(self) -> Features:
         """The default gates (v1.37's), or the ones a test set."""
         return self.gates
+
+    def shared_plugin_state(self, key: str, factory: Callable[[], Any]) -> Any:
+        """One object per handle and key, as the scheduler keeps one per scheduler."""
+        shared = self.__dict__.setdefault("_shared", {})
+        if key not in shared:
+            shared[key] = factory()
+        return shared[key]
 
     gates = Features()
 

@@ -42,6 +42,7 @@ from scheduler.model.dra import (
 )
 from scheduler.model.errors import InvalidObjectError
 from scheduler.plugins.helper.dynamicresources.allocator import AllocatedState, DeviceID
+from scheduler.plugins.helper.dynamicresources.extended import ExtendedResourceCache
 from scheduler.plugins.helper.dynamicresources.pools import apply_device_taint_rules
 
 log = structlog.get_logger(__name__)
@@ -52,6 +53,7 @@ DEVICE_CLASS = "DeviceClass"
 DEVICE_TAINT_RULE = "DeviceTaintRule"
 DRA_KINDS = frozenset({RESOURCE_CLAIM, RESOURCE_SLICE, DEVICE_CLASS, DEVICE_TAINT_RULE})
 
+MANAGER_KEY = "dynamicresources.DraManager"  # Handle.shared_plugin_state key: one manager per scheduler
 ClaimKey = tuple[str, str]  # namespace, name
 
 
@@ -135,6 +137,7 @@ class DraManager:
         self._in_use = _InUse()
         self._slices: dict[str, ResourceSlice] = {}
         self._classes: dict[str, DeviceClass] = {}
+        self._extended = ExtendedResourceCache()
         self._rules: dict[str, DeviceTaintRule] = {}
         self._tainted: list[ResourceSlice] | None = None
         # (kind, namespace, name) -> the resourceVersion last parsed: a relist's unchanged objects are skipped,
@@ -166,12 +169,24 @@ class DraManager:
                     self._put(self._slices, name, None if deleted else resource_slice_from_api(obj))
                     self._tainted = None
                 elif kind == DEVICE_CLASS:
-                    self._put(self._classes, name, None if deleted else device_class_from_api(obj))
+                    self._class_event(name, deleted, obj)
                 else:
                     self._put(self._rules, name, None if deleted else device_taint_rule_from_api(obj))
                     self._tainted = None
         except InvalidObjectError as exc:
             log.warning("DRA object not understood, ignored", kind=kind, name=name, error=str(exc))
+
+    def _class_event(self, name: str, deleted: bool, obj: Mapping[str, Any]) -> None:
+        """Store the class and keep the extended-resource mapping as upstream's cache does."""
+        old = self._classes.get(name)
+        if deleted:
+            self._classes.pop(name, None)
+            if old is not None:
+                self._extended.delete(old)
+            return
+        new = device_class_from_api(obj)
+        self._classes[name] = new
+        self._extended.add_or_update(new, old)
 
     @staticmethod
     def _put(store: dict[str, Any], name: str, value: Any) -> None:
@@ -219,6 +234,15 @@ class DraManager:
     def device_class(self, name: str) -> DeviceClass | None:
         with self._lock:
             return self._classes.get(name)
+
+    def class_for_resource(self, resource: str) -> DeviceClass | None:
+        """``DeviceClassResolver().GetDeviceClass``: the class backing an extended resource name."""
+        with self._lock:
+            return self._extended.get(resource)
+
+    def extended_resources(self) -> ExtendedResourceCache:
+        """The resolver itself (read under the GIL; its dict is replaced entry by entry)."""
+        return self._extended
 
     def device_classes(self) -> dict[str, DeviceClass]:
         with self._lock:

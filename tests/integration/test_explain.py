@@ -110,6 +110,9 @@ def test_capacity_counts_copies_until_the_first_failure(
         taken["spec"]["nodeName"] = a
         core.create_namespaced_pod(ns, taken)
         pod = pod_manifest("replica", scheduler_name="default-scheduler", cpu="1", memory=None, node_selector=label)
+        # Other tests' nodes may carry taints (a fake node the node controller marks unreachable): tolerated,
+        # every other node fails on the nodeSelector alone, whatever ran before.
+        pod["spec"]["tolerations"] = [{"operator": "Exists"}]
         (tmp_path / "pod.yaml").write_text(yaml.safe_dump({**pod, "metadata": {"name": "replica", "namespace": ns}}))
         out = cli(cluster.kubeconfig, "capacity", "--pod", str(tmp_path / "pod.yaml"), "--from-cluster",
                   "--output", "json")

@@ -18,11 +18,14 @@ from kubernetes import client
 from e2e.cluster.cluster import LocalCluster, build_binaries
 from e2e.kube import node_of, pod_manifest, scheduled_condition, wait_for
 from e2e.process import start_kube_scheduler, stop_scheduler
-from tests.integration.conftest import SchedulerProc, free_port
+from tests.integration.conftest import SchedulerProc, free_port, temporary_nodes
 
 KUBE = "kube-metrics"
 OBSERVABILITY = Path(__file__).resolve().parents[2] / "docs" / "observability.md"
 FAMILY = re.compile(r"^# TYPE (scheduler_[a-z_]+) ", re.M)
+# Recorded when a cluster event meets an unschedulable pod: the session's py-scheduler has seen many, a
+# fresh kube-scheduler none, so the test adds a node while both hold an unschedulable pod.
+HINTS = "scheduler_queueing_hint_execution_duration_seconds"
 # Recorded in 10 % of cycles by both, and at PreEnqueue by kube-scheduler only (docs/observability.md), so
 # two cycles may leave it in one scrape and not the other.
 SAMPLED = {"scheduler_plugin_execution_duration_seconds"}
@@ -62,7 +65,7 @@ def scrape_kube(port: int) -> str:
 
 
 def test_metric_names_match_kube_schedulers(
-    core: client.CoreV1Api, scheduler: SchedulerProc, kube_metrics: int, ns: str
+    cluster: LocalCluster, core: client.CoreV1Api, scheduler: SchedulerProc, kube_metrics: int, ns: str
 ) -> None:
     for who in (KUBE, "py-scheduler"):
         core.create_namespaced_pod(ns, pod_manifest(f"{who}-fits", scheduler_name=who))
@@ -70,6 +73,8 @@ def test_metric_names_match_kube_schedulers(
     for who in (KUBE, "py-scheduler"):
         wait_for(lambda who=who: node_of(core, ns, f"{who}-fits"), 60, what=f"{who} bound its pod")
         wait_for(lambda who=who: scheduled_condition(core, ns, f"{who}-huge"), 60, what=f"{who} failed its pod")
+    with temporary_nodes(str(cluster.kubeconfig), 1, f"{ns}-hint"):  # NodeAdd: both run their queueing hints
+        wait_for(lambda: HINTS in families(scrape_kube(kube_metrics)), 60, what="kube-scheduler ran a queueing hint")
     time.sleep(2)  # the gauges are refreshed once a second
     kube = wait_for(lambda: families(scrape_kube(kube_metrics)) or None, 60, what="kube-scheduler's /metrics")
     py = families(scheduler.metrics())

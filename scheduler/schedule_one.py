@@ -162,10 +162,10 @@ def heap_preorder_first(indices: np.ndarray) -> int:
     """min(indices, key=heap_preorder_key) without a Python call per tie (most of a uniform cluster's
     nodes tie): each 1-based position's path bits, left-aligned to the deepest one's length, with the
     depth below them so that an ancestor (a prefix, the same aligned bits) comes first."""
-    positions = indices.astype(np.int64) + 1
-    depths = np.frexp(positions.astype(np.float64))[1].astype(np.int64)  # bit lengths, exact below 2**53
+    positions = indices + 1  # np.flatnonzero's int64 (intp)
+    depths = np.frexp(positions)[1]  # bit lengths (the float exponents), exact below 2**53
     aligned = positions << (depths.max() - depths)
-    return int(indices[int(np.argmin(aligned * 64 + depths))])
+    return int(indices[(aligned * 64 + depths).argmin()])
 
 
 def heap_preorder_key(index: int) -> str:

@@ -142,8 +142,13 @@ def select_host(totals: Sequence[int] | ScoreRow, tie_break: TieBreak = "heap", 
     scores = np.asarray(totals, dtype=np.int64)
     if not scores.size:
         raise ValueError("empty priority list")
-    ties = np.flatnonzero(scores == scores.max()).tolist()
-    if len(ties) > 1 and randomizers is not None:
+    tied = np.flatnonzero(scores == scores.max())
+    if len(tied) == 1:
+        return int(tied[0])
+    if randomizers is None and tie_break == "heap":
+        return heap_preorder_first(tied)
+    ties = tied.tolist()
+    if randomizers is not None:
         top = max(randomizers[i] for i in ties)
         ties = [i for i in ties if randomizers[i] == top]
     if len(ties) == 1:
@@ -151,6 +156,16 @@ def select_host(totals: Sequence[int] | ScoreRow, tie_break: TieBreak = "heap", 
     if tie_break == "name":
         return min(ties, key=names.__getitem__)
     return min(ties, key=heap_preorder_key)
+
+
+def heap_preorder_first(indices: np.ndarray) -> int:
+    """min(indices, key=heap_preorder_key) without a Python call per tie (most of a uniform cluster's
+    nodes tie): each 1-based position's path bits, left-aligned to the deepest one's length, with the
+    depth below them so that an ancestor (a prefix, the same aligned bits) comes first."""
+    positions = indices + 1  # np.flatnonzero's int64 (intp)
+    depths = np.frexp(positions)[1]  # bit lengths (the float exponents), exact below 2**53
+    aligned = positions << (depths.max() - depths)
+    return int(indices[(aligned * 64 + depths).argmin()])
 
 
 def heap_preorder_key(index: int) -> str:

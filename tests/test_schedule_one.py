@@ -362,6 +362,15 @@ def test_select_host_matches_heapify_on_random_rows() -> None:
         assert select_host(row) == go_heap_init_root(row)
 
 
+def test_select_host_matches_heapify_on_large_uniform_rows() -> None:
+    """Thousands of ties (a uniform cluster), where the ties' pre-order is found without a key per tie."""
+    rng = random.Random(11)
+    for _ in range(30):
+        n = rng.randint(100, 6000)
+        row = [rng.choice((7, 7, 7, 6)) for _ in range(n)]
+        assert select_host(row) == go_heap_init_root(row)
+
+
 def go_heap_init_root(totals: list[int]) -> int:
     """container/heap.Init with Less(i, j) = totals[i] > totals[j], written out; the index left at the root."""
     h = list(range(len(totals)))

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import orjson
+
 from scheduler.model.errors import InvalidObjectError
 
 NO_SCHEDULE = "NoSchedule"
@@ -50,7 +52,32 @@ def parse_taints(raw: object, obj: str) -> tuple[Taint, ...]:
     return tuple(out)
 
 
+# Pods made from one template carry the same tolerations (every pod gets the two default NoExecute ones),
+# so their parsed tuples are shared: the JSON of the list -> its result. Cleared when it grows past the bound.
+_TOLERATIONS_MEMO: dict[bytes, tuple[Toleration, ...]] = {}
+_TOLERATIONS_MEMO_MAX = 4096
+
+
 def parse_tolerations(raw: object, obj: str) -> tuple[Toleration, ...]:
+    """spec.tolerations, remembered by their JSON (serializing costs a tenth of parsing); an invalid
+    list is not remembered: its error names the pod."""
+    if not raw:
+        return ()
+    try:
+        key = orjson.dumps(raw, default=str)
+    except orjson.JSONEncodeError:  # not from JSON (a hand-built object): parsed every time
+        return _parse_tolerations(raw, obj)
+    found = _TOLERATIONS_MEMO.get(key)
+    if found is not None:
+        return found
+    result = _parse_tolerations(raw, obj)
+    if len(_TOLERATIONS_MEMO) >= _TOLERATIONS_MEMO_MAX:
+        _TOLERATIONS_MEMO.clear()
+    _TOLERATIONS_MEMO[key] = result
+    return result
+
+
+def _parse_tolerations(raw: object, obj: str) -> tuple[Toleration, ...]:
     out = []
     for i, t in enumerate(raw if isinstance(raw, list) else []):
         if not isinstance(t, Mapping):

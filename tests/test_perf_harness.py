@@ -133,7 +133,10 @@ def test_templates_are_upstream_shaped(name: str) -> None:
         t = make()
         (c,) = t["spec"]["containers"]
         assert c["name"] == "pause" and c["image"].startswith("registry.k8s.io/pause:")
-        if make not in (workloads.pod_with_label, workloads.pod_low_priority, workloads.pod_high_priority):
+        if wl.dra is not None:  # upstream's DRA pods request only their claim
+            assert c["resources"] == {"claims": [{"name": "resource"}]}
+            assert t["spec"]["resourceClaims"][0]["name"] == "resource"
+        elif make not in (workloads.pod_with_label, workloads.pod_low_priority, workloads.pod_high_priority):
             assert c["resources"]["requests"] == {"cpu": "100m", "memory": "500Mi"}
             assert c["resources"]["limits"] == c["resources"]["requests"]
 
@@ -192,7 +195,8 @@ def test_default_suite() -> None:
     assert ("PreemptionBasic", 1000, 1000) in suite
     assert {(w, n) for w, n, _ in suite if n >= workloads.LARGE_NODES} == {
         ("SchedulingBasic", 5000), *((w, 5000) for w in workloads.LARGE_SUITE_WORKLOADS)}
-    assert {w for w, _, _ in suite} == set(workloads.WORKLOADS)
+    dra = {n for n, w in workloads.WORKLOADS.items() if w.dra is not None}
+    assert dra and {w for w, _, _ in suite} == set(workloads.WORKLOADS) - dra  # DRA: too slow here for make bench
     assert all(n < workloads.LARGE_NODES for _, n, _ in workloads.default_suite(skip_large=True))
 
 
@@ -499,3 +503,67 @@ def test_pod_times_are_offsets_from_the_batch_start(tmp_path: Any) -> None:
     write_pod_times(path, 100.0, 1.7e9, {"ns/a": 100.5, "ns/b": 101.0}, {"ns/a": 100.75})
     doc = json.loads(path.read_text())
     assert doc == {"start_wall": 1.7e9, "pods": {"ns/a": [0.5, 0.75], "ns/b": [1.0, None]}}
+
+
+def test_dra_sizes_follow_upstream_5000pods_500nodes() -> None:
+    w = workloads.WORKLOADS
+    tmpl, ref = w["SchedulingWithResourceClaimTemplate"], w["SchedulingWithResourceClaim"]
+    assert tmpl.sizes(500, 2500) == (0, 2500) and tmpl.sizes(500, 9999) == (0, 2500)  # half the devices free
+    assert tmpl.dra is not None and tmpl.dra.devices == 10 and tmpl.dra.allocated_claims(500) == 2500
+    assert ref.sizes(500, 2500) == (2500, 2500) and ref.sizes(500, 9999) == (2500, 2500)  # 1000 devices x 5 pods
+    assert ref.dra is not None and ref.dra.devices == 2 and ref.dra.shared_claims
+    assert not tmpl.ceiling and not ref.ceiling
+    assert tmpl.dra.controllers == ("resourceclaim-controller",) and ref.dra.controllers == ()
+
+
+def test_dra_object_makers() -> None:
+    cls = workloads.device_class()
+    assert cls["metadata"]["name"] == "test-class"
+    assert cls["spec"]["selectors"] == [{"cel": {"expression": 'device.driver == "test-driver.cdi.k8s.io"'}}]
+    sl = workloads.resource_slice(7, "node-7", 10)
+    assert sl["metadata"]["name"] == sl["spec"]["pool"]["name"] == "resourceslice-7"
+    assert sl["spec"]["nodeName"] == "node-7" and sl["spec"]["driver"] == "test-driver.cdi.k8s.io"
+    assert sl["spec"]["pool"] == {"name": "resourceslice-7", "generation": 1, "resourceSliceCount": 1}
+    devs = sl["spec"]["devices"]
+    assert [d["name"] for d in devs] == [f"basic-device-{k}" for k in range(10)]
+    assert devs[3]["attributes"]["pciRoot"] == {"string": "01"}  # the PCI root cycles over 2
+    assert devs[3]["attributes"]["resource.kubernetes.io/pciBusID"] == {"string": "0000:03:00.0"}
+    assert devs[0]["capacity"] == {"memory": {"value": "24480Mi"}, "millicores": {"value": "1k"}}
+    claim = workloads.resource_claim(4, "sched-1")
+    assert claim["metadata"] == {"name": "test-claim-4", "namespace": "sched-1"}
+    assert claim["spec"] == workloads.resource_claim_template("sched-1")["spec"]["spec"]
+    (req,) = claim["spec"]["devices"]["requests"]
+    assert req == {"name": "req-0", "exactly": {"deviceClassName": "test-class"}}
+    alloc = workloads.claim_allocation("node-2", "resourceslice-2", "basic-device-5")
+    assert alloc["devices"]["results"] == [{"request": "req-0", "driver": "test-driver.cdi.k8s.io",
+                                            "pool": "resourceslice-2", "device": "basic-device-5"}]
+    term = alloc["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]
+    assert term == {"key": "metadata.name", "operator": "In", "values": ["node-2"]}
+
+
+def test_dra_pod_templates_and_shared_claims() -> None:
+    t = workloads.pod_with_claim_template()
+    assert t["spec"]["resourceClaims"] == [{"name": "resource", "resourceClaimTemplateName": "test-claim-template"}]
+    ref = workloads.pod_with_claim_ref()
+    bodies = [workloads.pod_body(ref, f"pod-{i}", "sched-1", "bench") for i in range(11)]
+    for i, b in enumerate(bodies):
+        workloads.claim_for_pod(b, i)
+    names = [b["spec"]["resourceClaims"][0]["resourceClaimName"] for b in bodies]
+    assert names[:5] == ["test-claim-0"] * 5 and names[5:10] == ["test-claim-1"] * 5 and names[10] == "test-claim-2"
+    assert ref["spec"]["resourceClaims"][0]["resourceClaimName"] == "test-claim-0"  # template untouched
+    assert workloads.shared_claims(11) == 3 and workloads.shared_claims(2500) == 500
+
+
+def test_dra_allocation_plan_fills_random_nodes_lowest_device_first() -> None:
+    from e2e.perf import dra
+
+    nodes = [f"node-{i}" for i in range(4)]
+    plan = dra.plan_allocations(nodes, 3, 10, seed=1)
+    assert len(set(plan)) == 10 and plan == dra.plan_allocations(nodes, 3, 10, seed=1)
+    per_node: dict[int, list[int]] = {}
+    for node, dev in plan:
+        per_node.setdefault(node, []).append(dev)
+    assert all(devs == list(range(len(devs))) and len(devs) <= 3 for devs in per_node.values())
+    assert len(dra.plan_allocations(nodes, 3, 12)) == 12
+    with pytest.raises(ValueError, match="do not fit"):
+        dra.plan_allocations(nodes, 3, 13)

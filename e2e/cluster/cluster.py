@@ -414,6 +414,15 @@ class LocalCluster:
         _log(f"up in {time.monotonic() - t0:.1f} s: {self.server}; export KUBECONFIG={self.kubeconfig}")
         return self
 
+    def start_extras(self, *names: str) -> None:
+        """Start some of EXTRAS on a running (lean) control plane, e.g. KCM without kwok for a benchmark whose
+        fake nodes must stay untouched but whose pods need a controller (DRA's resourceclaim controller)."""
+        with self._lock():
+            st = self._require_state()
+            missing = [n for n in names if n in EXTRAS and not self._alive(n)]
+            if missing:
+                self._start_extras(st, missing)
+
     def _write_state(self, st: dict[str, Any]) -> None:
         tmp = self.state_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(st, indent=2) + "\n")

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from e2e.cluster.cluster import LocalCluster, create_nodes
-from e2e.perf import procstat, schedulers
+from e2e.perf import dra, procstat, schedulers
 from e2e.perf.apiprofile import ApiServerProfiler
 from e2e.perf.kubeio import Conn, PodWatcher, WatchResult, create_pods, list_resource_version
 from e2e.perf.stats import batch_metrics, creation_rate
@@ -43,6 +43,7 @@ from e2e.perf.workloads import (
     NODE_PODS,
     ZONES,
     Workload,
+    claim_for_pod,
     pod_body,
     priority_class,
     violations,
@@ -86,8 +87,13 @@ class SizeRunner:
         self.wl, self.nodes, self.opts, self.bin_dir = workload, nodes, opts, bin_dir
         self.n_init, self.pods = workload.sizes(nodes, pods, opts.init_pods)
         self._tmp = tempfile.TemporaryDirectory(prefix="py-scheduler-perf-")
+        controllers = workload.dra.controllers if workload.dra else ()
+        # KCM runs only for the DRA template workload's resourceclaim controller; like every client of the bench
+        # (and upstream's scheduler_perf, whose controller client has QPS 5000), it is not rate limited here.
+        kcm = {"kube-controller-manager": {"controllers": ",".join(("serviceaccount-controller", *controllers)),
+                                           "kube-api-qps": str(opts.qps), "kube-api-burst": str(opts.burst)}}
         self.cluster = LocalCluster(Path(self._tmp.name) / "cluster", bin_dir=str(bin_dir),
-                                    profiling=opts.profile == "apiserver")
+                                    profiling=opts.profile == "apiserver", flags=kcm)
         self.log_dir = opts.out_dir / "logs" / f"{workload.name}-{nodes}n-{self.pods}p"
 
     # ---- set-up / tear-down ----
@@ -100,8 +106,10 @@ class SizeRunner:
 
         self.api = config.new_client_from_config(config_file=self.kubeconfig)
         self.core: Any = cast(Any, client.CoreV1Api(self.api))
-        create_nodes(self.kubeconfig, self.nodes, zones=ZONES, cpu=NODE_CPU, memory=NODE_MEMORY, pods=NODE_PODS,
-                     workers=32)  # fmt: skip
+        if self.wl.dra and self.wl.dra.controllers:  # KCM (those controllers only), no kwok
+            self.cluster.start_extras("kube-controller-manager")
+        node_names = create_nodes(self.kubeconfig, self.nodes, zones=ZONES, cpu=NODE_CPU, memory=NODE_MEMORY,
+                                  pods=NODE_PODS, workers=32)  # fmt: skip
         for ns in NAMESPACES:
             self.core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
         for make in self.wl.services:
@@ -109,6 +117,8 @@ class SizeRunner:
         sched_api = client.SchedulingV1Api(self.api)
         for name, value in self.wl.priority_classes:
             sched_api.create_priority_class(priority_class(name, value))
+        if self.wl.dra:
+            dra.setup(self.api, self.wl.dra, node_names)
         log(f"{self.wl.name}: control plane + {self.nodes} nodes ready in {time.monotonic() - t0:.1f} s")
         return self
 
@@ -141,7 +151,11 @@ class SizeRunner:
     # ---- one run ----
     def _bodies(self, template_fn: Callable[[], dict[str, Any]], ns: str, prefix: str, n: int) -> list[dict[str, Any]]:
         tmpl = template_fn()
-        return [pod_body(tmpl, f"{prefix}-{i}", ns, self.opts.scheduler_name) for i in range(n)]
+        bodies = [pod_body(tmpl, f"{prefix}-{i}", ns, self.opts.scheduler_name) for i in range(n)]
+        if self.wl.dra and self.wl.dra.shared_claims:
+            for i, body in enumerate(bodies):
+                claim_for_pod(body, i)
+        return bodies
 
     def _wait_bound(
         self, watcher: PodWatcher, ns: str, n: int, timeout: float, proc: subprocess.Popen[bytes], what: str
@@ -209,6 +223,8 @@ class SizeRunner:
         watch: WatchResult | None = None
         try:
             init_errors: list[str] = []
+            if self.wl.dra:
+                dra.create_run_claims(self.api, self.wl.dra, self.n_init, self.pods)
             if self.n_init:
                 init_bodies = self._bodies(self.wl.init_template, INIT_NAMESPACE, "init", self.n_init)
                 _, init_errors = create_pods(self.conn, init_bodies, opts.qps, opts.burst, opts.creators)
@@ -264,6 +280,8 @@ class SizeRunner:
                 result["thread_cpu_seconds_per_1000"] = per_thread_group(threads0, threads1, result["bound"])
             result["creation_pods_per_second"] = creation_rate(posted.values())
             result["constraint_violations"] = violations(self.wl.name, watch.nodes)
+            if self.wl.dra:
+                self._check_claims(result)
             errs = errors + init_errors + watch.errors
             if errs:
                 result["errors"] = errs[:5]
@@ -277,8 +295,21 @@ class SizeRunner:
                 with contextlib.suppress(Exception):
                     watcher.stop(10)
             self._cleanup_pods()
+            if self.wl.dra:
+                dra.delete_run_claims(self.api, self.wl.dra)
             result["wall_seconds"] = round(time.monotonic() - t_start, 1)
         return result
+
+    def _check_claims(self, result: dict[str, Any]) -> None:
+        """Record how many measured claims ended allocated and reserved; a bound pod without its devices
+        is no success."""
+        assert self.wl.dra is not None
+        expected = self.pods if not self.wl.dra.shared_claims else dra.shared_claims(self.pods)
+        done, total = dra.allocated_claims(self.api)
+        result["claims_allocated"], result["claims_expected"] = done, expected
+        if done < expected:
+            result["all_bound"] = False
+            result["error"] = f"{done}/{expected} measured claims allocated ({total} claims exist)"
 
     # ---- profiling ----
     def _start_py_spy(self, pid: int, run_dir: Path) -> subprocess.Popen[bytes]:

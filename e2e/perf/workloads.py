@@ -26,6 +26,17 @@ Differences from upstream, on purpose:
   directly (its test API server runs without the Priority admission plugin); here two PriorityClasses
   (``perf-low`` 0, ``perf-high`` 10) give the same values. The ceiling binder does not preempt, so the
   workload runs without it.
+* SchedulingWithResourceClaimTemplate / SchedulingWithResourceClaim (dra/performance-config.yaml, the
+  5000pods_500nodes variants): one ResourceSlice per node (``node-<i>``, pool ``resourceslice-<i>``, driver
+  ``test-driver.cdi.k8s.io``) with upstream's ``basic-device-<k>`` devices and attributes, and DeviceClass
+  ``test-class``. Nodes keep this harness's shape (zones; upstream's DRA nodes have none, which no default
+  plugin reads here). The template workload's init claims (half the devices) are allocated by the harness
+  as upstream's ``allocResourceClaims`` does (random node, no pod, set up once per size); its measured pods'
+  claims are made from the template by kube-controller-manager's resourceclaim controller, which the lean
+  bench control plane starts for it (and nothing else of KCM but the serviceaccount controller). The shared
+  claim workload's claims (one per five pods, as upstream) are created by the harness before each run and
+  deleted after it; its init pods are scheduled, as upstream's. DRA pods carry no CPU or memory requests,
+  as upstream's templates. No ceiling binder: it would bind without allocating.
 """
 
 from __future__ import annotations
@@ -165,6 +176,134 @@ def service() -> dict[str, Any]:
     }
 
 
+# ---- DRA (dra/performance-config.yaml and its templates/)
+
+DRA_DRIVER = "test-driver.cdi.k8s.io"
+DEVICE_CLASS = "test-class"
+CLAIM_TEMPLATE = "test-claim-template"
+CLAIM_REQUEST = "req-0"
+PCI_ROOTS = 2  # resourceslice-basic-devices.yaml's numPCIRoots default
+PODS_PER_CLAIM = 5  # pod-with-claim-ref.yaml: five pods share a claim
+
+
+def device_class() -> dict[str, Any]:
+    """templates/deviceclass.yaml"""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": DEVICE_CLASS},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRA_DRIVER}"'}}]},
+    }
+
+
+def _basic_device(k: int) -> dict[str, Any]:
+    root = k % PCI_ROOTS
+    attrs: dict[str, dict[str, Any]] = {
+        "driver": {"string": "xe"},
+        "driverVersion": {"version": "1.2.3"},
+        "resource.k8s.io/pciRoot": {"string": str(root)},
+        "family": {"string": "Arc Pro B-Series"},
+        "health": {"string": "Healthy"},
+        "model": {"string": "B60"},
+        "pciAddress": {"string": f"0000:0{k}:00.0"},
+        "pciId": {"string": "0xe211"},
+        "pciRoot": {"string": f"0{root}"},
+        "resource.kubernetes.io/pciBusID": {"string": f"0000:0{k}:00.0"},
+        "resource.kubernetes.io/pciRoot": {"string": f"pci0000:0{root}"},
+        "sriov": {"bool": True},
+        "type": {"string": "gpu"},
+    }
+    capacity = {"memory": {"value": "24480Mi"}, "millicores": {"value": "1k"}}
+    return {"name": f"basic-device-{k}", "attributes": attrs, "capacity": capacity}
+
+
+def resource_slice(index: int, node: str, devices: int) -> dict[str, Any]:
+    """templates/resourceslice-basic-devices.yaml for node ``node`` (one slice, its own pool)."""
+    pool = f"resourceslice-{index}"
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": pool},
+        "spec": {
+            "pool": {"name": pool, "generation": 1, "resourceSliceCount": 1},
+            "driver": DRA_DRIVER,
+            "nodeName": node,
+            "devices": [_basic_device(k) for k in range(devices)],
+        },
+    }
+
+
+def _claim_spec() -> dict[str, Any]:
+    return {"devices": {"requests": [{"name": CLAIM_REQUEST, "exactly": {"deviceClassName": DEVICE_CLASS}}]}}
+
+
+def resource_claim(index: int, namespace: str) -> dict[str, Any]:
+    """templates/resourceclaim.yaml: ``test-claim-<index>``, one device of the class."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": f"test-claim-{index}", "namespace": namespace},
+        "spec": _claim_spec(),
+    }
+
+
+def resource_claim_template(namespace: str) -> dict[str, Any]:
+    """templates/resourceclaimtemplate.yaml with its defaults (one request, no selectors or constraints)."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": CLAIM_TEMPLATE, "namespace": namespace},
+        "spec": {"spec": _claim_spec()},
+    }
+
+
+def claim_allocation(node: str, pool: str, device: str) -> dict[str, Any]:
+    """``status.allocation`` of a claim given ``device`` of ``pool`` on ``node`` (what allocResourceClaims
+    writes for the init claims: the node-local device and the node selector that pins its pods there)."""
+    result = {"request": CLAIM_REQUEST, "driver": DRA_DRIVER, "pool": pool, "device": device}
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+    return {"devices": {"results": [result]}, "nodeSelector": {"nodeSelectorTerms": [term]}}
+
+
+def _pod_with_claim(source: dict[str, str]) -> dict[str, Any]:
+    body = _pod(resources=False)
+    body["spec"]["containers"][0]["resources"] = {"claims": [{"name": "resource"}]}
+    body["spec"]["resourceClaims"] = [{"name": "resource", **source}]
+    return body
+
+
+def pod_with_claim_template() -> dict[str, Any]:
+    """templates/pod-with-claim-template.yaml"""
+    return _pod_with_claim({"resourceClaimTemplateName": CLAIM_TEMPLATE})
+
+
+def pod_with_claim_ref() -> dict[str, Any]:
+    """templates/pod-with-claim-ref.yaml; claim_for_pod names the claim of each pod."""
+    return _pod_with_claim({"resourceClaimName": "test-claim-0"})
+
+
+def claim_for_pod(body: dict[str, Any], index: int) -> None:
+    """Point pod ``index`` of a pod-with-claim-ref batch at ``test-claim-<index // 5>`` (five share one)."""
+    body["spec"]["resourceClaims"][0]["resourceClaimName"] = f"test-claim-{index // PODS_PER_CLAIM}"
+
+
+def shared_claims(pods: int) -> int:
+    """Claims a batch of ``pods`` pod-with-claim-ref pods needs."""
+    return -(-pods // PODS_PER_CLAIM)
+
+
+@dataclass(frozen=True)
+class Dra:
+    """What a DRA workload sets up beyond nodes: ``devices`` per node in one ResourceSlice each, claims
+    allocated without pods at set-up (nodes -> count), whether pods use shared claims that the harness
+    creates per run, and the KCM controllers it needs."""
+
+    devices: int
+    allocated_claims: Callable[[int], int] = lambda n: 0
+    shared_claims: bool = False
+    controllers: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True)
 class Workload:
     name: str
@@ -176,7 +315,8 @@ class Workload:
     # extra plugins py-scheduler enables on top of its default profile (score plugin name -> weight)
     py_score_plugins: dict[str, int] = field(default_factory=dict)
     priority_classes: tuple[tuple[str, int], ...] = ()
-    ceiling: bool = True  # the ceiling binder can stand for the workload (False: it needs preemption)
+    ceiling: bool = True  # the ceiling binder can stand for the workload (False: it needs preemption or DRA)
+    dra: Dra | None = None
     note: str = ""
 
     def sizes(self, nodes: int, pods: int, init: int | None = None) -> tuple[int, int]:
@@ -236,6 +376,29 @@ WORKLOADS: dict[str, Workload] = {
             ceiling=False,
             note="4 low-priority 900m pods per node, then one 3-CPU high-priority pod per node preempts 3 of them",
         ),
+        # dra/performance-config.yaml 5000pods_500nodes: 10 devices per node, 2500 claims allocated at set-up
+        # (5 per node), 2500 measured pods, one claim each from the template
+        Workload(
+            "SchedulingWithResourceClaimTemplate",
+            pod_with_claim_template,
+            pod_with_claim_template,
+            lambda n: 0,
+            max_pods=lambda n, i: 5 * n,
+            ceiling=False,
+            dra=Dra(devices=10, allocated_claims=lambda n: 5 * n, controllers=("resourceclaim-controller",)),
+            note="10 devices per node, half allocated at set-up; claims from a template (KCM resourceclaim)",
+        ),
+        # 5000pods_500nodes: 2 devices per node, 2500 init pods (500 claims), 2500 measured (500 claims)
+        Workload(
+            "SchedulingWithResourceClaim",
+            pod_with_claim_ref,
+            pod_with_claim_ref,
+            lambda n: 5 * n,
+            max_pods=lambda n, i: max(10 * n - i, 0),
+            ceiling=False,
+            dra=Dra(devices=2, shared_claims=True),
+            note="2 devices per node, five pods share a claim; claims created by the harness per run",
+        ),
     )
 }
 
@@ -254,7 +417,8 @@ def default_suite(skip_large: bool = False) -> list[tuple[str, int, int]]:
     upstream's 1000 nodes, the others at 500/1000, and the affinity and spreading ones again at 5000 nodes
     with 3000 pods (what e2e.perf.goals checks)."""
     suite = [("SchedulingBasic", n, p) for n, p in SIZES if not (skip_large and n >= LARGE_NODES)]
-    suite += [(name, 500, 1000) for name in WORKLOADS if name not in ("SchedulingBasic", "PreemptionBasic")]
+    suite += [(name, 500, 1000) for name, w in WORKLOADS.items()
+              if name not in ("SchedulingBasic", "PreemptionBasic") and w.dra is None]  # fmt: skip
     if not skip_large:  # the affinity and spreading goals are also set at 5000 nodes
         suite += [(name, LARGE_NODES, 3000) for name in LARGE_SUITE_WORKLOADS]
     suite.append(("PreemptionBasic", 1000, 1000))

@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
@@ -99,6 +99,7 @@ from scheduler.plugins.helper.nodeaffinity import parse_required_terms
 from scheduler.plugins.helper.normalize_score import default_normalize_score, default_normalize_values
 from scheduler.plugins.helper.podgroup_points import PodGroupPostFilterPoint
 
+T = TypeVar("T")
 log = structlog.get_logger(__name__)
 
 NAME = "DynamicResources"
@@ -590,25 +591,19 @@ class DynamicResources(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostFi
     def _delete_claim(self, claim: ResourceClaim) -> None:
         """``deleteClaim``: remove the allocation finalizer (conflicts retried with a fresh read), then
         delete; a claim already gone is fine."""
-        obj: Mapping[str, Any] = claim.raw
-        for attempt in range(CONFLICT_RETRIES):
-            if attempt:
-                time.sleep(CONFLICT_BACKOFF * (1 + 0.1 * random.random()))
-                try:
-                    obj = self.handle.get_object(RESOURCE_CLAIM, claim.namespace, claim.name)
-                except Exception as exc:
-                    raise _BindError(f"get resourceclaim {claim.key}: {exc}") from None
+
+        def drop_finalizer(obj: Mapping[str, Any]) -> None:
             updated = copy.deepcopy(dict(obj))
             meta = updated.setdefault("metadata", {})
             meta["finalizers"] = [f for f in meta.get("finalizers") or [] if f != FINALIZER]
             try:
                 self.handle.update_object(RESOURCE_CLAIM, updated)
-                break
             except ConflictError:
-                if attempt == CONFLICT_RETRIES - 1:
-                    raise
+                raise
             except Exception as exc:
                 raise _BindError(f"update resourceclaim {claim.key}: {exc}") from None
+
+        self._retry_conflicts(claim, f"get resourceclaim {claim.key}", drop_finalizer)
         with contextlib.suppress(NotFoundError):
             self.handle.delete_object(RESOURCE_CLAIM, claim.namespace, claim.name)
 
@@ -683,6 +678,18 @@ class DynamicResources(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostFi
     def _bind_claim(self, claim: ResourceClaim, allocation: AllocationResult | None, pod: Pod) -> ResourceClaim:
         """Finalizer, allocation and reservation of one claim, conflicts retried with a fresh claim;
         the written claim is assumed (newer than the watch's until the watch catches up)."""
+        try:
+            stored = self._retry_conflicts(claim, f"get updated claim {claim.key} after conflict",
+                                           lambda obj: self._write_claim(claim, obj, allocation, pod))
+        except ConflictError as exc:
+            raise _BindError(self._write_error(claim, allocation, exc)) from None
+        self.manager.assume_claim(stored)
+        updated = self.manager.claim(claim.namespace, claim.name)
+        return updated if updated is not None and updated.uid == claim.uid else claim
+
+    def _retry_conflicts(self, claim: ResourceClaim, get_what: str, write: Callable[[Mapping[str, Any]], T]) -> T:
+        """Upstream's RetryOnConflict around one claim write: the claim as known first, then a fresh read
+        before each retry; the last conflict propagates, a failed read is a binding error."""
         obj: Mapping[str, Any] = claim.raw
         for attempt in range(CONFLICT_RETRIES):
             if attempt:
@@ -690,16 +697,12 @@ class DynamicResources(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostFi
                 try:
                     obj = self.handle.get_object(RESOURCE_CLAIM, claim.namespace, claim.name)
                 except Exception as exc:
-                    raise _BindError(f"get updated claim {claim.key} after conflict: {exc}") from None
+                    raise _BindError(f"{get_what}: {exc}") from None
             try:
-                stored = self._write_claim(claim, obj, allocation, pod)
-            except ConflictError as exc:
+                return write(obj)
+            except ConflictError:
                 if attempt == CONFLICT_RETRIES - 1:
-                    raise _BindError(self._write_error(claim, allocation, exc)) from None
-                continue
-            self.manager.assume_claim(stored)
-            updated = self.manager.claim(claim.namespace, claim.name)
-            return updated if updated is not None and updated.uid == claim.uid else claim
+                    raise
         raise AssertionError("unreachable")
 
     def _write_claim(self, claim: ResourceClaim, current: Mapping[str, Any], allocation: AllocationResult | None,

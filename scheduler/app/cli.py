@@ -316,6 +316,11 @@ def _run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--gc-full-scan-seconds", type=float, default=3600.0,
                    help="freeze what survives each middle or full garbage collection, and collect the frozen "
                         "objects once this often (default 3600; 0 leaves CPython's default collector)")
+    r.add_argument("--malloc-arena-max", type=int, default=2, metavar="N",
+                   help="cap glibc's malloc arenas (default 2; 0 keeps glibc's 8 a core): fewer heaps to fragment "
+                        "under pod churn")
+    r.add_argument("--malloc-trim-seconds", type=float, default=60.0,
+                   help="hand the C heap's free pages back to the kernel this often (default 60; 0 never)")
     r.add_argument("--resync-seconds", type=float, default=300.0,
                    help="relist every watched kind this often and reconcile the cache (default 300)")
     r.add_argument("--pod-watch", choices=["stream", "kopf"], default="stream",

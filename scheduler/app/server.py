@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import structlog
 from kubernetes import client
 
-from scheduler.app import endpoints, gcpolicy
+from scheduler.app import endpoints, gcpolicy, malloc
 from scheduler.app.apiwriter import child_command
 from scheduler.app.health import HealthServer, event_check
 from scheduler.app.reload import ConfigReloader, ReloadSource
@@ -69,6 +69,7 @@ class Server:
 
 def serve(args: argparse.Namespace, cfg: SchedulerConfiguration, reload_source: ReloadSource | None) -> int:
     """Setup, then Run until the operator stops; everything built is stopped on the way out."""
+    malloc.limit_arenas(args.malloc_arena_max)  # before any thread of ours allocates
     with ExitStack() as stack:
         stack.callback(log.info, "py-scheduler stopped")
         run(setup(args, cfg, reload_source, stack), stack)
@@ -202,6 +203,8 @@ def run(server: Server, stack: ExitStack) -> None:
     server.synced.set()
     if args.gc_full_scan_seconds > 0:
         gcpolicy.install(args.gc_full_scan_seconds)
+    if args.malloc_trim_seconds > 0:
+        stack.callback(malloc.Trimmer(args.malloc_trim_seconds).start().stop)
     if server.stop.is_set():  # stopped while starting: neither campaign nor schedule
         log.info("stop requested while starting; stopping")
         return

@@ -319,8 +319,8 @@ def _run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--malloc-arena-max", type=int, default=2, metavar="N",
                    help="cap glibc's malloc arenas (default 2; 0 keeps glibc's 8 a core): fewer heaps to fragment "
                         "under pod churn")
-    r.add_argument("--malloc-trim-seconds", type=float, default=300.0,
-                   help="hand the C heap's free pages back to the kernel this often (default 300; 0 never)")
+    r.add_argument("--malloc-trim-seconds", type=float, default=60.0,
+                   help="hand the C heap's free pages back to the kernel this often (default 60; 0 never)")
     r.add_argument("--resync-seconds", type=float, default=300.0,
                    help="relist every watched kind this often and reconcile the cache (default 300)")
     r.add_argument("--pod-watch", choices=["stream", "kopf"], default="stream",

@@ -7,8 +7,10 @@ sits at the heap's top. Under steady create/delete churn that showed as RSS cree
 while the count of live Python objects stayed flat (docs/robustness.md, "Memory under churn"). Two levers,
 both glibc's own: ``mallopt(M_ARENA_MAX)`` caps the arenas (set before the threads start), and a periodic
 ``malloc_trim(0)`` hands the free pages inside every arena back to the kernel. The trim holds each arena's
-lock while it walks the free chunks, and a thread that allocates from that arena waits: on a deliberately
-fragmented 85 MB heap one trim took 30-85 ms, so it runs every few minutes, not on every collection.
+lock while it walks the free chunks, and a thread that allocates from that arena waits. The scheduler's heap
+under churn has few free runs of whole pages (18-31 released per trim in a soak), so a trim is short; a
+deliberately fragmented 85 MB heap (69 MB free in 2 KB holes) took 30-85 ms, which is why it runs once a
+minute, not on every collection.
 """
 
 from __future__ import annotations

@@ -208,19 +208,91 @@ def parallel_filter_nodes(algo: SchedulingAlgorithm, walk: ParallelWalk) -> Call
     return filter_nodes
 
 
-def instrument(sched: Scheduler, clock: PhaseClock, walk: ParallelWalk | None) -> None:
-    """Time the four phases on every profile; with ``walk``, run Filter and Score through it."""
+def instrument(sched: Scheduler, clock: PhaseClock) -> None:
+    """Time the four phases on every profile."""
     algo = sched.algorithm
-    if walk is not None:
-        algo._filter_nodes = parallel_filter_nodes(algo, walk)  # type: ignore[method-assign]
     algo._filter_nodes = clock.wrap("Filter", algo._filter_nodes)  # type: ignore[method-assign]
     algo._batched_filter = clock.wrap("Filter", algo._batched_filter)  # type: ignore[method-assign]
     for fwk in sched.frameworks.values():
-        if walk is not None:
-            fwk.score_nodes = walk.score_nodes(fwk)  # type: ignore[method-assign]
         fwk.run_pre_filter_plugins = clock.wrap("PreFilter", fwk.run_pre_filter_plugins)  # type: ignore[method-assign]
         fwk.run_pre_score_plugins = clock.wrap("PreScore", fwk.run_pre_score_plugins)  # type: ignore[method-assign]
         fwk.score_totals = clock.wrap("Score", fwk.score_totals)  # type: ignore[method-assign]
+
+
+@dataclass
+class Variant:
+    """One way of walking the nodes, and what it cost per pod."""
+
+    workers: int  # 0: the sequential walk
+    filter_nodes: Callable[..., Any]
+    score_nodes: dict[str, Callable[..., Any]]  # per profile
+    clock: PhaseClock
+    cpu: list[float] = field(default_factory=list)  # process CPU seconds per pod (every thread)
+    wall: list[float] = field(default_factory=list)
+
+
+def compare(workload: str, nodes: int, pods: int, workers: Sequence[int], batching: bool, seed: int
+            ) -> tuple[list[Variant], int]:
+    """Every measured pod's scheduling algorithm run once per variant, in rotated order, from the same
+    start index on the same snapshot; the sequential variant's result is the one used. Returns the
+    variants and the number of pods whose result (node, nodes evaluated, feasible nodes, next start
+    index, or the error's message) differed from the sequential walk's."""
+    w = WORKLOADS[workload]
+    n_init, n_pods = w.sizes(nodes, pods)
+    sched = build(nodes, None, seed, workload)
+    schedule(sched, [_pod(w.init_template(), INIT_NAMESPACE, i) for i in range(n_init)])
+    algo = sched.algorithm
+    algo.batching = batching
+    serial_filter = algo._filter_nodes
+    serial_score = {name: fwk.score_nodes for name, fwk in sched.frameworks.items()}
+    variants: list[Variant] = []
+    walks: list[ParallelWalk] = []
+    for n in sorted(set(workers) | {0}):
+        clock = PhaseClock(enabled=True)
+        if n == 0:
+            filter_nodes, score_nodes = serial_filter, dict(serial_score)
+        else:
+            walks.append(walk := ParallelWalk(n))
+            filter_nodes = parallel_filter_nodes(algo, walk)
+            score_nodes = {name: walk.score_nodes(fwk) for name, fwk in sched.frameworks.items()}
+        variants.append(Variant(n, clock.wrap("Filter", filter_nodes),
+                                {k: clock.wrap("Score", v) for k, v in score_nodes.items()}, clock))
+    schedule_pod = algo.schedule_pod
+    rounds = itertools.count()
+    differed = 0
+
+    def each_variant(fwk: Framework, state: CycleState, pod: Pod, snapshot: Any,
+                     nominator: NominatedPods | None = None) -> Any:
+        nonlocal differed
+        start, r = algo.next_start_node_index, next(rounds)
+        outcomes: dict[int, tuple[tuple[object, int], Any]] = {}
+        for v in variants[r % len(variants):] + variants[:r % len(variants)]:
+            algo._filter_nodes = v.filter_nodes  # type: ignore[method-assign]
+            fwk.score_nodes = v.score_nodes[fwk.profile_name]  # type: ignore[method-assign]
+            algo.next_start_node_index = start
+            cpu, wall = time.process_time(), time.perf_counter()
+            try:
+                res: Any = schedule_pod(fwk, state, pod, snapshot, nominator)
+                key: object = (res.suggested_host, res.evaluated_nodes, res.feasible_nodes)
+            except Exception as exc:  # compared, then raised as the sequential walk's
+                res, key = exc, (type(exc).__name__, str(exc))
+            v.cpu.append(time.process_time() - cpu)
+            v.wall.append(time.perf_counter() - wall)
+            outcomes[v.workers] = ((key, algo.next_start_node_index), res)
+        reference, res = outcomes[0]
+        differed += any(o != reference for o, _ in outcomes.values())
+        algo.next_start_node_index = reference[1]
+        if isinstance(res, Exception):
+            raise res
+        return res
+
+    algo.schedule_pod = each_variant  # type: ignore[method-assign]
+    placed = schedule(sched, [_pod(w.measure_template(), MEASURE_NAMESPACE, i) for i in range(n_pods)])
+    for walk in walks:
+        walk.close()
+    if len(placed) != n_pods:
+        raise SystemExit(f"only {len(placed)}/{n_pods} pods were placed")
+    return variants, differed
 
 
 @dataclass
@@ -234,17 +306,16 @@ class Result:
     gil_free: float  # of which with the GIL released (with the shim)
 
 
-def run(workload: str, nodes: int, pods: int, workers: int, batching: bool, seed: int) -> Result:
-    """One variant: init pods placed with batching (as the bench), then ``pods`` measured pods with
-    ``batching`` as given, sequential (``workers`` 0) or over a pool of ``workers`` threads."""
+def run(workload: str, nodes: int, pods: int, batching: bool, seed: int) -> Result:
+    """The sequential walk: init pods placed with batching (as the bench), then ``pods`` measured pods with
+    ``batching`` as given, each phase timed."""
     w = WORKLOADS[workload]
     n_init, n_pods = w.sizes(nodes, pods)
     sched = build(nodes, None, seed, workload)
     schedule(sched, [_pod(w.init_template(), INIT_NAMESPACE, i) for i in range(n_init)])
     sched.algorithm.batching = batching
     clock = PhaseClock()
-    walk = ParallelWalk(workers) if workers else None
-    instrument(sched, clock, walk)
+    instrument(sched, clock)
     measured = [_pod(w.measure_template(), MEASURE_NAMESPACE, i) for i in range(n_pods)]
     free_ns = clock.free_ns or (lambda: 0)
     clock.enabled = True
@@ -252,8 +323,6 @@ def run(workload: str, nodes: int, pods: int, workers: int, batching: bool, seed
     placed = schedule(sched, measured)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     thread_cpu, gil_free = time.thread_time() - thread0, (free_ns() - free0) / 1e9
-    if walk is not None:
-        walk.close()
     if len(placed) != n_pods:
         raise SystemExit(f"only {len(placed)}/{n_pods} pods were placed")
     per_pod = 1000 / n_pods
@@ -289,7 +358,7 @@ def build_shim(directory: str) -> str:
 
 def gil_report(workload: str, nodes: int, pods: int, batching: bool, seed: int) -> str:
     """The GIL-free share of the scheduling thread's CPU per phase (sequential walk, shim loaded)."""
-    res = run(workload, nodes, pods, 0, batching, seed)
+    res = run(workload, nodes, pods, batching, seed)
     c = res.clock
     parts = [f"{p} {c.cpu[p] * 1000 / pods:.2f} ms ({c.gil_free[p] / c.cpu[p]:.1%})" for p in PHASES if c.cpu[p]]
     rest = res.thread_cpu - sum(c.cpu.values())
@@ -326,23 +395,19 @@ def main() -> None:
         if args.gil:
             print(gil_report(workload, args.nodes, args.pods, batching, args.seed), flush=True)
             continue
-        variants = [int(v) for v in args.workers.split(",")]
-        results: dict[int, list[Result]] = {v: [] for v in variants}
-        for r in range(args.repeat):
-            for v in variants[r % len(variants):] + variants[:r % len(variants)]:  # rotated order
-                res = run(workload, args.nodes, args.pods, v, batching, args.seed)
-                results[v].append(res)
-                reference = results[variants[0]][0].placed if results[variants[0]] else res.placed
-                same = "same placements" if res.placed == reference else "PLACEMENTS DIFFER"
-                print(f"{workload} {args.nodes} nodes, workers {v}: {res.cpu_ms:.2f} CPU ms/pod, {res.wall_ms:.2f} "
-                      f"wall ms/pod; " + ", ".join(f"{p} {ms:.2f}" for p, ms in res.phases_ms.items())
-                      + f" ({same})", flush=True)
-        for v, rs in results.items():
-            med = {p: statistics.median(x.phases_ms[p] for x in rs) for p in PHASES}
-            cpu, wall = statistics.median(x.cpu_ms for x in rs), statistics.median(x.wall_ms for x in rs)
-            print(f"MEDIAN {workload} workers {v}: CPU {cpu:.2f} ms/pod, wall {wall:.2f}; "
-                  + ", ".join(f"{p} {m:.2f}" for p, m in med.items()), flush=True)
-
+        variants, differed = compare(workload, args.nodes, args.pods, [int(v) for v in args.workers.split(",")],
+                                     batching, args.seed)
+        serial = variants[0]
+        print(f"{workload} {args.nodes} nodes, batching {'on' if batching else 'off'}, {len(serial.cpu)} cycles a "
+              f"variant, {differed} differing from the sequential walk's:", flush=True)
+        for v in variants:
+            n = len(v.cpu)
+            ratio = statistics.median(s / p for s, p in zip(serial.wall, v.wall, strict=True))
+            filter_ms, score_ms = (v.clock.wall[p] * 1000 / n for p in ("Filter", "Score"))
+            print(f"  workers {v.workers:2d}: wall ms/pod median {statistics.median(v.wall) * 1000:.2f} (mean "
+                  f"{sum(v.wall) * 1000 / n:.2f}), process CPU ms/pod {sum(v.cpu) * 1000 / n:.2f}; Filter wall "
+                  f"{filter_ms:.2f}, raw scores wall {score_ms:.2f}; speed-up against sequential, median per pod "
+                  f"{ratio:.2f}x", flush=True)
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,210 @@
+"""``python -m e2e.perf.podhandoff``: what a pod watch event costs the scheduler process, part by part, and
+what decoding the watch in a child process would save it (issue 28, step 2's groundwork; a prototype of
+the hand-off, not the feature).
+
+The events are ``e2e.perf.watchreplay``'s (per pod: ADDED pending, MODIFIED bound, MODIFIED running,
+DELETED), into a Scheduler with ``--nodes`` nodes, as the pod stream hands them over today
+(``PodStream._handle_line``). ``split`` times each part over the same lines: orjson's decode of the
+watch line, ``trim`` (managedFields dropped), ``pod_from_api`` (the Pod view), and the rest of the handler
+(cache, queue, bookkeeping) as the whole replay minus those three.
+
+``handoff`` runs a child process that decodes the same lines and writes one record per event to a pipe (a
+4-byte length, then the record; records packed into writes of up to 64 KiB, as a watch chunk carries
+several events), and the scheduler process reads the pipe, rebuilds what the handler needs and hands it
+over. Record formats: ``json`` (the trimmed object re-encoded: the parent decodes a smaller line and
+builds the Pod itself), ``marshal`` (the same as a marshal of ``(type, object)``), ``pickle-pod`` (the
+child also builds the Pod, and the parent unpickles it: the handler's ``pod_from_api`` is skipped). The
+parent's CPU (process time: the child's is its own) is compared to the in-process stream's.
+Socket reads and aiohttp's chunking are in neither figure (the child would take them too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import marshal
+import os
+import pickle
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+import orjson
+
+import scheduler.eventhandlers as eventhandlers
+from e2e.perf.watchreplay import PHASES, replay, watch_lines
+from scheduler.app.offline import RecordingBinder, RecordingEventSink
+from scheduler.config.load import build_registry, load
+from scheduler.eventhandlers import ADDED
+from scheduler.kube.transform import trim
+from scheduler.model.pod import Pod, pod_from_api
+from scheduler.scheduler import Scheduler
+
+FORMATS = ("json", "marshal", "pickle-pod")
+WRITE_SIZE = 64 * 1024
+SCHED = "bench-scheduler"  # watchreplay's profile
+
+
+def split(pods: int, nodes: int, foreign: float) -> dict[str, float]:
+    """CPU seconds per event of each part of the in-process path over one replay's lines."""
+    lines = watch_lines(pods, nodes, foreign)
+    t0 = time.process_time()
+    decoded = [orjson.loads(line) for line in lines]
+    decode = time.process_time() - t0
+    objs = [ev["object"] for ev in decoded]
+    t0 = time.process_time()
+    for obj in objs:
+        trim(obj)
+    trim_s = time.process_time() - t0
+    n_foreign = int(pods * foreign)
+    built = [obj for i, obj in enumerate(objs) if i % pods >= n_foreign or obj["spec"].get("nodeName")]
+    pod_from_api(built[0])  # the resource and toleration memos are warm in a running scheduler
+    t0 = time.process_time()
+    for obj in built:
+        pod_from_api(obj)
+    build = time.process_time() - t0
+    _, total, _ = replay(pods, nodes, foreign)
+    n = len(lines)
+    return {"decode": decode / n, "trim": trim_s / n, "pod_from_api": build / n,
+            "handler": (total - decode - trim_s - build) / n, "total": total / n}
+
+
+def _records(fmt: str, lines: Sequence[bytes]) -> list[bytes]:
+    """The child's work: each watch line decoded, trimmed and encoded as a ``fmt`` record."""
+    out = []
+    for line in lines:
+        ev = orjson.loads(line)
+        obj = trim(ev["object"])
+        if fmt == "json":
+            out.append(orjson.dumps([ev["type"], obj]))
+        elif fmt == "marshal":
+            out.append(marshal.dumps((ev["type"], obj)))
+        else:
+            out.append(pickle.dumps((ev["type"], pod_from_api(obj)), protocol=pickle.HIGHEST_PROTOCOL))
+    return out
+
+
+def child(fmt: str, pods: int, nodes: int, foreign: float) -> None:
+    """Wait for a byte on stdin, then decode every line and write the framed records to stdout; report
+    this process's CPU seconds on stderr."""
+    lines = watch_lines(pods, nodes, foreign)
+    sys.stdin.buffer.read(1)
+    t0 = time.process_time()
+    out = sys.stdout.buffer
+    pending: list[bytes] = []
+    size = 0
+    for rec in _records(fmt, lines):
+        pending += (len(rec).to_bytes(4, "big"), rec)
+        size += 4 + len(rec)
+        if size >= WRITE_SIZE:
+            out.write(b"".join(pending))
+            pending, size = [], 0
+    out.write(b"".join(pending))
+    out.flush()
+    print(time.process_time() - t0, file=sys.stderr, flush=True)
+
+
+def _scheduler(nodes: int) -> Scheduler:
+    """watchreplay's scheduler: the default profile for SCHED, ``nodes`` nodes."""
+    cfg = load(None, [SCHED])
+    sched = Scheduler(cfg, build_registry(cfg), RecordingBinder(), RecordingEventSink(), None,
+                      synchronous_binding=True)
+    for n in range(nodes):
+        sched.on_node_event(ADDED, {"kind": "Node", "metadata": {"name": f"node-{n}", "resourceVersion": "1",
+                                                                  "labels": {"kubernetes.io/hostname": f"node-{n}"}},
+                                    "status": {"allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"}}})
+    return sched
+
+
+def _handler(fmt: str, sched: Scheduler) -> Callable[[bytes], None]:
+    """The parent's work for one record."""
+    if fmt == "json":
+        def handle(rec: bytes) -> None:
+            type_, obj = orjson.loads(rec)
+            sched.on_pod_event(type_, obj)
+    elif fmt == "marshal":
+        def handle(rec: bytes) -> None:
+            type_, obj = marshal.loads(rec)
+            sched.on_pod_event(type_, obj)
+    else:
+        built: list[Pod] = []
+        eventhandlers.pod_from_api = lambda obj: built.pop()  # the child built it
+
+        def handle(rec: bytes) -> None:
+            type_, pod = pickle.loads(rec)
+            built.append(pod)
+            sched.on_pod_event(type_, pod.raw)
+    return handle
+
+
+def handoff(fmt: str, pods: int, nodes: int, foreign: float) -> tuple[float, float, int, int]:
+    """(the parent's CPU seconds per event, the child's, events, reads) for one hand-off run."""
+    sched = _scheduler(nodes)
+    handle = _handler(fmt, sched)
+    proc = subprocess.Popen([sys.executable, "-m", "e2e.perf.podhandoff", "--child", fmt, "--pods", str(pods),
+                             "--nodes", str(nodes), "--foreign", str(foreign)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    fd = proc.stdout.fileno()
+    events = reads = 0
+    buf = b""
+    try:
+        proc.stdin.write(b"g")
+        proc.stdin.flush()
+        t0 = time.process_time()
+        while chunk := os.read(fd, 1 << 20):
+            reads += 1
+            buf += chunk
+            off, end = 0, len(buf)
+            while end - off >= 4:
+                n = int.from_bytes(buf[off:off + 4], "big")
+                if end - off - 4 < n:
+                    break
+                handle(buf[off + 4:off + 4 + n])
+                events += 1
+                off += 4 + n
+            buf = buf[off:]
+        parent = time.process_time() - t0
+    finally:
+        eventhandlers.pod_from_api = pod_from_api
+    child_cpu = float(proc.stderr.read() or 0)
+    proc.wait()
+    return parent / events, child_cpu / events, events, reads
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pods", type=int, default=3000)
+    ap.add_argument("--nodes", type=int, default=1000)
+    ap.add_argument("--foreign", type=float, default=0.0, help="fraction of pods of another scheduler")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--formats", default=",".join(FORMATS))
+    ap.add_argument("--child", choices=FORMATS, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args.child, args.pods, args.nodes, args.foreign)
+        return
+    events = args.pods * len(PHASES)
+    formats = args.formats.split(",")
+    splits: list[dict[str, float]] = []
+    results: dict[str, list[tuple[float, float, int, int]]] = {f: [] for f in formats}
+    for r in range(args.repeat):  # interleaved rounds: the machine is shared
+        splits.append(split(args.pods, args.nodes, args.foreign))
+        for fmt in formats[r % len(formats):] + formats[:r % len(formats)]:
+            results[fmt].append(handoff(fmt, args.pods, args.nodes, args.foreign))
+    print(f"{events} events a run, {args.nodes} nodes, {args.repeat} rounds, CPU us/event, median (min-max):")
+    for part in ("decode", "trim", "pod_from_api", "handler", "total"):
+        print(f"  in process, {part}: {_summary([s[part] for s in splits])}")
+    for fmt, rs in results.items():
+        reads = statistics.median(r[3] for r in rs)
+        print(f"  hand-off {fmt}: parent {_summary([r[0] for r in rs])}, child {_summary([r[1] for r in rs])}, "
+              f"{events / reads:.0f} events a read")
+
+
+def _summary(values: Sequence[float]) -> str:
+    return f"{statistics.median(values) * 1e6:.1f} ({min(values) * 1e6:.1f}-{max(values) * 1e6:.1f})"
+
+
+if __name__ == "__main__":
+    main()

@@ -21,6 +21,7 @@ Socket reads and aiohttp's chunking are in neither figure (the child would take 
 from __future__ import annotations
 
 import argparse
+import gc
 import marshal
 import os
 import pickle
@@ -29,14 +30,16 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import orjson
 
 import scheduler.eventhandlers as eventhandlers
-from e2e.perf.watchreplay import PHASES, replay, watch_lines
+from e2e.perf.watchreplay import PHASES, watch_lines
 from scheduler.app.offline import RecordingBinder, RecordingEventSink
 from scheduler.config.load import build_registry, load
 from scheduler.eventhandlers import ADDED
+from scheduler.kube.podstream import PodStream
 from scheduler.kube.transform import trim
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.scheduler import Scheduler
@@ -46,28 +49,97 @@ WRITE_SIZE = 64 * 1024
 SCHED = "bench-scheduler"  # watchreplay's profile
 
 
-def split(pods: int, nodes: int, foreign: float) -> dict[str, float]:
-    """CPU seconds per event of each part of the in-process path over one replay's lines."""
+def _fields_v1(value: Any) -> dict[str, Any]:
+    """The FieldsV1 set of ``value`` as the API server writes it: ``f:`` per key, ``k:`` per keyed list item."""
+    if isinstance(value, dict):
+        return {f"f:{k}": _fields_v1(v) for k, v in value.items()}
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        out: dict[str, Any] = {}
+        for item in value:
+            key = {k: item[k] for k in ("name", "type", "containerPort", "protocol", "key", "ip") if k in item}
+            out["k:" + orjson.dumps(key, option=orjson.OPT_SORT_KEYS).decode()] = {".": {}, **_fields_v1(item)}
+        return out
+    return {}
+
+
+def _entry(manager: str, fields: dict[str, Any], subresource: str = "") -> dict[str, Any]:
+    entry = {"manager": manager, "operation": "Update", "apiVersion": "v1", "time": "2026-01-01T00:00:01Z",
+             "fieldsType": "FieldsV1", "fieldsV1": _fields_v1(fields)}
+    return {**entry, "subresource": subresource} if subresource else entry
+
+
+def realistic(line: bytes) -> bytes:
+    """A watchreplay line with what a live run's pod carries: a running pod's status as kwok writes it, and
+    managedFields for the creating client, the scheduler's PodScheduled condition and the node's status."""
+    ev = orjson.loads(line)
+    obj = ev["object"]
+    meta, spec, status = obj["metadata"], obj["spec"], obj["status"]
+    managed = [_entry("python", {"metadata": {"labels": meta.get("labels", {})}, "spec": spec})]
+    if spec.get("nodeName"):
+        managed.append(_entry("py-scheduler", {"status": {"conditions": status.get("conditions", [])}}, "status"))
+    if status.get("phase") == "Running":
+        status.update({
+            "conditions": [{"type": t, "status": "True", "lastProbeTime": None,
+                            "lastTransitionTime": "2026-01-01T00:00:02Z"}
+                           for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady",
+                                     "PodScheduled")],
+            "hostIP": "10.0.0.1", "hostIPs": [{"ip": "10.0.0.1"}], "podIP": "10.0.1.2", "podIPs": [{"ip": "10.0.1.2"}],
+            "startTime": "2026-01-01T00:00:02Z",
+            "containerStatuses": [{"name": "pause", "image": "registry.k8s.io/pause:3.10.1",
+                                   "imageID": "registry.k8s.io/pause@sha256:" + "0" * 64, "ready": True,
+                                   "started": True, "restartCount": 0,
+                                   "state": {"running": {"startedAt": "2026-01-01T00:00:02Z"}}}]})
+        managed.append(_entry("kwok", {"status": {k: v for k, v in status.items() if k != "qosClass"}}, "status"))
+    meta["managedFields"] = managed
+    return orjson.dumps(ev)
+
+
+def lines_of(pods: int, nodes: int, foreign: float, shape: str) -> list[bytes]:
     lines = watch_lines(pods, nodes, foreign)
+    return [realistic(line) for line in lines] if shape == "live" else lines
+
+
+def replay_lines(lines: Sequence[bytes], nodes: int) -> float:
+    """CPU seconds to hand ``lines`` to a fresh scheduler as the pod stream does."""
+    sched = _scheduler(nodes)
+    stream = PodStream(api=None, on_event=sched.on_pod_event)  # type: ignore[arg-type]
+    rv = ""
     t0 = time.process_time()
-    decoded = [orjson.loads(line) for line in lines]
-    decode = time.process_time() - t0
-    objs = [ev["object"] for ev in decoded]
-    t0 = time.process_time()
-    for obj in objs:
-        trim(obj)
-    trim_s = time.process_time() - t0
-    n_foreign = int(pods * foreign)
-    built = [obj for i, obj in enumerate(objs) if i % pods >= n_foreign or obj["spec"].get("nodeName")]
-    pod_from_api(built[0])  # the resource and toleration memos are warm in a running scheduler
-    t0 = time.process_time()
-    for obj in built:
-        pod_from_api(obj)
-    build = time.process_time() - t0
-    _, total, _ = replay(pods, nodes, foreign)
+    for line in lines:
+        rv = stream._handle_line(line, rv)
+    return time.process_time() - t0
+
+
+def split(pods: int, nodes: int, foreign: float, shape: str) -> dict[str, float]:
+    """CPU seconds per event of each part of the in-process path over one replay's lines. The parts are
+    timed with the garbage collector off (decoded objects pile up, and which part a collection lands in is
+    chance); ``gc`` is what the collector adds to a whole replay."""
+    lines = lines_of(pods, nodes, foreign, shape)
+    total = replay_lines(lines, nodes)
+    gc.disable()
+    try:
+        t0 = time.process_time()
+        decoded = [orjson.loads(line) for line in lines]
+        decode = time.process_time() - t0
+        objs = [ev["object"] for ev in decoded]
+        t0 = time.process_time()
+        for obj in objs:
+            trim(obj)
+        trim_s = time.process_time() - t0
+        n_foreign = int(pods * foreign)
+        built = [obj for i, obj in enumerate(objs) if i % pods >= n_foreign or obj["spec"].get("nodeName")]
+        pod_from_api(built[0])  # the resource and toleration memos are warm in a running scheduler
+        t0 = time.process_time()
+        for obj in built:
+            pod_from_api(obj)
+        build = time.process_time() - t0
+        without_gc = replay_lines(lines, nodes)
+    finally:
+        gc.enable()
     n = len(lines)
-    return {"decode": decode / n, "trim": trim_s / n, "pod_from_api": build / n,
-            "handler": (total - decode - trim_s - build) / n, "total": total / n}
+    return {"bytes": sum(map(len, lines)) / n / 1e6, "decode": decode / n, "trim": trim_s / n,
+            "pod_from_api": build / n, "handler": (without_gc - decode - trim_s - build) / n,
+            "gc": (total - without_gc) / n, "total": total / n}
 
 
 def _records(fmt: str, lines: Sequence[bytes]) -> list[bytes]:
@@ -85,24 +157,25 @@ def _records(fmt: str, lines: Sequence[bytes]) -> list[bytes]:
     return out
 
 
-def child(fmt: str, pods: int, nodes: int, foreign: float) -> None:
+def child(fmt: str, pods: int, nodes: int, foreign: float, shape: str) -> None:
     """Wait for a byte on stdin, then decode every line and write the framed records to stdout; report
-    this process's CPU seconds on stderr."""
-    lines = watch_lines(pods, nodes, foreign)
+    this process's CPU seconds and the records' bytes on stderr."""
+    lines = lines_of(pods, nodes, foreign, shape)
     sys.stdin.buffer.read(1)
     t0 = time.process_time()
     out = sys.stdout.buffer
     pending: list[bytes] = []
-    size = 0
+    size = written = 0
     for rec in _records(fmt, lines):
         pending += (len(rec).to_bytes(4, "big"), rec)
         size += 4 + len(rec)
+        written += len(rec)
         if size >= WRITE_SIZE:
             out.write(b"".join(pending))
             pending, size = [], 0
     out.write(b"".join(pending))
     out.flush()
-    print(time.process_time() - t0, file=sys.stderr, flush=True)
+    print(time.process_time() - t0, written, file=sys.stderr, flush=True)
 
 
 def _scheduler(nodes: int) -> Scheduler:
@@ -138,12 +211,12 @@ def _handler(fmt: str, sched: Scheduler) -> Callable[[bytes], None]:
     return handle
 
 
-def handoff(fmt: str, pods: int, nodes: int, foreign: float) -> tuple[float, float, int, int]:
-    """(the parent's CPU seconds per event, the child's, events, reads) for one hand-off run."""
+def handoff(fmt: str, pods: int, nodes: int, foreign: float, shape: str) -> tuple[float, float, int, int, float]:
+    """(the parent's CPU seconds per event, the child's, events, reads, record bytes per event) for one run."""
     sched = _scheduler(nodes)
     handle = _handler(fmt, sched)
     proc = subprocess.Popen([sys.executable, "-m", "e2e.perf.podhandoff", "--child", fmt, "--pods", str(pods),
-                             "--nodes", str(nodes), "--foreign", str(foreign)],
+                             "--nodes", str(nodes), "--foreign", str(foreign), "--shape", shape],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     fd = proc.stdout.fileno()
@@ -168,9 +241,9 @@ def handoff(fmt: str, pods: int, nodes: int, foreign: float) -> tuple[float, flo
         parent = time.process_time() - t0
     finally:
         eventhandlers.pod_from_api = pod_from_api
-    child_cpu = float(proc.stderr.read() or 0)
+    child_cpu, written = proc.stderr.read().split()
     proc.wait()
-    return parent / events, child_cpu / events, events, reads
+    return parent / events, float(child_cpu) / events, events, reads, int(written) / events / 1e6
 
 
 def main() -> None:
@@ -180,26 +253,29 @@ def main() -> None:
     ap.add_argument("--foreign", type=float, default=0.0, help="fraction of pods of another scheduler")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--formats", default=",".join(FORMATS))
+    ap.add_argument("--shape", choices=("replay", "live"), default="live",
+                    help="replay: watchreplay's lines; live: with a running pod's status and managedFields")
     ap.add_argument("--child", choices=FORMATS, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child, args.pods, args.nodes, args.foreign)
+        child(args.child, args.pods, args.nodes, args.foreign, args.shape)
         return
     events = args.pods * len(PHASES)
     formats = args.formats.split(",")
     splits: list[dict[str, float]] = []
-    results: dict[str, list[tuple[float, float, int, int]]] = {f: [] for f in formats}
+    results: dict[str, list[tuple[float, float, int, int, float]]] = {f: [] for f in formats}
     for r in range(args.repeat):  # interleaved rounds: the machine is shared
-        splits.append(split(args.pods, args.nodes, args.foreign))
+        splits.append(split(args.pods, args.nodes, args.foreign, args.shape))
         for fmt in formats[r % len(formats):] + formats[:r % len(formats)]:
-            results[fmt].append(handoff(fmt, args.pods, args.nodes, args.foreign))
-    print(f"{events} events a run, {args.nodes} nodes, {args.repeat} rounds, CPU us/event, median (min-max):")
-    for part in ("decode", "trim", "pod_from_api", "handler", "total"):
+            results[fmt].append(handoff(fmt, args.pods, args.nodes, args.foreign, args.shape))
+    print(f"{events} events a run ({args.shape} shape, {splits[0]['bytes'] * 1e6:.0f} bytes a line), {args.nodes} "
+          f"nodes, {args.repeat} rounds, CPU us/event, median (min-max):")
+    for part in ("decode", "trim", "pod_from_api", "handler", "gc", "total"):
         print(f"  in process, {part}: {_summary([s[part] for s in splits])}")
     for fmt, rs in results.items():
         reads = statistics.median(r[3] for r in rs)
         print(f"  hand-off {fmt}: parent {_summary([r[0] for r in rs])}, child {_summary([r[1] for r in rs])}, "
-              f"{events / reads:.0f} events a read")
+              f"{events / reads:.0f} events a read, {rs[0][4] * 1e6:.0f} bytes a record")
 
 
 def _summary(values: Sequence[float]) -> str:

@@ -59,7 +59,7 @@ def test_gil_shim_sees_numpy_release_the_gil_only_over_500_elements(tmp_path: Pa
 @pytest.mark.parametrize("fmt", podhandoff.FORMATS)
 def test_every_record_format_hands_over_every_event(fmt: str) -> None:
     lines = podhandoff.lines_of(20, 4, 0.25, "live")
-    sched = podhandoff._scheduler(4)
+    sched = podhandoff.build_scheduler(4)
     seen: list[str] = []
     on_pod_event = sched.on_pod_event
 

@@ -175,35 +175,38 @@ class ParallelWalk:
         return parallel
 
 
+class _Replayed:
+    """A framework whose filter runner answers from verdicts computed beforehand, so that the sequential walk
+    (SchedulingAlgorithm._filter_nodes itself) replays them: feasible list, diagnosis, metrics, error stop."""
+
+    def __init__(self, fwk: Framework, answer: Callable[[NodeInfo], Status | None]) -> None:
+        self._fwk = fwk
+        self._answer = answer
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._fwk, name)
+
+    def filter_runner(self, state: CycleState, pod: Pod, *, observe: bool = False) -> Callable[..., Status | None]:
+        return self._answer
+
+
 def parallel_filter_nodes(algo: SchedulingAlgorithm, walk: ParallelWalk) -> Callable[..., Any]:
-    """SchedulingAlgorithm._filter_nodes over ``walk`` when no node holds nominated pods (else sequential)."""
+    """SchedulingAlgorithm._filter_nodes with the verdicts computed over ``walk`` first, when no node holds
+    nominated pods (else sequential)."""
     serial = algo._filter_nodes
 
     def filter_nodes(fwk: Framework, state: CycleState, pod: Pod, diagnosis: Diagnosis, nodes: Sequence[NodeInfo],
                      nominator: NominatedPods | None = None) -> tuple[list[NodeInfo], Status | None]:
         if (nominator is not None and nominator.nodes_with_nominated_pods()) or not fwk.has_filter_plugins():
             return serial(fwk, state, pod, diagnosis, nodes, nominator)
+        run = fwk.filter_runner(state, pod, observe=True)
         k = algo._num_to_find(fwk, len(nodes))
-        began = time.perf_counter()
-        feasible: list[NodeInfo] = []
-        failure: Status | None = None
-        rejected: list[Status] = []
-        for node_info, status in walk.filter_chunks(fwk.filter_runner(state, pod, observe=True), nodes,
-                                                    algo.next_start_node_index, k):
-            if len(feasible) >= k:
-                break
-            if success(status):
-                feasible.append(node_info)
-            elif status is not None and status.code == Code.ERROR:
-                failure = status
-                break
-            elif status is not None:
-                diagnosis.node_to_status.statuses[node_info.name] = status
-                diagnosis.add_plugin_status(status)
-                rejected.append(status)
-        fwk.observe("Filter", failure, time.perf_counter() - began)
-        fwk.count_filter_evaluations(state, len(feasible) + len(rejected), rejected)
-        return feasible, failure
+        verdicts = {id(ni): v for ni, v in walk.filter_chunks(run, nodes, algo.next_start_node_index, k)}
+
+        def answer(ni: NodeInfo) -> Status | None:
+            return verdicts[id(ni)] if id(ni) in verdicts else run(ni)  # past the prefix: never, but exact
+
+        return serial(cast(Framework, _Replayed(fwk, answer)), state, pod, diagnosis, nodes, nominator)
 
     return filter_nodes
 

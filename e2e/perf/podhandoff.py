@@ -35,10 +35,7 @@ from typing import Any
 import orjson
 
 import scheduler.eventhandlers as eventhandlers
-from e2e.perf.watchreplay import PHASES, watch_lines
-from scheduler.app.offline import RecordingBinder, RecordingEventSink
-from scheduler.config.load import build_registry, load
-from scheduler.eventhandlers import ADDED
+from e2e.perf.watchreplay import PHASES, build_scheduler, watch_lines
 from scheduler.kube.podstream import PodStream
 from scheduler.kube.transform import trim
 from scheduler.model.pod import Pod, pod_from_api
@@ -46,7 +43,6 @@ from scheduler.scheduler import Scheduler
 
 FORMATS = ("json", "marshal", "pickle-pod")
 WRITE_SIZE = 64 * 1024
-SCHED = "bench-scheduler"  # watchreplay's profile
 
 
 def _fields_v1(value: Any) -> dict[str, Any]:
@@ -101,7 +97,7 @@ def lines_of(pods: int, nodes: int, foreign: float, shape: str) -> list[bytes]:
 
 def replay_lines(lines: Sequence[bytes], nodes: int) -> float:
     """CPU seconds to hand ``lines`` to a fresh scheduler as the pod stream does."""
-    sched = _scheduler(nodes)
+    sched = build_scheduler(nodes)
     stream = PodStream(api=None, on_event=sched.on_pod_event)  # type: ignore[arg-type]
     rv = ""
     t0 = time.process_time()
@@ -178,18 +174,6 @@ def child(fmt: str, pods: int, nodes: int, foreign: float, shape: str) -> None:
     print(time.process_time() - t0, written, file=sys.stderr, flush=True)
 
 
-def _scheduler(nodes: int) -> Scheduler:
-    """watchreplay's scheduler: the default profile for SCHED, ``nodes`` nodes."""
-    cfg = load(None, [SCHED])
-    sched = Scheduler(cfg, build_registry(cfg), RecordingBinder(), RecordingEventSink(), None,
-                      synchronous_binding=True)
-    for n in range(nodes):
-        sched.on_node_event(ADDED, {"kind": "Node", "metadata": {"name": f"node-{n}", "resourceVersion": "1",
-                                                                  "labels": {"kubernetes.io/hostname": f"node-{n}"}},
-                                    "status": {"allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"}}})
-    return sched
-
-
 def _handler(fmt: str, sched: Scheduler) -> Callable[[bytes], None]:
     """The parent's work for one record."""
     if fmt == "json":
@@ -213,7 +197,7 @@ def _handler(fmt: str, sched: Scheduler) -> Callable[[bytes], None]:
 
 def handoff(fmt: str, pods: int, nodes: int, foreign: float, shape: str) -> tuple[float, float, int, int, float]:
     """(the parent's CPU seconds per event, the child's, events, reads, record bytes per event) for one run."""
-    sched = _scheduler(nodes)
+    sched = build_scheduler(nodes)
     handle = _handler(fmt, sched)
     proc = subprocess.Popen([sys.executable, "-m", "e2e.perf.podhandoff", "--child", fmt, "--pods", str(pods),
                              "--nodes", str(nodes), "--foreign", str(foreign), "--shape", shape],

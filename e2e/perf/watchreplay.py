@@ -72,9 +72,8 @@ def watch_lines(pods: int, nodes: int, foreign: float) -> list[bytes]:
     return lines
 
 
-def replay(pods: int, nodes: int, foreign: float, upto: str = "DELETED") -> tuple[int, float, Scheduler]:
-    """(events, CPU seconds, the scheduler) for one replay into a fresh scheduler with ``nodes`` nodes;
-    ``upto`` stops after that phase (ADDED, BOUND, RUNNING or DELETED)."""
+def build_scheduler(nodes: int) -> Scheduler:
+    """A scheduler from the default configuration for SCHED, with ``nodes`` nodes."""
     cfg = load(None, [SCHED])
     sched = Scheduler(cfg, build_registry(cfg), RecordingBinder(), RecordingEventSink(), None,
                       synchronous_binding=True)
@@ -82,6 +81,13 @@ def replay(pods: int, nodes: int, foreign: float, upto: str = "DELETED") -> tupl
         sched.on_node_event(ADDED, {"kind": "Node", "metadata": {"name": f"node-{n}", "resourceVersion": "1",
                                                                   "labels": {"kubernetes.io/hostname": f"node-{n}"}},
                                     "status": {"allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"}}})
+    return sched
+
+
+def replay(pods: int, nodes: int, foreign: float, upto: str = "DELETED") -> tuple[int, float, Scheduler]:
+    """(events, CPU seconds, the scheduler) for one replay into a fresh scheduler with ``nodes`` nodes;
+    ``upto`` stops after that phase (ADDED, BOUND, RUNNING or DELETED)."""
+    sched = build_scheduler(nodes)
     stream = PodStream(api=None, on_event=sched.on_pod_event)  # type: ignore[arg-type]
     lines = watch_lines(pods, nodes, foreign)[: pods * (PHASES.index(upto) + 1)]
     rv = ""

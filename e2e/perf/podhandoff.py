@@ -130,12 +130,37 @@ def split(pods: int, nodes: int, foreign: float, shape: str) -> dict[str, float]
             pod_from_api(obj)
         build = time.process_time() - t0
         without_gc = replay_lines(lines, nodes)
+        records = _records("json", lines)
+        t0 = time.process_time()
+        for rec in records:
+            orjson.loads(rec)
+        record_decode = time.process_time() - t0
+        blob = b"".join(len(rec).to_bytes(4, "big") + rec for rec in records)
+        t0 = time.process_time()
+        frames, _ = _frames(blob, lambda rec: None)
+        frame = time.process_time() - t0
+        assert frames == len(records)
     finally:
         gc.enable()
     n = len(lines)
     return {"bytes": sum(map(len, lines)) / n / 1e6, "decode": decode / n, "trim": trim_s / n,
             "pod_from_api": build / n, "handler": (without_gc - decode - trim_s - build) / n,
-            "gc": (total - without_gc) / n, "total": total / n}
+            "gc": (total - without_gc) / n, "total": total / n, "record_decode": record_decode / n,
+            "frame": frame / n}
+
+
+def _frames(buf: bytes, handle: Callable[[bytes], None]) -> tuple[int, int]:
+    """Hand each whole frame of ``buf`` (4-byte length, record) to ``handle``: (frames handed, bytes used);
+    the parent keeps the rest for the next read."""
+    off, end, count = 0, len(buf), 0
+    while end - off >= 4:
+        n = int.from_bytes(buf[off:off + 4], "big")
+        if end - off - 4 < n:
+            break
+        handle(buf[off + 4:off + 4 + n])
+        off += 4 + n
+        count += 1
+    return count, off
 
 
 def _records(fmt: str, lines: Sequence[bytes]) -> list[bytes]:
@@ -213,15 +238,9 @@ def handoff(fmt: str, pods: int, nodes: int, foreign: float, shape: str) -> tupl
         while chunk := os.read(fd, 1 << 20):
             reads += 1
             buf += chunk
-            off, end = 0, len(buf)
-            while end - off >= 4:
-                n = int.from_bytes(buf[off:off + 4], "big")
-                if end - off - 4 < n:
-                    break
-                handle(buf[off + 4:off + 4 + n])
-                events += 1
-                off += 4 + n
-            buf = buf[off:]
+            handled, used = _frames(buf, handle)
+            events += handled
+            buf = buf[used:]
         parent = time.process_time() - t0
     finally:
         eventhandlers.pod_from_api = pod_from_api
@@ -256,6 +275,8 @@ def main() -> None:
           f"nodes, {args.repeat} rounds, CPU us/event, median (min-max):")
     for part in ("decode", "trim", "pod_from_api", "handler", "gc", "total"):
         print(f"  in process, {part}: {_summary([s[part] for s in splits])}")
+    for part in ("frame", "record_decode"):
+        print(f"  the parent's share of a json hand-off, {part}: {_summary([s[part] for s in splits])}")
     for fmt, rs in results.items():
         reads = statistics.median(r[3] for r in rs)
         print(f"  hand-off {fmt}: parent {_summary([r[0] for r in rs])}, child {_summary([r[1] for r in rs])}, "

@@ -223,7 +223,6 @@ def _handler(fmt: str, sched: Scheduler) -> Callable[[bytes], None]:
 def handoff(fmt: str, pods: int, nodes: int, foreign: float, shape: str) -> tuple[float, float, int, int, float]:
     """(the parent's CPU seconds per event, the child's, events, reads, record bytes per event) for one run."""
     sched = build_scheduler(nodes)
-    handle = _handler(fmt, sched)
     proc = subprocess.Popen([sys.executable, "-m", "e2e.perf.podhandoff", "--child", fmt, "--pods", str(pods),
                              "--nodes", str(nodes), "--foreign", str(foreign), "--shape", shape],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -232,6 +231,7 @@ def handoff(fmt: str, pods: int, nodes: int, foreign: float, shape: str) -> tupl
     events = reads = 0
     buf = b""
     try:
+        handle = _handler(fmt, sched)  # pickle-pod swaps the handler's pod_from_api until the finally below
         proc.stdin.write(b"g")
         proc.stdin.flush()
         t0 = time.process_time()

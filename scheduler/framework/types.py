@@ -213,10 +213,26 @@ class QueueingHint(Enum):
 QueueingHintFn = Any
 
 
+# (pending pod) -> the keys the queue indexes it under, e.g. the namespace/name of each claim it names.
+PodKeysFn = Any
+# (old object, new object) -> the keys of the pods the event may concern; None: any pod.
+EventKeysFn = Any
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterEventWithHint:
+    """A registered event and its queueing hint.
+
+    ``pod_keys`` and ``event_keys`` (both or neither) let the queue ask the hint only for the pods that
+    can get Queue (upstream's PreQueueingHint with its pod index): the hint must return QueueSkip for
+    a pod none of whose ``pod_keys`` is among the event's ``event_keys``, unless those are None. That
+    is a promise about the hint, so decisions stay the hint's own.
+    """
+
     event: ClusterEvent
     hint: QueueingHintFn | None = None  # None: always queue
+    pod_keys: PodKeysFn | None = None
+    event_keys: EventKeysFn | None = None
 
 
 # Well-known events (labels as upstream's metrics name them).

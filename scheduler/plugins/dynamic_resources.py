@@ -787,7 +787,7 @@ class DynamicResources(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostFi
         return [
             ClusterEventWithHint(ClusterEvent(EventResource.NODE, node_actions)),
             ClusterEventWithHint(ClusterEvent(EventResource.RESOURCE_CLAIM, add_update | ActionType.DELETE),
-                                 self.is_schedulable_after_claim_change),
+                                 self.is_schedulable_after_claim_change, self.claim_keys, self.claim_event_keys),
             ClusterEventWithHint(ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
                                  self.is_schedulable_after_pod_update),
             ClusterEventWithHint(ClusterEvent(EventResource.DEVICE_CLASS, add_update)),
@@ -816,6 +816,37 @@ class DynamicResources(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostFi
         if (old_obj.get("status") or {}) == (new_obj.get("status") or {}):
             return QueueingHint.QUEUE_SKIP
         return QueueingHint.QUEUE
+
+    @staticmethod
+    def claim_keys(pod: Pod) -> list[str]:
+        """``podResourceClaimIndexFunc``: ``namespace/name`` of each claim the pod names (a template's
+        once the controller named it); the queue files unschedulable pods under them."""
+        keys = []
+        for pc in pod_claims(pod):
+            try:
+                name, _ = claim_name(pod, pc)
+            except ClaimNameError:
+                continue
+            if name is not None:
+                keys.append(f"{pod.namespace}/{name}")
+        return keys
+
+    @staticmethod
+    def claim_event_keys(old: object, new: object) -> list[str] | None:
+        """The claim keys of the pods is_schedulable_after_claim_change can answer Queue for (None: any
+        pod). A deallocation, or the deletion of an allocated claim, may help any pod; the deletion of
+        an unallocated one helps none; otherwise only a pod using the claim (same UID, so the same
+        namespace/name, which the manager looks claims up by) can get Queue."""
+        old_obj = old if isinstance(old, Mapping) else None
+        new_obj = new if isinstance(new, Mapping) else None
+        if new_obj is None:
+            return None if old_obj is not None and _allocation(old_obj) is not None else []
+        if old_obj is not None and _allocation(old_obj) is not None and _allocation(new_obj) is None:
+            return None
+        if not _uid(new_obj):
+            return None  # claims without a UID (hand-made objects) all match one another
+        meta = new_obj.get("metadata") or {}
+        return [f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"]
 
     def is_schedulable_after_pod_update(self, pod: Pod, old: object, new: object) -> QueueingHint:
         """``isSchedulableAfterTargetPodUpdate``: the controller named the pod's claims and they exist."""

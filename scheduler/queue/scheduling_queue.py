@@ -28,7 +28,7 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -75,6 +75,8 @@ from scheduler.queue.queued_pod_info import QueuedPodInfo
 from scheduler.queue.unschedulable_pods import (
     DEFAULT_POD_MAX_IN_UNSCHEDULABLE,
     UNSCHEDULABLE_FLUSH_INTERVAL,
+    Classification,
+    IndexEntry,
     UnschedulablePods,
 )
 
@@ -117,6 +119,30 @@ class Strategy(Enum):
 # The queue each strategy names (v1.37 strategyToQueueLabel).
 _STRATEGY_QUEUE = {Strategy.SKIP: UNSCHEDULABLE, Strategy.AFTER_BACKOFF: BACKOFF, Strategy.IMMEDIATELY: ACTIVE}
 
+# A group of unschedulable pods: (profile, the gating plugin's events or None when not gated,
+# unschedulable plugins, pending plugins): all an event's way to a pod's hints depends on.
+_Group = tuple[str, tuple[ClusterEvent, ...] | None, frozenset[str], frozenset[str]]
+
+
+class _Reach(Enum):
+    """Which pods of a group a cluster event can move."""
+
+    NONE = 0  # none: the gate check or every hint it reaches would skip them
+    ALL = 1  # every pod is asked, as upstream asks
+    KEYED = 2  # only those filed under the event's keys of the (keyed) registrations it reaches
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    reach: _Reach
+    keyed: tuple[ClusterEventWithHint, ...] = ()
+
+
+_NONE = _Plan(_Reach.NONE)
+_ALL = _Plan(_Reach.ALL)
+_MAX_PLANS = 4096  # (group, event) plans remembered before starting afresh
+_ANY_KEY = object()  # a pod whose keys could not be read is filed under it: every keyed event asks it
+
 
 class PriorityQueue:
     """The scheduling queue. All public methods are thread-safe."""
@@ -150,13 +176,17 @@ class PriorityQueue:
         self._hints: dict[str, list[tuple[str, ClusterEventWithHint]]] = {}
         self._interest: dict[ClusterEvent, bool] = {}
         self._plugin_events: dict[str, list[ClusterEvent]] = {}
+        # profile -> the registrations that narrow their events by pod keys (ClusterEventWithHint.pod_keys)
+        self._keyed: dict[str, list[ClusterEventWithHint]] = {}
+        # (pod group, event) -> which of the group's pods the event can move (see _plan)
+        self._plans: dict[tuple[Hashable, ClusterEvent], _Plan] = {}
         self._index_profiles(profiles or {})
 
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._active = ActiveQueue(less, rank)
         self._backoff = BackoffQueue(less, clock, pod_initial_backoff, pod_max_backoff)
-        self._unschedulable = UnschedulablePods(lambda event: self._record(UNSCHEDULABLE, event))
+        self._unschedulable = UnschedulablePods(lambda event: self._record(UNSCHEDULABLE, event), self._classify)
         self._strategy_queue: str | None = None  # the queue the strategy of the requeue under way names
 
         self._cycle = 0
@@ -511,6 +541,7 @@ class PriorityQueue:
 
     def _update_unschedulable(self, qpi: QueuedPodInfo, old: Pod | None, new: Pod, events: list[ClusterEvent]) -> None:
         qpi.pod = new
+        self._unschedulable.refresh(new.key)  # its keys may have changed (a claim named in its status)
         if old is not None:
             self.nominator.update_nominated_pod(old, new)
         for event in events:
@@ -573,8 +604,96 @@ class PriorityQueue:
     def _move_all(self, event: ClusterEvent, old: Any, new: Any, pre_check: Callable[[Pod], bool] | None) -> None:
         if not self._is_event_of_interest(event):
             return
-        pods = [q for q in self._unschedulable if pre_check is None or pre_check(q.pod)]
+        pods = self._candidates(event, old, new)
+        if pre_check is not None:
+            pods = [q for q in pods if pre_check(q.pod)]
         self._move_pods(pods, event, old, new)
+
+    def _candidates(self, event: ClusterEvent, old: Any, new: Any) -> list[QueuedPodInfo]:
+        """The unschedulable pods the event may move, in their order of entry. The others are those
+        _move_pods would pass over: gated for another plugin's events, or rejected only by plugins whose
+        hints the event does not reach or, by the keys' promise, would answer QueueSkip."""
+        out: list[QueuedPodInfo] = []
+        memo: dict[Any, tuple[Hashable, ...] | None] = {}
+        for group, pods in self._unschedulable.groups():
+            plan = self._plan(group, event)
+            if plan.reach is _Reach.NONE:
+                continue
+            found: set[str] | None = None
+            if plan.reach is _Reach.KEYED:
+                found = set()
+                for ewh in plan.keyed:
+                    keys = self._event_keys(ewh, memo, old, new)
+                    if keys is None:
+                        found = None
+                        break
+                    found |= self._unschedulable.indexed(ewh.pod_keys, keys)
+            if found is None:
+                out.extend(pods.values())
+            else:
+                out.extend(pods[k] for k in found if k in pods)
+        return self._unschedulable.in_order(out)
+
+    def _plan(self, group: Any, event: ClusterEvent) -> _Plan:
+        plan = self._plans.get((group, event))
+        if plan is None:
+            if len(self._plans) >= _MAX_PLANS:
+                self._plans.clear()
+            plan = self._plans[(group, event)] = self._make_plan(group, event)
+        return plan
+
+    def _make_plan(self, group: _Group, event: ClusterEvent) -> _Plan:
+        """_move_pods' gate check and _worth_requeuing's choice of hints, for a whole group at once."""
+        profile, gating_events, unschedulable, pending = group
+        if gating_events is not None and not any(event_matches(event, e) for e in gating_events):
+            return _NONE
+        rejectors = unschedulable | pending
+        regs = self._hints.get(profile)
+        if not rejectors or event.is_wildcard or regs is None:
+            return _ALL
+        reached = [ewh for plugin, ewh in regs if plugin in rejectors and event_matches(event, ewh.event)]
+        if not reached:
+            return _NONE
+        if any(ewh.hint is None or ewh.pod_keys is None or ewh.event_keys is None for ewh in reached):
+            return _ALL
+        return _Plan(_Reach.KEYED, tuple(reached))
+
+    @staticmethod
+    def _event_keys(
+        ewh: ClusterEventWithHint, memo: dict[Any, tuple[Hashable, ...] | None], old: Any, new: Any
+    ) -> tuple[Hashable, ...] | None:
+        """The keys of the pods the event concerns for this registration (None: all), asked once an event."""
+        fn = ewh.event_keys
+        if fn is None:
+            return None
+        if fn in memo:
+            return memo[fn]
+        keys: tuple[Hashable, ...] | None
+        try:
+            found = fn(old, new)
+            keys = None if found is None else (*found, _ANY_KEY)
+        except Exception:  # as upstream's failed PreQueueingHint: every pod is asked
+            log.exception("event keys of %s failed; asking every pod", ewh.event.label or ewh.event)
+            keys = None
+        memo[fn] = keys
+        return keys
+
+    def _classify(self, qpi: QueuedPodInfo) -> Classification:
+        """Where unschedulablePods files a pod: its group (_Group) and its keys in each keyed index."""
+        pod = qpi.pod
+        group: _Group = (pod.scheduler_name, tuple(qpi.gating_plugin_events) if qpi.gated else None,
+                         frozenset(qpi.unschedulable_plugins), frozenset(qpi.pending_plugins))
+        entries: set[IndexEntry] = set()
+        for ewh in self._keyed.get(pod.scheduler_name, ()):
+            pod_keys = ewh.pod_keys
+            if pod_keys is None:
+                continue
+            try:
+                entries.update((pod_keys, key) for key in pod_keys(pod))
+            except Exception:
+                log.exception("pod keys failed for pod %s; every keyed event will ask it", pod.key)
+                entries.add((pod_keys, _ANY_KEY))
+        return group, tuple(entries)
 
     def _move_pods(self, pods: list[QueuedPodInfo], event: ClusterEvent, old: Any, new: Any) -> None:
         if not self._is_event_of_interest(event):
@@ -675,7 +794,10 @@ class PriorityQueue:
         k = qpi.pod.key
         if qpi.gated:
             qpi.was_flushed_from_unschedulable = False  # a gated pod makes no attempt to count
-            if k in self._active or k in self._backoff or k in self._unschedulable:
+            if k in self._unschedulable:
+                self._unschedulable.refresh(k)  # PreEnqueue may have named another gate
+                return False
+            if k in self._active or k in self._backoff:
                 return False
             self._unschedulable.add_or_update(qpi, event)
             return False
@@ -695,7 +817,9 @@ class PriorityQueue:
         k = qpi.pod.key
         if qpi.gated:
             qpi.was_flushed_from_unschedulable = False
-            if k not in self._unschedulable:
+            if k in self._unschedulable:
+                self._unschedulable.refresh(k)  # PreEnqueue may have named another gate
+            else:
                 self._unschedulable.add_or_update(qpi, event)
             return False
         self._unschedulable.delete(k)
@@ -747,13 +871,17 @@ class PriorityQueue:
         pre_enqueue: dict[str, list[PreEnqueuePlugin]] = {}
         hints: dict[str, list[tuple[str, ClusterEventWithHint]]] = {}
         plugin_events: dict[str, list[ClusterEvent]] = {}
+        keyed: dict[str, list[ClusterEventWithHint]] = {}
         for name, profile in profiles.items():
             pre_enqueue[name] = list(profile.pre_enqueue_plugins)
             regs = [(plugin, ewh) for plugin, evs in profile.hints.items() for ewh in evs]
             hints[name] = regs
+            keyed[name] = [ewh for _, ewh in regs if ewh.pod_keys is not None and ewh.event_keys is not None]
             for plugin, ewh in regs:
                 plugin_events.setdefault(plugin, []).append(ewh.event)
         self._pre_enqueue, self._hints, self._plugin_events = pre_enqueue, hints, plugin_events
+        self._keyed = keyed
+        self._plans.clear()
 
     def set_profiles(self, profiles: Mapping[str, QueueProfile], pod_initial_backoff: float,
                      pod_max_backoff: float) -> None:
@@ -761,4 +889,5 @@ class PriorityQueue:
         the pods queued from now on and to the events that move queued pods."""
         with self._lock:
             self._index_profiles(profiles)
+            self._unschedulable.set_classify(self._classify)  # the pods' keys under the new plugins
             self._backoff.set_bounds(pod_initial_backoff, pod_max_backoff)

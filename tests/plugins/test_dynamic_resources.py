@@ -384,6 +384,45 @@ def test_claim_events_requeue_only_pods_they_can_help(
     assert pl.is_schedulable_after_claim_change(pod_with(), old, new) is hint
 
 
+def _with_meta(obj: dict[str, Any], **meta: Any) -> dict[str, Any]:
+    return {**obj, "metadata": {**obj["metadata"], **meta}}
+
+
+_C1_ALLOCATED = claim_obj("c1", **allocated("n1", ["gpu-0"]))
+_OTHER_ALLOCATED = claim_obj("other", **allocated("n1", ["gpu-1"]))
+_CLAIM_EVENTS = [
+    (None, claim_obj("c1")), (None, claim_obj("other")), (claim_obj("c1"), _C1_ALLOCATED),
+    (_C1_ALLOCATED, claim_obj("c1")), (_OTHER_ALLOCATED, claim_obj("other")), (claim_obj("c1"), None),
+    (_C1_ALLOCATED, None), (claim_obj("other"), None),
+    (claim_obj("c1"), _with_meta(claim_obj("c1"), finalizers=["x"])),
+    (None, _with_meta(claim_obj("c1"), uid="")),
+    (None, _with_meta(claim_obj("c1"), namespace="elsewhere", uid="uid-elsewhere")),
+    (None, _with_meta(claim_obj("c1"), uid="uid-new")), (None, claim_obj("p-gpu", owner="p")),
+    (claim_obj("p-gpu", owner="p"), claim_obj("p-gpu", owner="p", **allocated("n2", ["gpu-0"]))),
+    ("not a claim", claim_obj("c1")), (claim_obj("c1"), "not a claim"),
+]
+_PODS = [pod_with(), pod_with(claim="other"), pod_with(template=True),
+         pod_with(template=True, statuses=[{"name": "gpu", "resourceClaimName": "p-gpu"}]),
+         pod_with(template=True, statuses=[{"name": "gpu", "resourceClaimName": None}])]
+
+
+@pytest.mark.parametrize(("old", "new"), _CLAIM_EVENTS)
+def test_a_claim_event_can_requeue_only_the_pods_filed_under_its_keys(old: Any, new: Any) -> None:
+    """The promise the queue relies on to ask a claim event's hint only for pods filed under its keys:
+    a pod none of whose claim keys is among the event's gets QueueSkip (whatever claims exist)."""
+    queued = 0
+    for known in ([], ["c1"], ["c1", "other", "p-gpu"]):
+        pl, _ = plugin(*[("ResourceClaim", claim_obj(n, owner="p" if n == "p-gpu" else None)) for n in known])
+        keys = pl.claim_event_keys(old, new)
+        for p in _PODS:
+            hint = pl.is_schedulable_after_claim_change(p, old, new)
+            queued += hint is QueueingHint.QUEUE
+            if keys is not None and not set(keys) & set(pl.claim_keys(p)):
+                assert hint is QueueingHint.QUEUE_SKIP, (p.name, pl.claim_keys(p), keys)
+    if new == claim_obj("c1") or new == claim_obj("p-gpu", owner="p"):  # the claims' own pods do get Queue
+        assert queued
+
+
 def test_pod_update_naming_its_claim_requeues_it() -> None:
     pl, _ = plugin(("ResourceClaim", claim_obj("p-gpu", owner="p")))
     before, after = pod_with(template=True), pod_with(template=True, statuses=[

@@ -32,6 +32,9 @@ class QueuedPodInfo:
     backoff_expiration: float | None = None
     # Moved by the unschedulable flush (UnschedulableTimeout) since its last attempt.
     was_flushed_from_unschedulable: bool = False
+    # When the unschedulable flush last moved it: the next flush waits a full period from the later of
+    # this and ``timestamp`` (upstream FlushTimestamp), so a pod gated again is not flushed every 30 s.
+    flush_timestamp: float | None = None
 
     @property
     def gated(self) -> bool:

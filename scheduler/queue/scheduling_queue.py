@@ -444,9 +444,11 @@ class PriorityQueue:
     def flush_unschedulable_pods_leftover(self) -> None:
         """Pods waiting longer than pod_max_in_unschedulable get an UnschedulableTimeout event."""
         with self._lock:
-            stale = self._unschedulable.older_than(self._clock(), self._max_in_unschedulable)
+            now = self._clock()
+            stale = self._unschedulable.older_than(now, self._max_in_unschedulable)
             for qpi in stale:
                 qpi.was_flushed_from_unschedulable = True  # scheduler_pod_scheduled_after_flush_total
+                qpi.flush_timestamp = now  # one gated again waits another full period
             if stale:
                 self._move_pods(stale, UNSCHEDULABLE_TIMEOUT, None, None)
 
@@ -645,7 +647,8 @@ class PriorityQueue:
     def _make_plan(self, group: _Group, event: ClusterEvent) -> _Plan:
         """_move_pods' gate check and _worth_requeuing's choice of hints, for a whole group at once."""
         profile, gating_events, unschedulable, pending = group
-        if gating_events is not None and not any(event_matches(event, e) for e in gating_events):
+        if gating_events is not None and not event.is_wildcard and not any(
+                event_matches(event, e) for e in gating_events):
             return _NONE
         rejectors = unschedulable | pending
         regs = self._hints.get(profile)
@@ -699,9 +702,10 @@ class PriorityQueue:
         if not self._is_event_of_interest(event):
             return
         activated = False
+        wildcard = event.is_wildcard
         for qpi in pods:
-            if qpi.gated and not any(event_matches(event, e) for e in qpi.gating_plugin_events):
-                continue  # only an event its gating plugin registered can un-gate it
+            if qpi.gated and not wildcard and not any(event_matches(event, e) for e in qpi.gating_plugin_events):
+                continue  # only an event its gating plugin registered (or a flush) can un-gate it
             strategy = self._worth_requeuing(qpi, event, old, new)
             if strategy is Strategy.SKIP:
                 continue

@@ -120,8 +120,11 @@ class UnschedulablePods:
         return sum(1 for q in self._pods.values() if q.gated)
 
     def older_than(self, now: float, seconds: float) -> list[QueuedPodInfo]:
-        """The pods that entered more than ``seconds`` before ``now`` (flushUnschedulablePodsLeftover)."""
-        return [q for q in self._pods.values() if now - q.timestamp > seconds]
+        """The pods that entered, or were last flushed, more than ``seconds`` before ``now``
+        (flushUnschedulableEntitiesLeftover)."""
+        return [q for q in self._pods.values()
+                if now - (q.timestamp if q.flush_timestamp is None else max(q.timestamp, q.flush_timestamp))
+                > seconds]
 
     def _link(self, key: str, qpi: QueuedPodInfo) -> None:
         group, entries = where = self._classify(qpi)

@@ -2,11 +2,12 @@ from __future__ import annotations
 
 import threading
 
-from qhelpers import FakeClock, GatePlugin, fail, make_pod, make_queue, pop_now, priority_less
+from qhelpers import FakeClock, GatePlugin, fail, make_pod, make_queue, pop_now, priority_less, priority_rank
 
-from scheduler.framework.status import Status, unschedulable
-from scheduler.framework.types import NODE_ADD, ClusterEventWithHint
+from scheduler.framework.status import Status, unresolvable, unschedulable
+from scheduler.framework.types import NODE_ADD, ActionType, ClusterEvent, ClusterEventWithHint, EventResource
 from scheduler.model.node import node_from_api
+from scheduler.model.pod import Pod
 from scheduler.queue import SEED_POD_MAX_IN_UNSCHEDULABLE, PriorityQueue, QueueProfile
 
 NODE = node_from_api({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4"}}})
@@ -131,6 +132,40 @@ def test_leftover_flush_leaves_gated_pods_alone() -> None:
     clock.advance(1000)
     q.flush_unschedulable_pods_leftover()
     assert q.lengths() == {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 1}
+
+
+class Switch:
+    """A PreEnqueue plugin that gates until it is opened, and registers no event: only a flush can
+    notice it opened (upstream re-runs PreEnqueue of gated pods on the UnschedulableTimeout flush)."""
+
+    name = "Switch"
+
+    def __init__(self) -> None:
+        self.open = False
+        self.calls = 0
+
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        self.calls += 1
+        return None if self.open else unresolvable("closed")
+
+
+def test_leftover_flush_reruns_pre_enqueue_of_gated_pods_once_a_period() -> None:
+    switch = Switch()
+    clock = FakeClock()
+    node_add = ClusterEvent(EventResource.NODE, ActionType.ADD)
+    profile = QueueProfile(pre_enqueue_plugins=[switch], hints={"Switch": [ClusterEventWithHint(node_add)]})
+    q = PriorityQueue(priority_less, {"default-scheduler": profile}, clock=clock, rank=priority_rank)
+    q.add(make_pod("g"))
+    clock.advance(301)
+    q.flush_unschedulable_pods_leftover()
+    assert (switch.calls, q.queue_of(make_pod("g"))) == (2, "gated")  # checked again, still closed
+    clock.advance(30)
+    q.flush_unschedulable_pods_leftover()
+    assert switch.calls == 2  # a full period from the last flush, not from when it entered
+    switch.open = True
+    clock.advance(271)
+    q.flush_unschedulable_pods_leftover()
+    assert (switch.calls, q.queue_of(make_pod("g"))) == (3, "active")
 
 
 def test_gated_pod_waits_until_gates_removed() -> None:

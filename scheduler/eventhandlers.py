@@ -17,6 +17,7 @@ from typing import Any
 import structlog
 
 from scheduler.cache.cache import CacheError
+from scheduler.cache.objects import object_key
 from scheduler.framework.events import (
     ASSIGNED_POD_UPDATE,
     UNSCHEDULED_POD_ADD,
@@ -206,6 +207,8 @@ class EventHandlers(SchedulerState):
         return self._handled(self._object_event(kind, type_, obj), start)
 
     def _object_event(self, kind: str, type_: str, obj: Mapping[str, Any]) -> Labels:
+        if type_ != DELETED and self._replayed(kind, obj):
+            return ()
         for fwk in self.frameworks.values():
             fwk.notify_object_event(kind, type_ == DELETED, obj)
         if type_ == DELETED:
@@ -225,6 +228,17 @@ class EventHandlers(SchedulerState):
         else:
             self.queue.move_all_to_active_or_backoff(event, old, obj)
         return (event.label,)
+
+    def _replayed(self, kind: str, obj: Mapping[str, Any]) -> bool:
+        """The version the store holds again: a relist (kopf lists again after a broken watch) replaying
+        it. As for nodes, nothing changed: no plugin, store or queue work (upstream's informer resumes
+        its watch and sees no such event; each replay here used to requeue every pod waiting on the kind)."""
+        meta = obj.get("metadata") or {}
+        rv = meta.get("resourceVersion")
+        if not rv:
+            return False
+        held = self.objects.get(kind, *object_key(obj))
+        return held is not None and (held.get("metadata") or {}).get("resourceVersion") == rv
 
     def on_group_pod_event(self, type_: str, obj: Mapping[str, Any]) -> None:
         """A pod of a pod group, from a watch that also sees terminal pods (Coscheduling's members)."""

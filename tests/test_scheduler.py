@@ -243,6 +243,22 @@ def test_a_relisted_node_of_the_same_version_is_kept_once() -> None:
     assert kept is newer
 
 
+def test_a_relisted_object_of_the_same_version_is_no_event() -> None:
+    """A relist replays every object at the version the store has: no event (no plugin, store or queue
+    work, so the pods waiting on the kind are not requeued once per replayed object); a new version is."""
+    s = make(Binder())
+    first = {"metadata": {"name": "s1", "resourceVersion": "1"}, "spec": {"driver": "d", "nodeName": "n1"}}
+    again = {"metadata": {"name": "s1", "resourceVersion": "1"}, "spec": {"driver": "d", "nodeName": "n1"}}
+    newer = {"metadata": {"name": "s1", "resourceVersion": "2"}, "spec": {"driver": "d", "nodeName": "n1"}}
+    (added,) = s.on_object_event("ResourceSlice", ADDED, first)
+    assert added.endswith("ResourceSliceAdd")
+    assert s.on_object_event("ResourceSlice", MODIFIED, again) == ()
+    assert s.objects.get("ResourceSlice", "", "s1") is first
+    (updated,) = s.on_object_event("ResourceSlice", MODIFIED, newer)
+    assert updated.endswith("ResourceSliceUpdate")
+    assert s.objects.get("ResourceSlice", "", "s1") is newer
+
+
 def test_a_profile_build_names_the_plugins_that_turn_batching_off() -> None:
     """Coscheduling signs no pods (its verdicts depend on the group): its profile cannot batch, and the
     log says so at build time, naming it; the default profile batches and says nothing."""

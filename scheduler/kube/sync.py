@@ -90,7 +90,9 @@ class Resyncer:
                 due += [k for k in ("Pod", "Node") if k not in due]
             for kind in due:
                 try:
-                    reconcile(self.api, self.sched, kind, self.kinds)
+                    start = time.monotonic()
+                    gone = reconcile(self.api, self.sched, kind, self.kinds)
+                    log.info("relisted", kind=kind, removed=gone, seconds=round(time.monotonic() - start, 3))
                 except Exception as exc:
                     log.warning("resync failed; the next pass retries", kind=kind, error=str(exc))
 

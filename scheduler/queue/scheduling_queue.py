@@ -14,6 +14,10 @@ there is no mode without them) and SchedulerPopFromBackoffQ on:
 - unschedulablePods is a map that also holds pods gated by a PreEnqueue plugin.
 - cluster events move unschedulable pods only through the queueing hints of the plugins that
   rejected them; events seen while a pod is being scheduled are replayed when it comes back.
+- an event visits only the unschedulable pods it can move: they are filed by group (profile, gate,
+  rejecting plugins) and under the keys of keyed hints (``ClusterEventWithHint.pod_keys``, e.g. the
+  claims a pod names), so a claim event asks only its claim's pods; the moves are those of upstream's
+  walk over every pod. A gated pod moves only on its gating plugin's events or the leftover flush.
 
 One lock guards everything; a Condition on it wakes ``pop``. Hints and PreEnqueue plugins run under
 the lock (as upstream), so they must not call back into the queue.

@@ -252,10 +252,12 @@ def test_object_events_carry_upstreams_resource_labels() -> None:
     claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
              "metadata": {"name": "c", "namespace": "default", "resourceVersion": "1"}, "spec": {}}
 
+    updated = {**claim, "metadata": {**claim["metadata"], "resourceVersion": "2"}}
+
     def events() -> None:
         s.on_object_event("StorageClass", ADDED, sc)
-        for type_ in (ADDED, MODIFIED, DELETED):
-            s.on_object_event("PersistentVolumeClaim", type_, claim)
+        for type_, obj in ((ADDED, claim), (MODIFIED, updated), (DELETED, updated)):
+            s.on_object_event("PersistentVolumeClaim", type_, obj)
 
     labels = ["storage.k8s.io/StorageClassAdd", "PersistentVolumeClaimAdd", "PersistentVolumeClaimUpdate",
               "PersistentVolumeClaimDelete"]

@@ -150,6 +150,8 @@ class ProfileMetrics:
     def __init__(self, metrics: Metrics, profile: str) -> None:
         self._m = metrics
         self.profile = profile
+        # (point, plugin names) -> their label tuples: a cycle counts the same few lists over and over
+        self._evaluation_labels: dict[tuple[str, tuple[str, ...]], list[tuple[str, str, str]]] = {}
 
     def extension_point(self, point: str, status: str, seconds: float) -> None:
         self._m.extension_point_duration.record((point, status, self.profile), seconds)
@@ -162,7 +164,11 @@ class ProfileMetrics:
 
     def plugin_evaluations(self, plugins: Iterable[str], point: str, count: int) -> None:
         if count:  # PreFilter/Filter/PreScore/Score run on the scheduling thread only
-            self._m.plugin_evaluation_total.add_each([(name, point, self.profile) for name in plugins], count)
+            names = plugins if isinstance(plugins, tuple) else tuple(plugins)
+            labels = self._evaluation_labels.get((point, names))
+            if labels is None:
+                labels = self._evaluation_labels[(point, names)] = [(name, point, self.profile) for name in names]
+            self._m.plugin_evaluation_total.add_each(labels, count)
 
     def permit_wait(self, status: str, seconds: float) -> None:
         self._m.permit_wait_duration.labels(status).observe(seconds)

@@ -23,7 +23,6 @@ import random
 import threading
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
@@ -75,6 +74,7 @@ from scheduler.metrics import Metrics
 from scheduler.model.pod import Pod
 from scheduler.queue.queued_pod_info import QueuedPodInfo
 from scheduler.queue.scheduling_queue import PriorityQueue
+from scheduler.workerpool import Slots, WorkerPool
 
 log = structlog.get_logger(__name__)
 
@@ -675,8 +675,8 @@ class SchedulerState:
     _next_config: tuple[SchedulerConfiguration, dict[str, Framework]] | None
     _next_config_lock: threading.Lock
     # Binding cycles run on this pool (None: inline, synchronous binding); the slots bound how many wait for it.
-    _bind_pool: ThreadPoolExecutor | None
-    _bind_slots: threading.BoundedSemaphore
+    _bind_pool: WorkerPool | None
+    _bind_slots: Slots
     # Binding cycles of pods waiting at Permit (synchronous binding).
     parked: list[AssumedPod]
     permit_timer: PermitTimer
@@ -861,8 +861,7 @@ class ScheduleOne(SchedulerState):
         """NominatedNodeNameForExpectation (v1.37, beta on): when a PreBind plugin has work to do or the pod
         waits at Permit, write the chosen node into status.nominatedNodeName before that wait (expectation.py).
         A PreBindPreFlight error fails the binding cycle; a failed write does not."""
-        plugins = [fwk.plugins_by_name[n] for n in fwk.list_plugins().get("preBind", [])]
-        verdict = pre_flight_has_work(plugins, state, assumed, host)
+        verdict = pre_flight_has_work(fwk.pre_bind_plugins(), state, assumed, host)
         if verdict is not None and verdict.code == Code.ERROR:
             return verdict
         if verdict is None or fwk.get_waiting_pod(assumed.uid) is not None:

@@ -14,7 +14,6 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
 import structlog
@@ -41,6 +40,7 @@ from scheduler.model.pod import Pod
 from scheduler.queue.scheduling_queue import PriorityQueue
 from scheduler.reconfigure import Reconfigure, queue_profiles
 from scheduler.schedule_one import ScheduleOne, SchedulingAlgorithm
+from scheduler.workerpool import Slots, WorkerPool
 
 log = structlog.get_logger(__name__)
 
@@ -118,8 +118,8 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
         self._pending = {}
         self._pod_seen = {}
         self._node_seen = {}
-        self._bind_pool = None if synchronous_binding else ThreadPoolExecutor(bind_workers, "binding")
-        self._bind_slots = threading.BoundedSemaphore(bind_workers * 4)
+        self._bind_pool = None if synchronous_binding else WorkerPool(bind_workers, "binding")
+        self._bind_slots = Slots(bind_workers * 4)
         self.parked = []
         self.leading = leading  # leader election: extenders bind only while this replica leads
         self.permit_timer = PermitTimer(clock)  # the timeouts of pods waiting at Permit (no thread per pod)
@@ -160,7 +160,7 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
             self._thread.join(timeout=5)
         self.permit_timer.stop()
         if self._bind_pool is not None:
-            self._bind_pool.shutdown(wait=True, cancel_futures=False)
+            self._bind_pool.shutdown(wait=True)
 
     def _loop(self) -> None:
         last_housekeeping = 0.0

@@ -69,7 +69,10 @@ class ApiEventSink:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._writer = writer
-        self._q: queue.Queue[Callable[[], None] | None] = queue.Queue(maxsize=backlog)
+        # A SimpleQueue (C code) and a size check, not queue.Queue(maxsize): its Python-level lock and
+        # Conditions cost several microseconds a write on the binding threads and the workers.
+        self._q: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._backlog = backlog
         self._series: dict[tuple[str, ...], _Series] = {}
         self._pending_conditions: dict[str, tuple[Pod, str, str, str | None]] = {}
         self._lock = threading.Lock()
@@ -83,9 +86,9 @@ class ApiEventSink:
             t.start()
 
     def _submit(self, fn: Callable[[], None]) -> None:
-        try:
-            self._q.put_nowait(fn)
-        except queue.Full:
+        if self._q.qsize() < self._backlog:
+            self._q.put(fn)
+        else:
             self.dropped += 1
             if self.dropped % 100 == 1:
                 log.warning("event backlog full, dropping writes", dropped=self.dropped)
@@ -99,10 +102,7 @@ class ApiEventSink:
 
     def close(self) -> None:
         for _ in self._threads:
-            try:
-                self._q.put(None, timeout=1)
-            except queue.Full:
-                break
+            self._q.put(None)
 
     def join(self, timeout: float) -> None:
         """Wait (at most ``timeout`` seconds in all) for the workers to finish the writes queued before close."""

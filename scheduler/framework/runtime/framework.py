@@ -367,6 +367,10 @@ class Framework:
         """Extension point -> plugin names, in run order (points without plugins omitted)."""
         return {p: [pl.name for pl in pls] for p, pls in self._by_point.items() if pls}
 
+    def pre_bind_plugins(self) -> list[PreBindPlugin]:
+        """The PreBind plugins in run order (every binding cycle asks: no dict of every point per pod)."""
+        return self._pre_bind
+
     def has_filter_plugins(self) -> bool:
         return bool(self._filter)
 
@@ -410,7 +414,7 @@ class Framework:
     def _count(self, point: str, plugins: Iterable[Any], n: int = 1) -> None:
         """scheduler_plugin_evaluation_total: each plugin ran ``n`` times (once per node for Filter/Score)."""
         if self._plugin_metrics is not None and n:
-            self._plugin_metrics.plugin_evaluations([pl.name for pl in plugins], point, n)
+            self._plugin_metrics.plugin_evaluations(tuple([pl.name for pl in plugins]), point, n)
 
     def count_filter_evaluations(self, state: CycleState, visited: int, rejections: Iterable[Status]) -> None:
         """Filter evaluations without per-node counting: a plugin ran on every visited node that the

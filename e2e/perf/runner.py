@@ -29,6 +29,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
+from kubernetes.client.exceptions import ApiException
+
 from e2e.cluster.cluster import LocalCluster, create_nodes
 from e2e.perf import dra, procstat, schedulers
 from e2e.perf.apiprofile import ApiServerProfiler
@@ -137,7 +139,7 @@ class SizeRunner:
     def _cleanup_pods(self) -> None:
         """Delete every pod (grace 0) and event of the run and wait until the pods are gone."""
         for ns in NAMESPACES:
-            self.core.delete_collection_namespaced_pod(ns, grace_period_seconds=0, _request_timeout=300)
+            self._delete_pods(ns)
             with contextlib.suppress(Exception):
                 self.core.delete_collection_namespaced_event(ns, _request_timeout=300)
         deadline = time.monotonic() + 300
@@ -147,6 +149,19 @@ class SizeRunner:
                 return
             time.sleep(0.5)
         raise RuntimeError("pods of the previous run were not deleted in 300 s")
+
+    def _delete_pods(self, ns: str, tries: int = 5) -> None:
+        """DeleteCollection of a namespace's pods, tried again after the API server's own 60 s request
+        timeout (a 504 on a loaded machine, which had thrown away the measured run's results); it is
+        idempotent: what the timed-out call deleted stays deleted."""
+        for attempt in range(tries):
+            try:
+                self.core.delete_collection_namespaced_pod(ns, grace_period_seconds=0, _request_timeout=300)
+                return
+            except ApiException as exc:
+                if exc.status != 504 or attempt == tries - 1:
+                    raise
+                log(f"deleting the pods of {ns}: 504 (API server timeout), trying again")
 
     # ---- one run ----
     def _bodies(self, template_fn: Callable[[], dict[str, Any]], ns: str, prefix: str, n: int) -> list[dict[str, Any]]:

@@ -101,6 +101,15 @@ def test_a_first_attempt_that_outlasted_the_retry_window_is_not_retried(monkeypa
     assert raw.calls == 1
 
 
+def test_an_event_created_under_its_own_name_is_known_by_it_and_a_generated_one_by_the_answer() -> None:
+    """The recorder names every Event itself: a create keeps that name, so the answer need not be read."""
+    raw = FlakyRaw([])
+    w = writer_with(raw)
+    assert w.create_event("ns", {"metadata": {"name": "p.17f3", "namespace": "ns"}}) == "p.17f3"
+    assert w.create_event("ns", {"metadata": {"generateName": "p.", "namespace": "ns"}}) == "ev-1"
+    assert raw.calls == 2
+
+
 def test_writes_use_upstream_paths_and_patch_types() -> None:
     raw = FlakyRaw([])
     w = writer_with(raw)

@@ -384,9 +384,13 @@ class ApiWriter:
         self._request("PATCH", path, {"status": status}, MERGE_PATCH)
 
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> str:
-        data = orjson.loads(self._request("POST", f"/apis/events.k8s.io/v1/namespaces/{quote(namespace)}/events",
-                                        body) or b"{}")
-        return str((data.get("metadata") or {}).get("name", ""))
+        """POST an Event; returns its name. A name the body gives is the created object's (a create keeps it),
+        so the answer (the whole Event, once per scheduled pod) is decoded only for a generated name."""
+        answer = self._request("POST", f"/apis/events.k8s.io/v1/namespaces/{quote(namespace)}/events", body)
+        name = (body.get("metadata") or {}).get("name")
+        if name:
+            return str(name)
+        return str((orjson.loads(answer or b"{}").get("metadata") or {}).get("name", ""))
 
     def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
         self._request("PATCH", f"/apis/events.k8s.io/v1/namespaces/{quote(namespace)}/events/{quote(name)}",

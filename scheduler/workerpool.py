@@ -39,19 +39,18 @@ class WorkerPool:
 
     def submit(self, fn: Callable[[Any], object], arg: Any) -> None:
         """Queue ``fn(arg)``; RuntimeError once the pool is shut down (as ThreadPoolExecutor.submit)."""
-        if self._closed:
-            raise RuntimeError("cannot schedule new work after shutdown")
-        self._tasks.put((fn, arg))
-        if len(self._threads) < self._max:
-            self._start_thread()
+        with self._lock:  # a task put after shutdown's sentinels would never run
+            if self._closed:
+                raise RuntimeError("cannot schedule new work after shutdown")
+            self._tasks.put((fn, arg))
+            if len(self._threads) < self._max:
+                self._start_thread()
 
     def _start_thread(self) -> None:
-        with self._lock:
-            if self._closed or len(self._threads) >= self._max:
-                return
-            t = threading.Thread(target=self._work, name=f"{self._name}_{len(self._threads)}", daemon=True)
-            self._threads.append(t)
-            t.start()
+        """One more worker (the caller holds the lock)."""
+        t = threading.Thread(target=self._work, name=f"{self._name}_{len(self._threads)}", daemon=True)
+        self._threads.append(t)
+        t.start()
 
     def _work(self) -> None:
         get = self._tasks.get

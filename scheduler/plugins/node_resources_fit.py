@@ -459,7 +459,8 @@ class NodeResourcesFit(PlacementScorePoint):  # v1.37: also a PlacementScore plu
         slow = self.filter
         # NodeInfo generations that passed this very request, so pods alike skip the arithmetic on nodes
         # unchanged since the last cycle.
-        fits = self._fits.table((st.cpu, st.memory, st.ephemeral, st.scalars, st.nothing, st.dra_backed))
+        fits = self._fits.table((st.cpu, st.memory, st.ephemeral, st.scalars, st.nothing, st.dra_backed),
+                                len(self.handle.snapshot().list()))
 
         def check(node_info: NodeInfo) -> Status | None:
             if node_info.generation in fits:

@@ -573,7 +573,8 @@ class PodTopologySpread:
             return error(f"calculating preScoreState: obtaining pod's soft topology spread constraints: {exc}")
         if not s.constraints:
             return skip()
-        s.counters = [matching_pod_counter(self._counts, c.selector, pod.namespace) for c in s.constraints]
+        n = len(self.handle.snapshot().list())
+        s.counters = [matching_pod_counter(self._counts, c.selector, pod.namespace, n) for c in s.constraints]
         # Matching pods per domain over all nodes; only the candidate nodes' domains are kept (hostname
         # domains are counted in Score, node by node).
         totals = self._pre_score_totals.get(

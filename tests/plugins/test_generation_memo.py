@@ -49,3 +49,16 @@ def test_a_table_past_the_limit_starts_afresh(monkeypatch: pytest.MonkeyPatch) -
     assert memo.table("k") is table
     table[3] = True
     assert memo.table("k") == {}
+
+
+def test_the_bound_grows_with_the_cluster_it_is_told_of(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(generation_memo, "LIMIT", 4)
+    memo: GenerationMemo[bool] = GenerationMemo()
+    table = memo.table("k", nodes=3)  # bound max(4, 2 x 3) = 6
+    table.update({g: True for g in range(6)})
+    assert memo.table("k") is table  # 6 entries: within the bound, kept
+    table[6] = True
+    assert memo.table("k") == {}  # 7 > 6: starts afresh
+    small = memo.table("k", nodes=1)  # the bound never shrinks below the largest cluster seen
+    small.update({g: True for g in range(6)})
+    assert memo.table("k") is small

@@ -180,13 +180,13 @@ COUNTED_SELECTORS = 256
 
 
 def matching_pod_counter(
-    memo: GenerationMemo[int], selector: LabelSelector, namespace: str
+    memo: GenerationMemo[int], selector: LabelSelector, namespace: str, nodes: int
 ) -> Callable[[NodeInfo], int]:
     """count_matching_pods of a node's pods, remembered by NodeInfo generation in ``memo``: the count
     depends only on that node's pods, so spreading plugins that count every node's pods each cycle
     (PodTopologySpread's PreFilter/PreScore, SelectorSpread) recount only the nodes that changed. Look
-    it up once per cycle."""
-    table = memo.table((selector, namespace))
+    it up once per cycle; ``nodes``: the cluster's node count (it bounds the memo)."""
+    table = memo.table((selector, namespace), nodes)
 
     def count(ni: NodeInfo) -> int:
         n = table.get(ni.generation)

@@ -103,7 +103,7 @@ class SelectorSpread:
         if skip_selector_spread(pod):
             return skip()
         selector = default_selector(pod, self.handle.objects())
-        counter = matching_pod_counter(self._counts, selector, pod.namespace)
+        counter = matching_pod_counter(self._counts, selector, pod.namespace, len(self.handle.snapshot().list()))
         state.write(PRE_SCORE_STATE_KEY, _PreScoreState(selector, counter))
         return None
 

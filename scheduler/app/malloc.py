@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import threading
 import time
 from dataclasses import dataclass
@@ -44,8 +45,10 @@ class _MallInfo2(ctypes.Structure):
         "keepcost")]
 
 
+@functools.cache
 def _glibc() -> ctypes.CDLL | None:
-    """The process's C library when it is glibc (it has ``malloc_trim``), else None (musl, macOS)."""
+    """The process's C library when it is glibc (it has ``malloc_trim``), else None (musl, macOS). Looked
+    up once: ``find_library`` runs ``ldconfig`` in a subprocess, and the trimmer asks every minute."""
     name = ctypes.util.find_library("c")
     if name is None:
         return None

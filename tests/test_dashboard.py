@@ -194,7 +194,7 @@ class FakeApi:
         self.host = "https://api.test:6443"
 
     def request(self, method: str, path: str, body: Any = None, content_type: str = "",
-                timeout: float | None = None) -> bytes:
+                timeout: float | None = None, accept: str = "") -> bytes:
         if self.down:
             raise ConnectionRefusedError(111, "Connection refused")
         base = path.split("?")[0]

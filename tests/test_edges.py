@@ -384,7 +384,7 @@ class PagedRaw:
         self.timeouts: list[float | None] = []
 
     def request(self, method: str, path: str, body: Any = None, content_type: str = "application/json",
-                timeout: float | None = None) -> bytes:
+                timeout: float | None = None, accept: str = "") -> bytes:
         self.paths.append(path)
         if self.error is not None:
             raise self.error
@@ -470,7 +470,7 @@ def test_lease_store_speaks_raw_json_with_the_elector_timeout() -> None:
             self.fail: dict[str, ApiException] = {}
 
         def request(self, method: str, path: str, body: Any = None, content_type: str = "application/json",
-                    timeout: float | None = None) -> bytes:
+                    timeout: float | None = None, accept: str = "") -> bytes:
             self.calls.append((method, path, body, timeout))
             if method in self.fail:
                 raise self.fail[method]

@@ -18,7 +18,7 @@ from scheduler.app.offline import RecordingEventSink
 from scheduler.edge import BoundElsewhereError
 from scheduler.eventhandlers import ADDED
 from scheduler.kube.binder import ApiBinder
-from scheduler.kube.client import ApiError
+from scheduler.kube.client import METADATA_LIST, ApiError
 from scheduler.kube.client import api_error as client_api_error
 from scheduler.kube.podstream import PodStream
 from scheduler.kube.recorder import ApiEventSink
@@ -50,9 +50,11 @@ class Lister:
 
     def __init__(self, items: dict[str, list[dict[str, Any]]]) -> None:
         self.items = items
+        self.accepts: list[str] = []
 
-    def request(self, method: str, path: str, body: Any = None, content_type: str = "", timeout: float | None = None
-                ) -> bytes:
+    def request(self, method: str, path: str, body: Any = None, content_type: str = "", timeout: float | None = None,
+                accept: str = "") -> bytes:
+        self.accepts.append(accept)
         return orjson.dumps({"metadata": {"resourceVersion": "9"}, "items": self.items[path.split("?")[0]]})
 
 
@@ -71,6 +73,8 @@ def test_a_relist_delivers_the_deletions_it_implies() -> None:
     assert reconcile(api, s, "Service") == 1
     assert list(s.objects.list("Service")) == []
     assert reconcile(api, s, "Pod") == 1 and s.cache.pod_count() == 0
+    # Names and UIDs are all a relist compares: it never has the API server send specs and statuses.
+    assert api.accepts == [METADATA_LIST] * 3
 
 
 def test_a_relist_never_undoes_an_event_heard_after_it_began() -> None:

@@ -22,7 +22,7 @@ class Pages:
         self.asked: list[str] = []
 
     def request(self, method: str, path: str, body: Any = None, content_type: str = "",
-                timeout: float | None = None) -> bytes:
+                timeout: float | None = None, accept: str = "") -> bytes:
         self.asked.append(path)
         base = path.split("?")[0]
         if base in self.fail:
@@ -71,7 +71,7 @@ def test_unknown_pod_and_a_non_json_answer() -> None:
 
     class Html(Pages):
         def request(self, method: str, path: str, body: Any = None, content_type: str = "",
-                    timeout: float | None = None) -> bytes:
+                    timeout: float | None = None, accept: str = "") -> bytes:
             return b"<html>login</html>"
 
     with pytest.raises(ClusterReadError, match=r"^get pods: the server's answer is not JSON$"):

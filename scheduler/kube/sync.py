@@ -20,7 +20,7 @@ from kubernetes.client.exceptions import ApiException
 
 from scheduler.cache.objects import object_key
 from scheduler.eventhandlers import ADDED, DELETED
-from scheduler.kube.client import Requester, list_all
+from scheduler.kube.client import METADATA_LIST, Requester, list_all
 from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS, collection_path
 from scheduler.scheduler import Scheduler
 
@@ -100,21 +100,25 @@ class Resyncer:
 def reconcile(api: Requester, sched: Scheduler, kind: str,
               kinds: Mapping[str, tuple[str, str, str]] = OBJECT_KINDS) -> int:
     """List `kind` and deliver DELETED for what the cache heard of before the list began but the list no
-    longer has (client-go's Replace); returns how many."""
+    longer has (client-go's Replace); returns how many.
+
+    The list asks for metadata only: it compares names and UIDs, and decoding every pod's spec and
+    status every five minutes is a transient peak of megabytes on the heap
+    (docs/robustness.md, the soak)."""
     began = sched.event_clock()
     if kind == "Node":
-        names = {n["metadata"]["name"] for n in list_all(api, "/api/v1/nodes")}
+        names = {n["metadata"]["name"] for n in list_all(api, "/api/v1/nodes", accept=METADATA_LIST)}
         gone: list[Mapping[str, Any]] = [o for _, o in sched.known_nodes_not_in(names, began)]
         for obj in gone:
             sched.on_node_event(DELETED, obj)
     elif kind == "Pod":
-        uids = {p["metadata"]["uid"] for p in list_all(api, "/api/v1/pods", NON_TERMINAL_PODS)}
+        uids = {p["metadata"]["uid"] for p in list_all(api, "/api/v1/pods", NON_TERMINAL_PODS, accept=METADATA_LIST)}
         gone = [o for _, o in sched.known_pods_not_in(uids, began)]
         for obj in gone:
             sched.on_pod_event(DELETED, obj)
     else:
         before = {object_key(o): o for o in sched.objects.list(kind)}
-        present = {object_key(o) for o in list_all(api, collection_path(*kinds[kind]))}
+        present = {object_key(o) for o in list_all(api, collection_path(*kinds[kind]), accept=METADATA_LIST)}
         gone = [o for key, o in before.items() if key not in present]
         for obj in gone:
             sched.on_object_event(kind, DELETED, obj)

@@ -9,7 +9,8 @@ from kubernetes import client
 
 from e2e.cluster.cluster import LocalCluster
 from e2e.kube import node_of, pod_manifest, wait_for
-from scheduler.kube.client import RawApi, load_api_client
+from scheduler.kube.client import METADATA_LIST, RawApi, list_all, load_api_client
+from scheduler.kube.kinds import NON_TERMINAL_PODS
 from scheduler.kube.podstream import PodStream, wait_synced
 from tests.integration.conftest import SchedulerProc
 
@@ -55,3 +56,17 @@ def test_scheduler_binds_with_the_stream_watch(
     for n in names:
         core.create_namespaced_pod(ns, pod_manifest(n, scheduler_name="stream-test"))
     wait_for(lambda: all(node_of(core, ns, n) for n in names), 60, what="pods bound via stream watch")
+
+
+def test_a_metadata_list_names_the_non_terminal_pods_without_their_specs(
+    cluster: LocalCluster, core: client.CoreV1Api, ns: str
+) -> None:
+    """The relist's LIST (scheduler.kube.sync.reconcile): the API server answers the field selector with
+    PartialObjectMetadata items, whose UIDs are all the reconciliation reads."""
+    created = core.create_namespaced_pod(ns, pod_manifest("meta", scheduler_name="nobody"))
+    api = RawApi(load_api_client(str(cluster.kubeconfig)))
+    items = [i for i in list_all(api, "/api/v1/pods", NON_TERMINAL_PODS, limit=2, accept=METADATA_LIST)
+             if i["metadata"].get("namespace") == ns]
+    assert [i["metadata"]["uid"] for i in items] == [created.metadata.uid]
+    assert items[0]["kind"] == "PartialObjectMetadata" and "spec" not in items[0] and "status" not in items[0]
+    assert "managedFields" not in items[0]["metadata"]

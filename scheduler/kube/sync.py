@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import structlog
@@ -97,28 +97,38 @@ class Resyncer:
                     log.warning("resync failed; the next pass retries", kind=kind, error=str(exc))
 
 
+# Items a relist page holds. The relist runs every five minutes beside a busy scheduler: what one page
+# decodes is a transient peak of short-lived objects, and the long-lived objects other threads allocate
+# meanwhile can land in the memory that peak took and keep it from being given back (docs/robustness.md,
+# the soak), so the pages are small; 50 pods' metadata is tens of kilobytes.
+RELIST_PAGE = 50
+
+
+def _listed(api: Requester, path: str, field_selector: str = "") -> Iterator[dict[str, Any]]:
+    """The items of a LIST as metadata only (names, UIDs), in pages of RELIST_PAGE."""
+    return list_all(api, path, field_selector, limit=RELIST_PAGE, accept=METADATA_LIST)
+
+
 def reconcile(api: Requester, sched: Scheduler, kind: str,
               kinds: Mapping[str, tuple[str, str, str]] = OBJECT_KINDS) -> int:
     """List `kind` and deliver DELETED for what the cache heard of before the list began but the list no
     longer has (client-go's Replace); returns how many.
 
-    The list asks for metadata only: it compares names and UIDs, and decoding every pod's spec and
-    status every five minutes is a transient peak of megabytes on the heap
-    (docs/robustness.md, the soak)."""
+    The list asks for metadata only, in small pages (``_listed``): it compares names and UIDs."""
     began = sched.event_clock()
     if kind == "Node":
-        names = {n["metadata"]["name"] for n in list_all(api, "/api/v1/nodes", accept=METADATA_LIST)}
+        names = {n["metadata"]["name"] for n in _listed(api, "/api/v1/nodes")}
         gone: list[Mapping[str, Any]] = [o for _, o in sched.known_nodes_not_in(names, began)]
         for obj in gone:
             sched.on_node_event(DELETED, obj)
     elif kind == "Pod":
-        uids = {p["metadata"]["uid"] for p in list_all(api, "/api/v1/pods", NON_TERMINAL_PODS, accept=METADATA_LIST)}
+        uids = {p["metadata"]["uid"] for p in _listed(api, "/api/v1/pods", NON_TERMINAL_PODS)}
         gone = [o for _, o in sched.known_pods_not_in(uids, began)]
         for obj in gone:
             sched.on_pod_event(DELETED, obj)
     else:
         before = {object_key(o): o for o in sched.objects.list(kind)}
-        present = {object_key(o) for o in list_all(api, collection_path(*kinds[kind]), accept=METADATA_LIST)}
+        present = {object_key(o) for o in _listed(api, collection_path(*kinds[kind]))}
         gone = [o for key, o in before.items() if key not in present]
         for obj in gone:
             sched.on_object_event(kind, DELETED, obj)

@@ -97,16 +97,10 @@ class Resyncer:
                     log.warning("resync failed; the next pass retries", kind=kind, error=str(exc))
 
 
-# Items a relist page holds. The relist runs every five minutes beside a busy scheduler: what one page
-# decodes is a transient peak of short-lived objects, and the long-lived objects other threads allocate
-# meanwhile can land in the memory that peak took and keep it from being given back (docs/robustness.md,
-# the soak), so the pages are small; 50 pods' metadata is tens of kilobytes.
-RELIST_PAGE = 50
-
-
 def _listed(api: Requester, path: str, field_selector: str = "") -> Iterator[dict[str, Any]]:
-    """The items of a LIST as metadata only (names, UIDs), in pages of RELIST_PAGE."""
-    return list_all(api, path, field_selector, limit=RELIST_PAGE, accept=METADATA_LIST)
+    """The items of a LIST as metadata only: names and UIDs are all a relist compares, and decoding every
+    pod's spec and status to read them is wasted work and a transient peak on the heap."""
+    return list_all(api, path, field_selector, accept=METADATA_LIST)
 
 
 def reconcile(api: Requester, sched: Scheduler, kind: str,
@@ -114,7 +108,7 @@ def reconcile(api: Requester, sched: Scheduler, kind: str,
     """List `kind` and deliver DELETED for what the cache heard of before the list began but the list no
     longer has (client-go's Replace); returns how many.
 
-    The list asks for metadata only, in small pages (``_listed``): it compares names and UIDs."""
+    The list asks for metadata only (``_listed``)."""
     began = sched.event_clock()
     if kind == "Node":
         names = {n["metadata"]["name"] for n in _listed(api, "/api/v1/nodes")}

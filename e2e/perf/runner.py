@@ -65,7 +65,7 @@ class Options:
     creators: int = 32
     init_pods: int | None = None
     out_dir: Path = Path(".bench")
-    profile: str | None = None  # "py-spy" / "py-spy-gil" / "py-spy-threads": py-scheduler; "apiserver": kube-apiserver (every run)
+    profile: str | None = None  # "py-spy", "py-spy-gil", "py-spy-threads": py-scheduler; "apiserver": kube-apiserver
     profile_rate: int = 100
     wait_idle: float = 0.0  # before each run, wait up to this long for the machine to be idle
     rate: float | None = None  # paced mode: measured pods created at this many per second

@@ -165,7 +165,8 @@ def heap_preorder_first(indices: np.ndarray) -> int:
     positions = indices + 1  # np.flatnonzero's int64 (intp)
     depths = np.frexp(positions)[1]  # bit lengths (the float exponents), exact below 2**53
     aligned = positions << (depths.max() - depths)
-    return int(indices[(aligned * 64 + depths).argmin()])
+    keys = (aligned * 64 + depths).tolist()  # argmin in Python: numpy's releases the GIL, at any size
+    return int(indices[keys.index(min(keys))])
 
 
 def heap_preorder_key(index: int) -> str:

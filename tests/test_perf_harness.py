@@ -12,7 +12,7 @@ import pytest
 
 from e2e.perf import goals, procstat, stats, workloads
 from e2e.perf.__main__ import parse_sizes, plan
-from e2e.perf.profile import area, parse_raw, summarize
+from e2e.perf.profile import area, by_thread, parse_raw, summarize
 from e2e.perf.runner import cpu_breakdown, per_pod, per_thread_group, round_order
 from e2e.perf.schedulers import kube_scheduler_config, py_scheduler_config
 
@@ -293,6 +293,18 @@ def test_profile_summary() -> None:
     assert area("f (scheduler/framework/runtime/framework.py:1)") == "scheduler/framework"
 
 
+def test_profile_split_per_thread_group() -> None:
+    raw = [
+        "thread (11): scheduling;loop (a/scheduler/scheduler.py:5);score (a/scheduler/plugins/x.py:3) 4",
+        "thread (12): binding_3;run (a/scheduler/schedule_one.py:9) 2",
+        "thread (13): binding_12;run (a/scheduler/schedule_one.py:9) 1",
+        "main (a/scheduler/cli.py:10) 1",
+    ]
+    threads = by_thread(parse_raw(raw))
+    assert {name: sum(n for _, n in st) for name, st in threads.items()} == {"scheduling": 4, "binding": 3, "?": 1}
+    assert threads["scheduling"][0][0] == ["loop (a/scheduler/scheduler.py)", "score (a/scheduler/plugins/x.py)"]
+
+
 def test_watch_replay_feeds_every_event_through_the_scheduler() -> None:
     from e2e.perf import watchreplay
 
@@ -330,11 +342,22 @@ def test_inproc_places_every_pod_and_batching_changes_no_placement(tmp_path: Any
     off = tmp_path / "off.yaml"
     off.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
                    "pyScheduler: {opportunisticBatching: false}\n")
-    cpu_on, placed_on = inproc.run("SchedulingBasic", 120, 150, None, 7)
-    cpu_off, placed_off = inproc.run("SchedulingBasic", 120, 150, str(off), 7)
+    cpu_on, placed_on, _ = inproc.run("SchedulingBasic", 120, 150, None, 7)
+    cpu_off, placed_off, _ = inproc.run("SchedulingBasic", 120, 150, str(off), 7)
     assert len(placed_on) == 150
     assert placed_on == placed_off
     assert cpu_on > 0 and cpu_off > 0
+
+
+def test_inproc_late_watch_events_change_no_placement() -> None:
+    """Confirmations and Running updates that land cycles after their bindings (as live) re-evaluate more
+    nodes but must place every pod where the at-once confirmations do."""
+    from e2e.perf import inproc
+
+    _, at_once, split = inproc.run("SchedulingBasic", 120, 150, None, 7)
+    _, late, late_split = inproc.run("SchedulingBasic", 120, 150, None, 7, lag=10, running=True)
+    assert late == at_once
+    assert split.cycles > 0 and late_split.events > 0
 
 
 def test_rounds_rotate_the_order_so_each_scheduler_takes_every_place() -> None:

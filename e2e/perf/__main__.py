@@ -101,9 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("--idle-cores", type=float, default=0.5)
     p.add_argument(
-        "--profile", choices=["py-spy", "py-spy-gil", "apiserver"], default=None,
+        "--profile", choices=["py-spy", "py-spy-gil", "py-spy-threads", "apiserver"], default=None,
         help="py-spy record py-scheduler during the measured batch (raw stacks + top costs); py-spy: all threads "
-        "not idle, py-spy-gil: only the thread holding the GIL; apiserver: Go CPU profiles of kube-apiserver "
+        "not idle, py-spy-gil: only the thread holding the GIL, py-spy-threads: all threads not idle, summed "
+        "per thread name (the scheduling thread's own profile); apiserver: Go CPU profiles of kube-apiserver "
         "during every scheduler's batch (go tool pprof -top)",
     )  # fmt: skip
     p.add_argument("--out", default=".bench/results.json")

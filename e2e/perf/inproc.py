@@ -10,9 +10,12 @@ machine is shared, so compare variants alternately over several runs (``--repeat
 from __future__ import annotations
 
 import argparse
+import heapq
+import itertools
 import random
 import statistics
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from e2e.cluster.cluster import node_manifest
@@ -58,41 +61,81 @@ def build(nodes: int, config_path: str | None, seed: int, workload: str = "Sched
     return sched
 
 
-def schedule(sched: Scheduler, pods: list[dict[str, Any]]) -> list[str]:
-    """Queue ``pods``, run cycles until the queue is empty; confirm each binding as the watch would."""
+def _running(obj: dict[str, Any], node: str) -> dict[str, Any]:
+    """The pod as kwok reports it running on ``node`` (the MODIFIED event after the binding's)."""
+    status = {"phase": "Running", "podIP": "10.0.0.1", "startTime": "2026-01-01T00:00:02Z",
+              "conditions": [{"type": t, "status": "True", "lastProbeTime": None,
+                              "lastTransitionTime": "2026-01-01T00:00:02Z"}
+                             for t in ("PodScheduled", "Initialized", "Ready", "ContainersReady")]}
+    return {**obj, "spec": {**obj["spec"], "nodeName": node}, "status": status}
+
+
+@dataclass
+class LoopCost:
+    """CPU seconds of the scheduling cycles (the live scheduling thread's share: pops, cycles, housekeeping)
+    and of the watch events fed back (the live pod stream's share, as handled; no decoding)."""
+
+    cycles: float = 0.0
+    events: float = 0.0
+
+
+def schedule(sched: Scheduler, pods: list[dict[str, Any]], lag: int = 0, running: bool = False,
+             cost: LoopCost | None = None) -> list[str]:
+    """Queue ``pods``, run cycles until the queue is empty; confirm each binding as the watch would.
+
+    ``lag``: the confirming MODIFIED event arrives that many cycles after the binding (0: before the next
+    cycle), as live, where dozens of bindings are in flight; ``running``: each pod's MODIFIED event to
+    Running follows its confirmation by ``lag`` cycles more, as kwok writes it (each replaces the pod on its
+    node, so the next snapshot clones that NodeInfo and the batch re-evaluates it)."""
     for obj in pods:
         sched.on_pod_event(ADDED, obj)
     by_key = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in pods}
     binder = sched.binder
     assert isinstance(binder, RecordingBinder)
     placed: list[str] = []
+    due: list[tuple[int, int, dict[str, Any]]] = []  # a heap of (cycle, sequence, event object)
+    seq = itertools.count()
+    cost = cost if cost is not None else LoopCost()
     next_housekeeping = time.monotonic() + 1.0
-    while sched.schedule_one(timeout=0):
-        if time.monotonic() >= next_housekeeping:  # as the live loop: gauges refreshed, samples folded
+    cycle = 0
+    while True:
+        t0 = time.thread_time()
+        popped = sched.schedule_one(timeout=0)
+        if popped and time.monotonic() >= next_housekeeping:  # as the live loop: gauges refreshed, samples folded
             sched.housekeeping()
             next_housekeeping += 1.0
+        t1 = time.thread_time()
+        cost.cycles += t1 - t0
+        if not popped and not due:
+            return placed
+        cycle += 1
         while binder.bindings:
             key, node = binder.bindings.pop(0)
             obj = by_key[key]
-            sched.on_pod_event(MODIFIED, {**obj, "spec": {**obj["spec"], "nodeName": node}})
+            heapq.heappush(due, (cycle + lag, next(seq), {**obj, "spec": {**obj["spec"], "nodeName": node}}))
+            if running:
+                heapq.heappush(due, (cycle + 2 * lag, next(seq), _running(obj, node)))
             placed.append(node)
-    return placed
+        while due and (due[0][0] <= cycle or not popped):
+            sched.on_pod_event(MODIFIED, heapq.heappop(due)[2])
+        cost.events += time.thread_time() - t1
 
 
 def run(workload: str, nodes: int, pods: int, config_path: str | None, seed: int,
-        metrics: bool = False) -> tuple[float, list[str]]:
-    """CPU seconds per 1000 measured pods, and where they went."""
+        metrics: bool = False, lag: int = 0, running: bool = False) -> tuple[float, list[str], LoopCost]:
+    """CPU seconds per 1000 measured pods, where they went, and the split between cycles and events."""
     w = WORKLOADS[workload]
     n_init, n_pods = w.sizes(nodes, pods)
     sched = build(nodes, config_path, seed, workload, metrics)
-    schedule(sched, [_pod(w.init_template(), INIT_NAMESPACE, i) for i in range(n_init)])
+    schedule(sched, [_pod(w.init_template(), INIT_NAMESPACE, i) for i in range(n_init)], lag, running)
     measured = [_pod(w.measure_template(), MEASURE_NAMESPACE, i) for i in range(n_pods)]
+    cost = LoopCost()
     began = time.process_time()
-    placed = schedule(sched, measured)
+    placed = schedule(sched, measured, lag, running, cost)
     cpu = time.process_time() - began
     if len(placed) != n_pods:
         raise SystemExit(f"only {len(placed)}/{n_pods} pods were placed")
-    return cpu * 1000 / n_pods, placed
+    return cpu * 1000 / n_pods, placed, LoopCost(cost.cycles * 1000 / n_pods, cost.events * 1000 / n_pods)
 
 
 def main() -> None:
@@ -106,13 +149,19 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--log-level", default="WARNING", help="the scheduler's log level (INFO logs every binding)")
     ap.add_argument("--metrics", action="store_true", help="record the Prometheus metrics, as the live scheduler")
+    ap.add_argument("--lag", type=int, default=0,
+                    help="cycles between a binding and its confirming watch event (live: dozens in flight)")
+    ap.add_argument("--running", action="store_true",
+                    help="also deliver each pod's MODIFIED to Running, --lag cycles after its confirmation")
     args = ap.parse_args()
     configure(args.log_level, json_lines=True)
     results = []
     for _ in range(args.repeat):
-        per_1000, _placed = run(args.workload, args.nodes, args.pods, args.config, args.seed, args.metrics)
+        per_1000, _placed, split = run(args.workload, args.nodes, args.pods, args.config, args.seed, args.metrics,
+                                       args.lag, args.running)
         results.append(per_1000)
-        print(f"{args.workload} {args.nodes}/{args.pods}: {per_1000:.3f} CPU s per 1000 pods", flush=True)
+        print(f"{args.workload} {args.nodes}/{args.pods}: {per_1000:.3f} CPU s per 1000 pods (cycles "
+              f"{split.cycles:.3f}, watch events {split.events:.3f})", flush=True)
     print(f"median {statistics.median(results):.3f} CPU s per 1000 pods over {len(results)} runs")
 
 

@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from e2e.perf.apiprofile import top as pprof_top
+from e2e.perf.procstat import thread_group
 
 _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")
+_THREAD = re.compile(r"^thread \(\d+\)(?:: (?P<name>.*))?$")
 
 
 def parse_raw(lines: Iterable[str]) -> list[tuple[list[str], int]]:
@@ -36,6 +38,19 @@ def parse_raw(lines: Iterable[str]) -> list[tuple[list[str], int]]:
             m = _FRAME.match(fr.strip())
             frames.append(f"{m['func']} ({m['file']})" if m else fr.strip())
         out.append((frames, n))
+    return out
+
+
+def by_thread(stacks: Sequence[tuple[list[str], int]]) -> dict[str, list[tuple[list[str], int]]]:
+    """py-spy ``--threads`` stacks split by thread group (the root frame's name without its worker number),
+    the root frame dropped; stacks without a thread frame go under ``?``."""
+    out: dict[str, list[tuple[list[str], int]]] = {}
+    for frames, n in stacks:
+        m = _THREAD.match(frames[0]) if frames else None
+        if m is None:
+            out.setdefault("?", []).append((frames, n))
+        else:
+            out.setdefault(thread_group(m["name"] or "?"), []).append((frames[1:], n))
     return out
 
 
@@ -88,8 +103,15 @@ def format_summary(s: Mapping[str, Any], title: str = "") -> str:
 
 
 def summarize_file(path: str | Path, top: int = 20) -> str:
+    """The whole profile's summary, then one per thread group when py-spy named the threads, busiest first."""
     with open(path) as f:
-        return format_summary(summarize(parse_raw(f), top), str(path))
+        stacks = parse_raw(f)
+    out = format_summary(summarize(stacks, top), str(path))
+    threads = by_thread(stacks)
+    if set(threads) != {"?"}:
+        ranked = sorted(threads.items(), key=lambda kv: -sum(n for _, n in kv[1]))
+        out += "".join(format_summary(summarize(st, top), f"thread {name}") for name, st in ranked)
+    return out
 
 
 def summarize_runs(runs: Sequence[Mapping[str, Any]], top: int = 20) -> str:

@@ -65,7 +65,7 @@ class Options:
     creators: int = 32
     init_pods: int | None = None
     out_dir: Path = Path(".bench")
-    profile: str | None = None  # "py-spy" / "py-spy-gil": py-scheduler; "apiserver": kube-apiserver (every run)
+    profile: str | None = None  # "py-spy", "py-spy-gil", "py-spy-threads": py-scheduler; "apiserver": kube-apiserver
     profile_rate: int = 100
     wait_idle: float = 0.0  # before each run, wait up to this long for the machine to be idle
     rate: float | None = None  # paced mode: measured pods created at this many per second
@@ -253,7 +253,7 @@ class SizeRunner:
             procs0 = procstat.process_cpu_seconds(proc.pid)
             switches0 = procstat.context_switches(proc.pid)
             self0, busy0 = procstat.self_cpu_seconds(), procstat.machine_busy_seconds()
-            if opts.profile in ("py-spy", "py-spy-gil") and schedulers.is_py(which):
+            if opts.profile in ("py-spy", "py-spy-gil", "py-spy-threads") and schedulers.is_py(which):
                 profiler = self._start_py_spy(proc.pid, run_dir)
             elif opts.profile == "apiserver":
                 api_profiler = ApiServerProfiler(self.conn, run_dir)
@@ -335,6 +335,8 @@ class SizeRunner:
         ]  # fmt: skip
         if self.opts.profile == "py-spy-gil":
             cmd.append("--gil")  # only the thread holding the GIL: Python CPU time
+        elif self.opts.profile == "py-spy-threads":
+            cmd.append("--threads")  # each stack's root frame names its thread
         log_f = open(run_dir / "py-spy.log", "ab")  # noqa: SIM115 - owned by the child
         p = subprocess.Popen(cmd, stdout=log_f, stderr=subprocess.STDOUT, start_new_session=True)
         time.sleep(0.5)

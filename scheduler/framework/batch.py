@@ -90,6 +90,8 @@ SignatureDelta = Callable[[Hashable, Hashable], Callable[[NodeInfo], bool] | Non
 RawScorer = Callable[[Sequence[NodeInfo]], "tuple[dict[str, list[int]], Status | None]"]
 _NO_MATRIX: ScoreMatrix = np.zeros((0, 0), dtype=np.int64)
 _NOTHING_KNOWN: npt.NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
+# Up to this many positions are written element by element (no GIL release; see OpportunisticBatch._remember).
+_FANCY_FROM = 8
 
 
 class OpportunisticBatch:
@@ -217,13 +219,29 @@ class OpportunisticBatch:
             return self.raw[:, at], None
         missing = at[~self.known[at]]
         if missing.size:
-            computed, status = compute([self.nodes[p] for p in missing.tolist()])
+            todo = missing.tolist()
+            computed, status = compute([self.nodes[p] for p in todo])
             if status is not None:
                 return _NO_MATRIX, status
-            for i, name in enumerate(plugins):
-                self.raw[i, missing] = computed[name]
-            self.known[missing] = True
+            self._remember(plugins, todo, computed)
         return np.take(self.raw, at, axis=1), None  # a gather over the feasible positions, no loop per node
+
+    def _remember(self, plugins: tuple[str, ...], todo: list[int], computed: Mapping[str, Sequence[int]]) -> None:
+        """Store the raw scores computed for the positions ``todo``. Usually one or two nodes changed since the
+        previous pod: element by element then, because numpy releases the GIL for every fancy-indexed
+        assignment (twice: checking the indices, then writing), and live each release hands the GIL and the
+        core to a waiting binding or watch thread for a while (a plugin's row each, about a dozen a pod)."""
+        raw, known = self.raw, self.known
+        if len(todo) > _FANCY_FROM:
+            raw[:, todo] = [computed[name] for name in plugins]
+            known[todo] = True
+            return
+        for i, name in enumerate(plugins):
+            row, values = raw[i], computed[name]
+            for j, p in enumerate(todo):
+                row[p] = values[j]
+        for p in todo:
+            known[p] = True
 
 
 class NodesAt(Sequence[NodeInfo]):

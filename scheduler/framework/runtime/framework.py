@@ -857,7 +857,14 @@ class Framework:
     @staticmethod
     def _check_range(plugins: list[ScorePlugin], matrix: ScoreMatrix) -> Status | None:
         """Every normalized score in [0, 100]; else the first plugin's first bad value, as upstream."""
-        if not matrix.size or (matrix.min() >= MIN_NODE_SCORE and matrix.max() <= MAX_NODE_SCORE):
+        if not matrix.size:
+            return None
+        if MIN_NODE_SCORE == 0 and matrix.dtype == np.int64:
+            # One reduction instead of min and max (each releases the GIL past 500 elements, handing it to a
+            # waiting thread live): as unsigned, a negative score is huge, so max <= 100 holds iff all are in range.
+            if matrix.view(np.uint64).max() <= MAX_NODE_SCORE:
+                return None
+        elif matrix.min() >= MIN_NODE_SCORE and matrix.max() <= MAX_NODE_SCORE:
             return None
         bad_rows = np.flatnonzero((matrix.max(axis=1) > MAX_NODE_SCORE) | (matrix.min(axis=1) < MIN_NODE_SCORE))
         if not bad_rows.size:

@@ -141,8 +141,8 @@ def pod_from_api(obj: Mapping[str, Any], previous: Pod | None = None) -> Pod:
     if previous is not None and previous.parse_error is None and spec == (previous.raw.get("spec") or {}):
         if status_resource_key(status) == status_resource_key(previous.raw.get("status") or {}):
             return _pod(obj, meta, spec, status, previous, previous)
-        return _pod(obj, meta, spec, status, _SpecPart.of(obj, meta, spec, status, previous), previous)
-    part = _SpecPart.of(obj, meta, spec, status)
+        return _pod(obj, meta, spec, status, _SpecPart.of(meta, spec, status, previous), previous)
+    part = _SpecPart.of(meta, spec, status)
     return _pod(obj, meta, spec, status, part, part)
 
 
@@ -163,8 +163,8 @@ class _SpecPart:
     parse_error: InvalidObjectError | None
 
     @classmethod
-    def of(cls, obj: Mapping[str, Any], meta: Mapping[str, Any], spec: Mapping[str, Any],
-           status: Mapping[str, Any], same_spec: Pod | None = None) -> _SpecPart:
+    def of(cls, meta: Mapping[str, Any], spec: Mapping[str, Any], status: Mapping[str, Any],
+           same_spec: Pod | None = None) -> _SpecPart:
         """Parsed anew; with ``same_spec`` (a view of an equal spec), only the resources are."""
         ident = f"pod {meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
         error: InvalidObjectError | None = None

@@ -96,7 +96,7 @@ class EventHandlers(SchedulerState):
             else:
                 self._pod_seen[uid] = (self.clock(), obj)
             return ()  # upstream's informer filter hands it to no handler
-        pod = pod_from_api(obj)
+        pod = pod_from_api(obj, self._last_view(pod_uid(obj)))
         if type_ == DELETED:
             self._pod_seen.pop(pod.uid, None)
             self._pod_deleted(pod)
@@ -120,6 +120,12 @@ class EventHandlers(SchedulerState):
             self.queue.add(pod)
             return _UNSCHEDULED_POD_ADD
         return _unscheduled_update_labels(self.queue.update(old, pod))
+
+    def _last_view(self, uid: str) -> Pod | None:
+        """The pod's view the handlers hold, for pod_from_api to reuse what an unchanged spec gave: the cached
+        one first (an assumed pod's spec has the nodeName its binding's watch event brings)."""
+        cached = self.cache.get_pod(uid)
+        return cached if cached is not None else self._pending.get(uid)
 
     def _assigned_pod_seen(self, pod: Pod) -> Labels:
         """A bound pod: leaving the queue is the queue handler's delete, and a pod the watch shows

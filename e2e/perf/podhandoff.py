@@ -36,8 +36,9 @@ import orjson
 
 import scheduler.eventhandlers as eventhandlers
 from e2e.perf.watchreplay import PHASES, build_scheduler, watch_lines
+from scheduler.app import gcpolicy
 from scheduler.kube.podstream import PodStream
-from scheduler.kube.transform import trim
+from scheduler.kube.transform import loads_trimmed, trim
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.scheduler import Scheduler
 
@@ -96,20 +97,30 @@ def lines_of(pods: int, nodes: int, foreign: float, shape: str) -> list[bytes]:
 
 
 def replay_lines(lines: Sequence[bytes], nodes: int) -> float:
-    """CPU seconds to hand ``lines`` to a fresh scheduler as the pod stream does."""
+    """CPU seconds to hand ``lines`` to a fresh scheduler as the pod stream does, with the collector's policy
+    installed as the scheduler installs it once synced (scheduler/app/gcpolicy.py), unless it is disabled."""
     sched = build_scheduler(nodes)
     stream = PodStream(api=None, on_event=sched.on_pod_event)  # type: ignore[arg-type]
-    rv = ""
-    t0 = time.process_time()
-    for line in lines:
-        rv = stream._handle_line(line, rv)
-    return time.process_time() - t0
+    policy = gcpolicy.install() if gc.isenabled() else None
+    try:
+        rv = ""
+        t0 = time.process_time()
+        for line in lines:
+            rv = stream._handle_line(line, rv)
+        return time.process_time() - t0
+    finally:
+        if policy is not None:
+            gcpolicy.uninstall(policy)
 
 
 def split(pods: int, nodes: int, foreign: float, shape: str) -> dict[str, float]:
     """CPU seconds per event of each part of the in-process path over one replay's lines. The parts are
     timed with the garbage collector off (decoded objects pile up, and which part a collection lands in is
-    chance); ``gc`` is what the collector adds to a whole replay."""
+    chance); ``gc`` is what the collector adds to a whole replay. ``decode`` and ``trim`` (the whole line
+    decoded, then managedFields dropped) and ``pod_from_api`` (every view built afresh) are what the stream
+    did before it cut managedFields from the bytes (``cut_decode``) and built an update's view from the
+    previous one (``pod_from_api_update``: here a bound pod's first event finds only its pending view, as no
+    scheduling cycle assumed it); ``handler`` is the rest of today's path."""
     lines = lines_of(pods, nodes, foreign, shape)
     total = replay_lines(lines, nodes)
     gc.disable()
@@ -122,6 +133,10 @@ def split(pods: int, nodes: int, foreign: float, shape: str) -> dict[str, float]
         for obj in objs:
             trim(obj)
         trim_s = time.process_time() - t0
+        t0 = time.process_time()
+        cut = [loads_trimmed(line) for line in lines]
+        cut_decode = time.process_time() - t0
+        del cut
         n_foreign = int(pods * foreign)
         built = [obj for i, obj in enumerate(objs) if i % pods >= n_foreign or obj["spec"].get("nodeName")]
         pod_from_api(built[0])  # the resource and toleration memos are warm in a running scheduler
@@ -129,6 +144,12 @@ def split(pods: int, nodes: int, foreign: float, shape: str) -> dict[str, float]
         for obj in built:
             pod_from_api(obj)
         build = time.process_time() - t0
+        views: dict[str, Pod] = {}
+        t0 = time.process_time()
+        for obj in built:
+            uid = obj["metadata"]["uid"]
+            views[uid] = pod_from_api(obj, views.get(uid))
+        update = time.process_time() - t0
         without_gc = replay_lines(lines, nodes)
         records = _records("json", lines)
         t0 = time.process_time()
@@ -144,7 +165,8 @@ def split(pods: int, nodes: int, foreign: float, shape: str) -> dict[str, float]
         gc.enable()
     n = len(lines)
     return {"bytes": sum(map(len, lines)) / n / 1e6, "decode": decode / n, "trim": trim_s / n,
-            "pod_from_api": build / n, "handler": (without_gc - decode - trim_s - build) / n,
+            "cut_decode": cut_decode / n, "pod_from_api": build / n, "pod_from_api_update": update / n,
+            "handler": (without_gc - cut_decode - update) / n,
             "gc": (total - without_gc) / n, "total": total / n, "record_decode": record_decode / n,
             "frame": frame / n}
 
@@ -211,7 +233,7 @@ def _handler(fmt: str, sched: Scheduler) -> Callable[[bytes], None]:
             sched.on_pod_event(type_, obj)
     else:
         built: list[Pod] = []
-        eventhandlers.pod_from_api = lambda obj: built.pop()  # the child built it
+        eventhandlers.pod_from_api = lambda obj, previous=None: built.pop()  # the child built it
 
         def handle(rec: bytes) -> None:
             type_, pod = pickle.loads(rec)
@@ -273,7 +295,7 @@ def main() -> None:
             results[fmt].append(handoff(fmt, args.pods, args.nodes, args.foreign, args.shape))
     print(f"{events} events a run ({args.shape} shape, {splits[0]['bytes'] * 1e6:.0f} bytes a line), {args.nodes} "
           f"nodes, {args.repeat} rounds, CPU us/event, median (min-max):")
-    for part in ("decode", "trim", "pod_from_api", "handler", "gc", "total"):
+    for part in ("decode", "trim", "cut_decode", "pod_from_api", "pod_from_api_update", "handler", "gc", "total"):
         print(f"  in process, {part}: {_summary([s[part] for s in splits])}")
     for part in ("frame", "record_decode"):
         print(f"  the parent's share of a json hand-off, {part}: {_summary([s[part] for s in splits])}")

@@ -21,12 +21,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import aiohttp
-import orjson
 import structlog
 from kubernetes.client.exceptions import ApiException
 
 from scheduler.kube.client import RawApi, list_pages, ssl_context
-from scheduler.kube.transform import trim
+from scheduler.kube.transform import loads_trimmed
 
 log = structlog.get_logger(__name__)
 
@@ -167,7 +166,7 @@ class PodStream:
 
     def _handle_line(self, line: bytes, rv: str) -> str:
         """One watch event; returns the resourceVersion to resume from."""
-        ev = orjson.loads(line)
+        ev = loads_trimmed(line)
         type_ = ev.get("type")
         obj = ev.get("object") or {}
         if type_ == "ERROR":
@@ -176,7 +175,7 @@ class PodStream:
             raise ValueError(f"watch error: {obj.get('message')}")
         new_rv = (obj.get("metadata") or {}).get("resourceVersion")
         if type_ != "BOOKMARK":
-            self._deliver(type_, trim(obj), obj["metadata"]["uid"])
+            self._deliver(type_, obj, obj["metadata"]["uid"])
         return new_rv or rv
 
     def _deliver(self, type_: str, obj: Mapping[str, Any], uid: str) -> None:

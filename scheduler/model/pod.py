@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from scheduler.model.errors import InvalidObjectError
-from scheduler.model.resources import Resource, pod_resources
+from scheduler.model.resources import Resource, pod_resources, status_resource_key
 from scheduler.model.taints import Toleration, parse_tolerations
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
@@ -126,34 +126,88 @@ def pod_uid(obj: Mapping[str, Any]) -> str:
     return meta.get("uid") or f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
 
 
-def pod_from_api(obj: Mapping[str, Any]) -> Pod:
+def pod_from_api(obj: Mapping[str, Any], previous: Pod | None = None) -> Pod:
     """Build a Pod view. Malformed fields do not raise: they land in `parse_error` so the pod
-    can be reported (FailedScheduling) instead of crashing the scheduler."""
+    can be reported (FailedScheduling) instead of crashing the scheduler.
+
+    ``previous``, the view of an earlier version of the same pod, lets a watch update skip the parsing of a
+    spec that did not change (a pod's later events change its status, or only its nodeName, which assume
+    already wrote into the cached copy's spec): what derives from an equal spec is equal, so it is reused;
+    the resources are reused only when the status fields they read are equal too.
+    """
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
-    ns = meta.get("namespace") or "default"
-    name = meta.get("name") or ""
-    ident = f"pod {ns}/{name}"
-    error: InvalidObjectError | None = None
-    try:
-        resources = pod_resources(spec, status, ident)
-        requests = resources.requests
-        non_zero_cpu, non_zero_mem = resources.non_zero_milli_cpu, resources.non_zero_memory
-        resource_memo = resources.derived
-    except InvalidObjectError as exc:
-        error, requests, non_zero_cpu, non_zero_mem, resource_memo = exc, Resource(), 0, 0, {}
-    try:
-        tolerations = parse_tolerations(spec.get("tolerations"), ident)
-    except InvalidObjectError as exc:
-        error, tolerations = error or exc, ()
-    containers = list(spec.get("initContainers") or []) + list(spec.get("containers") or [])
+    if previous is not None and previous.parse_error is None and spec == (previous.raw.get("spec") or {}):
+        if status_resource_key(status) == status_resource_key(previous.raw.get("status") or {}):
+            return _pod(obj, meta, spec, status, previous, previous)
+        return _pod(obj, meta, spec, status, _SpecPart.of(meta, spec, status, previous), previous)
+    part = _SpecPart.of(meta, spec, status)
+    return _pod(obj, meta, spec, status, part, part)
+
+
+@dataclass(slots=True)
+class _SpecPart:
+    """What pod_from_api derives from the spec (and, for the resources, the status) with some work."""
+
+    requests: Resource
+    non_zero_milli_cpu: int
+    non_zero_memory: int
+    resource_memo: dict[Hashable, Any]
+    tolerations: tuple[Toleration, ...]
+    host_ports: tuple[HostPort, ...]
+    scheduling_gates: tuple[str, ...]
+    images: tuple[str, ...]
+    num_containers: int
+    pvc_names: tuple[str, ...]
+    parse_error: InvalidObjectError | None
+
+    @classmethod
+    def of(cls, meta: Mapping[str, Any], spec: Mapping[str, Any], status: Mapping[str, Any],
+           same_spec: Pod | None = None) -> _SpecPart:
+        """Parsed anew; with ``same_spec`` (a view of an equal spec), only the resources are."""
+        ident = f"pod {meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
+        error: InvalidObjectError | None = None
+        try:
+            resources = pod_resources(spec, status, ident)
+            requests = resources.requests
+            non_zero_cpu, non_zero_mem = resources.non_zero_milli_cpu, resources.non_zero_memory
+            resource_memo = resources.derived
+        except InvalidObjectError as exc:
+            error, requests, non_zero_cpu, non_zero_mem, resource_memo = exc, Resource(), 0, 0, {}
+        if same_spec is not None:
+            return cls(requests, non_zero_cpu, non_zero_mem, resource_memo, same_spec.tolerations,
+                       same_spec.host_ports, same_spec.scheduling_gates, same_spec.images, same_spec.num_containers,
+                       same_spec.pvc_names, error)
+        try:
+            tolerations = parse_tolerations(spec.get("tolerations"), ident)
+        except InvalidObjectError as exc:
+            error, tolerations = error or exc, ()
+        containers = list(spec.get("initContainers") or []) + list(spec.get("containers") or [])
+        return cls(
+            requests, non_zero_cpu, non_zero_mem, resource_memo, tolerations, _host_ports(spec),
+            tuple(g.get("name", "") for g in spec.get("schedulingGates") or []),
+            tuple(c.get("image") or "" for c in containers),
+            len(containers),
+            tuple(
+                v["persistentVolumeClaim"]["claimName"]
+                for v in spec.get("volumes") or []
+                if isinstance(v.get("persistentVolumeClaim"), Mapping)
+                and v["persistentVolumeClaim"].get("claimName")
+            ),
+            error,
+        )
+
+
+def _pod(obj: Mapping[str, Any], meta: Mapping[str, Any], spec: Mapping[str, Any], status: Mapping[str, Any],
+         resources: _SpecPart | Pod, parsed: _SpecPart | Pod) -> Pod:
+    """The view: the cheap fields read from ``obj``, the parsed ones taken from ``resources`` and ``parsed``."""
     prio = spec.get("priority")
     return Pod(
         raw=obj,
         uid=pod_uid(obj),
-        namespace=ns,
-        name=name,
+        namespace=meta.get("namespace") or "default",
+        name=meta.get("name") or "",
         labels=meta.get("labels") or {},
         scheduler_name=spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME,
         node_name=spec.get("nodeName") or "",
@@ -163,23 +217,18 @@ def pod_from_api(obj: Mapping[str, Any]) -> Pod:
         nominated_node_name=status.get("nominatedNodeName") or "",
         phase=status.get("phase") or "",
         resource_version=meta.get("resourceVersion") or "",
-        requests=requests,
-        non_zero_milli_cpu=non_zero_cpu,
-        non_zero_memory=non_zero_mem,
-        host_ports=_host_ports(spec),
-        tolerations=tolerations,
+        requests=resources.requests,
+        non_zero_milli_cpu=resources.non_zero_milli_cpu,
+        non_zero_memory=resources.non_zero_memory,
+        host_ports=parsed.host_ports,
+        tolerations=parsed.tolerations,
         node_selector=spec.get("nodeSelector") or {},
         affinity=spec.get("affinity") or {},
-        scheduling_gates=tuple(g.get("name", "") for g in spec.get("schedulingGates") or []),
-        images=tuple(c.get("image") or "" for c in containers),
-        num_containers=len(containers),
-        pvc_names=tuple(
-            v["persistentVolumeClaim"]["claimName"]
-            for v in spec.get("volumes") or []
-            if isinstance(v.get("persistentVolumeClaim"), Mapping)
-            and v["persistentVolumeClaim"].get("claimName")
-        ),
+        scheduling_gates=parsed.scheduling_gates,
+        images=parsed.images,
+        num_containers=parsed.num_containers,
+        pvc_names=parsed.pvc_names,
         preemption_policy=spec.get("preemptionPolicy") or "PreemptLowerPriority",
-        parse_error=error,
-        resource_memo=resource_memo,
+        parse_error=resources.parse_error,
+        resource_memo=resources.resource_memo,
     )

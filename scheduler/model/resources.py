@@ -206,7 +206,8 @@ def _apply_non_missing(reqs: Mapping[str, Decimal], non_missing: Mapping[str, De
 
 
 def _mappings(value: object) -> list[Mapping[str, object]]:
-    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
+    """The mappings of a list (a decoded one holds dicts: tested first, as an ABC check costs far more)."""
+    return [v for v in value if type(v) is dict or isinstance(v, Mapping)] if isinstance(value, list) else []
 
 
 def _section(obj: Mapping[str, object], key: str) -> Mapping[str, object]:
@@ -426,16 +427,41 @@ _RESOURCES_MEMO: dict[bytes, PodResources] = {}
 _RESOURCES_MEMO_MAX = 4096
 
 
-def _resource_fields(spec: Mapping[str, object], status: Mapping[str, object]) -> bytes:
-    """Everything calculate_pod_resources reads of a pod, serialized."""
+StatusResourceFields = tuple[list[tuple[object, object, object]], object, object, bool]
+
+
+def status_resource_fields(status: Mapping[str, object]) -> StatusResourceFields:
+    """Everything calculate_pod_resources reads of a pod's status: two statuses that give equal tuples give
+    a pod of one spec the same resources."""
     statuses = [
         (cs.get("name"), cs.get("resources"), cs.get("allocatedResources"))
         for key in ("containerStatuses", "initContainerStatuses")
         for cs in _mappings(status.get(key))
     ]
+    return statuses, status.get("allocatedResources"), status.get("resources"), is_pod_resize_infeasible(status)
+
+
+def status_resource_key(status: Mapping[str, object]) -> tuple[object, ...]:
+    """What the resources of a pod of a given spec depend on in its status: equal keys, equal resources. A
+    status that holds no resources at all (no container status with resources or allocatedResources, none
+    at the pod level: every container falls back to its spec) gives only whether a resize is infeasible."""
+    if status.get("allocatedResources") is None and status.get("resources") is None:
+        for key in ("containerStatuses", "initContainerStatuses"):
+            statuses = status.get(key) or []
+            if type(statuses) is not list:
+                return status_resource_fields(status)  # not decoded JSON: told apart by the whole
+            for cs in statuses:
+                if type(cs) is not dict or cs.get("resources") is not None or cs.get("allocatedResources") is not None:
+                    return status_resource_fields(status)
+        return (is_pod_resize_infeasible(status),)
+    return status_resource_fields(status)
+
+
+def _resource_fields(spec: Mapping[str, object], status: Mapping[str, object]) -> bytes:
+    """Everything calculate_pod_resources reads of a pod, serialized."""
     return orjson.dumps((
         spec.get("containers"), spec.get("initContainers"), spec.get("resources"), spec.get("overhead"),
-        statuses, status.get("allocatedResources"), status.get("resources"), is_pod_resize_infeasible(status),
+        *status_resource_fields(status),
     ), default=str)
 
 

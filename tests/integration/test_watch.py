@@ -5,19 +5,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+import pytest
 from kubernetes import client
 
 from e2e.cluster.cluster import LocalCluster
 from e2e.kube import node_of, pod_manifest, wait_for
+from scheduler.kube import podstream
 from scheduler.kube.client import METADATA_LIST, RawApi, list_all, load_api_client
 from scheduler.kube.kinds import NON_TERMINAL_PODS
 from scheduler.kube.podstream import PodStream, wait_synced
+from scheduler.kube.transform import loads_trimmed, managed_fields_span, trim
 from tests.integration.conftest import SchedulerProc
 
 
 def test_stream_delivers_list_watch_and_synthesizes_missed_deletions(
-    cluster: LocalCluster, core: client.CoreV1Api, ns: str
+    cluster: LocalCluster, core: client.CoreV1Api, ns: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    lines: list[bytes] = []
+    monkeypatch.setattr(podstream, "loads_trimmed", lambda line: (lines.append(line), loads_trimmed(line))[1])
     core.create_namespaced_pod(ns, pod_manifest("before", scheduler_name="nobody"))
     events: list[tuple[str, str]] = []
 
@@ -37,6 +43,15 @@ def test_stream_delivers_list_watch_and_synthesizes_missed_deletions(
         wait_for(lambda: ("DELETED", "during") in events, 30, what="watch DELETED")
     finally:
         stream.stop()
+    # The API server's own watch lines take the byte cut of managedFields, and it leaves what a whole decode
+    # and trim leave.
+    ours = [line for line in lines if f'"namespace":"{ns}"'.encode() in line]
+    assert len(ours) >= 2
+    for line in ours:
+        assert managed_fields_span(line) is not None, line
+        whole = orjson.loads(line)
+        trim(whole["object"])
+        assert loads_trimmed(line) == whole
 
     # A relist after a watch outage: a pod deleted meanwhile comes out as DELETED.
     events.clear()

@@ -1,10 +1,16 @@
-"""The Pod view: host ports (util.GetHostPorts) and the affinity flags NodeInfo keeps lists by."""
+"""The Pod view: host ports (util.GetHostPorts), the affinity flags NodeInfo keeps lists by, and the view of
+a watch update built from the previous one."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
-from scheduler.model.pod import HostPort, pod_from_api
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from scheduler.model.pod import HostPort, Pod, pod_from_api
+from scheduler.model.resources import Resource
 
 
 def _pod(spec: dict[str, Any]) -> Any:
@@ -29,3 +35,79 @@ def test_empty_pod_affinity_counts_as_having_affinity() -> None:
     assert _pod({"containers": [], "affinity": {"podAntiAffinity": {}}}).has_affinity
     assert not _pod({"containers": [], "affinity": {"nodeAffinity": {}}}).has_affinity
     assert not _pod({"containers": [], "affinity": {"podAntiAffinity": {}}}).has_required_anti_affinity
+
+
+# --- pod_from_api with the previous view of the pod (the watch's updates) ---------------------------------
+
+quantity = st.sampled_from(["100m", "1", "2Gi", "500Mi", "0", "bad"])
+resource_list = st.dictionaries(st.sampled_from(["cpu", "memory", "example.com/gpu"]), quantity, max_size=2)
+container = st.fixed_dictionaries({"name": st.sampled_from(["a", "b"]), "image": st.sampled_from(["i", "j"])},
+                                  optional={
+    "resources": st.fixed_dictionaries({}, optional={"requests": resource_list, "limits": resource_list}),
+    "ports": st.lists(st.fixed_dictionaries({"containerPort": st.just(80)}, optional={
+        "hostPort": st.sampled_from([0, 8080]), "protocol": st.sampled_from(["TCP", "UDP"])}), max_size=2),
+    "restartPolicy": st.just("Always")})
+spec = st.fixed_dictionaries({"containers": st.lists(container, min_size=1, max_size=2)}, optional={
+    "initContainers": st.lists(container, max_size=1),
+    "tolerations": st.lists(st.fixed_dictionaries({"key": st.sampled_from(["k", "t"])}, optional={
+        "operator": st.sampled_from(["Exists", "Equal"]), "effect": st.sampled_from(["NoSchedule", ""])}), max_size=2),
+    "overhead": resource_list, "resources": st.fixed_dictionaries({}, optional={"requests": resource_list}),
+    "nodeName": st.sampled_from(["", "n1"]), "priority": st.sampled_from([0, 7]),
+    "schedulingGates": st.lists(st.fixed_dictionaries({"name": st.sampled_from(["g", "h"])}), max_size=1),
+    "volumes": st.lists(st.fixed_dictionaries({"name": st.just("v"), "persistentVolumeClaim": st.fixed_dictionaries(
+        {"claimName": st.sampled_from(["c", "d"])})}), max_size=1),
+    "nodeSelector": st.dictionaries(st.just("zone"), st.sampled_from(["a", "b"]), max_size=1)})
+container_status = st.fixed_dictionaries({"name": st.sampled_from(["a", "b"])}, optional={
+    "resources": st.fixed_dictionaries({}, optional={"requests": resource_list}), "allocatedResources": resource_list,
+    "ready": st.booleans()})
+status = st.fixed_dictionaries({}, optional={
+    "phase": st.sampled_from(["Pending", "Running"]), "nominatedNodeName": st.sampled_from(["", "n2"]),
+    "containerStatuses": st.lists(container_status, max_size=2),
+    "initContainerStatuses": st.lists(container_status, max_size=1),
+    "conditions": st.lists(st.fixed_dictionaries({"type": st.sampled_from(["PodResizePending", "Ready"])}, optional={
+        "reason": st.sampled_from(["Infeasible", "Deferred"])}), max_size=2),
+    "allocatedResources": resource_list, "resources": st.fixed_dictionaries({}, optional={"requests": resource_list}),
+    "hostIP": st.just("10.0.0.1")})
+meta = st.fixed_dictionaries({"name": st.just("p"), "namespace": st.just("ns"), "uid": st.just("u")}, optional={
+    "resourceVersion": st.sampled_from(["1", "2"]),
+    "labels": st.dictionaries(st.just("app"), st.sampled_from(["x", "y"])),
+    "deletionTimestamp": st.just("2026-01-01T00:00:09Z"), "creationTimestamp": st.just("2026-01-01T00:00:00Z")})
+
+
+def _fields(pod: Pod) -> dict[str, Any]:
+    """Every field of the view but the per-pod memo (empty in a fresh view) and the shared resource memo."""
+    out = {f: getattr(pod, f) for f in Pod.__slots__ if f not in ("memo", "resource_memo", "parse_error", "requests")}
+    out["parse_error"] = str(pod.parse_error)
+    out["requests"] = vars_of(pod.requests)
+    return out
+
+
+def vars_of(r: Resource) -> tuple[Any, ...]:
+    return r.milli_cpu, r.memory, r.ephemeral_storage, r.allowed_pod_number, r.scalar
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(meta, spec, status, meta, status, st.sampled_from(["same spec", "new spec", "assumed", "bound"]), spec)
+def test_a_view_built_from_the_previous_one_equals_a_fresh_one(
+        meta0: dict[str, Any], spec0: dict[str, Any], status0: dict[str, Any], meta1: dict[str, Any],
+        status1: dict[str, Any], how: str, other_spec: dict[str, Any]) -> None:
+    """Whatever changed between two versions of a pod (spec, status resources, metadata), the view built
+    with the previous one is the view built from scratch; ``assumed`` is the scheduler's copy placed by
+    assume (its spec has the nodeName the bound version brings)."""
+    old = {"metadata": meta0, "spec": spec0, "status": status0}
+    previous = pod_from_api(old)
+    new_spec = {"same spec": spec0, "new spec": other_spec}.get(how, {**spec0, "nodeName": "n9"})
+    if how == "assumed":
+        previous = previous.with_node("n9")
+    new = {"metadata": meta1, "spec": copy.deepcopy(new_spec), "status": status1}
+    assert _fields(pod_from_api(new, previous)) == _fields(pod_from_api(new))
+
+
+def test_an_unchanged_spec_is_not_parsed_again() -> None:
+    old = {"metadata": {"name": "p", "uid": "u"}, "spec": {"containers": [{"name": "a", "resources": {
+        "requests": {"cpu": "1"}}}], "tolerations": [{"key": "k", "operator": "Exists"}]}, "status": {}}
+    previous = pod_from_api(old)
+    new = {**old, "status": {"phase": "Running", "containerStatuses": [{"name": "a", "ready": True}]}}
+    view = pod_from_api(copy.deepcopy(new), previous)
+    assert view.tolerations is previous.tolerations and view.requests is previous.requests
+    assert view.phase == "Running" and view.raw["status"]["phase"] == "Running"

@@ -102,7 +102,8 @@ def test_filter_prioritize_and_bind_through_the_extender(
     assert wait_for(lambda: node_of(core, ns, "p"), 60, what="p bound") == third
     binding = next(b for b in extender.bindings if b["PodName"] == "p")
     assert binding["PodNamespace"] == ns and binding["Node"] == third
-    assert events_for(api, ns, "p", "Scheduled")
+    # The Scheduled event is written after the binding, by the event writers (upstream's recorder too): wait.
+    wait_for(lambda: events_for(api, ns, "p", "Scheduled"), 30, what="p's Scheduled event")
     # The filter saw only the nodes the in-tree filters passed (the node selector excludes the others).
     pod_calls = [c for c in extender.calls("filter") if c["Pod"]["metadata"]["name"] == "p"]
     assert sorted(n["metadata"]["name"] for n in pod_calls[0]["Nodes"]["items"]) == sorted(nodes)

@@ -22,7 +22,8 @@ from typing import Any
 
 import structlog
 
-from e2e.soak import SCHEDULER, pod_body, second_half_growth
+from e2e.cluster.cluster import node_manifest
+from e2e.soak import SCHEDULER, pod_body, rss_mb, second_half_growth
 from scheduler.app import gcpolicy, malloc
 from scheduler.app.offline import RecordingBinder, RecordingEventSink
 from scheduler.config.load import build_registry, load_text
@@ -36,12 +37,6 @@ profiles: [{{schedulerName: {SCHEDULER}}}]
 """
 
 
-def rss_mb() -> float:
-    """This process's resident set (statm's second field, in pages)."""
-    with open(f"/proc/{os.getpid()}/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
 class CoreChurn:
     """The core with recording edges, and the pods it has placed (index -> node)."""
 
@@ -53,13 +48,8 @@ class CoreChurn:
         self.versions: Iterator[int] = itertools.count(1)
         self.placed: dict[int, str] = {}
         for i in range(nodes):
-            self.sched.on_node_event(ADDED, self.node(i))
-
-    def node(self, i: int) -> dict[str, Any]:
-        labels = {"kubernetes.io/hostname": f"n{i}", "topology.kubernetes.io/zone": f"z{i % 3}"}
-        return {"apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": f"n{i}", "resourceVersion": str(next(self.versions)), "labels": labels},
-                "status": {"allocatable": {"cpu": "64", "memory": "256Gi", "pods": "500"}}}
+            self.sched.on_node_event(ADDED, node_manifest(f"n{i}", i, zones=3, cpu="64", memory="256Gi", pods=500,
+                                                          now="2026-01-01T00:00:00Z"))
 
     def pod(self, i: int, node: str | None = None) -> dict[str, Any]:
         body = pod_body(f"p-{i}", anti_affinity=i % 3 == 0)
@@ -98,12 +88,12 @@ def main(argv: list[str] | None = None) -> int:
     malloc.limit_arenas(2)
     churn = CoreChurn(args.nodes)
     policy = gcpolicy.install()
-    samples: list[tuple[float, float]] = [(0.0, rss_mb())]
+    samples: list[tuple[float, float]] = [(0.0, rss_mb(os.getpid()))]
     try:
         for done in range(args.step, args.pods + 1, args.step):
             churn.run(done - args.step, args.step, args.live, args.refresh)
             malloc.trim()
-            samples.append((float(done), rss_mb()))
+            samples.append((float(done), rss_mb(os.getpid())))
             print(f"[soak-core] pods={done} rss={samples[-1][1]:.1f} MB", flush=True)
     finally:
         gcpolicy.uninstall(policy)

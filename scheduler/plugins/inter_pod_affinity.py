@@ -521,6 +521,9 @@ class InterPodAffinity:
         terms = affinity_terms(pod)
         if terms.errors:
             return None, unresolvable(f"parsing pod: {terms.parse_error}")
+        if not terms.required_affinity and not terms.required_anti_affinity \
+                and not self.handle.snapshot().have_pods_with_required_anti_affinity_list():
+            return None, skip()  # every counter would be empty: no walk, as upstream's empty lists
         s = _PreFilterState(pod, self._merge_namespaces(terms.required_affinity),
                             self._merge_namespaces(terms.required_anti_affinity), self._namespace_labels(pod.namespace))
         totals = self._filter_sums(pod, s.required_affinity, s.required_anti_affinity, s.ns_labels, nodes)
@@ -581,6 +584,8 @@ class InterPodAffinity:
             return skip()
         if terms.errors:
             return error(f"failed to parse pod: {terms.parse_error}")
+        if not has_constraints and not self.handle.snapshot().have_pods_with_affinity_list():
+            return skip()  # no pod could contribute: upstream walks an empty node list
         preferred = self._merge_weighted(terms.preferred_affinity)
         preferred_anti = self._merge_weighted(terms.preferred_anti_affinity)
         ns_labels = self._namespace_labels(pod.namespace)

@@ -135,6 +135,24 @@ def test_pre_filter_skips_without_terms() -> None:
     assert s is not None and s.code == Code.SKIP
 
 
+
+def test_pre_filter_of_a_pod_without_terms_counts_existing_anti_affinity_only() -> None:
+    """Skipped unless some existing pod's required anti-affinity matches the incoming pod."""
+    existing = [make_pod("e", node="n1", affinity=pod_affinity(anti_required=[term(match(app="web"), HOST)]))]
+    h = cluster(nodes(), existing)
+    _, s = plugin(h).pre_filter(CycleState(), make_pod("p", labels={"app": "web"}), h.snapshot().list())
+    assert s is None
+    _, s = plugin(h).pre_filter(CycleState(), make_pod("q", labels={"app": "db"}), h.snapshot().list())
+    assert s is not None and s.code == Code.SKIP
+
+
+def test_pre_score_of_a_pod_without_preferred_terms_skips_when_no_pod_has_affinity() -> None:
+    h = cluster(nodes(), [make_pod("e", labels={"app": "web"}, node="n1")])
+    assert run_score(plugin(h), h, make_pod("p", labels={"app": "web"})) is None
+    attracted = pod_affinity(preferred=[(3, term(match(app="web"), HOST))])
+    h = cluster(nodes(), [make_pod("a", node="n1", affinity=attracted)])
+    assert run_score(plugin(h), h, make_pod("p", labels={"app": "web"})) == dict(n1=100, n2=0, n3=0, n4=0)
+
 NS_OBJECTS = [namespace("default"), namespace("team-a", {"team": "a"}), namespace("team-b", {"team": "b"})]
 
 

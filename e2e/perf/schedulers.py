@@ -8,7 +8,8 @@
 * ``ceiling``: ``python -m e2e.perf.ceiling`` (see that module); ``ceiling-events``: the same with
   ``--events``, writing each pod's Scheduled event too (a diagnostic: the control plane's cost of that event).
 * ``py-base``: py-scheduler from the checkout named by ``$BENCH_BASE_REPO`` (same interpreter and harness),
-  for interleaved A/B runs of a change against its base in one batch on one control plane.
+  for interleaved A/B runs of a change against its base in one batch on one control plane. ``$BENCH_PY_ARGS``
+  (split like a shell line) adds arguments to ``py`` alone: a flag's A/B against ``py-base`` on the same code.
 * ``ceiling-go``: the Go binder ``ceiling-binder`` from the bin dir (e2e/cluster/gobin/cmd/ceiling-binder,
   built by build.sh from the control plane's pinned client-go): the same algorithm-free binder, but its
   bindings run on every core, so it is a ceiling where the control plane has cores of its own;
@@ -18,6 +19,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -108,6 +110,8 @@ def start(
             extra += ["--api-writer-processes", str(writers)]
         if feature_gates:
             extra += ["--feature-gates", feature_gates]
+        if which == "py":
+            extra += shlex.split(os.environ.get("BENCH_PY_ARGS", ""))
         if py_score_plugins:
             cfg = workdir / "py-scheduler-config.yaml"
             cfg.write_text(yaml.safe_dump(py_scheduler_config(scheduler_name, py_score_plugins), sort_keys=False))

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from urllib.parse import quote
 
 import pytest
 
+from scheduler.kube.client import segment
 from scheduler.kube.http11 import ConnectionClosed, Http11Pool, _Conn
 from tests.socket_server import LocalSocketServer
 
@@ -219,3 +221,8 @@ def test_framing_headers_are_read_whatever_their_case_and_the_rest_on_demand(
     assert r.headers["audit-id"] == "abc" and r.headers["content-length"] == "3"
     assert pool.request("GET", "/b", {}).body == b"again"
     assert server.connections == 2
+
+
+@pytest.mark.parametrize("text", ["ns-1", "pod.name_x~y", "", "a b", "ünï", "a/b", "x%2F", "p?q#r"])
+def test_a_path_segment_is_quoted_as_quote_does(text: str) -> None:
+    assert segment(text) == quote(text)

@@ -12,6 +12,7 @@ The generated client serves only to load the kubeconfig (and, through a proxy, l
 
 from __future__ import annotations
 
+import re
 import ssl
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -279,8 +280,17 @@ class PodIdentity(Protocol):
     def key(self) -> str: ...
 
 
+# What urllib.parse.quote leaves as it is: Kubernetes names and namespaces (DNS labels and subdomains) always.
+_UNQUOTED = re.compile(r"[A-Za-z0-9_.~-]*")
+
+
+def segment(text: str) -> str:
+    """``quote(text)`` for one path segment; a plain name (every object's) skips quote's Python (two a write)."""
+    return text if _UNQUOTED.fullmatch(text) else quote(text)
+
+
 def pod_path(namespace: str, name: str, sub: str = "") -> str:
-    return f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}" + (f"/{sub}" if sub else "")
+    return f"/api/v1/namespaces/{segment(namespace)}/pods/{segment(name)}" + (f"/{sub}" if sub else "")
 
 
 # The kinds plugins write through update_object / get_object / patch_object_status: kind -> (group, version).
@@ -301,8 +311,8 @@ def object_path(kind: str, namespace: str, name: str, sub: str = "") -> str:
     group, version = WRITABLE_KINDS[kind]
     base = f"/api/{version}" if not group else f"/apis/{group}/{version}"
     if kind not in _CLUSTER_SCOPED:
-        base += f"/namespaces/{quote(namespace)}"
-    return f"{base}/{_PLURALS[kind]}/{quote(name)}" + (f"/{sub}" if sub else "")
+        base += f"/namespaces/{segment(namespace)}"
+    return f"{base}/{_PLURALS[kind]}/{segment(name)}" + (f"/{sub}" if sub else "")
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -442,7 +452,7 @@ class ApiWriter:
     def patch_custom_status(self, group: str, version: str, plural: str, namespace: str, name: str,
                             status: Mapping[str, Any]) -> None:
         """Merge-patch the status subresource of a namespaced custom resource (PodGroups)."""
-        path = f"/apis/{group}/{version}/namespaces/{quote(namespace)}/{plural}/{quote(name)}/status"
+        path = f"/apis/{group}/{version}/namespaces/{segment(namespace)}/{plural}/{segment(name)}/status"
         self._request("PATCH", path, {"status": status}, MERGE_PATCH)
 
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> str:
@@ -487,9 +497,9 @@ class ApiWriter:
         return None
 
     def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
-        self._request("PATCH", f"/apis/events.k8s.io/v1/namespaces/{quote(namespace)}/events/{quote(name)}",
+        self._request("PATCH", f"/apis/events.k8s.io/v1/namespaces/{segment(namespace)}/events/{segment(name)}",
                       patch, STRATEGIC_MERGE)
 
 
 def _events_path(namespace: str) -> str:
-    return f"/apis/events.k8s.io/v1/namespaces/{quote(namespace)}/events"
+    return f"/apis/events.k8s.io/v1/namespaces/{segment(namespace)}/events"

@@ -209,7 +209,7 @@ class ApiEventSink:
         create_events = getattr(self._writer, "create_events", None)
         if create_events is None or len(batch) == 1:
             for c, (namespace, body) in zip(batch, bodies, strict=True):
-                _guarded(lambda c=c, namespace=namespace, body=body: self._create_one(c, namespace, body))
+                _guarded(functools.partial(self._create_one, c, namespace, body))
             return
         for c, (_, body), failure in zip(batch, bodies, create_events(bodies), strict=True):
             if failure is None:

@@ -155,7 +155,7 @@ class RawApi:
             # Its own connections: a pipelined burst must not hold the connections other requests take.
             self._pipeliner = Pipeliner(Http11Pool(self.host, ssl_context(self.cfg), timeout=timeout,
                                                    server_name=getattr(self.cfg, "tls_server_name", None)),
-                                        name="binding-sender")
+                                        name="bind-sender")
 
     def auth_headers(self) -> dict[str, str]:
         """The Authorization header, refreshed once a minute: the kubeconfig refresh hook re-reads the

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import socket
-import threading
 from collections.abc import Iterator
 from urllib.parse import quote
 
 import pytest
 
 from scheduler.kube.client import segment
-from scheduler.kube.http11 import ConnectionClosed, Http11Pool, Pipeliner, _Conn
+from scheduler.kube.http11 import ConnectionClosed, Http11Pool, _Conn
 from tests.socket_server import LocalSocketServer
 
 
@@ -227,59 +226,3 @@ def test_framing_headers_are_read_whatever_their_case_and_the_rest_on_demand(
 @pytest.mark.parametrize("text", ["ns-1", "pod.name_x~y", "", "a b", "ünï", "a/b", "x%2F", "p?q#r"])
 def test_a_path_segment_is_quoted_as_quote_does(text: str) -> None:
     assert segment(text) == quote(text)
-
-
-class EchoServer(ScriptedServer):
-    """Answers every request, pipelined or not, with its path as the body."""
-
-    def __init__(self) -> None:
-        super().__init__([])
-
-    def handle(self, conn: socket.socket) -> None:
-        buf = b""
-        with conn:
-            while True:
-                while b"\r\n\r\n" not in buf:
-                    data = conn.recv(65536)
-                    if not data:
-                        return
-                    buf += data
-                head, _, buf = buf.partition(b"\r\n\r\n")
-                length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
-                               if line.lower().startswith(b"content-length:")), 0)
-                while len(buf) < length:
-                    buf += conn.recv(65536)
-                buf = buf[length:]
-                conn.sendall(ok(head.split(b" ")[1]))
-
-
-def test_a_pipeliner_gives_each_caller_its_own_answer(server_factory: list[ScriptedServer]) -> None:
-    server = EchoServer()
-    server_factory.append(server)
-    pipeliner = Pipeliner(Http11Pool(f"http://127.0.0.1:{server.port}", None, timeout=5), senders=2, name="t")
-    got: dict[str, bytes] = {}
-
-    def caller(i: int) -> None:
-        for j in range(40):
-            got[f"/c{i}/{j}"] = pipeliner.request("POST", f"/c{i}/{j}", {}, b"{}").body
-
-    threads = [threading.Thread(target=caller, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
-    pipeliner.close()
-    assert got == {path: path.encode() for path in got} and len(got) == 320
-    assert server.connections <= 2  # the senders' connections, reused
-
-
-def test_a_pipeliner_passes_a_failed_exchange_to_its_caller() -> None:
-    silent = socket.socket()
-    silent.bind(("127.0.0.1", 0))
-    silent.listen(1)
-    try:
-        pipeliner = Pipeliner(Http11Pool(f"http://127.0.0.1:{silent.getsockname()[1]}", None, timeout=0.2))
-        with pytest.raises(TimeoutError):
-            pipeliner.request("POST", "/x", {}, b"{}")
-    finally:
-        silent.close()

@@ -27,7 +27,7 @@ from kubernetes.client.exceptions import ApiException
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_after_delay
 
 from scheduler.edge import APIStatusError, ConflictError, NotFoundError, NotLeaderError
-from scheduler.kube.http11 import Http11Pool, Pipeliner
+from scheduler.kube.http11 import Http11Pool
 from scheduler.kube.ratelimit import TokenBucket
 from scheduler.kube.transform import trim
 from scheduler.model.jsonutil import plain
@@ -146,16 +146,11 @@ class RawApi:
         self._auth_expires = 0.0
         self._rendered: dict[tuple[str, str | None, str], str] = {}  # header lines by (accept, type, auth)
         self._direct: Http11Pool | None = None
-        self._pipeliner: Pipeliner | None = None
         self._urllib3 = api.rest_client.pool_manager
         self._timeout = timeout
         if not getattr(self.cfg, "proxy", None):
             self._direct = Http11Pool(self.host, ssl_context(self.cfg), timeout=timeout,
                                       server_name=getattr(self.cfg, "tls_server_name", None))
-            # Its own connections: a pipelined burst must not hold the connections other requests take.
-            self._pipeliner = Pipeliner(Http11Pool(self.host, ssl_context(self.cfg), timeout=timeout,
-                                                   server_name=getattr(self.cfg, "tls_server_name", None)),
-                                        name="bind-sender")
 
     def auth_headers(self) -> dict[str, str]:
         """The Authorization header, refreshed once a minute: the kubeconfig refresh hook re-reads the
@@ -182,16 +177,6 @@ class RawApi:
         u = self._urllib3.request(method, self.host + path, body=data, headers=headers,
                                   timeout=urllib3.Timeout(total=seconds), retries=False, preload_content=True)
         return _payload_or_raise(u.status, u.reason or "", u.data, u)
-
-    def pipelined(self, method: str, path: str, body: Any = None, content_type: str = JSON) -> bytes:
-        """``request`` (JSON answer), sent by the Pipeliner's threads together with what other threads queued
-        meanwhile; through a proxy, an ordinary request. For requests that are safe to send again."""
-        if self._pipeliner is None:
-            return self.request(method, path, body, content_type)
-        data = None if body is None else orjson.dumps(body, default=plain)
-        r = self._pipeliner.request(method, path, self._header_lines(JSON, content_type if data is not None else None),
-                                    data, timeout=self._timeout)
-        return _payload_or_raise(r.status, r.reason, r.body, r)
 
     def pipeline(self, requests: Sequence[tuple[str, str, Any, str]]) -> list[bytes | Exception]:
         """(method, path, body, content type) requests sent in one write and answered in order (Http11Pool.pipeline);
@@ -404,11 +389,9 @@ class ApiWriter:
 
     def bind(self, namespace: str, name: str, uid: str, node: str) -> None:
         """One POST of the Binding subresource, rate limited and not retried: its retries are upstream's
-        (ApiBinder, ``util.BindPod``). The uid precondition makes a bind of a recreated pod a 409, so it is
-        safe to send again, and it goes pipelined with the other binding threads' (RawApi.pipelined)."""
+        (ApiBinder, ``util.BindPod``). The uid precondition makes a bind of a recreated pod a 409."""
         self.limiter.wait()
-        send = getattr(self.raw, "pipelined", self.raw.request)
-        send("POST", pod_path(namespace, name, "binding"), {
+        self.raw.request("POST", pod_path(namespace, name, "binding"), {
             "apiVersion": "v1",
             "kind": "Binding",
             "metadata": {"name": name, "namespace": namespace, "uid": uid},

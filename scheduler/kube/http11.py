@@ -16,7 +16,6 @@ each. Only the framing headers of an answer are read eagerly; the others are par
 from __future__ import annotations
 
 import contextlib
-import queue
 import socket
 import ssl
 import threading
@@ -279,85 +278,3 @@ class Http11Pool:
         with self._lock:
             while self._idle:
                 self._idle.pop().close()
-
-
-class _Pending:
-    """One request handed to a Pipeliner; ``done`` is released once ``answer`` is set."""
-
-    __slots__ = ("answer", "done", "request")
-
-    def __init__(self, request: Request) -> None:
-        self.request = request
-        self.done = threading.Lock()
-        self.done.acquire()
-        self.answer: Response | Exception | None = None
-
-
-class Pipeliner:
-    """Requests from many threads, sent by ``senders`` threads of its own, each taking everything queued
-    (up to ``max_batch``) into one ``Http11Pool.pipeline``. A caller blocks on one lock until its answer
-    is in, instead of on a send and two or three reads of its own (each a GIL hand-off where the GIL is
-    busy); a burst costs the senders one send and a few reads. For requests that may be sent again only
-    (an unanswered one gets ConnectionClosed, as from ``pipeline``)."""
-
-    def __init__(self, pool: Http11Pool, senders: int = 2, max_batch: int = 32, name: str = "pipeline") -> None:
-        self._pool = pool
-        self._senders = senders
-        self._max_batch = max_batch
-        self._name = name
-        self._queue: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
-        self._threads: list[threading.Thread] = []
-        self._lock = threading.Lock()
-
-    def request(self, method: str, path: str, headers: Mapping[str, str] | str, body: bytes | None = None,
-                timeout: float | None = None) -> Response:
-        """``Http11Pool.request`` through the senders; TimeoutError if no answer comes within twice the pool's
-        timeout (a sender reads each answer with that timeout, and may open one new connection first)."""
-        if len(self._threads) < self._senders:
-            self._start()
-        pending = _Pending((method, path, headers, body))
-        self._queue.put(pending)
-        seconds = self._pool.timeout if timeout is None else timeout
-        if not pending.done.acquire(timeout=2 * seconds + 1):
-            raise TimeoutError(f"no answer to {method} {path} from the pipeline in {2 * seconds + 1:g} s")
-        answer = pending.answer
-        if isinstance(answer, Exception):
-            raise answer
-        assert answer is not None
-        return answer
-
-    def _start(self) -> None:
-        with self._lock:
-            while len(self._threads) < self._senders:
-                t = threading.Thread(target=self._send, name=f"{self._name}-{len(self._threads)}", daemon=True)
-                self._threads.append(t)
-                t.start()
-
-    def _send(self) -> None:
-        get, take = self._queue.get, self._queue.get_nowait
-        while True:
-            first = get()
-            if first is None:
-                return
-            batch = [first]
-            while len(batch) < self._max_batch:
-                try:
-                    item = take()
-                except queue.Empty:
-                    break
-                if item is None:
-                    self._queue.put(None)  # for this sender, after the batch
-                    break
-                batch.append(item)
-            try:
-                answers = self._pool.pipeline([p.request for p in batch])
-            except Exception as exc:  # a bug, not a failed exchange (those come back as answers): fail the batch
-                answers = [exc] * len(batch)
-            for pending, answer in zip(batch, answers, strict=True):
-                pending.answer = answer
-                pending.done.release()
-
-    def close(self) -> None:
-        """Let the senders end once what is queued is sent."""
-        for _ in self._threads:
-            self._queue.put(None)

@@ -226,3 +226,32 @@ def test_framing_headers_are_read_whatever_their_case_and_the_rest_on_demand(
 @pytest.mark.parametrize("text", ["ns-1", "pod.name_x~y", "", "a b", "ünï", "a/b", "x%2F", "p?q#r"])
 def test_a_path_segment_is_quoted_as_quote_does(text: str) -> None:
     assert segment(text) == quote(text)
+
+
+def test_a_reused_connection_keeps_its_timeout_until_a_request_asks_for_another(
+        server_factory: list[ScriptedServer], monkeypatch: pytest.MonkeyPatch) -> None:
+    """settimeout is a system call (FIONBIO) that gives the GIL away: made only when the timeout changes."""
+    _, pool = start(server_factory, [ok(b"1"), ok(b"2"), ok(b"3"), ok(b"4")])
+    assert pool.request("GET", "/a", {}).body == b"1"
+    conn = pool._idle[0]
+    calls: list[float | None] = []
+    monkeypatch.setattr(conn, "sock", _Recording(conn.sock, calls))
+    assert pool.request("GET", "/b", {}).body == b"2"
+    assert pool.request("GET", "/c", {}).body == b"3"
+    assert calls == []
+    assert pool.request("GET", "/d", {}, timeout=2.5).body == b"4"
+    assert calls == [2.5]
+
+
+class _Recording:
+    """A socket whose settimeout calls are recorded (everything else passes through)."""
+
+    def __init__(self, sock: socket.socket, calls: list[float | None]) -> None:
+        self._sock, self._calls = sock, calls
+
+    def settimeout(self, value: float | None) -> None:
+        self._calls.append(value)
+        self._sock.settimeout(value)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._sock, name)

@@ -193,7 +193,8 @@ class Http11Pool:
             conn = self._idle.pop() if self._idle else None
         if conn is None:
             return self._connect(timeout), False
-        conn.sock.settimeout(timeout)
+        if conn.sock.gettimeout() != timeout:  # settimeout is an ioctl and a GIL hand-off: only on a change
+            conn.sock.settimeout(timeout)
         return conn, True
 
     def _give_back(self, conn: _Conn) -> None:

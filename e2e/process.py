@@ -11,17 +11,19 @@ from pathlib import Path
 
 
 def start_scheduler(
-    kubeconfig: str | os.PathLike[str], log_path: str | os.PathLike[str], extra: Sequence[str] = ()
+    kubeconfig: str | os.PathLike[str], log_path: str | os.PathLike[str], extra: Sequence[str] = (),
+    cwd: str | os.PathLike[str] | None = None,
 ) -> subprocess.Popen[bytes]:
     """Run the scheduler with this interpreter, logging JSON lines to `log_path`. Its secure port is off
-    unless `extra` names one: the harnesses run several schedulers on one host, and 10259 is one port."""
+    unless `extra` names one: the harnesses run several schedulers on one host, and 10259 is one port.
+    ``cwd``: run the ``scheduler`` package of another checkout (``-m`` imports from the working directory)."""
     if not any(a == "--secure-port" or a.startswith("--secure-port=") for a in extra):
         extra = [*extra, "--secure-port", "0"]
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     log = open(log_path, "ab")  # noqa: SIM115 - owned by the child for its lifetime
     env = {**os.environ, "KUBECONFIG": str(kubeconfig), "PYTHONUNBUFFERED": "1"}
     cmd = [sys.executable, "-m", "scheduler.app.cli", "run", "--kubeconfig", str(kubeconfig), *extra]
-    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=cwd)
 
 
 def stop_scheduler(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> int:

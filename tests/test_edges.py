@@ -3,6 +3,7 @@ reads, credentials and the lease's raw requests."""
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -506,3 +507,45 @@ def test_a_nominating_failure_write_is_made_before_the_call_returns() -> None:
     sink.pod_condition(pod, "Unschedulable", "0/1 nodes are available: y.", "n1")
     assert len(w.status) == 1 and w.status[0]["status"]["nominatedNodeName"] == "n1"
     assert w.status[0]["status"]["conditions"][0]["message"] == "0/1 nodes are available: y."
+
+
+class PipelineWriter(SlowWriter):
+    """A writer that can pipeline: records each batch; the Event named ``refused`` fails."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[int] = []
+        self.writing, self.go = threading.Event(), threading.Event()
+
+    def create_event(self, namespace: str, body: dict[str, Any]) -> str:
+        self.writing.set()  # the first, alone: the rest queue until the test lets it finish
+        self.go.wait(5)
+        return super().create_event(namespace, body)
+
+    def create_events(self, events: list[tuple[str, dict[str, Any]]]) -> list[Exception | None]:
+        self.batches.append(len(events))
+        out: list[Exception | None] = []
+        for _, body in events:
+            if body["regarding"]["name"] == "refused":
+                out.append(RuntimeError("422 Invalid"))
+            else:
+                self.created.append(body)
+                out.append(None)
+        return out
+
+
+def test_new_events_queued_meanwhile_go_out_in_one_batch() -> None:
+    w = PipelineWriter()
+    sink = ApiEventSink(w, workers=1, event_writers=1)
+    pods = [pod_from_api({"metadata": {"name": n, "namespace": "ns", "uid": f"u-{n}"}, "spec": {}})
+            for n in [f"p{i}" for i in range(19)] + ["refused"]]  # fmt: skip
+    for i, p in enumerate(pods):
+        sink.event(p, "Normal", "Scheduled", "Binding", f"Successfully assigned ns/{p.name} to n1", "py-scheduler")
+        if i == 0:
+            assert w.writing.wait(5)
+    w.go.set()
+    _drain(sink)
+    assert w.batches == [19]  # the first went alone; everything queued while it was written, together
+    assert sorted(e["regarding"]["name"] for e in w.created) == sorted(p.name for p in pods if p.name != "refused")
+    names = {key[0]: s.name for key, s in sink._series.items()}
+    assert names["u-refused"] == "" and all(names[f"u-p{i}"].startswith(f"p{i}.") for i in range(19))

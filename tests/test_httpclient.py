@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from urllib.parse import quote
 
 import pytest
 
+from scheduler.kube.client import segment
 from scheduler.kube.http11 import ConnectionClosed, Http11Pool, _Conn
 from tests.socket_server import LocalSocketServer
 
@@ -169,3 +171,87 @@ def test_the_per_request_timeout_bounds_the_wait_for_an_answer() -> None:
             pool.request("GET", "/lease", {}, timeout=0.2)
     finally:
         silent.close()
+
+
+def test_a_pipeline_sends_every_request_in_one_write_and_reads_the_answers_in_order(
+        server_factory: list[ScriptedServer]) -> None:
+    server, pool = start(server_factory, [ok(b"one"), ok(b"two"), ok(b"three")])
+    answers = pool.pipeline([("POST", "/e", {"Content-Type": "application/json"}, b'{"n":1}'),
+                             ("POST", "/e", "Content-Type: application/json\r\n", b'{"n":22}'),
+                             ("GET", "/g", {}, None)])
+    assert [a.body for a in answers if not isinstance(a, Exception)] == [b"one", b"two", b"three"]
+    assert server.connections == 1 and len(pool._idle) == 1
+    assert server.requests[1].startswith(b"POST /prefix/e HTTP/1.1\r\n") and server.requests[1].endswith(b'{"n":22}')
+    assert b"Content-Length: 8\r\nContent-Type" not in server.requests[1]  # rendered headers come first
+    assert b"Content-Type: application/json\r\nContent-Length: 8\r\n\r\n" in server.requests[1]
+    assert b"Content-Length" not in server.requests[2]
+
+
+def test_a_pipeline_cut_short_reports_the_unanswered_requests(server_factory: list[ScriptedServer]) -> None:
+    """A server that closes after the first answer (Connection: close) or drops the connection: the answered
+    requests keep their answers, each unanswered one gets a ConnectionClosed, and the connection is not kept."""
+    _, pool = start(server_factory, [ok(b"a", "Connection: close\r\n"), ok(b"b")], close_after={0})
+    answers = pool.pipeline([("POST", "/e", {}, b"1"), ("POST", "/e", {}, b"2")])
+    assert not isinstance(answers[0], Exception) and answers[0].body == b"a"
+    assert isinstance(answers[1], ConnectionClosed)
+    assert not pool._idle
+    server2, pool2 = start(server_factory, [ok(b"a"), None])
+    answers = pool2.pipeline([("POST", "/e", {}, b"1"), ("POST", "/e", {}, b"2"), ("POST", "/e", {}, b"3")])
+    assert not isinstance(answers[0], Exception) and answers[0].body == b"a"
+    assert all(isinstance(a, OSError) for a in answers[1:])
+    assert not pool2._idle and server2.connections == 1
+
+
+def test_a_pipeline_on_a_stale_idle_connection_goes_out_again_on_a_new_one(
+        server_factory: list[ScriptedServer]) -> None:
+    server, pool = start(server_factory, [ok(b"1"), None, ok(b"x"), ok(b"y")])
+    assert pool.request("GET", "/a", {}).body == b"1"
+    answers = pool.pipeline([("POST", "/e", {}, b"1"), ("POST", "/e", {}, b"2")])
+    assert [a.body for a in answers if not isinstance(a, Exception)] == [b"x", b"y"]
+    assert server.connections == 2
+
+
+def test_framing_headers_are_read_whatever_their_case_and_the_rest_on_demand(
+        server_factory: list[ScriptedServer]) -> None:
+    raw = (b"HTTP/1.1 200 OK\r\nX-Content-Length-Hint: 99\r\ncontent-LENGTH: 3\r\nAudit-Id: abc\r\n"
+           b"CONNECTION: Close\r\n\r\nxyz")
+    server, pool = start(server_factory, [raw, ok(b"again")], close_after={0})
+    r = pool.request("GET", "/a", {})
+    assert r.body == b"xyz" and not pool._idle  # "Close" in any case ends the connection
+    assert r.headers["audit-id"] == "abc" and r.headers["content-length"] == "3"
+    assert pool.request("GET", "/b", {}).body == b"again"
+    assert server.connections == 2
+
+
+@pytest.mark.parametrize("text", ["ns-1", "pod.name_x~y", "", "a b", "ünï", "a/b", "x%2F", "p?q#r"])
+def test_a_path_segment_is_quoted_as_quote_does(text: str) -> None:
+    assert segment(text) == quote(text)
+
+
+def test_a_reused_connection_keeps_its_timeout_until_a_request_asks_for_another(
+        server_factory: list[ScriptedServer], monkeypatch: pytest.MonkeyPatch) -> None:
+    """settimeout is a system call (FIONBIO) that gives the GIL away: made only when the timeout changes."""
+    _, pool = start(server_factory, [ok(b"1"), ok(b"2"), ok(b"3"), ok(b"4")])
+    assert pool.request("GET", "/a", {}).body == b"1"
+    conn = pool._idle[0]
+    calls: list[float | None] = []
+    monkeypatch.setattr(conn, "sock", _Recording(conn.sock, calls))
+    assert pool.request("GET", "/b", {}).body == b"2"
+    assert pool.request("GET", "/c", {}).body == b"3"
+    assert calls == []
+    assert pool.request("GET", "/d", {}, timeout=2.5).body == b"4"
+    assert calls == [2.5]
+
+
+class _Recording:
+    """A socket whose settimeout calls are recorded (everything else passes through)."""
+
+    def __init__(self, sock: socket.socket, calls: list[float | None]) -> None:
+        self._sock, self._calls = sock, calls
+
+    def settimeout(self, value: float | None) -> None:
+        self._calls.append(value)
+        self._sock.settimeout(value)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._sock, name)

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from e2e.perf import goals, procstat, stats, workloads
+from e2e.perf import goals, procstat, stats, sysprofile, workloads
 from e2e.perf.__main__ import parse_sizes, plan
 from e2e.perf.profile import area, by_thread, parse_raw, summarize
 from e2e.perf.runner import cpu_breakdown, per_pod, per_thread_group, round_order
@@ -590,3 +590,41 @@ def test_dra_allocation_plan_fills_random_nodes_lowest_device_first() -> None:
     assert len(dra.plan_allocations(nodes, 3, 12)) == 12
     with pytest.raises(ValueError, match="do not fit"):
         dra.plan_allocations(nodes, 3, 13)
+
+
+def test_context_switches_are_split_by_thread_group() -> None:
+    before = {1: (10, 1), 2: (5, 0), 3: (100, 9)}
+    after = {1: (14, 2), 2: (6, 0), 3: (2, 1), 4: (3, 0)}  # 3: a reused id (new thread), 4: started meanwhile
+    groups = {1: "binding", 2: "binding", 3: "events", 4: "scheduling"}
+    assert procstat.switches_by_group(before, after, groups) == {
+        "binding": (5, 1), "events": (2, 1), "scheduling": (3, 0)}
+    assert procstat.switches_between(before, after) == (10, 2)
+
+
+def test_perf_trace_summaries_are_summed_per_thread_group() -> None:
+    text = """
+ Summary of events:
+
+ binding_0 (101), 40 events, 10.0%
+
+   syscall            calls  errors  total       min       avg       max       stddev
+                                     (msec)    (msec)    (msec)    (msec)        (%)
+   --------------- --------  ------ -------- --------- --------- ---------     ------
+   futex                  12      3     1.000     0.001     0.010     0.100      5.00%
+   write                   4      0     0.100     0.010     0.020     0.030      1.00%
+
+ binding_1 (102), 20 events, 5.0%
+
+   syscall            calls  errors  total       min       avg       max       stddev
+   --------------- --------  ------ -------- --------- --------- ---------     ------
+   futex                   6      0     0.500     0.001     0.010     0.100      5.00%
+
+ events-0 (103), 8 events, 2.0%
+
+   syscall            calls  errors  total       min       avg       max       stddev
+   --------------- --------  ------ -------- --------- --------- ---------     ------
+   poll                    2      0     0.500     0.001     0.010     0.100      5.00%
+"""
+    by_group = sysprofile.syscalls_by_group(text)
+    assert by_group == {"binding": {"futex": 18, "write": 4}, "events": {"poll": 2}}
+    assert "binding: 11.0 calls/pod: futex 9.00, write 2.00" in sysprofile.format_syscalls(by_group, pods=2)

@@ -101,11 +101,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("--idle-cores", type=float, default=0.5)
     p.add_argument(
-        "--profile", choices=["py-spy", "py-spy-gil", "py-spy-threads", "apiserver"], default=None,
+        "--profile", default=None,
+        choices=["py-spy", "py-spy-gil", "py-spy-threads", "apiserver", "perf", "perf-trace"],
         help="py-spy record py-scheduler during the measured batch (raw stacks + top costs); py-spy: all threads "
         "not idle, py-spy-gil: only the thread holding the GIL, py-spy-threads: all threads not idle, summed "
         "per thread name (the scheduling thread's own profile); apiserver: Go CPU profiles of kube-apiserver "
-        "during every scheduler's batch (go tool pprof -top)",
+        "during every scheduler's batch (go tool pprof -top); perf: perf record of py-scheduler's threads (CPU by "
+        "thread group and shared object: TLS, kernel, libpython), perf-trace: its system calls a pod per thread group",
     )  # fmt: skip
     p.add_argument("--out", default=".bench/results.json")
     args = p.parse_args(argv)
@@ -171,6 +173,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         threads = r.get("thread_cpu_seconds_per_1000") or {}
         if threads:
             log("  its threads, CPU s/1000: " + ", ".join(f"{g} {v}" for g, v in threads.items()))
+        switches = r.get("thread_context_switches_per_pod") or {}
+        if switches:
+            log("  its threads, context switches/pod (vol+invol): "
+                + ", ".join(f"{g} {v}+{i}" for g, (v, i) in switches.items()))  # fmt: skip
 
     log(f"plan: {len(todo)} sizes x {scheds}; results -> {out}")
     interrupted = False

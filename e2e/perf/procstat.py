@@ -114,6 +114,8 @@ def thread_cpu_seconds(pid: int) -> dict[str, float]:
 
 # Thread id -> (voluntary, involuntary) context switches of that thread so far.
 SwitchCounts = dict[int, tuple[int, int]]
+# Thread id -> its group (thread_group of its OS name), read beside SwitchCounts.
+ThreadGroups = dict[int, str]
 
 
 def context_switches(pid: int) -> SwitchCounts:
@@ -122,11 +124,19 @@ def context_switches(pid: int) -> SwitchCounts:
     10-15 us of CPU, so many per pod show as CPU. Per thread, because /proc keeps no count for threads that
     ended: a sum over the live threads drops whenever one exits, so only ``switches_between`` two readings
     is meaningful."""
+    return context_switches_by_thread(pid)[0]
+
+
+def context_switches_by_thread(pid: int) -> tuple[SwitchCounts, ThreadGroups]:
+    """``context_switches`` and each thread's group, from one reading (for ``switches_by_group``)."""
     out: SwitchCounts = {}
+    groups: ThreadGroups = {}
     for tid, (text,) in _task_files(pid, "status"):
         out[tid] = (parse_status_kb(text, "voluntary_ctxt_switches") or 0,
                     parse_status_kb(text, "nonvoluntary_ctxt_switches") or 0)
-    return out
+        name = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Name:")), "")
+        groups[tid] = thread_group(name)
+    return out, groups
 
 
 def switches_between(before: SwitchCounts, after: SwitchCounts) -> tuple[int, int]:
@@ -134,13 +144,31 @@ def switches_between(before: SwitchCounts, after: SwitchCounts) -> tuple[int, in
     a thread started meanwhile counts from zero; one that ended meanwhile is not counted (its last
     switches are lost with it, but the total never goes below zero)."""
     vol = invol = 0
+    for v, i in _switch_increments(before, after).values():
+        vol += v
+        invol += i
+    return vol, invol
+
+
+def switches_by_group(before: SwitchCounts, after: SwitchCounts, groups: ThreadGroups) -> dict[str, tuple[int, int]]:
+    """``switches_between`` split by thread group (``groups`` read with ``after``): which threads sleep and wake."""
+    out: dict[str, tuple[int, int]] = {}
+    for tid, (v, i) in _switch_increments(before, after).items():
+        g = groups.get(tid, "?")
+        v0, i0 = out.get(g, (0, 0))
+        out[g] = (v0 + v, i0 + i)
+    return out
+
+
+def _switch_increments(before: SwitchCounts, after: SwitchCounts) -> SwitchCounts:
+    """Each live thread's switches between the readings; a reused thread id is a new thread, counted from zero."""
+    out: SwitchCounts = {}
     for tid, (v, i) in after.items():
         v0, i0 = before.get(tid, (0, 0))
-        if v < v0 or i < i0:  # a reused thread id: a new thread, counted from zero
+        if v < v0 or i < i0:
             v0 = i0 = 0
-        vol += v - v0
-        invol += i - i0
-    return vol, invol
+        out[tid] = (v - v0, i - i0)
+    return out
 
 
 def peak_rss_mb(pid: int) -> float | None:

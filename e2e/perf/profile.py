@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from e2e.perf import sysprofile
 from e2e.perf.apiprofile import top as pprof_top
 from e2e.perf.procstat import thread_group
 
@@ -124,6 +125,10 @@ def summarize_runs(runs: Sequence[Mapping[str, Any]], top: int = 20) -> str:
         path = r.get("profile")
         if path and Path(path).exists():
             parts.append(head + "\n" + summarize_file(path, top))
+        native = r.get("native_profile")
+        if native and Path(native).exists():
+            kind = "perf" if native.endswith(".data") else "perf-trace"
+            parts.append(head + "\n" + sysprofile.summarize(kind, Path(native), int(r.get("bound") or 1)))
         api = [Path(p) for p in r.get("apiserver_profile") or () if Path(p).exists()]
         if api:
             cpu = r.get("kube-apiserver_cpu_seconds_per_1000")

@@ -32,7 +32,7 @@ from typing import Any, cast
 from kubernetes.client.exceptions import ApiException
 
 from e2e.cluster.cluster import LocalCluster, create_nodes
-from e2e.perf import dra, procstat, schedulers
+from e2e.perf import dra, procstat, schedulers, sysprofile
 from e2e.perf.apiprofile import ApiServerProfiler
 from e2e.perf.kubeio import Conn, PodWatcher, WatchResult, create_pods, list_resource_version
 from e2e.perf.stats import batch_metrics, creation_rate
@@ -223,6 +223,7 @@ class SizeRunner:
             py_score_plugins=self.wl.py_score_plugins, feature_gates=opts.feature_gates,
         )  # fmt: skip
         profiler: subprocess.Popen[bytes] | None = None
+        native: subprocess.Popen[bytes] | None = None
         api_profiler: ApiServerProfiler | None = None
         label = f"{self.wl.name} @{opts.rate:g}/s" if opts.rate else self.wl.name
         if opts.feature_gates:
@@ -234,7 +235,8 @@ class SizeRunner:
             "init_pods": self.n_init, "started_at": datetime.now(UTC).isoformat(timespec="seconds"), **idle,
         }  # fmt: skip
         if schedulers.is_py(which):
-            result["py_source_hash"] = procstat.source_hash(schedulers.REPO / "scheduler")
+            repo = schedulers.base_repo() if which == "py-base" else schedulers.REPO
+            result["py_source_hash"] = procstat.source_hash(repo / "scheduler")
         watch: WatchResult | None = None
         try:
             init_errors: list[str] = []
@@ -255,6 +257,8 @@ class SizeRunner:
             self0, busy0 = procstat.self_cpu_seconds(), procstat.machine_busy_seconds()
             if opts.profile in ("py-spy", "py-spy-gil", "py-spy-threads") and schedulers.is_py(which):
                 profiler = self._start_py_spy(proc.pid, run_dir)
+            elif opts.profile in sysprofile.KINDS and schedulers.is_py(which):
+                native = sysprofile.start(opts.profile, proc.pid, run_dir)
             elif opts.profile == "apiserver":
                 api_profiler = ApiServerProfiler(self.conn, run_dir)
                 api_profiler.start()
@@ -267,12 +271,16 @@ class SizeRunner:
             cpu1 = {k: procstat.cpu_seconds(p) for k, p in pids.items()}
             threads1 = procstat.thread_cpu_seconds(proc.pid) if schedulers.is_py(which) else {}
             procs1 = procstat.process_cpu_seconds(proc.pid)
-            switches1 = procstat.context_switches(proc.pid)
+            switches1, groups1 = procstat.context_switches_by_thread(proc.pid)
             self1, busy1 = procstat.self_cpu_seconds(), procstat.machine_busy_seconds()
             result["peak_rss_mb"] = procstat.peak_rss_mb(proc.pid)
             result["loadavg_1m"] = procstat.loadavg()
             if profiler is not None:
                 result["profile"] = self._stop_py_spy(profiler, run_dir)
+            if native is not None:
+                sysprofile.stop(native)
+                native_file = run_dir / ("perf.data" if opts.profile == "perf" else "perf-trace.txt")
+                result["native_profile"] = str(native_file)
             if api_profiler is not None:
                 result["apiserver_profile"] = [str(f) for f in api_profiler.stop()]
                 if api_profiler.errors:
@@ -288,6 +296,11 @@ class SizeRunner:
             result.update(cpu_breakdown(cpu0, cpu1, self1 - self0, busy1 - busy0, result["bound"]))
             result["context_switches_per_pod"] = per_pod(procstat.switches_between(switches0, switches1),
                                                           result["bound"])
+            if schedulers.is_py(which):
+                result["thread_context_switches_per_pod"] = {
+                    g: per_pod(n, result["bound"])
+                    for g, n in sorted(procstat.switches_by_group(switches0, switches1, groups1).items(),
+                                       key=lambda kv: -sum(kv[1])) if sum(n) >= result["bound"] / 10}
             if procs1:
                 result["process_cpu_seconds_per_1000"] = per_process(proc.pid, procs0, procs1, result["bound"])
                 result["busiest_process"] = next(iter(result["process_cpu_seconds_per_1000"]))
@@ -301,8 +314,9 @@ class SizeRunner:
             if errs:
                 result["errors"] = errs[:5]
         finally:
-            if profiler is not None and profiler.poll() is None:
-                profiler.kill()
+            for p in (profiler, native):
+                if p is not None and p.poll() is None:
+                    p.kill()
             if api_profiler is not None:
                 api_profiler.stop()
             schedulers.stop(proc)

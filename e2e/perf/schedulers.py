@@ -7,6 +7,9 @@
   schedulerName, otherwise defaults) and ``--secure-port=0``.
 * ``ceiling``: ``python -m e2e.perf.ceiling`` (see that module); ``ceiling-events``: the same with
   ``--events``, writing each pod's Scheduled event too (a diagnostic: the control plane's cost of that event).
+* ``py-base``: py-scheduler from the checkout named by ``$BENCH_BASE_REPO`` (same interpreter and harness),
+  for interleaved A/B runs of a change against its base in one batch on one control plane. ``$BENCH_PY_ARGS``
+  (split like a shell line) adds arguments to ``py`` alone: a flag's A/B against ``py-base`` on the same code.
 * ``ceiling-go``: the Go binder ``ceiling-binder`` from the bin dir (e2e/cluster/gobin/cmd/ceiling-binder,
   built by build.sh from the control plane's pinned client-go): the same algorithm-free binder, but its
   bindings run on every core, so it is a ceiling where the control plane has cores of its own;
@@ -16,6 +19,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -66,7 +70,16 @@ def go_ceiling_command(bin_dir: Path, kubeconfig: str, scheduler_name: str, qps:
 
 
 # py-scheduler and its variants: the value of --api-writer-processes each passes (None: the default).
-PY_VARIANTS: dict[str, int | None] = {"py": None, "py-w0": 0, "py-w1": 1}
+PY_VARIANTS: dict[str, int | None] = {"py": None, "py-w0": 0, "py-w1": 1, "py-base": None}
+BASE_REPO_ENV = "BENCH_BASE_REPO"
+
+
+def base_repo() -> Path:
+    """The checkout ``py-base`` runs: $BENCH_BASE_REPO, which must hold a ``scheduler`` package."""
+    path = Path(os.environ.get(BASE_REPO_ENV, ""))
+    if not os.environ.get(BASE_REPO_ENV) or not (path / "scheduler" / "__init__.py").is_file():
+        raise ValueError(f"py-base needs ${BASE_REPO_ENV} naming a checkout with a scheduler package")
+    return path
 
 
 def is_py(which: str) -> bool:
@@ -97,11 +110,13 @@ def start(
             extra += ["--api-writer-processes", str(writers)]
         if feature_gates:
             extra += ["--feature-gates", feature_gates]
+        if which == "py":
+            extra += shlex.split(os.environ.get("BENCH_PY_ARGS", ""))
         if py_score_plugins:
             cfg = workdir / "py-scheduler-config.yaml"
             cfg.write_text(yaml.safe_dump(py_scheduler_config(scheduler_name, py_score_plugins), sort_keys=False))
             extra += ["--config", str(cfg)]
-        return start_scheduler(kubeconfig, log_path, extra)
+        return start_scheduler(kubeconfig, log_path, extra, cwd=base_repo() if which == "py-base" else None)
     if which == "kube":
         cfg = workdir / "kube-scheduler-config.yaml"
         cfg.write_text(yaml.safe_dump(kube_scheduler_config(kubeconfig, scheduler_name, qps, burst), sort_keys=False))
@@ -116,7 +131,7 @@ def start(
     elif which in ("ceiling-go", "ceiling-go-events"):
         cmd = go_ceiling_command(bin_dir, kubeconfig, scheduler_name, q, b, events=which == "ceiling-go-events")
     else:
-        raise ValueError(f"unknown scheduler {which!r}: want py, py-w0, py-w1, kube, ceiling, ceiling-events, "
+        raise ValueError(f"unknown scheduler {which!r}: want py, py-w0, py-w1, py-base, kube, ceiling, ceiling-events, "
                          "ceiling-go or ceiling-go-events")  # fmt: skip
     log = open(log_path, "ab")  # noqa: SIM115 - owned by the child for its lifetime
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}

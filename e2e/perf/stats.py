@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-SCHEDULERS = ("py", "kube", "ceiling", "ceiling-events", "ceiling-go", "ceiling-go-events", "py-w0", "py-w1")
+SCHEDULERS = ("py", "kube", "ceiling", "ceiling-events", "ceiling-go", "ceiling-go-events", "py-w0", "py-w1", "py-base")
 # The binders py-scheduler's throughput is compared with (its column in the ratio table: py / <name>).
 CEILINGS = ("ceiling", "ceiling-events", "ceiling-go", "ceiling-go-events")
 

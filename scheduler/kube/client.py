@@ -12,9 +12,10 @@ The generated client serves only to load the kubeconfig (and, through a proxy, l
 
 from __future__ import annotations
 
+import re
 import ssl
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 from urllib.parse import quote, urlencode
 
@@ -143,6 +144,7 @@ class RawApi:
         self.user_agent = api.user_agent
         self._auth_cached: dict[str, str] = {}
         self._auth_expires = 0.0
+        self._rendered: dict[tuple[str, str | None, str], str] = {}  # header lines by (accept, type, auth)
         self._direct: Http11Pool | None = None
         self._urllib3 = api.rest_client.pool_manager
         self._timeout = timeout
@@ -165,23 +167,73 @@ class RawApi:
         accept: str = JSON,
     ) -> bytes:
         """One request; ``timeout`` (seconds, default the client's) bounds connecting and each read."""
-        headers = {"Accept": accept, "User-Agent": self.user_agent, **self.auth_headers()}
-        data = None
-        if body is not None:
-            headers["Content-Type"] = content_type
-            data = orjson.dumps(body, default=plain)
+        data = None if body is None else orjson.dumps(body, default=plain)
         seconds = self._timeout if timeout is None else timeout
+        sent_type = content_type if data is not None else None
         if self._direct is not None:
-            r = self._direct.request(method, path, headers, data, timeout=seconds)
-            status, reason, payload, resp_headers = r.status, r.reason, r.body, r.headers
-        else:
-            u = self._urllib3.request(method, self.host + path, body=data, headers=headers,
-                                      timeout=urllib3.Timeout(total=seconds), retries=False, preload_content=True)
-            status, reason, payload, resp_headers = u.status, u.reason or "", u.data, dict(u.headers)
-        if status >= 400:
-            raise api_error(status, reason, payload.decode("utf-8", "replace"),
-                            {k.title(): v for k, v in resp_headers.items()})
-        return payload
+            r = self._direct.request(method, path, self._header_lines(accept, sent_type), data, timeout=seconds)
+            return _payload_or_raise(r.status, r.reason, r.body, r)
+        headers = self._header_dict(accept, sent_type)
+        u = self._urllib3.request(method, self.host + path, body=data, headers=headers,
+                                  timeout=urllib3.Timeout(total=seconds), retries=False, preload_content=True)
+        return _payload_or_raise(u.status, u.reason or "", u.data, u)
+
+    def pipeline(self, requests: Sequence[tuple[str, str, Any, str]]) -> list[bytes | Exception]:
+        """(method, path, body, content type) requests sent in one write and answered in order (Http11Pool.pipeline);
+        one payload or exception each (an error status is its ApiError). Through a proxy, one after another."""
+        if self._direct is None:
+            out: list[bytes | Exception] = []
+            for method, path, body, content_type in requests:
+                try:
+                    out.append(self.request(method, path, body, content_type))
+                except Exception as exc:
+                    out.append(exc)
+            return out
+        prepared = [(method, path, self._header_lines(JSON, content_type if body is not None else None),
+                     None if body is None else orjson.dumps(body, default=plain))
+                    for method, path, body, content_type in requests]
+        answers = self._direct.pipeline(prepared, timeout=self._timeout)
+        results: list[bytes | Exception] = []
+        for r in answers:
+            if isinstance(r, Exception):
+                results.append(r)
+                continue
+            try:
+                results.append(_payload_or_raise(r.status, r.reason, r.body, r))
+            except ApiError as exc:
+                results.append(exc)
+        return results
+
+    def _header_dict(self, accept: str, content_type: str | None) -> dict[str, str]:
+        headers = {"Accept": accept, "User-Agent": self.user_agent, **self.auth_headers()}
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        return headers
+
+    def _header_lines(self, accept: str, content_type: str | None) -> str:
+        """The request's header lines, rendered once per (accept, content type, credentials)."""
+        auth = self.auth_headers().get("Authorization", "")
+        key = (accept, content_type, auth)
+        lines = self._rendered.get(key)
+        if lines is None:
+            if len(self._rendered) >= 64:  # rotated credentials leave stale entries behind
+                self._rendered.clear()
+            lines = "".join(f"{k}: {v}\r\n" for k, v in self._header_dict(accept, content_type).items())
+            self._rendered[key] = lines
+        return lines
+
+
+class _HasHeaders(Protocol):
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+
+def _payload_or_raise(status: int, reason: str, payload: bytes, answer: _HasHeaders) -> bytes:
+    """The body of a successful answer; an error status raises its ApiError (headers read only then)."""
+    if status >= 400:
+        raise api_error(status, reason, payload.decode("utf-8", "replace"),
+                        {k.title(): v for k, v in answer.headers.items()})
+    return payload
 
 
 def list_pages(
@@ -228,8 +280,17 @@ class PodIdentity(Protocol):
     def key(self) -> str: ...
 
 
+# What urllib.parse.quote leaves as it is: Kubernetes names and namespaces (DNS labels and subdomains) always.
+_UNQUOTED = re.compile(r"[A-Za-z0-9_.~-]*")
+
+
+def segment(text: str) -> str:
+    """``quote(text)`` for one path segment; a plain name (every object's) skips quote's Python (two a write)."""
+    return text if _UNQUOTED.fullmatch(text) else quote(text)
+
+
 def pod_path(namespace: str, name: str, sub: str = "") -> str:
-    return f"/api/v1/namespaces/{quote(namespace)}/pods/{quote(name)}" + (f"/{sub}" if sub else "")
+    return f"/api/v1/namespaces/{segment(namespace)}/pods/{segment(name)}" + (f"/{sub}" if sub else "")
 
 
 # The kinds plugins write through update_object / get_object / patch_object_status: kind -> (group, version).
@@ -250,8 +311,8 @@ def object_path(kind: str, namespace: str, name: str, sub: str = "") -> str:
     group, version = WRITABLE_KINDS[kind]
     base = f"/api/{version}" if not group else f"/apis/{group}/{version}"
     if kind not in _CLUSTER_SCOPED:
-        base += f"/namespaces/{quote(namespace)}"
-    return f"{base}/{_PLURALS[kind]}/{quote(name)}" + (f"/{sub}" if sub else "")
+        base += f"/namespaces/{segment(namespace)}"
+    return f"{base}/{_PLURALS[kind]}/{segment(name)}" + (f"/{sub}" if sub else "")
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -308,9 +369,13 @@ class ApiWriter:
         try:
             return self.raw.request(method, path, body, content_type)
         except Exception as exc:
-            if not is_transient(exc) or time.monotonic() - started >= MAX_SECONDS:
-                raise
-            time.sleep(backoff(1, exc))
+            return self._retry(exc, started, method, path, body, content_type)
+
+    def _retry(self, exc: Exception, started: float, method: str, path: str, body: Any, content_type: str) -> bytes:
+        """After a first attempt that failed with ``exc``: raise it if final, else the retries of ``_request``."""
+        if not is_transient(exc) or time.monotonic() - started >= MAX_SECONDS:
+            raise exc
+        time.sleep(backoff(1, exc))
         for attempt in retrying(MAX_ATTEMPTS - 1, MAX_SECONDS - (time.monotonic() - started), attempts_made=1):
             with attempt:
                 self._check_may_retry(method, path)
@@ -387,18 +452,54 @@ class ApiWriter:
     def patch_custom_status(self, group: str, version: str, plural: str, namespace: str, name: str,
                             status: Mapping[str, Any]) -> None:
         """Merge-patch the status subresource of a namespaced custom resource (PodGroups)."""
-        path = f"/apis/{group}/{version}/namespaces/{quote(namespace)}/{plural}/{quote(name)}/status"
+        path = f"/apis/{group}/{version}/namespaces/{segment(namespace)}/{plural}/{segment(name)}/status"
         self._request("PATCH", path, {"status": status}, MERGE_PATCH)
 
     def create_event(self, namespace: str, body: Mapping[str, Any]) -> str:
         """POST an Event; returns its name. A name the body gives is the created object's (a create keeps it),
         so the answer (the whole Event, once per scheduled pod) is decoded only for a generated name."""
-        answer = self._request("POST", f"/apis/events.k8s.io/v1/namespaces/{quote(namespace)}/events", body)
+        answer = self._request("POST", _events_path(namespace), body)
         name = (body.get("metadata") or {}).get("name")
         if name:
             return str(name)
         return str((orjson.loads(answer or b"{}").get("metadata") or {}).get("name", ""))
 
+    def create_events(self, events: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Exception | None]:
+        """POST several named Events (namespace, body) pipelined on one connection (RawApi.pipeline), each
+        rate limited; None or the final error of each. One that failed transiently or went unanswered is
+        retried alone as ``create_event`` retries; a 409 for it then means its first POST did land."""
+        pipeline = getattr(self.raw, "pipeline", None)
+        if pipeline is None or len(events) == 1:
+            return [self._create_alone(ns, body) for ns, body in events]
+        started = time.monotonic()
+        for _ in events:
+            self.limiter.wait()
+        answers = pipeline([("POST", _events_path(ns), body, JSON) for ns, body in events])
+        out: list[Exception | None] = []
+        for (ns, body), answer in zip(events, answers, strict=True):
+            if not isinstance(answer, Exception):
+                out.append(None)
+                continue
+            try:
+                self._retry(answer, started, "POST", _events_path(ns), body, JSON)
+                out.append(None)
+            except ConflictError as exc:
+                out.append(None if not isinstance(answer, ApiException) else exc)  # unanswered, then AlreadyExists
+            except Exception as exc:
+                out.append(exc)
+        return out
+
+    def _create_alone(self, namespace: str, body: Mapping[str, Any]) -> Exception | None:
+        try:
+            self.create_event(namespace, body)
+        except Exception as exc:
+            return exc
+        return None
+
     def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
-        self._request("PATCH", f"/apis/events.k8s.io/v1/namespaces/{quote(namespace)}/events/{quote(name)}",
+        self._request("PATCH", f"/apis/events.k8s.io/v1/namespaces/{segment(namespace)}/events/{segment(name)}",
                       patch, STRATEGIC_MERGE)
+
+
+def _events_path(namespace: str) -> str:
+    return f"/apis/events.k8s.io/v1/namespaces/{segment(namespace)}/events"

@@ -15,7 +15,7 @@ import pytest
 from scheduler.kube.http11 import ConnectionClosed
 from scheduler.kube.podstream import PodStream
 from scheduler.kube.watchhttp import ChunkedDecoder, LineSplitter, StreamedResponse, parse_head
-from tests.socket_server import LocalSocketServer
+from tests.socket_server import LocalSocketServer, read_request_head
 
 LINES = [b'{"type":"ADDED","object":{"n":1}}', b'{"type":"MODIFIED","object":{"n":2}}', b'{"x":"' + b"y" * 70 + b'"}']
 PAYLOAD = b"".join(line + b"\n" for line in LINES)
@@ -153,12 +153,9 @@ class WatchServer(LocalSocketServer):
 
     def handle(self, conn: socket.socket) -> None:
         with conn:
-            buf = b""
-            while b"\r\n\r\n" not in buf:
-                data = conn.recv(65536)
-                if not data:
-                    return
-                buf += data
+            buf = read_request_head(conn)
+            if buf is None:
+                return
             target = buf.split(b" ", 2)[1].decode()
             index = len(self.queries)
             self.queries.append(parse_qs(urlsplit(target).query))

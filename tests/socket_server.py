@@ -32,3 +32,15 @@ class LocalSocketServer:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def read_request_head(conn: socket.socket) -> bytes | None:
+    """A request's bytes up to and including its blank line (and whatever came with them); None if the
+    client closed the connection first."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return None
+        data += chunk
+    return data

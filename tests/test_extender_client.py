@@ -17,7 +17,7 @@ from scheduler.config.types import Extender as ExtenderConfig
 from scheduler.config.types import ExtenderTLSConfig
 from scheduler.extender import HTTPExtender, redact
 from scheduler.framework.extender import ExtenderError
-from tests.socket_server import LocalSocketServer
+from tests.socket_server import LocalSocketServer, read_request_head
 
 
 class RawServer(LocalSocketServer):
@@ -31,12 +31,9 @@ class RawServer(LocalSocketServer):
     def handle(self, conn: socket.socket) -> None:
         with conn:
             conn.settimeout(30)
-            data = b""
-            while b"\r\n\r\n" not in data:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    return
-                data += chunk
+            data = read_request_head(conn)
+            if data is None:
+                return
             self.requests.append(data)
             with contextlib.suppress(OSError):  # the client hung up
                 self._serve(conn)

@@ -15,7 +15,8 @@ over. Record formats: ``json`` (the trimmed object re-encoded: the parent decode
 builds the Pod itself), ``marshal`` (the same as a marshal of ``(type, object)``), ``pickle-pod`` (the
 child also builds the Pod, and the parent unpickles it: the handler's ``pod_from_api`` is skipped). The
 parent's CPU (process time: the child's is its own) is compared to the in-process stream's.
-Socket reads and aiohttp's chunking are in neither figure (the child would take them too).
+Socket reads and the chunked decoding are in neither figure (the child would take them too;
+``e2e.perf.watchtransport`` measures them).
 """
 
 from __future__ import annotations

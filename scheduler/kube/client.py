@@ -52,7 +52,7 @@ def load_api_client(kubeconfig: str | None, pool_size: int = 32) -> client.ApiCl
 
 
 def ssl_context(cfg: Any) -> ssl.SSLContext:
-    """The TLS settings of a client Configuration, for connections made outside its pool (aiohttp, the
+    """The TLS settings of a client Configuration, for connections made outside its pool (the pod watch, the
     write client). Without verification the client certificate is still presented."""
     ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert) if cfg.ssl_ca_cert else ssl.create_default_context()
     if not cfg.verify_ssl:

@@ -8,24 +8,26 @@ so the pod stream decides whether the API server or the scheduler is the limit.
 It also does what kopf does not after a 410 Gone: the relist synthesizes DELETED events for pods
 that vanished while the watch was down, so no deletion is ever missed.
 
-The list pages go through RawApi like every other request; aiohttp serves only the watch, because a
-watch is one response streamed for minutes and Http11Pool reads whole responses.
+The list pages go through RawApi like every other request. The watch, one response streamed for minutes,
+is read by kube.watchhttp with blocking I/O on a connection of its own, in the stream's thread: no event
+loop, so what the thread spends beyond decoding the events is a recv per block of bytes that arrived.
 """
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import urlencode
 
-import aiohttp
 import structlog
 from kubernetes.client.exceptions import ApiException
 
-from scheduler.kube.client import RawApi, list_pages, ssl_context
+from scheduler.kube.client import JSON, RawApi, api_error, list_pages, ssl_context
+from scheduler.kube.http11 import Http11Pool
 from scheduler.kube.transform import loads_trimmed
+from scheduler.kube.watchhttp import StreamedResponse, open_stream
 
 log = structlog.get_logger(__name__)
 
@@ -36,6 +38,7 @@ EventHandler = Callable[[str, Mapping[str, Any]], object]  # the return value (m
 # WATCH_TIMEOUT_S + READ_GRACE_S before it reconnects, instead of the 5 minutes of a long watch.
 WATCH_TIMEOUT_S = 30
 READ_GRACE_S = 15.0
+CONNECT_TIMEOUT_S = 10.0
 
 
 class Gone(Exception):
@@ -46,7 +49,7 @@ class PodStream:
     """List then watch `/api/v1/pods` (all namespaces) with field and label selectors; calls
     `on_event(type, obj)`.
 
-    Runs in its own thread and event loop so the scheduler's other work cannot delay it. `synced` is
+    Runs in its own thread so the scheduler's other work cannot delay it. `synced` is
     set once the first list has been delivered (the scheduling loop waits for it, like upstream's
     WaitForCacheSync).
     """
@@ -75,37 +78,43 @@ class PodStream:
         self.relists = 0
         self._known: dict[str, Mapping[str, Any]] = {}  # uid -> last object, for synthesized deletions
         self._stop = threading.Event()
+        self._response: StreamedResponse | None = None  # the watch being read, for stop() to end
+        self._resume_rv = ""  # the version of the last event delivered: where a broken watch resumes
         self._thread = threading.Thread(target=self._thread_main, name="pod-stream", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
     def stop(self) -> None:
+        """Ends the thread: a watch blocked in a read sees its connection closed at once."""
         self._stop.set()
+        response = self._response
+        if response is not None:
+            response.abort()
 
     def _thread_main(self) -> None:
-        asyncio.run(self._run())
-
-    async def _run(self) -> None:
+        pool = Http11Pool(self.api.host, ssl_context(self.api.cfg),
+                          server_name=getattr(self.api.cfg, "tls_server_name", None))
         backoff = 0.1
-        async with aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(ssl=ssl_context(self.api.cfg), limit=4),
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
-        ) as session:
-            rv = ""
-            while not self._stop.is_set():
-                try:
-                    if not rv:
-                        rv = await asyncio.to_thread(self.relist)
-                        backoff = 0.1
-                    rv = await self._watch(session, rv)
-                except Gone:
-                    log.info("pod watch expired; relisting")
-                    rv = ""
-                except (TimeoutError, aiohttp.ClientError, ValueError, ApiException, OSError) as exc:
-                    log.warning("pod watch interrupted; resuming", error=str(exc), resource_version=rv)
-                    await asyncio.sleep(backoff)
-                    backoff = min(backoff * 2, 5.0)
+        rv = ""
+        while not self._stop.is_set():
+            self._resume_rv = rv
+            try:
+                if not rv:
+                    rv = self._resume_rv = self.relist()
+                    backoff = 0.1
+                rv = self._watch(pool, rv)
+            except Gone:
+                log.info("pod watch expired; relisting")
+                rv = ""
+            except (ValueError, ApiException, OSError) as exc:  # OSError: timeouts, resets, TLS, a cut body
+                if self._stop.is_set():
+                    return
+                rv = self._resume_rv  # the last event handled before the watch broke ("": relist)
+                log.warning("pod watch interrupted; resuming", error=str(exc) or type(exc).__name__,
+                            resource_version=rv)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 5.0)
 
     def _params(self, **extra: Any) -> dict[str, str]:
         params = {k: str(v) for k, v in extra.items()}
@@ -141,27 +150,31 @@ class PodStream:
         self.synced.set()
         return resource_version
 
-    async def _watch(self, session: aiohttp.ClientSession, rv: str) -> str:
+    def _watch(self, pool: Http11Pool, rv: str) -> str:
+        """One watch from `rv` until the server ends it (timeoutSeconds); returns where to resume."""
         params = self._params(watch="1", resourceVersion=rv, allowWatchBookmarks="true",
                               timeoutSeconds=self.watch_timeout)
-        timeout = aiohttp.ClientTimeout(total=None, sock_read=self.watch_timeout + self.read_grace)
-        async with session.get(f"{self.api.host}/api/v1/pods", params=params, headers=self.api.auth_headers(),
-                               timeout=timeout) as resp:
-            if resp.status == 410:
+        headers = {"Accept": JSON, "User-Agent": getattr(self.api, "user_agent", "py-scheduler"),
+                   **self.api.auth_headers()}
+        response = open_stream(pool, f"/api/v1/pods?{urlencode(params)}", headers, CONNECT_TIMEOUT_S,
+                               self.watch_timeout + self.read_grace)
+        self._response = response
+        try:
+            if self._stop.is_set():  # stop() came before there was a response to abort
+                return rv
+            response.read_head()
+            if response.status == 410:
                 raise Gone()
-            resp.raise_for_status()
-            # Whole chunks split here: aiohttp's line iterator costs more than the JSON decoding.
-            pending = b""
-            async for chunk in resp.content.iter_any():
+            if response.status != 200:
+                body = response.read_body().decode("utf-8", "replace")
+                raise api_error(response.status, response.reason, body, response.headers)
+            for line in response.lines():
                 if self._stop.is_set():
                     break
-                pending += chunk
-                if b"\n" not in chunk:
-                    continue
-                *lines, pending = pending.split(b"\n")
-                for line in lines:
-                    if line.strip():
-                        rv = self._handle_line(line, rv)
+                rv = self._resume_rv = self._handle_line(line, rv)
+        finally:
+            self._response = None
+            response.close()
         return rv
 
     def _handle_line(self, line: bytes, rv: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,7 @@ from scheduler.kube.client import METADATA_LIST, RawApi, list_all, load_api_clie
 from scheduler.kube.kinds import NON_TERMINAL_PODS
 from scheduler.kube.podstream import PodStream, wait_synced
 from scheduler.kube.transform import loads_trimmed, managed_fields_span, trim
+from scheduler.kube.watchhttp import open_stream
 from tests.integration.conftest import SchedulerProc
 
 
@@ -61,6 +63,38 @@ def test_stream_delivers_list_watch_and_synthesizes_missed_deletions(
 
     stream.relist()
     assert ("DELETED", "before") in events
+
+
+def test_watches_the_server_ends_resume_without_a_relist_or_a_lost_event(
+    cluster: LocalCluster, core: client.CoreV1Api, ns: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The API server ends each watch after timeoutSeconds (1 s here); pods created across those ends,
+    some while no watch is open, all arrive, from one list and several watches resumed at their last
+    event's resourceVersion."""
+    watches: list[str] = []
+
+    def counted(pool: Any, path: str, *args: Any) -> Any:
+        watches.append(path)
+        return open_stream(pool, path, *args)
+
+    monkeypatch.setattr(podstream, "open_stream", counted)
+    added: list[str] = []
+    api = RawApi(load_api_client(str(cluster.kubeconfig)))
+    stream = PodStream(api, lambda t, o: added.append(o["metadata"]["name"])
+                       if t == "ADDED" and o["metadata"].get("namespace") == ns else None, watch_timeout=1)
+    stream.start()
+    try:
+        assert wait_synced(stream, 30)
+        names = [f"w{i}" for i in range(16)]
+        for name in names:
+            core.create_namespaced_pod(ns, pod_manifest(name, scheduler_name="nobody"))
+            time.sleep(0.25)  # pacing only: spreads the creations over several watches
+        wait_for(lambda: sorted(added) == sorted(names), 30, what="every pod's ADDED event")
+        wait_for(lambda: len(watches) >= 3, 30, what="the server ending watches")
+    finally:
+        stream.stop()
+    assert stream.relists == 1
+    assert len(added) == len(names)  # nothing delivered twice either: each watch resumed where the last ended
 
 
 def test_scheduler_binds_with_the_stream_watch(

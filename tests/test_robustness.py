@@ -234,4 +234,4 @@ def test_a_silent_watch_is_abandoned_after_the_read_timeout() -> None:
         stream._watch(pool, "1")
     took = time.monotonic() - start
     server.close()
-    assert 1.4 < took < 5  # watch_timeout + read_grace, with slack for a loaded machine
+    assert 1.4 < took < 30  # watch_timeout + read_grace; the bound only says "not the minutes of a long watch"

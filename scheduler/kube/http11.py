@@ -46,13 +46,18 @@ class Response:
     def headers(self) -> dict[str, str]:
         """Lower-case names; a repeated header keeps its last value (most answers never ask: 2xx writes)."""
         if self._headers is None:
-            parsed: dict[str, str] = {}
-            for line in self.head.split("\r\n"):
-                name, _, value = line.partition(":")
-                if name:
-                    parsed[name.strip().lower()] = value.strip()
-            self._headers = parsed
+            self._headers = parse_header_lines(self.head.split("\r\n"))
         return self._headers
+
+
+def parse_header_lines(lines: Sequence[str]) -> dict[str, str]:
+    """Header lines (no CRLFs) as a dict: lower-case names, a repeated header keeps its last value."""
+    parsed: dict[str, str] = {}
+    for line in lines:
+        name, _, value = line.partition(":")
+        if name:
+            parsed[name.strip().lower()] = value.strip()
+    return parsed
 
 
 # One request: method, path (after the pool's prefix), headers (a mapping, or lines already rendered, each

@@ -18,7 +18,7 @@ import re
 import socket
 from collections.abc import Iterator, Mapping
 
-from scheduler.kube.http11 import ConnectionClosed, Http11Pool
+from scheduler.kube.http11 import ConnectionClosed, Http11Pool, parse_header_lines
 
 RECV_SIZE = 65536
 MAX_HEAD = 65536  # a status line and headers longer than this are not an API server's
@@ -233,11 +233,7 @@ def parse_head(head: bytes) -> tuple[int, str, dict[str, str]]:
     code, _, reason = rest.partition(" ")
     if not version.startswith("HTTP/") or not code.isdigit():
         raise ValueError(f"malformed status line {status_line[:80]!r}")
-    headers: dict[str, str] = {}
-    for field in fields:
-        name, _, value = field.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    return int(code), reason, headers
+    return int(code), reason, parse_header_lines(fields)
 
 
 def body_decoder(headers: Mapping[str, str]) -> Decoder:
@@ -257,9 +253,7 @@ def open_stream(pool: Http11Pool, path: str, headers: Mapping[str, str], connect
     sock = pool._connect(connect_timeout).sock  # the pool's TLS and socket set-up, outside its idle set
     try:
         sock.settimeout(read_timeout)
-        lines = [f"GET {pool.prefix}{path} HTTP/1.1", f"Host: {pool.host_header}"]
-        lines += [f"{k}: {v}" for k, v in headers.items()]
-        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        sock.sendall(pool._head("GET", path, headers, None))  # the pool's request line and headers
     except BaseException:
         with contextlib.suppress(OSError):
             sock.close()

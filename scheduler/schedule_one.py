@@ -36,6 +36,7 @@ from scheduler.cache.snapshot import Snapshot
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.edge import (
     APIWriter,
+    BatchBinder,
     Binder,
     BoundElsewhereError,
     EventRecorder,
@@ -72,9 +73,10 @@ from scheduler.framework.status import error as error_status
 from scheduler.framework.types import ASSIGNED_POD_DELETE, NodeInfo
 from scheduler.metrics import Metrics
 from scheduler.model.pod import Pod
+from scheduler.plugins.names import DEFAULT_BINDER
 from scheduler.queue.queued_pod_info import QueuedPodInfo
 from scheduler.queue.scheduling_queue import PriorityQueue
-from scheduler.workerpool import Slots, WorkerPool
+from scheduler.workerpool import BatchWorker, Slots, WorkerPool
 
 log = structlog.get_logger(__name__)
 
@@ -678,6 +680,10 @@ class SchedulerState:
     # Binding cycles run on this pool (None: inline, synchronous binding); the slots bound how many wait for it.
     _bind_pool: WorkerPool | None
     _bind_slots: Slots
+    # Plain pods' binding cycles (batchable_binding): their Bindings posted side by side from one thread.
+    _bind_batch: BatchWorker | None
+    # The first POST's outcome of a batched Binding, by pod uid, with its node: DefaultBinder's Bind takes it.
+    _posted: dict[str, tuple[str, Exception | None]]
     # Binding cycles of pods waiting at Permit (synchronous binding).
     parked: list[AssumedPod]
     permit_timer: PermitTimer
@@ -768,7 +774,50 @@ class ScheduleOne(SchedulerState):
             self.binding_cycle(bound)
         else:
             self._bind_slots.acquire()
-            self._bind_pool.submit(self._binding_cycle_guarded, bound)
+            if self._bind_batch is not None and self.batchable_binding(fwk):
+                self._bind_batch.submit(bound)
+            else:
+                self._bind_pool.submit(self._binding_cycle_guarded, bound)
+
+    def batchable_binding(self, fwk: Framework) -> bool:
+        """Whether this profile's binding cycles may post their Bindings in a batch: DefaultBinder alone
+        binds, no extender binds, and PreBind can tell when it has nothing to do (per pod, the batch then
+        checks that it has nothing and that the pod does not wait at Permit)."""
+        return (fwk.bind_plugin_names() == (DEFAULT_BINDER,) and fwk.pre_bind_plugins_say_when_idle()
+                and not any(ext.is_binder() for ext in self.algorithm.extenders))
+
+    def binding_batch(self, pods: list[AssumedPod]) -> None:
+        """The binding cycles of a batch of plain pods. The Binding of each pod that neither waits at Permit
+        nor has PreBind work is posted first, all side by side (BatchBinder.bind_batch); each pod's binding
+        cycle then runs as usual, its Bind taking that POST's outcome. A pod whose POST failed continues on the
+        pool, where its retries may wait; a pod with PreBind work goes there whole (upstream binds after PreBind)."""
+        assert self._bind_pool is not None and isinstance(self.binder, BatchBinder)
+        ready: list[AssumedPod] = []
+        for p in pods:
+            idle = pre_flight_has_work(p.fwk.pre_bind_plugins(), p.state, p.assumed, p.host)
+            if idle is not None and idle.code == Code.SKIP and p.fwk.get_waiting_pod(p.assumed.uid) is None:
+                ready.append(p)
+            else:
+                self._bind_pool.submit(self._binding_cycle_guarded, p)
+        if not ready:
+            return
+        try:
+            outcomes = self.binder.bind_batch([(p.assumed, p.host) for p in ready])
+        except Exception as exc:  # a bug in the batch: every pod's binding goes on from this error
+            outcomes = [exc] * len(ready)
+        for p, outcome in zip(ready, outcomes, strict=True):
+            self._posted[p.assumed.uid] = (p.host, outcome)
+            if outcome is None:
+                self._binding_cycle_guarded(p)
+            else:
+                self._bind_pool.submit(self._binding_cycle_guarded, p)
+
+    def take_posted(self, pod: Pod, node_name: str) -> tuple[bool, Exception | None]:
+        """Whether this pod's Binding to ``node_name`` was posted by its batch already, and with what error."""
+        posted = self._posted.pop(pod.uid, None)
+        if posted is None or posted[0] != node_name:
+            return False, None
+        return True, posted[1]
 
     def _park(self, pod: AssumedPod) -> None:
         """A pod waiting at Permit must not hold a binding worker or slot: a gang larger than the
@@ -815,6 +864,7 @@ class ScheduleOne(SchedulerState):
         try:
             self._binding_cycle_logged(pod)
         finally:
+            self._posted.pop(pod.assumed.uid, None)  # a batch's outcome the cycle did not reach Bind to take
             self._bind_slots.release()
             if self.metrics is not None:
                 self.metrics.binding_finished()

@@ -49,6 +49,11 @@ class NoAPIWriterError(RuntimeError):
     """A write was needed but the scheduler was built without an APIWriter."""
 
 
+# The most Bindings one batch posts at once, each on a connection of its own: within the HTTP client's 64 idle
+# connections beside the event writers' few, and at a few ms an answer still thousands of Bindings a second.
+BIND_BATCH_MOST = 32
+
+
 class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
     def __init__(
         self,
@@ -122,7 +127,7 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
         self._bind_slots = Slots(bind_workers * 4)
         self._bind_batch = None
         if self._bind_pool is not None and isinstance(binder, BatchBinder):
-            self._bind_batch = BatchWorker("binding-batch", self.binding_batch, bind_workers * 4)
+            self._bind_batch = BatchWorker("binding-batch", self.binding_batch, BIND_BATCH_MOST)
         self._posted = {}
         self.parked = []
         self.leading = leading  # leader election: extenders bind only while this replica leads

@@ -36,6 +36,7 @@ from scheduler.cache.snapshot import Snapshot
 from scheduler.config.types import SchedulerConfiguration
 from scheduler.edge import (
     APIWriter,
+    BatchBinder,
     Binder,
     BoundElsewhereError,
     EventRecorder,
@@ -72,9 +73,10 @@ from scheduler.framework.status import error as error_status
 from scheduler.framework.types import ASSIGNED_POD_DELETE, NodeInfo
 from scheduler.metrics import Metrics
 from scheduler.model.pod import Pod
+from scheduler.plugins.names import DEFAULT_BINDER
 from scheduler.queue.queued_pod_info import QueuedPodInfo
 from scheduler.queue.scheduling_queue import PriorityQueue
-from scheduler.workerpool import Slots, WorkerPool
+from scheduler.workerpool import BatchWorker, Slots, WorkerPool
 
 log = structlog.get_logger(__name__)
 
@@ -678,6 +680,10 @@ class SchedulerState:
     # Binding cycles run on this pool (None: inline, synchronous binding); the slots bound how many wait for it.
     _bind_pool: WorkerPool | None
     _bind_slots: Slots
+    # Plain pods' binding cycles (batchable_binding): their Bindings posted side by side from one thread.
+    _bind_batch: BatchWorker | None
+    # The first POST's outcome of a batched Binding, by pod uid, with its node: DefaultBinder's Bind takes it.
+    _posted: dict[str, tuple[str, Exception | None]]
     # Binding cycles of pods waiting at Permit (synchronous binding).
     parked: list[AssumedPod]
     permit_timer: PermitTimer
@@ -768,7 +774,81 @@ class ScheduleOne(SchedulerState):
             self.binding_cycle(bound)
         else:
             self._bind_slots.acquire()
-            self._bind_pool.submit(self._binding_cycle_guarded, bound)
+            if self._bind_batch is not None and self.batchable_binding(fwk):
+                self._bind_batch.submit(bound)
+            else:
+                self._bind_pool.submit(self._binding_cycle_guarded, bound)
+
+    def batchable_binding(self, fwk: Framework) -> bool:
+        """Whether this profile's binding cycles may post their Bindings in a batch: DefaultBinder alone
+        binds, no extender binds, and PreBind can tell when it has nothing to do (per pod, the batch then
+        checks that it has nothing and that the pod does not wait at Permit)."""
+        return (fwk.bind_plugin_names() == (DEFAULT_BINDER,) and fwk.pre_bind_plugins_say_when_idle()
+                and not any(ext.is_binder() for ext in self.algorithm.extenders))
+
+    def binding_batch(self, pods: list[AssumedPod]) -> None:
+        """The binding cycles of a batch of plain pods, on one thread. A pod that waits at Permit or has PreBind
+        work takes its whole binding cycle on the pool. For the others PreBind runs (it has nothing to do), then
+        their Bindings are posted side by side (BatchBinder.bind_batch), and each binding cycle ends as usual,
+        its Bind taking that POST's outcome; one whose POST failed ends on the pool, where its retries may wait."""
+        assert self._bind_pool is not None and isinstance(self.binder, BatchBinder)
+        posting: list[AssumedPod] = []
+        for p in pods:
+            if not self._nothing_before_bind(p):
+                self._bind_pool.submit(self._binding_cycle_guarded, p)
+                continue
+            if self.metrics is not None:
+                self.metrics.binding_started()
+            st = self._pre_bind_logged(p)
+            if st is None or st.code == Code.SUCCESS:
+                posting.append(p)
+            else:
+                self._end_guarded(p, st)
+        if not posting:
+            return
+        try:
+            outcomes = self.binder.bind_batch([(p.assumed, p.host) for p in posting])
+        except Exception as exc:  # a bug in the batch: each binding goes on from this error
+            log.exception("batched Bindings failed")
+            outcomes = [exc] * len(posting)
+        for p, outcome in zip(posting, outcomes, strict=True):
+            self._posted[p.assumed.uid] = (p.host, outcome)
+            if outcome is None:
+                self._end_guarded(p, None)
+            else:
+                self._bind_pool.submit(self._end_guarded, p)
+
+    def _nothing_before_bind(self, pod: AssumedPod) -> bool:
+        """No nomination to write, no wait at Permit, no PreBind work: the pod's Binding may join a batch."""
+        idle = pre_flight_has_work(pod.fwk.pre_bind_plugins(), pod.state, pod.assumed, pod.host)
+        return idle is not None and idle.code == Code.SKIP and pod.fwk.get_waiting_pod(pod.assumed.uid) is None
+
+    def _pre_bind_logged(self, pod: AssumedPod) -> Status | None:
+        try:
+            return self.before_bind(pod, nominate=False)
+        except Exception as exc:
+            log.exception("binding cycle crashed")
+            return error_status(exc)
+
+    def _end_guarded(self, pod: AssumedPod, st: Status | None = None) -> None:
+        """The rest of a batched pod's binding cycle from its Bind (``st``: how PreBind ended); the slot is
+        given back however it ends."""
+        try:
+            self.bind_and_finish(pod, st)
+        except Exception:
+            log.exception("binding cycle crashed")
+        finally:
+            self._posted.pop(pod.assumed.uid, None)
+            self._bind_slots.release()
+            if self.metrics is not None:
+                self.metrics.binding_finished()
+
+    def take_posted(self, pod: Pod, node_name: str) -> tuple[bool, Exception | None]:
+        """Whether this pod's Binding to ``node_name`` was posted by its batch already, and with what error."""
+        posted = self._posted.pop(pod.uid, None)
+        if posted is None or posted[0] != node_name:
+            return False, None
+        return True, posted[1]
 
     def _park(self, pod: AssumedPod) -> None:
         """A pod waiting at Permit must not hold a binding worker or slot: a gang larger than the
@@ -828,13 +908,24 @@ class ScheduleOne(SchedulerState):
     def binding_cycle(self, pod: AssumedPod) -> None:
         """bindingCycle: the nomination for expectation, WaitOnPermit, PreBind, Bind, then the cache confirms
         the binding and PostBind runs."""
-        fwk, state, qpi, assumed, host, cycle, start = (
-            pod.fwk, pod.state, pod.qpi, pod.assumed, pod.host, pod.cycle, pod.start)
-        st = self._nominate_for_expectation(fwk, state, assumed, host)
+        self.bind_and_finish(pod, self.before_bind(pod))
+
+    def before_bind(self, pod: AssumedPod, nominate: bool = True) -> Status | None:
+        """The binding cycle up to Bind: the nomination for expectation (``nominate``: unless the pod is known
+        to need none), WaitOnPermit, PreBind."""
+        fwk, state, assumed, host = pod.fwk, pod.state, pod.assumed, pod.host
+        st = self._nominate_for_expectation(fwk, state, assumed, host) if nominate else None
         if st is None or st.code == Code.SUCCESS:
             st = fwk.wait_on_permit(assumed)
         if st is None or st.code == Code.SUCCESS:
             st = fwk.run_pre_bind_plugins(state, assumed, host)
+        return st
+
+    def bind_and_finish(self, pod: AssumedPod, st: Status | None) -> None:
+        """The binding cycle from Bind (``st``: how the steps before it ended): the cache confirms the binding,
+        the pod is reported and PostBind runs; or the failure is handled."""
+        fwk, state, qpi, assumed, host, cycle, start = (
+            pod.fwk, pod.state, pod.qpi, pod.assumed, pod.host, pod.cycle, pod.start)
         if st is None or st.code == Code.SUCCESS:
             bound, st = extenders_binding(self.algorithm.extenders, assumed, host, self.leading)
             if not bound:

@@ -22,7 +22,7 @@ from scheduler.cache.cache import Cache
 from scheduler.cache.objects import ObjectStore
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config.types import SchedulerConfiguration
-from scheduler.edge import APIWriter, Binder, EventRecorder, NotFoundError, ScheduleObserver
+from scheduler.edge import APIWriter, BatchBinder, Binder, EventRecorder, NotFoundError, ScheduleObserver
 from scheduler.eventhandlers import EventHandlers
 from scheduler.extender import build_extenders
 from scheduler.framework.batch import plugins_without_sign_pod
@@ -40,13 +40,18 @@ from scheduler.model.pod import Pod
 from scheduler.queue.scheduling_queue import PriorityQueue
 from scheduler.reconfigure import Reconfigure, queue_profiles
 from scheduler.schedule_one import ScheduleOne, SchedulingAlgorithm
-from scheduler.workerpool import Slots, WorkerPool
+from scheduler.workerpool import BatchWorker, Slots, WorkerPool
 
 log = structlog.get_logger(__name__)
 
 
 class NoAPIWriterError(RuntimeError):
     """A write was needed but the scheduler was built without an APIWriter."""
+
+
+# The most Bindings one batch posts at once, each on a connection of its own: within the HTTP client's 64 idle
+# connections beside the event writers' few, and at a few ms an answer still thousands of Bindings a second.
+BIND_BATCH_MOST = 32
 
 
 class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
@@ -120,6 +125,10 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
         self._node_seen = {}
         self._bind_pool = None if synchronous_binding else WorkerPool(bind_workers, "binding")
         self._bind_slots = Slots(bind_workers * 4)
+        self._bind_batch = None
+        if self._bind_pool is not None and isinstance(binder, BatchBinder):
+            self._bind_batch = BatchWorker("binding-batch", self.binding_batch, BIND_BATCH_MOST)
+        self._posted = {}
         self.parked = []
         self.leading = leading  # leader election: extenders bind only while this replica leads
         self.permit_timer = PermitTimer(clock)  # the timeouts of pods waiting at Permit (no thread per pod)
@@ -159,6 +168,8 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
         if self._thread is not None:
             self._thread.join(timeout=5)
         self.permit_timer.stop()
+        if self._bind_batch is not None:  # before the pool: a batch hands pods on to it
+            self._bind_batch.shutdown(wait=True)
         if self._bind_pool is not None:
             self._bind_pool.shutdown(wait=True)
 
@@ -300,9 +311,15 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
         return None
 
     def bind(self, pod: Pod, node_name: str) -> Status | None:
-        """DefaultBinder's Bind through the injected Binder."""
+        """DefaultBinder's Bind through the injected Binder; for a batched binding cycle, the outcome of the
+        POST its batch made (binding_batch), followed up by the binder when it failed."""
+        posted, first_error = self.take_posted(pod, node_name)
         try:
-            self.binder.bind(pod, node_name)
+            if not posted:
+                self.binder.bind(pod, node_name)
+            elif first_error is not None:
+                assert isinstance(self.binder, BatchBinder)
+                self.binder.bind_after(pod, node_name, first_error)
         except Exception as exc:
             return error_status(exc)
         return None

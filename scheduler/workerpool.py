@@ -91,3 +91,65 @@ class Slots:
 
     def available(self) -> int:
         return self._tokens.qsize()
+
+
+class BatchWorker:
+    """One thread (``name``, started with the first item) that runs ``fn(items)`` on everything queued since
+    its last call, at most ``most`` items at a time: a burst of work costs the thread one wake-up, and the
+    items can share one round trip (the binding cycles' Bindings, posted side by side). An exception ``fn``
+    raises is logged; the items it held are the caller's to account for inside ``fn``."""
+
+    def __init__(self, name: str, fn: Callable[[list[Any]], object], most: int) -> None:
+        if most < 1:
+            raise ValueError("a batch holds at least one item")
+        self._name = name
+        self._fn = fn
+        self._most = most
+        self._items: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def submit(self, item: Any) -> None:
+        """Queue ``item``; RuntimeError once shut down."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("cannot schedule new work after shutdown")
+            self._items.put(item)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._work, name=self._name, daemon=True)
+                self._thread.start()
+
+    def _work(self) -> None:
+        get, get_nowait = self._items.get, self._items.get_nowait
+        done = False
+        while not done:
+            batch = [get()]
+            while len(batch) < self._most:
+                try:
+                    batch.append(get_nowait())
+                except queue.Empty:
+                    break
+            if batch[-1] is _END:
+                batch.pop()
+                done = True
+            if batch:
+                try:
+                    self._fn(batch)
+                except Exception:
+                    log.exception("batch worker failed", worker=self._name)
+
+    def shutdown(self, wait: bool = True) -> None:
+        """Refuse new work; what was queued still runs. ``wait``: until it has."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            thread = self._thread
+            if thread is not None:
+                self._items.put(_END)
+        if wait and thread is not None:
+            thread.join()
+
+
+_END = object()  # BatchWorker's last item: after it, nothing is queued (submit refuses once closed)

@@ -4,15 +4,21 @@ times 5 each step, 10 % jitter) for InternalError, ServiceUnavailable and a refu
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
+from typing import Any
 
 import orjson
 import pytest
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
-from scheduler.edge import NotLeaderError
-from scheduler.kube.binder import BIND_TRIES, bind_retriable, post_binding_with_retries
-from scheduler.kube.client import api_error
+from scheduler.edge import BatchBinder, NotLeaderError
+from scheduler.kube.binder import BIND_TRIES, ApiBinder, bind_retriable, post_binding_with_retries
+from scheduler.kube.client import ApiWriter, api_error
+from scheduler.kube.leaderelection import leader_gated_binder
+from scheduler.kube.ratelimit import TokenBucket
+from scheduler.model.pod import pod_from_api
+from tests.test_scheduler import pod as pod_object
 
 
 def status(code: int, reason: str) -> Exception:
@@ -103,3 +109,70 @@ def test_leadership_is_checked_before_each_retry() -> None:
     with pytest.raises(NotLeaderError):
         run(post, leading)
     assert post.calls == 1
+
+
+def test_a_batch_s_failed_first_post_counts_as_the_first_try() -> None:
+    """bind_after: the batch made the first POST; the retries go on from its error, never past BIND_TRIES."""
+    post = Post(*[status(500, "InternalError") for _ in range(5)])
+    waits: list[float] = []
+    with pytest.raises(ApiException):
+        post_binding_with_retries(post, None, "binding", rng=random.Random(0), sleep=waits.append,
+                                  first_error=status(503, "ServiceUnavailable"))
+    assert post.calls == BIND_TRIES - 1 and len(waits) == 3
+    post = Post()
+    with pytest.raises(ApiException) as raised:
+        post_binding_with_retries(post, None, "binding", sleep=waits.append, first_error=status(403, "Forbidden"))
+    assert raised.value.status == 403 and post.calls == 0, "an error that is not retried ends it at once"
+
+
+class Fanout:
+    """A Requester with ``fanout``: answers each Binding by its pod's name (``errors``), recording the requests."""
+
+    def __init__(self, errors: dict[str, Exception]) -> None:
+        self.errors = errors
+        self.fanned: list[list[tuple[str, str, Any, str]]] = []
+        self.alone: list[str] = []
+
+    def request(self, method: str, path: str, body: Any = None, content_type: str = "", timeout: float | None = None,
+                ) -> bytes:
+        self.alone.append(path)
+        error = self.errors.get(body["metadata"]["name"])
+        if error is not None:
+            raise error
+        return b"{}"
+
+    def fanout(self, requests: Sequence[tuple[str, str, Any, str]]) -> list[bytes | Exception]:
+        self.fanned.append(list(requests))
+        return [self.errors.get(body["metadata"]["name"], b"{}") for _, _, body, _ in requests]
+
+
+def test_a_batch_posts_each_binding_once_side_by_side_and_follows_up_its_errors_alone() -> None:
+    refused, gone = ConnectionRefusedError(111, "refused"), status(404, "NotFound")
+    raw = Fanout({"a": refused, "b": gone})
+    binder = ApiBinder(ApiWriter(raw, TokenBucket(0, 1)))
+    pods = [pod_from_api(pod_object(n)) for n in ("a", "b", "c")]
+    outcomes = binder.bind_batch([(p, "n1") for p in pods])
+    assert outcomes == [refused, gone, None]
+    assert [(m, path, body["target"]["name"], body["metadata"]["uid"]) for m, path, body, _ in raw.fanned[0]] == [
+        ("POST", f"/api/v1/namespaces/default/pods/{n}/binding", "n1", f"uid-{n}") for n in ("a", "b", "c")]
+    assert raw.alone == []
+    raw.errors.pop("a")  # the refused one goes through on its retry
+    binder.bind_after(pods[0], "n1", refused)
+    assert raw.alone == ["/api/v1/namespaces/default/pods/a/binding"]
+    with pytest.raises(ApiException):
+        binder.bind_after(pods[1], "n1", gone)
+    assert len(raw.alone) == 1, "a 404 is not retried"
+
+
+def test_a_gated_batch_binds_nothing_once_the_replica_stops_leading() -> None:
+    raw = Fanout({})
+    leader = type("L", (), {"is_leader": False})()
+    gated = leader_gated_binder(ApiBinder(ApiWriter(raw, TokenBucket(0, 1))), leader)
+    assert isinstance(gated, BatchBinder)
+    p = pod_from_api(pod_object("a"))
+    assert all(isinstance(o, NotLeaderError) for o in gated.bind_batch([(p, "n1")]))
+    with pytest.raises(NotLeaderError):
+        gated.bind_after(p, "n1", None)
+    assert raw.fanned == [] and raw.alone == []
+    leader.is_leader = True
+    assert gated.bind_batch([(p, "n1")]) == [None] and len(raw.fanned) == 1

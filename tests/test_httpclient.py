@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import threading
 from collections.abc import Iterator
 from urllib.parse import quote
 
@@ -10,7 +11,7 @@ import pytest
 
 from scheduler.kube.client import segment
 from scheduler.kube.http11 import ConnectionClosed, Http11Pool, _Conn
-from tests.socket_server import LocalSocketServer
+from tests.socket_server import LocalSocketServer, read_request_head
 
 
 class ScriptedServer(LocalSocketServer):
@@ -255,3 +256,66 @@ class _Recording:
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._sock, name)
+
+
+class GatheringServer(LocalSocketServer):
+    """Answers each request with its own body, but only once ``expect`` requests have arrived (on any
+    connections): a client that read an answer before sending every request would wait forever (5 s here,
+    then the server answers 503). A body of ``drop`` closes the connection unanswered, ``conflict`` is a 409."""
+
+    def __init__(self, expect: int) -> None:
+        self.barrier = threading.Barrier(expect, timeout=5)
+        super().__init__()
+
+    def handle(self, conn: socket.socket) -> None:
+        with conn:
+            while True:
+                data = read_request_head(conn)
+                if data is None:
+                    return
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                               if line.lower().startswith(b"content-length:")), 0)
+                while len(body) < length:
+                    body += conn.recv(65536)
+                try:
+                    self.barrier.wait()
+                except threading.BrokenBarrierError:
+                    conn.sendall(b"HTTP/1.1 503 Unavailable\r\nContent-Length: 0\r\n\r\n")
+                    return
+                if body == b"drop":
+                    return
+                status = "409 Conflict" if body == b"conflict" else "200 OK"
+                conn.sendall(f"HTTP/1.1 {status}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+
+
+def test_a_fanout_sends_every_request_on_a_connection_of_its_own_before_reading_any_answer() -> None:
+    server = GatheringServer(expect=3)
+    try:
+        pool = Http11Pool(f"http://127.0.0.1:{server.port}", None, timeout=10)
+        answers = pool.fanout([("POST", "/b", {}, b"one"), ("POST", "/b", {}, b"conflict"), ("POST", "/b", {}, b"3")])
+        assert [(a.status, a.body) for a in answers if not isinstance(a, Exception)] == [
+            (200, b"one"), (409, b"conflict"), (200, b"3")]
+        assert server.connections == 3 and len(pool._idle) == 3
+        server.barrier.reset()
+        answers = pool.fanout([("POST", "/b", {}, b"x"), ("POST", "/b", {}, b"y"), ("POST", "/b", {}, b"z")])
+        assert [a.body for a in answers if not isinstance(a, Exception)] == [b"x", b"y", b"z"]
+        assert server.connections == 3, "the idle connections were reused"
+        server.barrier.reset()
+        fresh = Http11Pool(f"http://127.0.0.1:{server.port}", None, timeout=10)
+        answers = fresh.fanout([("POST", "/b", {}, b"x"), ("POST", "/b", {}, b"drop"), ("POST", "/b", {}, b"z")])
+        assert not isinstance(answers[0], Exception) and answers[0].body == b"x"
+        assert isinstance(answers[1], OSError), "an answer lost on a new connection is the caller's to judge"
+        assert not isinstance(answers[2], Exception) and answers[2].body == b"z"
+        assert len(fresh._idle) == 2
+    finally:
+        server.close()
+
+
+def test_a_fanout_request_on_a_stale_idle_connection_goes_out_again_alone(
+        server_factory: list[ScriptedServer]) -> None:
+    server, pool = start(server_factory, [ok(b"1"), None, ok(b"again")])
+    assert pool.request("GET", "/a", {}).body == b"1"
+    answers = pool.fanout([("POST", "/e", {}, b"1")])
+    assert [a.body for a in answers if not isinstance(a, Exception)] == [b"again"]
+    assert server.connections == 2

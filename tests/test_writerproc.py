@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.edge import BoundElsewhereError, ConflictError, NotFoundError, NotLeaderError
+from scheduler.edge import BatchBinder, BoundElsewhereError, ConflictError, NotFoundError, NotLeaderError
 from scheduler.kube.client import ApiError, api_error
 from scheduler.kube.writerproc import (
     ChildWriter,
+    ProcessBinder,
     WriterProcess,
     encode,
     outcome_of,
@@ -120,6 +121,19 @@ def test_outcomes_reach_the_binding_worker(writer: WriterProcess) -> None:
     with pytest.raises(RuntimeError, match="reset by peer"):
         writer.bind(pod("broken"), "n1")
     assert writer.restarts == 0
+
+
+def test_a_batch_is_sent_whole_and_each_outcome_is_final(writer: WriterProcess) -> None:
+    """ProcessBinder.bind_batch: every Binding goes out before any outcome is awaited; the child made every
+    try, so bind_after raises the error it got."""
+    binder = ProcessBinder([writer])
+    assert isinstance(binder, BatchBinder)
+    outcomes = binder.bind_batch([(pod(n), "n1") for n in ("fine", "elsewhere", "gone", "fine")])
+    assert outcomes[0] is None and outcomes[3] is None
+    assert isinstance(outcomes[1], BoundElsewhereError) and isinstance(outcomes[2], NotFoundError)
+    with pytest.raises(NotFoundError):
+        binder.bind_after(pod("gone"), "n1", outcomes[2])
+    binder.bind_after(pod("fine"), "n1", None)
 
 
 def test_killed_child_is_restarted_and_binding_in_flight_resent(writer: WriterProcess, tmp_path: Path) -> None:

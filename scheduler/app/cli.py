@@ -303,7 +303,10 @@ def _run_options(r: argparse.ArgumentParser) -> None:
                         "--config; off without --config)")
     r.add_argument("--qps", type=float, default=None, help="client QPS for API writes (config default 50)")
     r.add_argument("--burst", type=int, default=None, help="client burst for API writes (config default 100)")
-    r.add_argument("--bind-workers", type=int, default=16, help="binding cycles run at once (default 16)")
+    r.add_argument("--bind-workers", type=int, default=16,
+                   help="binding cycles run at once on the binding pool (default 16): those of pods with PreBind work "
+                        "or that waited at Permit, and retries; other pods' Bindings are posted in batches of up to "
+                        "32 from one thread")
     r.add_argument("--api-writer-processes", type=int, default=0, metavar="N",
                    help="post Bindings and events from N child processes, off the scheduling process's GIL "
                         "(default 0: threads of this process; opt-in until a 16-core "

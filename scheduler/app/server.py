@@ -29,7 +29,7 @@ from scheduler.edge import APIWriter, Binder, EventRecorder
 from scheduler.kube.binder import ApiBinder
 from scheduler.kube.client import ApiWriter, RawApi, load_api_client
 from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS
-from scheduler.kube.leaderelection import LeaderElector, LeaderGatedBinder, LeaderGatedWriter
+from scheduler.kube.leaderelection import LeaderElector, LeaderGatedWriter, leader_gated_binder
 from scheduler.kube.operator import run_operator
 from scheduler.kube.podgroups import PODGROUP_KINDS, ApiPodGroupWriter, podgroups_served
 from scheduler.kube.podstream import PodStream, wait_synced
@@ -93,7 +93,7 @@ def setup(args: argparse.Namespace, cfg: SchedulerConfiguration, reload_source: 
     binder, sink = _binder_and_sink(args, kubeconfig, qps, burst, writer, elector, stack)
     api_writer: APIWriter = writer
     if elector is not None:
-        binder = LeaderGatedBinder(binder, elector)  # a replica that is not leading never binds
+        binder = leader_gated_binder(binder, elector)  # a replica that is not leading never binds
         api_writer = LeaderGatedWriter(writer, elector)  # nor evicts pods or binds volumes
         writer.may_retry = lambda: elector.is_leader  # nor retries a write once it no longer leads
     kinds = dict(OBJECT_KINDS)

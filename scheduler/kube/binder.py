@@ -5,7 +5,7 @@ from __future__ import annotations
 import errno
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import orjson
 import structlog
@@ -80,14 +80,20 @@ def retry_after(exc: BaseException) -> float | None:
 
 
 def post_binding_with_retries(post: Callable[[], None], may_retry: Callable[[], bool] | None, what: str,
-                              rng: random.Random | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
+                              rng: random.Random | None = None, sleep: Callable[[float], None] = time.sleep,
+                              first_error: Exception | None = None) -> None:
     """util.BindPod's retry.OnError(DefaultBackoff, Retriable, bind): the last retriable error is raised
     once the tries are spent, any other error at once. ``may_retry`` is asked before every retry (with
-    leader election, whether this replica still leads): False ends the bind with NotLeaderError."""
+    leader election, whether this replica still leads): False ends the bind with NotLeaderError.
+    ``first_error``: the first POST was made already (a batch's) and failed so; the tries go on from there."""
     wait = BIND_FIRST_WAIT
     tries = throttled = 0
+    earlier = first_error
     while True:
         try:
+            if earlier is not None:
+                failed, earlier = earlier, None
+                raise failed
             post()
             return
         except Exception as exc:
@@ -118,11 +124,22 @@ class ApiBinder:
         self.writer = writer
 
     def bind(self, pod: PodIdentity, node_name: str) -> None:
+        self.bind_after(pod, node_name, None)
+
+    def bind_batch(self, bindings: Sequence[tuple[PodIdentity, str]]) -> list[Exception | None]:
+        """The first POST of each binding, side by side (ApiWriter.bind_many): None where it bound, else the
+        error, which ``bind_after`` takes up as util.BindPod would after that POST."""
+        return self.writer.bind_many([(pod.namespace, pod.name, pod.uid, node) for pod, node in bindings])
+
+    def bind_after(self, pod: PodIdentity, node_name: str, first_error: Exception | None) -> None:
+        """``bind``, or its remaining tries and the 409's resolution after a first POST that failed with
+        ``first_error``."""
         def post() -> None:
             self.writer.bind(pod.namespace, pod.name, pod.uid, node_name)
 
         try:
-            post_binding_with_retries(post, self.writer.may_retry, f"binding of {pod.key} to {node_name}")
+            post_binding_with_retries(post, self.writer.may_retry, f"binding of {pod.key} to {node_name}",
+                                      first_error=first_error)
         except ConflictError as exc:
             self._resolve_conflict(pod, node_name, exc)
 

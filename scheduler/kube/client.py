@@ -181,6 +181,14 @@ class RawApi:
     def pipeline(self, requests: Sequence[tuple[str, str, Any, str]]) -> list[bytes | Exception]:
         """(method, path, body, content type) requests sent in one write and answered in order (Http11Pool.pipeline);
         one payload or exception each (an error status is its ApiError). Through a proxy, one after another."""
+        return self._several(requests, pipelined=True)
+
+    def fanout(self, requests: Sequence[tuple[str, str, Any, str]]) -> list[bytes | Exception]:
+        """The same requests each on a connection of its own, all sent before any answer is read
+        (Http11Pool.fanout): the server handles them side by side. Through a proxy, one after another."""
+        return self._several(requests, pipelined=False)
+
+    def _several(self, requests: Sequence[tuple[str, str, Any, str]], pipelined: bool) -> list[bytes | Exception]:
         if self._direct is None:
             out: list[bytes | Exception] = []
             for method, path, body, content_type in requests:
@@ -192,9 +200,9 @@ class RawApi:
         prepared = [(method, path, self._header_lines(JSON, content_type if body is not None else None),
                      None if body is None else orjson.dumps(body, default=plain))
                     for method, path, body, content_type in requests]
-        answers = self._direct.pipeline(prepared, timeout=self._timeout)
+        send = self._direct.pipeline if pipelined else self._direct.fanout
         results: list[bytes | Exception] = []
-        for r in answers:
+        for r in send(prepared, timeout=self._timeout):
             if isinstance(r, Exception):
                 results.append(r)
                 continue
@@ -391,12 +399,26 @@ class ApiWriter:
         """One POST of the Binding subresource, rate limited and not retried: its retries are upstream's
         (ApiBinder, ``util.BindPod``). The uid precondition makes a bind of a recreated pod a 409."""
         self.limiter.wait()
-        self.raw.request("POST", pod_path(namespace, name, "binding"), {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": {"name": name, "namespace": namespace, "uid": uid},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
-        })
+        self.raw.request("POST", pod_path(namespace, name, "binding"), _binding(namespace, name, uid, node))
+
+    def bind_many(self, bindings: Sequence[tuple[str, str, str, str]]) -> list[Exception | None]:
+        """One POST each of several Bindings (namespace, name, uid, node), rate limited, sent side by side on
+        connections of their own (RawApi.fanout); None or the error of each, not retried (as ``bind``)."""
+        fanout = getattr(self.raw, "fanout", None)
+        if fanout is None:
+            return [self._bind_alone(*b) for b in bindings]
+        for _ in bindings:
+            self.limiter.wait()
+        answers = fanout([("POST", pod_path(ns, name, "binding"), _binding(ns, name, uid, node), JSON)
+                          for ns, name, uid, node in bindings])
+        return [answer if isinstance(answer, Exception) else None for answer in answers]
+
+    def _bind_alone(self, namespace: str, name: str, uid: str, node: str) -> Exception | None:
+        try:
+            self.bind(namespace, name, uid, node)
+        except Exception as exc:
+            return exc
+        return None
 
     def get(self, path: str) -> bytes:
         """GET one object (rate limited and retried like the writes it serves)."""
@@ -499,6 +521,16 @@ class ApiWriter:
     def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
         self._request("PATCH", f"/apis/events.k8s.io/v1/namespaces/{segment(namespace)}/events/{segment(name)}",
                       patch, STRATEGIC_MERGE)
+
+
+def _binding(namespace: str, name: str, uid: str, node: str) -> dict[str, Any]:
+    """A Binding of pod namespace/name (uid as a precondition) to ``node``."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": name, "namespace": namespace, "uid": uid},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+    }
 
 
 def _events_path(namespace: str) -> str:

@@ -280,6 +280,62 @@ class Http11Pool:
             return out + [ConnectionClosed("the server closed the connection before answering")] * unanswered
         raise AssertionError("unreachable")
 
+    def fanout(self, requests: Sequence[Request], timeout: float | None = None) -> list[Response | Exception]:
+        """Send each request on a connection of its own, all before reading any answer, then read the answers;
+        one answer or exception per request. The server works on them side by side (unlike ``pipeline``'s,
+        which it answers one after another), and the caller's thread wakes once for the lot instead of once
+        each. A reused connection that fails before any byte of its answer (closed by the server while idle)
+        is replaced: that request goes out again alone through ``request``."""
+        seconds = self.timeout if timeout is None else timeout
+        started: list[tuple[_Conn, bool] | Exception | None] = []  # None: a stale connection, send it alone
+        for method, path, headers, body in requests:
+            head = self._head(method, path, headers, body)
+            try:
+                conn, reused = self._take(seconds)
+            except OSError as exc:
+                started.append(exc)
+                continue
+            conn.received = 0
+            try:
+                conn.sock.sendall(head + body if body else head)
+            except OSError as exc:
+                conn.close()
+                started.append(None if reused else exc)
+                continue
+            started.append((conn, reused))
+        return [self._fanout_answer(request, begun, seconds) for request, begun in zip(requests, started, strict=True)]
+
+    def _fanout_answer(self, request: Request, begun: tuple[_Conn, bool] | Exception | None,
+                       seconds: float) -> Response | Exception:
+        """The answer to one of ``fanout``'s requests, its connection returned to the pool or closed."""
+        method, path, headers, body = request
+        if begun is None:
+            return self._alone(method, path, headers, body, seconds)
+        if isinstance(begun, Exception):
+            return begun
+        conn, reused = begun
+        try:
+            response, keep = conn.read_response(method)
+        except (OSError, ValueError) as exc:
+            conn.close()
+            if reused and conn.received == 0:
+                return self._alone(method, path, headers, body, seconds)
+            return exc if isinstance(exc, OSError) else ConnectionClosed(f"malformed HTTP response: {exc}")
+        if keep:
+            self._give_back(conn)
+        else:
+            conn.close()
+        return response
+
+    def _alone(self, method: str, path: str, headers: Mapping[str, str] | str, body: bytes | None,
+               seconds: float) -> Response | Exception:
+        """A request sent again on its own after its reused connection proved stale (``request``'s rule)."""
+        self.close()  # the other idle connections are as old
+        try:
+            return self.request(method, path, headers, body, timeout=seconds)
+        except (OSError, ValueError) as exc:
+            return exc
+
     def close(self) -> None:
         with self._lock:
             while self._idle:

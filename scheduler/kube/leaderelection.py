@@ -37,7 +37,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 from urllib.parse import quote
@@ -47,7 +47,7 @@ import structlog
 from kubernetes.client.exceptions import ApiException
 
 from scheduler.config.types import LeaderElection
-from scheduler.edge import APIWriter, Binder, ConflictError, NotFoundError, NotLeaderError
+from scheduler.edge import APIWriter, BatchBinder, Binder, ConflictError, NotFoundError, NotLeaderError
 from scheduler.kube.client import Requester
 from scheduler.model.pod import Pod
 from scheduler.model.timefmt import micro_time, rfc3339
@@ -579,3 +579,28 @@ class LeaderGatedBinder:
         if not self.leadership.is_leader:
             raise NotLeaderError(f"not the leader: binding of {pod.key} to {node_name} skipped")
         self.inner.bind(pod, node_name)
+
+
+class LeaderGatedBatchBinder(LeaderGatedBinder):
+    """LeaderGatedBinder of a BatchBinder: a batch is posted only while leading, and so is every retry."""
+
+    def __init__(self, inner: BatchBinder, leadership: _Leadership) -> None:
+        super().__init__(inner, leadership)
+        self.batch_inner = inner
+
+    def bind_batch(self, bindings: Sequence[tuple[Pod, str]]) -> list[Exception | None]:
+        if not self.leadership.is_leader:
+            return [NotLeaderError(f"not the leader: binding of {pod.key} to {node} skipped") for pod, node in bindings]
+        return self.batch_inner.bind_batch(bindings)
+
+    def bind_after(self, pod: Pod, node_name: str, first_error: Exception | None) -> None:
+        if not self.leadership.is_leader:
+            raise NotLeaderError(f"not the leader: binding of {pod.key} to {node_name} skipped")
+        self.batch_inner.bind_after(pod, node_name, first_error)
+
+
+def leader_gated_binder(inner: Binder, leadership: _Leadership) -> LeaderGatedBinder:
+    """The gate for ``inner``, keeping its batch capability when it has one."""
+    if isinstance(inner, BatchBinder):
+        return LeaderGatedBatchBinder(inner, leadership)
+    return LeaderGatedBinder(inner, leadership)

@@ -7,7 +7,8 @@ scheduler only frames a short tuple per write and reads the outcome back.
 
 The contract the binding cycle relies on stays exact:
 - the scheduler assumes the pod before it sends the Binding (the bind call happens inside the binding
-  cycle, as before), and the binding worker that called ``bind`` waits for the child's outcome: ok, or an
+  cycle, as before), and the binding worker that called ``bind`` (or the binding-batch thread, for every
+  Binding of its batch, sent before it waits for any) waits for the child's outcome: ok, or an
   error rebuilt as the same exception type the in-process ApiBinder raises (BoundElsewhereError,
   ApiNotFound, ApiConflict, NotLeaderError, ApiError). PostBind or forget+requeue follows as today;
 - leadership: the parent's LeaderGatedBinder gates every bind before it is sent; the child gates again on
@@ -176,13 +177,21 @@ class WriterProcess:
 
     def bind(self, pod: Pod, node_name: str) -> None:
         """Send the Binding and wait for its outcome; raise what ApiBinder would have raised."""
+        self.wait_bind(pod, self.start_bind(pod, node_name))
+
+    def start_bind(self, pod: Pod, node_name: str) -> tuple[int, _Pending]:
+        """Send the Binding; ``wait_bind`` waits for its outcome."""
         with self._lock:
             self._next += 1
             ident = self._next
-        pending = _Pending(encode(["b", ident, pod.namespace, pod.name, pod.uid, node_name]))
-        with self._lock:
+            pending = _Pending(encode(["b", ident, pod.namespace, pod.name, pod.uid, node_name]))
             self._pending[ident] = pending
             self._write_locked(pending.frame)  # a dead child gets it again when restarted
+        return ident, pending
+
+    def wait_bind(self, pod: Pod, sent: tuple[int, _Pending]) -> None:
+        """Wait for a Binding's outcome; raise what ApiBinder would have raised."""
+        ident, pending = sent
         if not pending.done.wait(BIND_TIMEOUT):
             with self._lock:
                 self._pending.pop(ident, None)
@@ -264,6 +273,27 @@ class ProcessBinder:
 
     def bind(self, pod: Pod, node_name: str) -> None:
         self.writer_for(pod.uid).bind(pod, node_name)
+
+    def bind_batch(self, bindings: Sequence[tuple[Pod, str]]) -> list[Exception | None]:
+        """Every Binding sent to its child before waiting for any outcome: one waiting thread for the batch
+        instead of a binding worker each. The child makes all of a Binding's tries (ApiBinder), so an error
+        here is final."""
+        sent = [(pod, self.writer_for(pod.uid), self.writer_for(pod.uid).start_bind(pod, node))
+                for pod, node in bindings]
+        outcomes: list[Exception | None] = []
+        for pod, writer, pending in sent:
+            try:
+                writer.wait_bind(pod, pending)
+                outcomes.append(None)
+            except Exception as exc:
+                outcomes.append(exc)
+        return outcomes
+
+    def bind_after(self, pod: Pod, node_name: str, first_error: Exception | None) -> None:
+        """The child retried already: its error stands (no error: ``bind``)."""
+        if first_error is not None:
+            raise first_error
+        self.bind(pod, node_name)
 
 
 class ProcessEventSink:

@@ -9,13 +9,14 @@ from scheduler.framework.interface import CycleState, Handle
 from scheduler.framework.status import Status
 from scheduler.framework.types import ClusterEventWithHint
 from scheduler.model.pod import Pod
+from scheduler.plugins.names import DEFAULT_BINDER
 
 
 class DefaultBinder:
     """Binds through the handle (POST pods/<name>/binding live, a recorder in `simulate`), so the
     plugin itself never talks to the API server."""
 
-    name = "DefaultBinder"
+    name = DEFAULT_BINDER
 
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         del args

@@ -221,6 +221,8 @@ class Framework:
         self._reserve: list[ReservePlugin] = self._by_point["reserve"]
         self._permit: list[PermitPlugin] = self._by_point["permit"]
         self._pre_bind: list[PreBindPlugin] = self._by_point["preBind"]
+        self._bind_names = tuple(pl.name for pl in self._by_point["bind"])
+        self._pre_bind_all_pre_flight = all(hasattr(pl, "pre_bind_pre_flight") for pl in self._pre_bind)
         self._bind: list[BindPlugin] = self._by_point["bind"]
         self._post_bind: list[PostBindPlugin] = self._by_point["postBind"]
         self._observers = [p for p in self.plugins.values() if isinstance(p, ClusterEventObserver)]
@@ -370,6 +372,15 @@ class Framework:
     def pre_bind_plugins(self) -> list[PreBindPlugin]:
         """The PreBind plugins in run order (every binding cycle asks: no dict of every point per pod)."""
         return self._pre_bind
+
+    def bind_plugin_names(self) -> tuple[str, ...]:
+        """The Bind plugins' names in run order."""
+        return self._bind_names
+
+    def pre_bind_plugins_say_when_idle(self) -> bool:
+        """Every PreBind plugin has a PreBindPreFlight, so a Skip from all of them means PreBind has nothing to
+        do for the pod (a plugin without one might, so its binding cycle cannot be batched)."""
+        return self._pre_bind_all_pre_flight
 
     def has_filter_plugins(self) -> bool:
         return bool(self._filter)

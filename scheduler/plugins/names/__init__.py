@@ -15,7 +15,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["IN_TREE", "IN_TREE_BY_NAME", "IN_TREE_PLUGINS", "PluginSpec", "snake_case"]
+__all__ = ["DEFAULT_BINDER", "IN_TREE", "IN_TREE_BY_NAME", "IN_TREE_PLUGINS", "PluginSpec", "snake_case"]
+
+# The Bind plugin every default profile binds with (the scheduler batches its Bindings when it binds alone).
+DEFAULT_BINDER = "DefaultBinder"
 
 
 def snake_case(name: str) -> str:

@@ -50,7 +50,7 @@ from scheduler.model.resources import (
     scoring_request_list,
 )
 from scheduler.plugins.helper.dynamicresources.manager import MANAGER_KEY, DraManager
-from scheduler.plugins.helper.generation_memo import GenerationMemo
+from scheduler.plugins.helper.generation_memo import LIMIT, GenerationMemo
 from scheduler.plugins.helper.gomath import go_div, go_round
 from scheduler.plugins.helper.podgroup_points import PlacementScorePoint
 from scheduler.plugins.helper.shape_score import build_broken_linear_function
@@ -242,6 +242,9 @@ class ResourceAllocationScorer:
     use_requested: bool
     fn: ScorerFn
     memo: GenerationMemo[int] = field(default_factory=GenerationMemo, compare=False, repr=False)
+    # pod requests -> (node's allocatable cpu, used cpu, allocatable memory, used memory) -> score
+    by_amounts: dict[tuple[int, ...], dict[tuple[int, int, int, int], int]] = field(
+        default_factory=dict, compare=False, repr=False)
 
     def score(self, node_info: NodeInfo, pod_requests: Sequence[int]) -> int:
         return self.compute_nodes([node_info], pod_requests)[0]
@@ -276,34 +279,54 @@ class ResourceAllocationScorer:
     def compute_nodes(self, nodes: Sequence[NodeInfo], pod_requests: Sequence[int]) -> list[int]:
         """The score of each node: (requested, allocated, allocatable) per resource, allocatable 0 where the
         node has none (the formulas skip those). Allocated is the node's non-zero or real requests for cpu and
-        memory, the real ones for the rest; requested is allocated plus the pod's request."""
+        memory, the real ones for the rest; requested is allocated plus the pod's request.
+
+        For cpu and memory alone (the default resources) the score is remembered by the node's four amounts
+        it reads: the nodes the watch changed since the previous pod (its confirmation, its Running update)
+        mostly hold amounts some node already had, so their scores need no formula."""
         plan = self._plan(pod_requests)
+        if [src for _, src, _, _ in plan] != [0, 1]:
+            return [self._compute(ni, plan) for ni in nodes]
+        known = self.by_amounts.get(tuple(pod_requests))
+        if known is None or len(known) > LIMIT:
+            if known is None and len(self.by_amounts) >= 4:
+                self.by_amounts.clear()
+            known = self.by_amounts[tuple(pod_requests)] = {}
         use_requested = self.use_requested
-        fn = self.fn
-        n = len(self.resources)
         out: list[int] = []
         append = out.append
         for ni in nodes:
             alloc = ni.allocatable
             used = ni.requested if use_requested else ni.non_zero_requested
-            requested = [0] * n
-            allocated = [0] * n
-            allocatable = [0] * n
-            for i, src, name, pr in plan:
-                if src == 0:
-                    a, u = alloc.milli_cpu, used.milli_cpu
-                elif src == 1:
-                    a, u = alloc.memory, used.memory
-                elif src == 2:
-                    a, u = alloc.ephemeral_storage, ni.requested.ephemeral_storage
-                else:
-                    a, u = alloc.scalar.get(name, 0), ni.requested.scalar.get(name, 0)
-                if a:
-                    allocatable[i] = a
-                    allocated[i] = u
-                    requested[i] = u + pr
-            append(fn(requested, allocated, allocatable))
+            key = (alloc.milli_cpu, used.milli_cpu, alloc.memory, used.memory)
+            score = known.get(key)
+            if score is None:
+                score = known[key] = self._compute(ni, plan)
+            append(score)
         return out
+
+    def _compute(self, ni: NodeInfo, plan: list[tuple[int, int, str, int]]) -> int:
+        """The formula on one node (``_plan``'s resources)."""
+        n = len(self.resources)
+        alloc = ni.allocatable
+        used = ni.requested if self.use_requested else ni.non_zero_requested
+        requested = [0] * n
+        allocated = [0] * n
+        allocatable = [0] * n
+        for i, src, name, pr in plan:
+            if src == 0:
+                a, u = alloc.milli_cpu, used.milli_cpu
+            elif src == 1:
+                a, u = alloc.memory, used.memory
+            elif src == 2:
+                a, u = alloc.ephemeral_storage, ni.requested.ephemeral_storage
+            else:
+                a, u = alloc.scalar.get(name, 0), ni.requested.scalar.get(name, 0)
+            if a:
+                allocatable[i] = a
+                allocated[i] = u
+                requested[i] = u + pr
+        return self.fn(requested, allocated, allocatable)
 
 
 def _weighted(resources: Sequence[ResourceSpec], per_resource: Callable[[int, int], int]) -> ScorerFn:

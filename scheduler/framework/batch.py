@@ -98,7 +98,8 @@ class OpportunisticBatch:
     """Verdicts and raw scores of the latest signature, by position in the snapshot's node list."""
 
     __slots__ = (
-        "feasible", "known", "mark", "nodes", "raw", "rejected", "score_plugins", "signature", "verdicts",
+        "_feasible_at", "_walked", "feasible", "known", "mark", "nodes", "raw", "rejected", "score_plugins",
+        "signature", "verdicts",
     )
 
     def __init__(self) -> None:
@@ -111,11 +112,17 @@ class OpportunisticBatch:
         self.known: npt.NDArray[np.bool_] = _NOTHING_KNOWN  # positions whose column holds their raw scores
         self.score_plugins: tuple[str, ...] = ()
         self.mark: Hashable = None  # the snapshot's change-log position at the last refresh
+        # ``feasible`` as an array, built when first needed after it changed (None: stale), and the latest
+        # walk's chosen list with the (start, stop) slices of ``feasible`` it was cut from: scores() gathers by
+        # those slices of the array instead of converting hundreds of Python ints each cycle.
+        self._feasible_at: npt.NDArray[np.intp] | None = None
+        self._walked: tuple[list[int], list[tuple[int, int]]] | None = None
 
     def invalidate(self) -> None:
         self.signature = None
         self.nodes, self.verdicts, self.feasible, self.rejected = [], [], [], []
         self.raw, self.known, self.score_plugins = _NO_MATRIX, _NOTHING_KNOWN, ()
+        self._feasible_at = self._walked = None
 
     def refresh(
         self,
@@ -190,6 +197,7 @@ class OpportunisticBatch:
         src, dst = (self.feasible, self.rejected) if was_ok else (self.rejected, self.feasible)
         del src[bisect_left(src, p)]
         insort(dst, p)
+        self._feasible_at = self._walked = None
 
     def walk(
         self, start: int, k: int, overrides: Mapping[int, Status | None] | None = None
@@ -199,10 +207,15 @@ class OpportunisticBatch:
         this walk only (nodes with nominated pods, filtered twice)."""
         feasible, rejected = self.feasible, self.rejected
         if overrides:
+            self._walked = None
             ok = {p for p, status in overrides.items() if _ok(status)}
             feasible = sorted([p for p in feasible if p not in overrides] + list(ok))
             rejected = sorted([p for p in rejected if p not in overrides] + [p for p in overrides if p not in ok])
-        return walk_positions(feasible, rejected, start, k)
+            return walk_positions(feasible, rejected, start, k)
+        spans: list[tuple[int, int]] = []
+        chosen, visited_rejected = walk_positions(feasible, rejected, start, k, spans)
+        self._walked = (chosen, spans)
+        return chosen, visited_rejected
 
     def scores(
         self, positions: Sequence[int], plugins: tuple[str, ...], compute: RawScorer
@@ -214,7 +227,7 @@ class OpportunisticBatch:
             self.raw = np.zeros((len(plugins), n), dtype=np.int64)
             self.known = np.zeros(n, dtype=np.bool_)
             self.score_plugins = plugins
-        at = np.fromiter(positions, dtype=np.intp, count=len(positions))
+        at = self._positions_array(positions)
         if not plugins:
             return self.raw[:, at], None
         missing = at[~self.known[at]]
@@ -225,6 +238,19 @@ class OpportunisticBatch:
                 return _NO_MATRIX, status
             self._remember(plugins, todo, computed)
         return np.take(self.raw, at, axis=1), None  # a gather over the feasible positions, no loop per node
+
+    def _positions_array(self, positions: Sequence[int]) -> npt.NDArray[np.intp]:
+        """``positions`` as an index array: slices of ``feasible``'s array when they are the latest walk's."""
+        walked = self._walked
+        if walked is None or positions is not walked[0] or not walked[1]:
+            return np.fromiter(positions, dtype=np.intp, count=len(positions))
+        if self._feasible_at is None:
+            self._feasible_at = np.fromiter(self.feasible, dtype=np.intp, count=len(self.feasible))
+        feasible_at = self._feasible_at
+        spans = walked[1]
+        if len(spans) == 1:
+            return feasible_at[spans[0][0]:spans[0][1]]
+        return np.concatenate([feasible_at[lo:hi] for lo, hi in spans])
 
     def _remember(self, plugins: tuple[str, ...], todo: list[int], computed: Mapping[str, Sequence[int]]) -> None:
         """Store the raw scores computed for the positions ``todo``. Usually one or two nodes changed since the
@@ -334,12 +360,20 @@ class OpportunisticBatches:
         return None
 
 
-def walk_positions(feasible: list[int], rejected: list[int], start: int, k: int) -> tuple[list[int], list[int]]:
-    """The walk over sorted feasible and rejected positions (see ``OpportunisticBatch.walk``)."""
+def walk_positions(
+    feasible: list[int], rejected: list[int], start: int, k: int, spans: list[tuple[int, int]] | None = None
+) -> tuple[list[int], list[int]]:
+    """The walk over sorted feasible and rejected positions (see ``OpportunisticBatch.walk``). ``spans``, if
+    given, receives the (start, stop) slices of ``feasible`` the chosen positions are, in order."""
     b = bisect_left(feasible, start)
     chosen = feasible[b:b + k]
+    cuts = [(b, b + len(chosen))]
     if len(chosen) < k:
-        chosen += feasible[:min(k - len(chosen), b)]
+        wrapped = min(k - len(chosen), b)
+        chosen += feasible[:wrapped]
+        cuts.append((0, wrapped))
+    if spans is not None:
+        spans.extend(cut for cut in cuts if cut[1] > cut[0])
     if len(chosen) < k:  # fewer feasible than wanted: every node is visited
         r = bisect_left(rejected, start)
         return chosen, rejected[r:] + rejected[:r]

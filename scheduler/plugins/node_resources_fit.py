@@ -58,6 +58,7 @@ from scheduler.plugins.helper.shape_score import build_broken_linear_function
 NAME = "NodeResourcesFit"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
+_FIT_STATE = NAME + ".FitState"
 
 MAX_UTILIZATION = 100
 
@@ -443,10 +444,14 @@ class NodeResourcesFit(PlacementScorePoint):  # v1.37: also a PlacementScore plu
         if _is_resource_error(pod):
             return None, unresolvable(str(pod.parse_error))
         req = fit_request(pod)
-        state.write(
-            PRE_FILTER_STATE_KEY,
-            FitState.build(req, self.ignored_resources, self.ignored_resource_groups, self._dra_backed(req)),
-        )
+        dra_backed = self._dra_backed(req)
+        # Shared by the pods with these resource fields (the memo is), under this configuration.
+        key = (_FIT_STATE, self.ignored_resources, self.ignored_resource_groups, dra_backed)
+        fit_state = pod.resource_memo.get(key)
+        if fit_state is None:
+            fit_state = pod.resource_memo[key] = FitState.build(
+                req, self.ignored_resources, self.ignored_resource_groups, dra_backed)
+        state.write(PRE_FILTER_STATE_KEY, fit_state)
         return None, None
 
     def pre_filter_extensions(self) -> None:

@@ -109,13 +109,17 @@ class DeferredHistogram(Collector):
 
 class DeferredCounter(Collector):
     """A counter written by one thread (the scheduling thread) with plain dict arithmetic, no lock;
-    a scrape reads a copy (one C-level step under the GIL)."""
+    a scrape reads a copy (one C-level step under the GIL).
+
+    ``group`` gives a cell that adds one amount to several series at once: the writer adds to the cell
+    alone (a cycle counts the same plugin lists over and over), and reads expand the cells."""
 
     def __init__(self, name: str, documentation: str, labelnames: Sequence[str]) -> None:
         self.name = name  # without the _total suffix, as prometheus_client's families want it
         self.documentation = documentation
         self.labelnames = list(labelnames)
         self._totals: dict[tuple[str, ...], float] = {}
+        self._cells: list[list[Any]] = []  # [series labels, amount added to each]
 
     def add(self, labelvalues: tuple[str, ...], amount: float) -> None:
         totals = self._totals
@@ -127,15 +131,29 @@ class DeferredCounter(Collector):
         for labelvalues in series:
             totals[labelvalues] = totals.get(labelvalues, 0.0) + amount
 
+    def group(self, series: Iterable[tuple[str, ...]]) -> list[Any]:
+        """A cell [series, amount]: ``cell[1] += n`` counts n for every labels in ``series``."""
+        cell: list[Any] = [tuple(series), 0.0]
+        self._cells.append(cell)
+        return cell
+
+    def _merged(self) -> dict[tuple[str, ...], float]:
+        totals = self._totals.copy()
+        for series, amount in list(self._cells):
+            if amount:
+                for labelvalues in series:
+                    totals[labelvalues] = totals.get(labelvalues, 0.0) + amount
+        return totals
+
     def value(self, labelvalues: tuple[str, ...]) -> float:
-        return self._totals.copy().get(labelvalues, 0.0)
+        return self._merged().get(labelvalues, 0.0)
 
     def describe(self) -> Iterator[CounterMetricFamily]:
         yield CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
 
     def collect(self) -> Iterator[CounterMetricFamily]:
         family = CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
-        for labels, total in sorted(self._totals.copy().items()):
+        for labels, total in sorted(self._merged().items()):
             family.add_metric(list(labels), total)
         yield family
 
@@ -150,11 +168,12 @@ class ProfileMetrics:
     def __init__(self, metrics: Metrics, profile: str) -> None:
         self._m = metrics
         self.profile = profile
-        # (point, plugin names) -> their label tuples: a cycle counts the same few lists over and over
-        self._evaluation_labels: dict[tuple[str, tuple[str, ...]], list[tuple[str, str, str]]] = {}
+        # (point, plugin names) -> their counter cell: a cycle counts the same few lists over and over
+        self._evaluation_cells: dict[tuple[str, tuple[str, ...]], list[Any]] = {}
+        self._extension_point_sink = metrics.extension_point_duration.sink()
 
     def extension_point(self, point: str, status: str, seconds: float) -> None:
-        self._m.extension_point_duration.record((point, status, self.profile), seconds)
+        self._extension_point_sink(((point, status, self.profile), seconds))
 
     def plugin_duration(self, plugin: str, point: str, status: str, seconds: float) -> None:
         self._m.plugin_execution_duration.record((plugin, point, status), seconds)
@@ -165,10 +184,11 @@ class ProfileMetrics:
     def plugin_evaluations(self, plugins: Iterable[str], point: str, count: int) -> None:
         if count:  # PreFilter/Filter/PreScore/Score run on the scheduling thread only
             names = plugins if isinstance(plugins, tuple) else tuple(plugins)
-            labels = self._evaluation_labels.get((point, names))
-            if labels is None:
-                labels = self._evaluation_labels[(point, names)] = [(name, point, self.profile) for name in names]
-            self._m.plugin_evaluation_total.add_each(labels, count)
+            cell = self._evaluation_cells.get((point, names))
+            if cell is None:
+                cell = self._evaluation_cells[(point, names)] = self._m.plugin_evaluation_total.group(
+                    [(name, point, self.profile) for name in names])
+            cell[1] += count
 
     def permit_wait(self, status: str, seconds: float) -> None:
         self._m.permit_wait_duration.labels(status).observe(seconds)

@@ -65,11 +65,13 @@ def template_key(pod: Pod) -> str:
         spec = dict(raw.get("spec") or {})
         spec.pop("nodeName", None)
         volumes = spec.pop("volumes", None) or []
-        spec["volumes"] = [{k: v for k, v in vol.items() if k != "name"} if isinstance(vol, Mapping) else vol
+        spec["volumes"] = [{k: v for k, v in vol.items() if k != "name"} if _is_mapping(vol) else vol
                            for vol in volumes]
         for field in ("containers", "initContainers", "ephemeralContainers"):
-            if isinstance(spec.get(field), list):
-                spec[field] = [_without_mounts(c) for c in spec[field]]
+            containers = spec.get(field)
+            # Rebuilt only where some container has mounts (or is not a dict): the same key either way.
+            if isinstance(containers, list) and any(type(c) is not dict or "volumeMounts" in c for c in containers):
+                spec[field] = [_without_mounts(c) for c in containers]
         body = [meta.get(k) for k in _METADATA] + [spec]
         try:  # orjson is ten times faster; str, as orjson's bytes keep a 4 KiB buffer per pod
             key = orjson.dumps(body, option=orjson.OPT_SORT_KEYS, default=str).decode()
@@ -79,8 +81,13 @@ def template_key(pod: Pod) -> str:
     return key
 
 
+def _is_mapping(value: Any) -> bool:
+    """isinstance(value, Mapping), without the ABC check for the API's plain dicts."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _without_mounts(container: Any) -> Any:
-    if not isinstance(container, Mapping):
+    if not _is_mapping(container):
         return container
     return {k: v for k, v in container.items() if k != "volumeMounts"}
 

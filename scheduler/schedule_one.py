@@ -144,11 +144,12 @@ def select_host(totals: Sequence[int] | ScoreRow, tie_break: TieBreak = "heap", 
     scores = np.asarray(totals, dtype=np.int64)
     if not scores.size:
         raise ValueError("empty priority list")
-    tied = np.flatnonzero(scores == scores.max())
+    is_top = scores == scores.max()
+    tied = np.flatnonzero(is_top)
     if len(tied) == 1:
         return int(tied[0])
     if randomizers is None and tie_break == "heap":
-        return heap_preorder_first(tied)
+        return heap_preorder_first(tied, is_top)
     ties = tied.tolist()
     if randomizers is not None:
         top = max(randomizers[i] for i in ties)
@@ -164,21 +165,24 @@ def select_host(totals: Sequence[int] | ScoreRow, tie_break: TieBreak = "heap", 
 _PREORDER_STEPS = 48
 
 
-def heap_preorder_first(indices: np.ndarray) -> int:
-    """min(indices, key=heap_preorder_key) (``indices``: the tied positions, ascending). With many ties (a
-    uniform cluster ties on a third of its nodes) a pre-order walk from the root meets one within a few
-    steps: a handful of set lookups instead of a dozen numpy calls. Where none is met within
-    _PREORDER_STEPS, every tie is ranked at once: each 1-based position's path bits, left-aligned to the
-    deepest one's length, with the depth below them so that an ancestor (a prefix) comes first."""
-    ties = indices.tolist()
-    tied = set(ties)
-    last = ties[-1]  # no descendant of a later node is tied: a child's index exceeds its parent's
+def heap_preorder_first(indices: np.ndarray, tied: np.ndarray | None = None) -> int:
+    """min(indices, key=heap_preorder_key) (``indices``: the tied positions, ascending; ``tied``, if given,
+    the boolean row they are the true entries of). With many ties (a uniform cluster ties on a third of
+    its nodes) a pre-order walk from the root meets one within a few steps: a handful of list reads
+    instead of a dozen numpy calls. Where none is met within _PREORDER_STEPS, every tie is ranked at
+    once: each 1-based position's path bits, left-aligned to the deepest one's length, with the depth
+    below them so that an ancestor (a prefix) comes first."""
+    last = int(indices[-1])  # no descendant of a later node is tied: a child's index exceeds its parent's
+    if tied is None:
+        tied = np.zeros(last + 1, dtype=np.bool_)
+        tied[indices] = True
+    flags = tied[:last + 1].tolist()
     stack = [0]
     for _ in range(_PREORDER_STEPS):
         if not stack:
             break
         i = stack.pop()
-        if i in tied:
+        if flags[i]:
             return i
         if 2 * i + 2 <= last:
             stack.append(2 * i + 2)
@@ -188,7 +192,7 @@ def heap_preorder_first(indices: np.ndarray) -> int:
     depths = np.frexp(positions)[1]  # bit lengths (the float exponents), exact below 2**53
     aligned = positions << (depths.max() - depths)
     keys = (aligned * 64 + depths).tolist()  # argmin in Python: numpy's releases the GIL, at any size
-    return ties[keys.index(min(keys))]
+    return int(indices[keys.index(min(keys))])
 
 
 def heap_preorder_key(index: int) -> str:

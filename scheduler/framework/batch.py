@@ -115,7 +115,9 @@ class OpportunisticBatch:
         self.verdicts: list[Status | None] = []
         self.feasible: list[int] = []  # sorted positions
         self.rejected: list[int] = []  # sorted positions
-        self.raw: ScoreMatrix = _NO_MATRIX  # a row per score plugin, a column per position
+        # A row per position, a column per score plugin: the gather of the feasible positions' rows copies
+        # one contiguous run of a row each (scores() hands out its transpose, a row per plugin).
+        self.raw: ScoreMatrix = _NO_MATRIX
         self.known: npt.NDArray[np.bool_] = _NOTHING_KNOWN  # positions whose column holds their raw scores
         self.score_plugins: tuple[str, ...] = ()
         self.mark: Hashable = None  # the snapshot's change-log position at the last refresh
@@ -230,13 +232,13 @@ class OpportunisticBatch:
         """Raw scores of ``plugins`` on the nodes at ``positions`` (a row per plugin): remembered ones,
         ``compute`` for the rest (all plugins' entries of a node are dropped together when it changes)."""
         n = len(self.nodes)
-        if plugins != self.score_plugins or self.raw.shape[1] != n:
-            self.raw = np.zeros((len(plugins), n), dtype=np.int64)
+        if plugins != self.score_plugins or self.raw.shape[0] != n:
+            self.raw = np.zeros((n, len(plugins)), dtype=np.int64)
             self.known = np.zeros(n, dtype=np.bool_)
             self.score_plugins = plugins
         at = self._positions_array(positions)
         if not plugins:
-            return self.raw[:, at], None
+            return self.raw[at].T, None
         missing = at[~self.known[at]]
         if missing.size:
             todo = missing.tolist()
@@ -244,7 +246,7 @@ class OpportunisticBatch:
             if status is not None:
                 return _NO_MATRIX, status
             self._remember(plugins, todo, computed)
-        return np.take(self.raw, at, axis=1), None  # a gather over the feasible positions, no loop per node
+        return np.take(self.raw, at, axis=0).T, None  # a gather over the feasible positions, no loop per node
 
     def _positions_array(self, positions: Sequence[int]) -> npt.NDArray[np.intp]:
         """``positions`` as an index array: slices of ``feasible``'s array when they are the latest walk's."""
@@ -261,19 +263,17 @@ class OpportunisticBatch:
 
     def _remember(self, plugins: tuple[str, ...], todo: list[int], computed: Mapping[str, Sequence[int]]) -> None:
         """Store the raw scores computed for the positions ``todo``. Usually one or two nodes changed since the
-        previous pod: element by element then, because numpy releases the GIL for every fancy-indexed
-        assignment (twice: checking the indices, then writing), and live each release hands the GIL and the
-        core to a waiting binding or watch thread for a while (a plugin's row each, about a dozen a pod)."""
+        previous pod: a row each then, by basic indexing, because numpy releases the GIL for every
+        fancy-indexed assignment (twice: checking the indices, then writing), and live each release hands the
+        GIL and the core to a waiting binding or watch thread for a while."""
         raw, known = self.raw, self.known
+        columns = [computed[name] for name in plugins]
         if len(todo) > _FANCY_FROM:
-            raw[:, todo] = [computed[name] for name in plugins]
+            raw[todo] = np.array(columns, dtype=np.int64).T
             known[todo] = True
             return
-        for i, name in enumerate(plugins):
-            row, values = raw[i], computed[name]
-            for j, p in enumerate(todo):
-                row[p] = values[j]
-        for p in todo:
+        for j, p in enumerate(todo):
+            raw[p] = [values[j] for values in columns]  # a basic-index write of one short row
             known[p] = True
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from scheduler.framework.interface import CycleState, Handle, PreFilterResult
 from scheduler.framework.status import Status, error, skip, unresolvable
@@ -63,10 +63,10 @@ def _containers(spec: Mapping[str, Any], *kinds: str) -> Iterable[Mapping[str, A
 def required_features(pod: Pod) -> frozenset[str]:
     """InferForPodScheduling: the declared features the pod cannot run without. Remembered in the pod's memo
     (a function of its spec): signing and PreFilter both ask each cycle."""
-    required = pod.memo.get(_MEMO_KEY)
+    required: frozenset[str] | None = pod.memo.get(_MEMO_KEY)
     if required is None:
         required = pod.memo[_MEMO_KEY] = _infer(pod)
-    return cast(frozenset[str], required)
+    return required
 
 
 def _infer(pod: Pod) -> frozenset[str]:

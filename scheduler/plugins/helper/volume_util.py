@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, cast
+from typing import Any
 from urllib.parse import urlsplit
 
 from scheduler.model.labels import Requirement, requirements_match
@@ -134,11 +134,11 @@ def resource_version(obj: Obj) -> int:
 def pod_volumes(pod: Pod) -> list[Mapping[str, Any]]:
     """The pod's volumes (the well-formed ones), read once per pod view: five plugins ask each cycle. Callers
     must not change the list."""
-    vols = pod.memo.get(_VOLUMES_MEMO)
+    vols: list[Mapping[str, Any]] | None = pod.memo.get(_VOLUMES_MEMO)
     if vols is None:
         vols = pod.memo[_VOLUMES_MEMO] = [
             v for v in (pod.raw.get("spec") or {}).get("volumes") or [] if isinstance(v, Mapping)]
-    return cast(list[Mapping[str, Any]], vols)
+    return vols
 
 
 _VOLUMES_MEMO = "volume_util.volumes"

@@ -215,6 +215,7 @@ class FitState:
 
 
 ScorerFn = Callable[[list[int], list[int], list[int]], int]
+_Plan = list[tuple[int, int, str, int]]  # ResourceAllocationScorer._plan: (index, source, name, pod request)
 
 
 def pod_resource_requests(pod: Pod, resources: Sequence[ResourceSpec], use_requested: bool) -> tuple[int, ...]:
@@ -243,8 +244,9 @@ class ResourceAllocationScorer:
     use_requested: bool
     fn: ScorerFn
     memo: GenerationMemo[int] = field(default_factory=GenerationMemo, compare=False, repr=False)
-    # pod requests -> (node's allocatable cpu, used cpu, allocatable memory, used memory) -> score
-    by_amounts: dict[tuple[int, ...], dict[tuple[int, int, int, int], int]] = field(
+    # pod requests -> (their _plan, and for cpu and memory alone: (node's allocatable cpu, used cpu,
+    # allocatable memory, used memory) -> score)
+    by_request: dict[tuple[int, ...], tuple[_Plan, dict[tuple[int, int, int, int], int] | None]] = field(
         default_factory=dict, compare=False, repr=False)
 
     def score(self, node_info: NodeInfo, pod_requests: Sequence[int]) -> int:
@@ -285,14 +287,18 @@ class ResourceAllocationScorer:
         For cpu and memory alone (the default resources) the score is remembered by the node's four amounts
         it reads: the nodes the watch changed since the previous pod (its confirmation, its Running update)
         mostly hold amounts some node already had, so their scores need no formula."""
-        plan = self._plan(pod_requests)
-        if [src for _, src, _, _ in plan] != [0, 1]:
+        reqs = tuple(pod_requests)
+        entry = self.by_request.get(reqs)
+        if entry is None:
+            if len(self.by_request) >= 4:
+                self.by_request.clear()
+            plan = self._plan(reqs)
+            entry = self.by_request[reqs] = (plan, {} if [src for _, src, _, _ in plan] == [0, 1] else None)
+        plan, known = entry
+        if known is None:
             return [self._compute(ni, plan) for ni in nodes]
-        known = self.by_amounts.get(tuple(pod_requests))
-        if known is None or len(known) > LIMIT:
-            if known is None and len(self.by_amounts) >= 4:
-                self.by_amounts.clear()
-            known = self.by_amounts[tuple(pod_requests)] = {}
+        if len(known) > LIMIT:
+            known.clear()
         use_requested = self.use_requested
         out: list[int] = []
         append = out.append

@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field, fields
-from operator import attrgetter
 from datetime import datetime
+from operator import attrgetter
 from typing import Any
 
 from scheduler.model.errors import InvalidObjectError

@@ -216,6 +216,9 @@ class SchedulingAlgorithm:
         self.rng = rng if rng is not None else random.Random()
         self.tie_break: TieBreak = tie_break
         self.next_start_node_index = 0
+        # False: a batched walk that found a feasible node leaves the rejected nodes out of the diagnosis' map
+        # (only counted): the pod fits, so no message, requeue or preemption reads their statuses.
+        self.list_rejections_on_success = True
         self.configure(percentage_of_nodes_to_score, extenders, batching)
 
     def configure(
@@ -246,7 +249,7 @@ class SchedulingAlgorithm:
         feasible, diagnosis, positions = self.find_nodes_that_fit_pod(fwk, state, pod, snapshot, all_nodes, nominator)
         if not feasible:
             raise FitError(pod, len(all_nodes), diagnosis)
-        evaluated = len(feasible) + len(diagnosis.node_to_status.statuses)
+        evaluated = len(feasible) + len(diagnosis.node_to_status.statuses) + diagnosis.unlisted_rejections
         if len(feasible) == 1:
             return ScheduleResult(feasible[0].name, evaluated, 1, diagnosis=diagnosis)
         totals, randomizers = self.prioritize(fwk, state, pod, feasible, positions)
@@ -363,10 +366,13 @@ class SchedulingAlgorithm:
             for p, status in overrides.items():
                 verdicts[p] = status
         rejections = cast(list[Status], list(map(verdicts.__getitem__, rejected)))
-        diagnosis.node_to_status.statuses.update(
-            zip(map(attrgetter("name"), map(all_nodes.__getitem__, rejected)), rejections, strict=True))
-        for status in {(st.plugin, st.code): st for st in rejections}.values():
-            diagnosis.add_plugin_status(status)
+        if chosen and not self.list_rejections_on_success and fwk.observer is None:
+            diagnosis.unlisted_rejections = len(rejected)
+        else:
+            diagnosis.node_to_status.statuses.update(
+                zip(map(attrgetter("name"), map(all_nodes.__getitem__, rejected)), rejections, strict=True))
+            for status in {(st.plugin, st.code): st for st in rejections}.values():
+                diagnosis.add_plugin_status(status)
         self.next_start_node_index = (self.next_start_node_index + len(chosen) + len(rejected)) % len(all_nodes)
         fwk.observe("Filter", None, time.perf_counter() - began)
         # Counted as the per-node walk would (the batch re-ran the filters on changed nodes only).

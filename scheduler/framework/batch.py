@@ -105,7 +105,7 @@ class OpportunisticBatch:
     """Verdicts and raw scores of the latest signature, by position in the snapshot's node list."""
 
     __slots__ = (
-        "_feasible_at", "_walked", "feasible", "known", "mark", "nodes", "raw", "rejected", "score_plugins",
+        "_feasible_at", "_settled", "_walked", "feasible", "known", "mark", "nodes", "raw", "rejected", "score_plugins",
         "signature", "verdicts",
     )
 
@@ -126,12 +126,16 @@ class OpportunisticBatch:
         # those slices of the array instead of converting hundreds of Python ints each cycle.
         self._feasible_at: npt.NDArray[np.intp] | None = None
         self._walked: tuple[list[int], list[tuple[int, int]]] | None = None
+        # No verdict flipped since the previous cycle: the array is worth building (a signature whose feasible
+        # set changes every cycle, as anti-affinity's, converts just the walk's positions instead).
+        self._settled = False
 
     def invalidate(self) -> None:
         self.signature = None
         self.nodes, self.verdicts, self.feasible, self.rejected = [], [], [], []
         self.raw, self.known, self.score_plugins = _NO_MATRIX, _NOTHING_KNOWN, ()
         self._feasible_at = self._walked = None
+        self._settled = False
 
     def refresh(
         self,
@@ -207,6 +211,7 @@ class OpportunisticBatch:
         del src[bisect_left(src, p)]
         insort(dst, p)
         self._feasible_at = self._walked = None
+        self._settled = False
 
     def walk(
         self, start: int, k: int, overrides: Mapping[int, Status | None] | None = None
@@ -254,6 +259,9 @@ class OpportunisticBatch:
         if walked is None or positions is not walked[0] or not walked[1]:
             return np.fromiter(positions, dtype=np.intp, count=len(positions))
         if self._feasible_at is None:
+            if not self._settled:
+                self._settled = True
+                return np.fromiter(positions, dtype=np.intp, count=len(positions))
             self._feasible_at = np.fromiter(self.feasible, dtype=np.intp, count=len(self.feasible))
         feasible_at = self._feasible_at
         spans = walked[1]

@@ -44,10 +44,12 @@ def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
 
 
 class DeferredHistogram(Collector):
-    """A histogram whose observations are queued (one deque append) and binned at scrape time.
+    """A histogram whose observations are queued (one list or deque append) and binned at scrape time.
 
     For samples taken where even a prometheus_client observe (a lock and a linear bucket scan) would
-    show in a benchmark; deque appends and pops are thread-safe, so any thread may record."""
+    show in a benchmark. ``record`` appends to its series' own list, so folding bins each series' values
+    at once with no Python step per sample; ``sink`` appends (labels, value) pairs to a deque, grouped
+    when folded. List and deque appends are atomic, so any thread may record."""
 
     def __init__(self, name: str, documentation: str, labelnames: Sequence[str], buckets: Sequence[float]) -> None:
         self.name = name
@@ -56,19 +58,28 @@ class DeferredHistogram(Collector):
         self.bounds = list(buckets)
         self._bounds = np.asarray(self.bounds, dtype=np.float64)
         self._pending: deque[tuple[tuple[str, ...], float]] = deque()
+        self._queued: dict[tuple[str, ...], list[float]] = {}  # labels -> values not yet binned (record)
         self._series: dict[tuple[str, ...], list[float]] = {}  # labels -> per-bucket counts + [sum]
         self._lock = threading.Lock()  # folding is done by one scraper at a time
 
     def record(self, labelvalues: tuple[str, ...], value: float) -> None:
-        self._pending.append((labelvalues, value))
+        self.values_of(labelvalues).append(value)
+
+    def values_of(self, labelvalues: tuple[str, ...]) -> list[float]:
+        """The list a series' observations are appended to (``record`` without the lookup, for a caller
+        that keeps it): folding takes what is in it."""
+        queued = self._queued.get(labelvalues)
+        if queued is None:
+            queued = self._queued.setdefault(labelvalues, [])
+        return queued
 
     def sink(self) -> Callable[[tuple[Any, float]], None]:
-        """``record`` without the call: append((labelvalues, value)) directly (per-node timings)."""
+        """append((labelvalues, value)) to a deque (per-node timings, whose labels vary by verdict)."""
         return self._pending.append
 
     def fold(self) -> None:
-        """Bin every queued observation (scrape time, or a test): grouped by series in one pass, then each
-        series' values binned at once (numpy), instead of a bucket search and two additions per sample."""
+        """Bin every queued observation (scrape time, or a test): each series' values binned at once (numpy),
+        instead of a bucket search and two additions per sample."""
         with self._lock:
             pending = self._pending
             popleft = pending.popleft
@@ -80,6 +91,11 @@ class DeferredHistogram(Collector):
                     grouped[labels] = [value]
                 else:
                     values.append(value)
+            for labels, queued in list(self._queued.items()):
+                taken = len(queued)  # appended meanwhile: left for the next fold
+                if taken:
+                    grouped.setdefault(labels, []).extend(queued[:taken])
+                    del queued[:taken]
             n = len(self.bounds)
             for labels, values in grouped.items():
                 row = self._series.get(labels)
@@ -170,10 +186,16 @@ class ProfileMetrics:
         self.profile = profile
         # (point, plugin names) -> their counter cell: a cycle counts the same few lists over and over
         self._evaluation_cells: dict[tuple[str, tuple[str, ...]], list[Any]] = {}
-        self._extension_point_sink = metrics.extension_point_duration.sink()
+        self._extension_points: dict[str, dict[str, list[float]]] = {}  # point -> status -> the series' values
 
     def extension_point(self, point: str, status: str, seconds: float) -> None:
-        self._extension_point_sink(((point, status, self.profile), seconds))
+        by_status = self._extension_points.get(point)
+        if by_status is None:
+            by_status = self._extension_points.setdefault(point, {})
+        values = by_status.get(status)
+        if values is None:
+            values = by_status[status] = self._m.extension_point_duration.values_of((point, status, self.profile))
+        values.append(seconds)
 
     def plugin_duration(self, plugin: str, point: str, status: str, seconds: float) -> None:
         self._m.plugin_execution_duration.record((plugin, point, status), seconds)
@@ -359,7 +381,7 @@ class Metrics:
         self._bindings = self.goroutines.labels(BINDING)
         self._gauge_series: dict[int, set[tuple[str, ...]]] = {}
         self._victims = 0
-        self._event_sink = self.event_handling_duration.sink()
+        self._event_values: dict[str, list[float]] = {}  # event label -> its series' queued values
 
     # ----- wiring -------------------------------------------------------------------------------
 
@@ -374,9 +396,12 @@ class Metrics:
         """One scheduler_event_handling_duration_seconds sample per label of a watch event's handling
         (the scheduler's handlers return the labels upstream's handlers would record, e.g. one per
         derived change of a node update)."""
-        record = self._event_sink
+        lists = self._event_values
         for label in labels:
-            record(((label,), seconds))
+            values = lists.get(label)
+            if values is None:
+                values = lists[label] = self.event_handling_duration.values_of((label,))
+            values.append(seconds)
 
     # ----- recording ----------------------------------------------------------------------------
 

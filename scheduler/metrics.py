@@ -44,10 +44,12 @@ def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
 
 
 class DeferredHistogram(Collector):
-    """A histogram whose observations are queued (one deque append) and binned at scrape time.
+    """A histogram whose observations are queued (one list or deque append) and binned at scrape time.
 
     For samples taken where even a prometheus_client observe (a lock and a linear bucket scan) would
-    show in a benchmark; deque appends and pops are thread-safe, so any thread may record."""
+    show in a benchmark. ``record`` appends to its series' own list, so folding bins each series' values
+    at once with no Python step per sample; ``sink`` appends (labels, value) pairs to a deque, grouped
+    when folded. List and deque appends are atomic, so any thread may record."""
 
     def __init__(self, name: str, documentation: str, labelnames: Sequence[str], buckets: Sequence[float]) -> None:
         self.name = name
@@ -56,19 +58,28 @@ class DeferredHistogram(Collector):
         self.bounds = list(buckets)
         self._bounds = np.asarray(self.bounds, dtype=np.float64)
         self._pending: deque[tuple[tuple[str, ...], float]] = deque()
+        self._queued: dict[tuple[str, ...], list[float]] = {}  # labels -> values not yet binned (record)
         self._series: dict[tuple[str, ...], list[float]] = {}  # labels -> per-bucket counts + [sum]
         self._lock = threading.Lock()  # folding is done by one scraper at a time
 
     def record(self, labelvalues: tuple[str, ...], value: float) -> None:
-        self._pending.append((labelvalues, value))
+        self.values_of(labelvalues).append(value)
+
+    def values_of(self, labelvalues: tuple[str, ...]) -> list[float]:
+        """The list a series' observations are appended to (``record`` without the lookup, for a caller
+        that keeps it): folding takes what is in it."""
+        queued = self._queued.get(labelvalues)
+        if queued is None:
+            queued = self._queued.setdefault(labelvalues, [])
+        return queued
 
     def sink(self) -> Callable[[tuple[Any, float]], None]:
-        """``record`` without the call: append((labelvalues, value)) directly (per-node timings)."""
+        """append((labelvalues, value)) to a deque (per-node timings, whose labels vary by verdict)."""
         return self._pending.append
 
     def fold(self) -> None:
-        """Bin every queued observation (scrape time, or a test): grouped by series in one pass, then each
-        series' values binned at once (numpy), instead of a bucket search and two additions per sample."""
+        """Bin every queued observation (scrape time, or a test): each series' values binned at once (numpy),
+        instead of a bucket search and two additions per sample."""
         with self._lock:
             pending = self._pending
             popleft = pending.popleft
@@ -80,6 +91,11 @@ class DeferredHistogram(Collector):
                     grouped[labels] = [value]
                 else:
                     values.append(value)
+            for labels, queued in list(self._queued.items()):
+                taken = len(queued)  # appended meanwhile: left for the next fold
+                if taken:
+                    grouped.setdefault(labels, []).extend(queued[:taken])
+                    del queued[:taken]
             n = len(self.bounds)
             for labels, values in grouped.items():
                 row = self._series.get(labels)
@@ -109,13 +125,17 @@ class DeferredHistogram(Collector):
 
 class DeferredCounter(Collector):
     """A counter written by one thread (the scheduling thread) with plain dict arithmetic, no lock;
-    a scrape reads a copy (one C-level step under the GIL)."""
+    a scrape reads a copy (one C-level step under the GIL).
+
+    ``group`` gives a cell that adds one amount to several series at once: the writer adds to the cell
+    alone (a cycle counts the same plugin lists over and over), and reads expand the cells."""
 
     def __init__(self, name: str, documentation: str, labelnames: Sequence[str]) -> None:
         self.name = name  # without the _total suffix, as prometheus_client's families want it
         self.documentation = documentation
         self.labelnames = list(labelnames)
         self._totals: dict[tuple[str, ...], float] = {}
+        self._cells: list[list[Any]] = []  # [series labels, amount added to each]
 
     def add(self, labelvalues: tuple[str, ...], amount: float) -> None:
         totals = self._totals
@@ -127,15 +147,29 @@ class DeferredCounter(Collector):
         for labelvalues in series:
             totals[labelvalues] = totals.get(labelvalues, 0.0) + amount
 
+    def group(self, series: Iterable[tuple[str, ...]]) -> list[Any]:
+        """A cell [series, amount]: ``cell[1] += n`` counts n for every labels in ``series``."""
+        cell: list[Any] = [tuple(series), 0.0]
+        self._cells.append(cell)
+        return cell
+
+    def _merged(self) -> dict[tuple[str, ...], float]:
+        totals = self._totals.copy()
+        for series, amount in list(self._cells):
+            if amount:
+                for labelvalues in series:
+                    totals[labelvalues] = totals.get(labelvalues, 0.0) + amount
+        return totals
+
     def value(self, labelvalues: tuple[str, ...]) -> float:
-        return self._totals.copy().get(labelvalues, 0.0)
+        return self._merged().get(labelvalues, 0.0)
 
     def describe(self) -> Iterator[CounterMetricFamily]:
         yield CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
 
     def collect(self) -> Iterator[CounterMetricFamily]:
         family = CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
-        for labels, total in sorted(self._totals.copy().items()):
+        for labels, total in sorted(self._merged().items()):
             family.add_metric(list(labels), total)
         yield family
 
@@ -150,11 +184,18 @@ class ProfileMetrics:
     def __init__(self, metrics: Metrics, profile: str) -> None:
         self._m = metrics
         self.profile = profile
-        # (point, plugin names) -> their label tuples: a cycle counts the same few lists over and over
-        self._evaluation_labels: dict[tuple[str, tuple[str, ...]], list[tuple[str, str, str]]] = {}
+        # (point, plugin names) -> their counter cell: a cycle counts the same few lists over and over
+        self._evaluation_cells: dict[tuple[str, tuple[str, ...]], list[Any]] = {}
+        self._extension_points: dict[str, dict[str, list[float]]] = {}  # point -> status -> the series' values
 
     def extension_point(self, point: str, status: str, seconds: float) -> None:
-        self._m.extension_point_duration.record((point, status, self.profile), seconds)
+        by_status = self._extension_points.get(point)
+        if by_status is None:
+            by_status = self._extension_points.setdefault(point, {})
+        values = by_status.get(status)
+        if values is None:
+            values = by_status[status] = self._m.extension_point_duration.values_of((point, status, self.profile))
+        values.append(seconds)
 
     def plugin_duration(self, plugin: str, point: str, status: str, seconds: float) -> None:
         self._m.plugin_execution_duration.record((plugin, point, status), seconds)
@@ -165,10 +206,11 @@ class ProfileMetrics:
     def plugin_evaluations(self, plugins: Iterable[str], point: str, count: int) -> None:
         if count:  # PreFilter/Filter/PreScore/Score run on the scheduling thread only
             names = plugins if isinstance(plugins, tuple) else tuple(plugins)
-            labels = self._evaluation_labels.get((point, names))
-            if labels is None:
-                labels = self._evaluation_labels[(point, names)] = [(name, point, self.profile) for name in names]
-            self._m.plugin_evaluation_total.add_each(labels, count)
+            cell = self._evaluation_cells.get((point, names))
+            if cell is None:
+                cell = self._evaluation_cells[(point, names)] = self._m.plugin_evaluation_total.group(
+                    [(name, point, self.profile) for name in names])
+            cell[1] += count
 
     def permit_wait(self, status: str, seconds: float) -> None:
         self._m.permit_wait_duration.labels(status).observe(seconds)
@@ -339,7 +381,7 @@ class Metrics:
         self._bindings = self.goroutines.labels(BINDING)
         self._gauge_series: dict[int, set[tuple[str, ...]]] = {}
         self._victims = 0
-        self._event_sink = self.event_handling_duration.sink()
+        self._event_values: dict[str, list[float]] = {}  # event label -> its series' queued values
 
     # ----- wiring -------------------------------------------------------------------------------
 
@@ -354,9 +396,12 @@ class Metrics:
         """One scheduler_event_handling_duration_seconds sample per label of a watch event's handling
         (the scheduler's handlers return the labels upstream's handlers would record, e.g. one per
         derived change of a node update)."""
-        record = self._event_sink
+        lists = self._event_values
         for label in labels:
-            record(((label,), seconds))
+            values = lists.get(label)
+            if values is None:
+                values = lists[label] = self.event_handling_duration.values_of((label,))
+            values.append(seconds)
 
     # ----- recording ----------------------------------------------------------------------------
 

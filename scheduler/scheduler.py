@@ -118,6 +118,8 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
             extenders=build_extenders(config.extenders),
             batching=config.opportunistic_batching,
         )
+        # Observers read every rejected node's status, a pod that fits too (simulate, explain, results).
+        self.algorithm.list_rejections_on_success = observer is not None or cycle_observer is not None
         self._next_config = None
         self._next_config_lock = threading.Lock()
         self._pending = {}

@@ -371,6 +371,17 @@ def test_select_host_matches_heapify_on_large_uniform_rows() -> None:
         assert select_host(row) == go_heap_init_root(row)
 
 
+def test_select_host_matches_heapify_with_few_ties_deep_in_the_tree() -> None:
+    """Ties too sparse for the pre-order walk's first steps to meet one: the ranking of all ties decides."""
+    rng = random.Random(13)
+    for _ in range(200):
+        n = rng.randint(60, 3000)
+        row = [0] * n
+        for i in rng.sample(range(n // 2, n), rng.randint(1, 4)):
+            row[i] = 1
+        assert select_host(row) == go_heap_init_root(row)
+
+
 def go_heap_init_root(totals: list[int]) -> int:
     """container/heap.Init with Less(i, j) = totals[i] > totals[j], written out; the index left at the root."""
     h = list(range(len(totals)))

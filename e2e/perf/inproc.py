@@ -10,16 +10,20 @@ machine is shared, so compare variants alternately over several runs (``--repeat
 from __future__ import annotations
 
 import argparse
+import ctypes
+import hashlib
 import heapq
 import itertools
 import random
 import statistics
+import tempfile
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from e2e.cluster.cluster import node_manifest
 from e2e.perf.schedulers import py_scheduler_config
+from e2e.perf.shims import build_shim
 from e2e.perf.workloads import INIT_NAMESPACE, MEASURE_NAMESPACE, WORKLOADS
 from scheduler.app import gcpolicy
 from scheduler.app.logging import configure
@@ -30,6 +34,8 @@ from scheduler.metrics import Metrics
 from scheduler.scheduler import Scheduler
 
 SCHEDULER_NAME = "py-scheduler"
+# --callgrind: cycles between two housekeepings (live, once a second: 150-350 pods/s on 2 cores).
+CALLGRIND_HOUSEKEEPING = 250
 
 
 def _pod(template: dict[str, Any], namespace: str, i: int) -> dict[str, Any]:
@@ -81,13 +87,15 @@ class LoopCost:
 
 
 def schedule(sched: Scheduler, pods: list[dict[str, Any]], lag: int = 0, running: bool = False,
-             cost: LoopCost | None = None) -> list[str]:
+             cost: LoopCost | None = None, housekeeping_every: int = 0) -> list[str]:
     """Queue ``pods``, run cycles until the queue is empty; confirm each binding as the watch would.
 
     ``lag``: the confirming MODIFIED event arrives that many cycles after the binding (0: before the next
     cycle), as live, where dozens of bindings are in flight; ``running``: each pod's MODIFIED event to
     Running follows its confirmation by ``lag`` cycles more, as kwok writes it (each replaces the pod on its
-    node, so the next snapshot clones that NodeInfo and the batch re-evaluates it)."""
+    node, so the next snapshot clones that NodeInfo and the batch re-evaluates it). ``housekeeping_every``: the
+    housekeeping runs every that many cycles instead of once a second (a count that is the same however
+    slowly the loop runs, as under callgrind)."""
     for obj in pods:
         sched.on_pod_event(ADDED, obj)
     by_key = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in pods}
@@ -102,7 +110,8 @@ def schedule(sched: Scheduler, pods: list[dict[str, Any]], lag: int = 0, running
     while True:
         t0 = time.thread_time()
         popped = sched.schedule_one(timeout=0)
-        if popped and time.monotonic() >= next_housekeeping:  # as the live loop: gauges refreshed, samples folded
+        if popped and (cycle % housekeeping_every == housekeeping_every - 1 if housekeeping_every
+                       else time.monotonic() >= next_housekeeping):  # as live: gauges refreshed, samples folded
             sched.housekeeping()
             next_housekeeping += 1.0
         t1 = time.thread_time()
@@ -123,19 +132,28 @@ def schedule(sched: Scheduler, pods: list[dict[str, Any]], lag: int = 0, running
 
 
 def run(workload: str, nodes: int, pods: int, config_path: str | None, seed: int,
-        metrics: bool = False, lag: int = 0, running: bool = False) -> tuple[float, list[str], LoopCost]:
-    """CPU seconds per 1000 measured pods, where they went, and the split between cycles and events."""
+        metrics: bool = False, lag: int = 0, running: bool = False,
+        marks: Any = None) -> tuple[float, list[str], LoopCost]:
+    """CPU seconds per 1000 measured pods, where they went, and the split between cycles and events.
+    ``marks``: the loaded cgmark shim (``--callgrind``): its counters cover the measured pods alone, and the
+    housekeeping runs every CALLGRIND_HOUSEKEEPING cycles."""
+    every = CALLGRIND_HOUSEKEEPING if marks is not None else 0
     w = WORKLOADS[workload]
     n_init, n_pods = w.sizes(nodes, pods)
     sched = build(nodes, config_path, seed, workload, metrics)
     policy = gcpolicy.install()  # as the live scheduler once synced: without it full collections weigh in
     try:
-        schedule(sched, [_pod(w.init_template(), INIT_NAMESPACE, i) for i in range(n_init)], lag, running)
+        schedule(sched, [_pod(w.init_template(), INIT_NAMESPACE, i) for i in range(n_init)], lag, running,
+                 housekeeping_every=every)
         measured = [_pod(w.measure_template(), MEASURE_NAMESPACE, i) for i in range(n_pods)]
         cost = LoopCost()
+        if marks is not None:
+            marks.cgmark_start()
         began = time.process_time()
-        placed = schedule(sched, measured, lag, running, cost)
+        placed = schedule(sched, measured, lag, running, cost, every)
         cpu = time.process_time() - began
+        if marks is not None:
+            marks.cgmark_stop()
     finally:
         gcpolicy.uninstall(policy)
     if len(placed) != n_pods:
@@ -158,13 +176,22 @@ def main() -> None:
                     help="cycles between a binding and its confirming watch event (live: dozens in flight)")
     ap.add_argument("--running", action="store_true",
                     help="also deliver each pod's MODIFIED to Running, --lag cycles after its confirmation")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="under `valgrind --tool=callgrind --instr-atstart=no`: count the measured pods alone "
+                    f"(cgmark.c; housekeeping every {CALLGRIND_HOUSEKEEPING} cycles), printing the placements' hash")
     args = ap.parse_args()
     configure(args.log_level, json_lines=True)
+    marks = None
+    if args.callgrind:
+        with tempfile.TemporaryDirectory() as tmp:
+            marks = ctypes.CDLL(build_shim(tmp, "cgmark"))
     results = []
     for _ in range(args.repeat):
-        per_1000, _placed, split = run(args.workload, args.nodes, args.pods, args.config, args.seed, args.metrics,
-                                       args.lag, args.running)
+        per_1000, placed, split = run(args.workload, args.nodes, args.pods, args.config, args.seed, args.metrics,
+                                      args.lag, args.running, marks)
         results.append(per_1000)
+        if marks is not None:  # decisions must not move: compare this between variants
+            print(f"placements {hashlib.sha1(','.join(placed).encode()).hexdigest()[:12]}", flush=True)
         print(f"{args.workload} {args.nodes}/{args.pods}: {per_1000:.3f} CPU s per 1000 pods (cycles "
               f"{split.cycles:.3f}, watch events {split.events:.3f})", flush=True)
     print(f"median {statistics.median(results):.3f} CPU s per 1000 pods over {len(results)} runs")

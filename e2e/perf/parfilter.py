@@ -45,6 +45,7 @@ import numpy as np
 import numpy.typing as npt
 
 from e2e.perf.inproc import _pod, build, schedule
+from e2e.perf.shims import build_shim
 from e2e.perf.workloads import INIT_NAMESPACE, MEASURE_NAMESPACE, WORKLOADS
 from scheduler.app.logging import configure
 from scheduler.framework.fit_error import Diagnosis
@@ -349,14 +350,6 @@ def numpy_control(op: str, size: int, seconds: float = 0.5) -> float:
     while time.thread_time() - cpu0 < seconds:
         fn(a)
     return (free_ns() - free0) / 1e9 / (time.thread_time() - cpu0)
-
-
-def build_shim(directory: str) -> str:
-    """gilshim.c compiled into ``directory``; the path of the shared object."""
-    out = os.path.join(directory, "gilshim.so")
-    src = os.path.join(os.path.dirname(__file__), "gilshim.c")
-    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", out, src, "-ldl"], check=True)
-    return out
 
 
 def gil_report(workload: str, nodes: int, pods: int, batching: bool, seed: int) -> str:

@@ -65,11 +65,13 @@ def template_key(pod: Pod) -> str:
         spec = dict(raw.get("spec") or {})
         spec.pop("nodeName", None)
         volumes = spec.pop("volumes", None) or []
-        spec["volumes"] = [{k: v for k, v in vol.items() if k != "name"} if isinstance(vol, Mapping) else vol
+        spec["volumes"] = [{k: v for k, v in vol.items() if k != "name"} if _is_mapping(vol) else vol
                            for vol in volumes]
         for field in ("containers", "initContainers", "ephemeralContainers"):
-            if isinstance(spec.get(field), list):
-                spec[field] = [_without_mounts(c) for c in spec[field]]
+            containers = spec.get(field)
+            # Rebuilt only where some container has mounts (or is not a dict): the same key either way.
+            if isinstance(containers, list) and any(type(c) is not dict or "volumeMounts" in c for c in containers):
+                spec[field] = [_without_mounts(c) for c in containers]
         body = [meta.get(k) for k in _METADATA] + [spec]
         try:  # orjson is ten times faster; str, as orjson's bytes keep a 4 KiB buffer per pod
             key = orjson.dumps(body, option=orjson.OPT_SORT_KEYS, default=str).decode()
@@ -79,8 +81,13 @@ def template_key(pod: Pod) -> str:
     return key
 
 
+def _is_mapping(value: Any) -> bool:
+    """isinstance(value, Mapping), without the ABC check for the API's plain dicts."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _without_mounts(container: Any) -> Any:
-    if not isinstance(container, Mapping):
+    if not _is_mapping(container):
         return container
     return {k: v for k, v in container.items() if k != "volumeMounts"}
 
@@ -98,7 +105,8 @@ class OpportunisticBatch:
     """Verdicts and raw scores of the latest signature, by position in the snapshot's node list."""
 
     __slots__ = (
-        "feasible", "known", "mark", "nodes", "raw", "rejected", "score_plugins", "signature", "verdicts",
+        "_feasible_at", "_settled", "_walked", "feasible", "known", "mark", "nodes", "raw", "rejected", "score_plugins",
+        "signature", "verdicts",
     )
 
     def __init__(self) -> None:
@@ -107,15 +115,27 @@ class OpportunisticBatch:
         self.verdicts: list[Status | None] = []
         self.feasible: list[int] = []  # sorted positions
         self.rejected: list[int] = []  # sorted positions
-        self.raw: ScoreMatrix = _NO_MATRIX  # a row per score plugin, a column per position
+        # A row per position, a column per score plugin: the gather of the feasible positions' rows copies
+        # one contiguous run of a row each (scores() hands out its transpose, a row per plugin).
+        self.raw: ScoreMatrix = _NO_MATRIX
         self.known: npt.NDArray[np.bool_] = _NOTHING_KNOWN  # positions whose column holds their raw scores
         self.score_plugins: tuple[str, ...] = ()
         self.mark: Hashable = None  # the snapshot's change-log position at the last refresh
+        # ``feasible`` as an array, built when first needed after it changed (None: stale), and the latest
+        # walk's chosen list with the (start, stop) slices of ``feasible`` it was cut from: scores() gathers by
+        # those slices of the array instead of converting hundreds of Python ints each cycle.
+        self._feasible_at: npt.NDArray[np.intp] | None = None
+        self._walked: tuple[list[int], list[tuple[int, int]]] | None = None
+        # No verdict flipped since the previous cycle: the array is worth building (a signature whose feasible
+        # set changes every cycle, as anti-affinity's, converts just the walk's positions instead).
+        self._settled = False
 
     def invalidate(self) -> None:
         self.signature = None
         self.nodes, self.verdicts, self.feasible, self.rejected = [], [], [], []
         self.raw, self.known, self.score_plugins = _NO_MATRIX, _NOTHING_KNOWN, ()
+        self._feasible_at = self._walked = None
+        self._settled = False
 
     def refresh(
         self,
@@ -190,6 +210,8 @@ class OpportunisticBatch:
         src, dst = (self.feasible, self.rejected) if was_ok else (self.rejected, self.feasible)
         del src[bisect_left(src, p)]
         insort(dst, p)
+        self._feasible_at = self._walked = None
+        self._settled = False
 
     def walk(
         self, start: int, k: int, overrides: Mapping[int, Status | None] | None = None
@@ -199,10 +221,15 @@ class OpportunisticBatch:
         this walk only (nodes with nominated pods, filtered twice)."""
         feasible, rejected = self.feasible, self.rejected
         if overrides:
+            self._walked = None
             ok = {p for p, status in overrides.items() if _ok(status)}
             feasible = sorted([p for p in feasible if p not in overrides] + list(ok))
             rejected = sorted([p for p in rejected if p not in overrides] + [p for p in overrides if p not in ok])
-        return walk_positions(feasible, rejected, start, k)
+            return walk_positions(feasible, rejected, start, k)
+        spans: list[tuple[int, int]] = []
+        chosen, visited_rejected = walk_positions(feasible, rejected, start, k, spans)
+        self._walked = (chosen, spans)
+        return chosen, visited_rejected
 
     def scores(
         self, positions: Sequence[int], plugins: tuple[str, ...], compute: RawScorer
@@ -210,13 +237,13 @@ class OpportunisticBatch:
         """Raw scores of ``plugins`` on the nodes at ``positions`` (a row per plugin): remembered ones,
         ``compute`` for the rest (all plugins' entries of a node are dropped together when it changes)."""
         n = len(self.nodes)
-        if plugins != self.score_plugins or self.raw.shape[1] != n:
-            self.raw = np.zeros((len(plugins), n), dtype=np.int64)
+        if plugins != self.score_plugins or self.raw.shape[0] != n:
+            self.raw = np.zeros((n, len(plugins)), dtype=np.int64)
             self.known = np.zeros(n, dtype=np.bool_)
             self.score_plugins = plugins
-        at = np.fromiter(positions, dtype=np.intp, count=len(positions))
+        at = self._positions_array(positions)
         if not plugins:
-            return self.raw[:, at], None
+            return self.raw[at].T, None
         missing = at[~self.known[at]]
         if missing.size:
             todo = missing.tolist()
@@ -224,23 +251,37 @@ class OpportunisticBatch:
             if status is not None:
                 return _NO_MATRIX, status
             self._remember(plugins, todo, computed)
-        return np.take(self.raw, at, axis=1), None  # a gather over the feasible positions, no loop per node
+        return np.take(self.raw, at, axis=0).T, None  # a gather over the feasible positions, no loop per node
+
+    def _positions_array(self, positions: Sequence[int]) -> npt.NDArray[np.intp]:
+        """``positions`` as an index array: slices of ``feasible``'s array when they are the latest walk's."""
+        walked = self._walked
+        if walked is None or positions is not walked[0] or not walked[1]:
+            return np.fromiter(positions, dtype=np.intp, count=len(positions))
+        if self._feasible_at is None:
+            if not self._settled:
+                self._settled = True
+                return np.fromiter(positions, dtype=np.intp, count=len(positions))
+            self._feasible_at = np.fromiter(self.feasible, dtype=np.intp, count=len(self.feasible))
+        feasible_at = self._feasible_at
+        spans = walked[1]
+        if len(spans) == 1:
+            return feasible_at[spans[0][0]:spans[0][1]]
+        return np.concatenate([feasible_at[lo:hi] for lo, hi in spans])
 
     def _remember(self, plugins: tuple[str, ...], todo: list[int], computed: Mapping[str, Sequence[int]]) -> None:
         """Store the raw scores computed for the positions ``todo``. Usually one or two nodes changed since the
-        previous pod: element by element then, because numpy releases the GIL for every fancy-indexed
-        assignment (twice: checking the indices, then writing), and live each release hands the GIL and the
-        core to a waiting binding or watch thread for a while (a plugin's row each, about a dozen a pod)."""
+        previous pod: a row each then, by basic indexing, because numpy releases the GIL for every
+        fancy-indexed assignment (twice: checking the indices, then writing), and live each release hands the
+        GIL and the core to a waiting binding or watch thread for a while."""
         raw, known = self.raw, self.known
+        columns = [computed[name] for name in plugins]
         if len(todo) > _FANCY_FROM:
-            raw[:, todo] = [computed[name] for name in plugins]
+            raw[todo] = np.array(columns, dtype=np.int64).T
             known[todo] = True
             return
-        for i, name in enumerate(plugins):
-            row, values = raw[i], computed[name]
-            for j, p in enumerate(todo):
-                row[p] = values[j]
-        for p in todo:
+        for j, p in enumerate(todo):
+            raw[p] = [values[j] for values in columns]  # a basic-index write of one short row
             known[p] = True
 
 
@@ -334,12 +375,20 @@ class OpportunisticBatches:
         return None
 
 
-def walk_positions(feasible: list[int], rejected: list[int], start: int, k: int) -> tuple[list[int], list[int]]:
-    """The walk over sorted feasible and rejected positions (see ``OpportunisticBatch.walk``)."""
+def walk_positions(
+    feasible: list[int], rejected: list[int], start: int, k: int, spans: list[tuple[int, int]] | None = None
+) -> tuple[list[int], list[int]]:
+    """The walk over sorted feasible and rejected positions (see ``OpportunisticBatch.walk``). ``spans``, if
+    given, receives the (start, stop) slices of ``feasible`` the chosen positions are, in order."""
     b = bisect_left(feasible, start)
     chosen = feasible[b:b + k]
+    cuts = [(b, b + len(chosen))]
     if len(chosen) < k:
-        chosen += feasible[:min(k - len(chosen), b)]
+        wrapped = min(k - len(chosen), b)
+        chosen += feasible[:wrapped]
+        cuts.append((0, wrapped))
+    if spans is not None:
+        spans.extend(cut for cut in cuts if cut[1] > cut[0])
     if len(chosen) < k:  # fewer feasible than wanted: every node is visited
         r = bisect_left(rejected, start)
         return chosen, rejected[r:] + rejected[:r]

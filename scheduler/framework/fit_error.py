@@ -33,6 +33,9 @@ class Diagnosis:
     pending_plugins: set[str] = field(default_factory=set)
     pre_filter_msg: str = ""
     post_filter_msg: str = ""
+    # Rejected nodes of a walk that found the pod a node, counted but not put in node_to_status (nothing reads
+    # their statuses then; SchedulingAlgorithm.list_rejections_on_success).
+    unlisted_rejections: int = 0
 
     def add_plugin_status(self, status: Status) -> None:
         """Remember the status' plugin as a rejector (requeue hints) or as pending (no backoff)."""

@@ -38,6 +38,7 @@ from scheduler.plugins.helper.hint_objects import require_node, require_pod
 NAME = "NodeDeclaredFeatures"
 STATE_KEY = "PreFilter" + NAME
 ERR_REASON = "node(s) didn't match Pod's required features"
+_MEMO_KEY = NAME + ".required"
 
 RESTART_ALL_CONTAINERS = "RestartAllContainersOnContainerExits"
 USER_NAMESPACES_HOST_NETWORK = "UserNamespacesHostNetworkSupport"
@@ -60,7 +61,15 @@ def _containers(spec: Mapping[str, Any], *kinds: str) -> Iterable[Mapping[str, A
 
 
 def required_features(pod: Pod) -> frozenset[str]:
-    """InferForPodScheduling: the declared features the pod cannot run without."""
+    """InferForPodScheduling: the declared features the pod cannot run without. Remembered in the pod's memo
+    (a function of its spec): signing and PreFilter both ask each cycle."""
+    required: frozenset[str] | None = pod.memo.get(_MEMO_KEY)
+    if required is None:
+        required = pod.memo[_MEMO_KEY] = _infer(pod)
+    return required
+
+
+def _infer(pod: Pod) -> frozenset[str]:
     spec = pod.raw.get("spec") or {}
     out = set()
     if any(rule.get("action") == "RestartAllContainers"

@@ -50,7 +50,7 @@ from scheduler.model.resources import (
     scoring_request_list,
 )
 from scheduler.plugins.helper.dynamicresources.manager import MANAGER_KEY, DraManager
-from scheduler.plugins.helper.generation_memo import GenerationMemo
+from scheduler.plugins.helper.generation_memo import LIMIT, GenerationMemo
 from scheduler.plugins.helper.gomath import go_div, go_round
 from scheduler.plugins.helper.podgroup_points import PlacementScorePoint
 from scheduler.plugins.helper.shape_score import build_broken_linear_function
@@ -58,6 +58,7 @@ from scheduler.plugins.helper.shape_score import build_broken_linear_function
 NAME = "NodeResourcesFit"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
+_FIT_STATE = NAME + ".FitState"
 
 MAX_UTILIZATION = 100
 
@@ -214,6 +215,7 @@ class FitState:
 
 
 ScorerFn = Callable[[list[int], list[int], list[int]], int]
+_Plan = list[tuple[int, int, str, int]]  # ResourceAllocationScorer._plan: (index, source, name, pod request)
 
 
 def pod_resource_requests(pod: Pod, resources: Sequence[ResourceSpec], use_requested: bool) -> tuple[int, ...]:
@@ -242,6 +244,10 @@ class ResourceAllocationScorer:
     use_requested: bool
     fn: ScorerFn
     memo: GenerationMemo[int] = field(default_factory=GenerationMemo, compare=False, repr=False)
+    # pod requests -> (their _plan, and for cpu and memory alone: (node's allocatable cpu, used cpu,
+    # allocatable memory, used memory) -> score)
+    by_request: dict[tuple[int, ...], tuple[_Plan, dict[tuple[int, int, int, int], int] | None]] = field(
+        default_factory=dict, compare=False, repr=False)
 
     def score(self, node_info: NodeInfo, pod_requests: Sequence[int]) -> int:
         return self.compute_nodes([node_info], pod_requests)[0]
@@ -276,34 +282,58 @@ class ResourceAllocationScorer:
     def compute_nodes(self, nodes: Sequence[NodeInfo], pod_requests: Sequence[int]) -> list[int]:
         """The score of each node: (requested, allocated, allocatable) per resource, allocatable 0 where the
         node has none (the formulas skip those). Allocated is the node's non-zero or real requests for cpu and
-        memory, the real ones for the rest; requested is allocated plus the pod's request."""
-        plan = self._plan(pod_requests)
+        memory, the real ones for the rest; requested is allocated plus the pod's request.
+
+        For cpu and memory alone (the default resources) the score is remembered by the node's four amounts
+        it reads: the nodes the watch changed since the previous pod (its confirmation, its Running update)
+        mostly hold amounts some node already had, so their scores need no formula."""
+        reqs = tuple(pod_requests)
+        entry = self.by_request.get(reqs)
+        if entry is None:
+            if len(self.by_request) >= 4:
+                self.by_request.clear()
+            plan = self._plan(reqs)
+            entry = self.by_request[reqs] = (plan, {} if [src for _, src, _, _ in plan] == [0, 1] else None)
+        plan, known = entry
+        if known is None:
+            return [self._compute(ni, plan) for ni in nodes]
+        if len(known) > LIMIT:
+            known.clear()
         use_requested = self.use_requested
-        fn = self.fn
-        n = len(self.resources)
         out: list[int] = []
         append = out.append
         for ni in nodes:
             alloc = ni.allocatable
             used = ni.requested if use_requested else ni.non_zero_requested
-            requested = [0] * n
-            allocated = [0] * n
-            allocatable = [0] * n
-            for i, src, name, pr in plan:
-                if src == 0:
-                    a, u = alloc.milli_cpu, used.milli_cpu
-                elif src == 1:
-                    a, u = alloc.memory, used.memory
-                elif src == 2:
-                    a, u = alloc.ephemeral_storage, ni.requested.ephemeral_storage
-                else:
-                    a, u = alloc.scalar.get(name, 0), ni.requested.scalar.get(name, 0)
-                if a:
-                    allocatable[i] = a
-                    allocated[i] = u
-                    requested[i] = u + pr
-            append(fn(requested, allocated, allocatable))
+            key = (alloc.milli_cpu, used.milli_cpu, alloc.memory, used.memory)
+            score = known.get(key)
+            if score is None:
+                score = known[key] = self._compute(ni, plan)
+            append(score)
         return out
+
+    def _compute(self, ni: NodeInfo, plan: list[tuple[int, int, str, int]]) -> int:
+        """The formula on one node (``_plan``'s resources)."""
+        n = len(self.resources)
+        alloc = ni.allocatable
+        used = ni.requested if self.use_requested else ni.non_zero_requested
+        requested = [0] * n
+        allocated = [0] * n
+        allocatable = [0] * n
+        for i, src, name, pr in plan:
+            if src == 0:
+                a, u = alloc.milli_cpu, used.milli_cpu
+            elif src == 1:
+                a, u = alloc.memory, used.memory
+            elif src == 2:
+                a, u = alloc.ephemeral_storage, ni.requested.ephemeral_storage
+            else:
+                a, u = alloc.scalar.get(name, 0), ni.requested.scalar.get(name, 0)
+            if a:
+                allocatable[i] = a
+                allocated[i] = u
+                requested[i] = u + pr
+        return self.fn(requested, allocated, allocatable)
 
 
 def _weighted(resources: Sequence[ResourceSpec], per_resource: Callable[[int, int], int]) -> ScorerFn:
@@ -420,10 +450,14 @@ class NodeResourcesFit(PlacementScorePoint):  # v1.37: also a PlacementScore plu
         if _is_resource_error(pod):
             return None, unresolvable(str(pod.parse_error))
         req = fit_request(pod)
-        state.write(
-            PRE_FILTER_STATE_KEY,
-            FitState.build(req, self.ignored_resources, self.ignored_resource_groups, self._dra_backed(req)),
-        )
+        dra_backed = self._dra_backed(req)
+        # Shared by the pods with these resource fields (the memo is), under this configuration.
+        key = (_FIT_STATE, self.ignored_resources, self.ignored_resource_groups, dra_backed)
+        fit_state = pod.resource_memo.get(key)
+        if fit_state is None:
+            fit_state = pod.resource_memo[key] = FitState.build(
+                req, self.ignored_resources, self.ignored_resource_groups, dra_backed)
+        state.write(PRE_FILTER_STATE_KEY, fit_state)
         return None, None
 
     def pre_filter_extensions(self) -> None:

@@ -430,14 +430,18 @@ class Framework:
     def count_filter_evaluations(self, state: CycleState, visited: int, rejections: Iterable[Status]) -> None:
         """Filter evaluations without per-node counting: a plugin ran on every visited node that the
         plugins before it passed (``rejections``: the statuses of the nodes rejected in this walk)."""
-        if self._plugin_metrics is None:
+        metrics = self._plugin_metrics
+        if metrics is None:
             return
         rejected = Counter(map(attrgetter("plugin"), rejections))  # a C loop
+        skipped = state.skip_filter_plugins
         for pl in self._filter:
-            if pl.name in state.skip_filter_plugins:
+            name = pl.name
+            if name in skipped:
                 continue
-            self._count("Filter", (pl,), visited)
-            visited -= rejected.get(pl.name, 0)
+            if visited:
+                metrics.plugin_evaluations((name,), "Filter", visited)
+            visited -= rejected.get(name, 0)
 
     # ----- queue side ---------------------------------------------------------------------------
 

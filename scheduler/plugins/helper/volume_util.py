@@ -132,8 +132,17 @@ def resource_version(obj: Obj) -> int:
 
 
 def pod_volumes(pod: Pod) -> list[Mapping[str, Any]]:
-    vols = (pod.raw.get("spec") or {}).get("volumes") or []
-    return [v for v in vols if isinstance(v, Mapping)]
+    """The pod's volumes (the well-formed ones), read once per pod view: five plugins ask each cycle. Callers
+    must not change the list."""
+    vols: list[Mapping[str, Any]] | None = pod.memo.get(_VOLUMES_MEMO)
+    if vols is None:
+        vols = pod.memo[_VOLUMES_MEMO] = [
+            v for v in (pod.raw.get("spec") or {}).get("volumes") or [] if isinstance(v, Mapping)]
+    return vols
+
+
+_VOLUMES_MEMO = "volume_util.volumes"
+_SCHEDULING_VOLUMES_MEMO = "volume_util.scheduling_volumes"
 
 
 # Volume sources no scheduling plugin looks at: the pod's own data (the service-account token every
@@ -143,7 +152,11 @@ POD_LOCAL_VOLUME_SOURCES = frozenset({"name", "projected", "configMap", "secret"
 
 def has_scheduling_volumes(pod: Pod) -> bool:
     """The pod has a volume the volume plugins check (anything but pod-local sources)."""
-    return any(not POD_LOCAL_VOLUME_SOURCES.issuperset(v) for v in pod_volumes(pod))
+    found = pod.memo.get(_SCHEDULING_VOLUMES_MEMO)
+    if found is None:
+        found = pod.memo[_SCHEDULING_VOLUMES_MEMO] = any(
+            not POD_LOCAL_VOLUME_SOURCES.issuperset(v) for v in pod_volumes(pod))
+    return bool(found)
 
 
 def claim_name_of(vol: Mapping[str, Any]) -> str | None:

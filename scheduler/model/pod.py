@@ -141,11 +141,41 @@ def pod_from_api(obj: Mapping[str, Any], previous: Pod | None = None) -> Pod:
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     if previous is not None and previous.parse_error is None and spec == (previous.raw.get("spec") or {}):
-        if status_resource_key(status) == status_resource_key(previous.raw.get("status") or {}):
-            return _pod(obj, meta, spec, status, previous, previous)
-        return _pod(obj, meta, spec, status, _SpecPart.of(meta, spec, status, previous), previous)
+        key = status_resource_key(status)
+        if key == _status_key(previous):
+            pod = _same_spec_pod(obj, meta, spec, status, previous)
+        else:
+            pod = _pod(obj, meta, spec, status, _SpecPart.of(meta, spec, status, previous), previous)
+        pod.memo[_STATUS_KEY_MEMO] = key  # the next update of the pod compares its status with this one
+        return pod
     part = _SpecPart.of(meta, spec, status)
     return _pod(obj, meta, spec, status, part, part)
+
+
+_STATUS_KEY_MEMO = "pod_from_api.status_resource_key"
+
+
+def _status_key(pod: Pod) -> tuple[object, ...]:
+    """status_resource_key of the pod's own status, remembered when pod_from_api built it from a previous view."""
+    key: tuple[object, ...] | None = pod.memo.get(_STATUS_KEY_MEMO)
+    return status_resource_key(pod.raw.get("status") or {}) if key is None else key
+
+
+def _same_spec_pod(obj: Mapping[str, Any], meta: Mapping[str, Any], spec: Mapping[str, Any],
+                   status: Mapping[str, Any], previous: Pod) -> Pod:
+    """The view of an update whose spec and resource-bearing status equal ``previous``'s: the scalar fields an
+    equal spec gives equal are taken from it, only the metadata's and the status' own are read (positional:
+    in Pod's field order)."""
+    return Pod(
+        obj, pod_uid(obj), meta.get("namespace") or "default", meta.get("name") or "", meta.get("labels") or {},
+        previous.scheduler_name, previous.node_name, previous.priority,
+        parse_time(meta.get("creationTimestamp")), meta.get("deletionTimestamp"),
+        status.get("nominatedNodeName") or "", status.get("phase") or "", meta.get("resourceVersion") or "",
+        previous.requests, previous.non_zero_milli_cpu, previous.non_zero_memory, previous.host_ports,
+        previous.tolerations, spec.get("nodeSelector") or {}, spec.get("affinity") or {},
+        previous.scheduling_gates, previous.images, previous.num_containers, previous.pvc_names,
+        previous.preemption_policy, None, {}, previous.resource_memo,
+    )
 
 
 @dataclass(slots=True)

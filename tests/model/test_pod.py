@@ -103,6 +103,19 @@ def test_a_view_built_from_the_previous_one_equals_a_fresh_one(
     assert _fields(pod_from_api(new, previous)) == _fields(pod_from_api(new))
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(meta, spec, st.lists(st.tuples(meta, status), min_size=2, max_size=4))
+def test_a_chain_of_updates_gives_the_fresh_view_at_every_step(
+        meta0: dict[str, Any], spec0: dict[str, Any], versions: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
+    """Each view built from the one before (which remembers its status' resource key) equals a fresh view,
+    through the assumed copy too."""
+    view = pod_from_api({"metadata": meta0, "spec": spec0, "status": {}}).with_node("n9")
+    for meta_n, status_n in versions:
+        new = {"metadata": meta_n, "spec": {**copy.deepcopy(spec0), "nodeName": "n9"}, "status": status_n}
+        view = pod_from_api(new, view)
+        assert _fields(view) == _fields(pod_from_api(new))
+
+
 def test_an_unchanged_spec_is_not_parsed_again() -> None:
     old = {"metadata": {"name": "p", "uid": "u"}, "spec": {"containers": [{"name": "a", "resources": {
         "requests": {"cpu": "1"}}}], "tolerations": [{"key": "k", "operator": "Exists"}]}, "status": {}}

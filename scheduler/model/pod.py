@@ -233,34 +233,17 @@ class _SpecPart:
 
 def _pod(obj: Mapping[str, Any], meta: Mapping[str, Any], spec: Mapping[str, Any], status: Mapping[str, Any],
          resources: _SpecPart | Pod, parsed: _SpecPart | Pod) -> Pod:
-    """The view: the cheap fields read from ``obj``, the parsed ones taken from ``resources`` and ``parsed``."""
+    """The view: the cheap fields read from ``obj``, the parsed ones taken from ``resources`` and ``parsed``
+    (positional, in Pod's field order: keywords cost the watch a name lookup each, on every event)."""
     prio = spec.get("priority")
     return Pod(
-        raw=obj,
-        uid=pod_uid(obj),
-        namespace=meta.get("namespace") or "default",
-        name=meta.get("name") or "",
-        labels=meta.get("labels") or {},
-        scheduler_name=spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME,
-        node_name=spec.get("nodeName") or "",
-        priority=prio if isinstance(prio, int) else 0,
-        creation_timestamp=parse_time(meta.get("creationTimestamp")),
-        deletion_timestamp=meta.get("deletionTimestamp"),
-        nominated_node_name=status.get("nominatedNodeName") or "",
-        phase=status.get("phase") or "",
-        resource_version=meta.get("resourceVersion") or "",
-        requests=resources.requests,
-        non_zero_milli_cpu=resources.non_zero_milli_cpu,
-        non_zero_memory=resources.non_zero_memory,
-        host_ports=parsed.host_ports,
-        tolerations=parsed.tolerations,
-        node_selector=spec.get("nodeSelector") or {},
-        affinity=spec.get("affinity") or {},
-        scheduling_gates=parsed.scheduling_gates,
-        images=parsed.images,
-        num_containers=parsed.num_containers,
-        pvc_names=parsed.pvc_names,
-        preemption_policy=spec.get("preemptionPolicy") or "PreemptLowerPriority",
-        parse_error=resources.parse_error,
-        resource_memo=resources.resource_memo,
+        obj, pod_uid(obj), meta.get("namespace") or "default", meta.get("name") or "", meta.get("labels") or {},
+        spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME, spec.get("nodeName") or "",
+        prio if isinstance(prio, int) else 0,
+        parse_time(meta.get("creationTimestamp")), meta.get("deletionTimestamp"),
+        status.get("nominatedNodeName") or "", status.get("phase") or "", meta.get("resourceVersion") or "",
+        resources.requests, resources.non_zero_milli_cpu, resources.non_zero_memory, parsed.host_ports,
+        parsed.tolerations, spec.get("nodeSelector") or {}, spec.get("affinity") or {},
+        parsed.scheduling_gates, parsed.images, parsed.num_containers, parsed.pvc_names,
+        spec.get("preemptionPolicy") or "PreemptLowerPriority", resources.parse_error, {}, resources.resource_memo,
     )

@@ -124,3 +124,25 @@ def test_an_unchanged_spec_is_not_parsed_again() -> None:
     view = pod_from_api(copy.deepcopy(new), previous)
     assert view.tolerations is previous.tolerations and view.requests is previous.requests
     assert view.phase == "Running" and view.raw["status"]["phase"] == "Running"
+
+
+def test_the_views_fields_are_in_the_order_pod_from_api_passes_them() -> None:
+    """pod_from_api builds Pod positionally (the watch's hot path): a field added or moved must be placed there."""
+    import dataclasses
+
+    assert [f.name for f in dataclasses.fields(Pod)] == [
+        "raw", "uid", "namespace", "name", "labels", "scheduler_name", "node_name", "priority", "creation_timestamp",
+        "deletion_timestamp", "nominated_node_name", "phase", "resource_version", "requests", "non_zero_milli_cpu",
+        "non_zero_memory", "host_ports", "tolerations", "node_selector", "affinity", "scheduling_gates", "images",
+        "num_containers", "pvc_names", "preemption_policy", "parse_error", "memo", "resource_memo"]
+    view = pod_from_api({"metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "3",
+                                      "labels": {"a": "b"}, "deletionTimestamp": "2026-01-01T00:00:09Z"},
+                         "spec": {"schedulerName": "s", "nodeName": "n", "priority": 5, "preemptionPolicy": "Never",
+                                  "nodeSelector": {"z": "1"}, "affinity": {"nodeAffinity": {}},
+                                  "containers": [{"name": "c", "image": "i"}]},
+                         "status": {"phase": "Running", "nominatedNodeName": "m"}})
+    assert (view.uid, view.namespace, view.name, view.labels, view.scheduler_name, view.node_name, view.priority,
+            view.deletion_timestamp, view.nominated_node_name, view.phase, view.resource_version,
+            view.node_selector, view.affinity, view.images, view.num_containers, view.preemption_policy) == (
+        "u", "ns", "p", {"a": "b"}, "s", "n", 5, "2026-01-01T00:00:09Z", "m", "Running", "3",
+        {"z": "1"}, {"nodeAffinity": {}}, ("i",), 1, "Never")

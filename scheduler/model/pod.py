@@ -142,10 +142,8 @@ def pod_from_api(obj: Mapping[str, Any], previous: Pod | None = None) -> Pod:
     status = obj.get("status") or {}
     if previous is not None and previous.parse_error is None and spec == (previous.raw.get("spec") or {}):
         key = status_resource_key(status)
-        if key == _status_key(previous):
-            pod = _same_spec_pod(obj, meta, spec, status, previous)
-        else:
-            pod = _pod(obj, meta, spec, status, _SpecPart.of(meta, spec, status, previous), previous)
+        resources = previous if key == _status_key(previous) else _SpecPart.of(meta, spec, status, previous)
+        pod = _pod(obj, meta, spec, status, resources, previous, previous)
         pod.memo[_STATUS_KEY_MEMO] = key  # the next update of the pod compares its status with this one
         return pod
     part = _SpecPart.of(meta, spec, status)
@@ -159,23 +157,6 @@ def _status_key(pod: Pod) -> tuple[object, ...]:
     """status_resource_key of the pod's own status, remembered when pod_from_api built it from a previous view."""
     key: tuple[object, ...] | None = pod.memo.get(_STATUS_KEY_MEMO)
     return status_resource_key(pod.raw.get("status") or {}) if key is None else key
-
-
-def _same_spec_pod(obj: Mapping[str, Any], meta: Mapping[str, Any], spec: Mapping[str, Any],
-                   status: Mapping[str, Any], previous: Pod) -> Pod:
-    """The view of an update whose spec and resource-bearing status equal ``previous``'s: the scalar fields an
-    equal spec gives equal are taken from it, only the metadata's and the status' own are read (positional:
-    in Pod's field order)."""
-    return Pod(
-        obj, pod_uid(obj), meta.get("namespace") or "default", meta.get("name") or "", meta.get("labels") or {},
-        previous.scheduler_name, previous.node_name, previous.priority,
-        parse_time(meta.get("creationTimestamp")), meta.get("deletionTimestamp"),
-        status.get("nominatedNodeName") or "", status.get("phase") or "", meta.get("resourceVersion") or "",
-        previous.requests, previous.non_zero_milli_cpu, previous.non_zero_memory, previous.host_ports,
-        previous.tolerations, spec.get("nodeSelector") or {}, spec.get("affinity") or {},
-        previous.scheduling_gates, previous.images, previous.num_containers, previous.pvc_names,
-        previous.preemption_policy, None, {}, previous.resource_memo,
-    )
 
 
 @dataclass(slots=True)
@@ -232,18 +213,24 @@ class _SpecPart:
 
 
 def _pod(obj: Mapping[str, Any], meta: Mapping[str, Any], spec: Mapping[str, Any], status: Mapping[str, Any],
-         resources: _SpecPart | Pod, parsed: _SpecPart | Pod) -> Pod:
-    """The view: the cheap fields read from ``obj``, the parsed ones taken from ``resources`` and ``parsed``
-    (positional, in Pod's field order: keywords cost the watch a name lookup each, on every event)."""
-    prio = spec.get("priority")
+         resources: _SpecPart | Pod, parsed: _SpecPart | Pod, same_spec: Pod | None = None) -> Pod:
+    """The view: the cheap fields read from ``obj``, the parsed ones taken from ``resources`` and ``parsed``, and
+    with ``same_spec`` (a view of an equal spec) the spec's scalars taken from it. Positional, in Pod's field
+    order: keywords cost the watch a name lookup each, on every event."""
+    if same_spec is None:
+        prio = spec.get("priority")
+        scheduler_name, node_name = spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME, spec.get("nodeName") or ""
+        priority = prio if isinstance(prio, int) else 0
+        preemption_policy = spec.get("preemptionPolicy") or "PreemptLowerPriority"
+    else:
+        scheduler_name, node_name, priority = same_spec.scheduler_name, same_spec.node_name, same_spec.priority
+        preemption_policy = same_spec.preemption_policy
     return Pod(
         obj, pod_uid(obj), meta.get("namespace") or "default", meta.get("name") or "", meta.get("labels") or {},
-        spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME, spec.get("nodeName") or "",
-        prio if isinstance(prio, int) else 0,
-        parse_time(meta.get("creationTimestamp")), meta.get("deletionTimestamp"),
+        scheduler_name, node_name, priority, parse_time(meta.get("creationTimestamp")), meta.get("deletionTimestamp"),
         status.get("nominatedNodeName") or "", status.get("phase") or "", meta.get("resourceVersion") or "",
         resources.requests, resources.non_zero_milli_cpu, resources.non_zero_memory, parsed.host_ports,
         parsed.tolerations, spec.get("nodeSelector") or {}, spec.get("affinity") or {},
         parsed.scheduling_gates, parsed.images, parsed.num_containers, parsed.pvc_names,
-        spec.get("preemptionPolicy") or "PreemptLowerPriority", resources.parse_error, {}, resources.resource_memo,
+        preemption_policy, resources.parse_error, {}, resources.resource_memo,
     )

@@ -9,6 +9,8 @@ from datetime import datetime
 from operator import attrgetter
 from typing import Any
 
+import orjson
+
 from scheduler.model.errors import InvalidObjectError
 from scheduler.model.resources import Resource, pod_resources, status_resource_key
 from scheduler.model.taints import Toleration, parse_tolerations
@@ -146,8 +148,30 @@ def pod_from_api(obj: Mapping[str, Any], previous: Pod | None = None) -> Pod:
         pod = _pod(obj, meta, spec, status, resources, previous, previous)
         pod.memo[_STATUS_KEY_MEMO] = key  # the next update of the pod compares its status with this one
         return pod
-    part = _SpecPart.of(meta, spec, status)
+    part = _fresh_part(meta, spec, status)
     return _pod(obj, meta, spec, status, part, part)
+
+
+_PARTS_MEMO: dict[bytes, _SpecPart] = {}
+_PARTS_MEMO_MAX = 1024
+
+
+def _fresh_part(meta: Mapping[str, Any], spec: Mapping[str, Any], status: Mapping[str, Any]) -> _SpecPart:
+    """_SpecPart.of a new pod, remembered by its spec and the status fields its resources read (a workload's
+    pods share a few templates): what it derives from them is a function of them alone. A part with an error
+    (which names its pod) is not remembered, nor one whose spec is not plain JSON."""
+    try:
+        key = orjson.dumps((spec, status_resource_key(status)))
+    except TypeError:
+        return _SpecPart.of(meta, spec, status)
+    part = _PARTS_MEMO.get(key)
+    if part is None:
+        part = _SpecPart.of(meta, spec, status)
+        if part.parse_error is None:
+            if len(_PARTS_MEMO) >= _PARTS_MEMO_MAX:
+                _PARTS_MEMO.clear()
+            _PARTS_MEMO[key] = part
+    return part
 
 
 _STATUS_KEY_MEMO = "pod_from_api.status_resource_key"

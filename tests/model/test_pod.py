@@ -146,3 +146,19 @@ def test_the_views_fields_are_in_the_order_pod_from_api_passes_them() -> None:
             view.node_selector, view.affinity, view.images, view.num_containers, view.preemption_policy) == (
         "u", "ns", "p", {"a": "b"}, "s", "n", 5, "2026-01-01T00:00:09Z", "m", "Running", "3",
         {"z": "1"}, {"nodeAffinity": {}}, ("i",), 1, "Never")
+
+
+def test_pods_of_one_template_share_their_parsing_but_not_their_errors() -> None:
+    """A new pod's spec-derived fields are remembered by its spec and resource-bearing status; an invalid
+    pod's error still names it."""
+    spec = {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "100m"}}}],
+            "tolerations": [{"key": "k", "operator": "Exists"}]}
+    a = pod_from_api({"metadata": {"name": "a", "uid": "ua"}, "spec": copy.deepcopy(spec), "status": {}})
+    b = pod_from_api({"metadata": {"name": "b", "uid": "ub"}, "spec": copy.deepcopy(spec), "status": {}})
+    assert b.tolerations is a.tolerations and b.requests.milli_cpu == 100 and (b.name, b.uid) == ("b", "ub")
+    resized = pod_from_api({"metadata": {"name": "c", "uid": "uc"}, "spec": copy.deepcopy(spec), "status": {
+        "containerStatuses": [{"name": "c", "allocatedResources": {"cpu": "200m"}}]}})
+    assert _fields(resized) | {"name": "b", "uid": "ub", "raw": None} != _fields(b) | {"raw": None}
+    bad = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "lots"}}}]}
+    errors = [pod_from_api({"metadata": {"name": n, "uid": n}, "spec": copy.deepcopy(bad)}).parse_error for n in "xy"]
+    assert "x" in str(errors[0]) and "y" in str(errors[1])

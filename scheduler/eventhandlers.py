@@ -96,13 +96,9 @@ class EventHandlers(SchedulerState):
             else:
                 self._pod_seen[uid] = (self.clock(), obj)
             return ()  # upstream's informer filter hands it to no handler
-        pod = pod_from_api(obj, self._last_view(pod_uid(obj)))
         if type_ == DELETED:
-            self._pod_seen.pop(pod.uid, None)
-            self._pod_deleted(pod)
-            if pod.node_name:
-                return _ASSIGNED_POD_DELETE
-            return _UNSCHEDULED_POD_DELETE if self.responsible_for(pod) else ()
+            return self._pod_deletion(obj)
+        pod = pod_from_api(obj, self._last_view(pod_uid(obj)))
         self._pod_seen[pod.uid] = (self.clock(), obj)
         if pod.node_name:
             return self._assigned_pod_seen(pod)
@@ -146,19 +142,40 @@ class EventHandlers(SchedulerState):
         # updatePodInCache: one sample for the handler, one per derived event.
         return labels + _ASSIGNED_POD_UPDATE + tuple(e.label for e in events)
 
-    def _pod_deleted(self, pod: Pod) -> None:
-        """deletePodFromSchedulingQueue / deletePodFromCache."""
-        old = self._pending.pop(pod.uid, None)
-        if old is not None:
-            self.queue.delete(old)
-            if self.cache.is_assumed(pod.uid):
-                self._assumed_pod_deleted(pod)
-            elif pod.nominated_node_name:
-                # Lower or equal priority pods counted the nominated pod as if assigned to its node.
-                self.queue.move_all_to_active_or_backoff(
-                    ASSIGNED_POD_DELETE, pod, None, lambda p: p.priority <= pod.priority)
-        cached = self.cache.get_pod(pod.uid)
-        if cached is not None and not self.cache.is_assumed(pod.uid):
+    def _pod_deletion(self, obj: Mapping[str, Any]) -> Labels:
+        """A DELETED event of one of our pods or of a bound one. Only a pending pod's deletion reads the
+        deleted object's view (its nominated node, priority, terminating state); a bound pod's reads the
+        cached copy alone, so no view is built for it."""
+        uid = pod_uid(obj)
+        self._pod_seen.pop(uid, None)
+        if uid in self._pending:
+            pod = pod_from_api(obj, self._last_view(uid))
+            self._pending_pod_deleted(pod)
+            node_name, responsible = pod.node_name, self.responsible_for(pod)
+        else:
+            spec = obj.get("spec") or {}
+            node_name = spec.get("nodeName") or ""
+            responsible = (spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME) in self.frameworks
+        self._cached_pod_deleted(uid)
+        if node_name:
+            return _ASSIGNED_POD_DELETE
+        return _UNSCHEDULED_POD_DELETE if responsible else ()
+
+    def _pending_pod_deleted(self, pod: Pod) -> None:
+        """deletePodFromSchedulingQueue."""
+        old = self._pending.pop(pod.uid)
+        self.queue.delete(old)
+        if self.cache.is_assumed(pod.uid):
+            self._assumed_pod_deleted(pod)
+        elif pod.nominated_node_name:
+            # Lower or equal priority pods counted the nominated pod as if assigned to its node.
+            self.queue.move_all_to_active_or_backoff(
+                ASSIGNED_POD_DELETE, pod, None, lambda p: p.priority <= pod.priority)
+
+    def _cached_pod_deleted(self, uid: str) -> None:
+        """deletePodFromCache: the cached copy (not an assumed one) leaves its node."""
+        cached = self.cache.get_pod(uid)
+        if cached is not None and not self.cache.is_assumed(uid):
             self.cache.remove_pod(cached)
             self.queue.assigned_pod_deleted(cached)
 

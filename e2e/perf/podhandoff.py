@@ -31,7 +31,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import orjson
 
@@ -47,54 +46,8 @@ FORMATS = ("json", "marshal", "pickle-pod")
 WRITE_SIZE = 64 * 1024
 
 
-def _fields_v1(value: Any) -> dict[str, Any]:
-    """The FieldsV1 set of ``value`` as the API server writes it: ``f:`` per key, ``k:`` per keyed list item."""
-    if isinstance(value, dict):
-        return {f"f:{k}": _fields_v1(v) for k, v in value.items()}
-    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-        out: dict[str, Any] = {}
-        for item in value:
-            key = {k: item[k] for k in ("name", "type", "containerPort", "protocol", "key", "ip") if k in item}
-            out["k:" + orjson.dumps(key, option=orjson.OPT_SORT_KEYS).decode()] = {".": {}, **_fields_v1(item)}
-        return out
-    return {}
-
-
-def _entry(manager: str, fields: dict[str, Any], subresource: str = "") -> dict[str, Any]:
-    entry = {"manager": manager, "operation": "Update", "apiVersion": "v1", "time": "2026-01-01T00:00:01Z",
-             "fieldsType": "FieldsV1", "fieldsV1": _fields_v1(fields)}
-    return {**entry, "subresource": subresource} if subresource else entry
-
-
-def realistic(line: bytes) -> bytes:
-    """A watchreplay line with what a live run's pod carries: a running pod's status as kwok writes it, and
-    managedFields for the creating client, the scheduler's PodScheduled condition and the node's status."""
-    ev = orjson.loads(line)
-    obj = ev["object"]
-    meta, spec, status = obj["metadata"], obj["spec"], obj["status"]
-    managed = [_entry("python", {"metadata": {"labels": meta.get("labels", {})}, "spec": spec})]
-    if spec.get("nodeName"):
-        managed.append(_entry("py-scheduler", {"status": {"conditions": status.get("conditions", [])}}, "status"))
-    if status.get("phase") == "Running":
-        status.update({
-            "conditions": [{"type": t, "status": "True", "lastProbeTime": None,
-                            "lastTransitionTime": "2026-01-01T00:00:02Z"}
-                           for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady",
-                                     "PodScheduled")],
-            "hostIP": "10.0.0.1", "hostIPs": [{"ip": "10.0.0.1"}], "podIP": "10.0.1.2", "podIPs": [{"ip": "10.0.1.2"}],
-            "startTime": "2026-01-01T00:00:02Z",
-            "containerStatuses": [{"name": "pause", "image": "registry.k8s.io/pause:3.10.1",
-                                   "imageID": "registry.k8s.io/pause@sha256:" + "0" * 64, "ready": True,
-                                   "started": True, "restartCount": 0,
-                                   "state": {"running": {"startedAt": "2026-01-01T00:00:02Z"}}}]})
-        managed.append(_entry("kwok", {"status": {k: v for k, v in status.items() if k != "qosClass"}}, "status"))
-    meta["managedFields"] = managed
-    return orjson.dumps(ev)
-
-
 def lines_of(pods: int, nodes: int, foreign: float, shape: str) -> list[bytes]:
-    lines = watch_lines(pods, nodes, foreign)
-    return [realistic(line) for line in lines] if shape == "live" else lines
+    return watch_lines(pods, nodes, foreign, shape)
 
 
 def replay_lines(lines: Sequence[bytes], nodes: int) -> float:

@@ -3,18 +3,27 @@
 Replays the watch lines a SchedulingBasic run makes (per pod: ADDED pending, MODIFIED bound by the
 scheduler, MODIFIED running; then DELETED) through ``PodStream._handle_line`` into a Scheduler built
 from the default configuration, and reports CPU microseconds per event. ``--foreign F`` makes that fraction
-of the pods belong to another scheduler (they still occupy nodes once bound). Profile it with
-``py-spy record -- python -m e2e.perf.watchreplay``.
+of the pods belong to another scheduler (they still occupy nodes once bound). ``--shape live`` (the default)
+gives the lines what a live run's pods carry (managedFields of three managers, kwok's running status);
+``--shape replay`` the short lines of earlier entries. Unless ``--no-assume``, each of our pods is popped
+and assumed on its node between its ADDED and bound events, as a scheduling cycle does live (untimed), so
+the bound event confirms an assumed pod. ``--callgrind`` (under ``valgrind --tool=callgrind
+--instr-atstart=no``) counts each phase's events alone, one dump per phase (callgrind.out.<pid>.1-4: ADDED,
+bound, running, DELETED). Profile it with ``py-spy record -- python -m e2e.perf.watchreplay``.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import tempfile
 import time
 from typing import Any
 
 import orjson
 
+from e2e.perf.shims import build_shim
+from scheduler.app import gcpolicy
 from scheduler.app.offline import RecordingBinder, RecordingEventSink
 from scheduler.config.load import build_registry, load
 from scheduler.eventhandlers import ADDED
@@ -23,6 +32,7 @@ from scheduler.scheduler import Scheduler
 
 SCHED = "bench-scheduler"
 PHASES = ("ADDED", "BOUND", "RUNNING", "DELETED")
+SHAPES = ("live", "replay")
 
 
 def _pod(i: int, scheduler: str, rv: int, node: str = "", phase: str = "Pending") -> dict[str, Any]:
@@ -56,8 +66,54 @@ def _pod(i: int, scheduler: str, rv: int, node: str = "", phase: str = "Pending"
         "spec": spec, "status": status}
 
 
-def watch_lines(pods: int, nodes: int, foreign: float) -> list[bytes]:
-    """Every pod's events in the order a run produces them, as newline-free JSON lines."""
+def _fields_v1(value: Any) -> dict[str, Any]:
+    """The FieldsV1 set of ``value`` as the API server writes it: ``f:`` per key, ``k:`` per keyed list item."""
+    if isinstance(value, dict):
+        return {f"f:{k}": _fields_v1(v) for k, v in value.items()}
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        out: dict[str, Any] = {}
+        for item in value:
+            key = {k: item[k] for k in ("name", "type", "containerPort", "protocol", "key", "ip") if k in item}
+            out["k:" + orjson.dumps(key, option=orjson.OPT_SORT_KEYS).decode()] = {".": {}, **_fields_v1(item)}
+        return out
+    return {}
+
+
+def _entry(manager: str, fields: dict[str, Any], subresource: str = "") -> dict[str, Any]:
+    entry = {"manager": manager, "operation": "Update", "apiVersion": "v1", "time": "2026-01-01T00:00:01Z",
+             "fieldsType": "FieldsV1", "fieldsV1": _fields_v1(fields)}
+    return {**entry, "subresource": subresource} if subresource else entry
+
+
+def realistic(line: bytes) -> bytes:
+    """A watchreplay line with what a live run's pod carries: a running pod's status as kwok writes it, and
+    managedFields for the creating client, the scheduler's PodScheduled condition and the node's status."""
+    ev = orjson.loads(line)
+    obj = ev["object"]
+    meta, spec, status = obj["metadata"], obj["spec"], obj["status"]
+    managed = [_entry("python", {"metadata": {"labels": meta.get("labels", {})}, "spec": spec})]
+    if spec.get("nodeName"):
+        managed.append(_entry("py-scheduler", {"status": {"conditions": status.get("conditions", [])}}, "status"))
+    if status.get("phase") == "Running":
+        status.update({
+            "conditions": [{"type": t, "status": "True", "lastProbeTime": None,
+                            "lastTransitionTime": "2026-01-01T00:00:02Z"}
+                           for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady",
+                                     "PodScheduled")],
+            "hostIP": "10.0.0.1", "hostIPs": [{"ip": "10.0.0.1"}], "podIP": "10.0.1.2", "podIPs": [{"ip": "10.0.1.2"}],
+            "startTime": "2026-01-01T00:00:02Z",
+            "containerStatuses": [{"name": "pause", "image": "registry.k8s.io/pause:3.10.1",
+                                   "imageID": "registry.k8s.io/pause@sha256:" + "0" * 64, "ready": True,
+                                   "started": True, "restartCount": 0,
+                                   "state": {"running": {"startedAt": "2026-01-01T00:00:02Z"}}}]})
+        managed.append(_entry("kwok", {"status": {k: v for k, v in status.items() if k != "qosClass"}}, "status"))
+    meta["managedFields"] = managed
+    return orjson.dumps(ev)
+
+
+def watch_lines(pods: int, nodes: int, foreign: float, shape: str = "replay") -> list[bytes]:
+    """Every pod's events in the order a run produces them, as newline-free JSON lines; ``shape`` live
+    makes them as a live run's (``realistic``)."""
     lines: list[bytes] = []
     rv = 1000
     n_foreign = int(pods * foreign)
@@ -68,7 +124,8 @@ def watch_lines(pods: int, nodes: int, foreign: float) -> list[bytes]:
             node = f"node-{i % nodes}" if phase != "ADDED" else ""
             obj = _pod(i, sched, rv, node, "Running" if phase in ("RUNNING", "DELETED") else "Pending")
             type_ = {"BOUND": "MODIFIED", "RUNNING": "MODIFIED"}.get(phase, phase)
-            lines.append(orjson.dumps({"type": type_, "object": obj}))
+            line = orjson.dumps({"type": type_, "object": obj})
+            lines.append(realistic(line) if shape == "live" else line)
     return lines
 
 
@@ -84,17 +141,43 @@ def build_scheduler(nodes: int) -> Scheduler:
     return sched
 
 
-def replay(pods: int, nodes: int, foreign: float, upto: str = "DELETED") -> tuple[int, float, Scheduler]:
+def assume_popped(sched: Scheduler, nodes: int) -> None:
+    """What the scheduling cycles do between a pod's ADDED and bound events: pop it, assume it on the node
+    its bound event names and finish its binding (no algorithm, nothing timed)."""
+    while (qpi := sched.queue.pop(timeout=0)) is not None:
+        assumed = qpi.pod.with_node(f"node-{int(qpi.pod.name.rsplit('-', 1)[1]) % nodes}")
+        sched.cache.assume_pod(assumed)
+        sched.queue.done(assumed.uid)
+        sched.cache.finish_binding(assumed)
+
+
+def replay(pods: int, nodes: int, foreign: float, upto: str = "DELETED", shape: str = "replay",
+           assume: bool = False, marks: Any = None) -> tuple[int, float, Scheduler]:
     """(events, CPU seconds, the scheduler) for one replay into a fresh scheduler with ``nodes`` nodes;
-    ``upto`` stops after that phase (ADDED, BOUND, RUNNING or DELETED)."""
+    ``upto`` stops after that phase (ADDED, BOUND, RUNNING or DELETED). ``assume``: our pods are assumed
+    after the ADDED phase (``assume_popped``). ``marks``: the cgmark shim, one callgrind dump per phase."""
     sched = build_scheduler(nodes)
     stream = PodStream(api=None, on_event=sched.on_pod_event)  # type: ignore[arg-type]
-    lines = watch_lines(pods, nodes, foreign)[: pods * (PHASES.index(upto) + 1)]
+    lines = watch_lines(pods, nodes, foreign, shape)
     rv = ""
-    t0 = time.process_time()  # CPU, not wall: the machine is shared
-    for line in lines:
-        rv = stream._handle_line(line, rv)
-    return len(lines), time.process_time() - t0, sched
+    cpu = 0.0
+    policy = gcpolicy.install()  # the collector as the live scheduler runs it once synced
+    try:
+        for phase in PHASES[: PHASES.index(upto) + 1]:
+            first = PHASES.index(phase) * pods
+            if phase == "BOUND" and assume:
+                assume_popped(sched, nodes)
+            if marks is not None:
+                marks.cgmark_start()
+            t0 = time.process_time()  # CPU, not wall: the machine is shared
+            for line in lines[first:first + pods]:
+                rv = stream._handle_line(line, rv)
+            cpu += time.process_time() - t0
+            if marks is not None:
+                marks.cgmark_stop()
+    finally:
+        gcpolicy.uninstall(policy)
+    return pods * (PHASES.index(upto) + 1), cpu, sched
 
 
 def main() -> None:
@@ -103,8 +186,17 @@ def main() -> None:
     p.add_argument("--nodes", type=int, default=1000)
     p.add_argument("--foreign", type=float, default=0.0, help="fraction of pods of another scheduler")
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--shape", choices=SHAPES, default="live", help="live-shaped lines, or the short ones")
+    p.add_argument("--no-assume", action="store_true", help="bound events find pending pods, not assumed ones")
+    p.add_argument("--callgrind", action="store_true",
+                   help="under `valgrind --tool=callgrind --instr-atstart=no`: one dump per phase (cgmark.c)")
     args = p.parse_args()
-    best = min(replay(args.pods, args.nodes, args.foreign)[1] for _ in range(args.repeat))
+    marks = None
+    if args.callgrind:
+        with tempfile.TemporaryDirectory() as tmp:
+            marks = ctypes.CDLL(build_shim(tmp, "cgmark"))
+    best = min(replay(args.pods, args.nodes, args.foreign, shape=args.shape, assume=not args.no_assume,
+                      marks=marks)[1] for _ in range(args.repeat))
     events = args.pods * 4
     print(f"{events} events, best of {args.repeat}: {best:.3f} CPU s, {best / events * 1e6:.1f} CPU us/event")
 

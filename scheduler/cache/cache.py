@@ -175,8 +175,7 @@ class Cache:
             log.info("pod was bound to a different node than assumed",
                      pod=pod.key, assumed_node=assumed.node_name, node=pod.node_name)
         self._assumed.discard(pod.uid)
-        self._remove(assumed)
-        self._add(pod)
+        self._swap(assumed, pod)
 
     def _replace(self, state: _PodState, pod: Pod) -> None:
         """Swap a cached (non-assumed) pod for its new version, moving it if its node changed."""
@@ -187,8 +186,21 @@ class Cache:
         if pod.node_name != state.pod.node_name:
             log.error("pod updated on a different node than cached; following the update",
                       pod=pod.key, cached_node=state.pod.node_name, node=pod.node_name)
-        self._remove(state.pod)
-        self._add(pod)
+        self._swap(state.pod, pod)
+
+    def _swap(self, cached: Pod, pod: Pod) -> None:
+        """_remove(cached) then _add(pod): on the same known node, where the new version holds what the old one
+        did (NodeInfo.replace_pod), the node's aggregates are left as they are; its generation moves all the same.
+        (A node-less NodeInfo losing its last pod is dropped and made anew by the long way.)"""
+        info = self._nodes.get(pod.node_name)
+        if cached.node_name != pod.node_name or info is None or info.node is None or not info.replace_pod(pod):
+            self._remove(cached)
+            self._add(pod)
+            return
+        self._nodes.move_to_end(pod.node_name)
+        del self._pods[pod.uid]  # as _remove then _add: the pod's entry moves last
+        self._pods[pod.uid] = _PodState(pod)
+        self._assumed.discard(pod.uid)
 
     def _add(self, pod: Pod, assumed: bool = False) -> None:
         info = self._nodes.get(pod.node_name)

@@ -63,7 +63,15 @@ def event_label(resource: str, action: ActionType) -> str:
 
 
 def make_event(resource: EventResource, action: ActionType) -> ClusterEvent:
-    return ClusterEvent(resource, action, event_label(resource, action))
+    """The event of that resource and action, labelled; one frozen instance for each pair (every pod update
+    names some)."""
+    event = _EVENTS.get((resource, action))
+    if event is None:
+        event = _EVENTS[(resource, action)] = ClusterEvent(resource, action, event_label(resource, action))
+    return event
+
+
+_EVENTS: dict[tuple[EventResource, ActionType], ClusterEvent] = {}
 
 
 UNSCHEDULED_POD_ADD = make_event(EventResource.UNSCHEDULED_POD, ActionType.ADD)
@@ -79,7 +87,7 @@ def event_matches(incoming: ClusterEvent, registered: ClusterEvent) -> bool:
 
 def _raw_section(obj: Mapping[str, Any], section: str) -> Mapping[str, Any]:
     value = obj.get(section)
-    return value if isinstance(value, Mapping) else {}
+    return value if type(value) is dict or isinstance(value, Mapping) else {}  # decoded JSON: a dict, cheaply
 
 
 def _annotations(node: Node) -> Mapping[str, Any]:
@@ -162,15 +170,20 @@ _PodExtractor = Callable[[Pod, Pod], ActionType | None]
 
 
 def _pod_labels(old: Pod, new: Pod) -> ActionType | None:
-    return ActionType.UPDATE_POD_LABEL if dict(old.labels) != dict(new.labels) else None
+    a, b = old.labels, new.labels
+    if type(a) is not dict or type(b) is not dict:  # other mappings compare as the dicts of their items
+        a, b = dict(a), dict(b)
+    return ActionType.UPDATE_POD_LABEL if a != b else None
 
 
 def _pod_scale_down(old: Pod, new: Pod) -> ActionType | None:
     """Any request reduced (absent counts as zero, so a removed non-zero request is a reduction too)."""
     o, n = old.requests, new.requests
+    if o is n:  # a view built from the previous one with the same requests
+        return None
     if o.milli_cpu > n.milli_cpu or o.memory > n.memory or o.ephemeral_storage > n.ephemeral_storage:
         return ActionType.UPDATE_POD_SCALE_DOWN
-    if any(v > n.scalar.get(k, 0) for k, v in o.scalar.items()):
+    if o.scalar and any(v > n.scalar.get(k, 0) for k, v in o.scalar.items()):
         return ActionType.UPDATE_POD_SCALE_DOWN
     return None
 
@@ -178,9 +191,11 @@ def _pod_scale_down(old: Pod, new: Pod) -> ActionType | None:
 def _pod_scale_up(old: Pod, new: Pod) -> ActionType | None:
     """Any request added or raised (v1.37; requests compared in milli-units)."""
     o, n = old.requests, new.requests
+    if o is n:
+        return None
     if n.milli_cpu > o.milli_cpu or n.memory > o.memory or n.ephemeral_storage > o.ephemeral_storage:
         return ActionType.UPDATE_POD_SCALE_UP
-    if any(k not in o.scalar or v > o.scalar[k] for k, v in n.scalar.items()):
+    if n.scalar and any(k not in o.scalar or v > o.scalar[k] for k, v in n.scalar.items()):
         return ActionType.UPDATE_POD_SCALE_UP
     return None
 

@@ -102,6 +102,28 @@ class NodeInfo:
         self.generation = next_generation()
         return True
 
+    def replace_pod(self, pod: Pod) -> bool:
+        """remove_pod then add_pod of the same pod's new version, where the aggregates cannot change: the
+        version held shares the new one's requests (a view built from the previous one) and neither holds
+        host ports or PVCs (whose maps remove-then-add would reorder). The pod dicts keep remove-then-add's
+        order (the pod moves last). False, with nothing changed, where that does not hold."""
+        uid = pod.uid
+        held = self.pods.get(uid)
+        if (held is None or held.requests is not pod.requests or held.host_ports or pod.host_ports
+                or held.pvc_names or pod.pvc_names or held.non_zero_milli_cpu != pod.non_zero_milli_cpu
+                or held.non_zero_memory != pod.non_zero_memory):
+            return False
+        del self.pods[uid]
+        self.pods[uid] = pod
+        self.pods_with_affinity.pop(uid, None)
+        if pod.has_affinity:
+            self.pods_with_affinity[uid] = pod
+        self.pods_with_required_anti_affinity.pop(uid, None)
+        if pod.has_required_anti_affinity:
+            self.pods_with_required_anti_affinity[uid] = pod
+        self.generation = next_generation()
+        return True
+
     def port_conflict(self, want: HostPort) -> bool:
         """HostPortInfo.CheckConflict: 0.0.0.0 conflicts with every IP for that protocol/port."""
         key = (want.protocol, want.port)

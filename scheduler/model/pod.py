@@ -9,6 +9,8 @@ from datetime import datetime
 from operator import attrgetter
 from typing import Any
 
+import orjson
+
 from scheduler.model.errors import InvalidObjectError
 from scheduler.model.resources import Resource, pod_resources, status_resource_key
 from scheduler.model.taints import Toleration, parse_tolerations
@@ -141,11 +143,44 @@ def pod_from_api(obj: Mapping[str, Any], previous: Pod | None = None) -> Pod:
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     if previous is not None and previous.parse_error is None and spec == (previous.raw.get("spec") or {}):
-        if status_resource_key(status) == status_resource_key(previous.raw.get("status") or {}):
-            return _pod(obj, meta, spec, status, previous, previous)
-        return _pod(obj, meta, spec, status, _SpecPart.of(meta, spec, status, previous), previous)
-    part = _SpecPart.of(meta, spec, status)
+        key = status_resource_key(status)
+        resources = previous if key == _status_key(previous) else _SpecPart.of(meta, spec, status, previous)
+        pod = _pod(obj, meta, spec, status, resources, previous, previous)
+        pod.memo[_STATUS_KEY_MEMO] = key  # the next update of the pod compares its status with this one
+        return pod
+    part = _fresh_part(meta, spec, status)
     return _pod(obj, meta, spec, status, part, part)
+
+
+_PARTS_MEMO: dict[bytes, _SpecPart] = {}
+_PARTS_MEMO_MAX = 1024
+
+
+def _fresh_part(meta: Mapping[str, Any], spec: Mapping[str, Any], status: Mapping[str, Any]) -> _SpecPart:
+    """_SpecPart.of a new pod, remembered by its spec and the status fields its resources read (a workload's
+    pods share a few templates): what it derives from them is a function of them alone. A part with an error
+    (which names its pod) is not remembered, nor one whose spec is not plain JSON."""
+    try:
+        key = orjson.dumps((spec, status_resource_key(status)))
+    except TypeError:
+        return _SpecPart.of(meta, spec, status)
+    part = _PARTS_MEMO.get(key)
+    if part is None:
+        part = _SpecPart.of(meta, spec, status)
+        if part.parse_error is None:
+            if len(_PARTS_MEMO) >= _PARTS_MEMO_MAX:
+                _PARTS_MEMO.clear()
+            _PARTS_MEMO[key] = part
+    return part
+
+
+_STATUS_KEY_MEMO = "pod_from_api.status_resource_key"
+
+
+def _status_key(pod: Pod) -> tuple[object, ...]:
+    """status_resource_key of the pod's own status, remembered when pod_from_api built it from a previous view."""
+    key: tuple[object, ...] | None = pod.memo.get(_STATUS_KEY_MEMO)
+    return status_resource_key(pod.raw.get("status") or {}) if key is None else key
 
 
 @dataclass(slots=True)
@@ -202,35 +237,24 @@ class _SpecPart:
 
 
 def _pod(obj: Mapping[str, Any], meta: Mapping[str, Any], spec: Mapping[str, Any], status: Mapping[str, Any],
-         resources: _SpecPart | Pod, parsed: _SpecPart | Pod) -> Pod:
-    """The view: the cheap fields read from ``obj``, the parsed ones taken from ``resources`` and ``parsed``."""
-    prio = spec.get("priority")
+         resources: _SpecPart | Pod, parsed: _SpecPart | Pod, same_spec: Pod | None = None) -> Pod:
+    """The view: the cheap fields read from ``obj``, the parsed ones taken from ``resources`` and ``parsed``, and
+    with ``same_spec`` (a view of an equal spec) the spec's scalars taken from it. Positional, in Pod's field
+    order: keywords cost the watch a name lookup each, on every event."""
+    if same_spec is None:
+        prio = spec.get("priority")
+        scheduler_name, node_name = spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME, spec.get("nodeName") or ""
+        priority = prio if isinstance(prio, int) else 0
+        preemption_policy = spec.get("preemptionPolicy") or "PreemptLowerPriority"
+    else:
+        scheduler_name, node_name, priority = same_spec.scheduler_name, same_spec.node_name, same_spec.priority
+        preemption_policy = same_spec.preemption_policy
     return Pod(
-        raw=obj,
-        uid=pod_uid(obj),
-        namespace=meta.get("namespace") or "default",
-        name=meta.get("name") or "",
-        labels=meta.get("labels") or {},
-        scheduler_name=spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME,
-        node_name=spec.get("nodeName") or "",
-        priority=prio if isinstance(prio, int) else 0,
-        creation_timestamp=parse_time(meta.get("creationTimestamp")),
-        deletion_timestamp=meta.get("deletionTimestamp"),
-        nominated_node_name=status.get("nominatedNodeName") or "",
-        phase=status.get("phase") or "",
-        resource_version=meta.get("resourceVersion") or "",
-        requests=resources.requests,
-        non_zero_milli_cpu=resources.non_zero_milli_cpu,
-        non_zero_memory=resources.non_zero_memory,
-        host_ports=parsed.host_ports,
-        tolerations=parsed.tolerations,
-        node_selector=spec.get("nodeSelector") or {},
-        affinity=spec.get("affinity") or {},
-        scheduling_gates=parsed.scheduling_gates,
-        images=parsed.images,
-        num_containers=parsed.num_containers,
-        pvc_names=parsed.pvc_names,
-        preemption_policy=spec.get("preemptionPolicy") or "PreemptLowerPriority",
-        parse_error=resources.parse_error,
-        resource_memo=resources.resource_memo,
+        obj, pod_uid(obj), meta.get("namespace") or "default", meta.get("name") or "", meta.get("labels") or {},
+        scheduler_name, node_name, priority, parse_time(meta.get("creationTimestamp")), meta.get("deletionTimestamp"),
+        status.get("nominatedNodeName") or "", status.get("phase") or "", meta.get("resourceVersion") or "",
+        resources.requests, resources.non_zero_milli_cpu, resources.non_zero_memory, parsed.host_ports,
+        parsed.tolerations, spec.get("nodeSelector") or {}, spec.get("affinity") or {},
+        parsed.scheduling_gates, parsed.images, parsed.num_containers, parsed.pvc_names,
+        preemption_policy, resources.parse_error, {}, resources.resource_memo,
     )

@@ -333,3 +333,57 @@ def test_expired_pod_added_later_is_accounted_again() -> None:
     cache.add_pod(make_pod("a", node="n1", cpu="1"))
     assert node_info(cache, "n1").requested.milli_cpu == 1000
     assert not cache.is_assumed("uid-a")
+
+
+# --- a status update or a confirmation on the same node (NodeInfo.replace_pod) ------------------
+
+
+def _node_state(info: NodeInfo) -> tuple[object, ...]:
+    """Everything remove-then-add can change on a node, orders included (not the generation's value)."""
+    r, nz = info.requested, info.non_zero_requested
+    return (list(info.pods), list(info.pods_with_affinity), list(info.pods_with_required_anti_affinity),
+            {ip: sorted(p) for ip, p in info.used_ports.items()},
+            list(info.used_ports), (r.milli_cpu, r.memory, r.ephemeral_storage, dict(r.scalar)),
+            (nz.milli_cpu, nz.memory), list(info.pvc_ref_counts.items()))
+
+
+@pytest.mark.parametrize("how", ["status update", "confirmation"])
+@pytest.mark.parametrize("extra", [{}, {"host_ports": [8080]}, {"pvcs": ["c"]}, {"affinity": ANTI_AFFINITY}])
+def test_a_same_node_update_leaves_the_node_as_remove_then_add_would(
+        how: str, extra: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The view the watch builds from the previous one shares its requests: the cache then swaps the pod in
+    place of the long way, and the node ends exactly as the long way leaves it, with a newer generation."""
+    from scheduler.model.pod import pod_from_api
+
+    def run(long_way: bool) -> tuple[tuple[object, ...], list[str], bool]:
+        cache = cache_with_nodes("n1")
+        first = make_pod("a", node="n1", cpu="250m", memory="64Mi", **extra)  # type: ignore[arg-type]
+        cache.add_pod(make_pod("b", node="n1", cpu="1", memory="1Gi", **extra))  # type: ignore[arg-type]
+        if how == "confirmation":
+            cache.assume_pod(first)
+        else:
+            cache.add_pod(first)
+        cache.add_pod(make_pod("c", node="n1", cpu="1", memory="1Gi", uid="uid-c"))
+        generation = node_info(cache, "n1").generation
+        status = {**first.raw.get("status", {}), "phase": "Running"}
+        new = pod_from_api({**first.raw, "status": status}, first)
+        assert new.requests is first.requests
+        swapped: list[bool] = []
+        replace = NodeInfo.replace_pod
+        with monkeypatch.context() as patch:
+            patch.setattr(NodeInfo, "replace_pod",
+                          lambda self, pod: False if long_way else swapped.append(replace(self, pod)) or swapped[-1])
+            if how == "confirmation":
+                cache.add_pod(new)
+                assert not cache.is_assumed(new.uid)
+            else:
+                cache.update_pod(first, new)
+        info = node_info(cache, "n1")
+        assert cache.get_pod(new.uid) is new and info.pods[new.uid] is new
+        with_affinity = info.pods_with_affinity
+        assert all(p.uid not in with_affinity or with_affinity[p.uid] is p for p in info.pods.values())
+        assert long_way or swapped == [not extra or extra.get("affinity") is not None]  # ports, PVCs: the long way
+        return _node_state(info), list(cache._pods), info.generation > generation
+
+    assert run(long_way=False) == run(long_way=True)
+    assert run(long_way=False)[2]

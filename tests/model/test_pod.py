@@ -103,6 +103,19 @@ def test_a_view_built_from_the_previous_one_equals_a_fresh_one(
     assert _fields(pod_from_api(new, previous)) == _fields(pod_from_api(new))
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(meta, spec, st.lists(st.tuples(meta, status), min_size=2, max_size=4))
+def test_a_chain_of_updates_gives_the_fresh_view_at_every_step(
+        meta0: dict[str, Any], spec0: dict[str, Any], versions: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
+    """Each view built from the one before (which remembers its status' resource key) equals a fresh view,
+    through the assumed copy too."""
+    view = pod_from_api({"metadata": meta0, "spec": spec0, "status": {}}).with_node("n9")
+    for meta_n, status_n in versions:
+        new = {"metadata": meta_n, "spec": {**copy.deepcopy(spec0), "nodeName": "n9"}, "status": status_n}
+        view = pod_from_api(new, view)
+        assert _fields(view) == _fields(pod_from_api(new))
+
+
 def test_an_unchanged_spec_is_not_parsed_again() -> None:
     old = {"metadata": {"name": "p", "uid": "u"}, "spec": {"containers": [{"name": "a", "resources": {
         "requests": {"cpu": "1"}}}], "tolerations": [{"key": "k", "operator": "Exists"}]}, "status": {}}
@@ -111,3 +124,41 @@ def test_an_unchanged_spec_is_not_parsed_again() -> None:
     view = pod_from_api(copy.deepcopy(new), previous)
     assert view.tolerations is previous.tolerations and view.requests is previous.requests
     assert view.phase == "Running" and view.raw["status"]["phase"] == "Running"
+
+
+def test_the_views_fields_are_in_the_order_pod_from_api_passes_them() -> None:
+    """pod_from_api builds Pod positionally (the watch's hot path): a field added or moved must be placed there."""
+    import dataclasses
+
+    assert [f.name for f in dataclasses.fields(Pod)] == [
+        "raw", "uid", "namespace", "name", "labels", "scheduler_name", "node_name", "priority", "creation_timestamp",
+        "deletion_timestamp", "nominated_node_name", "phase", "resource_version", "requests", "non_zero_milli_cpu",
+        "non_zero_memory", "host_ports", "tolerations", "node_selector", "affinity", "scheduling_gates", "images",
+        "num_containers", "pvc_names", "preemption_policy", "parse_error", "memo", "resource_memo"]
+    view = pod_from_api({"metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "3",
+                                      "labels": {"a": "b"}, "deletionTimestamp": "2026-01-01T00:00:09Z"},
+                         "spec": {"schedulerName": "s", "nodeName": "n", "priority": 5, "preemptionPolicy": "Never",
+                                  "nodeSelector": {"z": "1"}, "affinity": {"nodeAffinity": {}},
+                                  "containers": [{"name": "c", "image": "i"}]},
+                         "status": {"phase": "Running", "nominatedNodeName": "m"}})
+    assert (view.uid, view.namespace, view.name, view.labels, view.scheduler_name, view.node_name, view.priority,
+            view.deletion_timestamp, view.nominated_node_name, view.phase, view.resource_version,
+            view.node_selector, view.affinity, view.images, view.num_containers, view.preemption_policy) == (
+        "u", "ns", "p", {"a": "b"}, "s", "n", 5, "2026-01-01T00:00:09Z", "m", "Running", "3",
+        {"z": "1"}, {"nodeAffinity": {}}, ("i",), 1, "Never")
+
+
+def test_pods_of_one_template_share_their_parsing_but_not_their_errors() -> None:
+    """A new pod's spec-derived fields are remembered by its spec and resource-bearing status; an invalid
+    pod's error still names it."""
+    spec = {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "100m"}}}],
+            "tolerations": [{"key": "k", "operator": "Exists"}]}
+    a = pod_from_api({"metadata": {"name": "a", "uid": "ua"}, "spec": copy.deepcopy(spec), "status": {}})
+    b = pod_from_api({"metadata": {"name": "b", "uid": "ub"}, "spec": copy.deepcopy(spec), "status": {}})
+    assert b.tolerations is a.tolerations and b.requests.milli_cpu == 100 and (b.name, b.uid) == ("b", "ub")
+    resized = pod_from_api({"metadata": {"name": "c", "uid": "uc"}, "spec": copy.deepcopy(spec), "status": {
+        "containerStatuses": [{"name": "c", "allocatedResources": {"cpu": "200m"}}]}})
+    assert _fields(resized) | {"name": "b", "uid": "ub", "raw": None} != _fields(b) | {"raw": None}
+    bad = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "lots"}}}]}
+    errors = [pod_from_api({"metadata": {"name": n, "uid": n}, "spec": copy.deepcopy(bad)}).parse_error for n in "xy"]
+    assert "x" in str(errors[0]) and "y" in str(errors[1])

@@ -70,6 +70,10 @@ class EventHandlers(SchedulerState):
     def responsible_for(self, pod: Pod) -> bool:
         return pod.scheduler_name in self.frameworks
 
+    def _serves(self, spec: Mapping[str, Any]) -> bool:
+        """responsible_for, read from a pod's raw spec (before any view is built)."""
+        return (spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME) in self.frameworks
+
     def _handled(self, labels: Labels, start: float) -> Labels:
         """Record one scheduler_event_handling_duration_seconds sample per label of a handler that began
         at ``start`` (perf_counter), as upstream's handlers each record theirs."""
@@ -86,8 +90,7 @@ class EventHandlers(SchedulerState):
 
     def _pod_event(self, type_: str, obj: Mapping[str, Any]) -> Labels:
         spec = obj.get("spec")
-        if isinstance(spec, Mapping) and not spec.get("nodeName") and (
-                spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME) not in self.frameworks:
+        if isinstance(spec, Mapping) and not spec.get("nodeName") and not self._serves(spec):
             # Another scheduler's pending pod: it matters (as usage) only once bound, so it is not built;
             # it is remembered as seen, for the resync and for a reload that adds its profile.
             uid = pod_uid(obj)
@@ -155,7 +158,7 @@ class EventHandlers(SchedulerState):
         else:
             spec = obj.get("spec") or {}
             node_name = spec.get("nodeName") or ""
-            responsible = (spec.get("schedulerName") or DEFAULT_SCHEDULER_NAME) in self.frameworks
+            responsible = self._serves(spec)
         self._cached_pod_deleted(uid)
         if node_name:
             return _ASSIGNED_POD_DELETE

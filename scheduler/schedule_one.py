@@ -861,10 +861,14 @@ class ScheduleOne(SchedulerState):
             return error_status(exc)
 
     def _end_guarded(self, pod: AssumedPod, st: Status | None = None) -> None:
-        """The rest of a batched pod's binding cycle from its Bind (``st``: how PreBind ended); the slot is
-        given back however it ends."""
+        """The rest of a batched pod's binding cycle from its Bind (``st``: how PreBind ended)."""
+        self._slot_guarded(pod, lambda: self.bind_and_finish(pod, st))
+
+    def _slot_guarded(self, pod: AssumedPod, run: Callable[[], None]) -> None:
+        """Run a binding cycle (or its end) that holds a binding slot: a crash is logged, and the slot, the
+        batch's posted outcome and the binding gauge are given back however it ends."""
         try:
-            self.bind_and_finish(pod, st)
+            run()
         except Exception:
             log.exception("binding cycle crashed")
         finally:
@@ -922,12 +926,7 @@ class ScheduleOne(SchedulerState):
     def _binding_cycle_guarded(self, pod: AssumedPod) -> None:
         if self.metrics is not None:
             self.metrics.binding_started()
-        try:
-            self._binding_cycle_logged(pod)
-        finally:
-            self._bind_slots.release()
-            if self.metrics is not None:
-                self.metrics.binding_finished()
+        self._slot_guarded(pod, lambda: self.binding_cycle(pod))
 
     def _binding_cycle_logged(self, pod: AssumedPod) -> None:
         try:

@@ -12,6 +12,7 @@ The generated client serves only to load the kubeconfig (and, through a proxy, l
 
 from __future__ import annotations
 
+import functools
 import re
 import ssl
 import time
@@ -406,19 +407,12 @@ class ApiWriter:
         connections of their own (RawApi.fanout); None or the error of each, not retried (as ``bind``)."""
         fanout = getattr(self.raw, "fanout", None)
         if fanout is None:
-            return [self._bind_alone(*b) for b in bindings]
+            return [error_of(functools.partial(self.bind, *b)) for b in bindings]
         for _ in bindings:
             self.limiter.wait()
         answers = fanout([("POST", pod_path(ns, name, "binding"), _binding(ns, name, uid, node), JSON)
                           for ns, name, uid, node in bindings])
         return [answer if isinstance(answer, Exception) else None for answer in answers]
-
-    def _bind_alone(self, namespace: str, name: str, uid: str, node: str) -> Exception | None:
-        try:
-            self.bind(namespace, name, uid, node)
-        except Exception as exc:
-            return exc
-        return None
 
     def get(self, path: str) -> bytes:
         """GET one object (rate limited and retried like the writes it serves)."""
@@ -492,7 +486,7 @@ class ApiWriter:
         retried alone as ``create_event`` retries; a 409 for it then means its first POST did land."""
         pipeline = getattr(self.raw, "pipeline", None)
         if pipeline is None or len(events) == 1:
-            return [self._create_alone(ns, body) for ns, body in events]
+            return [error_of(functools.partial(self.create_event, ns, body)) for ns, body in events]
         started = time.monotonic()
         for _ in events:
             self.limiter.wait()
@@ -511,16 +505,18 @@ class ApiWriter:
                 out.append(exc)
         return out
 
-    def _create_alone(self, namespace: str, body: Mapping[str, Any]) -> Exception | None:
-        try:
-            self.create_event(namespace, body)
-        except Exception as exc:
-            return exc
-        return None
-
     def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
         self._request("PATCH", f"/apis/events.k8s.io/v1/namespaces/{segment(namespace)}/events/{segment(name)}",
                       patch, STRATEGIC_MERGE)
+
+
+def error_of(call: Callable[[], object]) -> Exception | None:
+    """The exception ``call`` raised, or None: one outcome of several writes made together."""
+    try:
+        call()
+    except Exception as exc:
+        return exc
+    return None
 
 
 def _binding(namespace: str, name: str, uid: str, node: str) -> dict[str, Any]:

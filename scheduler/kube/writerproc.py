@@ -32,6 +32,7 @@ controller, related]`` event (related: ``[ns, name, uid, rv]`` or null), ``["l",
 from __future__ import annotations
 
 import contextlib
+import functools
 import struct
 import subprocess
 import threading
@@ -45,7 +46,7 @@ import orjson
 import structlog
 
 from scheduler.edge import BoundElsewhereError, NotLeaderError
-from scheduler.kube.client import ApiError, PodIdentity, api_error
+from scheduler.kube.client import ApiError, PodIdentity, api_error, error_of
 from scheduler.kube.recorder import ApiEventSink
 from scheduler.model.pod import Pod
 
@@ -278,16 +279,10 @@ class ProcessBinder:
         """Every Binding sent to its child before waiting for any outcome: one waiting thread for the batch
         instead of a binding worker each. The child makes all of a Binding's tries (ApiBinder), so an error
         here is final."""
-        sent = [(pod, self.writer_for(pod.uid), self.writer_for(pod.uid).start_bind(pod, node))
-                for pod, node in bindings]
-        outcomes: list[Exception | None] = []
-        for pod, writer, pending in sent:
-            try:
-                writer.wait_bind(pod, pending)
-                outcomes.append(None)
-            except Exception as exc:
-                outcomes.append(exc)
-        return outcomes
+        writers = [self.writer_for(pod.uid) for pod, _ in bindings]
+        sent = [writer.start_bind(pod, node) for writer, (pod, node) in zip(writers, bindings, strict=True)]
+        return [error_of(functools.partial(writer.wait_bind, pod, pending))
+                for writer, (pod, _), pending in zip(writers, bindings, sent, strict=True)]
 
     def bind_after(self, pod: Pod, node_name: str, first_error: Exception | None) -> None:
         """The child retried already: its error stands (no error: ``bind``)."""

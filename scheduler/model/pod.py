@@ -138,6 +138,9 @@ def pod_from_api(obj: Mapping[str, Any], previous: Pod | None = None) -> Pod:
     spec that did not change (a pod's later events change its status, or only its nodeName, which assume
     already wrote into the cached copy's spec): what derives from an equal spec is equal, so it is reused;
     the resources are reused only when the status fields they read are equal too.
+
+    ``obj`` is read-only once a view holds it, its spec included: a spec dict (which the pod stream shares among
+    events and pods) stands for the same spec every time it is seen.
     """
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}

@@ -90,7 +90,7 @@ class EventHandlers(SchedulerState):
 
     def _pod_event(self, type_: str, obj: Mapping[str, Any]) -> Labels:
         spec = obj.get("spec")
-        if isinstance(spec, Mapping) and not spec.get("nodeName") and not self._serves(spec):
+        if (type(spec) is dict or isinstance(spec, Mapping)) and not spec.get("nodeName") and not self._serves(spec):
             # Another scheduler's pending pod: it matters (as usage) only once bound, so it is not built;
             # it is remembered as seen, for the resync and for a reload that adds its profile.
             uid = pod_uid(obj)

@@ -1,6 +1,7 @@
-"""The pod stream's decode (``scheduler.kube.transform.loads_trimmed``): managedFields cut from the watch
-line's bytes must leave exactly what decoding the whole line and trimming it leaves, for any strings a pod
-may carry, and the cut must be taken for pods shaped as kube-apiserver writes them."""
+"""The pod stream's decode (``scheduler.kube.transform.loads_trimmed`` and ``PodLineDecoder``): managedFields cut
+from the watch line's bytes, and a spec seen before taken from its bytes, must leave exactly what decoding the
+whole line and trimming it leaves, for any strings a pod may carry, and the cuts must be taken for pods shaped
+as kube-apiserver writes them."""
 
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler.kube.transform import loads_trimmed, managed_fields_span, trim
+from scheduler.kube.transform import PodLineDecoder, loads_trimmed, managed_fields_span, trim
 
 # Fragments that look like the marks the cut looks for, inside strings where they must not count.
 TRICKY = [",\"managedFields\":[", "]},\"spec\":", "],\"", "\\", "\"", "[", "]", "{", "}", ",", ":", "spec",
-          "managedFields", "\\\"", "]},\\\"spec\\\":"]
+          "managedFields", "\\\"", "]},\\\"spec\\\":", "},\"status\":{", "},\\\"status\\\":{", "status"]
 text = st.lists(st.one_of(st.sampled_from(TRICKY), st.text(max_size=4)), max_size=5).map("".join)
 plain = st.text(alphabet="abcdef-.:/", max_size=8)  # no bracket: the strings fieldsV1 keys usually hold
 
@@ -100,3 +101,59 @@ def test_events_without_a_pod_decode_unchanged() -> None:
     for ev in ({"type": "ERROR", "object": {"kind": "Status", "code": 410}},
                {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "9"}}}):
         assert loads_trimmed(orjson.dumps(ev)) == ev
+
+
+def _spec(strings: st.SearchStrategy[str]) -> st.SearchStrategy[Any]:
+    """A spec with strings from ``strings``, some with an object member named status inside (so that the first
+    ``},"status":{`` after the spec's start is not its end), unbound or bound to one of two nodes."""
+    return st.builds(lambda name, image, inner, node: {
+        "containers": [{"name": name, "image": image}],
+        **({"extra": {"a": {"b": name}, "status": {"c": image}}} if inner else {}),
+        **({"nodeName": node} if node else {}), "schedulerName": "s"},
+        strings, strings, st.booleans(), st.sampled_from(["", "n1", "n2"]))
+
+
+def _event(strings: st.SearchStrategy[str]) -> st.SearchStrategy[Any]:
+    managed = st.lists(_entry(_fields(plain), plain), max_size=2)  # mostly cut: the spec's bytes are looked up
+    return st.builds(lambda type_, name, spec, mf, phase: {"type": type_, "object": {
+        "kind": "Pod", "apiVersion": "v1",
+        "metadata": {"name": name, "namespace": "ns", "uid": "u", **({"managedFields": mf} if mf else {})},
+        "spec": spec, "status": {"phase": phase, "conditions": [{"type": "PodScheduled", "status": "True"}]}}},
+        st.sampled_from(["ADDED", "MODIFIED", "DELETED"]), strings, _spec(strings), managed, strings)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_event(text), min_size=1, max_size=5), st.sampled_from([1, 2, 4096]))
+def test_a_decoder_gives_every_line_as_the_whole_line_decoded_and_trimmed(events: list[Any], capacity: int) -> None:
+    """Every line twice through one decoder (the second time its spec is remembered, unless the capacity
+    dropped it), whatever its strings and whatever lies inside its spec."""
+    decoder = PodLineDecoder(capacity)
+    for event in events + events:
+        line = orjson.dumps(event)
+        assert decoder.loads(line) == _decoded_then_trimmed(line)
+
+
+def _line(name: str, spec: dict[str, Any]) -> bytes:
+    return orjson.dumps({"type": "ADDED", "object": {"kind": "Pod", "apiVersion": "v1", "metadata": {
+        "name": name, "managedFields": MANAGED}, "spec": spec, "status": {"phase": "Pending"}}})
+
+
+def test_a_spec_seen_before_is_shared_and_a_bound_spec_shares_its_templates_parts() -> None:
+    decoder = PodLineDecoder()
+    template = {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}],
+                "tolerations": [{"key": "k", "operator": "Exists"}], "schedulerName": "s"}
+    a = decoder.loads(_line("a", template))["object"]
+    b = decoder.loads(_line("b", template))["object"]
+    assert a["spec"] is b["spec"] and a["spec"] == template and (a["metadata"], b["metadata"]) == ({"name": "a"},
+                                                                                                    {"name": "b"})
+    bound = decoder.loads(_line("a", {**template, "nodeName": "n1"}))["object"]["spec"]
+    assert bound == {**template, "nodeName": "n1"} and len(decoder) == 2
+    assert bound["containers"] is a["spec"]["containers"] and bound["tolerations"] is a["spec"]["tolerations"]
+
+
+def test_a_spec_with_a_status_member_inside_is_decoded_whole_and_not_remembered() -> None:
+    decoder = PodLineDecoder()
+    spec = {"containers": [{"name": "c"}], "extra": {"a": {}, "status": {"b": 1}}}
+    for _ in range(2):
+        assert decoder.loads(_line("a", spec)) == _decoded_then_trimmed(_line("a", spec))
+    assert len(decoder) == 0

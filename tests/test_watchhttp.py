@@ -11,6 +11,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scheduler.kube.http11 import ConnectionClosed
 from scheduler.kube.podstream import PodStream
@@ -234,3 +236,14 @@ def test_stop_ends_a_watch_blocked_in_a_read(run_stream: Any) -> None:
     stream.stop()
     stream._thread.join(10)  # the read timeout is 45 s: only the abort ends it sooner
     assert not stream._thread.is_alive()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(max_size=12).map(lambda b: b.replace(b"x", b"\n")), max_size=8))
+def test_the_splitter_gives_the_lines_of_any_blocks(blocks: list[bytes]) -> None:
+    """Whatever the blocks (newlines anywhere, several or none in a block, empty lines), the lines are the
+    stream's newline-terminated pieces and the rest is held."""
+    split = LineSplitter()
+    got = [line for block in blocks for line in split.feed(block)]
+    *lines, rest = b"".join(blocks).split(b"\n")
+    assert got == lines and split.pending == rest

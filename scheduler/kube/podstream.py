@@ -26,7 +26,7 @@ from kubernetes.client.exceptions import ApiException
 
 from scheduler.kube.client import JSON, RawApi, api_error, list_pages, ssl_context
 from scheduler.kube.http11 import Http11Pool
-from scheduler.kube.transform import loads_trimmed
+from scheduler.kube.transform import PodLineDecoder
 from scheduler.kube.watchhttp import StreamedResponse, open_stream
 
 log = structlog.get_logger(__name__)
@@ -77,6 +77,7 @@ class PodStream:
         self.events = 0
         self.relists = 0
         self._known: dict[str, Mapping[str, Any]] = {}  # uid -> last object, for synthesized deletions
+        self._decoder = PodLineDecoder()  # the watch lines' specs, each decoded once (read-only objects)
         self._stop = threading.Event()
         self._response: StreamedResponse | None = None  # the watch being read, for stop() to end
         self._resume_rv = ""  # the version of the last event delivered: where a broken watch resumes
@@ -179,7 +180,7 @@ class PodStream:
 
     def _handle_line(self, line: bytes, rv: str) -> str:
         """One watch event; returns the resourceVersion to resume from."""
-        ev = loads_trimmed(line)
+        ev = self._decoder.loads(line)
         type_ = ev.get("type")
         obj = ev.get("object") or {}
         if type_ == "ERROR":

@@ -138,39 +138,57 @@ def pod_from_api(obj: Mapping[str, Any], previous: Pod | None = None) -> Pod:
     spec that did not change (a pod's later events change its status, or only its nodeName, which assume
     already wrote into the cached copy's spec): what derives from an equal spec is equal, so it is reused;
     the resources are reused only when the status fields they read are equal too.
+
+    ``obj`` is read-only once a view holds it, its spec included: a spec dict (which the pod stream shares among
+    events and pods) stands for the same spec every time it is seen.
     """
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
-    if previous is not None and previous.parse_error is None and spec == (previous.raw.get("spec") or {}):
-        key = status_resource_key(status)
-        resources = previous if key == _status_key(previous) else _SpecPart.of(meta, spec, status, previous)
-        pod = _pod(obj, meta, spec, status, resources, previous, previous)
-        pod.memo[_STATUS_KEY_MEMO] = key  # the next update of the pod compares its status with this one
-        return pod
-    part = _fresh_part(meta, spec, status)
-    return _pod(obj, meta, spec, status, part, part)
+    key = status_resource_key(status)
+    if previous is not None and previous.parse_error is None:
+        held = previous.raw.get("spec") or {}
+        if spec is held or spec == held:  # the pod stream shares an unchanged spec's dict
+            resources = previous if key == _status_key(previous) else _SpecPart.of(meta, spec, status, previous)
+            pod = _pod(obj, meta, spec, status, resources, previous, previous)
+            pod.memo[_STATUS_KEY_MEMO] = key  # the next update of the pod compares its status with this one
+            return pod
+    part = _fresh_part(meta, spec, status, key)
+    pod = _pod(obj, meta, spec, status, part, part)
+    pod.memo[_STATUS_KEY_MEMO] = key
+    return pod
 
 
 _PARTS_MEMO: dict[bytes, _SpecPart] = {}
+_PARTS_BY_SPEC: dict[int, tuple[Mapping[str, Any], tuple[object, ...], _SpecPart]] = {}
 _PARTS_MEMO_MAX = 1024
 
 
-def _fresh_part(meta: Mapping[str, Any], spec: Mapping[str, Any], status: Mapping[str, Any]) -> _SpecPart:
-    """_SpecPart.of a new pod, remembered by its spec and the status fields its resources read (a workload's
-    pods share a few templates): what it derives from them is a function of them alone. A part with an error
-    (which names its pod) is not remembered, nor one whose spec is not plain JSON."""
+def _fresh_part(meta: Mapping[str, Any], spec: Mapping[str, Any], status: Mapping[str, Any],
+                status_key: tuple[object, ...]) -> _SpecPart:
+    """_SpecPart.of a new pod, remembered by its spec and the status fields its resources read
+    (``status_key``; a workload's pods share a few templates): what it derives from them is a function of them
+    alone. First by the spec's identity (the pod stream hands a template's pods one shared spec dict, which
+    the entry holds, so its id is not reused), then by its JSON. A part with an error (which names its pod)
+    is not remembered, nor one whose spec is not plain JSON."""
+    held = _PARTS_BY_SPEC.get(id(spec))
+    if held is not None and held[0] is spec and held[1] == status_key:
+        return held[2]
     try:
-        key = orjson.dumps((spec, status_resource_key(status)))
+        key = orjson.dumps((spec, status_key))
     except TypeError:
         return _SpecPart.of(meta, spec, status)
     part = _PARTS_MEMO.get(key)
     if part is None:
         part = _SpecPart.of(meta, spec, status)
-        if part.parse_error is None:
-            if len(_PARTS_MEMO) >= _PARTS_MEMO_MAX:
-                _PARTS_MEMO.clear()
-            _PARTS_MEMO[key] = part
+        if part.parse_error is not None:
+            return part
+        if len(_PARTS_MEMO) >= _PARTS_MEMO_MAX:
+            _PARTS_MEMO.clear()
+        _PARTS_MEMO[key] = part
+    if len(_PARTS_BY_SPEC) >= _PARTS_MEMO_MAX:
+        _PARTS_BY_SPEC.clear()
+    _PARTS_BY_SPEC[id(spec)] = (spec, status_key, part)
     return part
 
 

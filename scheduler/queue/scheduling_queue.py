@@ -610,6 +610,9 @@ class PriorityQueue:
     def _move_all(self, event: ClusterEvent, old: Any, new: Any, pre_check: Callable[[Pod], bool] | None) -> None:
         if not self._is_event_of_interest(event):
             return
+        if not self._unschedulable:  # no pod waits for a hint (every pod watch event comes here): as _move_pods
+            self._active.add_event_if_any_in_flight(event, old, new)
+            return
         pods = self._candidates(event, old, new)
         if pre_check is not None:
             pods = [q for q in pods if pre_check(q.pod)]
@@ -855,9 +858,10 @@ class PriorityQueue:
                 qpi.gating_message = status.message
                 qpi.gating_plugin_events = list(self._plugin_events.get(plugin.name, []))
                 return status
-        qpi.gating_plugin = None
-        qpi.gating_plugin_events = []
-        qpi.gating_message = ""
+        if qpi.gating_plugin is not None:  # a new pod was never gated: nothing to clear, no list to allocate
+            qpi.gating_plugin = None
+            qpi.gating_plugin_events = []
+            qpi.gating_message = ""
         return None
 
     @staticmethod

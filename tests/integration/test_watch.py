@@ -16,7 +16,7 @@ from scheduler.kube import podstream
 from scheduler.kube.client import METADATA_LIST, RawApi, list_all, load_api_client
 from scheduler.kube.kinds import NON_TERMINAL_PODS
 from scheduler.kube.podstream import PodStream, wait_synced
-from scheduler.kube.transform import loads_trimmed, managed_fields_span, trim
+from scheduler.kube.transform import PodLineDecoder, loads_trimmed, managed_fields_span, trim
 from scheduler.kube.watchhttp import open_stream
 from tests.integration.conftest import SchedulerProc
 
@@ -25,7 +25,8 @@ def test_stream_delivers_list_watch_and_synthesizes_missed_deletions(
     cluster: LocalCluster, core: client.CoreV1Api, ns: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     lines: list[bytes] = []
-    monkeypatch.setattr(podstream, "loads_trimmed", lambda line: (lines.append(line), loads_trimmed(line))[1])
+    decode = PodLineDecoder.loads
+    monkeypatch.setattr(PodLineDecoder, "loads", lambda self, line: (lines.append(line), decode(self, line))[1])
     core.create_namespaced_pod(ns, pod_manifest("before", scheduler_name="nobody"))
     events: list[tuple[str, str]] = []
 
@@ -45,15 +46,17 @@ def test_stream_delivers_list_watch_and_synthesizes_missed_deletions(
         wait_for(lambda: ("DELETED", "during") in events, 30, what="watch DELETED")
     finally:
         stream.stop()
-    # The API server's own watch lines take the byte cut of managedFields, and it leaves what a whole decode
-    # and trim leave.
+    # The API server's own watch lines take the byte cut of managedFields and the spec's lookup by its bytes, and
+    # they leave what a whole decode and trim leave.
     ours = [line for line in lines if f'"namespace":"{ns}"'.encode() in line]
     assert len(ours) >= 2
     for line in ours:
         assert managed_fields_span(line) is not None, line
         whole = orjson.loads(line)
         trim(whole["object"])
-        assert loads_trimmed(line) == whole
+        decoder = PodLineDecoder()
+        assert loads_trimmed(line) == whole == decoder.loads(line) == decoder.loads(line)
+        assert len(decoder) == 1, line
 
     # A relist after a watch outage: a pod deleted meanwhile comes out as DELETED.
     events.clear()

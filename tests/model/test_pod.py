@@ -162,3 +162,16 @@ def test_pods_of_one_template_share_their_parsing_but_not_their_errors() -> None
     bad = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "lots"}}}]}
     errors = [pod_from_api({"metadata": {"name": n, "uid": n}, "spec": copy.deepcopy(bad)}).parse_error for n in "xy"]
     assert "x" in str(errors[0]) and "y" in str(errors[1])
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec, st.lists(status, min_size=2, max_size=4))
+def test_pods_given_one_shared_spec_object_equal_fresh_views(spec0: dict[str, Any],
+                                                              statuses: list[dict[str, Any]]) -> None:
+    """The pod stream hands a template's pods one spec dict (kube.transform.PodLineDecoder): what is remembered
+    by that dict's identity is taken only with an equal resource-bearing status."""
+    for i, status_i in enumerate(statuses):
+        meta_i = {"name": f"p{i}", "namespace": "ns", "uid": f"u{i}"}
+        shared = pod_from_api({"metadata": meta_i, "spec": spec0, "status": status_i})
+        assert _fields(shared) == _fields(pod_from_api({"metadata": meta_i, "spec": copy.deepcopy(spec0),
+                                                        "status": status_i}))

@@ -472,7 +472,7 @@ class SchedulingAlgorithm:
                 diagnosis.node_to_status.statuses[node_info.name] = status
                 diagnosis.add_plugin_status(status)
         fwk.observe("Filter", failure, time.perf_counter() - began)
-        rejected = itertools.islice(diagnosis.node_to_status.statuses.values(), rejected_before, None)
+        rejected = list(itertools.islice(diagnosis.node_to_status.statuses.values(), rejected_before, None))
         fwk.count_filter_evaluations(state, len(feasible) + len(diagnosis.node_to_status.statuses) - rejected_before,
                                      rejected)
         return feasible, failure

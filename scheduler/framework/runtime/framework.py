@@ -217,6 +217,8 @@ class Framework:
         self._filter: list[FilterPlugin] = self._by_point["filter"]
         self._post_filter: list[PostFilterPlugin] = self._by_point["postFilter"]
         self._pre_score: list[PreScorePlugin] = self._by_point["preScore"]
+        self._pre_filter_names = tuple(pl.name for pl in self._pre_filter)  # counted every cycle (metrics)
+        self._pre_score_names = tuple(pl.name for pl in self._pre_score)
         self._score: list[ScorePlugin] = self._by_point["score"]
         self._reserve: list[ReservePlugin] = self._by_point["reserve"]
         self._permit: list[PermitPlugin] = self._by_point["permit"]
@@ -427,14 +429,24 @@ class Framework:
         if self._plugin_metrics is not None and n:
             self._plugin_metrics.plugin_evaluations(tuple([pl.name for pl in plugins]), point, n)
 
-    def count_filter_evaluations(self, state: CycleState, visited: int, rejections: Iterable[Status]) -> None:
+    def _count_names(self, point: str, names: tuple[str, ...]) -> None:
+        """``_count`` once, of a plugin list whose names are known ahead (every PreFilter, every PreScore)."""
+        if self._plugin_metrics is not None:
+            self._plugin_metrics.plugin_evaluations(names, point, 1)
+
+    def count_filter_evaluations(self, state: CycleState, visited: int, rejections: Sequence[Status]) -> None:
         """Filter evaluations without per-node counting: a plugin ran on every visited node that the
-        plugins before it passed (``rejections``: the statuses of the nodes rejected in this walk)."""
+        plugins before it passed (``rejections``: the statuses of the nodes rejected in this walk). With no
+        rejection (a pod that fits, usually) every active filter ran on every visited node: one count."""
         metrics = self._plugin_metrics
-        if metrics is None:
+        if metrics is None or not visited:
+            return
+        skipped = state.skip_filter_plugins
+        if not rejections:
+            metrics.plugin_evaluations(tuple([pl.name for pl in self._filter if pl.name not in skipped]), "Filter",
+                                       visited)
             return
         rejected = Counter(map(attrgetter("plugin"), rejections))  # a C loop
-        skipped = state.skip_filter_plugins
         for pl in self._filter:
             name = pl.name
             if name in skipped:
@@ -533,7 +545,7 @@ class Framework:
         finally:
             state.skip_filter_plugins = skip
             self._observe_since("PreFilter", status, start)
-            self._count("PreFilter", self._pre_filter)
+            self._count_names("PreFilter", self._pre_filter_names)
 
     def _pre_filter_loop(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], skip: set[str]
@@ -761,7 +773,7 @@ class Framework:
         finally:
             state.skip_score_plugins = skip
             self._observe_since("PreScore", status, start)
-            self._count("PreScore", self._pre_score)
+            self._count_names("PreScore", self._pre_score_names)
 
     def run_score_plugins(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]

@@ -278,7 +278,7 @@ class OpportunisticBatch:
             if status is not None:
                 return _NO_MATRIX, status
             self._remember(plugins, todo, computed)
-        return np.take(self.raw, at, axis=0).T, None  # a gather over the feasible positions, no loop per node
+        return self.raw.take(at, axis=0).T, None  # a gather over the feasible positions, no loop per node
 
     def _positions_array(self, positions: Sequence[int]) -> npt.NDArray[np.intp]:
         """``positions`` as an index array: slices of ``feasible``'s array when they are the latest walk's."""

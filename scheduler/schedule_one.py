@@ -84,6 +84,7 @@ MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
 TieBreak = Literal["heap", "name"]
+_maximum = np.maximum.reduce  # ndarray.max() without numpy's Python layer (_methods._amax) in between
 
 
 class NominatedPods(Protocol):
@@ -144,8 +145,8 @@ def select_host(totals: Sequence[int] | ScoreRow, tie_break: TieBreak = "heap", 
     scores = np.asarray(totals, dtype=np.int64)
     if not scores.size:
         raise ValueError("empty priority list")
-    is_top = scores == scores.max()
-    tied = np.flatnonzero(is_top)
+    is_top = scores == _maximum(scores)
+    tied = is_top.nonzero()[0]  # np.flatnonzero without its two Python frames
     if len(tied) == 1:
         return int(tied[0])
     if randomizers is None and tie_break == "heap":
@@ -518,9 +519,12 @@ class SchedulingAlgorithm:
             state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin]
         ) -> tuple[ScoreMatrix, Status | None]:
             rescored = fwk.rescored_plugins(pod)
-            kept_rows = [i for i, pl in enumerate(plugins) if pl.name not in rescored]
-            kept = [plugins[i] for i in kept_rows]
-            names = tuple(pl.name for pl in kept)
+            if rescored:
+                kept_rows = [i for i, pl in enumerate(plugins) if pl.name not in rescored]
+                kept = [plugins[i] for i in kept_rows]
+            else:
+                kept = plugins
+            names = fwk.score_plugin_names(kept)
             matrix, status = batch.scores(positions, names, lambda todo: fwk.score_nodes(state, pod, todo, kept))
             if status is not None or len(kept) == len(plugins):
                 return matrix, status

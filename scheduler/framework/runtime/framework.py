@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -76,6 +76,7 @@ if TYPE_CHECKING:
 # callable(extension_point, status_code_string, seconds): wired to scheduler_framework_extension_point_duration.
 MetricsHook = Callable[[str, str, float], None]
 _NO_SCORES: ScoreRow = np.zeros(0, dtype=np.int64)
+_maximum = np.maximum.reduce  # ndarray.max() without numpy's Python layer (_methods._amax) in between
 # (state, pod, nodes, plugins) -> raw score matrix (a row per plugin, in ``plugins`` order), or an error status
 RawScores = Callable[[CycleState, Pod, Sequence[NodeInfo], "list[ScorePlugin]"], "tuple[ScoreMatrix, Status | None]"]
 
@@ -206,7 +207,7 @@ class Framework:
         self.plugins: dict[str, Any] = {}
         self._by_point: dict[str, list[Any]] = {}
         self.score_plugin_weight: dict[str, int] = {}
-        self._weight_arrays: dict[tuple[str, ...], npt.NDArray[np.int64]] = {}
+        self._score_lists: dict[tuple[Any, ...], tuple[tuple[str, ...], npt.NDArray[np.int64]]] = {}
         self._build(profile, registry)
         # By each plugin's own name, the name list_plugins, metrics and score weights use; ``plugins`` is by the
         # name the configuration lists, which differs for a plugin named by its import path (``pkg.mod:Class``).
@@ -424,13 +425,8 @@ class Framework:
             return self._timed_by_point[point]
         return self._by_point[point]
 
-    def _count(self, point: str, plugins: Iterable[Any], n: int = 1) -> None:
-        """scheduler_plugin_evaluation_total: each plugin ran ``n`` times (once per node for Filter/Score)."""
-        if self._plugin_metrics is not None and n:
-            self._plugin_metrics.plugin_evaluations(tuple([pl.name for pl in plugins]), point, n)
-
     def _count_names(self, point: str, names: tuple[str, ...]) -> None:
-        """``_count`` once, of a plugin list whose names are known ahead (every PreFilter, every PreScore)."""
+        """scheduler_plugin_evaluation_total: each of the plugins ``names`` ran once (PreFilter, PreScore)."""
         if self._plugin_metrics is not None:
             self._plugin_metrics.plugin_evaluations(names, point, 1)
 
@@ -798,7 +794,8 @@ class Framework:
         status: Status | None = None
         try:
             plugins = self.active_score_plugins(state)
-            self._count("Score", plugins, len(nodes))
+            if self._plugin_metrics is not None and nodes:
+                self._plugin_metrics.plugin_evaluations(self.score_plugin_names(plugins), "Score", len(nodes))
             if raw_scores is not None:
                 matrix, status = raw_scores(state, pod, nodes, plugins)
             else:
@@ -823,13 +820,23 @@ class Framework:
             self._observe_since("Score", status, start)
 
     def _weights(self, plugins: list[ScorePlugin]) -> npt.NDArray[np.int64]:
-        """The weights of ``plugins`` as an array, remembered per plugin list (a profile has few)."""
-        key = tuple(pl.name for pl in plugins)
-        weights = self._weight_arrays.get(key)
-        if weights is None:
-            weights = self._weight_arrays[key] = np.fromiter(
-                (self.score_plugin_weight[name] for name in key), dtype=np.int64, count=len(key))
-        return weights
+        """The weights of ``plugins`` as an array."""
+        return self._score_list(plugins)[1]
+
+    def score_plugin_names(self, plugins: list[ScorePlugin]) -> tuple[str, ...]:
+        """The names of ``plugins`` (a list of this profile's Score plugins), as a tuple."""
+        return self._score_list(plugins)[0]
+
+    def _score_list(self, plugins: list[ScorePlugin]) -> tuple[tuple[str, ...], npt.NDArray[np.int64]]:
+        """Names and weights of a list of Score plugins, remembered per list (a profile has few): every cycle
+        asks for both, once for the metrics, once for the weights, once for the batch's remembered scores."""
+        key = tuple(plugins)  # the plugin objects themselves: hashed by identity, no name read per plugin
+        known = self._score_lists.get(key)
+        if known is None:
+            names = tuple([pl.name for pl in plugins])
+            weights = np.fromiter((self.score_plugin_weight[name] for name in names), dtype=np.int64, count=len(names))
+            known = self._score_lists[key] = (names, weights)
+        return known
 
     def active_score_plugins(self, state: CycleState) -> list[ScorePlugin]:
         """The Score plugins whose PreScore did not skip this cycle."""
@@ -889,7 +896,7 @@ class Framework:
         if MIN_NODE_SCORE == 0 and matrix.dtype == np.int64:
             # One reduction instead of min and max (each releases the GIL past 500 elements, handing it to a
             # waiting thread live): as unsigned, a negative score is huge, so max <= 100 holds iff all are in range.
-            if matrix.view(np.uint64).max() <= MAX_NODE_SCORE:
+            if _maximum(matrix.view(np.uint64), axis=None) <= MAX_NODE_SCORE:
                 return None
         elif matrix.min() >= MIN_NODE_SCORE and matrix.max() <= MAX_NODE_SCORE:
             return None

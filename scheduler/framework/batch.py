@@ -37,7 +37,7 @@ import numpy.typing as npt
 import orjson
 
 from scheduler.framework.interface import ScoreMatrix, SignPlugin
-from scheduler.framework.status import Code, Status
+from scheduler.framework.status import CODE_ERROR, CODE_SUCCESS, Status
 from scheduler.framework.types import NodeInfo
 from scheduler.model.pod import Pod
 
@@ -196,11 +196,11 @@ class OpportunisticBatch:
         for p in changed:
             info = all_nodes[p]
             status = run_filters(info)
-            if status is not None and status.code == Code.ERROR:
+            if status is not None and status.code == CODE_ERROR:
                 self.invalidate()
                 return False
             if fresh:
-                (self.feasible if status is None or status.code == Code.SUCCESS else self.rejected).append(p)
+                (self.feasible if status is None or status.code == CODE_SUCCESS else self.rejected).append(p)
             else:
                 self._move(p, status)
             self.verdicts[p] = status
@@ -427,4 +427,4 @@ def walk_positions(
 
 
 def _ok(status: Status | None) -> bool:
-    return status is None or status.code == Code.SUCCESS
+    return status is None or status.code == CODE_SUCCESS

@@ -66,7 +66,18 @@ from scheduler.framework.interface import (
 )
 from scheduler.framework.runtime.instrumented_plugins import PluginMetrics, instrument
 from scheduler.framework.runtime.waiting_pods_map import WaitingPod, WaitingPodsMap
-from scheduler.framework.status import Code, Status, code_name, error, success, unresolvable
+from scheduler.framework.status import (
+    CODE_SKIP,
+    CODE_SUCCESS,
+    CODE_UNRESOLVABLE,
+    CODE_UNSCHEDULABLE,
+    CODE_WAIT,
+    Status,
+    code_name,
+    error,
+    success,
+    unresolvable,
+)
 from scheduler.framework.types import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, NodeInfo
 from scheduler.model.pod import Pod
 
@@ -555,15 +566,15 @@ class Framework:
                 self.observer.plugin_status("PreFilter", pod, pl.name, s)
                 if r is not None and r.node_names is not None:
                     self.observer.pre_filter_result(pod, pl.name, r.node_names)
-            if s is not None and s.code == Code.SKIP:
+            if s is not None and s.code == CODE_SKIP:
                 skip.add(pl.name)
                 continue
             if not success(s):
                 assert s is not None
                 s.plugin = pl.name
-                if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                if s.code == CODE_UNRESOLVABLE:
                     return None, s, set()
-                if s.code == Code.UNSCHEDULABLE:
+                if s.code == CODE_UNSCHEDULABLE:
                     returned = s
                     continue
                 return None, _failure(f'running PreFilter plugin "{pl.name}": {s.message}', pl.name), set()
@@ -638,7 +649,7 @@ class Framework:
             rejected: Status | None = None
             for name, filter_, per_node in active:
                 s = filter_(node_info) if per_node else filter_(state, pod, node_info)
-                if s is not None and s.code != Code.SUCCESS:
+                if s is not None and s.code != CODE_SUCCESS:
                     if not s.is_rejected():
                         s = error(f'running "{name}" filter plugin: {s.message}')
                     s.plugin = name
@@ -735,7 +746,7 @@ class Framework:
             if success(s):
                 return r, s
             assert s is not None
-            if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            if s.code == CODE_UNRESOLVABLE:
                 s.plugin = pl.name
                 return r, s
             if not s.is_rejected():
@@ -744,7 +755,7 @@ class Framework:
                 result = r
             reasons.extend(s.reasons)
             rejector = rejector or pl.name
-        return result, Status(Code.UNSCHEDULABLE, reasons, plugin=rejector)
+        return result, Status(CODE_UNSCHEDULABLE, reasons, plugin=rejector)
 
     # ----- PreScore / Score ---------------------------------------------------------------------
 
@@ -758,7 +769,7 @@ class Framework:
                 s = pl.pre_score(state, pod, nodes)
                 if self.observer is not None:
                     self.observer.plugin_status("PreScore", pod, pl.name, s)
-                if s is not None and s.code == Code.SKIP:
+                if s is not None and s.code == CODE_SKIP:
                     skip.add(pl.name)
                     continue
                 if not success(s):
@@ -860,7 +871,7 @@ class Framework:
             out: list[int] = []
             for node_info in nodes:
                 value, s = score(state, pod, node_info)
-                if s is not None and s.code != Code.SUCCESS:
+                if s is not None and s.code != CODE_SUCCESS:
                     return raw, _failure(f'running Score plugins: plugin "{pl.name}" failed with: {s.message}')
                 out.append(value)
             raw[pl.name] = out
@@ -970,7 +981,7 @@ class Framework:
                     s.plugin = pl.name
                     status = s
                     return status
-                if s.code == Code.WAIT:
+                if s.code == CODE_WAIT:
                     waits[pl.name] = min(timeout, MAX_PERMIT_TIMEOUT_SECONDS)
                     continue
                 status = _failure(f'running Permit plugin "{pl.name}": {s.message}', pl.name, cause=s)
@@ -978,7 +989,7 @@ class Framework:
             if waits:
                 self.waiting_pods.add(WaitingPod(pod, waits, self._clock))
                 msg = f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"'
-                status = Status(Code.WAIT, [msg])
+                status = Status(CODE_WAIT, [msg])
             return status
         finally:
             self._observe_since("Permit", status, start)
@@ -1050,7 +1061,7 @@ class Framework:
             s = pl.bind(state, pod, node_name)
             if self.observer is not None:
                 self.observer.plugin_status("Bind", pod, pl.name, s)
-            if s is not None and s.code == Code.SKIP:
+            if s is not None and s.code == CODE_SKIP:
                 continue
             if success(s):
                 return None
@@ -1073,7 +1084,7 @@ def _merge_rejections(first: Status | None, other: Status) -> Status:
     the first rejecting plugin (upstream PluginToStatus.Merge)."""
     if first is None:
         return Status(other.code, list(other.reasons), plugin=other.plugin)
-    code = max(first.code, other.code, key=lambda c: c == Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+    code = max(first.code, other.code, key=lambda c: c == CODE_UNRESOLVABLE)
     return Status(code, [*first.reasons, *other.reasons], plugin=first.plugin)
 
 

@@ -234,6 +234,10 @@ def pod_resource_requests(pod: Pod, resources: Sequence[ResourceSpec], use_reque
     return amounts
 
 
+# Up to this many nodes, the resource scorers skip their generation memo (see score_nodes).
+_FEW_NODES = 8
+
+
 @dataclass(frozen=True, slots=True)
 class ResourceAllocationScorer:
     """resourceAllocationScorer: gathers (requested, allocated, allocatable) per resource and applies `fn`,
@@ -277,6 +281,10 @@ class ResourceAllocationScorer:
         """``[self.score(n, pod_requests) for n in nodes]``, from the memo for nodes unchanged since a pod
         with the same requests was scored: the score depends only on them and the node's resources."""
         reqs = tuple(pod_requests)
+        if len(nodes) <= _FEW_NODES:
+            # A batched cycle scores only the nodes changed since the previous pod: their generations are new,
+            # so the generation memo would miss on each; the amounts' memo of compute_nodes answers them.
+            return self.compute_nodes(nodes, reqs)
         return self.memo.values(reqs, nodes, lambda todo: self.compute_nodes(todo, reqs))
 
     def compute_nodes(self, nodes: Sequence[NodeInfo], pod_requests: Sequence[int]) -> list[int]:

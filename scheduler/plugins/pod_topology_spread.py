@@ -582,15 +582,16 @@ class PodTopologySpread:
         all_nodes = self.handle.snapshot().list()
         if not all_nodes:
             return skip()
+        try:
+            constraints = self.get_constraints(pod, SCHEDULE_ANYWAY)
+        except InvalidObjectError as exc:
+            return error(f"calculating preScoreState: obtaining pod's soft topology spread constraints: {exc}")
+        if not constraints:  # most pods: no state to build
+            return skip()
         # System defaults do not require every key, so nodes without a zone still get hostname spreading.
         require_all = has_pod_constraints(pod) or not self.system_defaulted
         s = _PreScoreState()
-        try:
-            self._init_pre_score_state(s, pod, nodes, require_all)
-        except InvalidObjectError as exc:
-            return error(f"calculating preScoreState: obtaining pod's soft topology spread constraints: {exc}")
-        if not s.constraints:
-            return skip()
+        self._init_pre_score_state(s, constraints, nodes, require_all)
         n = len(self.handle.snapshot().list())
         s.counters = [matching_pod_counter(self._counts, c.selector, pod.namespace, n) for c in s.constraints]
         # Matching pods per domain over all nodes; only the candidate nodes' domains are kept (hostname
@@ -606,10 +607,12 @@ class PodTopologySpread:
         state.write(PRE_SCORE_STATE_KEY, s)
         return None
 
-    def _init_pre_score_state(self, s: _PreScoreState, pod: Pod, nodes: Sequence[NodeInfo], require_all: bool) -> None:
-        s.constraints = self.get_constraints(pod, SCHEDULE_ANYWAY)
-        if not s.constraints:
-            return
+    @staticmethod
+    def _init_pre_score_state(
+        s: _PreScoreState, constraints: tuple[TopologySpreadConstraint, ...], nodes: Sequence[NodeInfo],
+        require_all: bool,
+    ) -> None:
+        s.constraints = constraints
         s.value_counts = [{} for _ in s.constraints]
         for ni in nodes:
             node = ni.node

@@ -87,6 +87,7 @@ if TYPE_CHECKING:
 # callable(extension_point, status_code_string, seconds): wired to scheduler_framework_extension_point_duration.
 MetricsHook = Callable[[str, str, float], None]
 _NO_SCORES: ScoreRow = np.zeros(0, dtype=np.int64)
+_NONE_RESCORED: frozenset[str] = frozenset()
 _maximum = np.maximum.reduce  # ndarray.max() without numpy's Python layer (_methods._amax) in between
 # (state, pod, nodes, plugins) -> raw score matrix (a row per plugin, in ``plugins`` order), or an error status
 RawScores = Callable[[CycleState, Pod, Sequence[NodeInfo], "list[ScorePlugin]"], "tuple[ScoreMatrix, Status | None]"]
@@ -526,7 +527,8 @@ class Framework:
 
     def rescored_plugins(self, pod: Pod) -> frozenset[str]:
         """The Score plugins whose scores for ``pod`` a batch must not remember (RescorePlugin)."""
-        return frozenset(name for name, pl in self._rescorers if pl.rescore_each_cycle(pod))
+        names = [name for name, pl in self._rescorers if pl.rescore_each_cycle(pod)]
+        return frozenset(names) if names else _NONE_RESCORED
 
     # ----- PreFilter / Filter -------------------------------------------------------------------
 

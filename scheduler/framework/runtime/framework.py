@@ -88,6 +88,8 @@ if TYPE_CHECKING:
 MetricsHook = Callable[[str, str, float], None]
 _NO_SCORES: ScoreRow = np.zeros(0, dtype=np.int64)
 _NONE_RESCORED: frozenset[str] = frozenset()
+# A list of Score plugins' names, weights and normalizers (Framework._score_list).
+_ScoreList = tuple[tuple[str, ...], "npt.NDArray[np.int64]", tuple[tuple[int, Any, bool], ...]]
 _maximum = np.maximum.reduce  # ndarray.max() without numpy's Python layer (_methods._amax) in between
 # (state, pod, nodes, plugins) -> raw score matrix (a row per plugin, in ``plugins`` order), or an error status
 RawScores = Callable[[CycleState, Pod, Sequence[NodeInfo], "list[ScorePlugin]"], "tuple[ScoreMatrix, Status | None]"]
@@ -219,7 +221,7 @@ class Framework:
         self.plugins: dict[str, Any] = {}
         self._by_point: dict[str, list[Any]] = {}
         self.score_plugin_weight: dict[str, int] = {}
-        self._score_lists: dict[tuple[Any, ...], tuple[tuple[str, ...], npt.NDArray[np.int64]]] = {}
+        self._score_lists: dict[tuple[Any, ...], _ScoreList] = {}
         self._build(profile, registry)
         # By each plugin's own name, the name list_plugins, metrics and score weights use; ``plugins`` is by the
         # name the configuration lists, which differs for a plugin named by its import path (``pkg.mod:Class``).
@@ -840,15 +842,20 @@ class Framework:
         """The names of ``plugins`` (a list of this profile's Score plugins), as a tuple."""
         return self._score_list(plugins)[0]
 
-    def _score_list(self, plugins: list[ScorePlugin]) -> tuple[tuple[str, ...], npt.NDArray[np.int64]]:
-        """Names and weights of a list of Score plugins, remembered per list (a profile has few): every cycle
-        asks for both, once for the metrics, once for the weights, once for the batch's remembered scores."""
+    def _score_list(self, plugins: list[ScorePlugin]) -> _ScoreList:
+        """Names, weights and normalizers of a list of Score plugins, remembered per list (a profile has few):
+        every cycle asks for them, for the metrics, the weights, the batch's remembered scores and NormalizeScore.
+        The normalizers are (row, ScoreExtensions, whether it is a NormalizeValuesExtension), for the plugins
+        whose ScoreExtensions is not None (as upstream's, fixed per plugin)."""
         key = tuple(plugins)  # the plugin objects themselves: hashed by identity, no name read per plugin
         known = self._score_lists.get(key)
         if known is None:
             names = tuple([pl.name for pl in plugins])
             weights = np.fromiter((self.score_plugin_weight[name] for name in names), dtype=np.int64, count=len(names))
-            known = self._score_lists[key] = (names, weights)
+            extensions = [(i, pl.score_extensions()) for i, pl in enumerate(plugins)]
+            normalizers = tuple((i, ext, implements(ext, NormalizeValuesExtension))
+                                for i, ext in extensions if ext is not None)
+            known = self._score_lists[key] = (names, weights, normalizers)
         return known
 
     def active_score_plugins(self, state: CycleState) -> list[ScorePlugin]:
@@ -885,12 +892,9 @@ class Framework:
     ) -> Status | None:
         """NormalizeScore in place, row by row. A NormalizeValuesExtension works on its row;
         ``normalize_score`` gets the upstream NodeScore list, built only for it."""
-        for i, pl in enumerate(plugins):
-            ext = pl.score_extensions()
-            if ext is None:
-                continue
+        for i, ext, on_values in self._score_list(plugins)[2]:
             row = matrix[i]
-            if implements(ext, NormalizeValuesExtension):
+            if on_values:
                 s = cast(NormalizeValuesExtension, ext).normalize_values(state, pod, row)
             else:
                 scores = [NodeScore(n.name, v) for n, v in zip(nodes, row.tolist(), strict=True)]
@@ -898,7 +902,8 @@ class Framework:
                 row[:] = [ns.score for ns in scores]
             if not success(s):
                 assert s is not None
-                return _failure(f'running Normalize on Score plugins: plugin "{pl.name}" failed with: {s.message}')
+                name = plugins[i].name
+                return _failure(f'running Normalize on Score plugins: plugin "{name}" failed with: {s.message}')
         return None
 
     @staticmethod

@@ -169,7 +169,7 @@ _PREORDER_STEPS = 48
 def heap_preorder_first(indices: np.ndarray, tied: np.ndarray | None = None) -> int:
     """min(indices, key=heap_preorder_key) (``indices``: the tied positions, ascending; ``tied``, if given,
     the boolean row they are the true entries of). With many ties (a uniform cluster ties on a third of
-    its nodes) a pre-order walk from the root meets one within a few steps: a handful of list reads
+    its nodes) a pre-order walk from the root meets one within a few steps: a handful of element reads
     instead of a dozen numpy calls. Where none is met within _PREORDER_STEPS, every tie is ranked at
     once: each 1-based position's path bits, left-aligned to the deepest one's length, with the depth
     below them so that an ancestor (a prefix) comes first."""
@@ -177,13 +177,13 @@ def heap_preorder_first(indices: np.ndarray, tied: np.ndarray | None = None) -> 
     if tied is None:
         tied = np.zeros(last + 1, dtype=np.bool_)
         tied[indices] = True
-    flags = tied[:last + 1].tolist()
+    flag = tied.item  # one element read at a time: the walk reads a handful of the hundreds of flags
     stack = [0]
     for _ in range(_PREORDER_STEPS):
         if not stack:
             break
         i = stack.pop()
-        if flags[i]:
+        if flag(i):
             return i
         if 2 * i + 2 <= last:
             stack.append(2 * i + 2)

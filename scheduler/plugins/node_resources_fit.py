@@ -234,6 +234,7 @@ def pod_resource_requests(pod: Pod, resources: Sequence[ResourceSpec], use_reque
     return amounts
 
 
+_NONE_BACKED: frozenset[str] = frozenset()
 # Up to this many nodes, the resource scorers skip their generation memo (see score_nodes).
 _FEW_NODES = 8
 
@@ -435,6 +436,8 @@ class NodeResourcesFit(PlacementScorePoint):  # v1.37: also a PlacementScore plu
 
     def _dra_backed(self, req: Resource) -> frozenset[str]:
         """The pod's scalar requests that a DeviceClass backs (DRAExtendedResource, GA in v1.37)."""
+        if not req.scalar:  # most pods: cpu and memory alone (signing and PreFilter both ask)
+            return _NONE_BACKED
         find = self.dra.class_for_resource
         return frozenset(n for n, v in req.scalar.items() if v and find(n) is not None)
 

@@ -70,8 +70,23 @@ def error(exc: BaseException | str) -> Status:
     return Status(CODE_ERROR, [str(exc)], error=exc)
 
 
+class _NoReasons(list[str]):
+    """The shared Skip status' reasons: empty for good (equal to [], but appending to it raises)."""
+
+    def _read_only(self, *args: object) -> None:
+        raise TypeError("the shared Skip status is read-only: build Status(Code.SKIP, reasons) instead")
+
+    append = extend = insert = remove = pop = clear = sort = reverse = _read_only  # type: ignore[assignment]
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only  # type: ignore[assignment]
+
+
+_SKIP = Status(CODE_SKIP, _NoReasons())
+
+
 def skip() -> Status:
-    return Status(CODE_SKIP)
+    """The Skip status: one shared instance, read-only (a dozen plugins skip each cycle, and a Status costs
+    a Python __init__). The framework only reads a Skip's code; nothing may set its fields."""
+    return _SKIP
 
 
 def code_of(s: Status | None) -> Code:

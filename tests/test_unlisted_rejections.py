@@ -10,9 +10,10 @@ from typing import Any
 
 from scheduler.app.offline import OfflineWriter, RecordingBinder, RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
-from scheduler.eventhandlers import ADDED, MODIFIED
+from scheduler.eventhandlers import ADDED
 from scheduler.framework.features import Features
 from scheduler.scheduler import Scheduler
+from tests.test_opportunistic_batching import run_confirming
 
 NAME = "py-scheduler"
 TS = "2026-01-01T00:00:00Z"
@@ -82,14 +83,7 @@ class World:
         objs = {f"default/p{i}": pod_obj(i) for i in range(count)}
         for obj in objs.values():
             self.sched.on_pod_event(ADDED, obj)
-        binder = self.sched.binder
-        assert isinstance(binder, RecordingBinder)
-        while self.sched.schedule_one(timeout=0):
-            while binder.bindings:
-                key, node = binder.bindings.pop(0)
-                self.bindings.append((key, node))
-                obj = objs[key]
-                self.sched.on_pod_event(MODIFIED, {**obj, "spec": {**obj["spec"], "nodeName": node}})
+        run_confirming(self.sched, objs, self.bindings)
 
 
 def test_counted_rejections_give_what_listed_ones_give() -> None:

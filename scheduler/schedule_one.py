@@ -84,6 +84,7 @@ MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
 TieBreak = Literal["heap", "name"]
+_maximum = np.maximum.reduce  # ndarray.max() without numpy's Python layer (_methods._amax) in between
 
 
 class NominatedPods(Protocol):
@@ -144,8 +145,8 @@ def select_host(totals: Sequence[int] | ScoreRow, tie_break: TieBreak = "heap", 
     scores = np.asarray(totals, dtype=np.int64)
     if not scores.size:
         raise ValueError("empty priority list")
-    is_top = scores == scores.max()
-    tied = np.flatnonzero(is_top)
+    is_top = scores == _maximum(scores)
+    tied = is_top.nonzero()[0]  # np.flatnonzero without its two Python frames
     if len(tied) == 1:
         return int(tied[0])
     if randomizers is None and tie_break == "heap":
@@ -168,7 +169,7 @@ _PREORDER_STEPS = 48
 def heap_preorder_first(indices: np.ndarray, tied: np.ndarray | None = None) -> int:
     """min(indices, key=heap_preorder_key) (``indices``: the tied positions, ascending; ``tied``, if given,
     the boolean row they are the true entries of). With many ties (a uniform cluster ties on a third of
-    its nodes) a pre-order walk from the root meets one within a few steps: a handful of list reads
+    its nodes) a pre-order walk from the root meets one within a few steps: a handful of element reads
     instead of a dozen numpy calls. Where none is met within _PREORDER_STEPS, every tie is ranked at
     once: each 1-based position's path bits, left-aligned to the deepest one's length, with the depth
     below them so that an ancestor (a prefix) comes first."""
@@ -176,13 +177,13 @@ def heap_preorder_first(indices: np.ndarray, tied: np.ndarray | None = None) -> 
     if tied is None:
         tied = np.zeros(last + 1, dtype=np.bool_)
         tied[indices] = True
-    flags = tied[:last + 1].tolist()
+    flag = tied.item  # one element read at a time: the walk reads a handful of the hundreds of flags
     stack = [0]
     for _ in range(_PREORDER_STEPS):
         if not stack:
             break
         i = stack.pop()
-        if flags[i]:
+        if flag(i):
             return i
         if 2 * i + 2 <= last:
             stack.append(2 * i + 2)
@@ -472,7 +473,7 @@ class SchedulingAlgorithm:
                 diagnosis.node_to_status.statuses[node_info.name] = status
                 diagnosis.add_plugin_status(status)
         fwk.observe("Filter", failure, time.perf_counter() - began)
-        rejected = itertools.islice(diagnosis.node_to_status.statuses.values(), rejected_before, None)
+        rejected = list(itertools.islice(diagnosis.node_to_status.statuses.values(), rejected_before, None))
         fwk.count_filter_evaluations(state, len(feasible) + len(diagnosis.node_to_status.statuses) - rejected_before,
                                      rejected)
         return feasible, failure
@@ -518,9 +519,12 @@ class SchedulingAlgorithm:
             state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin]
         ) -> tuple[ScoreMatrix, Status | None]:
             rescored = fwk.rescored_plugins(pod)
-            kept_rows = [i for i, pl in enumerate(plugins) if pl.name not in rescored]
-            kept = [plugins[i] for i in kept_rows]
-            names = tuple(pl.name for pl in kept)
+            if rescored:
+                kept_rows = [i for i, pl in enumerate(plugins) if pl.name not in rescored]
+                kept = [plugins[i] for i in kept_rows]
+            else:
+                kept = plugins
+            names = fwk.score_plugin_names(kept)
             matrix, status = batch.scores(positions, names, lambda todo: fwk.score_nodes(state, pod, todo, kept))
             if status is not None or len(kept) == len(plugins):
                 return matrix, status

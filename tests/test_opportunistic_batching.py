@@ -190,14 +190,20 @@ class World:
         self.bindings: list[tuple[str, str]] = []
 
     def run(self, pods: dict[str, dict[str, Any]]) -> None:
-        binder = self.sched.binder
-        assert isinstance(binder, RecordingBinder)
-        while self.sched.schedule_one(timeout=0):
-            while binder.bindings:
-                key, node = binder.bindings.pop(0)
-                self.bindings.append((key, node))
-                obj = pods[key]
-                self.sched.on_pod_event(MODIFIED, {**obj, "spec": {**obj["spec"], "nodeName": node}})
+        run_confirming(self.sched, pods, self.bindings)
+
+
+def run_confirming(sched: Scheduler, pods: dict[str, dict[str, Any]], bindings: list[tuple[str, str]]) -> None:
+    """Scheduling cycles until the queue is empty, each binding (appended to ``bindings``) confirmed by the MODIFIED
+    event the watch would deliver; ``pods``: the pods' objects by key."""
+    binder = sched.binder
+    assert isinstance(binder, RecordingBinder)
+    while sched.schedule_one(timeout=0):
+        while binder.bindings:
+            key, node = binder.bindings.pop(0)
+            bindings.append((key, node))
+            obj = pods[key]
+            sched.on_pod_event(MODIFIED, {**obj, "spec": {**obj["spec"], "nodeName": node}})
 
 
 def pod_obj(template: dict[str, Any], i: int) -> dict[str, Any]:

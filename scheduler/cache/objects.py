@@ -25,11 +25,14 @@ class ObjectStore:
     Returned objects are shared, not copied: callers must treat them as read-only.
     """
 
-    __slots__ = ("_data", "_lock")
+    __slots__ = ("_data", "_lock", "generation")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._data: dict[str, dict[str, dict[str, Obj]]] = {}
+        # Moves after every change (once the change is in): what a reader derived from the objects at one
+        # generation holds until it moves (PodTopologySpread's default selectors are remembered by it).
+        self.generation = 0
 
     def upsert(self, kind: str, obj: Obj) -> Obj | None:
         """Add or replace an object; returns the previous version (None if it was new)."""
@@ -38,13 +41,16 @@ class ObjectStore:
             by_name = self._data.setdefault(kind, {}).setdefault(ns, {})
             old = by_name.get(name)
             by_name[name] = obj
+            self.generation += 1
             return old
 
     def delete(self, kind: str, obj: Obj) -> Obj | None:
         """Remove an object by its namespace/name; returns the stored version (None if absent)."""
         ns, name = object_key(obj)
         with self._lock:
-            return self._pop(kind, ns, name)
+            old = self._pop(kind, ns, name)
+            self.generation += 1
+            return old
 
     def _pop(self, kind: str, ns: str, name: str) -> Obj | None:
         by_ns = self._data.get(kind)
@@ -65,6 +71,7 @@ class ObjectStore:
             by_ns = self._data.get(kind, {})
             gone = [(ns, name) for ns, by_name in by_ns.items() for name in by_name if (ns, name) not in present_keys]
             removed = [self._pop(kind, ns, name) for ns, name in gone]
+            self.generation += 1
             return [o for o in removed if o is not None]
 
     def list(self, kind: str, namespace: str | None = None) -> Iterable[Obj]:

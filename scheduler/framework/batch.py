@@ -30,20 +30,21 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from itertools import compress
 from operator import is_not
-from typing import Any, overload
+from typing import Any, Generic, TypeVar, cast, overload
 
 import numpy as np
 import numpy.typing as npt
 import orjson
 
 from scheduler.framework.interface import ScoreMatrix, SignPlugin
-from scheduler.framework.status import Code, Status
+from scheduler.framework.status import CODE_ERROR, CODE_SUCCESS, Status
 from scheduler.framework.types import NodeInfo
 from scheduler.model.pod import Pod
 
 # The extension points whose plugins must all sign pods for a profile to batch (Framework's signers).
 SIGNED_POINTS = ("preFilter", "filter", "preScore", "score")
 
+T = TypeVar("T")
 _MEMO_KEY = "batch.template_key"
 _METADATA = ("namespace", "labels", "annotations", "ownerReferences")
 
@@ -79,6 +80,32 @@ def template_key(pod: Pod) -> str:
             key = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
         pod.memo[_MEMO_KEY] = key
     return key
+
+
+_ABSENT = object()
+
+
+class TemplateMemo(Generic[T]):
+    """Values a plugin derives from a pod's template alone (``template_key``) and what ``extra`` names (an
+    object store's generation, say), shared by every pod of the template: a workload's pods are new objects
+    each, so a memo in ``pod.memo`` derives them again for each pod. A derivation that raises (its error
+    names its pod) is not remembered; the memo is cleared when full."""
+
+    __slots__ = ("_values", "size")
+
+    def __init__(self, size: int = 256) -> None:
+        self._values: dict[tuple[str, Hashable], T] = {}
+        self.size = size
+
+    def get(self, pod: Pod, extra: Hashable, derive: Callable[[], T]) -> T:
+        key = (template_key(pod), extra)
+        value = self._values.get(key, _ABSENT)
+        if value is _ABSENT:
+            value = derive()
+            if len(self._values) >= self.size:
+                self._values.clear()
+            self._values[key] = value
+        return cast(T, value)
 
 
 def _is_mapping(value: Any) -> bool:
@@ -169,11 +196,11 @@ class OpportunisticBatch:
         for p in changed:
             info = all_nodes[p]
             status = run_filters(info)
-            if status is not None and status.code == Code.ERROR:
+            if status is not None and status.code == CODE_ERROR:
                 self.invalidate()
                 return False
             if fresh:
-                (self.feasible if status is None or status.code == Code.SUCCESS else self.rejected).append(p)
+                (self.feasible if status is None or status.code == CODE_SUCCESS else self.rejected).append(p)
             else:
                 self._move(p, status)
             self.verdicts[p] = status
@@ -251,7 +278,7 @@ class OpportunisticBatch:
             if status is not None:
                 return _NO_MATRIX, status
             self._remember(plugins, todo, computed)
-        return np.take(self.raw, at, axis=0).T, None  # a gather over the feasible positions, no loop per node
+        return self.raw.take(at, axis=0).T, None  # a gather over the feasible positions, no loop per node
 
     def _positions_array(self, positions: Sequence[int]) -> npt.NDArray[np.intp]:
         """``positions`` as an index array: slices of ``feasible``'s array when they are the latest walk's."""
@@ -400,4 +427,4 @@ def walk_positions(
 
 
 def _ok(status: Status | None) -> bool:
-    return status is None or status.code == Code.SUCCESS
+    return status is None or status.code == CODE_SUCCESS

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from scheduler.framework.interface import CycleState
-from scheduler.framework.status import Code, Status
+from scheduler.framework.status import CODE_ERROR, CODE_SKIP, CODE_SUCCESS, Status
 from scheduler.model.pod import Pod
 
 
@@ -27,14 +27,14 @@ class PreBindPreFlightPlugin(Protocol):
 def pre_flight_has_work(plugins: Iterable[Any], state: CycleState, pod: Pod, node_name: str) -> Status | None:
     """RunPreBindPreFlights' verdict: Success (None) when one plugin has work, Skip when none has, the first
     Error otherwise."""
-    verdict: Status | None = Status(Code.SKIP)
+    verdict: Status | None = Status(CODE_SKIP)
     for pl in plugins:
         check = getattr(pl, "pre_bind_pre_flight", None)
         if check is None:
             continue
         status = check(state, pod, node_name)
-        if status is None or status.code == Code.SUCCESS:
+        if status is None or status.code == CODE_SUCCESS:
             verdict = None
-        elif status.code != Code.SKIP:
-            return Status(Code.ERROR, [f"running PreBindPreFlight {pl.name!r}: {status.message}"])
+        elif status.code != CODE_SKIP:
+            return Status(CODE_ERROR, [f"running PreBindPreFlight {pl.name!r}: {status.message}"])
     return verdict

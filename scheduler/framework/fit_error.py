@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from scheduler.framework.interface import NodeToStatus
-from scheduler.framework.status import Code, Status
+from scheduler.framework.status import CODE_PENDING, CODE_UNRESOLVABLE, Status
 from scheduler.model.pod import Pod
 
 NO_NODE_AVAILABLE_MSG = "0/{} nodes are available"
@@ -21,7 +21,7 @@ NOTE_LENGTH_LIMIT = 1024
 
 def new_default_node_to_status() -> NodeToStatus:
     """Absent nodes default to a reasonless UnschedulableAndUnresolvable (NewDefaultNodeToStatus)."""
-    return NodeToStatus(statuses={}, absent=Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE))
+    return NodeToStatus(statuses={}, absent=Status(CODE_UNRESOLVABLE))
 
 
 @dataclass(slots=True)
@@ -43,7 +43,7 @@ class Diagnosis:
             return
         if status.is_rejected():
             self.unschedulable_plugins.add(status.plugin)
-        if status.code == Code.PENDING:
+        if status.code == CODE_PENDING:
             self.pending_plugins.add(status.plugin)
 
 

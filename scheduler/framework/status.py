@@ -20,6 +20,18 @@ class Code(IntEnum):
     PENDING = 6
 
 
+# Code's members under module names, for the checks a cycle makes dozens of times: on Python 3.11 a member read
+# through the class (``Code.SKIP``) takes the metaclass's __getattr__ hook, about ten times a global's cost.
+CODE_SUCCESS = Code.SUCCESS
+CODE_ERROR = Code.ERROR
+CODE_UNSCHEDULABLE = Code.UNSCHEDULABLE
+CODE_UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+CODE_WAIT = Code.WAIT
+CODE_SKIP = Code.SKIP
+CODE_PENDING = Code.PENDING
+_REJECTED = (CODE_UNSCHEDULABLE, CODE_UNRESOLVABLE, CODE_PENDING)
+
+
 @dataclass(slots=True)
 class Status:
     code: Code
@@ -33,7 +45,7 @@ class Status:
 
     def is_rejected(self) -> bool:
         """Unschedulable, UnschedulableAndUnresolvable or Pending: the pod cannot go there now."""
-        return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING)
+        return self.code in _REJECTED
 
 
 
@@ -41,42 +53,57 @@ StatusOrNone = Status | None
 
 
 def success(s: Status | None) -> bool:
-    return s is None or s.code == Code.SUCCESS
+    return s is None or s.code == CODE_SUCCESS
 
 
 def unschedulable(*reasons: str) -> Status:
-    return Status(Code.UNSCHEDULABLE, list(reasons))
+    return Status(CODE_UNSCHEDULABLE, list(reasons))
 
 
 def unresolvable(*reasons: str) -> Status:
-    return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, list(reasons))
+    return Status(CODE_UNRESOLVABLE, list(reasons))
 
 
 def error(exc: BaseException | str) -> Status:
     if isinstance(exc, str):
-        return Status(Code.ERROR, [exc], error=RuntimeError(exc))
-    return Status(Code.ERROR, [str(exc)], error=exc)
+        return Status(CODE_ERROR, [exc], error=RuntimeError(exc))
+    return Status(CODE_ERROR, [str(exc)], error=exc)
+
+
+class _NoReasons(list[str]):
+    """The shared Skip status' reasons: empty for good (equal to [], but appending to it raises)."""
+
+    def _read_only(self, *args: object) -> None:
+        raise TypeError("the shared Skip status is read-only: build Status(Code.SKIP, reasons) instead")
+
+    append = extend = insert = remove = pop = clear = sort = reverse = _read_only  # type: ignore[assignment]
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only  # type: ignore[assignment]
+
+
+_SKIP = Status(CODE_SKIP, _NoReasons())
 
 
 def skip() -> Status:
-    return Status(Code.SKIP)
+    """The Skip status: one shared instance, read-only (a dozen plugins skip each cycle, and a Status costs
+    a Python __init__). The framework only reads a Skip's code; nothing may set its fields."""
+    return _SKIP
 
 
 def code_of(s: Status | None) -> Code:
-    return Code.SUCCESS if s is None else s.code
+    return CODE_SUCCESS if s is None else s.code
 
 
 # Upstream Code.String(): the status label of the scheduler's metrics.
 CODE_NAMES: dict[Code, str] = {
-    Code.SUCCESS: "Success",
-    Code.ERROR: "Error",
-    Code.UNSCHEDULABLE: "Unschedulable",
-    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
-    Code.WAIT: "Wait",
-    Code.SKIP: "Skip",
-    Code.PENDING: "Pending",
+    CODE_SUCCESS: "Success",
+    CODE_ERROR: "Error",
+    CODE_UNSCHEDULABLE: "Unschedulable",
+    CODE_UNRESOLVABLE: "UnschedulableAndUnresolvable",
+    CODE_WAIT: "Wait",
+    CODE_SKIP: "Skip",
+    CODE_PENDING: "Pending",
 }
-_SUCCESS_NAME = CODE_NAMES[Code.SUCCESS]
+_SUCCESS_NAME = CODE_NAMES[CODE_SUCCESS]
 
 
 def code_name(status: Status | None) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
+from scheduler.framework.batch import TemplateMemo
 from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, score_by_batch
 from scheduler.framework.status import Status
 from scheduler.framework.types import ClusterEventWithHint, ImageStateSummary, NodeInfo
@@ -46,6 +47,12 @@ def _pod_images(pod: Pod) -> tuple[str, ...]:
             normalized_image_name(i) if isinstance(i, str) and i else "" for i in (*pod.images, *_volume_images(pod))
         )
     return cached
+
+
+def _image_plan(pod: Pod) -> tuple[tuple[str, ...], int, int]:
+    """What score_nodes needs of the pod: its non-empty image names, how many images it has, the zero score."""
+    images = _pod_images(pod)
+    return tuple(i for i in images if i), len(images), calculate_priority(0, len(images))
 
 
 def _volume_images(pod: Pod) -> list[Any]:
@@ -86,6 +93,8 @@ class ImageLocality:
 
     def __init__(self, args: Mapping[str, Any], handle: Handle) -> None:
         self.handle = handle
+        # Per pod template: its non-empty image names, the count of its images and the score of a zero sum.
+        self._plans: TemplateMemo[tuple[tuple[str, ...], int, int]] = TemplateMemo()
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
         return score_by_batch(self, state, pod, node_info)
@@ -96,9 +105,7 @@ class ImageLocality:
         total_nodes = len(self.handle.snapshot().list())
         if total_nodes == 0:
             return [0] * len(nodes), None
-        images = tuple(i for i in _pod_images(pod) if i)
-        num_containers = len(_pod_images(pod))
-        zero = calculate_priority(0, num_containers)
+        images, num_containers, zero = self._plans.get(pod, None, lambda: _image_plan(pod))
         if not images:
             return [zero] * len(nodes), None
         out: list[int] = []

@@ -95,11 +95,18 @@ def _prefilter_names(terms: tuple[NodeSelectorTerm, ...] | None) -> frozenset[st
     return frozenset(union)
 
 
+# A pod with neither nodeSelector nor node affinity terms (most pods): one shared, immutable view.
+_UNCONSTRAINED = PodNodeAffinity(RequiredNodeAffinity(None, None), False, None, None, None)
+
+
 def _parse_pod(pod: Pod) -> PodNodeAffinity:
-    obj = f"pod {pod.namespace}/{pod.name}"
     spec = pod.raw.get("spec") or {}
     node_affinity = pod.affinity.get("nodeAffinity") if isinstance(pod.affinity, Mapping) else None
     node_affinity = node_affinity if isinstance(node_affinity, Mapping) else {}
+    if (isinstance(spec, Mapping) and spec.get("nodeSelector") is None and node_affinity.get(_REQUIRED) is None
+            and node_affinity.get(_PREFERRED) is None):
+        return _UNCONSTRAINED
+    obj = f"pod {pod.namespace}/{pod.name}"
     base = "spec.affinity.nodeAffinity"
     terms = None
     if node_affinity.get(_REQUIRED) is not None:

@@ -17,7 +17,7 @@ UnschedulableAndUnresolvable: ``node(s) didn't match Pod's required features``.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,13 +53,6 @@ class _State:
         return self
 
 
-def _containers(spec: Mapping[str, Any], *kinds: str) -> Iterable[Mapping[str, Any]]:
-    for kind in kinds:
-        for c in spec.get(kind) or []:
-            if isinstance(c, Mapping):
-                yield c
-
-
 def required_features(pod: Pod) -> frozenset[str]:
     """InferForPodScheduling: the declared features the pod cannot run without. Remembered in the pod's memo
     (a function of its spec): signing and PreFilter both ask each cycle."""
@@ -71,16 +64,23 @@ def required_features(pod: Pod) -> frozenset[str]:
 
 def _infer(pod: Pod) -> frozenset[str]:
     spec = pod.raw.get("spec") or {}
+    restart_all = bind_mounts = False
+    for kind in ("containers", "initContainers", "ephemeralContainers"):  # plain loops: one pass, no generators
+        for c in spec.get(kind) or []:
+            if not isinstance(c, Mapping):
+                continue
+            rules = c.get("restartPolicyRules") if kind != "ephemeralContainers" else None
+            if rules and not restart_all:
+                restart_all = any(isinstance(r, Mapping) and r.get("action") == "RestartAllContainers" for r in rules)
+            mounts = c.get("volumeMounts")
+            if mounts and not bind_mounts:
+                bind_mounts = any(isinstance(m, Mapping) and m.get("bindMountOptions") for m in mounts)
     out = set()
-    if any(rule.get("action") == "RestartAllContainers"
-           for c in _containers(spec, "containers", "initContainers")
-           for rule in c.get("restartPolicyRules") or [] if isinstance(rule, Mapping)):
+    if restart_all:
         out.add(RESTART_ALL_CONTAINERS)
     if spec.get("hostNetwork") and spec.get("hostUsers") is False:
         out.add(USER_NAMESPACES_HOST_NETWORK)
-    if any(m.get("bindMountOptions")
-           for c in _containers(spec, "containers", "initContainers", "ephemeralContainers")
-           for m in c.get("volumeMounts") or [] if isinstance(m, Mapping)):
+    if bind_mounts:
         out.add(VOLUME_BIND_MOUNT_OPTIONS)
     return frozenset(out)
 

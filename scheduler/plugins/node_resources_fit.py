@@ -234,6 +234,11 @@ def pod_resource_requests(pod: Pod, resources: Sequence[ResourceSpec], use_reque
     return amounts
 
 
+_NONE_BACKED: frozenset[str] = frozenset()
+# Up to this many nodes, the resource scorers skip their generation memo (see score_nodes).
+_FEW_NODES = 8
+
+
 @dataclass(frozen=True, slots=True)
 class ResourceAllocationScorer:
     """resourceAllocationScorer: gathers (requested, allocated, allocatable) per resource and applies `fn`,
@@ -277,6 +282,10 @@ class ResourceAllocationScorer:
         """``[self.score(n, pod_requests) for n in nodes]``, from the memo for nodes unchanged since a pod
         with the same requests was scored: the score depends only on them and the node's resources."""
         reqs = tuple(pod_requests)
+        if len(nodes) <= _FEW_NODES:
+            # A batched cycle scores only the nodes changed since the previous pod: their generations are new,
+            # so the generation memo would miss on each; the amounts' memo of compute_nodes answers them.
+            return self.compute_nodes(nodes, reqs)
         return self.memo.values(reqs, nodes, lambda todo: self.compute_nodes(todo, reqs))
 
     def compute_nodes(self, nodes: Sequence[NodeInfo], pod_requests: Sequence[int]) -> list[int]:
@@ -427,6 +436,8 @@ class NodeResourcesFit(PlacementScorePoint):  # v1.37: also a PlacementScore plu
 
     def _dra_backed(self, req: Resource) -> frozenset[str]:
         """The pod's scalar requests that a DeviceClass backs (DRAExtendedResource, GA in v1.37)."""
+        if not req.scalar:  # most pods: cpu and memory alone (signing and PreFilter both ask)
+            return _NONE_BACKED
         find = self.dra.class_for_resource
         return frozenset(n for n, v in req.scalar.items() if v and find(n) is not None)
 

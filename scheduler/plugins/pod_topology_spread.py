@@ -20,12 +20,13 @@ from typing import Any, cast
 
 from scheduler.config.args import plugin_args
 from scheduler.config.types_pluginargs import SYSTEM_DEFAULTING, PodTopologySpreadArgs
-from scheduler.framework.batch import template_key
+from scheduler.framework.batch import TemplateMemo, template_key
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     CycleState,
     Handle,
     NodeScore,
+    ObjectLister,
     PreFilterResult,
     score_by_batch,
 )
@@ -242,6 +243,16 @@ def _parse_pod_constraints(pod: Pod) -> tuple[tuple[str, TopologySpreadConstrain
     return tuple(out)
 
 
+def _defaulted(
+    pod: Pod, defaults: tuple[TopologySpreadConstraint, ...], objects: ObjectLister
+) -> tuple[TopologySpreadConstraint, ...]:
+    """The default constraints with the pod's workload selector (none when the pod has no workload)."""
+    selector = default_selector(pod, objects)
+    if selector.nothing or not selector.requirements:
+        return ()
+    return tuple(replace(c, selector=selector) for c in defaults)
+
+
 def has_pod_constraints(pod: Pod) -> bool:
     """len(pod.Spec.TopologySpreadConstraints) > 0: explicit constraints switch the defaults off."""
     raw = (pod.raw.get("spec") or {}).get("topologySpreadConstraints")
@@ -390,6 +401,12 @@ class PodTopologySpread:
             )
         else:
             self.default_constraints = self._build_defaults(a.default_constraints)
+        self._defaults_for: dict[str, tuple[TopologySpreadConstraint, ...]] = {}
+        for when, c in self.default_constraints:
+            self._defaults_for[when] = (*self._defaults_for.get(when, ()), c)
+        # get_constraints by pod template: PreFilter, PreScore and the batch's signing and rescoring each ask.
+        self._own: TemplateMemo[tuple[TopologySpreadConstraint, ...]] = TemplateMemo()
+        self._defaulted: TemplateMemo[tuple[TopologySpreadConstraint, ...]] = TemplateMemo()
 
     @staticmethod
     def _build_defaults(
@@ -415,14 +432,15 @@ class PodTopologySpread:
         Raises InvalidObjectError (naming the field) when the pod's constraints do not parse.
         """
         if has_pod_constraints(pod):
-            return tuple(c for when, c in _pod_constraints(pod) if when == action)
-        defaults = tuple(c for when, c in self.default_constraints if when == action)
+            return self._own.get(pod, action, lambda: tuple(c for when, c in _pod_constraints(pod) if when == action))
+        defaults = self._defaults_for.get(action, ())
         if not defaults:
             return ()
-        selector = default_selector(pod, self.handle.objects())
-        if selector.nothing or not selector.requirements:
-            return ()
-        return tuple(replace(c, selector=selector) for c in defaults)
+        objects = self.handle.objects()
+        generation = getattr(objects, "generation", None)  # changes with every object the selector may read
+        if generation is None:
+            return _defaulted(pod, defaults, objects)
+        return self._defaulted.get(pod, (action, generation), lambda: _defaulted(pod, defaults, objects))
 
     def sign_pod(self, pod: Pod) -> Hashable | None:
         """Batchable: a node's verdict under DoNotSchedule constraints depends on its own labels and on which
@@ -564,15 +582,16 @@ class PodTopologySpread:
         all_nodes = self.handle.snapshot().list()
         if not all_nodes:
             return skip()
+        try:
+            constraints = self.get_constraints(pod, SCHEDULE_ANYWAY)
+        except InvalidObjectError as exc:
+            return error(f"calculating preScoreState: obtaining pod's soft topology spread constraints: {exc}")
+        if not constraints:  # most pods: no state to build
+            return skip()
         # System defaults do not require every key, so nodes without a zone still get hostname spreading.
         require_all = has_pod_constraints(pod) or not self.system_defaulted
         s = _PreScoreState()
-        try:
-            self._init_pre_score_state(s, pod, nodes, require_all)
-        except InvalidObjectError as exc:
-            return error(f"calculating preScoreState: obtaining pod's soft topology spread constraints: {exc}")
-        if not s.constraints:
-            return skip()
+        self._init_pre_score_state(s, constraints, nodes, require_all)
         n = len(self.handle.snapshot().list())
         s.counters = [matching_pod_counter(self._counts, c.selector, pod.namespace, n) for c in s.constraints]
         # Matching pods per domain over all nodes; only the candidate nodes' domains are kept (hostname
@@ -588,10 +607,12 @@ class PodTopologySpread:
         state.write(PRE_SCORE_STATE_KEY, s)
         return None
 
-    def _init_pre_score_state(self, s: _PreScoreState, pod: Pod, nodes: Sequence[NodeInfo], require_all: bool) -> None:
-        s.constraints = self.get_constraints(pod, SCHEDULE_ANYWAY)
-        if not s.constraints:
-            return
+    @staticmethod
+    def _init_pre_score_state(
+        s: _PreScoreState, constraints: tuple[TopologySpreadConstraint, ...], nodes: Sequence[NodeInfo],
+        require_all: bool,
+    ) -> None:
+        s.constraints = constraints
         s.value_counts = [{} for _ in s.constraints]
         for ni in nodes:
             node = ni.node

@@ -169,7 +169,10 @@ class VolumeRestrictions:
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None]:
-        needs_check = any(needs_restrictions_check(v) for v in pod_volumes(pod))
+        volumes = pod_volumes(pod)
+        if not volumes:  # most pods: nothing to check, no claim to look up (what the general path finds)
+            return None, skip()
+        needs_check = any(needs_restrictions_check(v) for v in volumes)
         try:
             claims = self._rwop_claims(pod)
         except NotFound as exc:

@@ -50,8 +50,11 @@ BIND_MOUNT = [{"name": "c", "image": "x", "volumeMounts": [
     ({"hostUsers": False}, set()),
     ({"containers": BIND_MOUNT}, {VOLUME_BIND_MOUNT_OPTIONS}),
     ({"ephemeralContainers": BIND_MOUNT}, {VOLUME_BIND_MOUNT_OPTIONS}),
+    ({"ephemeralContainers": RESTART_ALL}, set()),
+    ({"containers": [{"name": "a", "image": "x", "volumeMounts": [{"name": "v", "mountPath": "/v"}]}, *BIND_MOUNT],
+      "initContainers": RESTART_ALL}, {RESTART_ALL_CONTAINERS, VOLUME_BIND_MOUNT_OPTIONS}),
 ], ids=["none", "restart-all", "restart-all-init", "userns-hostnetwork", "hostnetwork-only", "userns-only",
-        "bind-mount-options", "bind-mount-options-ephemeral"])
+        "bind-mount-options", "bind-mount-options-ephemeral", "restart-all-ephemeral-ignored", "both-later"])
 def test_required_features(spec: dict[str, Any], want: set[str]) -> None:
     assert required_features(pod_with(**spec)) == want
 

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -66,7 +65,18 @@ from scheduler.framework.interface import (
 )
 from scheduler.framework.runtime.instrumented_plugins import PluginMetrics, instrument
 from scheduler.framework.runtime.waiting_pods_map import WaitingPod, WaitingPodsMap
-from scheduler.framework.status import Code, Status, code_name, error, success, unresolvable
+from scheduler.framework.status import (
+    CODE_SKIP,
+    CODE_SUCCESS,
+    CODE_UNRESOLVABLE,
+    CODE_UNSCHEDULABLE,
+    CODE_WAIT,
+    Status,
+    code_name,
+    error,
+    success,
+    unresolvable,
+)
 from scheduler.framework.types import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, NodeInfo
 from scheduler.model.pod import Pod
 
@@ -76,6 +86,10 @@ if TYPE_CHECKING:
 # callable(extension_point, status_code_string, seconds): wired to scheduler_framework_extension_point_duration.
 MetricsHook = Callable[[str, str, float], None]
 _NO_SCORES: ScoreRow = np.zeros(0, dtype=np.int64)
+_NONE_RESCORED: frozenset[str] = frozenset()
+# A list of Score plugins' names, weights and normalizers (Framework._score_list).
+_ScoreList = tuple[tuple[str, ...], "npt.NDArray[np.int64]", tuple[tuple[int, Any, bool], ...]]
+_maximum = np.maximum.reduce  # ndarray.max() without numpy's Python layer (_methods._amax) in between
 # (state, pod, nodes, plugins) -> raw score matrix (a row per plugin, in ``plugins`` order), or an error status
 RawScores = Callable[[CycleState, Pod, Sequence[NodeInfo], "list[ScorePlugin]"], "tuple[ScoreMatrix, Status | None]"]
 
@@ -206,7 +220,7 @@ class Framework:
         self.plugins: dict[str, Any] = {}
         self._by_point: dict[str, list[Any]] = {}
         self.score_plugin_weight: dict[str, int] = {}
-        self._weight_arrays: dict[tuple[str, ...], npt.NDArray[np.int64]] = {}
+        self._score_lists: dict[tuple[Any, ...], _ScoreList] = {}
         self._build(profile, registry)
         # By each plugin's own name, the name list_plugins, metrics and score weights use; ``plugins`` is by the
         # name the configuration lists, which differs for a plugin named by its import path (``pkg.mod:Class``).
@@ -217,6 +231,8 @@ class Framework:
         self._filter: list[FilterPlugin] = self._by_point["filter"]
         self._post_filter: list[PostFilterPlugin] = self._by_point["postFilter"]
         self._pre_score: list[PreScorePlugin] = self._by_point["preScore"]
+        self._pre_filter_names = tuple(pl.name for pl in self._pre_filter)  # counted every cycle (metrics)
+        self._pre_score_names = tuple(pl.name for pl in self._pre_score)
         self._score: list[ScorePlugin] = self._by_point["score"]
         self._reserve: list[ReservePlugin] = self._by_point["reserve"]
         self._permit: list[PermitPlugin] = self._by_point["permit"]
@@ -422,19 +438,28 @@ class Framework:
             return self._timed_by_point[point]
         return self._by_point[point]
 
-    def _count(self, point: str, plugins: Iterable[Any], n: int = 1) -> None:
-        """scheduler_plugin_evaluation_total: each plugin ran ``n`` times (once per node for Filter/Score)."""
-        if self._plugin_metrics is not None and n:
-            self._plugin_metrics.plugin_evaluations(tuple([pl.name for pl in plugins]), point, n)
+    def _count_names(self, point: str, names: tuple[str, ...]) -> None:
+        """scheduler_plugin_evaluation_total: each of the plugins ``names`` ran once (PreFilter, PreScore)."""
+        if self._plugin_metrics is not None:
+            self._plugin_metrics.plugin_evaluations(names, point, 1)
 
-    def count_filter_evaluations(self, state: CycleState, visited: int, rejections: Iterable[Status]) -> None:
+    def count_filter_evaluations(self, state: CycleState, visited: int, rejections: Sequence[Status]) -> None:
         """Filter evaluations without per-node counting: a plugin ran on every visited node that the
-        plugins before it passed (``rejections``: the statuses of the nodes rejected in this walk)."""
+        plugins before it passed (``rejections``: the statuses of the nodes rejected in this walk). With no
+        rejection (a pod that fits, usually) every active filter ran on every visited node: one count."""
         metrics = self._plugin_metrics
-        if metrics is None:
+        if metrics is None or not visited:
             return
-        rejected = Counter(map(attrgetter("plugin"), rejections))  # a C loop
         skipped = state.skip_filter_plugins
+        if not rejections:
+            metrics.plugin_evaluations(tuple([pl.name for pl in self._filter if pl.name not in skipped]), "Filter",
+                                       visited)
+            return
+        # The few distinct rejecting plugins counted by list.count, a C loop that mostly meets the very name object
+        # it counts: a Counter's dict update per rejected node was 7 % of a pod's instructions where hundreds of
+        # nodes are rejected (anti-affinity).
+        names = list(map(attrgetter("plugin"), rejections))
+        rejected = {name: names.count(name) for name in set(names)}
         for pl in self._filter:
             name = pl.name
             if name in skipped:
@@ -507,7 +532,8 @@ class Framework:
 
     def rescored_plugins(self, pod: Pod) -> frozenset[str]:
         """The Score plugins whose scores for ``pod`` a batch must not remember (RescorePlugin)."""
-        return frozenset(name for name, pl in self._rescorers if pl.rescore_each_cycle(pod))
+        names = [name for name, pl in self._rescorers if pl.rescore_each_cycle(pod)]
+        return frozenset(names) if names else _NONE_RESCORED
 
     # ----- PreFilter / Filter -------------------------------------------------------------------
 
@@ -533,7 +559,7 @@ class Framework:
         finally:
             state.skip_filter_plugins = skip
             self._observe_since("PreFilter", status, start)
-            self._count("PreFilter", self._pre_filter)
+            self._count_names("PreFilter", self._pre_filter_names)
 
     def _pre_filter_loop(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], skip: set[str]
@@ -541,21 +567,21 @@ class Framework:
         result: PreFilterResult | None = None
         with_nodes: set[str] = set()
         returned: Status | None = None
+        observer = self.observer
         for pl in self._plugins(state, "preFilter"):
             r, s = pl.pre_filter(state, pod, nodes)
-            if self.observer is not None:
-                self.observer.plugin_status("PreFilter", pod, pl.name, s)
+            if observer is not None:
+                observer.plugin_status("PreFilter", pod, pl.name, s)
                 if r is not None and r.node_names is not None:
-                    self.observer.pre_filter_result(pod, pl.name, r.node_names)
-            if s is not None and s.code == Code.SKIP:
-                skip.add(pl.name)
-                continue
-            if not success(s):
-                assert s is not None
+                    observer.pre_filter_result(pod, pl.name, r.node_names)
+            if s is not None and s.code != CODE_SUCCESS:  # success() inline: a dozen plugins a cycle
+                if s.code == CODE_SKIP:
+                    skip.add(pl.name)
+                    continue
                 s.plugin = pl.name
-                if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                if s.code == CODE_UNRESOLVABLE:
                     return None, s, set()
-                if s.code == Code.UNSCHEDULABLE:
+                if s.code == CODE_UNSCHEDULABLE:
                     returned = s
                     continue
                 return None, _failure(f'running PreFilter plugin "{pl.name}": {s.message}', pl.name), set()
@@ -630,7 +656,7 @@ class Framework:
             rejected: Status | None = None
             for name, filter_, per_node in active:
                 s = filter_(node_info) if per_node else filter_(state, pod, node_info)
-                if s is not None and s.code != Code.SUCCESS:
+                if s is not None and s.code != CODE_SUCCESS:
                     if not s.is_rejected():
                         s = error(f'running "{name}" filter plugin: {s.message}')
                     s.plugin = name
@@ -727,7 +753,7 @@ class Framework:
             if success(s):
                 return r, s
             assert s is not None
-            if s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            if s.code == CODE_UNRESOLVABLE:
                 s.plugin = pl.name
                 return r, s
             if not s.is_rejected():
@@ -736,7 +762,7 @@ class Framework:
                 result = r
             reasons.extend(s.reasons)
             rejector = rejector or pl.name
-        return result, Status(Code.UNSCHEDULABLE, reasons, plugin=rejector)
+        return result, Status(CODE_UNSCHEDULABLE, reasons, plugin=rejector)
 
     # ----- PreScore / Score ---------------------------------------------------------------------
 
@@ -746,22 +772,22 @@ class Framework:
         skip: set[str] = set()
         status: Status | None = None
         try:
+            observer = self.observer
             for pl in self._plugins(state, "preScore"):
                 s = pl.pre_score(state, pod, nodes)
-                if self.observer is not None:
-                    self.observer.plugin_status("PreScore", pod, pl.name, s)
-                if s is not None and s.code == Code.SKIP:
-                    skip.add(pl.name)
-                    continue
-                if not success(s):
-                    assert s is not None
+                if observer is not None:
+                    observer.plugin_status("PreScore", pod, pl.name, s)
+                if s is not None and s.code != CODE_SUCCESS:
+                    if s.code == CODE_SKIP:
+                        skip.add(pl.name)
+                        continue
                     status = _failure(f'running PreScore plugin "{pl.name}": {s.message}')
                     return status
             return None
         finally:
             state.skip_score_plugins = skip
             self._observe_since("PreScore", status, start)
-            self._count("PreScore", self._pre_score)
+            self._count_names("PreScore", self._pre_score_names)
 
     def run_score_plugins(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
@@ -786,7 +812,8 @@ class Framework:
         status: Status | None = None
         try:
             plugins = self.active_score_plugins(state)
-            self._count("Score", plugins, len(nodes))
+            if self._plugin_metrics is not None and nodes:
+                self._plugin_metrics.plugin_evaluations(self.score_plugin_names(plugins), "Score", len(nodes))
             if raw_scores is not None:
                 matrix, status = raw_scores(state, pod, nodes, plugins)
             else:
@@ -811,13 +838,28 @@ class Framework:
             self._observe_since("Score", status, start)
 
     def _weights(self, plugins: list[ScorePlugin]) -> npt.NDArray[np.int64]:
-        """The weights of ``plugins`` as an array, remembered per plugin list (a profile has few)."""
-        key = tuple(pl.name for pl in plugins)
-        weights = self._weight_arrays.get(key)
-        if weights is None:
-            weights = self._weight_arrays[key] = np.fromiter(
-                (self.score_plugin_weight[name] for name in key), dtype=np.int64, count=len(key))
-        return weights
+        """The weights of ``plugins`` as an array."""
+        return self._score_list(plugins)[1]
+
+    def score_plugin_names(self, plugins: list[ScorePlugin]) -> tuple[str, ...]:
+        """The names of ``plugins`` (a list of this profile's Score plugins), as a tuple."""
+        return self._score_list(plugins)[0]
+
+    def _score_list(self, plugins: list[ScorePlugin]) -> _ScoreList:
+        """Names, weights and normalizers of a list of Score plugins, remembered per list (a profile has few):
+        every cycle asks for them, for the metrics, the weights, the batch's remembered scores and NormalizeScore.
+        The normalizers are (row, ScoreExtensions, whether it is a NormalizeValuesExtension), for the plugins
+        whose ScoreExtensions is not None (as upstream's, fixed per plugin)."""
+        key = tuple(plugins)  # the plugin objects themselves: hashed by identity, no name read per plugin
+        known = self._score_lists.get(key)
+        if known is None:
+            names = tuple([pl.name for pl in plugins])
+            weights = np.fromiter((self.score_plugin_weight[name] for name in names), dtype=np.int64, count=len(names))
+            extensions = [(i, pl.score_extensions()) for i, pl in enumerate(plugins)]
+            normalizers = tuple((i, ext, implements(ext, NormalizeValuesExtension))
+                                for i, ext in extensions if ext is not None)
+            known = self._score_lists[key] = (names, weights, normalizers)
+        return known
 
     def active_score_plugins(self, state: CycleState) -> list[ScorePlugin]:
         """The Score plugins whose PreScore did not skip this cycle."""
@@ -841,7 +883,7 @@ class Framework:
             out: list[int] = []
             for node_info in nodes:
                 value, s = score(state, pod, node_info)
-                if s is not None and s.code != Code.SUCCESS:
+                if s is not None and s.code != CODE_SUCCESS:
                     return raw, _failure(f'running Score plugins: plugin "{pl.name}" failed with: {s.message}')
                 out.append(value)
             raw[pl.name] = out
@@ -853,12 +895,9 @@ class Framework:
     ) -> Status | None:
         """NormalizeScore in place, row by row. A NormalizeValuesExtension works on its row;
         ``normalize_score`` gets the upstream NodeScore list, built only for it."""
-        for i, pl in enumerate(plugins):
-            ext = pl.score_extensions()
-            if ext is None:
-                continue
+        for i, ext, on_values in self._score_list(plugins)[2]:
             row = matrix[i]
-            if implements(ext, NormalizeValuesExtension):
+            if on_values:
                 s = cast(NormalizeValuesExtension, ext).normalize_values(state, pod, row)
             else:
                 scores = [NodeScore(n.name, v) for n, v in zip(nodes, row.tolist(), strict=True)]
@@ -866,7 +905,8 @@ class Framework:
                 row[:] = [ns.score for ns in scores]
             if not success(s):
                 assert s is not None
-                return _failure(f'running Normalize on Score plugins: plugin "{pl.name}" failed with: {s.message}')
+                name = plugins[i].name
+                return _failure(f'running Normalize on Score plugins: plugin "{name}" failed with: {s.message}')
         return None
 
     @staticmethod
@@ -877,7 +917,7 @@ class Framework:
         if MIN_NODE_SCORE == 0 and matrix.dtype == np.int64:
             # One reduction instead of min and max (each releases the GIL past 500 elements, handing it to a
             # waiting thread live): as unsigned, a negative score is huge, so max <= 100 holds iff all are in range.
-            if matrix.view(np.uint64).max() <= MAX_NODE_SCORE:
+            if _maximum(matrix.view(np.uint64), axis=None) <= MAX_NODE_SCORE:
                 return None
         elif matrix.min() >= MIN_NODE_SCORE and matrix.max() <= MAX_NODE_SCORE:
             return None
@@ -951,7 +991,7 @@ class Framework:
                     s.plugin = pl.name
                     status = s
                     return status
-                if s.code == Code.WAIT:
+                if s.code == CODE_WAIT:
                     waits[pl.name] = min(timeout, MAX_PERMIT_TIMEOUT_SECONDS)
                     continue
                 status = _failure(f'running Permit plugin "{pl.name}": {s.message}', pl.name, cause=s)
@@ -959,7 +999,7 @@ class Framework:
             if waits:
                 self.waiting_pods.add(WaitingPod(pod, waits, self._clock))
                 msg = f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"'
-                status = Status(Code.WAIT, [msg])
+                status = Status(CODE_WAIT, [msg])
             return status
         finally:
             self._observe_since("Permit", status, start)
@@ -1031,7 +1071,7 @@ class Framework:
             s = pl.bind(state, pod, node_name)
             if self.observer is not None:
                 self.observer.plugin_status("Bind", pod, pl.name, s)
-            if s is not None and s.code == Code.SKIP:
+            if s is not None and s.code == CODE_SKIP:
                 continue
             if success(s):
                 return None
@@ -1054,7 +1094,7 @@ def _merge_rejections(first: Status | None, other: Status) -> Status:
     the first rejecting plugin (upstream PluginToStatus.Merge)."""
     if first is None:
         return Status(other.code, list(other.reasons), plugin=other.plugin)
-    code = max(first.code, other.code, key=lambda c: c == Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+    code = max(first.code, other.code, key=lambda c: c == CODE_UNRESOLVABLE)
     return Status(code, [*first.reasons, *other.reasons], plugin=first.plugin)
 
 

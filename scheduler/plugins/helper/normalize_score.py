@@ -11,13 +11,15 @@ from scheduler.framework.interface import NodeScore, ScoreRow
 from scheduler.plugins.helper.gomath import go_div_row
 
 T = TypeVar("T")
+# ndarray.max() without the Python layer it goes through (numpy's _methods._amax): called per plugin per pod.
+_maximum = np.maximum.reduce
 
 
 def default_normalize_values(max_priority: int, reverse: bool, values: ScoreRow) -> None:
     """helper.DefaultNormalizeScore on the framework's score row: scale [0, max(values)] to
     [0, max_priority], in place. All-zero scores stay 0, or all become max_priority when reversed (no
     node is "worse")."""
-    max_count = int(values.max()) if values.size else 0
+    max_count = int(_maximum(values)) if values.size else 0
     if max_count <= 0:
         if reverse:
             values[:] = max_priority

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from scheduler.framework.interface import CycleState
-from scheduler.framework.status import CODE_ERROR, CODE_SKIP, CODE_SUCCESS, Status
+from scheduler.framework.status import CODE_ERROR, CODE_SKIP, CODE_SUCCESS, Status, skip
 from scheduler.model.pod import Pod
 
 
@@ -27,7 +27,7 @@ class PreBindPreFlightPlugin(Protocol):
 def pre_flight_has_work(plugins: Iterable[Any], state: CycleState, pod: Pod, node_name: str) -> Status | None:
     """RunPreBindPreFlights' verdict: Success (None) when one plugin has work, Skip when none has, the first
     Error otherwise."""
-    verdict: Status | None = Status(CODE_SKIP)
+    verdict: Status | None = skip()  # the shared, read-only Skip: callers read its code
     for pl in plugins:
         check = getattr(pl, "pre_bind_pre_flight", None)
         if check is None:

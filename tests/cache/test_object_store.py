@@ -67,3 +67,21 @@ def test_list_result_is_a_copy() -> None:
     listed = store.list("Service", "default")
     store.upsert("Service", obj("b"))
     assert len(list(listed)) == 1
+
+
+def test_generation_moves_with_every_change() -> None:
+    """Readers remember what they derived from the objects by this counter (PodTopologySpread's default
+    selectors): every upsert, delete and relist reconciliation must move it."""
+    store = ObjectStore()
+    seen = [store.generation]
+    store.upsert("Service", obj("s1"))
+    seen.append(store.generation)
+    store.upsert("Service", obj("s1", spec={"v": 2}))
+    seen.append(store.generation)
+    store.delete("Service", obj("s1"))
+    seen.append(store.generation)
+    store.upsert("Service", obj("s2"))
+    store.reconcile("Service", set())
+    seen.append(store.generation)
+    assert store.get("Service", "default", "s2") is None
+    assert seen == sorted(set(seen)), seen

@@ -400,3 +400,29 @@ def test_pod_change_hint(pod: Any, old: Any, new: Any, want: QueueingHint) -> No
 ])
 def test_node_change_hint(old: Any, new: Any, want: QueueingHint) -> None:
     assert plugin(cluster([])).is_schedulable_after_node_change(HARD, old, new) == want
+
+
+def test_system_default_constraints_follow_the_services() -> None:
+    """The defaulted constraints are remembered per pod template and object-store generation: a Service
+    added, changed or deleted after a pod of the template was seen changes them for the next pod."""
+    from scheduler.cache.objects import ObjectStore
+
+    h = cluster(four_nodes())
+    store = ObjectStore()
+    h._objects = store  # type: ignore[assignment]  # the scheduler's store, with its generation
+    pl = plugin(h)
+
+    def defaulted(name: str) -> tuple[Any, ...]:
+        return pl.get_constraints(make_pod(name, labels={"app": "web"}), "ScheduleAnyway")
+
+    assert defaulted("p1") == ()  # no workload selects the pod
+    store.upsert("Service", service("s", {"app": "web"}))
+    with_service = defaulted("p2")
+    assert [c.topology_key for c in with_service] == [HOST, TOPOLOGY_ZONE]
+    assert all(c.selector.requirements for c in with_service)
+    store.upsert("Service", service("s", {"app": "db"}))
+    assert defaulted("p3") == ()
+    store.upsert("Service", service("s", {"app": "web"}))
+    assert defaulted("p4") == with_service
+    store.delete("Service", service("s", {"app": "web"}))
+    assert defaulted("p5") == ()

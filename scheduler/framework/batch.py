@@ -85,6 +85,14 @@ def template_key(pod: Pod) -> str:
 _ABSENT = object()
 
 
+class SignsByTemplate:
+    """Base of the SignPlugins whose ``sign_pod`` reads the pod's template alone (TemplateSignPlugin): the
+    framework signs each template once with them."""
+
+    def signs_by_template(self) -> bool:
+        return True
+
+
 class TemplateMemo(Generic[T]):
     """Values a plugin derives from a pod's template alone (``template_key``) and what ``extra`` names (an
     object store's generation, say), shared by every pod of the template: a workload's pods are new objects

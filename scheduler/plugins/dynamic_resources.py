@@ -47,6 +47,7 @@ import structlog
 from scheduler.config.args import plugin_args
 from scheduler.config.types_pluginargs import DynamicResourcesArgs
 from scheduler.edge import ConflictError, NotFoundError
+from scheduler.framework.batch import SignsByTemplate
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     CycleState,
@@ -174,7 +175,8 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class DynamicResources(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostFilter plugin (helper/podgroup_points)
+# v1.37: also a PodGroupPostFilter plugin (helper/podgroup_points)
+class DynamicResources(SignsByTemplate, PodGroupPostFilterPoint):
     """Allocates devices for pods' ResourceClaims as kube-scheduler v1.37.2 does."""
 
     name = NAME

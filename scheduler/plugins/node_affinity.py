@@ -26,6 +26,7 @@ from typing import Any
 
 from scheduler.config.args import plugin_args
 from scheduler.config.types_pluginargs import NodeAffinityArgs
+from scheduler.framework.batch import SignsByTemplate
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     CycleState,
@@ -164,7 +165,7 @@ def _added_affinity_terms(
     return required, preferred
 
 
-class NodeAffinity:
+class NodeAffinity(SignsByTemplate):
     """Keeps pods on nodes their nodeSelector / node affinity allow; prefers preferred-term matches."""
 
     name = NAME

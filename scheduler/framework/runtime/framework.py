@@ -61,6 +61,7 @@ from scheduler.framework.interface import (
     SharedLister,
     SignatureDeltaPlugin,
     SignPlugin,
+    TemplateSignPlugin,
     implements,
 )
 from scheduler.framework.runtime.instrumented_plugins import PluginMetrics, instrument
@@ -87,6 +88,13 @@ if TYPE_CHECKING:
 MetricsHook = Callable[[str, str, float], None]
 _NO_SCORES: ScoreRow = np.zeros(0, dtype=np.int64)
 _NONE_RESCORED: frozenset[str] = frozenset()
+# A signature's leading parts: the profile's name and the template key; the signers' fragments follow.
+_SIGNATURE_HEAD = 2
+# Templates whose signing is remembered (sign_pod), and what marks a template not seen yet.
+_MAX_TEMPLATES = 256
+_UNSIGNED: Any = object()
+# active_score_plugins keeps this many lists at most (one per set of plugins PreScore skipped; a profile has few).
+_MAX_SCORE_LISTS = 64
 # A list of Score plugins' names, weights and normalizers (Framework._score_list).
 _ScoreList = tuple[tuple[str, ...], "npt.NDArray[np.int64]", tuple[tuple[int, Any, bool], ...]]
 _maximum = np.maximum.reduce  # ndarray.max() without numpy's Python layer (_methods._amax) in between
@@ -221,6 +229,9 @@ class Framework:
         self._by_point: dict[str, list[Any]] = {}
         self.score_plugin_weight: dict[str, int] = {}
         self._score_lists: dict[tuple[Any, ...], _ScoreList] = {}
+        # active_score_plugins' lists by (timed, skipped plugins), and the latest of them _score_list described.
+        self._active_scores: dict[tuple[bool, frozenset[str]], list[ScorePlugin]] = {}
+        self._latest_score_list: tuple[list[ScorePlugin], _ScoreList] | None = None
         self._build(profile, registry)
         # By each plugin's own name, the name list_plugins, metrics and score weights use; ``plugins`` is by the
         # name the configuration lists, which differs for a plugin named by its import path (``pkg.mod:Class``).
@@ -250,17 +261,29 @@ class Framework:
         self._timed_by_point: dict[str, list[Any]] = {}
         if plugin_metrics is not None:
             self._timed_by_point = {p: instrument(p, pls, plugin_metrics) for p, pls in self._by_point.items()}
+        # Filter plugins as filter_runner walks them each cycle: (name, plugin, whether a FilterForPlugin).
+        self._filter_rows = self._rows_of(self._filter)
+        self._timed_filter_rows = self._rows_of(self._timed_by_point.get("filter", []))
 
         # Opportunistic batching needs every PreFilter, Filter, PreScore and Score plugin to sign pods.
         points = (self._pre_filter, self._filter, self._pre_score, self._score)
         unique: list[Any] = list({id(pl): pl for pls in points for pl in pls}.values())
         signers: list[SignPlugin] = [pl for pl in unique if isinstance(pl, SignPlugin)]
         self._signers: list[SignPlugin] | None = signers if len(signers) == len(unique) else None
+        # The signers asked per pod, with their fragment's place in the signature; the others (TemplateSignPlugin)
+        # are asked once per template: _template_signatures holds each template's signature with their
+        # fragments in place (None: a template signer refused the template).
+        self._pod_signers = [(_SIGNATURE_HEAD + i, pl) for i, pl in enumerate(signers)
+                             if not (isinstance(pl, TemplateSignPlugin) and pl.signs_by_template())]
+        self._template_signatures: dict[str, list[Hashable] | None] = {}
         self._rescorers: list[tuple[str, RescorePlugin]] = [
             (pl.name, pl) for pl in self._score if isinstance(pl, RescorePlugin)
         ]
 
     # ----- construction -------------------------------------------------------------------------
+
+    def _rows_of(self, plugins: list[Any]) -> list[tuple[str, Any, bool]]:
+        return [(pl.name, pl, pl.name in self._filter_for) for pl in plugins]
 
     def _build(self, profile: Profile, registry: Plugins) -> None:
         """Instantiate each named plugin once and check it implements every point it is listed at."""
@@ -501,13 +524,41 @@ class Framework:
         """The pod's batching signature (framework/batch.py), or None when it cannot be batched."""
         if self._signers is None:
             return None
-        parts: list[Hashable] = [self.profile_name, template_key(pod)]
-        for pl in self._signers:
+        key = template_key(pod)
+        parts = self._template_signatures.get(key, _UNSIGNED)
+        if parts is _UNSIGNED:
+            parts = self._sign_template(pod, key)
+        if parts is None:
+            return None
+        if self._pod_signers:
+            parts = parts.copy()
+            for at, pl in self._pod_signers:
+                fragment = pl.sign_pod(pod)
+                if fragment is None:
+                    return None
+                parts[at] = fragment
+        return tuple(parts)
+
+    def _sign_template(self, pod: Pod, key: str) -> list[Hashable] | None:
+        """The signature's head and the template signers' fragments (the per-pod ones' places hold None), or None
+        when one of them refuses; remembered for the template (at most _MAX_TEMPLATES, then afresh)."""
+        assert self._signers is not None
+        per_pod = {at for at, _ in self._pod_signers}
+        parts: list[Hashable] = [self.profile_name, key]
+        signed: list[Hashable] | None = parts
+        for at, pl in enumerate(self._signers, _SIGNATURE_HEAD):
+            if at in per_pod:
+                parts.append(None)
+                continue
             fragment = pl.sign_pod(pod)
             if fragment is None:
-                return None
+                signed = None
+                break
             parts.append(fragment)
-        return tuple(parts)
+        if len(self._template_signatures) >= _MAX_TEMPLATES:
+            self._template_signatures.clear()
+        self._template_signatures[key] = signed
+        return signed
 
     def signature_delta(self, old: Hashable, new: Hashable) -> Callable[[NodeInfo], bool] | None:
         """The nodes whose verdicts or raw scores may differ between two of this profile's signatures
@@ -515,7 +566,7 @@ class Framework:
         SignatureDeltaPlugins, which then name those nodes."""
         if self._signers is None or not isinstance(old, tuple) or not isinstance(new, tuple):
             return None
-        head = 2  # the profile's name and the template key
+        head = _SIGNATURE_HEAD
         if len(old) != len(new) or len(old) != head + len(self._signers) or old[:head] != new[:head]:
             return None
         tests: list[Callable[[NodeInfo], bool]] = []
@@ -638,15 +689,17 @@ class Framework:
         calls it for hundreds of nodes, so per-pod work is hoisted out of it, and plugins that are
         FilterForPlugins run their check specialised to this pod."""
         active: list[tuple[str, Callable[..., Status | None], bool]] = []
-        for pl in self._plugins(state, "filter"):
-            if pl.name in state.skip_filter_plugins:
+        skipped = state.skip_filter_plugins
+        rows = self._timed_filter_rows if state.record_plugin_metrics and self._timed_by_point else self._filter_rows
+        for name, pl, for_pod in rows:
+            if name in skipped:
                 continue
-            if pl.name not in self._filter_for:
-                active.append((pl.name, pl.filter, False))
+            if not for_pod:
+                active.append((name, pl.filter, False))
                 continue
-            check = cast(FilterForPlugin, pl).filter_for(state, pod)
+            check = pl.filter_for(state, pod)
             if check is not None:
-                active.append((pl.name, check, True))
+                active.append((name, check, True))
         observer = self.observer if observe else None
 
         def run(node_info: NodeInfo) -> Status | None:
@@ -850,6 +903,9 @@ class Framework:
         every cycle asks for them, for the metrics, the weights, the batch's remembered scores and NormalizeScore.
         The normalizers are (row, ScoreExtensions, whether it is a NormalizeValuesExtension), for the plugins
         whose ScoreExtensions is not None (as upstream's, fixed per plugin)."""
+        latest = self._latest_score_list
+        if latest is not None and latest[0] is plugins:  # active_score_plugins' shared list, as most cycles ask
+            return latest[1]
         key = tuple(plugins)  # the plugin objects themselves: hashed by identity, no name read per plugin
         known = self._score_lists.get(key)
         if known is None:
@@ -859,11 +915,22 @@ class Framework:
             normalizers = tuple((i, ext, implements(ext, NormalizeValuesExtension))
                                 for i, ext in extensions if ext is not None)
             known = self._score_lists[key] = (names, weights, normalizers)
+        if any(plugins is active for active in self._active_scores.values()):
+            self._latest_score_list = (plugins, known)
         return known
 
     def active_score_plugins(self, state: CycleState) -> list[ScorePlugin]:
-        """The Score plugins whose PreScore did not skip this cycle."""
-        return [pl for pl in self._plugins(state, "score") if pl.name not in state.skip_score_plugins]
+        """The Score plugins whose PreScore did not skip this cycle: one list per set of skipped plugins (and
+        timing), shared and read-only, so that ``_score_list`` knows it by identity."""
+        timed = state.record_plugin_metrics and bool(self._timed_by_point)
+        skipped = state.skip_score_plugins
+        key = (timed, frozenset(skipped))
+        active = self._active_scores.get(key)
+        if active is None:
+            if len(self._active_scores) >= _MAX_SCORE_LISTS:
+                self._active_scores.clear()
+            active = self._active_scores[key] = [pl for pl in self._plugins(state, "score") if pl.name not in skipped]
+        return active
 
     def score_nodes(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin]

@@ -431,5 +431,7 @@ def _snapshot_clone(info: NodeInfo) -> NodeInfo:
     """NodeInfo.clone with image summaries frozen: upstream's NodeInfo.Snapshot copies NumNodes at
     clone time, so an unchanged node keeps the count it had when last cloned."""
     clone = info.clone()
-    clone.image_states = {name: ImageStateSummary(s.size, s.num_nodes) for name, s in info.image_states.items()}
+    states = info.image_states
+    # A node without images (most, under kwok) gets a fresh empty map without a comprehension's frame.
+    clone.image_states = {name: ImageStateSummary(s.size, s.num_nodes) for name, s in states.items()} if states else {}
     return clone

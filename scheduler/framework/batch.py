@@ -131,8 +131,8 @@ def _without_mounts(container: Any) -> Any:
 SignatureDelta = Callable[[Hashable, Hashable], Callable[[NodeInfo], bool] | None]
 RawScorer = Callable[[Sequence[NodeInfo]], "tuple[dict[str, list[int]], Status | None]"]
 _NO_MATRIX: ScoreMatrix = np.zeros((0, 0), dtype=np.int64)
-# Up to this many positions are written row by row (no GIL release; see OpportunisticBatch._remember), and looked
-# up by bisection among the walk's (OpportunisticBatch._missing).
+_NOTHING_KNOWN: npt.NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
+# Up to this many positions are written element by element (no GIL release; see OpportunisticBatch._remember).
 _FANCY_FROM = 8
 
 
@@ -140,8 +140,8 @@ class OpportunisticBatch:
     """Verdicts and raw scores of the latest signature, by position in the snapshot's node list."""
 
     __slots__ = (
-        "_feasible_at", "_settled", "_walked", "feasible", "mark", "nodes", "raw", "rejected", "score_plugins",
-        "signature", "unknown", "verdicts",
+        "_feasible_at", "_settled", "_walked", "feasible", "known", "mark", "nodes", "raw", "rejected", "score_plugins",
+        "signature", "verdicts",
     )
 
     def __init__(self) -> None:
@@ -153,9 +153,7 @@ class OpportunisticBatch:
         # A row per position, a column per score plugin: the gather of the feasible positions' rows copies
         # one contiguous run of a row each (scores() hands out its transpose, a row per plugin).
         self.raw: ScoreMatrix = _NO_MATRIX
-        # Positions whose row does not hold their raw scores (all, when ``raw`` is built; then the nodes changed
-        # since): a few a cycle, so a set, looked up without an array operation per cycle.
-        self.unknown: set[int] = set()
+        self.known: npt.NDArray[np.bool_] = _NOTHING_KNOWN  # positions whose column holds their raw scores
         self.score_plugins: tuple[str, ...] = ()
         self.mark: Hashable = None  # the snapshot's change-log position at the last refresh
         # ``feasible`` as an array, built when first needed after it changed (None: stale), and the latest
@@ -170,7 +168,7 @@ class OpportunisticBatch:
     def invalidate(self) -> None:
         self.signature = None
         self.nodes, self.verdicts, self.feasible, self.rejected = [], [], [], []
-        self.raw, self.unknown, self.score_plugins = _NO_MATRIX, set(), ()
+        self.raw, self.known, self.score_plugins = _NO_MATRIX, _NOTHING_KNOWN, ()
         self._feasible_at = self._walked = None
         self._settled = False
 
@@ -215,8 +213,12 @@ class OpportunisticBatch:
                 self._move(p, status)
             self.verdicts[p] = status
             self.nodes[p] = info
-        if not fresh and self.raw.size:
-            self.unknown.update(changed)
+        if not fresh and self.known.size:
+            if len(changed) <= 8:  # usually the node the previous pod went to: no index array to build
+                for p in changed:
+                    self.known[p] = False
+            else:
+                self.known[changed] = False
         self.signature = signature
         return True
 
@@ -230,7 +232,7 @@ class OpportunisticBatch:
         copy.feasible = self.feasible.copy()
         copy.rejected = self.rejected.copy()
         copy.raw = self.raw.copy()
-        copy.unknown = self.unknown.copy()
+        copy.known = self.known.copy()
         copy.score_plugins = self.score_plugins
         copy.mark = self.mark
         return copy
@@ -272,41 +274,19 @@ class OpportunisticBatch:
         n = len(self.nodes)
         if plugins != self.score_plugins or self.raw.shape[0] != n:
             self.raw = np.zeros((n, len(plugins)), dtype=np.int64)
-            self.unknown = set(range(n))
+            self.known = np.zeros(n, dtype=np.bool_)
             self.score_plugins = plugins
         at = self._positions_array(positions)
         if not plugins:
             return self.raw[at].T, None
-        todo = self._missing(positions) if self.unknown else []
-        if todo:
+        missing = at[~self.known[at]]
+        if missing.size:
+            todo = missing.tolist()
             computed, status = compute([self.nodes[p] for p in todo])
             if status is not None:
                 return _NO_MATRIX, status
             self._remember(plugins, todo, computed)
         return self.raw.take(at, axis=0).T, None  # a gather over the feasible positions, no loop per node
-
-    def _missing(self, positions: Sequence[int]) -> list[int]:
-        """The positions among ``positions`` whose raw scores are unknown, in ``positions``' order. Where
-        ``positions`` is the latest walk's and few are unknown (the nodes changed since the previous pod), each
-        is found in the walk's slices of ``feasible`` by bisection, not by a pass over hundreds of positions."""
-        unknown = self.unknown
-        walked = self._walked
-        if walked is None or positions is not walked[0] or len(unknown) > _FANCY_FROM:
-            return [p for p in positions if p in unknown]
-        feasible, spans = self.feasible, walked[1]
-        found: list[tuple[int, int]] = []  # (place in the walk, position)
-        for p in unknown:
-            i = bisect_left(feasible, p)
-            if i == len(feasible) or feasible[i] != p:
-                continue
-            before = 0  # positions the walk took from the earlier spans
-            for lo, hi in spans:
-                if lo <= i < hi:
-                    found.append((before + i - lo, p))
-                    break
-                before += hi - lo
-        found.sort()
-        return [p for _, p in found]
 
     def _positions_array(self, positions: Sequence[int]) -> npt.NDArray[np.intp]:
         """``positions`` as an index array: slices of ``feasible``'s array when they are the latest walk's."""
@@ -329,14 +309,15 @@ class OpportunisticBatch:
         previous pod: a row each then, by basic indexing, because numpy releases the GIL for every
         fancy-indexed assignment (twice: checking the indices, then writing), and live each release hands the
         GIL and the core to a waiting binding or watch thread for a while."""
-        raw = self.raw
+        raw, known = self.raw, self.known
         columns = [computed[name] for name in plugins]
-        self.unknown.difference_update(todo)
         if len(todo) > _FANCY_FROM:
             raw[todo] = np.array(columns, dtype=np.int64).T
+            known[todo] = True
             return
         for j, p in enumerate(todo):
             raw[p] = [values[j] for values in columns]  # a basic-index write of one short row
+            known[p] = True
 
 
 class NodesAt(Sequence[NodeInfo]):

@@ -291,9 +291,11 @@ class DynamicResources(SignsByTemplate, PodGroupPostFilterPoint):
 
     def _has_class_backed_request(self, pod: Pod) -> bool:
         """``hasDeviceClassMappedExtendedResource``: a non-zero request a DeviceClass backs."""
+        scalar = pod.requests.scalar
+        if not scalar:  # most pods: cpu and memory alone, no generator to build
+            return False
         find = self.manager.class_for_resource
-        return any(v and is_dra_extended_resource_name(n) and find(n) is not None
-                   for n, v in pod.requests.scalar.items())
+        return any(v and is_dra_extended_resource_name(n) and find(n) is not None for n, v in scalar.items())
 
     def _extended_claim(self, pod: Pod) -> ResourceClaim:
         """``preFilterExtendedResources``: the claim a prior cycle created for the pod, else a new

@@ -93,7 +93,8 @@ _SIGNATURE_HEAD = 2
 # Templates whose signing is remembered (sign_pod), and what marks a template not seen yet.
 _MAX_TEMPLATES = 256
 _UNSIGNED: Any = object()
-# active_score_plugins keeps this many lists at most (one per set of plugins PreScore skipped; a profile has few).
+# active_score_plugins keeps this many lists at most (one per set of plugins PreScore skipped; a profile has few),
+# and count_filter_evaluations this many name tuples.
 _MAX_SCORE_LISTS = 64
 # A list of Score plugins' names, weights and normalizers (Framework._score_list).
 _ScoreList = tuple[tuple[str, ...], "npt.NDArray[np.int64]", tuple[tuple[int, Any, bool], ...]]
@@ -264,6 +265,18 @@ class Framework:
         # Filter plugins as filter_runner walks them each cycle: (name, plugin, whether a FilterForPlugin).
         self._filter_rows = self._rows_of(self._filter)
         self._timed_filter_rows = self._rows_of(self._timed_by_point.get("filter", []))
+        # Reserve's (name, method) pairs, plain and timed, and the active Filter plugins' names by the set PreFilter
+        # skipped (the evaluation counts of a walk without rejections).
+        self._calls_by_point: dict[tuple[str, bool], list[tuple[str, Any]]] = {
+            (point, timed): [(pl.name, getattr(pl, method)) for pl in plugins]
+            for point, method in (("preFilter", "pre_filter"), ("preScore", "pre_score"))
+            for timed, plugins in ((False, self._by_point[point]), (True, self._timed_by_point.get(point, [])))
+        }
+        self._reserve_calls: list[tuple[str, Callable[[CycleState, Pod, str], Status | None]]] = [
+            (pl.name, pl.reserve) for pl in self._reserve]
+        self._timed_reserve_calls: list[tuple[str, Callable[[CycleState, Pod, str], Status | None]]] = [
+            (pl.name, pl.reserve) for pl in self._timed_by_point.get("reserve", [])]
+        self._active_filter_names: dict[frozenset[str], tuple[str, ...]] = {}
 
         # Opportunistic batching needs every PreFilter, Filter, PreScore and Score plugin to sign pods.
         points = (self._pre_filter, self._filter, self._pre_score, self._score)
@@ -461,6 +474,12 @@ class Framework:
             return self._timed_by_point[point]
         return self._by_point[point]
 
+    def _calls(self, state: CycleState, point: str) -> list[tuple[str, Any]]:
+        """(name, bound method of ``point``) of its plugins, timed ones when this cycle samples plugin durations:
+        built once, so the PreFilter and PreScore loops read no plugin attribute per plugin."""
+        timed = state.record_plugin_metrics and bool(self._timed_by_point)
+        return self._calls_by_point[(point, timed)]
+
     def _count_names(self, point: str, names: tuple[str, ...]) -> None:
         """scheduler_plugin_evaluation_total: each of the plugins ``names`` ran once (PreFilter, PreScore)."""
         if self._plugin_metrics is not None:
@@ -475,14 +494,19 @@ class Framework:
             return
         skipped = state.skip_filter_plugins
         if not rejections:
-            metrics.plugin_evaluations(tuple([pl.name for pl in self._filter if pl.name not in skipped]), "Filter",
-                                       visited)
+            key = frozenset(skipped)
+            names = self._active_filter_names.get(key)
+            if names is None:
+                if len(self._active_filter_names) >= _MAX_SCORE_LISTS:
+                    self._active_filter_names.clear()
+                names = self._active_filter_names[key] = tuple([pl.name for pl in self._filter if pl.name not in key])
+            metrics.plugin_evaluations(names, "Filter", visited)
             return
         # The few distinct rejecting plugins counted by list.count, a C loop that mostly meets the very name object
         # it counts: a Counter's dict update per rejected node was 7 % of a pod's instructions where hundreds of
         # nodes are rejected (anti-affinity).
-        names = list(map(attrgetter("plugin"), rejections))
-        rejected = {name: names.count(name) for name in set(names)}
+        rejecting = list(map(attrgetter("plugin"), rejections))
+        rejected = {name: rejecting.count(name) for name in set(rejecting)}
         for pl in self._filter:
             name = pl.name
             if name in skipped:
@@ -619,25 +643,27 @@ class Framework:
         with_nodes: set[str] = set()
         returned: Status | None = None
         observer = self.observer
-        for pl in self._plugins(state, "preFilter"):
-            r, s = pl.pre_filter(state, pod, nodes)
+        for name, pre_filter in self._calls(state, "preFilter"):
+            r, s = pre_filter(state, pod, nodes)
             if observer is not None:
-                observer.plugin_status("PreFilter", pod, pl.name, s)
+                observer.plugin_status("PreFilter", pod, name, s)
                 if r is not None and r.node_names is not None:
-                    observer.pre_filter_result(pod, pl.name, r.node_names)
+                    observer.pre_filter_result(pod, name, r.node_names)
             if s is not None and s.code != CODE_SUCCESS:  # success() inline: a dozen plugins a cycle
                 if s.code == CODE_SKIP:
-                    skip.add(pl.name)
+                    skip.add(name)
                     continue
-                s.plugin = pl.name
+                s.plugin = name
                 if s.code == CODE_UNRESOLVABLE:
                     return None, s, set()
                 if s.code == CODE_UNSCHEDULABLE:
                     returned = s
                     continue
-                return None, _failure(f'running PreFilter plugin "{pl.name}": {s.message}', pl.name), set()
-            if r is not None and not r.all_nodes():
-                with_nodes.add(pl.name)
+                return None, _failure(f'running PreFilter plugin "{name}": {s.message}', name), set()
+            if r is None:  # most plugins: nothing to merge
+                continue
+            if not r.all_nodes():
+                with_nodes.add(name)
             result = r if result is None else result.merge(r)
             if result is not None and result.node_names is not None and not result.node_names:
                 return result, unresolvable(_prefilter_conflict_msg(with_nodes)), with_nodes
@@ -826,15 +852,15 @@ class Framework:
         status: Status | None = None
         try:
             observer = self.observer
-            for pl in self._plugins(state, "preScore"):
-                s = pl.pre_score(state, pod, nodes)
+            for name, pre_score in self._calls(state, "preScore"):
+                s = pre_score(state, pod, nodes)
                 if observer is not None:
-                    observer.plugin_status("PreScore", pod, pl.name, s)
+                    observer.plugin_status("PreScore", pod, name, s)
                 if s is not None and s.code != CODE_SUCCESS:
                     if s.code == CODE_SKIP:
-                        skip.add(pl.name)
+                        skip.add(name)
                         continue
-                    status = _failure(f'running PreScore plugin "{pl.name}": {s.message}')
+                    status = _failure(f'running PreScore plugin "{name}": {s.message}')
                     return status
             return None
         finally:
@@ -1004,7 +1030,8 @@ class Framework:
         """Stop at the first failure; the caller then runs Unreserve for all plugins."""
         if self.observer is not None:
             self.observer.selected_node(pod, node_name)
-        return self._run_until_failure("Reserve", [(pl.name, pl.reserve) for pl in self._plugins(state, "reserve")],
+        timed = state.record_plugin_metrics and bool(self._timed_by_point)
+        return self._run_until_failure("Reserve", self._timed_reserve_calls if timed else self._reserve_calls,
                                        state, pod, node_name)
 
     def _run_until_failure(

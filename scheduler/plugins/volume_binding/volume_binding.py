@@ -133,6 +133,8 @@ class VolumeBinding(SignsByTemplate):
 
     def _pod_has_pvcs(self, pod: Pod) -> tuple[bool, str | None]:
         """podHasPVCs: (has a claim, the first problem found)."""
+        if not has_scheduling_volumes(pod):  # pod-local volumes alone (the token's): no claim (remembered per pod)
+            return False, None
         objects = self._objects()
         has = False
         for claim, ephemeral in pod_claim_refs(pod):

@@ -149,8 +149,8 @@ class OpportunisticBatch:
     """Verdicts and raw scores of the latest signature, by position in the snapshot's node list."""
 
     __slots__ = (
-        "_feasible_at", "_settled", "_walked", "feasible", "known", "mark", "nodes", "raw", "rejected", "score_plugins",
-        "signature", "verdicts",
+        "_feasible_at", "_known_bytes", "_settled", "_walked", "feasible", "known", "mark", "nodes", "raw", "rejected",
+        "score_plugins", "signature", "verdicts",
     )
 
     def __init__(self) -> None:
@@ -163,6 +163,9 @@ class OpportunisticBatch:
         # one contiguous run of a row each (scores() hands out its transpose, a row per plugin).
         self.raw: ScoreMatrix = _NO_MATRIX
         self.known: npt.NDArray[np.bool_] = _NOTHING_KNOWN  # positions whose column holds their raw scores
+        # ``known``'s memory: a changed node's flag is cleared (a few a cycle) by a bytearray store, not a numpy
+        # scalar assignment ten times its cost.
+        self._known_bytes = bytearray()
         self.score_plugins: tuple[str, ...] = ()
         self.mark: Hashable = None  # the snapshot's change-log position at the last refresh
         # ``feasible`` as an array, built when first needed after it changed (None: stale), and the latest
@@ -177,7 +180,8 @@ class OpportunisticBatch:
     def invalidate(self) -> None:
         self.signature = None
         self.nodes, self.verdicts, self.feasible, self.rejected = [], [], [], []
-        self.raw, self.known, self.score_plugins = _NO_MATRIX, _NOTHING_KNOWN, ()
+        self.raw, self.score_plugins = _NO_MATRIX, ()
+        self._set_known(bytearray())
         self._feasible_at = self._walked = None
         self._settled = False
 
@@ -216,20 +220,29 @@ class OpportunisticBatch:
             if status is not None and status.code == CODE_ERROR:
                 self.invalidate()
                 return False
+            ok = status is None or status.code == CODE_SUCCESS
             if fresh:
-                (self.feasible if status is None or status.code == CODE_SUCCESS else self.rejected).append(p)
+                (self.feasible if ok else self.rejected).append(p)
             else:
-                self._move(p, status)
+                old = self.verdicts[p]
+                if ok != (old is None or old.code == CODE_SUCCESS):  # _move's test inline: most verdicts stay
+                    self._move(p, status)
             self.verdicts[p] = status
             self.nodes[p] = info
         if not fresh and self.known.size:
             if len(changed) <= 8:  # usually the node the previous pod went to: no index array to build
+                known = self._known_bytes
                 for p in changed:
-                    self.known[p] = False
+                    known[p] = 0
             else:
                 self.known[changed] = False
         self.signature = signature
         return True
+
+    def _set_known(self, flags: bytearray) -> None:
+        """``known`` as a view of ``flags`` (one byte a position: numpy's bool)."""
+        self._known_bytes = flags
+        self.known = np.frombuffer(flags, dtype=np.bool_) if flags else _NOTHING_KNOWN
 
     def derived(self, signature: Hashable) -> OpportunisticBatch:
         """A copy of this batch for another signature, to be refreshed with the positions the two
@@ -241,7 +254,7 @@ class OpportunisticBatch:
         copy.feasible = self.feasible.copy()
         copy.rejected = self.rejected.copy()
         copy.raw = self.raw.copy()
-        copy.known = self.known.copy()
+        copy._set_known(bytearray(self._known_bytes))
         copy.score_plugins = self.score_plugins
         copy.mark = self.mark
         return copy
@@ -283,7 +296,7 @@ class OpportunisticBatch:
         n = len(self.nodes)
         if plugins != self.score_plugins or self.raw.shape[0] != n:
             self.raw = np.zeros((n, len(plugins)), dtype=np.int64)
-            self.known = np.zeros(n, dtype=np.bool_)
+            self._set_known(bytearray(n))
             self.score_plugins = plugins
         at = self._positions_array(positions)
         if not plugins:
@@ -318,15 +331,15 @@ class OpportunisticBatch:
         previous pod: a row each then, by basic indexing, because numpy releases the GIL for every
         fancy-indexed assignment (twice: checking the indices, then writing), and live each release hands the
         GIL and the core to a waiting binding or watch thread for a while."""
-        raw, known = self.raw, self.known
+        raw = self.raw
         columns = [computed[name] for name in plugins]
         if len(todo) > _FANCY_FROM:
             raw[todo] = np.array(columns, dtype=np.int64).T
-            known[todo] = True
+            self.known[todo] = True
             return
         for j, p in enumerate(todo):
             raw[p] = [values[j] for values in columns]  # a basic-index write of one short row
-            known[p] = True
+            self._known_bytes[p] = 1
 
 
 class NodesAt(Sequence[NodeInfo]):

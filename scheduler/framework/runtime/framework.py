@@ -278,6 +278,7 @@ class Framework:
         self._timed_reserve_calls: list[tuple[str, Callable[[CycleState, Pod, str], Status | None]]] = [
             (pl.name, pl.reserve) for pl in self._timed_by_point.get("reserve", [])]
         self._active_filter_names: dict[frozenset[str], tuple[str, ...]] = {}
+        self._name_cells: dict[str, list[Any]] = {}  # _count_names' counter cells by extension point
 
         # Opportunistic batching needs every PreFilter, Filter, PreScore and Score plugin to sign pods.
         points = (self._pre_filter, self._filter, self._pre_score, self._score)
@@ -485,9 +486,14 @@ class Framework:
         return self._calls_by_point[(point, timed)]
 
     def _count_names(self, point: str, names: tuple[str, ...]) -> None:
-        """scheduler_plugin_evaluation_total: each of the plugins ``names`` ran once (PreFilter, PreScore)."""
-        if self._plugin_metrics is not None:
-            self._plugin_metrics.plugin_evaluations(names, point, 1)
+        """scheduler_plugin_evaluation_total: each of the plugins ``names`` ran once (PreFilter, PreScore, whose
+        lists are fixed per profile: their counter cell is kept, one addition a cycle)."""
+        cell = self._name_cells.get(point)
+        if cell is None:
+            if self._plugin_metrics is None:
+                return
+            cell = self._name_cells[point] = self._plugin_metrics.evaluation_cell(names, point)
+        cell[1] += 1
 
     def count_filter_evaluations(self, state: CycleState, visited: int, rejections: Sequence[Status]) -> None:
         """Filter evaluations without per-node counting: a plugin ran on every visited node that the

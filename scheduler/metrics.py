@@ -205,12 +205,14 @@ class ProfileMetrics:
 
     def plugin_evaluations(self, plugins: Iterable[str], point: str, count: int) -> None:
         if count:  # PreFilter/Filter/PreScore/Score run on the scheduling thread only
-            names = plugins if isinstance(plugins, tuple) else tuple(plugins)
-            cell = self._evaluation_cells.get((point, names))
-            if cell is None:
-                cell = self._evaluation_cells[(point, names)] = self._m.plugin_evaluation_total.group(
-                    [(name, point, self.profile) for name in names])
-            cell[1] += count
+            self.evaluation_cell(plugins if isinstance(plugins, tuple) else tuple(plugins), point)[1] += count
+
+    def evaluation_cell(self, plugins: tuple[str, ...], point: str) -> list[Any]:
+        cell = self._evaluation_cells.get((point, plugins))
+        if cell is None:
+            cell = self._evaluation_cells[(point, plugins)] = self._m.plugin_evaluation_total.group(
+                [(name, point, self.profile) for name in plugins])
+        return cell
 
     def permit_wait(self, status: str, seconds: float) -> None:
         self._m.permit_wait_duration.labels(status).observe(seconds)

@@ -54,6 +54,7 @@ from scheduler.framework.fit_error import (
     FitError,
     FrameworkError,
     NoNodesAvailableError,
+    new_diagnosis,
 )
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
@@ -270,7 +271,7 @@ class SchedulingAlgorithm:
         """PreFilter, the nominated-node fast path, then Filter over the (narrowed) node list. Also returns
         the feasible nodes' positions in ``all_nodes`` when the batch answered the walk (its remembered
         scores then serve prioritize_nodes), else None."""
-        diagnosis = Diagnosis()
+        diagnosis = new_diagnosis()
         pre_result, status, narrowing = fwk.run_pre_filter_plugins(state, pod, all_nodes)
         diagnosis.unschedulable_plugins = set(narrowing)
         if not success(status):

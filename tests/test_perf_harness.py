@@ -628,3 +628,29 @@ def test_perf_trace_summaries_are_summed_per_thread_group() -> None:
     by_group = sysprofile.syscalls_by_group(text)
     assert by_group == {"binding": {"futex": 18, "write": 4}, "events": {"poll": 2}}
     assert "binding: 11.0 calls/pod: futex 9.00, write 2.00" in sysprofile.format_syscalls(by_group, pods=2)
+
+
+def test_cgparts_evaluates_each_part_between_marks() -> None:
+    """Outside valgrind the marks are plain calls: each part runs its warm-up and measured calls, in order."""
+    from e2e.perf import cgparts
+
+    class Marks:
+        def __init__(self) -> None:
+            self.events: list[str] = []
+
+        def cgmark_start(self) -> None:
+            self.events.append("start")
+
+        def cgmark_stop(self) -> None:
+            self.events.append("stop")
+
+    names = cgparts.setup("SchedulingBasic", 30, 4)
+    seen: list[str] = []
+    names["seen"] = seen
+    marks = Marks()
+    reported: list[tuple[int, str]] = []
+    cgparts.measure(names, ["seen.append(p.name)", "fwk.sign_pod(p) is not None"], 4, marks,
+                    lambda n, part: reported.append((n, part)))
+    assert marks.events == ["start", "stop", "start", "stop"]
+    assert seen == [f"pod-{i}" for i in range(4, 4 + cgparts.WARMUP)] + [f"pod-{i}" for i in range(4)]
+    assert [n for n, _ in reported] == [1, 2]

@@ -318,9 +318,10 @@ class Cache:
         """
         with self._lock:
             since = snapshot.generation
+            nodes = self._nodes
             rebuild_all = False
             replaced: list[tuple[str, NodeInfo]] = []
-            for name, info in reversed(self._nodes.items()):
+            for name, info in reversed(nodes.items()):
                 if info.generation <= since:
                     break
                 if info.node is None:
@@ -331,20 +332,25 @@ class Cache:
                     rebuild_all = True
                     continue
                 replaced.append((name, clone))
-            if self._nodes:
-                snapshot.generation = next(reversed(self._nodes.values())).generation
-            if snapshot.map_size() > self._tree.num_nodes:
+            if nodes:
+                snapshot.generation = next(reversed(nodes.values())).generation
+            in_tree = self._tree.num_nodes  # the tree does not change under the lock
+            if snapshot.map_size() > in_tree:
                 self._drop_deleted(snapshot)
                 rebuild_all = True
-            self._refresh_lists(snapshot, replaced, rebuild_all)
-            if snapshot.num_nodes() != self._tree.num_nodes:
+            if rebuild_all:
+                self._rebuild_lists(snapshot)
+            else:
+                for name, clone in replaced:
+                    snapshot.patch(name, clone)
+            if snapshot.num_nodes() != in_tree:
                 msg = (
                     f"snapshot state is not consistent, length of NodeInfoList={snapshot.num_nodes()} not equal to "
                     f"length of nodes in tree={self._tree.num_nodes}, length of NodeInfoMap={snapshot.map_size()}, "
                     f"length of nodes in cache={len(self._nodes)}, trying to recover"
                 )
                 log.error(msg)
-                self._refresh_lists(snapshot, [], True)
+                self._rebuild_lists(snapshot)
                 raise SnapshotInconsistentError(msg)
 
     def _drop_deleted(self, snapshot: Snapshot) -> None:
@@ -352,16 +358,11 @@ class Cache:
             if name not in self._tree:
                 snapshot.drop(name)
 
-    def _refresh_lists(
-        self, snapshot: Snapshot, replaced: list[tuple[str, NodeInfo]], rebuild_all: bool
-    ) -> None:
-        if rebuild_all:
-            for name in snapshot.rebuild_list(self._tree.list()):
-                log.error("node exists in node tree but not in snapshot", node=name)
-            snapshot.rebuild_affinity_lists()
-            return
-        for name, clone in replaced:
-            snapshot.patch(name, clone)
+    def _rebuild_lists(self, snapshot: Snapshot) -> None:
+        """The snapshot's node list in the tree's order and its affinity sub-lists, from scratch."""
+        for name in snapshot.rebuild_list(self._tree.list()):
+            log.error("node exists in node tree but not in snapshot", node=name)
+        snapshot.rebuild_affinity_lists()
 
     # --- introspection ------------------------------------------------------------------------
 
@@ -431,5 +432,7 @@ def _snapshot_clone(info: NodeInfo) -> NodeInfo:
     """NodeInfo.clone with image summaries frozen: upstream's NodeInfo.Snapshot copies NumNodes at
     clone time, so an unchanged node keeps the count it had when last cloned."""
     clone = info.clone()
-    clone.image_states = {name: ImageStateSummary(s.size, s.num_nodes) for name, s in info.image_states.items()}
+    states = info.image_states
+    # A node without images (most, under kwok) gets a fresh empty map without a comprehension's frame.
+    clone.image_states = {name: ImageStateSummary(s.size, s.num_nodes) for name, s in states.items()} if states else {}
     return clone

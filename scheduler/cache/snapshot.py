@@ -116,8 +116,10 @@ class Snapshot:
         brought up to date by `patch` or `rebuild_list`."""
         old = self._infos.get(name)
         self._infos[name] = info
-        self._count_pvcs(old, -1)
-        self._count_pvcs(info, 1)
+        if old is not None and old.pvc_ref_counts:  # most nodes' pods use no claim: no call
+            self._count_pvcs(old, -1)
+        if info.pvc_ref_counts:
+            self._count_pvcs(info, 1)
         return old
 
     def drop(self, name: str) -> None:
@@ -141,8 +143,12 @@ class Snapshot:
         pos = self._pos[name]
         self._list[pos] = info
         self._log_change(name)
-        _place(self._affinity, self._affinity_at, pos, info, bool(info.pods_with_affinity))
-        _place(self._anti_affinity, self._anti_affinity_at, pos, info, bool(info.pods_with_required_anti_affinity))
+        # Each sub-list is looked at only where the node may be in it (it is, or was: it is not empty).
+        if info.pods_with_affinity or self._affinity_at:
+            _place(self._affinity, self._affinity_at, pos, info, bool(info.pods_with_affinity))
+        if info.pods_with_required_anti_affinity or self._anti_affinity_at:
+            _place(self._anti_affinity, self._anti_affinity_at, pos, info,
+                   bool(info.pods_with_required_anti_affinity))
 
     def rebuild_list(self, names: Sequence[str]) -> builtins.list[str]:
         """Rebuild the node list in the given (tree) order; returns names missing from the map."""

@@ -46,7 +46,7 @@ SIGNED_POINTS = ("preFilter", "filter", "preScore", "score")
 
 T = TypeVar("T")
 _MEMO_KEY = "batch.template_key"
-_METADATA = ("namespace", "labels", "annotations", "ownerReferences")
+_CONTAINER_FIELDS = ("containers", "initContainers", "ephemeralContainers")
 
 
 def plugins_without_sign_pod(points: Mapping[str, Sequence[str]], plugins: Mapping[str, object]) -> list[str]:
@@ -65,15 +65,16 @@ def template_key(pod: Pod) -> str:
         meta = raw.get("metadata") or {}
         spec = dict(raw.get("spec") or {})
         spec.pop("nodeName", None)
-        volumes = spec.pop("volumes", None) or []
+        volumes = spec.pop("volumes", None)
         spec["volumes"] = [{k: v for k, v in vol.items() if k != "name"} if _is_mapping(vol) else vol
-                           for vol in volumes]
-        for field in ("containers", "initContainers", "ephemeralContainers"):
+                           for vol in volumes] if volumes else []
+        for field in _CONTAINER_FIELDS:
             containers = spec.get(field)
             # Rebuilt only where some container has mounts (or is not a dict): the same key either way.
-            if isinstance(containers, list) and any(type(c) is not dict or "volumeMounts" in c for c in containers):
+            if isinstance(containers, list) and _has_mounts(containers):
                 spec[field] = [_without_mounts(c) for c in containers]
-        body = [meta.get(k) for k in _METADATA] + [spec]
+        # Written out (no comprehension's frame, as below: every pod computes its key once).
+        body = [meta.get("namespace"), meta.get("labels"), meta.get("annotations"), meta.get("ownerReferences"), spec]
         try:  # orjson is ten times faster; str, as orjson's bytes keep a 4 KiB buffer per pod
             key = orjson.dumps(body, option=orjson.OPT_SORT_KEYS, default=str).decode()
         except TypeError:  # an integer beyond 64 bits
@@ -83,6 +84,14 @@ def template_key(pod: Pod) -> str:
 
 
 _ABSENT = object()
+
+
+class SignsByTemplate:
+    """Base of the SignPlugins whose ``sign_pod`` reads the pod's template alone (TemplateSignPlugin): the
+    framework signs each template once with them."""
+
+    def signs_by_template(self) -> bool:
+        return True
 
 
 class TemplateMemo(Generic[T]):
@@ -113,6 +122,14 @@ def _is_mapping(value: Any) -> bool:
     return type(value) is dict or isinstance(value, Mapping)
 
 
+def _has_mounts(containers: list[Any]) -> bool:
+    """Some container has volumeMounts or is not a plain dict (then rebuilt by _without_mounts)."""
+    for c in containers:  # noqa: SIM110  (any() builds a generator a call)
+        if type(c) is not dict or "volumeMounts" in c:
+            return True
+    return False
+
+
 def _without_mounts(container: Any) -> Any:
     if not _is_mapping(container):
         return container
@@ -132,8 +149,8 @@ class OpportunisticBatch:
     """Verdicts and raw scores of the latest signature, by position in the snapshot's node list."""
 
     __slots__ = (
-        "_feasible_at", "_settled", "_walked", "feasible", "known", "mark", "nodes", "raw", "rejected", "score_plugins",
-        "signature", "verdicts",
+        "_feasible_at", "_known_bytes", "_settled", "_walked", "feasible", "known", "mark", "nodes", "raw", "rejected",
+        "score_plugins", "signature", "verdicts",
     )
 
     def __init__(self) -> None:
@@ -146,6 +163,9 @@ class OpportunisticBatch:
         # one contiguous run of a row each (scores() hands out its transpose, a row per plugin).
         self.raw: ScoreMatrix = _NO_MATRIX
         self.known: npt.NDArray[np.bool_] = _NOTHING_KNOWN  # positions whose column holds their raw scores
+        # ``known``'s memory: a changed node's flag is cleared (a few a cycle) by a bytearray store, not a numpy
+        # scalar assignment ten times its cost.
+        self._known_bytes = bytearray()
         self.score_plugins: tuple[str, ...] = ()
         self.mark: Hashable = None  # the snapshot's change-log position at the last refresh
         # ``feasible`` as an array, built when first needed after it changed (None: stale), and the latest
@@ -160,7 +180,8 @@ class OpportunisticBatch:
     def invalidate(self) -> None:
         self.signature = None
         self.nodes, self.verdicts, self.feasible, self.rejected = [], [], [], []
-        self.raw, self.known, self.score_plugins = _NO_MATRIX, _NOTHING_KNOWN, ()
+        self.raw, self.score_plugins = _NO_MATRIX, ()
+        self._set_known(bytearray())
         self._feasible_at = self._walked = None
         self._settled = False
 
@@ -199,20 +220,29 @@ class OpportunisticBatch:
             if status is not None and status.code == CODE_ERROR:
                 self.invalidate()
                 return False
+            ok = status is None or status.code == CODE_SUCCESS
             if fresh:
-                (self.feasible if status is None or status.code == CODE_SUCCESS else self.rejected).append(p)
+                (self.feasible if ok else self.rejected).append(p)
             else:
-                self._move(p, status)
+                old = self.verdicts[p]
+                if ok != (old is None or old.code == CODE_SUCCESS):  # _move's test inline: most verdicts stay
+                    self._move(p, status)
             self.verdicts[p] = status
             self.nodes[p] = info
         if not fresh and self.known.size:
             if len(changed) <= 8:  # usually the node the previous pod went to: no index array to build
+                known = self._known_bytes
                 for p in changed:
-                    self.known[p] = False
+                    known[p] = 0
             else:
                 self.known[changed] = False
         self.signature = signature
         return True
+
+    def _set_known(self, flags: bytearray) -> None:
+        """``known`` as a view of ``flags`` (one byte a position: numpy's bool)."""
+        self._known_bytes = flags
+        self.known = np.frombuffer(flags, dtype=np.bool_) if flags else _NOTHING_KNOWN
 
     def derived(self, signature: Hashable) -> OpportunisticBatch:
         """A copy of this batch for another signature, to be refreshed with the positions the two
@@ -224,7 +254,7 @@ class OpportunisticBatch:
         copy.feasible = self.feasible.copy()
         copy.rejected = self.rejected.copy()
         copy.raw = self.raw.copy()
-        copy.known = self.known.copy()
+        copy._set_known(bytearray(self._known_bytes))
         copy.score_plugins = self.score_plugins
         copy.mark = self.mark
         return copy
@@ -266,7 +296,7 @@ class OpportunisticBatch:
         n = len(self.nodes)
         if plugins != self.score_plugins or self.raw.shape[0] != n:
             self.raw = np.zeros((n, len(plugins)), dtype=np.int64)
-            self.known = np.zeros(n, dtype=np.bool_)
+            self._set_known(bytearray(n))
             self.score_plugins = plugins
         at = self._positions_array(positions)
         if not plugins:
@@ -301,15 +331,15 @@ class OpportunisticBatch:
         previous pod: a row each then, by basic indexing, because numpy releases the GIL for every
         fancy-indexed assignment (twice: checking the indices, then writing), and live each release hands the
         GIL and the core to a waiting binding or watch thread for a while."""
-        raw, known = self.raw, self.known
+        raw = self.raw
         columns = [computed[name] for name in plugins]
         if len(todo) > _FANCY_FROM:
             raw[todo] = np.array(columns, dtype=np.int64).T
-            known[todo] = True
+            self.known[todo] = True
             return
         for j, p in enumerate(todo):
             raw[p] = [values[j] for values in columns]  # a basic-index write of one short row
-            known[p] = True
+            self._known_bytes[p] = 1
 
 
 class NodesAt(Sequence[NodeInfo]):

@@ -19,9 +19,17 @@ NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 NOTE_LENGTH_LIMIT = 1024
 
 
+_new = object.__new__
+
+
 def new_default_node_to_status() -> NodeToStatus:
-    """Absent nodes default to a reasonless UnschedulableAndUnresolvable (NewDefaultNodeToStatus)."""
-    return NodeToStatus(statuses={}, absent=Status(CODE_UNRESOLVABLE))
+    """Absent nodes default to a reasonless UnschedulableAndUnresolvable (NewDefaultNodeToStatus). Filled slot
+    by slot, as ``new_diagnosis``: every scheduling cycle builds one."""
+    absent = _new(Status)
+    absent.code, absent.reasons, absent.plugin, absent.error = CODE_UNRESOLVABLE, [], "", None
+    statuses = _new(NodeToStatus)
+    statuses.statuses, statuses.absent = {}, absent
+    return statuses
 
 
 @dataclass(slots=True)
@@ -45,6 +53,17 @@ class Diagnosis:
             self.unschedulable_plugins.add(status.plugin)
         if status.code == CODE_PENDING:
             self.pending_plugins.add(status.plugin)
+
+
+def new_diagnosis() -> Diagnosis:
+    """``Diagnosis()`` filled slot by slot: every scheduling cycle starts one, and the dataclass __init__ with its
+    default factories cost twice as much (tests/framework/test_fit_error.py checks that every field is set)."""
+    d = _new(Diagnosis)
+    d.node_to_status = new_default_node_to_status()
+    d.unschedulable_plugins, d.pending_plugins = set(), set()
+    d.pre_filter_msg = d.post_filter_msg = ""
+    d.unlisted_rejections = 0
+    return d
 
 
 class FitError(Exception):

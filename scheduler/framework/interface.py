@@ -519,6 +519,17 @@ class SignPlugin(Protocol):
 
 
 @runtime_checkable
+class TemplateSignPlugin(Protocol):
+    """A SignPlugin whose fragment is a function of the pod template alone (``batch.template_key``: no pod
+    field the template leaves out, no cluster object): the framework asks it once per template and gives the
+    template's later pods the same fragment, so a cycle calls only the other signers."""
+
+    def signs_by_template(self) -> bool:
+        """True when ``sign_pod`` depends on the pod's template alone (asked once per profile)."""
+        ...
+
+
+@runtime_checkable
 class SignatureDeltaPlugin(Protocol):
     """Opportunistic batching across signatures: a SignPlugin whose fragment names which nodes it rejects by
     some node-local property (PodTopologySpread's DoNotSchedule fragment is the set of domains too full for

@@ -103,9 +103,9 @@ CODE_NAMES: dict[Code, str] = {
     CODE_SKIP: "Skip",
     CODE_PENDING: "Pending",
 }
-_SUCCESS_NAME = CODE_NAMES[CODE_SUCCESS]
+SUCCESS_NAME = CODE_NAMES[CODE_SUCCESS]  # the label of most observations (read inline by the framework)
 
 
 def code_name(status: Status | None) -> str:
     """Upstream Code.String() of a status (None is Success): the metrics label value."""
-    return _SUCCESS_NAME if status is None else CODE_NAMES[status.code]
+    return SUCCESS_NAME if status is None else CODE_NAMES[status.code]

@@ -89,7 +89,11 @@ def _parse_tolerations(raw: object, obj: str) -> tuple[Toleration, ...]:
 
 
 def tolerated(taint: Taint, tolerations: Sequence[Toleration]) -> bool:
-    return any(t.tolerates(taint) for t in tolerations)
+    """Some toleration tolerates the taint (a plain loop: asked per pod and node, no generator each time)."""
+    for t in tolerations:  # noqa: SIM110  (any() builds a generator a call)
+        if t.tolerates(taint):
+            return True
+    return False
 
 
 def first_untolerated(

@@ -47,6 +47,7 @@ import structlog
 from scheduler.config.args import plugin_args
 from scheduler.config.types_pluginargs import DynamicResourcesArgs
 from scheduler.edge import ConflictError, NotFoundError
+from scheduler.framework.batch import SignsByTemplate
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     CycleState,
@@ -174,7 +175,8 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class DynamicResources(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostFilter plugin (helper/podgroup_points)
+# v1.37: also a PodGroupPostFilter plugin (helper/podgroup_points)
+class DynamicResources(SignsByTemplate, PodGroupPostFilterPoint):
     """Allocates devices for pods' ResourceClaims as kube-scheduler v1.37.2 does."""
 
     name = NAME
@@ -289,9 +291,11 @@ class DynamicResources(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostFi
 
     def _has_class_backed_request(self, pod: Pod) -> bool:
         """``hasDeviceClassMappedExtendedResource``: a non-zero request a DeviceClass backs."""
+        scalar = pod.requests.scalar
+        if not scalar:  # most pods: cpu and memory alone, no generator to build
+            return False
         find = self.manager.class_for_resource
-        return any(v and is_dra_extended_resource_name(n) and find(n) is not None
-                   for n, v in pod.requests.scalar.items())
+        return any(v and is_dra_extended_resource_name(n) and find(n) is not None for n, v in scalar.items())
 
     def _extended_claim(self, pod: Pod) -> ResourceClaim:
         """``preFilterExtendedResources``: the claim a prior cycle created for the pod, else a new

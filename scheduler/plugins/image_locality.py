@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-from scheduler.framework.batch import TemplateMemo
+from scheduler.framework.batch import SignsByTemplate, TemplateMemo
 from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, score_by_batch
 from scheduler.framework.status import Status
 from scheduler.framework.types import ClusterEventWithHint, ImageStateSummary, NodeInfo
@@ -81,7 +81,7 @@ def calculate_priority(sum_scores: int, num_containers: int) -> int:
     return go_div(MAX_NODE_SCORE * (sum_scores - MIN_THRESHOLD), max_threshold - MIN_THRESHOLD)
 
 
-class ImageLocality:
+class ImageLocality(SignsByTemplate):
     """Scores nodes by the (spread-damped) size of the pod's images they already have."""
 
     name = NAME

@@ -210,9 +210,12 @@ def _required_terms_unparsable(terms: PodAffinityTerms) -> bool:
 
 def _has_preferred_constraints(pod: Pod) -> bool:
     """hasPreferred(Anti)AffinityConstraints: read from the spec, whether or not the terms parse."""
+    affinity = pod.affinity
+    if not affinity:  # most pods: no ABC check of two absent sections
+        return False
     for key in ("podAffinity", "podAntiAffinity"):
-        section = pod.affinity.get(key)
-        if isinstance(section, Mapping) and section.get("preferredDuringSchedulingIgnoredDuringExecution"):
+        section = affinity.get(key)
+        if section and isinstance(section, Mapping) and section.get("preferredDuringSchedulingIgnoredDuringExecution"):
             return True
     return False
 

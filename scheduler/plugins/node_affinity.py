@@ -26,6 +26,7 @@ from typing import Any
 
 from scheduler.config.args import plugin_args
 from scheduler.config.types_pluginargs import NodeAffinityArgs
+from scheduler.framework.batch import SignsByTemplate
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     CycleState,
@@ -100,11 +101,14 @@ _UNCONSTRAINED = PodNodeAffinity(RequiredNodeAffinity(None, None), False, None, 
 
 
 def _parse_pod(pod: Pod) -> PodNodeAffinity:
+    # Decoded JSON holds plain dicts: ``type(x) is dict`` first spares the Mapping ABC's Python-level check.
     spec = pod.raw.get("spec") or {}
-    node_affinity = pod.affinity.get("nodeAffinity") if isinstance(pod.affinity, Mapping) else None
-    node_affinity = node_affinity if isinstance(node_affinity, Mapping) else {}
-    if (isinstance(spec, Mapping) and spec.get("nodeSelector") is None and node_affinity.get(_REQUIRED) is None
-            and node_affinity.get(_PREFERRED) is None):
+    affinity = pod.affinity
+    node_affinity = affinity.get("nodeAffinity") if type(affinity) is dict or isinstance(affinity, Mapping) else None
+    if node_affinity is None or not (type(node_affinity) is dict or isinstance(node_affinity, Mapping)):
+        node_affinity = {}
+    if ((type(spec) is dict or isinstance(spec, Mapping)) and spec.get("nodeSelector") is None
+            and node_affinity.get(_REQUIRED) is None and node_affinity.get(_PREFERRED) is None):
         return _UNCONSTRAINED
     obj = f"pod {pod.namespace}/{pod.name}"
     base = "spec.affinity.nodeAffinity"
@@ -164,7 +168,7 @@ def _added_affinity_terms(
     return required, preferred
 
 
-class NodeAffinity:
+class NodeAffinity(SignsByTemplate):
     """Keeps pods on nodes their nodeSelector / node affinity allow; prefers preferred-term matches."""
 
     name = NAME

@@ -67,7 +67,7 @@ def _infer(pod: Pod) -> frozenset[str]:
     restart_all = bind_mounts = False
     for kind in ("containers", "initContainers", "ephemeralContainers"):  # plain loops: one pass, no generators
         for c in spec.get(kind) or []:
-            if not isinstance(c, Mapping):
+            if type(c) is not dict and not isinstance(c, Mapping):  # decoded JSON: a dict, no ABC check
                 continue
             rules = c.get("restartPolicyRules") if kind != "ephemeralContainers" else None
             if rules and not restart_all:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
+from scheduler.framework.batch import SignsByTemplate
 from scheduler.framework.interface import CycleState, Handle, PreFilterResult
 from scheduler.framework.status import Status, error, unresolvable
 from scheduler.framework.types import NODE_ADD, ClusterEventWithHint, NodeInfo
@@ -21,7 +22,7 @@ def fits(pod: Pod, node_info: NodeInfo) -> bool:
     return not pod.node_name or pod.node_name == node_info.name
 
 
-class NodeName:
+class NodeName(SignsByTemplate):
     name = "NodeName"
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
+from scheduler.framework.batch import SignsByTemplate
 from scheduler.framework.interface import CycleState, Handle, PreFilterResult
 from scheduler.framework.status import Status, error, skip, unschedulable
 from scheduler.framework.types import (
@@ -36,7 +37,7 @@ def fits_ports(want: Sequence[HostPort], node_info: NodeInfo) -> bool:
     return all(not conflict(p) for p in want)
 
 
-class NodePorts:
+class NodePorts(SignsByTemplate):
     """Rejects nodes where a host port the pod wants is already taken."""
 
     name = NAME

@@ -19,12 +19,13 @@ from typing import Any
 
 from scheduler.config.args import plugin_args
 from scheduler.config.types_pluginargs import NodeResourcesBalancedAllocationArgs
+from scheduler.framework.batch import SignsByTemplate
 from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle
 from scheduler.framework.status import Status, skip
 from scheduler.framework.types import ClusterEventWithHint, NodeInfo
 from scheduler.model.pod import Pod
 from scheduler.plugins.helper.gomath import go_div
-from scheduler.plugins.node_resources_fit import ResourceAllocationScorer, pod_resource_requests
+from scheduler.plugins.node_resources_fit import ResourceAllocationScorer, pod_resource_requests, request_memo_key
 
 NAME = "NodeResourcesBalancedAllocation"
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
@@ -58,7 +59,7 @@ def balance(requested: list[int], allocatable: list[int]) -> int:
     return int((1 - std) * float(MAX_NODE_SCORE))
 
 
-class NodeResourcesBalancedAllocation:
+class NodeResourcesBalancedAllocation(SignsByTemplate):
     """Scores nodes by how evenly the pod would leave their resources used."""
 
     name = NAME
@@ -72,10 +73,11 @@ class NodeResourcesBalancedAllocation:
         self.handle = handle
         self.resources = plugin_args(NodeResourcesBalancedAllocationArgs, args).resources
         self.scorer = ResourceAllocationScorer(self.resources, use_requested=True, fn=balanced_resource_score)
+        self._request_key = request_memo_key(self.resources, True)
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
         """Skip best-effort pods (nothing requested among the configured resources)."""
-        reqs = pod_resource_requests(pod, self.resources, use_requested=True)
+        reqs = pod_resource_requests(pod, self.resources, True, self._request_key)
         if not any(reqs):
             return skip()
         state.write(PRE_SCORE_STATE_KEY, reqs)

@@ -173,6 +173,13 @@ class FitState:
     scalars: tuple[tuple[str, int], ...]
     nothing: bool
     dra_backed: frozenset[str] = frozenset()
+    # What Filter checks, as one hashable value: the key of the generations that passed it (filter_for),
+    # built once here rather than as a fresh tuple each cycle.
+    checks: tuple[Any, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "checks", (self.cpu, self.memory, self.ephemeral, self.scalars, self.nothing,
+                                            self.dra_backed))
 
     def has_room(self, node_info: NodeInfo) -> bool:
         """fits_request finds no shortage: the node has a pod slot and room for every checked request."""
@@ -218,14 +225,24 @@ ScorerFn = Callable[[list[int], list[int], list[int]], int]
 _Plan = list[tuple[int, int, str, int]]  # ResourceAllocationScorer._plan: (index, source, name, pod request)
 
 
-def pod_resource_requests(pod: Pod, resources: Sequence[ResourceSpec], use_requested: bool) -> tuple[int, ...]:
+def request_memo_key(resources: Sequence[ResourceSpec], use_requested: bool) -> Hashable:
+    """The key ``pod_resource_requests`` remembers a pod's amounts under: the resources' names (the amounts do
+    not depend on the weights), built once by a caller that asks every cycle (hashing the ResourceSpec
+    dataclasses took two Python ``__hash__`` calls a lookup)."""
+    return (NAME, use_requested, tuple([spec.name for spec in resources]))
+
+
+def pod_resource_requests(
+    pod: Pod, resources: Sequence[ResourceSpec], use_requested: bool, key: Hashable = None
+) -> tuple[int, ...]:
     """calculatePodResourceRequestList: the pod's request per configured resource, in args order.
 
     Unless `use_requested` (NodeResourcesFit), every container lacking a cpu or memory request counts
     100m / 200Mi and pod-level requests are not read (upstream's Fit scorer lacks that feature flag);
     any resource name is read from the request list, cpu in millicores. Remembered with the pod's
-    resource fields (shared by the pods of a template)."""
-    key = (NAME, use_requested, tuple(resources))
+    resource fields (shared by the pods of a template); ``key``: ``request_memo_key``'s, if the caller has it."""
+    if key is None:
+        key = request_memo_key(resources, use_requested)
     amounts: tuple[int, ...] | None = pod.resource_memo.get(key)
     if amounts is None:
         rl = scoring_request_list(pod.raw.get("spec") or {}, pod.raw.get("status") or {}, f"pod {pod.key}",
@@ -448,6 +465,7 @@ class NodeResourcesFit(PlacementScorePoint):  # v1.37: also a PlacementScore plu
         self.ignored_resource_groups = frozenset(a.ignored_resource_groups)
         self.scorer = _build_scorer(a.scoring_strategy)
         self.resources = self.scorer.resources
+        self._request_key = request_memo_key(self.resources, False)
         self._fits: GenerationMemo[bool] = GenerationMemo()
         # The DRA manager's DeviceClass index tells which extended resources DynamicResources allocates.
         self.dra: DraManager = handle.shared_plugin_state(MANAGER_KEY, DraManager)
@@ -504,8 +522,7 @@ class NodeResourcesFit(PlacementScorePoint):  # v1.37: also a PlacementScore plu
         slow = self.filter
         # NodeInfo generations that passed this very request, so pods alike skip the arithmetic on nodes
         # unchanged since the last cycle.
-        fits = self._fits.table((st.cpu, st.memory, st.ephemeral, st.scalars, st.nothing, st.dra_backed),
-                                len(self.handle.snapshot().list()))
+        fits = self._fits.table(st.checks, len(self.handle.snapshot().list()))
 
         def check(node_info: NodeInfo) -> Status | None:
             if node_info.generation in fits:
@@ -520,7 +537,7 @@ class NodeResourcesFit(PlacementScorePoint):  # v1.37: also a PlacementScore plu
     # PreScore / Score
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
-        state.write(PRE_SCORE_STATE_KEY, pod_resource_requests(pod, self.resources, use_requested=False))
+        state.write(PRE_SCORE_STATE_KEY, pod_resource_requests(pod, self.resources, False, self._request_key))
         return None
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:

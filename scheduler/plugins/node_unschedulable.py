@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
+from scheduler.framework.batch import SignsByTemplate
 from scheduler.framework.interface import CycleState, Handle, PreFilterResult
 from scheduler.framework.status import Status, unresolvable
 from scheduler.framework.types import (
@@ -35,7 +36,7 @@ def tolerates_unschedulable(pod: Pod) -> bool:
     return tolerated(UNSCHEDULABLE_TAINT, pod.tolerations)
 
 
-class NodeUnschedulable:
+class NodeUnschedulable(SignsByTemplate):
     name = "NodeUnschedulable"
 
 

@@ -29,6 +29,7 @@ import string
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
+from scheduler.framework.batch import SignsByTemplate
 from scheduler.framework.interface import CycleState, Handle, PreFilterResult
 from scheduler.framework.status import Status, error, skip, unresolvable, unschedulable
 from scheduler.framework.types import (
@@ -110,7 +111,7 @@ def _unique_name(driver: str, handle: str) -> str:
     return f"{driver}/{handle}"
 
 
-class NodeVolumeLimits:
+class NodeVolumeLimits(SignsByTemplate):
     """Per-driver CSI attach limits from CSINode."""
 
     name = NAME

@@ -76,6 +76,8 @@ LABEL_HOSTNAME = "kubernetes.io/hostname"
 LABEL_TOPOLOGY_ZONE = "topology.kubernetes.io/zone"
 DO_NOT_SCHEDULE = "DoNotSchedule"
 SCHEDULE_ANYWAY = "ScheduleAnyway"
+# pod.memo keys of get_constraints' answers, by action.
+_CONSTRAINTS_BY_ACTION = {action: f"{NAME}.constraints.{action}" for action in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY)}
 HONOR = "Honor"
 IGNORE = "Ignore"
 
@@ -429,15 +431,33 @@ class PodTopologySpread:
     def get_constraints(self, pod: Pod, action: str) -> tuple[TopologySpreadConstraint, ...]:
         """The pod's own constraints for ``action``, or the default ones with the workload's selector.
 
-        Raises InvalidObjectError (naming the field) when the pod's constraints do not parse.
+        Raises InvalidObjectError (naming the field) when the pod's constraints do not parse. A cycle asks four
+        times (signing, PreFilter, PreScore, the batch's rescoring check): the answer is kept in the pod's memo
+        with the object store's generation, which moves with every object the default selector may read.
         """
+        objects = self.handle.objects()
+        generation = getattr(objects, "generation", None)
+        memo_key = _CONSTRAINTS_BY_ACTION.get(action)
+        if generation is None or memo_key is None:
+            return self._constraints(pod, action, objects, generation)
+        held = pod.memo.get(memo_key)
+        if held is not None and held[0] == generation:
+            known: tuple[TopologySpreadConstraint, ...] = held[1]  # no cast(): a call a lookup
+            return known
+        constraints = self._constraints(pod, action, objects, generation)
+        pod.memo[memo_key] = (generation, constraints)
+        return constraints
+
+    def _constraints(
+        self, pod: Pod, action: str, objects: ObjectLister, generation: int | None
+    ) -> tuple[TopologySpreadConstraint, ...]:
+        """get_constraints without the pod's memo: own constraints by template, defaulted ones by template and
+        generation (both remembered across the pods of a template)."""
         if has_pod_constraints(pod):
             return self._own.get(pod, action, lambda: tuple(c for when, c in _pod_constraints(pod) if when == action))
         defaults = self._defaults_for.get(action, ())
         if not defaults:
             return ()
-        objects = self.handle.objects()
-        generation = getattr(objects, "generation", None)  # changes with every object the selector may read
         if generation is None:
             return _defaulted(pod, defaults, objects)
         return self._defaulted.get(pod, (action, generation), lambda: _defaulted(pod, defaults, objects))

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
+from scheduler.framework.batch import SignsByTemplate
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     CycleState,
@@ -65,7 +66,7 @@ def _field_error(obj: Pod | Node, prefix: str) -> str | None:
     return str(err) if err is not None and err.field.startswith(prefix) else None
 
 
-class TaintToleration:
+class TaintToleration(SignsByTemplate):
     """Keeps pods off nodes whose NoSchedule/NoExecute taints they do not tolerate."""
 
     name = NAME

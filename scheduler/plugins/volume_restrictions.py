@@ -23,6 +23,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.framework.batch import SignsByTemplate
 from scheduler.framework.interface import CycleState, Handle, PreFilterResult
 from scheduler.framework.status import Status, error, skip, unresolvable, unschedulable
 from scheduler.framework.types import (
@@ -138,7 +139,7 @@ class _PreFilterState:
         self.conflicting_ref_count += multiplier * n
 
 
-class VolumeRestrictions:
+class VolumeRestrictions(SignsByTemplate):
     """Disk conflicts (GCE PD, AWS EBS, iSCSI, RBD) and ReadWriteOncePod claims already in use."""
 
     name = NAME

@@ -23,6 +23,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.framework.batch import SignsByTemplate
 from scheduler.framework.interface import CycleState, Handle, PreFilterResult
 from scheduler.framework.status import Status, skip, unresolvable
 from scheduler.framework.types import (
@@ -88,7 +89,7 @@ class _Rejected(Exception):
         self.status = status
 
 
-class VolumeZone:
+class VolumeZone(SignsByTemplate):
     """Bound PVs' zone/region labels must match the node's."""
 
     name = NAME

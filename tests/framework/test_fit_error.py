@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 from scheduler.framework.fit_error import (
     NOTE_LENGTH_LIMIT,
     Diagnosis,
     FitError,
     fit_error_for_node,
+    new_default_node_to_status,
+    new_diagnosis,
     truncate_message,
 )
+from scheduler.framework.interface import NodeToStatus
 from scheduler.framework.status import Code, Status, unresolvable, unschedulable
 from scheduler.model.pod import Pod, pod_from_api
 
@@ -90,3 +95,19 @@ def test_truncate_message() -> None:
     cut = truncate_message(wide)
     assert cut.endswith(" ...") and len(cut.encode()) <= NOTE_LENGTH_LIMIT
     assert cut == "é" * 510 + " ..."
+
+
+def test_new_diagnosis_sets_every_field_as_the_constructor_does() -> None:
+    """new_diagnosis fills the slots itself (each cycle starts one): every field, fresh containers each time."""
+    fast, slow = new_diagnosis(), Diagnosis()
+    assert fast == slow
+    for f in fields(Diagnosis):
+        assert hasattr(fast, f.name)
+    again = new_diagnosis()
+    assert again.node_to_status is not fast.node_to_status
+    assert again.node_to_status.statuses is not fast.node_to_status.statuses
+    assert again.node_to_status.absent is not fast.node_to_status.absent
+    assert again.node_to_status.absent.reasons is not fast.node_to_status.absent.reasons
+    assert again.unschedulable_plugins is not fast.unschedulable_plugins
+    assert again.pending_plugins is not fast.pending_plugins
+    assert new_default_node_to_status() == NodeToStatus(statuses={}, absent=Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE))

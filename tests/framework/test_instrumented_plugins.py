@@ -5,6 +5,7 @@ its plugin implements, so the framework calls a timed plugin as it calls the pla
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from scheduler.framework.interface import CycleState
 from scheduler.framework.runtime.instrumented_plugins import (
@@ -44,6 +45,8 @@ class Recorder:
         return lambda sample: self.sunk.append(sample[0])
 
     def plugin_evaluations(self, plugins: Iterable[str], point: str, count: int) -> None: ...
+    def evaluation_cell(self, plugins: tuple[str, ...], point: str) -> list[Any]:
+        return [plugins, 0]
     def permit_wait(self, status: str, seconds: float) -> None: ...
     def volume_scheduling_stage_failed(self, operation: str) -> None: ...
 

@@ -701,3 +701,63 @@ def test_the_queue_gets_a_sort_key_only_from_a_queue_sort_plugin_that_gives_one(
     assert build({"queueSort": [LessOnly()]}).queue_sort_rank() is None
     early, late = SimpleNamespace(pod=make_pod("a"), timestamp=1.0), SimpleNamespace(pod=make_pod("b"), timestamp=2.0)
     assert rank(early) < rank(late) and ranked.queue_sort_less(early, late)
+
+
+# ----- per-cycle memos -------------------------------------------------------------------------
+
+
+class Signer:
+    """A filter that signs pods: by template (``by_template``) or per pod, counting the calls."""
+
+    def __init__(self, name: str, by_template: bool, fragment: Any = ()) -> None:
+        self.name = name
+        self.by_template = by_template
+        self.fragment = fragment
+        self.calls = 0
+
+    def sign_pod(self, pod: Pod) -> Any:
+        self.calls += 1
+        return self.fragment(pod) if callable(self.fragment) else self.fragment
+
+    def signs_by_template(self) -> bool:
+        return self.by_template
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        return None
+
+
+def test_template_signers_are_asked_once_per_template_and_keep_their_place() -> None:
+    from scheduler.framework.batch import template_key
+
+    fixed = Signer("Fixed", True, ("t",))
+    per_pod = Signer("PerPod", False, lambda pod: pod.name)
+    later = Signer("Later", True, ("u",))
+    fwk = build({"filter": [fixed, per_pod, later]})
+    a, b = make_pod("a"), make_pod("b")
+    assert fwk.sign_pod(a) == ("test-profile", template_key(a), ("t",), "a", ("u",))
+    assert fwk.sign_pod(b) == ("test-profile", template_key(b), ("t",), "b", ("u",))
+    assert (fixed.calls, per_pod.calls, later.calls) == (1, 2, 1)
+
+
+def test_a_template_signer_that_refuses_refuses_every_pod_of_the_template() -> None:
+    refusing = Signer("Refusing", True, None)
+    per_pod = Signer("PerPod", False)
+    fwk = build({"filter": [per_pod, refusing]})
+    assert fwk.sign_pod(make_pod("a")) is None
+    assert fwk.sign_pod(make_pod("b")) is None
+    assert refusing.calls == 1
+    assert fwk.sign_pod(make_pod("c", cpu="1")) is None  # another template: asked again
+    assert refusing.calls == 2
+
+
+def test_active_score_plugins_are_one_list_per_skipped_set() -> None:
+    a, b = Scorer("A", {}), Scorer("B", {})
+    fwk = build({"score": [a, b]})
+    first, second, other = CycleState(), CycleState(), CycleState()
+    first.skip_score_plugins, second.skip_score_plugins, other.skip_score_plugins = {"A"}, {"A"}, set()
+    assert fwk.active_score_plugins(first) == [b]
+    assert fwk.active_score_plugins(second) is fwk.active_score_plugins(first)
+    assert fwk.active_score_plugins(other) == [a, b]
+    assert fwk.score_plugin_names(fwk.active_score_plugins(first)) == ("B",)
+    assert fwk.score_plugin_names(fwk.active_score_plugins(other)) == ("A", "B")
+    assert fwk.score_plugin_names([a]) == ("A",)  # a list of the caller's own

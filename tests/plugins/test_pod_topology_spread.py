@@ -426,3 +426,23 @@ def test_system_default_constraints_follow_the_services() -> None:
     assert defaulted("p4") == with_service
     store.delete("Service", service("s", {"app": "web"}))
     assert defaulted("p5") == ()
+
+
+def test_a_pods_remembered_constraints_follow_the_services() -> None:
+    """get_constraints keeps its answer in the pod's memo with the store's generation: the same pod asked again
+    after a Service change gets the new defaulted constraints, and the same object while nothing changed."""
+    from scheduler.cache.objects import ObjectStore
+
+    h = cluster(four_nodes())
+    store = ObjectStore()
+    h._objects = store  # type: ignore[assignment]  # the scheduler's store, with its generation
+    pl = plugin(h)
+    pod = make_pod("p", labels={"app": "web"})
+    assert pl.get_constraints(pod, "ScheduleAnyway") == ()
+    store.upsert("Service", service("s", {"app": "web"}))
+    first = pl.get_constraints(pod, "ScheduleAnyway")
+    assert [c.topology_key for c in first] == [HOST, TOPOLOGY_ZONE]
+    assert pl.get_constraints(pod, "ScheduleAnyway") is first
+    assert pl.get_constraints(pod, "DoNotSchedule") == ()  # the other action is kept apart
+    store.delete("Service", service("s", {"app": "web"}))
+    assert pl.get_constraints(pod, "ScheduleAnyway") == ()

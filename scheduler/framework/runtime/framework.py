@@ -61,6 +61,7 @@ from scheduler.framework.interface import (
     SharedLister,
     SignatureDeltaPlugin,
     SignPlugin,
+    TemplateSignPlugin,
     implements,
 )
 from scheduler.framework.runtime.instrumented_plugins import PluginMetrics, instrument
@@ -71,6 +72,7 @@ from scheduler.framework.status import (
     CODE_UNRESOLVABLE,
     CODE_UNSCHEDULABLE,
     CODE_WAIT,
+    SUCCESS_NAME,
     Status,
     code_name,
     error,
@@ -87,6 +89,14 @@ if TYPE_CHECKING:
 MetricsHook = Callable[[str, str, float], None]
 _NO_SCORES: ScoreRow = np.zeros(0, dtype=np.int64)
 _NONE_RESCORED: frozenset[str] = frozenset()
+# A signature's leading parts: the profile's name and the template key; the signers' fragments follow.
+_SIGNATURE_HEAD = 2
+# Templates whose signing is remembered (sign_pod), and what marks a template not seen yet.
+_MAX_TEMPLATES = 256
+_UNSIGNED: Any = object()
+# active_score_plugins keeps this many lists at most (one per set of plugins PreScore skipped; a profile has few),
+# and count_filter_evaluations this many name tuples.
+_MAX_SCORE_LISTS = 64
 # A list of Score plugins' names, weights and normalizers (Framework._score_list).
 _ScoreList = tuple[tuple[str, ...], "npt.NDArray[np.int64]", tuple[tuple[int, Any, bool], ...]]
 _maximum = np.maximum.reduce  # ndarray.max() without numpy's Python layer (_methods._amax) in between
@@ -221,6 +231,9 @@ class Framework:
         self._by_point: dict[str, list[Any]] = {}
         self.score_plugin_weight: dict[str, int] = {}
         self._score_lists: dict[tuple[Any, ...], _ScoreList] = {}
+        # active_score_plugins' lists by (timed, skipped plugins), and the latest of them _score_list described.
+        self._active_scores: dict[tuple[bool, frozenset[str]], list[ScorePlugin]] = {}
+        self._latest_score_list: tuple[list[ScorePlugin], _ScoreList] | None = None
         self._build(profile, registry)
         # By each plugin's own name, the name list_plugins, metrics and score weights use; ``plugins`` is by the
         # name the configuration lists, which differs for a plugin named by its import path (``pkg.mod:Class``).
@@ -250,17 +263,42 @@ class Framework:
         self._timed_by_point: dict[str, list[Any]] = {}
         if plugin_metrics is not None:
             self._timed_by_point = {p: instrument(p, pls, plugin_metrics) for p, pls in self._by_point.items()}
+        # Filter plugins as filter_runner walks them each cycle: (name, plugin, whether a FilterForPlugin).
+        self._filter_rows = self._rows_of(self._filter)
+        self._timed_filter_rows = self._rows_of(self._timed_by_point.get("filter", []))
+        # Reserve's (name, method) pairs, plain and timed, and the active Filter plugins' names by the set PreFilter
+        # skipped (the evaluation counts of a walk without rejections).
+        self._calls_by_point: dict[tuple[str, bool], list[tuple[str, Any]]] = {
+            (point, timed): [(pl.name, getattr(pl, method)) for pl in plugins]
+            for point, method in (("preFilter", "pre_filter"), ("preScore", "pre_score"))
+            for timed, plugins in ((False, self._by_point[point]), (True, self._timed_by_point.get(point, [])))
+        }
+        self._reserve_calls: list[tuple[str, Callable[[CycleState, Pod, str], Status | None]]] = [
+            (pl.name, pl.reserve) for pl in self._reserve]
+        self._timed_reserve_calls: list[tuple[str, Callable[[CycleState, Pod, str], Status | None]]] = [
+            (pl.name, pl.reserve) for pl in self._timed_by_point.get("reserve", [])]
+        self._active_filter_names: dict[frozenset[str], tuple[str, ...]] = {}
+        self._name_cells: dict[str, list[Any]] = {}  # _count_names' counter cells by extension point
 
         # Opportunistic batching needs every PreFilter, Filter, PreScore and Score plugin to sign pods.
         points = (self._pre_filter, self._filter, self._pre_score, self._score)
         unique: list[Any] = list({id(pl): pl for pls in points for pl in pls}.values())
         signers: list[SignPlugin] = [pl for pl in unique if isinstance(pl, SignPlugin)]
         self._signers: list[SignPlugin] | None = signers if len(signers) == len(unique) else None
+        # The signers asked per pod, with their fragment's place in the signature; the others (TemplateSignPlugin)
+        # are asked once per template: _template_signatures holds each template's signature with their
+        # fragments in place (None: a template signer refused the template).
+        self._pod_signers = [(_SIGNATURE_HEAD + i, pl) for i, pl in enumerate(signers)
+                             if not (isinstance(pl, TemplateSignPlugin) and pl.signs_by_template())]
+        self._template_signatures: dict[str, list[Hashable] | None] = {}
         self._rescorers: list[tuple[str, RescorePlugin]] = [
             (pl.name, pl) for pl in self._score if isinstance(pl, RescorePlugin)
         ]
 
     # ----- construction -------------------------------------------------------------------------
+
+    def _rows_of(self, plugins: list[Any]) -> list[tuple[str, Any, bool]]:
+        return [(pl.name, pl, pl.name in self._filter_for) for pl in plugins]
 
     def _build(self, profile: Profile, registry: Plugins) -> None:
         """Instantiate each named plugin once and check it implements every point it is listed at."""
@@ -409,12 +447,15 @@ class Framework:
 
     def observe(self, extension_point: str, status: Status | None, seconds: float) -> None:
         """Report one extension point's duration to the metrics hook (if any)."""
-        if self._metrics is not None:
-            self._metrics(extension_point, code_name(status), seconds)
+        metrics = self._metrics
+        if metrics is not None:  # code_name() inline: ~8 extension points a cycle, most of them succeed
+            metrics(extension_point, SUCCESS_NAME if status is None else code_name(status), seconds)
 
     def _observe_since(self, extension_point: str, status: Status | None, start: float) -> None:
-        if self._metrics is not None:
-            self._metrics(extension_point, code_name(status), time.perf_counter() - start)
+        metrics = self._metrics
+        if metrics is not None:
+            metrics(extension_point, SUCCESS_NAME if status is None else code_name(status),
+                    time.perf_counter() - start)
 
     # ----- watch events for plugins that keep state ----------------------------------------------
 
@@ -438,10 +479,21 @@ class Framework:
             return self._timed_by_point[point]
         return self._by_point[point]
 
+    def _calls(self, state: CycleState, point: str) -> list[tuple[str, Any]]:
+        """(name, bound method of ``point``) of its plugins, timed ones when this cycle samples plugin durations:
+        built once, so the PreFilter and PreScore loops read no plugin attribute per plugin."""
+        timed = state.record_plugin_metrics and bool(self._timed_by_point)
+        return self._calls_by_point[(point, timed)]
+
     def _count_names(self, point: str, names: tuple[str, ...]) -> None:
-        """scheduler_plugin_evaluation_total: each of the plugins ``names`` ran once (PreFilter, PreScore)."""
-        if self._plugin_metrics is not None:
-            self._plugin_metrics.plugin_evaluations(names, point, 1)
+        """scheduler_plugin_evaluation_total: each of the plugins ``names`` ran once (PreFilter, PreScore, whose
+        lists are fixed per profile: their counter cell is kept, one addition a cycle)."""
+        cell = self._name_cells.get(point)
+        if cell is None:
+            if self._plugin_metrics is None:
+                return
+            cell = self._name_cells[point] = self._plugin_metrics.evaluation_cell(names, point)
+        cell[1] += 1
 
     def count_filter_evaluations(self, state: CycleState, visited: int, rejections: Sequence[Status]) -> None:
         """Filter evaluations without per-node counting: a plugin ran on every visited node that the
@@ -452,14 +504,19 @@ class Framework:
             return
         skipped = state.skip_filter_plugins
         if not rejections:
-            metrics.plugin_evaluations(tuple([pl.name for pl in self._filter if pl.name not in skipped]), "Filter",
-                                       visited)
+            key = frozenset(skipped)
+            names = self._active_filter_names.get(key)
+            if names is None:
+                if len(self._active_filter_names) >= _MAX_SCORE_LISTS:
+                    self._active_filter_names.clear()
+                names = self._active_filter_names[key] = tuple([pl.name for pl in self._filter if pl.name not in key])
+            metrics.plugin_evaluations(names, "Filter", visited)
             return
         # The few distinct rejecting plugins counted by list.count, a C loop that mostly meets the very name object
         # it counts: a Counter's dict update per rejected node was 7 % of a pod's instructions where hundreds of
         # nodes are rejected (anti-affinity).
-        names = list(map(attrgetter("plugin"), rejections))
-        rejected = {name: names.count(name) for name in set(names)}
+        rejecting = list(map(attrgetter("plugin"), rejections))
+        rejected = {name: rejecting.count(name) for name in set(rejecting)}
         for pl in self._filter:
             name = pl.name
             if name in skipped:
@@ -501,13 +558,41 @@ class Framework:
         """The pod's batching signature (framework/batch.py), or None when it cannot be batched."""
         if self._signers is None:
             return None
-        parts: list[Hashable] = [self.profile_name, template_key(pod)]
-        for pl in self._signers:
+        key = template_key(pod)
+        parts = self._template_signatures.get(key, _UNSIGNED)
+        if parts is _UNSIGNED:
+            parts = self._sign_template(pod, key)
+        if parts is None:
+            return None
+        if self._pod_signers:
+            parts = parts.copy()
+            for at, pl in self._pod_signers:
+                fragment = pl.sign_pod(pod)
+                if fragment is None:
+                    return None
+                parts[at] = fragment
+        return tuple(parts)
+
+    def _sign_template(self, pod: Pod, key: str) -> list[Hashable] | None:
+        """The signature's head and the template signers' fragments (the per-pod ones' places hold None), or None
+        when one of them refuses; remembered for the template (at most _MAX_TEMPLATES, then afresh)."""
+        assert self._signers is not None
+        per_pod = {at for at, _ in self._pod_signers}
+        parts: list[Hashable] = [self.profile_name, key]
+        signed: list[Hashable] | None = parts
+        for at, pl in enumerate(self._signers, _SIGNATURE_HEAD):
+            if at in per_pod:
+                parts.append(None)
+                continue
             fragment = pl.sign_pod(pod)
             if fragment is None:
-                return None
+                signed = None
+                break
             parts.append(fragment)
-        return tuple(parts)
+        if len(self._template_signatures) >= _MAX_TEMPLATES:
+            self._template_signatures.clear()
+        self._template_signatures[key] = signed
+        return signed
 
     def signature_delta(self, old: Hashable, new: Hashable) -> Callable[[NodeInfo], bool] | None:
         """The nodes whose verdicts or raw scores may differ between two of this profile's signatures
@@ -515,7 +600,7 @@ class Framework:
         SignatureDeltaPlugins, which then name those nodes."""
         if self._signers is None or not isinstance(old, tuple) or not isinstance(new, tuple):
             return None
-        head = 2  # the profile's name and the template key
+        head = _SIGNATURE_HEAD
         if len(old) != len(new) or len(old) != head + len(self._signers) or old[:head] != new[:head]:
             return None
         tests: list[Callable[[NodeInfo], bool]] = []
@@ -568,25 +653,27 @@ class Framework:
         with_nodes: set[str] = set()
         returned: Status | None = None
         observer = self.observer
-        for pl in self._plugins(state, "preFilter"):
-            r, s = pl.pre_filter(state, pod, nodes)
+        for name, pre_filter in self._calls(state, "preFilter"):
+            r, s = pre_filter(state, pod, nodes)
             if observer is not None:
-                observer.plugin_status("PreFilter", pod, pl.name, s)
+                observer.plugin_status("PreFilter", pod, name, s)
                 if r is not None and r.node_names is not None:
-                    observer.pre_filter_result(pod, pl.name, r.node_names)
+                    observer.pre_filter_result(pod, name, r.node_names)
             if s is not None and s.code != CODE_SUCCESS:  # success() inline: a dozen plugins a cycle
                 if s.code == CODE_SKIP:
-                    skip.add(pl.name)
+                    skip.add(name)
                     continue
-                s.plugin = pl.name
+                s.plugin = name
                 if s.code == CODE_UNRESOLVABLE:
                     return None, s, set()
                 if s.code == CODE_UNSCHEDULABLE:
                     returned = s
                     continue
-                return None, _failure(f'running PreFilter plugin "{pl.name}": {s.message}', pl.name), set()
-            if r is not None and not r.all_nodes():
-                with_nodes.add(pl.name)
+                return None, _failure(f'running PreFilter plugin "{name}": {s.message}', name), set()
+            if r is None:  # most plugins: nothing to merge
+                continue
+            if not r.all_nodes():
+                with_nodes.add(name)
             result = r if result is None else result.merge(r)
             if result is not None and result.node_names is not None and not result.node_names:
                 return result, unresolvable(_prefilter_conflict_msg(with_nodes)), with_nodes
@@ -638,15 +725,17 @@ class Framework:
         calls it for hundreds of nodes, so per-pod work is hoisted out of it, and plugins that are
         FilterForPlugins run their check specialised to this pod."""
         active: list[tuple[str, Callable[..., Status | None], bool]] = []
-        for pl in self._plugins(state, "filter"):
-            if pl.name in state.skip_filter_plugins:
+        skipped = state.skip_filter_plugins
+        rows = self._timed_filter_rows if state.record_plugin_metrics and self._timed_by_point else self._filter_rows
+        for name, pl, for_pod in rows:
+            if name in skipped:
                 continue
-            if pl.name not in self._filter_for:
-                active.append((pl.name, pl.filter, False))
+            if not for_pod:
+                active.append((name, pl.filter, False))
                 continue
-            check = cast(FilterForPlugin, pl).filter_for(state, pod)
+            check = pl.filter_for(state, pod)
             if check is not None:
-                active.append((pl.name, check, True))
+                active.append((name, check, True))
         observer = self.observer if observe else None
 
         def run(node_info: NodeInfo) -> Status | None:
@@ -773,15 +862,15 @@ class Framework:
         status: Status | None = None
         try:
             observer = self.observer
-            for pl in self._plugins(state, "preScore"):
-                s = pl.pre_score(state, pod, nodes)
+            for name, pre_score in self._calls(state, "preScore"):
+                s = pre_score(state, pod, nodes)
                 if observer is not None:
-                    observer.plugin_status("PreScore", pod, pl.name, s)
+                    observer.plugin_status("PreScore", pod, name, s)
                 if s is not None and s.code != CODE_SUCCESS:
                     if s.code == CODE_SKIP:
-                        skip.add(pl.name)
+                        skip.add(name)
                         continue
-                    status = _failure(f'running PreScore plugin "{pl.name}": {s.message}')
+                    status = _failure(f'running PreScore plugin "{name}": {s.message}')
                     return status
             return None
         finally:
@@ -850,6 +939,9 @@ class Framework:
         every cycle asks for them, for the metrics, the weights, the batch's remembered scores and NormalizeScore.
         The normalizers are (row, ScoreExtensions, whether it is a NormalizeValuesExtension), for the plugins
         whose ScoreExtensions is not None (as upstream's, fixed per plugin)."""
+        latest = self._latest_score_list
+        if latest is not None and latest[0] is plugins:  # active_score_plugins' shared list, as most cycles ask
+            return latest[1]
         key = tuple(plugins)  # the plugin objects themselves: hashed by identity, no name read per plugin
         known = self._score_lists.get(key)
         if known is None:
@@ -859,11 +951,22 @@ class Framework:
             normalizers = tuple((i, ext, implements(ext, NormalizeValuesExtension))
                                 for i, ext in extensions if ext is not None)
             known = self._score_lists[key] = (names, weights, normalizers)
+        if any(plugins is active for active in self._active_scores.values()):
+            self._latest_score_list = (plugins, known)
         return known
 
     def active_score_plugins(self, state: CycleState) -> list[ScorePlugin]:
-        """The Score plugins whose PreScore did not skip this cycle."""
-        return [pl for pl in self._plugins(state, "score") if pl.name not in state.skip_score_plugins]
+        """The Score plugins whose PreScore did not skip this cycle: one list per set of skipped plugins (and
+        timing), shared and read-only, so that ``_score_list`` knows it by identity."""
+        timed = state.record_plugin_metrics and bool(self._timed_by_point)
+        skipped = state.skip_score_plugins
+        key = (timed, frozenset(skipped))
+        active = self._active_scores.get(key)
+        if active is None:
+            if len(self._active_scores) >= _MAX_SCORE_LISTS:
+                self._active_scores.clear()
+            active = self._active_scores[key] = [pl for pl in self._plugins(state, "score") if pl.name not in skipped]
+        return active
 
     def score_nodes(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], plugins: list[ScorePlugin]
@@ -937,7 +1040,8 @@ class Framework:
         """Stop at the first failure; the caller then runs Unreserve for all plugins."""
         if self.observer is not None:
             self.observer.selected_node(pod, node_name)
-        return self._run_until_failure("Reserve", [(pl.name, pl.reserve) for pl in self._plugins(state, "reserve")],
+        timed = state.record_plugin_metrics and bool(self._timed_by_point)
+        return self._run_until_failure("Reserve", self._timed_reserve_calls if timed else self._reserve_calls,
                                        state, pod, node_name)
 
     def _run_until_failure(
@@ -976,10 +1080,14 @@ class Framework:
         """Reject → stop; Wait → remember the plugin's timeout (capped at 15 min) and go on. If any
         plugin waits, the pod is registered as waiting and a Wait status is returned."""
         start = time.perf_counter()
+        plugins = self._plugins(state, "permit")
+        if not plugins:  # the default profiles: nothing to run, the duration still observed
+            self._observe_since("Permit", None, start)
+            return None
         status: Status | None = None
         try:
             waits: dict[str, float] = {}
-            for pl in self._plugins(state, "permit"):
+            for pl in plugins:
                 s, timeout = pl.permit(state, pod, node_name)
                 if self.observer is not None:
                     self.observer.plugin_status("Permit", pod, pl.name, s)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
+from scheduler.framework.batch import SignsByTemplate
 from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, NodeScore
 from scheduler.framework.status import Status, error, skip
 from scheduler.framework.types import ClusterEventWithHint, NodeInfo
@@ -81,7 +82,7 @@ def spread_scores(counts: Sequence[int], zones: Sequence[str]) -> list[int]:
     return out
 
 
-class SelectorSpread:
+class SelectorSpread(SignsByTemplate):
     """PreScore (deduce the workload selector once), Score (count on the node), NormalizeScore (reduce)."""
 
     name = NAME

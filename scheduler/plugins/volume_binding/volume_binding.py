@@ -50,6 +50,7 @@ import structlog
 
 from scheduler.config.args import plugin_args
 from scheduler.config.types_pluginargs import VolumeBindingArgs
+from scheduler.framework.batch import SignsByTemplate
 from scheduler.framework.interface import CycleState, Handle, PreFilterResult
 from scheduler.framework.status import Status, error, skip, unresolvable
 from scheduler.framework.types import (
@@ -108,7 +109,7 @@ class StateData:
 # --- the plugin -------------------------------------------------------------------------------------
 
 
-class VolumeBinding:
+class VolumeBinding(SignsByTemplate):
     """Binds pods' PVCs to PVs (static or by provisioning) as part of scheduling."""
 
     name = NAME
@@ -132,6 +133,8 @@ class VolumeBinding:
 
     def _pod_has_pvcs(self, pod: Pod) -> tuple[bool, str | None]:
         """podHasPVCs: (has a claim, the first problem found)."""
+        if not has_scheduling_volumes(pod):  # pod-local volumes alone (the token's): no claim (remembered per pod)
+            return False, None
         objects = self._objects()
         has = False
         for claim, ephemeral in pod_claim_refs(pod):

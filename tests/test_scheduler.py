@@ -213,6 +213,27 @@ def test_malformed_pod_is_reported_not_crashing() -> None:
     assert "'lots'" in message
 
 
+@pytest.mark.parametrize("field, item", [("containers", "c"), ("volumes", "v"), ("schedulingGates", "g"),
+                                         ("initContainers", 7)])
+def test_a_pod_with_a_list_item_of_the_wrong_shape_is_reported_not_raised(field: str, item: object) -> None:
+    """What-if and hand-written pods can carry a list item that is not an object; the pod gets a
+    FailedScheduling condition naming it, and the pod after it is still scheduled."""
+    sink = RecordingEventSink()
+    b = Binder()
+    s = make(b, sink)
+    s.on_node_event(ADDED, node("n1"))
+    bad = pod("bad")
+    bad["spec"][field] = [*bad["spec"].get(field, []), item]
+    s.on_pod_event(ADDED, bad)
+    s.on_pod_event(ADDED, pod("good"))
+    s.schedule_one(timeout=0)
+    s.schedule_one(timeout=0)
+    assert b.bound == [("default/good", "n1")]
+    reason, message = sink.conditions["default/bad"]
+    assert reason == "Unschedulable"
+    assert "pod default/bad: spec: an item of the wrong shape" in message
+
+
 @pytest.mark.parametrize("ttl", [0.0, 30.0])
 def test_assumed_pod_expiry_follows_ttl(ttl: float) -> None:
     clock = Clock()

@@ -220,8 +220,19 @@ class _SpecPart:
     @classmethod
     def of(cls, meta: Mapping[str, Any], spec: Mapping[str, Any], status: Mapping[str, Any],
            same_spec: Pod | None = None) -> _SpecPart:
-        """Parsed anew; with ``same_spec`` (a view of an equal spec), only the resources are."""
+        """Parsed anew; with ``same_spec`` (a view of an equal spec), only the resources are. A list item of the
+        wrong shape (a container, port, gate or volume that is not an object: the API server never sends one,
+        hand-written and what-if pods can) becomes the part's ``parse_error``, so the pod is reported, not raised."""
         ident = f"pod {meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
+        try:
+            return cls._of(ident, spec, status, same_spec)
+        except (AttributeError, TypeError, KeyError) as exc:
+            error = InvalidObjectError(ident, "spec", f"an item of the wrong shape ({exc})")
+            return cls(Resource(), 0, 0, {}, (), (), (), (), 0, (), error)
+
+    @classmethod
+    def _of(cls, ident: str, spec: Mapping[str, Any], status: Mapping[str, Any],
+            same_spec: Pod | None) -> _SpecPart:
         error: InvalidObjectError | None = None
         try:
             resources = pod_resources(spec, status, ident)

@@ -22,7 +22,7 @@ import re
 import socket
 import ssl
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from scheduler.kube.http11 import ConnectionClosed, Http11Pool, parse_header_lines
 
@@ -247,7 +247,7 @@ class TlsSource:
                 if pos > room:
                     parts.append(bytes(view[:pos]))
                     pos = 0
-                got = tls.read(RECORD_MAX, view[pos:])
+                got: int = tls.read(RECORD_MAX, view[pos:])  # type: ignore[assignment]  # a count, given a buffer
                 if not got:  # close_notify: nothing follows it
                     self._ended = True
                     break
@@ -283,10 +283,11 @@ class StreamedResponse:
         self.decoder = body_decoder(self.headers)
         return self
 
-    def lines(self) -> Iterator[bytes]:
+    def lines(self, before_read: Callable[[], object] | None = None) -> Iterator[bytes]:
         """The body's complete, non-empty lines until it ends. A body cut short (the connection closed
         mid-chunk, before the Content-Length, or mid-line) raises ConnectionClosed: its last line may be
-        missing, so the caller resumes from the last event it handled."""
+        missing, so the caller resumes from the last event it handled. ``before_read`` runs before each read
+        once the lines read so far were handed out (where a caller may wait for more to arrive)."""
         split, decoder, data, read = LineSplitter(), self.decoder, self._rest, self.source.read
         self._rest = b""
         while True:
@@ -299,6 +300,8 @@ class StreamedResponse:
                 if tail.strip():
                     yield tail
                 return
+            if before_read is not None:
+                before_read()
             data = read()
             if not data:
                 if isinstance(decoder, CloseDecoder) and not split.pending.strip():

@@ -97,25 +97,6 @@ def test_a_streamed_response_yields_its_lines_and_ends_at_the_last_chunk() -> No
     assert list(response.lines()) == LINES  # ended by the last chunk, not by the connection
 
 
-def test_before_read_runs_once_the_lines_read_were_handed_out() -> None:
-    """The hook runs before each read after the first block's lines (a caller's pause before it blocks),
-    never between the lines of one block."""
-    ours, theirs = socket.socketpair()
-    theirs.sendall(head() + chunked(PAYLOAD[:40], 40)[: -len(b"0\r\n\r\n")])  # a line and part of the next
-    response = StreamedResponse(PlainSource(ours)).read_head()
-    seen: list[int] = []
-    got: list[bytes] = []
-
-    def before_read() -> None:
-        seen.append(len(got))
-        if len(seen) == 1:
-            theirs.sendall(chunked(PAYLOAD[40:], 1000))
-            theirs.close()
-
-    got.extend(response.lines(before_read))
-    assert got == LINES and seen == [1]
-
-
 def test_a_body_read_to_close_or_by_length() -> None:
     assert list(response_of(head(extra="") + PAYLOAD).lines()) == LINES
     framed = head(extra=f"Content-Length: {len(PAYLOAD)}\r\n") + PAYLOAD + b"ignored"
@@ -255,28 +236,6 @@ def test_stop_ends_a_watch_blocked_in_a_read(run_stream: Any) -> None:
     stream.stop()
     stream._thread.join(10)  # the read timeout is 45 s: only the abort ends it sooner
     assert not stream._thread.is_alive()
-
-
-class _Waits:
-    """A stop event that records its waits instead of waiting."""
-
-    def __init__(self) -> None:
-        self.waits: list[float] = []
-
-    def wait(self, timeout: float) -> bool:
-        self.waits.append(timeout)
-        return False
-
-
-def test_the_stream_pauses_before_a_read_only_while_busy() -> None:
-    busy = [True]
-    stream = PodStream(Lister("http://127.0.0.1:1"), lambda t, o: None, busy=lambda: busy[0],  # type: ignore[arg-type]
-                       batch_pause=0.004)
-    stream._stop = _Waits()  # type: ignore[assignment]
-    stream._pause()
-    busy[0] = False
-    stream._pause()
-    assert stream._stop.waits == [0.004]  # type: ignore[attr-defined]
 
 
 @settings(max_examples=200, deadline=None)

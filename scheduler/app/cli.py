@@ -330,10 +330,6 @@ def _run_options(r: argparse.ArgumentParser) -> None:
                    help="pods through the thin list-watch (default: no gap between list and watch, "
                         "deletions missed during an outage are synthesized, ~20x less CPU per event) "
                         "or through kopf's @on.event")
-    r.add_argument("--pod-stream-batch-ms", type=float, default=0.0, metavar="MS",
-                   help="while pods wait in activeQ, the pod stream pauses this long before its next blocking "
-                        "read, so that one wake reads the events that arrived meanwhile (default 0: never; "
-                        "docs/performance.md)")
     r.add_argument("--record-results", action="store_true",
                    help="write kube-scheduler-simulator's result annotations on each pod scheduled "
                         "(needs patch on pods: manifests/record-results/)")

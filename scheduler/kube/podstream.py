@@ -64,8 +64,6 @@ class PodStream:
         read_grace: float = READ_GRACE_S,
         on_relist: Callable[[], None] = lambda: None,
         label_selector: str = "",
-        busy: Callable[[], bool] | None = None,
-        batch_pause: float = 0.0,
     ) -> None:
         self.api = api
         self.on_event = on_event
@@ -75,8 +73,6 @@ class PodStream:
         self.page_size = page_size
         self.watch_timeout = watch_timeout
         self.read_grace = read_grace
-        self.busy = busy
-        self.batch_pause = batch_pause
         self.synced = threading.Event()
         self.events = 0
         self.relists = 0
@@ -173,8 +169,7 @@ class PodStream:
             if response.status != 200:
                 body = response.read_body().decode("utf-8", "replace")
                 raise api_error(response.status, response.reason, body, response.headers)
-            pause = self._pause if self.busy is not None and self.batch_pause > 0 else None
-            for line in response.lines(pause):
+            for line in response.lines():
                 if self._stop.is_set():
                     break
                 rv = self._resume_rv = self._handle_line(line, rv)
@@ -182,13 +177,6 @@ class PodStream:
             self._response = None
             response.close()
         return rv
-
-    def _pause(self) -> None:
-        """Before the next blocking read: while ``busy`` (the scheduling thread has pods waiting), sleep
-        ``batch_pause`` so that the events arriving meanwhile are read in one wake and the scheduling thread
-        keeps the GIL; never when idle, where an event's latency is all there is."""
-        if self.busy is not None and self.busy():
-            self._stop.wait(self.batch_pause)  # stop() ends the pause too
 
     def _handle_line(self, line: bytes, rv: str) -> str:
         """One watch event; returns the resourceVersion to resume from."""

@@ -22,7 +22,7 @@ import re
 import socket
 import ssl
 import struct
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 from scheduler.kube.http11 import ConnectionClosed, Http11Pool, parse_header_lines
 
@@ -283,11 +283,10 @@ class StreamedResponse:
         self.decoder = body_decoder(self.headers)
         return self
 
-    def lines(self, before_read: Callable[[], object] | None = None) -> Iterator[bytes]:
+    def lines(self) -> Iterator[bytes]:
         """The body's complete, non-empty lines until it ends. A body cut short (the connection closed
         mid-chunk, before the Content-Length, or mid-line) raises ConnectionClosed: its last line may be
-        missing, so the caller resumes from the last event it handled. ``before_read`` runs before each read
-        once the lines read so far were handed out (where a caller may wait for more to arrive)."""
+        missing, so the caller resumes from the last event it handled."""
         split, decoder, data, read = LineSplitter(), self.decoder, self._rest, self.source.read
         self._rest = b""
         while True:
@@ -300,8 +299,6 @@ class StreamedResponse:
                 if tail.strip():
                     yield tail
                 return
-            if before_read is not None:
-                before_read()
             data = read()
             if not data:
                 if isinstance(decoder, CloseDecoder) and not split.pending.strip():

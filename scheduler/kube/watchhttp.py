@@ -22,12 +22,13 @@ import re
 import socket
 import ssl
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from scheduler.kube.http11 import ConnectionClosed, Http11Pool, parse_header_lines
 
 RECV_SIZE = 262144  # one wake's read: as much as the socket holds, up to this
 RECORD_MAX = 16384  # a TLS record's plaintext is at most 2^14 bytes
+GATHER_WAIT_S = 0.005  # how long a gathering read waits for its bytes (the kernel may wait a little longer)
 MAX_HEAD = 65536  # a status line and headers longer than this are not an API server's
 MAX_SIZE_LINE = 4096  # a chunk-size line, extensions included
 _HEX = re.compile(rb"[0-9A-Fa-f]{1,15}")
@@ -159,33 +160,69 @@ class LineSplitter:
         return lines
 
 
-class PlainSource:
-    """A connection without TLS: one wake's bytes are one recv's."""
+class _Reads:
+    """A source's socket reads. After ``blocking`` they block in the kernel for at most the read timeout
+    (SO_RCVTIMEO rather than a Python timeout, which polls before every recv: a wake is then one system call and
+    one GIL hand-off, not two). While ``gather``ing (``gather_bytes`` > 0), a read waits until that many bytes
+    came or about GATHER_WAIT_S passed (SO_RCVLOWAT: the kernel does not wake the thread for less), so that one
+    wake serves several events; a gathering read that finds nothing goes back to waiting for the first byte."""
 
-    __slots__ = ("sock",)
+    __slots__ = ("_gathering", "_timeout", "gather_bytes", "sock")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
+        self.gather_bytes = 0
+        self._timeout = 0.0
+        self._gathering = False
+
+    def blocking(self, seconds: float) -> None:
+        """Reads from now on block in the kernel, for at most ``seconds`` each."""
+        self.sock.settimeout(None)
+        self._timeout = seconds
+        _receive_timeout(self.sock, seconds)
+
+    def gather(self, on: bool) -> None:
+        """Gather before the next reads, or stop (a system call only when it changes)."""
+        if on != self._gathering and self.gather_bytes > 0:
+            self._gathering = on
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, self.gather_bytes if on else 1)
+            _receive_timeout(self.sock, GATHER_WAIT_S if on else self._timeout)
+
+    def _recv_into(self, buffer: memoryview) -> int:
+        while True:
+            try:
+                return self.sock.recv_into(buffer)
+            except BlockingIOError:
+                if not self._gathering:
+                    raise TimeoutError("the watch sent nothing within its read timeout") from None
+                self.gather(False)
+
+
+class PlainSource(_Reads):
+    """A connection without TLS: one wake's bytes are one recv's."""
+
+    __slots__ = ("_view",)
+
+    def __init__(self, sock: socket.socket) -> None:
+        super().__init__(sock)
+        self._view = memoryview(bytearray(RECV_SIZE))
 
     def read(self) -> bytes:
         """The bytes that arrived (blocking until some do); b"" once the server closed the connection."""
-        try:
-            return self.sock.recv(RECV_SIZE)
-        except BlockingIOError:
-            raise _silent() from None
+        return bytes(self._view[: self._recv_into(self._view)])
 
     def send(self, data: bytes) -> None:
         self.sock.sendall(data)
 
 
-class TlsSource:
+class TlsSource(_Reads):
     """TLS over a plain socket, decrypted from memory (``ssl.MemoryBIO``): each ``read`` is one recv of the raw
     bytes, then every complete record they hold decrypted at once (an SSL socket's recv returns one record)."""
 
-    __slots__ = ("_ended", "_in", "_out", "_raw", "_tls", "_view", "sock")
+    __slots__ = ("_ended", "_in", "_out", "_raw", "_tls", "_view")
 
     def __init__(self, sock: socket.socket, context: ssl.SSLContext, server_name: str) -> None:
-        self.sock = sock
+        super().__init__(sock)
         self._in, self._out = ssl.MemoryBIO(), ssl.MemoryBIO()
         self._tls = context.wrap_bio(self._in, self._out, server_hostname=server_name)  # SNI and its check
         self._raw = memoryview(bytearray(RECV_SIZE))  # one wake's ciphertext (no buffer allocated a recv)
@@ -222,10 +259,7 @@ class TlsSource:
         b"" once the connection ended: the server's close_notify, or its end of file even mid-record (the
         body's framing then tells a cut stream)."""
         while not self._ended:
-            try:
-                size = self.sock.recv_into(self._raw)
-            except BlockingIOError:
-                raise _silent() from None
+            size = self._recv_into(self._raw)
             if not size:
                 self._ended = True
                 break
@@ -283,10 +317,11 @@ class StreamedResponse:
         self.decoder = body_decoder(self.headers)
         return self
 
-    def lines(self) -> Iterator[bytes]:
+    def lines(self, gather_while: Callable[[], bool] | None = None) -> Iterator[bytes]:
         """The body's complete, non-empty lines until it ends. A body cut short (the connection closed
         mid-chunk, before the Content-Length, or mid-line) raises ConnectionClosed: its last line may be
-        missing, so the caller resumes from the last event it handled."""
+        missing, so the caller resumes from the last event it handled. Each read after the lines read before
+        were handed out gathers (``_Reads.gather``) while ``gather_while()`` says so."""
         split, decoder, data, read = LineSplitter(), self.decoder, self._rest, self.source.read
         self._rest = b""
         while True:
@@ -299,6 +334,8 @@ class StreamedResponse:
                 if tail.strip():
                     yield tail
                 return
+            if gather_while is not None:
+                self.source.gather(gather_while())
             data = read()
             if not data:
                 if isinstance(decoder, CloseDecoder) and not split.pending.strip():
@@ -368,16 +405,7 @@ def body_decoder(headers: Mapping[str, str]) -> Decoder:
     return CloseDecoder()
 
 
-def _silent() -> TimeoutError:
-    """What a read that ``blocking_reads`` timed out raises: a silent connection, not an error of its own."""
-    return TimeoutError("the watch sent nothing within its read timeout")
-
-
-def blocking_reads(sock: socket.socket, seconds: float) -> None:
-    """Reads that block in the kernel for at most ``seconds`` (SO_RCVTIMEO) rather than a Python timeout,
-    which polls before every recv: a wake is then one system call and one GIL hand-off, not two. The sources
-    turn the BlockingIOError of a read that timed out into TimeoutError."""
-    sock.settimeout(None)
+def _receive_timeout(sock: socket.socket, seconds: float) -> None:
     whole = int(seconds)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", whole, int((seconds - whole) * 1e6)))
 
@@ -395,7 +423,7 @@ def open_stream(pool: Http11Pool, path: str, headers: Mapping[str, str], connect
             source = TlsSource(sock, pool.ssl_context, pool.server_name)
             source.handshake()
         source.send(pool._head("GET", path, headers, None))  # the pool's request line and headers
-        blocking_reads(sock, read_timeout)
+        source.blocking(read_timeout)
     except BaseException:
         with contextlib.suppress(OSError):
             sock.close()

@@ -191,13 +191,11 @@ class Lister:
 def run_stream() -> Iterator[Any]:
     running: list[tuple[PodStream, WatchServer]] = []
 
-    def start(script: list[bytes | None], watches: int, **options: Any) -> tuple[PodStream, WatchServer, Lister,
-                                                                                 list[Any]]:
+    def start(script: list[bytes | None], watches: int) -> tuple[PodStream, WatchServer, Lister, list[Any]]:
         server = WatchServer(script)
         api = Lister(f"http://127.0.0.1:{server.port}")
         events: list[tuple[str, str]] = []
-        stream = PodStream(api, lambda t, o: events.append((t, o["metadata"]["uid"])),  # type: ignore[arg-type]
-                           **options)
+        stream = PodStream(api, lambda t, o: events.append((t, o["metadata"]["uid"])))  # type: ignore[arg-type]
         running.append((stream, server))
         stream.start()
         for _ in range(watches):
@@ -217,37 +215,6 @@ def test_a_watch_the_server_ends_resumes_from_its_last_event_without_a_relist(ru
     assert events == [("ADDED", "listed"), ("ADDED", "a")] and api.lists == 1
     assert [q["resourceVersion"] for q in server.queries] == [["1"], ["7"]]
     assert server.queries[0]["allowWatchBookmarks"] == ["true"] and server.queries[0]["watch"] == ["1"]
-
-
-def test_a_gathering_stream_delivers_what_came_short_of_its_bytes(run_stream: Any) -> None:
-    """While busy, reads wait for more bytes than the whole watch holds: each returns what came within its
-    short wait, or the server's end of file (here after the events, before the last chunk), so every event is
-    delivered and the watch resumes from the last."""
-    busy: list[int] = []
-    events_ = event("ADDED", "a", 5) + event("MODIFIED", "a", 6) + event("BOOKMARK", "", 7)
-    first = head() + chunked(events_, 40)[: -len(b"0\r\n\r\n")]
-    _, server, _, events = run_stream([first], watches=2, busy=lambda: busy.append(1) or True, gather_bytes=1 << 20)
-    assert events == [("ADDED", "listed"), ("ADDED", "a"), ("MODIFIED", "a")] and busy
-    assert [q["resourceVersion"] for q in server.queries] == [["1"], ["7"]]
-
-
-def test_a_gathering_read_that_finds_nothing_waits_for_the_first_byte() -> None:
-    """Nothing comes within a gathering read's short wait: it does not fail as a silent watch but goes back to
-    blocking for the first byte (up to the read timeout)."""
-    ours, theirs = socket.socketpair()
-    source = PlainSource(ours)
-    source.blocking(30)
-    source.gather_bytes = 1000
-    source.gather(True)
-
-    def answer_once_it_gave_up() -> None:
-        while source._gathering:
-            threading.Event().wait(0.01)
-        theirs.sendall(b"late")
-
-    threading.Thread(target=answer_once_it_gave_up, daemon=True).start()
-    assert source.read() == b"late"
-    assert not source._gathering
 
 
 def test_a_cut_watch_resumes_and_a_410_relists(run_stream: Any) -> None:

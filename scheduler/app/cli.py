@@ -330,10 +330,6 @@ def _run_options(r: argparse.ArgumentParser) -> None:
                    help="pods through the thin list-watch (default: no gap between list and watch, "
                         "deletions missed during an outage are synthesized, ~20x less CPU per event) "
                         "or through kopf's @on.event")
-    r.add_argument("--pod-stream-gather-bytes", type=int, default=0, metavar="N",
-                   help="while pods wait in activeQ, the pod stream's reads wait for N bytes (a few watch events) "
-                        "or about 5 ms before waking its thread (default 0: every event wakes it; "
-                        "docs/performance.md)")
     r.add_argument("--record-results", action="store_true",
                    help="write kube-scheduler-simulator's result annotations on each pod scheduled "
                         "(needs patch on pods: manifests/record-results/)")

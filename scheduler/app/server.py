@@ -233,8 +233,7 @@ def _start_pod_streams(server: Server, resync: Resyncer, stream_pods: bool, stac
     if stream_pods:
         # A pod watch that expired means the node watch has too: reconcile nodes without waiting for kopf.
         streams.append(PodStream(server.raw, sched.on_pod_event, field_selector=NON_TERMINAL_PODS,
-                                 on_relist=lambda: resync.listed("Node"), busy=sched.queue.has_active,
-                                 gather_bytes=server.args.pod_stream_gather_bytes))
+                                 on_relist=lambda: resync.listed("Node")))
     for stream in streams:
         stream.start()
         stack.callback(stream.stop)

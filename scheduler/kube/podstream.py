@@ -64,8 +64,6 @@ class PodStream:
         read_grace: float = READ_GRACE_S,
         on_relist: Callable[[], None] = lambda: None,
         label_selector: str = "",
-        busy: Callable[[], bool] | None = None,
-        gather_bytes: int = 0,
     ) -> None:
         self.api = api
         self.on_event = on_event
@@ -75,10 +73,6 @@ class PodStream:
         self.page_size = page_size
         self.watch_timeout = watch_timeout
         self.read_grace = read_grace
-        # While busy() (the scheduling thread has pods waiting), a read waits for gather_bytes (a few events) or
-        # a few ms, so that one wake serves several events and the scheduling thread keeps the GIL meanwhile.
-        self.busy = busy
-        self.gather_bytes = gather_bytes
         self.synced = threading.Event()
         self.events = 0
         self.relists = 0
@@ -175,8 +169,7 @@ class PodStream:
             if response.status != 200:
                 body = response.read_body().decode("utf-8", "replace")
                 raise api_error(response.status, response.reason, body, response.headers)
-            response.source.gather_bytes = self.gather_bytes
-            for line in response.lines(self.busy if self.gather_bytes > 0 else None):
+            for line in response.lines():
                 if self._stop.is_set():
                     break
                 rv = self._resume_rv = self._handle_line(line, rv)

@@ -22,13 +22,12 @@ import re
 import socket
 import ssl
 import struct
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 from scheduler.kube.http11 import ConnectionClosed, Http11Pool, parse_header_lines
 
 RECV_SIZE = 262144  # one wake's read: as much as the socket holds, up to this
 RECORD_MAX = 16384  # a TLS record's plaintext is at most 2^14 bytes
-GATHER_WAIT_S = 0.005  # how long a gathering read waits for its bytes (the kernel may wait a little longer)
 MAX_HEAD = 65536  # a status line and headers longer than this are not an API server's
 MAX_SIZE_LINE = 4096  # a chunk-size line, extensions included
 _HEX = re.compile(rb"[0-9A-Fa-f]{1,15}")
@@ -163,39 +162,25 @@ class LineSplitter:
 class _Reads:
     """A source's socket reads. After ``blocking`` they block in the kernel for at most the read timeout
     (SO_RCVTIMEO rather than a Python timeout, which polls before every recv: a wake is then one system call and
-    one GIL hand-off, not two). While ``gather``ing (``gather_bytes`` > 0), a read waits until that many bytes
-    came or about GATHER_WAIT_S passed (SO_RCVLOWAT: the kernel does not wake the thread for less), so that one
-    wake serves several events; a gathering read that finds nothing goes back to waiting for the first byte."""
+    one GIL hand-off, not two)."""
 
-    __slots__ = ("_gathering", "_timeout", "gather_bytes", "sock")
+    __slots__ = ("sock",)
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
-        self.gather_bytes = 0
-        self._timeout = 0.0
-        self._gathering = False
 
     def blocking(self, seconds: float) -> None:
         """Reads from now on block in the kernel, for at most ``seconds`` each."""
         self.sock.settimeout(None)
-        self._timeout = seconds
-        _receive_timeout(self.sock, seconds)
-
-    def gather(self, on: bool) -> None:
-        """Gather before the next reads, or stop (a system call only when it changes)."""
-        if on != self._gathering and self.gather_bytes > 0:
-            self._gathering = on
-            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, self.gather_bytes if on else 1)
-            _receive_timeout(self.sock, GATHER_WAIT_S if on else self._timeout)
+        whole = int(seconds)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO,
+                             struct.pack("ll", whole, int((seconds - whole) * 1e6)))
 
     def _recv_into(self, buffer: memoryview) -> int:
-        while True:
-            try:
-                return self.sock.recv_into(buffer)
-            except BlockingIOError:
-                if not self._gathering:
-                    raise TimeoutError("the watch sent nothing within its read timeout") from None
-                self.gather(False)
+        try:
+            return self.sock.recv_into(buffer)
+        except BlockingIOError:  # SO_RCVTIMEO's expiry
+            raise TimeoutError("the watch sent nothing within its read timeout") from None
 
 
 class PlainSource(_Reads):
@@ -317,11 +302,10 @@ class StreamedResponse:
         self.decoder = body_decoder(self.headers)
         return self
 
-    def lines(self, gather_while: Callable[[], bool] | None = None) -> Iterator[bytes]:
+    def lines(self) -> Iterator[bytes]:
         """The body's complete, non-empty lines until it ends. A body cut short (the connection closed
         mid-chunk, before the Content-Length, or mid-line) raises ConnectionClosed: its last line may be
-        missing, so the caller resumes from the last event it handled. Each read after the lines read before
-        were handed out gathers (``_Reads.gather``) while ``gather_while()`` says so."""
+        missing, so the caller resumes from the last event it handled."""
         split, decoder, data, read = LineSplitter(), self.decoder, self._rest, self.source.read
         self._rest = b""
         while True:
@@ -334,8 +318,6 @@ class StreamedResponse:
                 if tail.strip():
                     yield tail
                 return
-            if gather_while is not None:
-                self.source.gather(gather_while())
             data = read()
             if not data:
                 if isinstance(decoder, CloseDecoder) and not split.pending.strip():
@@ -403,11 +385,6 @@ def body_decoder(headers: Mapping[str, str]) -> Decoder:
     if "content-length" in headers:
         return LengthDecoder(int(headers["content-length"]))
     return CloseDecoder()
-
-
-def _receive_timeout(sock: socket.socket, seconds: float) -> None:
-    whole = int(seconds)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", whole, int((seconds - whole) * 1e6)))
 
 
 def open_stream(pool: Http11Pool, path: str, headers: Mapping[str, str], connect_timeout: float,

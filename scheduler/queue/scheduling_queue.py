@@ -253,10 +253,6 @@ class PriorityQueue:
             qpi = self._unschedulable.get(key)
             return qpi.gating_message if qpi is not None and qpi.gated else ""
 
-    def has_active(self) -> bool:
-        """Whether activeQ holds a pod, read without the lock (a length, for a hint: the pod stream's reads)."""
-        return len(self._active) > 0
-
     def in_flight_pods(self) -> list[Pod]:
         with self._lock:
             return self._active.in_flight_pods()

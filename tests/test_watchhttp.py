@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from scheduler.kube.http11 import ConnectionClosed
 from scheduler.kube.podstream import PodStream
-from scheduler.kube.watchhttp import ChunkedDecoder, LineSplitter, StreamedResponse, parse_head
+from scheduler.kube.watchhttp import ChunkedDecoder, LineSplitter, PlainSource, StreamedResponse, parse_head
 from tests.socket_server import LocalSocketServer, read_request_head
 
 LINES = [b'{"type":"ADDED","object":{"n":1}}', b'{"type":"MODIFIED","object":{"n":2}}', b'{"x":"' + b"y" * 70 + b'"}']
@@ -88,7 +88,7 @@ def response_of(wire: bytes, close: bool = True) -> StreamedResponse:
     theirs.sendall(wire)
     if close:
         theirs.close()
-    return StreamedResponse(ours).read_head()
+    return StreamedResponse(PlainSource(ours)).read_head()
 
 
 def test_a_streamed_response_yields_its_lines_and_ends_at_the_last_chunk() -> None:

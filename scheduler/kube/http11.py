@@ -186,9 +186,14 @@ class Http11Pool:
         self._idle: deque[_Conn] = deque()
         self._lock = threading.Lock()
 
-    def _connect(self, timeout: float) -> _Conn:
+    def tcp(self, timeout: float) -> socket.socket:
+        """A new TCP connection to the server, below TLS (the pod watch decrypts its stream itself)."""
         sock = socket.create_connection((self.hostname, self.port), timeout=timeout)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
+
+    def _connect(self, timeout: float) -> _Conn:
+        sock = self.tcp(timeout)
         if self.tls:
             sock = self.ssl_context.wrap_socket(sock, server_hostname=self.server_name)
         return _Conn(sock)

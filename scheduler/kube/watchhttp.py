@@ -7,8 +7,12 @@ chunked coding (or a Content-Length or read-to-close body) and split into comple
 reading thread with no event loop: the loop's iterations, selector calls and the stream reader's
 buffering were most of what the watch cost the scheduler's process on top of decoding the events.
 
-The connection is Http11Pool's (its TLS context, SNI name and TCP_NODELAY), made anew for each watch and
-closed after it: a watch's connection is never reused for other requests.
+The connection is Http11Pool's (its TCP_NODELAY socket, TLS context and SNI name), made anew for each watch
+and closed after it: a watch's connection is never reused for other requests. Its TLS is decrypted from memory
+(``TlsSource``): kube-apiserver flushes each watch event as a TLS record of its own, and an SSL socket returns
+one record a recv (each a few reads, a poll and two GIL hand-offs), so the thread read one event a wake. Here one
+recv takes every byte the socket holds and all the complete records in it are decrypted before the next
+blocking recv: one wake serves every event that arrived while the thread was busy.
 """
 
 from __future__ import annotations
@@ -16,11 +20,14 @@ from __future__ import annotations
 import contextlib
 import re
 import socket
+import ssl
+import struct
 from collections.abc import Iterator, Mapping
 
 from scheduler.kube.http11 import ConnectionClosed, Http11Pool, parse_header_lines
 
-RECV_SIZE = 65536
+RECV_SIZE = 262144  # one wake's read: as much as the socket holds, up to this
+RECORD_MAX = 16384  # a TLS record's plaintext is at most 2^14 bytes
 MAX_HEAD = 65536  # a status line and headers longer than this are not an API server's
 MAX_SIZE_LINE = 4096  # a chunk-size line, extensions included
 _HEX = re.compile(rb"[0-9A-Fa-f]{1,15}")
@@ -152,19 +159,145 @@ class LineSplitter:
         return lines
 
 
-class StreamedResponse:
-    """A response read from ``sock`` as it arrives; owns the socket (``close``). ``read_head`` reads the
-    status line and headers; ``lines`` then yields the body's non-empty lines."""
+class _Reads:
+    """A source's socket reads. After ``blocking`` they block in the kernel for at most the read timeout
+    (SO_RCVTIMEO rather than a Python timeout, which polls before every recv: a wake is then one system call and
+    one GIL hand-off, not two)."""
+
+    __slots__ = ("sock",)
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
+
+    def blocking(self, seconds: float) -> None:
+        """Reads from now on block in the kernel, for at most ``seconds`` each."""
+        self.sock.settimeout(None)
+        whole = int(seconds)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO,
+                             struct.pack("ll", whole, int((seconds - whole) * 1e6)))
+
+    def _recv_into(self, buffer: memoryview) -> int:
+        try:
+            return self.sock.recv_into(buffer)
+        except BlockingIOError:  # SO_RCVTIMEO's expiry
+            raise TimeoutError("the watch sent nothing within its read timeout") from None
+
+
+class PlainSource(_Reads):
+    """A connection without TLS: one wake's bytes are one recv's."""
+
+    __slots__ = ("_view",)
+
+    def __init__(self, sock: socket.socket) -> None:
+        super().__init__(sock)
+        self._view = memoryview(bytearray(RECV_SIZE))
+
+    def read(self) -> bytes:
+        """The bytes that arrived (blocking until some do); b"" once the server closed the connection."""
+        return bytes(self._view[: self._recv_into(self._view)])
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+
+class TlsSource(_Reads):
+    """TLS over a plain socket, decrypted from memory (``ssl.MemoryBIO``): each ``read`` is one recv of the raw
+    bytes, then every complete record they hold decrypted at once (an SSL socket's recv returns one record)."""
+
+    __slots__ = ("_ended", "_in", "_out", "_raw", "_tls", "_view")
+
+    def __init__(self, sock: socket.socket, context: ssl.SSLContext, server_name: str) -> None:
+        super().__init__(sock)
+        self._in, self._out = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self._tls = context.wrap_bio(self._in, self._out, server_hostname=server_name)  # SNI and its check
+        self._raw = memoryview(bytearray(RECV_SIZE))  # one wake's ciphertext (no buffer allocated a recv)
+        self._view = memoryview(bytearray(RECV_SIZE + RECORD_MAX))  # one wake's plaintext, copied out once
+        self._ended = False
+
+    def handshake(self) -> None:
+        """The TLS handshake, pumped by hand between the socket and the memory buffers (the context verifies
+        the server's certificate and name as ``wrap_socket`` would)."""
+        while True:
+            try:
+                self._tls.do_handshake()
+            except ssl.SSLWantReadError:
+                self._flush()
+                data = self.sock.recv(RECV_SIZE)
+                if not data:
+                    raise ConnectionClosed("the server closed the connection during the TLS handshake") from None
+                self._in.write(data)
+            else:
+                self._flush()
+                return
+
+    def _flush(self) -> None:
+        data = self._out.read()
+        if data:
+            self.sock.sendall(data)
+
+    def send(self, data: bytes) -> None:
+        self._tls.write(data)  # a memory buffer takes all of it at once
+        self._flush()
+
+    def read(self) -> bytes:
+        """The plaintext of every complete record one recv brought (blocking until a record is complete);
+        b"" once the connection ended: the server's close_notify, or its end of file even mid-record (the
+        body's framing then tells a cut stream)."""
+        while not self._ended:
+            size = self._recv_into(self._raw)
+            if not size:
+                self._ended = True
+                break
+            self._in.write(self._raw[:size])
+            plain = self._drain()
+            if plain:
+                return plain
+        return b""
+
+    def _drain(self) -> bytes:
+        """Decrypt every complete record buffered. A read returns one record's plaintext; the last read finds
+        the buffer empty (no exception raised) unless a record is still incomplete."""
+        tls, incoming, view = self._tls, self._in, self._view
+        room = len(view) - RECORD_MAX
+        pos = 0
+        parts: list[bytes] = []
+        try:
+            while incoming.pending or tls.pending():
+                if pos > room:
+                    parts.append(bytes(view[:pos]))
+                    pos = 0
+                got: int = tls.read(RECORD_MAX, view[pos:])  # type: ignore[assignment]  # a count, given a buffer
+                if not got:  # close_notify: nothing follows it
+                    self._ended = True
+                    break
+                pos += got
+        except ssl.SSLWantReadError:  # the rest of a record is still to come
+            pass
+        except ssl.SSLZeroReturnError:
+            self._ended = True
+        if not parts:
+            return bytes(view[:pos])
+        parts.append(bytes(view[:pos]))
+        return b"".join(parts)
+
+
+Source = PlainSource | TlsSource
+
+
+class StreamedResponse:
+    """A response read from ``source`` as it arrives; owns its socket (``close``). ``read_head`` reads the
+    status line and headers; ``lines`` then yields the body's non-empty lines."""
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.sock = source.sock
         self.status, self.reason = 0, ""
         self.headers: dict[str, str] = {}
         self.decoder: Decoder = CloseDecoder()
         self._rest = b""
 
     def read_head(self) -> StreamedResponse:
-        head, self._rest = _read_head(self.sock)
+        head, self._rest = _read_head(self.source)
         self.status, self.reason, self.headers = parse_head(head)
         self.decoder = body_decoder(self.headers)
         return self
@@ -173,7 +306,7 @@ class StreamedResponse:
         """The body's complete, non-empty lines until it ends. A body cut short (the connection closed
         mid-chunk, before the Content-Length, or mid-line) raises ConnectionClosed: its last line may be
         missing, so the caller resumes from the last event it handled."""
-        split, decoder, data = LineSplitter(), self.decoder, self._rest
+        split, decoder, data, read = LineSplitter(), self.decoder, self._rest, self.source.read
         self._rest = b""
         while True:
             if data:
@@ -185,7 +318,7 @@ class StreamedResponse:
                 if tail.strip():
                     yield tail
                 return
-            data = self.sock.recv(RECV_SIZE)
+            data = read()
             if not data:
                 if isinstance(decoder, CloseDecoder) and not split.pending.strip():
                     return
@@ -204,23 +337,23 @@ class StreamedResponse:
                     size += len(piece)
                 if self.decoder.done:
                     break
-                data = self.sock.recv(RECV_SIZE)
+                data = self.source.read()
                 if not data:
                     break
         return b"".join(got)[:limit]
 
     def abort(self) -> None:
-        """End a read blocked in another thread now (it sees the connection closed). Shuts the socket down
-        below TLS: the SSL object stays in place for the reader, which then finds end of file."""
+        """End a read blocked in another thread now (it sees the connection closed): the socket is shut down
+        (TLS lies above it, in memory)."""
         with contextlib.suppress(OSError):
-            socket.socket.shutdown(self.sock, socket.SHUT_RDWR)
+            self.sock.shutdown(socket.SHUT_RDWR)
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self.sock.close()
 
 
-def _read_head(sock: socket.socket) -> tuple[bytes, bytes]:
+def _read_head(source: Source) -> tuple[bytes, bytes]:
     """The status line and headers (without the blank line), and the body bytes read past them."""
     buf = b""
     while True:
@@ -229,7 +362,7 @@ def _read_head(sock: socket.socket) -> tuple[bytes, bytes]:
             return head, rest
         if len(buf) > MAX_HEAD:
             raise ValueError("response head too long")
-        data = sock.recv(RECV_SIZE)
+        data = source.read()
         if not data:
             raise ConnectionClosed("connection closed before the response head")
         buf += data
@@ -257,14 +390,19 @@ def body_decoder(headers: Mapping[str, str]) -> Decoder:
 def open_stream(pool: Http11Pool, path: str, headers: Mapping[str, str], connect_timeout: float,
                 read_timeout: float) -> StreamedResponse:
     """GET ``path`` on a new connection of ``pool``; the response's head is still to be read (``read_head``:
-    a caller that may ``abort`` a read from another thread can hold the response first). ``read_timeout``
-    bounds every read: a watch that stays silent longer is a dead connection."""
-    sock = pool._connect(connect_timeout).sock  # the pool's TLS and socket set-up, outside its idle set
+    a caller that may ``abort`` a read from another thread can hold the response first). ``connect_timeout``
+    bounds connecting and the TLS handshake, ``read_timeout`` every read after: a watch that stays silent
+    longer is a dead connection."""
+    sock = pool.tcp(connect_timeout)
     try:
-        sock.settimeout(read_timeout)
-        sock.sendall(pool._head("GET", path, headers, None))  # the pool's request line and headers
+        source: Source = PlainSource(sock)
+        if pool.tls:
+            source = TlsSource(sock, pool.ssl_context, pool.server_name)
+            source.handshake()
+        source.send(pool._head("GET", path, headers, None))  # the pool's request line and headers
+        source.blocking(read_timeout)
     except BaseException:
         with contextlib.suppress(OSError):
             sock.close()
         raise
-    return StreamedResponse(sock)
+    return StreamedResponse(source)

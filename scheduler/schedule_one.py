@@ -658,10 +658,12 @@ def _unschedulable(exc: FitError) -> Status:
     return Status(Code.UNSCHEDULABLE, [str(exc)], error=exc)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class AssumedPod:
     """A pod its scheduling cycle assumed on ``host``: what its binding cycle needs (upstream hands
-    bindingCycle the same: cycle state, framework, schedule result, assumed pod info, start)."""
+    bindingCycle the same: cycle state, framework, schedule result, assumed pod info, start). Never changed
+    once built, but not frozen: a frozen dataclass's __init__ sets each field through object.__setattr__, five
+    times the cost of this one, once a pod on the scheduling thread. Equal only to itself."""
 
     fwk: Framework
     state: CycleState

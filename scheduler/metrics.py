@@ -472,11 +472,12 @@ class Metrics:
             self.preemption_victims.observe(self._victims)
         self._victims = 0
 
-    def binding_started(self) -> None:
-        self._bindings.inc()
+    def binding_started(self, count: int = 1) -> None:
+        """``count`` binding cycles began (a batch's at once: one locked update instead of one a pod)."""
+        self._bindings.inc(count)
 
-    def binding_finished(self) -> None:
-        self._bindings.dec()
+    def binding_finished(self, count: int = 1) -> None:
+        self._bindings.dec(count)
 
     def refresh(self, cache: Any, queue: Any) -> None:
         """Gauges that mirror the cache and the queue, and the queued samples binned so they never pile

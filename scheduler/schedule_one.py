@@ -69,7 +69,7 @@ from scheduler.framework.interface import (
 )
 from scheduler.framework.runtime import Framework, RawScores, score_matrix
 from scheduler.framework.runtime.permit_timer import PermitTimer
-from scheduler.framework.status import Code, Status, success, unresolvable
+from scheduler.framework.status import CODE_ERROR, CODE_SKIP, CODE_SUCCESS, Code, Status, success, unresolvable
 from scheduler.framework.status import error as error_status
 from scheduler.framework.types import ASSIGNED_POD_DELETE, NodeInfo
 from scheduler.metrics import Metrics
@@ -658,10 +658,12 @@ def _unschedulable(exc: FitError) -> Status:
     return Status(Code.UNSCHEDULABLE, [str(exc)], error=exc)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class AssumedPod:
     """A pod its scheduling cycle assumed on ``host``: what its binding cycle needs (upstream hands
-    bindingCycle the same: cycle state, framework, schedule result, assumed pod info, start)."""
+    bindingCycle the same: cycle state, framework, schedule result, assumed pod info, start). Never changed
+    once built, but not frozen: a frozen dataclass's __init__ sets each field through object.__setattr__, five
+    times the cost of this one, once a pod on the scheduling thread. Equal only to itself."""
 
     fwk: Framework
     state: CycleState
@@ -825,49 +827,70 @@ class ScheduleOne(SchedulerState):
         """The binding cycles of a batch of plain pods, on one thread. A pod that waits at Permit or has PreBind
         work takes its whole binding cycle on the pool. For the others PreBind runs (it has nothing to do), then
         their Bindings are posted side by side (BatchBinder.bind_batch), and each binding cycle ends as usual,
-        its Bind taking that POST's outcome; one whose POST failed ends on the pool, where its retries may wait."""
-        assert self._bind_pool is not None and isinstance(self.binder, BatchBinder)
+        its Bind taking that POST's outcome; one whose POST failed ends on the pool, where its retries may wait.
+        The binding gauge moves once for the batch's pods, and once for those that ended here."""
+        pool, binder, metrics = self._bind_pool, cast(BatchBinder, self.binder), self.metrics
+        assert pool is not None
         posting: list[AssumedPod] = []
         for p in pods:
             if not self._nothing_before_bind(p):
-                self._bind_pool.submit(self._binding_cycle_guarded, p)
+                pool.submit(self._binding_cycle_guarded, p)
                 continue
-            if self.metrics is not None:
-                self.metrics.binding_started()
+            posting.append(p)
+        if metrics is not None and posting:
+            metrics.binding_started(len(posting))
+        ended = 0
+        ready: list[AssumedPod] = []
+        for p in posting:
             st = self._pre_bind_logged(p)
-            if st is None or st.code == Code.SUCCESS:
-                posting.append(p)
+            if st is None or st.code == CODE_SUCCESS:
+                ready.append(p)
             else:
-                self._end_guarded(p, st)
-        if not posting:
-            return
-        try:
-            outcomes = self.binder.bind_batch([(p.assumed, p.host) for p in posting])
-        except Exception as exc:  # a bug in the batch: each binding goes on from this error
-            log.exception("batched Bindings failed")
-            outcomes = [exc] * len(posting)
-        for p, outcome in zip(posting, outcomes, strict=True):
-            self._posted[p.assumed.uid] = (p.host, outcome)
-            if outcome is None:
-                self._end_guarded(p, None)
-            else:
-                self._bind_pool.submit(self._end_guarded, p)
+                self._end_batched(p, st)
+                ended += 1
+        posting = ready
+        if posting:
+            try:
+                outcomes = binder.bind_batch([(p.assumed, p.host) for p in posting])
+            except Exception as exc:  # a bug in the batch: each binding goes on from this error
+                log.exception("batched Bindings failed")
+                outcomes = [exc] * len(posting)
+            for p, outcome in zip(posting, outcomes, strict=True):
+                self._posted[p.assumed.uid] = (p.host, outcome)
+                if outcome is None:
+                    self._end_batched(p, None)
+                    ended += 1
+                else:
+                    pool.submit(self._end_guarded, p)
+        if metrics is not None and ended:
+            metrics.binding_finished(ended)
 
     def _nothing_before_bind(self, pod: AssumedPod) -> bool:
         """No nomination to write, no wait at Permit, no PreBind work: the pod's Binding may join a batch."""
         idle = pre_flight_has_work(pod.fwk.pre_bind_plugins(), pod.state, pod.assumed, pod.host)
-        return idle is not None and idle.code == Code.SKIP and pod.fwk.get_waiting_pod(pod.assumed.uid) is None
+        return idle is not None and idle.code == CODE_SKIP and pod.fwk.get_waiting_pod(pod.assumed.uid) is None
 
     def _pre_bind_logged(self, pod: AssumedPod) -> Status | None:
+        """PreBind of a pod that waits at no Permit (``_nothing_before_bind``); a crash is its error status."""
         try:
-            return self.before_bind(pod, nominate=False)
+            return pod.fwk.run_pre_bind_plugins(pod.state, pod.assumed, pod.host)
         except Exception as exc:
             log.exception("binding cycle crashed")
             return error_status(exc)
 
     def _end_guarded(self, pod: AssumedPod, st: Status | None = None) -> None:
-        """The rest of a batched pod's binding cycle from its Bind (``st``: how PreBind ended)."""
+        """The rest of a batched pod's binding cycle from its Bind (``st``: how PreBind ended), on the pool."""
         self._slot_guarded(pod, lambda: self.bind_and_finish(pod, st))
+
+    def _end_batched(self, pod: AssumedPod, st: Status | None) -> None:
+        """``_end_guarded`` on the batch's thread, which moves the binding gauge for all it ended at once."""
+        try:
+            self.bind_and_finish(pod, st)
+        except Exception:
+            log.exception("binding cycle crashed")
+        finally:
+            self._posted.pop(pod.assumed.uid, None)
+            self._bind_slots.release()
 
     def _slot_guarded(self, pod: AssumedPod, run: Callable[[], None]) -> None:
         """Run a binding cycle (or its end) that holds a binding slot: a crash is logged, and the slot, the
@@ -949,9 +972,9 @@ class ScheduleOne(SchedulerState):
         to need none), WaitOnPermit, PreBind."""
         fwk, state, assumed, host = pod.fwk, pod.state, pod.assumed, pod.host
         st = self._nominate_for_expectation(fwk, state, assumed, host) if nominate else None
-        if st is None or st.code == Code.SUCCESS:
+        if st is None or st.code == CODE_SUCCESS:
             st = fwk.wait_on_permit(assumed)
-        if st is None or st.code == Code.SUCCESS:
+        if st is None or st.code == CODE_SUCCESS:
             st = fwk.run_pre_bind_plugins(state, assumed, host)
         return st
 
@@ -960,11 +983,11 @@ class ScheduleOne(SchedulerState):
         the pod is reported and PostBind runs; or the failure is handled."""
         fwk, state, qpi, assumed, host, cycle, start = (
             pod.fwk, pod.state, pod.qpi, pod.assumed, pod.host, pod.cycle, pod.start)
-        if st is None or st.code == Code.SUCCESS:
+        if st is None or st.code == CODE_SUCCESS:
             bound, st = extenders_binding(self.algorithm.extenders, assumed, host, self.leading)
             if not bound:
                 st = fwk.run_bind_plugins(state, assumed, host)
-        if st is not None and st.code != Code.SUCCESS:
+        if st is not None and st.code != CODE_SUCCESS:
             self.handle_binding_cycle_error(fwk, state, qpi, assumed, host, st, cycle, start)
             return
         self.queue.done(assumed.uid)  # upstream defers Done to the end of the binding cycle
@@ -975,8 +998,10 @@ class ScheduleOne(SchedulerState):
             self.metrics.pod_scheduled(fwk.profile_name, elapsed, qpi.attempts,
                                        None if first is None else self.clock() - first,
                                        qpi.was_flushed_from_unschedulable)
-        log.info("bound", pod=assumed.key, node=host, profile=fwk.profile_name, cycle=cycle,
-                 attempts=qpi.attempts, latency_ms=round(elapsed * 1000, 1))
+        # bind(): what the lazy logger's __getattr__ does, without the failed lookup before it (an AttributeError
+        # formatted and dropped each call)
+        log.bind().info("bound", pod=assumed.key, node=host, profile=fwk.profile_name, cycle=cycle,
+                        attempts=qpi.attempts, latency_ms=round(elapsed * 1000, 1))
         if self.observer is not None:
             self.observer.bound(assumed, host)
         self.recorder.event(assumed, "Normal", "Scheduled", "Binding",
@@ -988,7 +1013,7 @@ class ScheduleOne(SchedulerState):
         waits at Permit, write the chosen node into status.nominatedNodeName before that wait (expectation.py).
         A PreBindPreFlight error fails the binding cycle; a failed write does not."""
         verdict = pre_flight_has_work(fwk.pre_bind_plugins(), state, assumed, host)
-        if verdict is not None and verdict.code == Code.ERROR:
+        if verdict is not None and verdict.code == CODE_ERROR:
             return verdict
         if verdict is None or fwk.get_waiting_pod(assumed.uid) is not None:
             self.nominate_for_expectation(assumed, host)
@@ -1006,7 +1031,7 @@ class ScheduleOne(SchedulerState):
         failure of this pod, and a FailedScheduling event or PodScheduled=False would be false."""
         self._undo(fwk, state, assumed, host)
         self.queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)
-        if st.code == Code.ERROR and isinstance(st.error, NotFoundError):
+        if st.code == CODE_ERROR and isinstance(st.error, NotFoundError):
             log.info("pod deleted before it could be bound", pod=assumed.key, node=host, profile=fwk.profile_name,
                      cycle=cycle)
             self.queue.done(assumed.uid)

@@ -29,6 +29,7 @@ from scheduler.app import gcpolicy
 from scheduler.app.logging import configure
 from scheduler.app.offline import OfflineWriter, RecordingBinder, RecordingEventSink
 from scheduler.config.load import build_registry, load, load_dict
+from scheduler.edge import Binder, EventRecorder
 from scheduler.eventhandlers import ADDED, MODIFIED
 from scheduler.metrics import Metrics
 from scheduler.scheduler import Scheduler
@@ -45,19 +46,22 @@ def _pod(template: dict[str, Any], namespace: str, i: int) -> dict[str, Any]:
 
 
 def build(nodes: int, config_path: str | None, seed: int, workload: str = "SchedulingBasic",
-          metrics: bool = False) -> Scheduler:
+          metrics: bool = False, binder: Binder | None = None, recorder: EventRecorder | None = None,
+          synchronous_binding: bool = True) -> Scheduler:
     """A Scheduler that binds synchronously into its own cache, with ``nodes`` default-shaped nodes and the
     workload's Services; without ``config_path``, the profile the live benchmark gives py-scheduler.
-    ``metrics``: with the live scheduler's Prometheus metrics (recorded, folded once a second)."""
+    ``metrics``: with the live scheduler's Prometheus metrics (recorded, folded once a second). ``binder``,
+    ``recorder`` and ``synchronous_binding`` (e2e.perf.bindcost): others than the recording ones, inline."""
     w = WORKLOADS[workload]
     if config_path is None and w.py_score_plugins:
         cfg = load_dict(py_scheduler_config(SCHEDULER_NAME, w.py_score_plugins), [SCHEDULER_NAME])
     else:
         cfg = load(config_path, [SCHEDULER_NAME])
     writer = OfflineWriter()
-    sched = Scheduler(cfg, build_registry(cfg), RecordingBinder(), RecordingEventSink(),
+    sched = Scheduler(cfg, build_registry(cfg), binder if binder is not None else RecordingBinder(),
+                      recorder if recorder is not None else RecordingEventSink(),
                       Metrics(rng=random.Random(seed)) if metrics else None, writer=writer,
-                      synchronous_binding=True, rng=random.Random(seed))
+                      synchronous_binding=synchronous_binding, rng=random.Random(seed))
     writer.connect(sched)
     for i in range(nodes):
         sched.on_node_event(ADDED, node_manifest(f"node-{i}", i, zones=3, now="2026-01-01T00:00:00Z"))

@@ -28,7 +28,7 @@ from kubernetes.client.exceptions import ApiException
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_after_delay
 
 from scheduler.edge import APIStatusError, ConflictError, NotFoundError, NotLeaderError
-from scheduler.kube.http11 import Http11Pool
+from scheduler.kube.http11 import Http11Pool, Request
 from scheduler.kube.ratelimit import TokenBucket
 from scheduler.kube.transform import trim
 from scheduler.model.jsonutil import plain
@@ -198,19 +198,26 @@ class RawApi:
                 except Exception as exc:
                     out.append(exc)
             return out
-        prepared = [(method, path, self._header_lines(JSON, content_type if body is not None else None),
-                     None if body is None else orjson.dumps(body, default=plain))
-                    for method, path, body, content_type in requests]
+        lines: dict[str | None, str] = {}  # header lines by content type: rendered once for all the requests
+        prepared: list[Request] = []
+        for method, path, body, content_type in requests:
+            sent = content_type if body is not None else None
+            head = lines.get(sent)
+            if head is None:
+                head = lines[sent] = self._header_lines(JSON, sent)
+            prepared.append((method, path, head, None if body is None else orjson.dumps(body, default=plain)))
         send = self._direct.pipeline if pipelined else self._direct.fanout
         results: list[bytes | Exception] = []
         for r in send(prepared, timeout=self._timeout):
             if isinstance(r, Exception):
                 results.append(r)
-                continue
-            try:
-                results.append(_payload_or_raise(r.status, r.reason, r.body, r))
-            except ApiError as exc:
-                results.append(exc)
+            elif r.status < 400:
+                results.append(r.body)
+            else:
+                try:
+                    _payload_or_raise(r.status, r.reason, r.body, r)
+                except ApiError as exc:
+                    results.append(exc)
         return results
 
     def _header_dict(self, accept: str, content_type: str | None) -> dict[str, str]:
@@ -408,8 +415,7 @@ class ApiWriter:
         fanout = getattr(self.raw, "fanout", None)
         if fanout is None:
             return [error_of(functools.partial(self.bind, *b)) for b in bindings]
-        for _ in bindings:
-            self.limiter.wait()
+        self.limiter.wait(len(bindings))
         answers = fanout([("POST", pod_path(ns, name, "binding"), _binding(ns, name, uid, node), JSON)
                           for ns, name, uid, node in bindings])
         return [answer if isinstance(answer, Exception) else None for answer in answers]
@@ -488,9 +494,12 @@ class ApiWriter:
         if pipeline is None or len(events) == 1:
             return [error_of(functools.partial(self.create_event, ns, body)) for ns, body in events]
         started = time.monotonic()
-        for _ in events:
-            self.limiter.wait()
-        answers = pipeline([("POST", _events_path(ns), body, JSON) for ns, body in events])
+        self.limiter.wait(len(events))
+        paths: dict[str, str] = {}  # by namespace: a burst's events are mostly in one or a few
+        for ns, _ in events:
+            if ns not in paths:
+                paths[ns] = _events_path(ns)
+        answers = pipeline([("POST", paths[ns], body, JSON) for ns, body in events])
         out: list[Exception | None] = []
         for (ns, body), answer in zip(events, answers, strict=True):
             if not isinstance(answer, Exception):

@@ -144,23 +144,26 @@ class _Conn:
 
     def read_response(self, method: str) -> tuple[Response, bool]:
         """Read the next response (to a request of ``method``); returns it and whether the connection may
-        be reused. Only the framing headers are looked up here; ``Response.headers`` parses the rest."""
+        be reused. Only the framing headers are looked up here, each only when present (an API server's answer
+        to a write has Content-Length alone); ``Response.headers`` parses the rest."""
         raw = self._read_until(_END_OF_HEAD)
         status_line, _, lines = raw.partition(_CRLF)
-        _, code, *reason = status_line.decode("latin-1").split(" ", 2)
-        status = int(code)
+        parts = status_line.split(b" ", 2)
+        if len(parts) < 2:
+            raise ValueError(f"malformed status line {status_line[:80]!r}")
+        status = int(parts[1])
         lower = _CRLF + lines.lower()
-        keep = _framing_value(lower, b"connection") != b"close"
-        length = _framing_value(lower, b"content-length")
+        keep = b"\r\nconnection:" not in lower or _framing_value(lower, b"connection") != b"close"
         if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
             payload = b""
-        elif b"chunked" in (_framing_value(lower, b"transfer-encoding") or b""):
+        elif b"\r\ntransfer-encoding:" in lower and b"chunked" in (_framing_value(lower, b"transfer-encoding") or b""):
             payload = self._read_chunked()
-        elif length is not None:
+        elif (length := _framing_value(lower, b"content-length")) is not None:
             payload = self._read_exactly(int(length))
         else:
             payload, keep = self._read_to_close(), False
-        return Response(status, reason[0] if reason else "", lines.decode("latin-1"), payload), keep
+        reason = parts[2].decode("latin-1") if len(parts) > 2 else ""
+        return Response(status, reason, lines.decode("latin-1"), payload), keep
 
 
 class Http11Pool:

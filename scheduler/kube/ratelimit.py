@@ -18,18 +18,19 @@ class TokenBucket:
         self._last = clock()
         self._lock = threading.Lock()
 
-    def reserve(self) -> float:
-        """Take one token; return how long the caller must wait before using it."""
+    def reserve(self, tokens: int = 1) -> float:
+        """Take ``tokens``; return how long the caller must wait before using the last of them."""
         if self.qps <= 0:
             return 0.0
         with self._lock:
             now = self._clock()
             self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
             self._last = now
-            self._tokens -= 1.0
+            self._tokens -= tokens
             return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
 
-    def wait(self) -> None:
-        delay = self.reserve()
+    def wait(self, tokens: int = 1) -> None:
+        """Wait until ``tokens`` requests may go (several sent together: one lock, one wait for the last)."""
+        delay = self.reserve(tokens)
         if delay > 0:
             time.sleep(delay)

@@ -21,6 +21,7 @@ import orjson
 import structlog
 
 from scheduler.edge import ConflictError, NotFoundError
+from scheduler.framework.fit_error import NOTE_LENGTH_LIMIT
 from scheduler.framework.fit_error import truncate_message as truncate_note
 from scheduler.kube.client import PodIdentity, pod_path
 from scheduler.model.conditions import pod_condition
@@ -172,7 +173,8 @@ class ApiEventSink:
         self, pod: PodIdentity, type_: str, reason: str, action: str, note: str, controller: str,
         related: PodIdentity | None = None,
     ) -> None:
-        note = truncate_note(note)
+        if len(note) * 4 > NOTE_LENGTH_LIMIT:  # a shorter note fits in any encoding: no need to encode it to know
+            note = truncate_note(note)
         key = (pod.uid, type_, reason, action, note, controller, related.uid if related is not None else "")
         now = self._clock()
         with self._lock:

@@ -196,12 +196,13 @@ def test_higher_priority_pod_is_scheduled_first() -> None:
     assert b.bound == [("default/high", "n1")]
 
 
-def test_malformed_pod_is_reported_not_crashing() -> None:
+def unschedulable_message_beside_a_good_pod(bad: dict[str, Any]) -> str:
+    """Schedule ``bad`` and then a good pod on one node: the good one binds, and ``bad``'s PodScheduled=False
+    message (reason Unschedulable) is returned."""
     sink = RecordingEventSink()
     b = Binder()
     s = make(b, sink)
     s.on_node_event(ADDED, node("n1"))
-    bad = pod("bad", cpu="lots")
     s.on_pod_event(ADDED, bad)
     s.on_pod_event(ADDED, pod("good"))
     s.schedule_one(timeout=0)
@@ -209,6 +210,11 @@ def test_malformed_pod_is_reported_not_crashing() -> None:
     assert b.bound == [("default/good", "n1")]
     reason, message = sink.conditions["default/bad"]
     assert reason == "Unschedulable"
+    return message
+
+
+def test_malformed_pod_is_reported_not_crashing() -> None:
+    message = unschedulable_message_beside_a_good_pod(pod("bad", cpu="lots"))
     assert "spec.containers[0].resources.requests.cpu" in message
     assert "'lots'" in message
 
@@ -218,20 +224,9 @@ def test_malformed_pod_is_reported_not_crashing() -> None:
 def test_a_pod_with_a_list_item_of_the_wrong_shape_is_reported_not_raised(field: str, item: object) -> None:
     """What-if and hand-written pods can carry a list item that is not an object; the pod gets a
     FailedScheduling condition naming it, and the pod after it is still scheduled."""
-    sink = RecordingEventSink()
-    b = Binder()
-    s = make(b, sink)
-    s.on_node_event(ADDED, node("n1"))
     bad = pod("bad")
     bad["spec"][field] = [*bad["spec"].get(field, []), item]
-    s.on_pod_event(ADDED, bad)
-    s.on_pod_event(ADDED, pod("good"))
-    s.schedule_one(timeout=0)
-    s.schedule_one(timeout=0)
-    assert b.bound == [("default/good", "n1")]
-    reason, message = sink.conditions["default/bad"]
-    assert reason == "Unschedulable"
-    assert "pod default/bad: spec: an item of the wrong shape" in message
+    assert "pod default/bad: spec: an item of the wrong shape" in unschedulable_message_beside_a_good_pod(bad)
 
 
 @pytest.mark.parametrize("ttl", [0.0, 30.0])

@@ -163,38 +163,50 @@ def select_host(totals: Sequence[int] | ScoreRow, tie_break: TieBreak = "heap", 
     return min(ties, key=heap_preorder_key)
 
 
-# Tree nodes heap_preorder_first visits in Python before it ranks all ties in numpy instead.
-_PREORDER_STEPS = 48
+# Tree nodes heap_preorder_first visits in Python before it ranks each level's first tie instead.
+_PREORDER_STEPS = 4
+
+# 2**d - 1 for every depth d: the first heap position of each level of the implicit tree (int64, as
+# np.flatnonzero's positions), enough levels for any row an int64 can index.
+_LEVEL_STARTS = (np.int64(1) << np.arange(63, dtype=np.int64)) - 1
 
 
 def heap_preorder_first(indices: np.ndarray, tied: np.ndarray | None = None) -> int:
     """min(indices, key=heap_preorder_key) (``indices``: the tied positions, ascending; ``tied``, if given,
-    the boolean row they are the true entries of). With many ties (a uniform cluster ties on a third of
-    its nodes) a pre-order walk from the root meets one within a few steps: a handful of element reads
-    instead of a dozen numpy calls. Where none is met within _PREORDER_STEPS, every tie is ranked at
-    once: each 1-based position's path bits, left-aligned to the deepest one's length, with the depth
-    below them so that an ancestor (a prefix) comes first."""
-    last = int(indices[-1])  # no descendant of a later node is tied: a child's index exceeds its parent's
-    if tied is None:
-        tied = np.zeros(last + 1, dtype=np.bool_)
-        tied[indices] = True
-    flag = tied.item  # one element read at a time: the walk reads a handful of the hundreds of flags
-    stack = [0]
-    for _ in range(_PREORDER_STEPS):
-        if not stack:
-            break
-        i = stack.pop()
-        if flag(i):
-            return i
-        if 2 * i + 2 <= last:
-            stack.append(2 * i + 2)
-        if 2 * i + 1 <= last:
-            stack.append(2 * i + 1)
-    positions = indices + 1  # np.flatnonzero's int64 (intp)
-    depths = np.frexp(positions)[1]  # bit lengths (the float exponents), exact below 2**53
-    aligned = positions << (depths.max() - depths)
-    keys = (aligned * 64 + depths).tolist()  # argmin in Python: numpy's releases the GIL, at any size
-    return int(indices[keys.index(min(keys))])
+    the boolean row they are the true entries of). With ties near the root (a uniform cluster ties on a
+    third of its nodes) a pre-order walk meets one within a few steps: a handful of element reads. Past
+    _PREORDER_STEPS it stops: within one level of the tree pre-order is index order, so only each level's
+    first tie can win; one searchsorted finds them all, and those few (one a level, ten at 1000 nodes) are
+    ranked by their path bits left-aligned to the deepest level, the depth below them so that an ancestor
+    (a prefix) comes first. The cost follows the tree's depth, not the number of ties or where they lie."""
+    count, last = len(indices), indices.item(-1)
+    if tied is not None:
+        flag = tied.item  # one element read at a time: the walk reads a handful of the hundreds of flags
+        stack = [0]
+        for _ in range(_PREORDER_STEPS):
+            if not stack:
+                break
+            i = stack.pop()
+            if flag(i):
+                return i
+            if 2 * i + 2 <= last:
+                stack.append(2 * i + 2)
+            if 2 * i + 1 <= last:
+                stack.append(2 * i + 1)
+    levels = (last + 1).bit_length()
+    firsts = indices.searchsorted(_LEVEL_STARTS[:levels]).tolist()
+    item = indices.item
+    best, best_key = -1, -1
+    for depth, k in enumerate(firsts):
+        if k == count:
+            break  # no tie at this level or below it: the levels' starts only grow
+        position = item(k)
+        if position >= (2 << depth) - 1:
+            continue  # the first tie at or after this level's start lies on a deeper level
+        key = ((position + 1) << (levels - 1 - depth)) * 64 + depth
+        if best < 0 or key < best_key:
+            best, best_key = position, key
+    return best
 
 
 def heap_preorder_key(index: int) -> str:

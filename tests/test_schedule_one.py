@@ -382,6 +382,19 @@ def test_select_host_matches_heapify_with_few_ties_deep_in_the_tree() -> None:
         assert select_host(row) == go_heap_init_root(row)
 
 
+def test_select_host_matches_heapify_with_ties_in_a_band() -> None:
+    """Ties of any density within a band of positions (a cluster whose emptier nodes the walk met late):
+    only each tree level's first tie can win, whatever the band."""
+    rng = random.Random(17)
+    for _ in range(300):
+        n = rng.randint(2, 5000)
+        lo = rng.randrange(n)
+        hi = rng.randint(lo + 1, n)
+        density = rng.random()
+        row = [1 if lo <= i < hi and rng.random() < density else 0 for i in range(n)]
+        assert select_host(row) == go_heap_init_root(row)
+
+
 def go_heap_init_root(totals: list[int]) -> int:
     """container/heap.Init with Less(i, j) = totals[i] > totals[j], written out; the index left at the root."""
     h = list(range(len(totals)))

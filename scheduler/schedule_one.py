@@ -164,7 +164,7 @@ def select_host(totals: Sequence[int] | ScoreRow, tie_break: TieBreak = "heap", 
 
 
 # Tree nodes heap_preorder_first visits in Python before it ranks each level's first tie instead.
-_PREORDER_STEPS = 4
+_PREORDER_STEPS = 16
 
 # 2**d - 1 for every depth d: the first heap position of each level of the implicit tree (int64, as
 # np.flatnonzero's positions), enough levels for any row an int64 can index.

@@ -896,17 +896,11 @@ class ScheduleOne(SchedulerState):
 
     def _end_batched(self, pod: AssumedPod, st: Status | None) -> None:
         """``_end_guarded`` on the batch's thread, which moves the binding gauge for all it ended at once."""
-        try:
-            self.bind_and_finish(pod, st)
-        except Exception:
-            log.exception("binding cycle crashed")
-        finally:
-            self._posted.pop(pod.assumed.uid, None)
-            self._bind_slots.release()
+        self._slot_guarded(pod, lambda: self.bind_and_finish(pod, st), gauge=False)
 
-    def _slot_guarded(self, pod: AssumedPod, run: Callable[[], None]) -> None:
+    def _slot_guarded(self, pod: AssumedPod, run: Callable[[], None], gauge: bool = True) -> None:
         """Run a binding cycle (or its end) that holds a binding slot: a crash is logged, and the slot, the
-        batch's posted outcome and the binding gauge are given back however it ends."""
+        batch's posted outcome and (``gauge``) the binding gauge are given back however it ends."""
         try:
             run()
         except Exception:
@@ -914,7 +908,7 @@ class ScheduleOne(SchedulerState):
         finally:
             self._posted.pop(pod.assumed.uid, None)
             self._bind_slots.release()
-            if self.metrics is not None:
+            if gauge and self.metrics is not None:
                 self.metrics.binding_finished()
 
     def take_posted(self, pod: Pod, node_name: str) -> tuple[bool, Exception | None]:

@@ -266,17 +266,13 @@ class Framework:
         # Filter plugins as filter_runner walks them each cycle: (name, plugin, whether a FilterForPlugin).
         self._filter_rows = self._rows_of(self._filter)
         self._timed_filter_rows = self._rows_of(self._timed_by_point.get("filter", []))
-        # Reserve's (name, method) pairs, plain and timed, and the active Filter plugins' names by the set PreFilter
-        # skipped (the evaluation counts of a walk without rejections).
+        # PreFilter's, PreScore's and Reserve's (name, method) pairs, plain and timed (_calls), and the active Filter
+        # plugins' names by the set PreFilter skipped (the evaluation counts of a walk without rejections).
         self._calls_by_point: dict[tuple[str, bool], list[tuple[str, Any]]] = {
             (point, timed): [(pl.name, getattr(pl, method)) for pl in plugins]
-            for point, method in (("preFilter", "pre_filter"), ("preScore", "pre_score"))
+            for point, method in (("preFilter", "pre_filter"), ("preScore", "pre_score"), ("reserve", "reserve"))
             for timed, plugins in ((False, self._by_point[point]), (True, self._timed_by_point.get(point, [])))
         }
-        self._reserve_calls: list[tuple[str, Callable[[CycleState, Pod, str], Status | None]]] = [
-            (pl.name, pl.reserve) for pl in self._reserve]
-        self._timed_reserve_calls: list[tuple[str, Callable[[CycleState, Pod, str], Status | None]]] = [
-            (pl.name, pl.reserve) for pl in self._timed_by_point.get("reserve", [])]
         self._active_filter_names: dict[frozenset[str], tuple[str, ...]] = {}
         self._name_cells: dict[str, list[Any]] = {}  # _count_names' counter cells by extension point
 
@@ -473,17 +469,18 @@ class Framework:
         for pl in self._observers:
             pl.on_object_event(kind, deleted, obj)
 
+    def _timed(self, state: CycleState) -> bool:
+        """Whether this cycle runs the timed plugins (it samples plugin durations)."""
+        return state.record_plugin_metrics and bool(self._timed_by_point)
+
     def _plugins(self, state: CycleState, point: str) -> list[Any]:
         """The plugins of ``point``, timed ones when this cycle samples plugin durations."""
-        if state.record_plugin_metrics and self._timed_by_point:
-            return self._timed_by_point[point]
-        return self._by_point[point]
+        return self._timed_by_point[point] if self._timed(state) else self._by_point[point]
 
     def _calls(self, state: CycleState, point: str) -> list[tuple[str, Any]]:
         """(name, bound method of ``point``) of its plugins, timed ones when this cycle samples plugin durations:
         built once, so the PreFilter and PreScore loops read no plugin attribute per plugin."""
-        timed = state.record_plugin_metrics and bool(self._timed_by_point)
-        return self._calls_by_point[(point, timed)]
+        return self._calls_by_point[(point, self._timed(state))]
 
     def _count_names(self, point: str, names: tuple[str, ...]) -> None:
         """scheduler_plugin_evaluation_total: each of the plugins ``names`` ran once (PreFilter, PreScore, whose
@@ -726,7 +723,7 @@ class Framework:
         FilterForPlugins run their check specialised to this pod."""
         active: list[tuple[str, Callable[..., Status | None], bool]] = []
         skipped = state.skip_filter_plugins
-        rows = self._timed_filter_rows if state.record_plugin_metrics and self._timed_by_point else self._filter_rows
+        rows = self._timed_filter_rows if self._timed(state) else self._filter_rows
         for name, pl, for_pod in rows:
             if name in skipped:
                 continue
@@ -958,9 +955,8 @@ class Framework:
     def active_score_plugins(self, state: CycleState) -> list[ScorePlugin]:
         """The Score plugins whose PreScore did not skip this cycle: one list per set of skipped plugins (and
         timing), shared and read-only, so that ``_score_list`` knows it by identity."""
-        timed = state.record_plugin_metrics and bool(self._timed_by_point)
         skipped = state.skip_score_plugins
-        key = (timed, frozenset(skipped))
+        key = (self._timed(state), frozenset(skipped))
         active = self._active_scores.get(key)
         if active is None:
             if len(self._active_scores) >= _MAX_SCORE_LISTS:
@@ -1040,9 +1036,7 @@ class Framework:
         """Stop at the first failure; the caller then runs Unreserve for all plugins."""
         if self.observer is not None:
             self.observer.selected_node(pod, node_name)
-        timed = state.record_plugin_metrics and bool(self._timed_by_point)
-        return self._run_until_failure("Reserve", self._timed_reserve_calls if timed else self._reserve_calls,
-                                       state, pod, node_name)
+        return self._run_until_failure("Reserve", self._calls(state, "reserve"), state, pod, node_name)
 
     def _run_until_failure(
         self, point: str, calls: list[tuple[str, Callable[[CycleState, Pod, str], Status | None]]],

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -203,6 +203,11 @@ def run_stream() -> Iterator[Any]:
         return stream, server, api, events
 
     yield start
+    stop_streams(running)
+
+
+def stop_streams(running: Sequence[tuple[PodStream, LocalSocketServer]]) -> None:
+    """A fixture's teardown: stop each stream, wait for its thread, close its server."""
     for stream, server in running:
         stream.stop()
         stream._thread.join(30)

@@ -21,7 +21,7 @@ from scheduler.kube.http11 import ConnectionClosed, Http11Pool
 from scheduler.kube.podstream import PodStream
 from scheduler.kube.watchhttp import StreamedResponse, TlsSource, open_stream
 from tests.socket_server import LocalSocketServer, read_request_head
-from tests.test_watchhttp import LINES, PAYLOAD, WatchServer, event, head
+from tests.test_watchhttp import LINES, PAYLOAD, WatchServer, event, head, stop_streams
 
 REQUEST = b"GET /api/v1/pods?watch=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 
@@ -262,10 +262,7 @@ def tls_stream(certificate: tuple[ssl.SSLContext, bytes], tmp_path: Path) -> Ite
         return stream, server, events
 
     yield start
-    for stream, server in made:
-        stream.stop()
-        stream._thread.join(30)
-        server.close()
+    stop_streams(made)
 
 
 def test_a_tls_watch_cut_mid_chunk_resumes_and_stop_ends_a_blocked_read(tls_stream: Any) -> None:

@@ -37,6 +37,7 @@ import numpy.typing as npt
 import orjson
 
 from scheduler.framework.interface import ScoreMatrix, SignPlugin
+from scheduler.framework.score_rows import score_rows
 from scheduler.framework.status import CODE_ERROR, CODE_SUCCESS, Status
 from scheduler.framework.types import NodeInfo
 from scheduler.model.pod import Pod
@@ -334,7 +335,7 @@ class OpportunisticBatch:
         raw = self.raw
         columns = [computed[name] for name in plugins]
         if len(todo) > _FANCY_FROM:
-            raw[todo] = np.array(columns, dtype=np.int64).T
+            raw[todo] = score_rows(columns, len(todo)).T
             self.known[todo] = True
             return
         for j, p in enumerate(todo):

@@ -146,13 +146,13 @@ def select_host(totals: Sequence[int] | ScoreRow, tie_break: TieBreak = "heap", 
     scores = np.asarray(totals, dtype=np.int64)
     if not scores.size:
         raise ValueError("empty priority list")
-    is_top = scores == _maximum(scores)
-    tied = is_top.nonzero()[0]  # np.flatnonzero without its two Python frames
-    if len(tied) == 1:
-        return int(tied[0])
     if randomizers is None and tie_break == "heap":
-        return heap_preorder_first(tied, is_top)
-    ties = tied.tolist()
+        # The first top score in pre-order is the heap's winner. Found with a fancy index, a reduction, a
+        # comparison and a byte search: argmax and take would each release the GIL (to a waiting thread, live).
+        order = heap_preorder(len(scores))
+        in_preorder = scores[order]
+        return order.item((in_preorder == _maximum(in_preorder)).tobytes().find(1))
+    ties = (scores == _maximum(scores)).nonzero()[0].tolist()
     if randomizers is not None:
         top = max(randomizers[i] for i in ties)
         ties = [i for i in ties if randomizers[i] == top]
@@ -163,50 +163,27 @@ def select_host(totals: Sequence[int] | ScoreRow, tie_break: TieBreak = "heap", 
     return min(ties, key=heap_preorder_key)
 
 
-# Tree nodes heap_preorder_first visits in Python before it ranks each level's first tie instead.
-_PREORDER_STEPS = 16
-
-# 2**d - 1 for every depth d: the first heap position of each level of the implicit tree (int64, as
-# np.flatnonzero's positions), enough levels for any row an int64 can index.
-_LEVEL_STARTS = (np.int64(1) << np.arange(63, dtype=np.int64)) - 1
+# heap_preorder's permutations by row length (a cluster's cycles score a few lengths, mostly one).
+_PREORDERS: dict[int, np.ndarray] = {}
+_PREORDERS_KEPT = 32
 
 
-def heap_preorder_first(indices: np.ndarray, tied: np.ndarray | None = None) -> int:
-    """min(indices, key=heap_preorder_key) (``indices``: the tied positions, ascending; ``tied``, if given,
-    the boolean row they are the true entries of). With ties near the root (a uniform cluster ties on a
-    third of its nodes) a pre-order walk meets one within a few steps: a handful of element reads. Past
-    _PREORDER_STEPS it stops: within one level of the tree pre-order is index order, so only each level's
-    first tie can win; one searchsorted finds them all, and those few (one a level, ten at 1000 nodes) are
-    ranked by their path bits left-aligned to the deepest level, the depth below them so that an ancestor
-    (a prefix) comes first. The cost follows the tree's depth, not the number of ties or where they lie."""
-    count, last = len(indices), indices.item(-1)
-    if tied is not None:
-        flag = tied.item  # one element read at a time: the walk reads a handful of the hundreds of flags
-        stack = [0]
-        for _ in range(_PREORDER_STEPS):
-            if not stack:
-                break
-            i = stack.pop()
-            if flag(i):
-                return i
-            if 2 * i + 2 <= last:
-                stack.append(2 * i + 2)
-            if 2 * i + 1 <= last:
-                stack.append(2 * i + 1)
-    levels = (last + 1).bit_length()
-    firsts = indices.searchsorted(_LEVEL_STARTS[:levels]).tolist()
-    item = indices.item
-    best, best_key = -1, -1
-    for depth, k in enumerate(firsts):
-        if k == count:
-            break  # no tie at this level or below it: the levels' starts only grow
-        position = item(k)
-        if position >= (2 << depth) - 1:
-            continue  # the first tie at or after this level's start lies on a deeper level
-        key = ((position + 1) << (levels - 1 - depth)) * 64 + depth
-        if best < 0 or key < best_key:
-            best, best_key = position, key
-    return best
+def heap_preorder(n: int) -> np.ndarray:
+    """The positions 0..n-1 of the implicit binary tree (children of i: 2i+1, 2i+2) in pre-order, as the
+    order of heap_preorder_key: the path bits left-aligned to the deepest level, then the depth, so that an
+    ancestor (a prefix) comes first. Remembered per length: select_host then pays a gather and a search for
+    the tie-break, whatever the number of ties or where they lie (a Python walk grew with the tree's depth)."""
+    order = _PREORDERS.get(n)
+    if order is None:
+        ones = np.arange(1, n + 1, dtype=np.int64)  # heap position + 1: a 1 then the path's bits
+        depth = np.frexp(ones.astype(np.float64))[1].astype(np.int64) - 1  # exact below 2**53
+        levels = n.bit_length()
+        order = np.argsort(((ones << (levels - 1 - depth)) << 6) + depth, kind="stable")
+        order.flags.writeable = False  # shared by every cycle of this length
+        if len(_PREORDERS) >= _PREORDERS_KEPT:
+            _PREORDERS.clear()
+        _PREORDERS[n] = order
+    return order
 
 
 def heap_preorder_key(index: int) -> str:

@@ -24,6 +24,7 @@ from scheduler.config.load import build_registry, load_dict
 from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
 from scheduler.framework.batch import OpportunisticBatch, template_key
 from scheduler.framework.features import Features
+from scheduler.framework.status import Status, unschedulable
 from scheduler.model.pod import pod_from_api
 from scheduler.scheduler import Scheduler
 
@@ -422,6 +423,38 @@ def test_walk_visits_what_the_per_node_walk_visits(ok: list[bool], start: int, k
     batch.feasible = [p for p in range(n) if ok[p]]
     batch.rejected = [p for p in range(n) if not ok[p]]
     assert batch.walk(start, k) == (want_feasible, want_rejected)
+
+
+def test_a_refresh_keeps_the_position_lists_those_of_its_verdicts() -> None:
+    """Whatever number of verdicts flips on the changed nodes (a few move one by one, many rebuild the
+    lists), the feasible and rejected positions are, sorted, those the verdicts say."""
+    rng = random.Random(5)
+    rejected = unschedulable("no")
+    verdict: dict[int, bool] = {}  # id of a node object -> its verdict
+
+    def nodes_with(flags: list[bool]) -> list[Any]:
+        out = [object() for _ in flags]
+        verdict.update((id(o), ok) for o, ok in zip(out, flags, strict=True))
+        return out
+
+    def run_filters(node: Any) -> Status | None:
+        return None if verdict[id(node)] else rejected
+
+    for n, flips in [(1, 0), (1, 1), (40, 3), (100, 32), (100, 33), (150, 75), (150, 150), (300, 200)]:
+        before = [rng.random() < 0.7 for _ in range(n)]
+        after = before.copy()
+        for p in rng.sample(range(n), flips):
+            after[p] = not after[p]
+        first = nodes_with(before)
+        batch = OpportunisticBatch()
+        assert batch.refresh("sig", first, run_filters)
+        # The nodes whose verdict flips are new objects (the snapshot replaced them), and a few others.
+        replaced = nodes_with(after)
+        second = [new if a != b or rng.random() < 0.1 else old
+                  for old, new, a, b in zip(first, replaced, after, before, strict=True)]
+        assert batch.refresh("sig", second, run_filters)
+        assert batch.feasible == [p for p in range(n) if after[p]], (n, flips)
+        assert batch.rejected == [p for p in range(n) if not after[p]], (n, flips)
 
 
 def test_template_key_takes_integers_beyond_64_bits() -> None:

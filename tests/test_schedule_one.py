@@ -22,6 +22,8 @@ from scheduler.model.pod import Pod, pod_from_api
 from scheduler.schedule_one import (
     SchedulingAlgorithm,
     handle_schedule_error,
+    heap_preorder,
+    heap_preorder_key,
     num_feasible_nodes_to_find,
     select_host,
 )
@@ -372,7 +374,7 @@ def test_select_host_matches_heapify_on_large_uniform_rows() -> None:
 
 
 def test_select_host_matches_heapify_with_few_ties_deep_in_the_tree() -> None:
-    """Ties too sparse for the pre-order walk's first steps to meet one: the ranking of all ties decides."""
+    """Few ties, all in the tree's lower half: a deep one can still come first in pre-order."""
     rng = random.Random(13)
     for _ in range(200):
         n = rng.randint(60, 3000)
@@ -383,8 +385,7 @@ def test_select_host_matches_heapify_with_few_ties_deep_in_the_tree() -> None:
 
 
 def test_select_host_matches_heapify_with_ties_in_a_band() -> None:
-    """Ties of any density within a band of positions (a cluster whose emptier nodes the walk met late):
-    only each tree level's first tie can win, whatever the band."""
+    """Ties of any density within a band of positions (a cluster whose emptier nodes the walk met late)."""
     rng = random.Random(17)
     for _ in range(300):
         n = rng.randint(2, 5000)
@@ -393,6 +394,22 @@ def test_select_host_matches_heapify_with_ties_in_a_band() -> None:
         density = rng.random()
         row = [1 if lo <= i < hi and rng.random() < density else 0 for i in range(n)]
         assert select_host(row) == go_heap_init_root(row)
+
+
+def test_heap_preorder_is_the_order_of_the_path_keys() -> None:
+    """The cached permutation select_host gathers the scores by: pre-order of the implicit tree, at every
+    length (across power-of-two boundaries, past the cache's size) and read-only, as every cycle shares it."""
+    for n in [*range(1, 70), 127, 128, 129, 500, 4097]:
+        order = heap_preorder(n)
+        assert order.tolist() == sorted(range(n), key=heap_preorder_key)
+        assert not order.flags.writeable
+    assert heap_preorder(500) is heap_preorder(500)
+
+
+def test_select_host_ties_at_scores_beyond_32_bits() -> None:
+    big = 3 * 10**12
+    assert select_host([big - 1, big, big, big]) == 1
+    assert select_host([big] * 9) == 0
 
 
 def go_heap_init_root(totals: list[int]) -> int:

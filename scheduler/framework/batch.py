@@ -29,7 +29,7 @@ import json
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from itertools import compress
-from operator import is_not
+from operator import is_not, not_
 from typing import Any, Generic, TypeVar, cast, overload
 
 import numpy as np
@@ -37,6 +37,7 @@ import numpy.typing as npt
 import orjson
 
 from scheduler.framework.interface import ScoreMatrix, SignPlugin
+from scheduler.framework.score_rows import score_rows
 from scheduler.framework.status import CODE_ERROR, CODE_SUCCESS, Status
 from scheduler.framework.types import NodeInfo
 from scheduler.model.pod import Pod
@@ -143,6 +144,8 @@ _NO_MATRIX: ScoreMatrix = np.zeros((0, 0), dtype=np.int64)
 _NOTHING_KNOWN: npt.NDArray[np.bool_] = np.zeros(0, dtype=np.bool_)
 # Up to this many positions are written element by element (no GIL release; see OpportunisticBatch._remember).
 _FANCY_FROM = 8
+# Up to this many flipped verdicts move one at a time between the position lists; more rebuild them (_reclassify).
+_MOVES_ONE_BY_ONE = 32
 
 
 class OpportunisticBatch:
@@ -214,6 +217,7 @@ class OpportunisticBatch:
             if also:
                 changed = sorted(set(changed).union(also))
             fresh = False
+        flipped: list[int] = []
         for p in changed:
             info = all_nodes[p]
             status = run_filters(info)
@@ -225,10 +229,12 @@ class OpportunisticBatch:
                 (self.feasible if ok else self.rejected).append(p)
             else:
                 old = self.verdicts[p]
-                if ok != (old is None or old.code == CODE_SUCCESS):  # _move's test inline: most verdicts stay
-                    self._move(p, status)
+                if ok != (old is None or old.code == CODE_SUCCESS):  # most verdicts stay
+                    flipped.append(p)
             self.verdicts[p] = status
             self.nodes[p] = info
+        if flipped:
+            self._reclassify(flipped)
         if not fresh and self.known.size:
             if len(changed) <= 8:  # usually the node the previous pod went to: no index array to build
                 known = self._known_bytes
@@ -259,14 +265,22 @@ class OpportunisticBatch:
         copy.mark = self.mark
         return copy
 
-    def _move(self, p: int, status: Status | None) -> None:
-        was_ok = _ok(self.verdicts[p])
-        now_ok = _ok(status)
-        if was_ok == now_ok:
-            return
-        src, dst = (self.feasible, self.rejected) if was_ok else (self.rejected, self.feasible)
-        del src[bisect_left(src, p)]
-        insort(dst, p)
+    def _reclassify(self, flipped: list[int]) -> None:
+        """Move the positions whose verdict flipped (now in ``verdicts``) between the sorted feasible and
+        rejected lists. Each move shifts the lists' tails (a memmove of up to 40 KB at 5000 nodes), so many
+        flips at once, as a derived batch's full domain (a third of the cluster under a zone constraint),
+        rebuild both lists from the verdicts in one pass instead (TopologySpreading at 5000 nodes spent
+        450,000 instructions a pod in those memmoves)."""
+        if len(flipped) <= _MOVES_ONE_BY_ONE:
+            for p in flipped:
+                src, dst = (self.rejected, self.feasible) if _ok(self.verdicts[p]) else (self.feasible, self.rejected)
+                del src[bisect_left(src, p)]
+                insort(dst, p)
+        else:
+            ok = [status is None or status.code == CODE_SUCCESS for status in self.verdicts]
+            positions = range(len(ok))
+            self.feasible = list(compress(positions, ok))
+            self.rejected = list(compress(positions, map(not_, ok)))
         self._feasible_at = self._walked = None
         self._settled = False
 
@@ -334,7 +348,7 @@ class OpportunisticBatch:
         raw = self.raw
         columns = [computed[name] for name in plugins]
         if len(todo) > _FANCY_FROM:
-            raw[todo] = np.array(columns, dtype=np.int64).T
+            raw[todo] = score_rows(columns, len(todo)).T
             self.known[todo] = True
             return
         for j, p in enumerate(todo):

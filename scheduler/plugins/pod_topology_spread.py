@@ -493,13 +493,24 @@ class PodTopologySpread:
                 return None
             if full_before != full_after:
                 changed.append((key, full_before ^ full_after))
+        if len(changed) == 1:  # one constraint's domains (a zone's, typically): the test is asked of every node
+            (one_key, one_values), = changed
+
+            def affected_by_one(node_info: NodeInfo) -> bool:
+                node = node_info.node
+                return node is None or node.labels.get(one_key) in one_values
+
+            return affected_by_one
 
         def affected(node_info: NodeInfo) -> bool:
             node = node_info.node
             if node is None:
                 return True
             labels = node.labels
-            return any(labels.get(key) in values for key, values in changed)
+            for key, values in changed:  # noqa: SIM110  (asked of every node: any() builds a generator a call)
+                if labels.get(key) in values:
+                    return True
+            return False
 
         return affected
 

@@ -446,3 +446,24 @@ def test_a_pods_remembered_constraints_follow_the_services() -> None:
     assert pl.get_constraints(pod, "DoNotSchedule") == ()  # the other action is kept apart
     store.delete("Service", service("s", {"app": "web"}))
     assert pl.get_constraints(pod, "ScheduleAnyway") == ()
+
+
+def test_signature_delta_names_the_nodes_of_the_domains_that_filled_or_freed() -> None:
+    """One constraint (the common case) and two: a node is affected when its value of a changed constraint's
+    key is a domain that became full or stopped being full; a fragment with another key relates to nothing."""
+    handle = cluster([*(make_node(n, {ZONE: z, HOST: n}) for n, z in (("a", "z1"), ("b", "z2"), ("c", "z3"))),
+                      make_node("d", {HOST: "d"})])  # d: without the zone key
+    pl = PodTopologySpread({}, handle)
+    nodes = handle.snapshot().list()
+
+    def affected(old: Any, new: Any) -> list[str]:
+        test = pl.signature_delta(old, new)
+        assert test is not None
+        return [ni.name for ni in nodes if test(ni)]
+
+    assert affected(((ZONE, frozenset({"z1"})),), ((ZONE, frozenset({"z2"})),)) == ["a", "b"]
+    assert affected(((ZONE, frozenset()),), ((ZONE, frozenset()),)) == []
+    two_before = ((ZONE, frozenset({"z1"})), (HOST, frozenset()))
+    assert affected(two_before, ((ZONE, frozenset({"z1"})), (HOST, frozenset({"c"})))) == ["c"]
+    assert affected(two_before, ((ZONE, frozenset({"z3"})), (HOST, frozenset({"d"})))) == ["a", "c", "d"]
+    assert pl.signature_delta(((ZONE, frozenset()),), ((HOST, frozenset()),)) is None

@@ -66,6 +66,7 @@ from scheduler.framework.interface import (
 )
 from scheduler.framework.runtime.instrumented_plugins import PluginMetrics, instrument
 from scheduler.framework.runtime.waiting_pods_map import WaitingPod, WaitingPodsMap
+from scheduler.framework.score_rows import score_rows
 from scheduler.framework.status import (
     CODE_SKIP,
     CODE_SUCCESS,
@@ -106,10 +107,7 @@ RawScores = Callable[[CycleState, Pod, Sequence[NodeInfo], "list[ScorePlugin]"],
 
 def score_matrix(raw: Mapping[str, Sequence[int]], plugins: Sequence[ScorePlugin], n: int) -> ScoreMatrix:
     """``score_nodes``' lists as a matrix, a row per plugin in ``plugins`` order."""
-    matrix = np.empty((len(plugins), n), dtype=np.int64)
-    for i, pl in enumerate(plugins):
-        matrix[i] = raw[pl.name]
-    return matrix
+    return score_rows([raw[pl.name] for pl in plugins], n)
 
 
 # Permit plugins may not ask for a longer wait than this (upstream maxTimeout).

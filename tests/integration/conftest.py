@@ -33,6 +33,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def workdir() -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="py-scheduler-it-") as d:
         yield Path(d)
+        keep = os.environ.get("IT_LOGS_DIR")  # the schedulers' own logs too, beside the control plane's
+        if keep:
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            for log in Path(d).glob("*.log"):
+                shutil.copy2(log, keep)
 
 
 @pytest.fixture(scope="session")

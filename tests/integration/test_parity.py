@@ -26,7 +26,7 @@ import pytest
 from kubernetes import client
 
 from e2e.cluster.cluster import LocalCluster, build_binaries
-from e2e.kube import gone, node_of, pod_manifest, scheduled_condition, wait_for
+from e2e.kube import events_for, gone, node_of, pod_manifest, scheduled_condition, wait_for
 from e2e.process import start_kube_scheduler, stop_scheduler
 from tests.integration.conftest import SchedulerProc, temporary_nodes
 
@@ -87,11 +87,25 @@ def messages(core: client.CoreV1Api, ns: str, kube_pod: str, py_pod: str, settle
     return kube_msg, py_msg
 
 
+def differing(core: client.CoreV1Api, ns: str, kube_pod: str, py_pod: str) -> str:
+    """What a failed comparison leaves to go on: each twin's FailedScheduling notes in order (did a scheduler
+    retry?) and the taints the API server holds on every node now."""
+    lines = []
+    for pod in (kube_pod, py_pod):
+        notes = [(e.event_time or e.deprecated_last_timestamp, e.note)
+                 for e in events_for(core.api_client, ns, pod, "FailedScheduling")]
+        lines.append(f"{pod}: {sorted(notes, key=lambda n: str(n[0]))}")
+    for node in core.list_node().items:
+        taints = [(t.key, t.effect, t.time_added) for t in node.spec.taints or []]
+        lines.append(f"node {node.metadata.name} rv={node.metadata.resource_version} taints={taints}")
+    return "\n".join(lines)
+
+
 def compare(core: client.CoreV1Api, ns: str, name: str, *expected: str, **kw: Any) -> str:
     """Create twins, assert identical messages containing ``expected``; return the message."""
     kube_pod, py_pod = twin(core, ns, name, **kw)
     kube_msg, py_msg = messages(core, ns, kube_pod, py_pod)
-    assert py_msg == kube_msg
+    assert py_msg == kube_msg, differing(core, ns, kube_pod, py_pod)
     for needle in expected:
         assert needle in kube_msg, kube_msg
     return kube_msg

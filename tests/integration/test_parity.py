@@ -61,9 +61,26 @@ def both(
 # ----- helpers ----------------------------------------------------------------------------------------
 
 
+# The taints the node lifecycle controller puts on a node whose kwok heartbeat came late (a loaded 2-core
+# machine). Such a taint can land between the two twins' attempts; neither scheduler then tries again (no
+# plugin that rejected the pod registers a node gaining a taint), so the messages would differ for good
+# although each scheduler was right for the cluster it saw. Every twin tolerates them: they are the
+# environment's, not the case's (a case's own taints are other keys).
+LIFECYCLE_TOLERATIONS = [{"key": key, "operator": "Exists", "effect": "NoSchedule"}
+                         for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")]
+
+
+def scheduled_pod(name: str, sched: str, **kw: Any) -> dict[str, Any]:
+    """A pod for scheduler ``sched``, tolerating the node lifecycle taints."""
+    manifest = pod_manifest(name, scheduler_name=sched, **kw)
+    spec = manifest["spec"]
+    spec["tolerations"] = [*spec.get("tolerations", []), *LIFECYCLE_TOLERATIONS]
+    return manifest
+
+
 def twin(core: client.CoreV1Api, ns: str, name: str, **kw: Any) -> tuple[str, str]:
     for sched in (KUBE, PY):
-        core.create_namespaced_pod(ns, pod_manifest(f"{name}-{sched}", scheduler_name=sched, **kw))
+        core.create_namespaced_pod(ns, scheduled_pod(f"{name}-{sched}", sched, **kw))
     return f"{name}-{KUBE}", f"{name}-{PY}"
 
 
@@ -116,7 +133,7 @@ def placed_by_both(core: client.CoreV1Api, ns: str, name: str, **kw: Any) -> tup
     nodes: list[str] = []
     for sched in (KUBE, PY):
         pod = f"{name}-{sched}"
-        core.create_namespaced_pod(ns, pod_manifest(pod, scheduler_name=sched, **kw))
+        core.create_namespaced_pod(ns, scheduled_pod(pod, sched, **kw))
         nodes.append(wait_for(lambda pod=pod: node_of(core, ns, pod), 60, what=f"{pod} bound"))
         core.delete_namespaced_pod(pod, ns, grace_period_seconds=0)
         wait_for(lambda pod=pod: gone(core, ns, pod), 60, what=f"{pod} deleted")
@@ -157,19 +174,15 @@ def histogram(message: str) -> list[str]:
     return message.split(": ", 1)[1].split(". ", 1)[0].rstrip(".").split(", ")
 
 
-UNTOLERATED_TAINT = "node(s) had untolerated taint(s)"
-
-
 def assert_histogram(message: str, own: Sequence[str], others: int, other_reason: str = AFFINITY_REASON) -> None:
     """The items, sorted as strings ("10 ..." before "2 ..."), are exactly ``own`` (the test's nodes) plus the
-    ``others`` nodes outside the test, rejected for ``other_reason``. An untolerated taint is accepted among
-    those others: on a loaded machine the node lifecycle controller may taint a base node whose kwok
-    heartbeat came late (seen once in CI); both schedulers still had to agree on the whole message."""
+    ``others`` nodes outside the test, rejected for ``other_reason`` (the node lifecycle controller's taints
+    on a base node are tolerated: LIFECYCLE_TOLERATIONS)."""
     items = histogram(message)
     assert items == sorted(items), message
     assert all(item in items for item in own), message
     rest = [item.split(" ", 1) for item in items if item not in own]
-    assert {reason for _, reason in rest} <= {other_reason, UNTOLERATED_TAINT}, message
+    assert {reason for _, reason in rest} <= {other_reason}, message
     assert sum(int(count) for count, _ in rest) == others, message
 
 

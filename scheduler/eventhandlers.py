@@ -135,12 +135,10 @@ class EventHandlers(SchedulerState):
             del self._pending[pod.uid]
             self.queue.delete(pod)
             labels = _UNSCHEDULED_POD_DELETE
-        old_assigned = self.cache.get_pod(pod.uid)
-        if old_assigned is None or self.cache.is_assumed(pod.uid):
-            self.cache.add_pod(pod)
+        old_assigned = self.cache.add_bound_pod(pod)  # None: added, or an assumed copy confirmed
+        if old_assigned is None:
             self.queue.assigned_pod_added(pod)
             return labels + _ASSIGNED_POD_ADD
-        self.cache.update_pod(old_assigned, pod)
         events = self.queue.assigned_pod_updated(old_assigned, pod)
         # updatePodInCache: one sample for the handler, one per derived event.
         return labels + _ASSIGNED_POD_UPDATE + tuple(e.label for e in events)

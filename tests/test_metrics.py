@@ -165,7 +165,7 @@ def test_attempt_results_and_queue_metrics(served: tuple[Scheduler, Metrics, Hea
     assert metrics.schedule_attempts.labels("scheduled", "py-scheduler")._value.get() == 2
     assert metrics.schedule_attempts.labels("unschedulable", "py-scheduler")._value.get() == 1
     assert metrics.preemption_attempts._value.get() == 1  # DefaultPreemption ran for "huge"
-    assert metrics.incoming_pods.labels("active", "UnscheduledPodAdd")._value.get() == 3
+    assert metrics.incoming_pods.value(("active", "UnscheduledPodAdd")) == 3
     assert metrics.pending_pods.labels("unschedulable")._value.get() == 1
     assert metrics.unschedulable_pods.labels("NodeResourcesFit", "py-scheduler")._value.get() == 1
     assert metrics.cache_size.labels("nodes")._value.get() == 3

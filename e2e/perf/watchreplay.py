@@ -9,13 +9,15 @@ gives the lines what a live run's pods carry (managedFields of three managers, k
 and assumed on its node between its ADDED and bound events, as a scheduling cycle does live (untimed), so
 the bound event confirms an assumed pod. ``--callgrind`` (under ``valgrind --tool=callgrind
 --instr-atstart=no``) counts each phase's events alone, one dump per phase (callgrind.out.<pid>.1-4: ADDED,
-bound, running, DELETED). Profile it with ``py-spy record -- python -m e2e.perf.watchreplay``.
+bound, running, DELETED). ``--metrics`` records the live scheduler's Prometheus metrics (the handlers' samples,
+the queue's incoming counters), as a live run does. Profile it with ``py-spy record -- python -m e2e.perf.watchreplay``.
 """
 
 from __future__ import annotations
 
 import argparse
 import ctypes
+import random
 import tempfile
 import time
 from typing import Any
@@ -28,6 +30,7 @@ from scheduler.app.offline import RecordingBinder, RecordingEventSink
 from scheduler.config.load import build_registry, load
 from scheduler.eventhandlers import ADDED
 from scheduler.kube.podstream import PodStream
+from scheduler.metrics import Metrics
 from scheduler.scheduler import Scheduler
 
 SCHED = "bench-scheduler"
@@ -129,11 +132,12 @@ def watch_lines(pods: int, nodes: int, foreign: float, shape: str = "replay") ->
     return lines
 
 
-def build_scheduler(nodes: int) -> Scheduler:
-    """A scheduler from the default configuration for SCHED, with ``nodes`` nodes."""
+def build_scheduler(nodes: int, metrics: bool = False) -> Scheduler:
+    """A scheduler from the default configuration for SCHED, with ``nodes`` nodes; ``metrics``: recording the
+    live scheduler's Prometheus metrics."""
     cfg = load(None, [SCHED])
-    sched = Scheduler(cfg, build_registry(cfg), RecordingBinder(), RecordingEventSink(), None,
-                      synchronous_binding=True)
+    sched = Scheduler(cfg, build_registry(cfg), RecordingBinder(), RecordingEventSink(),
+                      Metrics(rng=random.Random(0)) if metrics else None, synchronous_binding=True)
     for n in range(nodes):
         sched.on_node_event(ADDED, {"kind": "Node", "metadata": {"name": f"node-{n}", "resourceVersion": "1",
                                                                   "labels": {"kubernetes.io/hostname": f"node-{n}"}},
@@ -152,11 +156,12 @@ def assume_popped(sched: Scheduler, nodes: int) -> None:
 
 
 def replay(pods: int, nodes: int, foreign: float, upto: str = "DELETED", shape: str = "replay",
-           assume: bool = False, marks: Any = None) -> tuple[int, float, Scheduler]:
+           assume: bool = False, marks: Any = None, metrics: bool = False) -> tuple[int, float, Scheduler]:
     """(events, CPU seconds, the scheduler) for one replay into a fresh scheduler with ``nodes`` nodes;
     ``upto`` stops after that phase (ADDED, BOUND, RUNNING or DELETED). ``assume``: our pods are assumed
-    after the ADDED phase (``assume_popped``). ``marks``: the cgmark shim, one callgrind dump per phase."""
-    sched = build_scheduler(nodes)
+    after the ADDED phase (``assume_popped``). ``marks``: the cgmark shim, one callgrind dump per phase.
+    ``metrics``: as ``build_scheduler``'s."""
+    sched = build_scheduler(nodes, metrics)
     stream = PodStream(api=None, on_event=sched.on_pod_event)  # type: ignore[arg-type]
     lines = watch_lines(pods, nodes, foreign, shape)
     rv = ""
@@ -188,6 +193,7 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--shape", choices=SHAPES, default="live", help="live-shaped lines, or the short ones")
     p.add_argument("--no-assume", action="store_true", help="bound events find pending pods, not assumed ones")
+    p.add_argument("--metrics", action="store_true", help="record the Prometheus metrics, as the live scheduler")
     p.add_argument("--callgrind", action="store_true",
                    help="under `valgrind --tool=callgrind --instr-atstart=no`: one dump per phase (cgmark.c)")
     args = p.parse_args()
@@ -196,7 +202,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             marks = ctypes.CDLL(build_shim(tmp, "cgmark"))
     best = min(replay(args.pods, args.nodes, args.foreign, shape=args.shape, assume=not args.no_assume,
-                      marks=marks)[1] for _ in range(args.repeat))
+                      marks=marks, metrics=args.metrics)[1] for _ in range(args.repeat))
     events = args.pods * 4
     print(f"{events} events, best of {args.repeat}: {best:.3f} CPU s, {best / events * 1e6:.1f} CPU us/event")
 

@@ -140,6 +140,22 @@ class Cache:
             else:
                 self._replace(state, pod)
 
+    def add_bound_pod(self, pod: Pod) -> Pod | None:
+        """``add_pod`` of a pod with a node, in one call with what the watch handler asked before it (the cached
+        copy and whether it was assumed): returns the bound copy it replaced, None where it added the pod or
+        confirmed an assumed one. (For a pod with a node, ``update_pod`` does what ``add_pod`` does.)"""
+        with self._lock:
+            state = self._pods.get(pod.uid)
+            if state is None:
+                self._add(pod)
+                return None
+            if pod.uid in self._assumed:
+                self._confirm(state, pod)
+                return None
+            old = state.pod
+            self._replace(state, pod)
+            return old
+
     def update_pod(self, old: Pod | None, new: Pod) -> None:
         """A bound pod changed. Upstream rejects updates of assumed pods and exits on a node change;
         here an assumed pod is confirmed and a node change is logged and followed."""

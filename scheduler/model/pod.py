@@ -279,7 +279,8 @@ def _pod(obj: Mapping[str, Any], meta: Mapping[str, Any], spec: Mapping[str, Any
         scheduler_name, node_name, priority = same_spec.scheduler_name, same_spec.node_name, same_spec.priority
         preemption_policy = same_spec.preemption_policy
     return Pod(
-        obj, pod_uid(obj), meta.get("namespace") or "default", meta.get("name") or "", meta.get("labels") or {},
+        obj, meta.get("uid") or pod_uid(obj), meta.get("namespace") or "default", meta.get("name") or "",
+        meta.get("labels") or {},
         scheduler_name, node_name, priority, parse_time(meta.get("creationTimestamp")), meta.get("deletionTimestamp"),
         status.get("nominatedNodeName") or "", status.get("phase") or "", meta.get("resourceVersion") or "",
         resources.requests, resources.non_zero_milli_cpu, resources.non_zero_memory, parsed.host_ports,

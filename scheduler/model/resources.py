@@ -229,10 +229,12 @@ def _requests_of(c: Mapping[str, object], obj: str, fld: str) -> ResourceList:
 
 
 def is_pod_resize_infeasible(status: Mapping[str, object]) -> bool:
-    """The first PodResizePending condition says Infeasible."""
-    for cond in _mappings(status.get("conditions")):
-        if cond.get("type") == "PodResizePending":
-            return cond.get("reason") == "Infeasible"
+    """The first PodResizePending condition says Infeasible. (Every watch event asks: no list is built.)"""
+    conditions = status.get("conditions")
+    if isinstance(conditions, list):
+        for cond in conditions:
+            if (type(cond) is dict or isinstance(cond, Mapping)) and cond.get("type") == "PodResizePending":
+                return cond.get("reason") == "Infeasible"
     return False
 
 
@@ -450,19 +452,28 @@ def status_resource_fields(status: Mapping[str, object]) -> StatusResourceFields
     return statuses, status.get("allocatedResources"), status.get("resources"), is_pod_resize_infeasible(status)
 
 
+_CONTAINER_STATUSES = ("containerStatuses", "initContainerStatuses")
+_RESIZE_FEASIBLE: tuple[object, ...] = (False,)
+_RESIZE_INFEASIBLE: tuple[object, ...] = (True,)
+
+
 def status_resource_key(status: Mapping[str, object]) -> tuple[object, ...]:
     """What the resources of a pod of a given spec depend on in its status: equal keys, equal resources. A
     status that holds no resources at all (no container status with resources or allocatedResources, none
-    at the pod level: every container falls back to its spec) gives only whether a resize is infeasible."""
-    if status.get("allocatedResources") is None and status.get("resources") is None:
-        for key in ("containerStatuses", "initContainerStatuses"):
-            statuses = status.get(key) or []
+    at the pod level: every container falls back to its spec) gives only whether a resize is infeasible, as
+    one of two shared tuples (every watch event asks)."""
+    get = status.get
+    if get("allocatedResources") is None and get("resources") is None:
+        for key in _CONTAINER_STATUSES:
+            statuses = get(key)
+            if not statuses:
+                continue
             if type(statuses) is not list:
                 return status_resource_fields(status)  # not decoded JSON: told apart by the whole
             for cs in statuses:
                 if type(cs) is not dict or cs.get("resources") is not None or cs.get("allocatedResources") is not None:
                     return status_resource_fields(status)
-        return (is_pod_resize_infeasible(status),)
+        return _RESIZE_INFEASIBLE if is_pod_resize_infeasible(status) else _RESIZE_FEASIBLE
     return status_resource_fields(status)
 
 

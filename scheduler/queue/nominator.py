@@ -31,12 +31,20 @@ class Nominator:
         """Nominate ``pod`` to ``node_name``, replacing an earlier nomination.
 
         ``node_name=None`` takes the pod's own status.nominatedNodeName (upstream mode Noop);
-        a string overrides it (mode Override, PostFilter); an empty result only clears.
+        a string overrides it (mode Override, PostFilter); an empty result only clears. A pod without a
+        nomination that has none to clear (every pod added to the queue) returns without the lock.
         """
+        if node_name is None and not pod.nominated_node_name and pod.uid not in self._node_of:
+            return
         with self._lock:
             self._add_unlocked(pod, node_name)
 
     def delete_nominated_pod_if_exists(self, pod: Pod) -> None:
+        """Every pod leaving the queue asks (its bound watch event included), and few are nominated: one not in
+        the map returns without the lock (a membership test is atomic, as a nomination made meanwhile would be
+        after this call under the lock too)."""
+        if pod.uid not in self._node_of:
+            return
         with self._lock:
             self._delete_unlocked(pod.uid)
 

@@ -236,6 +236,23 @@ def test_update_event_confirms_assumed_pod() -> None:
     assert node_info(cache, "n1").requested.milli_cpu == 1000
 
 
+def test_add_bound_pod_adds_confirms_or_replaces_and_returns_the_bound_copy_it_replaced() -> None:
+    """The watch handler's one call for a pod with a node: add_pod's effect, and the cached copy only where that
+    was a bound one (the handler then reports an update, not an add)."""
+    cache = cache_with_nodes("n1", "n2")
+    cache.assume_pod(make_pod("a", node="n1", cpu="1"))
+    confirmed = make_pod("a", node="n1", cpu="1")
+    assert cache.add_bound_pod(confirmed) is None
+    assert not cache.is_assumed("uid-a") and node_info(cache, "n1").pods["uid-a"] is confirmed
+    added = make_pod("b", node="n2", cpu="500m")
+    assert cache.add_bound_pod(added) is None
+    assert node_info(cache, "n2").requested.milli_cpu == 500
+    updated = make_pod("b", node="n2", cpu="250m")
+    assert cache.add_bound_pod(updated) is added
+    assert node_info(cache, "n2").pods["uid-b"] is updated and node_info(cache, "n2").requested.milli_cpu == 250
+    assert cache.pod_count() == 2 and cache.assumed_count() == 0
+
+
 def test_events_without_node_leave_assumed_pod_alone() -> None:
     cache = cache_with_nodes("n1")
     cache.assume_pod(make_pod("a", node="n1", cpu="1"))

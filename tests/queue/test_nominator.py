@@ -51,6 +51,17 @@ def test_delete_if_exists() -> None:
     assert names(n.nominated_pods_for_node("node1")) == ["b"]
 
 
+def test_an_add_without_a_nomination_clears_an_earlier_one_and_records_nothing_else() -> None:
+    """The lock-free return of an add with nothing to record is taken only where there is nothing to clear."""
+    n = Nominator()
+    pod = make_pod("a")
+    n.add_nominated_pod(pod)
+    assert n.nominated_node_name(pod) is None and n.nodes_with_nominated_pods() == set()
+    n.add_nominated_pod(pod, "node1")
+    n.add_nominated_pod(pod)  # the pod's own status names no node: the in-memory nomination is cleared
+    assert n.nominated_node_name(pod) is None and n.nominated_pods_for_node("node1") == []
+
+
 def test_update_keeps_in_memory_nomination_when_objects_have_none() -> None:
     n = Nominator()
     old = make_pod("a", rv="1")

@@ -968,13 +968,14 @@ class Framework:
         """Raw scores plugin by plugin over all nodes, as plain int lists in ``nodes`` order; a
         ScoreNodesPlugin scores every node in one call."""
         raw: dict[str, list[int]] = {}
+        score_nodes_of = self._score_nodes_of
         for pl in plugins:
-            if pl.name in self._score_nodes_of:
-                values, s = cast(ScoreNodesPlugin, pl).score_nodes(state, pod, nodes)
-                if not success(s):
-                    assert s is not None
-                    return raw, _failure(f'running Score plugins: plugin "{pl.name}" failed with: {s.message}')
-                raw[pl.name] = list(values)
+            name = pl.name
+            if name in score_nodes_of:  # a ScoreNodesPlugin (no typing.cast call, a Python call, per plugin)
+                values, s = pl.score_nodes(state, pod, nodes)  # type: ignore[attr-defined]
+                if s is not None and s.code != CODE_SUCCESS:
+                    return raw, _failure(f'running Score plugins: plugin "{name}" failed with: {s.message}')
+                raw[name] = values if type(values) is list else list(values)
                 continue
             score = pl.score
             out: list[int] = []

@@ -56,6 +56,8 @@ class Nominator:
     def nodes_with_nominated_pods(self) -> set[str]:
         """Names of nodes that have nominated pods: taken once per cycle so the filter loop skips the
         per-node lookup (and the two-pass logic) for all other nodes."""
+        if not self._by_node:  # nothing nominated, as most cycles: no lock, no comprehension (a dict read is atomic)
+            return set()
         with self._lock:
             return {n for n, pods in self._by_node.items() if pods}
 

@@ -357,7 +357,7 @@ class SchedulingAlgorithm:
             verdicts = verdicts.copy()
             for p, status in overrides.items():
                 verdicts[p] = status
-        rejections = cast(list[Status], list(map(verdicts.__getitem__, rejected)))
+        rejections: list[Status] = list(map(verdicts.__getitem__, rejected))  # type: ignore[arg-type]  # no cast call
         if chosen and not self.list_rejections_on_success and fwk.observer is None:
             diagnosis.unlisted_rejections = len(rejected)
         else:

@@ -99,7 +99,7 @@ _UNSIGNED: Any = object()
 # and count_filter_evaluations this many name tuples.
 _MAX_SCORE_LISTS = 64
 # A list of Score plugins' names, weights and normalizers (Framework._score_list).
-_ScoreList = tuple[tuple[str, ...], "npt.NDArray[np.int64]", tuple[tuple[int, Any, bool], ...]]
+_ScoreList = tuple[tuple[str, ...], "npt.NDArray[np.int64]", tuple[tuple[int, Any, Any], ...]]
 _maximum = np.maximum.reduce  # ndarray.max() without numpy's Python layer (_methods._amax) in between
 # (state, pod, nodes, plugins) -> raw score matrix (a row per plugin, in ``plugins`` order), or an error status
 RawScores = Callable[[CycleState, Pod, Sequence[NodeInfo], "list[ScorePlugin]"], "tuple[ScoreMatrix, Status | None]"]
@@ -932,8 +932,8 @@ class Framework:
     def _score_list(self, plugins: list[ScorePlugin]) -> _ScoreList:
         """Names, weights and normalizers of a list of Score plugins, remembered per list (a profile has few):
         every cycle asks for them, for the metrics, the weights, the batch's remembered scores and NormalizeScore.
-        The normalizers are (row, ScoreExtensions, whether it is a NormalizeValuesExtension), for the plugins
-        whose ScoreExtensions is not None (as upstream's, fixed per plugin)."""
+        The normalizers are (row, ScoreExtensions, its bound normalize_values if it is a NormalizeValuesExtension
+        else None), for the plugins whose ScoreExtensions is not None (as upstream's, fixed per plugin)."""
         latest = self._latest_score_list
         if latest is not None and latest[0] is plugins:  # active_score_plugins' shared list, as most cycles ask
             return latest[1]
@@ -943,7 +943,8 @@ class Framework:
             names = tuple([pl.name for pl in plugins])
             weights = np.fromiter((self.score_plugin_weight[name] for name in names), dtype=np.int64, count=len(names))
             extensions = [(i, pl.score_extensions()) for i, pl in enumerate(plugins)]
-            normalizers = tuple((i, ext, implements(ext, NormalizeValuesExtension))
+            normalizers = tuple((i, ext, cast(NormalizeValuesExtension, ext).normalize_values
+                                 if implements(ext, NormalizeValuesExtension) else None)
                                 for i, ext in extensions if ext is not None)
             known = self._score_lists[key] = (names, weights, normalizers)
         if any(plugins is active for active in self._active_scores.values()):
@@ -993,10 +994,10 @@ class Framework:
     ) -> Status | None:
         """NormalizeScore in place, row by row. A NormalizeValuesExtension works on its row;
         ``normalize_score`` gets the upstream NodeScore list, built only for it."""
-        for i, ext, on_values in self._score_list(plugins)[2]:
+        for i, ext, normalize_values in self._score_list(plugins)[2]:
             row = matrix[i]
-            if on_values:
-                s = cast(NormalizeValuesExtension, ext).normalize_values(state, pod, row)
+            if normalize_values is not None:
+                s = normalize_values(state, pod, row)
             else:
                 scores = [NodeScore(n.name, v) for n, v in zip(nodes, row.tolist(), strict=True)]
                 s = ext.normalize_score(state, pod, scores)

@@ -96,15 +96,18 @@ class DeferredHistogram(Collector):
                 if taken:
                     grouped.setdefault(labels, []).extend(queued[:taken])
                     del queued[:taken]
-            n = len(self.bounds)
+            n, bounds = len(self.bounds), self._bounds
             for labels, values in grouped.items():
                 row = self._series.get(labels)
                 if row is None:
                     row = self._series[labels] = [0.0] * (n + 2)
-                # searchsorted(side="left") is bisect_left: index n is the +Inf bucket
-                counts = np.bincount(np.searchsorted(self._bounds, values, side="left"), minlength=n + 1)
-                for i in np.flatnonzero(counts).tolist():
-                    row[i] += int(counts[i])
+                # searchsorted(side="left") is bisect_left: index n is the +Inf bucket. The values as an array by
+                # fromiter (half the cost of searchsorted's own conversion of a list), no numpy Python layer.
+                at = bounds.searchsorted(np.fromiter(values, dtype=np.float64, count=len(values)), side="left")
+                counts = np.bincount(at, minlength=n + 1)
+                per_bucket = counts.tolist()
+                for i in counts.nonzero()[0].tolist():
+                    row[i] += per_bucket[i]
                 row[n + 1] += sum(values)
 
     def describe(self) -> Iterator[HistogramMetricFamily]:

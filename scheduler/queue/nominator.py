@@ -37,6 +37,8 @@ class Nominator:
             self._add_unlocked(pod, node_name)
 
     def delete_nominated_pod_if_exists(self, pod: Pod) -> None:
+        if pod.uid not in self._node_of:  # not nominated, as nearly every pod: no lock (a dict lookup is atomic)
+            return
         with self._lock:
             self._delete_unlocked(pod.uid)
 

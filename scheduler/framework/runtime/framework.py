@@ -1153,8 +1153,11 @@ class Framework:
     # ----- PreBind / Bind / PostBind ------------------------------------------------------------
 
     def run_pre_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        return self._run_until_failure("PreBind", [(pl.name, pl.pre_bind) for pl in self._plugins(state, "preBind")],
-                                       state, pod, node_name)
+        """PreBind, but for the plugins whose PreBindPreFlight returned Skip this binding cycle (upstream's
+        GetSkipPreBindPlugins): a pod with nothing to bind calls none."""
+        skipped = state.skip_pre_bind_plugins
+        return self._run_until_failure("PreBind", [(pl.name, pl.pre_bind) for pl in self._plugins(state, "preBind")
+                                                   if pl.name not in skipped], state, pod, node_name)
 
     def run_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         """Bind plugins in order until one does not return Skip. When none binds (no plugins, or all

@@ -233,13 +233,18 @@ class ProfileMetrics:
         self._extension_points: dict[str, dict[str, list[float]]] = {}  # point -> status -> the series' values
 
     def extension_point(self, point: str, status: str, seconds: float) -> None:
+        self.extension_point_values(point, status).append(seconds)
+
+    def extension_point_values(self, point: str, status: str) -> list[float]:
+        """The list ``extension_point`` appends (point, status)'s durations to: a caller that records the same
+        series every cycle keeps it (the framework, for each extension point's successes)."""
         by_status = self._extension_points.get(point)
         if by_status is None:
             by_status = self._extension_points.setdefault(point, {})
         values = by_status.get(status)
         if values is None:
             values = by_status[status] = self._m.extension_point_duration.values_of((point, status, self.profile))
-        values.append(seconds)
+        return values
 
     def plugin_duration(self, plugin: str, point: str, status: str, seconds: float) -> None:
         self._m.plugin_execution_duration.record((plugin, point, status), seconds)

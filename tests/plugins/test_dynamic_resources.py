@@ -270,11 +270,16 @@ def test_filter_timeout_is_an_error_naming_the_node() -> None:
     assert verdicts["n1"] == (Code.ERROR, "node n1: timed out trying to allocate devices")
 
 
-def test_prioritized_list_scores_earlier_subrequests_higher() -> None:
+def prioritized_claim() -> dict[str, Any]:
+    """c1 asking for two devices of the class, or else one (a prioritized list)."""
     claim = claim_obj("c1")
     claim["spec"]["devices"]["requests"] = [{"name": "req", "firstAvailable": [
         {"name": "two", "deviceClassName": "gpu", "count": 2}, {"name": "one", "deviceClassName": "gpu"}]}]
-    pl, _ = plugin(*cluster(claim))
+    return claim
+
+
+def test_prioritized_list_scores_earlier_subrequests_higher() -> None:
+    pl, _ = plugin(*cluster(prioritized_claim()))
     state, verdicts = run_filters(pl, pod_with())
     assert verdicts == {"n1": None, "n2": None}
     scores, status = pl.score_nodes(state, pod_with(), NODES)
@@ -282,10 +287,7 @@ def test_prioritized_list_scores_earlier_subrequests_higher() -> None:
 
 
 def test_normalize_scales_a_claimed_pods_row_and_leaves_a_claimless_pods_zeros() -> None:
-    claim = claim_obj("c1")
-    claim["spec"]["devices"]["requests"] = [{"name": "req", "firstAvailable": [
-        {"name": "two", "deviceClassName": "gpu", "count": 2}, {"name": "one", "deviceClassName": "gpu"}]}]
-    pl, _ = plugin(*cluster(claim))
+    pl, _ = plugin(*cluster(prioritized_claim()))
     state, _ = run_filters(pl, pod_with())
     row = np.array(pl.score_nodes(state, pod_with(), NODES)[0], dtype=np.int64)
     assert pl.normalize_values(state, pod_with(), row) is None

@@ -246,8 +246,8 @@ class ProfileMetrics:
             values = by_status[status] = self._m.extension_point_duration.values_of((point, status, self.profile))
         return values
 
-    def plugin_duration(self, plugin: str, point: str, status: str, seconds: float) -> None:
-        self._m.plugin_execution_duration.record((plugin, point, status), seconds)
+    def plugin_duration_values(self, plugin: str, point: str, status: str) -> list[float]:
+        return self._m.plugin_execution_duration.values_of((plugin, point, status))
 
     def duration_sink(self) -> Callable[[tuple[tuple[str, str, str], float]], None]:
         return self._m.plugin_execution_duration.sink()

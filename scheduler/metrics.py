@@ -431,7 +431,11 @@ class Metrics:
         self._incoming: dict[tuple[str, str], Any] = {}
         self._incoming_entities: dict[tuple[str, str], Any] = {}
         self._entity_queues: set[str] = set()  # queued_entities series created (upstream: at the first change)
-        self._attempts: dict[tuple[str, str], Any] = {}
+        # Per pod series, their counter's tick and their histograms' queued lists kept (values_of): no lookup call.
+        self._attempts: dict[tuple[str, str], tuple[Callable[[], int], Callable[[float], None]]] = {}
+        self._algorithm_values = self.algorithm_duration.values_of(())
+        self._attempts_values = self.pod_attempts.values_of(())
+        self._sli_values: dict[int, list[float]] = {}  # by attempts (the label caps them)
         self._bindings = self.goroutines.labels(BINDING)
         self._gauge_series: dict[int, set[tuple[str, ...]]] = {}
         self._victims = 0
@@ -481,7 +485,7 @@ class Metrics:
         self.queueing_hint_duration.record((plugin, event, hint), seconds)
 
     def algorithm_done(self, seconds: float) -> None:
-        self.algorithm_duration.record((), seconds)
+        self._algorithm_values.append(seconds)
 
     def attempt_failed(self, profile: str, unschedulable: bool, seconds: float) -> None:
         self._attempt(UNSCHEDULABLE if unschedulable else ERROR, profile, seconds)
@@ -492,17 +496,22 @@ class Metrics:
         self._attempt(SCHEDULED, profile, seconds)
         if after_flush:
             self.scheduled_after_flush.inc()
-        self.pod_attempts.record((), attempts)
+        self._attempts_values.append(attempts)
         if since_first_attempt is not None:
-            label = str(attempts) if attempts < SLI_ATTEMPTS_CAP else f"{SLI_ATTEMPTS_CAP}+"
-            self.sli_duration.record((label,), since_first_attempt)
+            values = self._sli_values.get(attempts)
+            if values is None:
+                label = str(attempts) if attempts < SLI_ATTEMPTS_CAP else f"{SLI_ATTEMPTS_CAP}+"
+                values = self._sli_values[attempts] = self.sli_duration.values_of((label,))
+            values.append(since_first_attempt)
 
     def _attempt(self, result: str, profile: str, seconds: float) -> None:
-        child = self._attempts.get((result, profile))
-        if child is None:
-            child = self._attempts[(result, profile)] = self.schedule_attempts.tick((result, profile))
-        child()
-        self.attempt_duration.record((result, profile), seconds)
+        series = self._attempts.get((result, profile))
+        if series is None:
+            series = self._attempts[(result, profile)] = (self.schedule_attempts.tick((result, profile)),
+                                                          self.attempt_duration.values_of((result, profile)).append)
+        tick, record = series
+        tick()
+        record(seconds)
 
     def victims_selected(self, count: int) -> None:
         """Preemption chose a candidate with ``count`` victims (scheduling thread; the evictions may

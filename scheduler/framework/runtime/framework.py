@@ -270,13 +270,13 @@ class Framework:
         self._filter_rows = self._rows_of(self._filter)
         self._timed_filter_rows = self._rows_of(self._timed_by_point.get("filter", []))
         # PreFilter's, PreScore's and Reserve's (name, method) pairs, plain and timed (_calls), and the active Filter
-        # plugins' names by the set PreFilter skipped (the evaluation counts of a walk without rejections).
+        # plugins' evaluation counter cells by the set PreFilter skipped (the counts of a walk without rejections).
         self._calls_by_point: dict[tuple[str, bool], list[tuple[str, Any]]] = {
             (point, timed): [(pl.name, getattr(pl, method)) for pl in plugins]
             for point, method in (("preFilter", "pre_filter"), ("preScore", "pre_score"), ("reserve", "reserve"))
             for timed, plugins in ((False, self._by_point[point]), (True, self._timed_by_point.get(point, [])))
         }
-        self._active_filter_names: dict[frozenset[str], tuple[str, ...]] = {}
+        self._active_filter_cells: dict[frozenset[str], list[Any]] = {}
         self._name_cells: dict[str, list[Any]] = {}  # _count_names' counter cells by extension point
 
         # Opportunistic batching needs every PreFilter, Filter, PreScore and Score plugin to sign pods.
@@ -524,12 +524,13 @@ class Framework:
         skipped = state.skip_filter_plugins
         if not rejections:
             key = frozenset(skipped)
-            names = self._active_filter_names.get(key)
-            if names is None:
-                if len(self._active_filter_names) >= _MAX_SCORE_LISTS:
-                    self._active_filter_names.clear()
-                names = self._active_filter_names[key] = tuple([pl.name for pl in self._filter if pl.name not in key])
-            metrics.plugin_evaluations(names, "Filter", visited)
+            cell = self._active_filter_cells.get(key)  # the counter cell of the active filters' names
+            if cell is None:
+                if len(self._active_filter_cells) >= _MAX_SCORE_LISTS:
+                    self._active_filter_cells.clear()
+                names = tuple([pl.name for pl in self._filter if pl.name not in key])
+                cell = self._active_filter_cells[key] = metrics.evaluation_cell(names, "Filter")
+            cell[1] += visited
             return
         # The few distinct rejecting plugins counted by list.count, a C loop that mostly meets the very name object
         # it counts: a Counter's dict update per rejected node was 7 % of a pod's instructions where hundreds of

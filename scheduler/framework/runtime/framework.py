@@ -277,6 +277,7 @@ class Framework:
             for timed, plugins in ((False, self._by_point[point]), (True, self._timed_by_point.get(point, [])))
         }
         self._active_filter_cells: dict[frozenset[str], list[Any]] = {}
+        self._score_cells: dict[tuple[str, ...], list[Any]] = {}  # Score's evaluation counter cells by plugin names
         self._name_cells: dict[str, list[Any]] = {}  # _count_names' counter cells by extension point
 
         # Opportunistic batching needs every PreFilter, Filter, PreScore and Score plugin to sign pods.
@@ -922,7 +923,11 @@ class Framework:
         try:
             plugins = self.active_score_plugins(state)
             if self._plugin_metrics is not None and nodes:
-                self._plugin_metrics.plugin_evaluations(self.score_plugin_names(plugins), "Score", len(nodes))
+                names = self.score_plugin_names(plugins)
+                cell = self._score_cells.get(names)  # the names' counter cell, kept: a profile has few lists
+                if cell is None:
+                    cell = self._score_cells[names] = self._plugin_metrics.evaluation_cell(names, "Score")
+                cell[1] += len(nodes)
             if raw_scores is not None:
                 matrix, status = raw_scores(state, pod, nodes, plugins)
             else:

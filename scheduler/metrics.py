@@ -10,6 +10,7 @@ and cache sizes are refreshed by the scheduler's once-a-second housekeeping.
 
 from __future__ import annotations
 
+import itertools
 import random
 import threading
 from collections import deque
@@ -96,15 +97,18 @@ class DeferredHistogram(Collector):
                 if taken:
                     grouped.setdefault(labels, []).extend(queued[:taken])
                     del queued[:taken]
-            n = len(self.bounds)
+            n, bounds = len(self.bounds), self._bounds
             for labels, values in grouped.items():
                 row = self._series.get(labels)
                 if row is None:
                     row = self._series[labels] = [0.0] * (n + 2)
-                # searchsorted(side="left") is bisect_left: index n is the +Inf bucket
-                counts = np.bincount(np.searchsorted(self._bounds, values, side="left"), minlength=n + 1)
-                for i in np.flatnonzero(counts).tolist():
-                    row[i] += int(counts[i])
+                # searchsorted(side="left") is bisect_left: index n is the +Inf bucket. The values as an array by
+                # fromiter (half the cost of searchsorted's own conversion of a list), no numpy Python layer.
+                at = bounds.searchsorted(np.fromiter(values, dtype=np.float64, count=len(values)), side="left")
+                counts = np.bincount(at, minlength=n + 1)
+                per_bucket = counts.tolist()
+                for i in counts.nonzero()[0].tolist():
+                    row[i] += per_bucket[i]
                 row[n + 1] += sum(values)
 
     def describe(self) -> Iterator[HistogramMetricFamily]:
@@ -124,8 +128,8 @@ class DeferredHistogram(Collector):
 
 
 class DeferredCounter(Collector):
-    """A counter written by one thread at a time (the scheduling thread, or the holder of the queue's lock) with
-    plain dict arithmetic, no lock of its own; a scrape reads a copy (one C-level step under the GIL).
+    """A counter written by one thread (the scheduling thread) with plain dict arithmetic, no lock;
+    a scrape reads a copy (one C-level step under the GIL).
 
     ``group`` gives a cell that adds one amount to several series at once: the writer adds to the cell
     alone (a cycle counts the same plugin lists over and over), and reads expand the cells."""
@@ -174,6 +178,46 @@ class DeferredCounter(Collector):
         yield family
 
 
+class TickCounter(Collector):
+    """A counter of ones that any thread counts without a lock: each series is an ``itertools.count``, whose
+    ``__next__`` is one C call holding the GIL (prometheus_client's Counter.inc takes a lock in two Python
+    calls; three such counts a pod). A scrape reads each series' count from its repr. Series appear when
+    first asked for, in that order, as the Counter's children do."""
+
+    def __init__(self, name: str, documentation: str, labelnames: Sequence[str]) -> None:
+        self.name = name  # without the _total suffix, as prometheus_client's families want it
+        self.documentation = documentation
+        self.labelnames = list(labelnames)
+        self._series: dict[tuple[str, ...], itertools.count[int]] = {}
+        self._lock = threading.Lock()  # a series is created once, by whichever thread comes first
+
+    def tick(self, labelvalues: tuple[str, ...]) -> Callable[[], int]:
+        """The series' increment: each call counts one (keep it: the lookup is the costly part)."""
+        series = self._series.get(labelvalues)
+        if series is None:
+            with self._lock:
+                series = self._series.setdefault(labelvalues, itertools.count())
+        return series.__next__
+
+    def value(self, labelvalues: tuple[str, ...]) -> int:
+        series = self._series.get(labelvalues)
+        return 0 if series is None else _count_of(series)
+
+    def describe(self) -> Iterator[CounterMetricFamily]:
+        yield CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        for labels, series in list(self._series.items()):
+            family.add_metric(list(labels), float(_count_of(series)))
+        yield family
+
+
+def _count_of(series: itertools.count[int]) -> int:
+    """How many times ``next`` was called on a count started at 0: its next value, as its repr shows it."""
+    return int(repr(series)[len("count("):-1])
+
+
 def _bound(b: float) -> str:
     return "+Inf" if b == float("inf") else repr(float(b))
 
@@ -189,16 +233,21 @@ class ProfileMetrics:
         self._extension_points: dict[str, dict[str, list[float]]] = {}  # point -> status -> the series' values
 
     def extension_point(self, point: str, status: str, seconds: float) -> None:
+        self.extension_point_values(point, status).append(seconds)
+
+    def extension_point_values(self, point: str, status: str) -> list[float]:
+        """The list ``extension_point`` appends (point, status)'s durations to: a caller that records the same
+        series every cycle keeps it (the framework, for each extension point's successes)."""
         by_status = self._extension_points.get(point)
         if by_status is None:
             by_status = self._extension_points.setdefault(point, {})
         values = by_status.get(status)
         if values is None:
             values = by_status[status] = self._m.extension_point_duration.values_of((point, status, self.profile))
-        values.append(seconds)
+        return values
 
-    def plugin_duration(self, plugin: str, point: str, status: str, seconds: float) -> None:
-        self._m.plugin_execution_duration.record((plugin, point, status), seconds)
+    def plugin_duration_values(self, plugin: str, point: str, status: str) -> list[float]:
+        return self._m.plugin_execution_duration.values_of((plugin, point, status))
 
     def duration_sink(self) -> Callable[[tuple[tuple[str, str, str], float]], None]:
         return self._m.plugin_execution_duration.sink()
@@ -228,12 +277,13 @@ class Metrics:
         self.registry = registry or CollectorRegistry()
         self._rng = rng or random.Random()
         r = self.registry
-        self.schedule_attempts = Counter(
-            "scheduler_schedule_attempts_total",
+        self.schedule_attempts = TickCounter(
+            "scheduler_schedule_attempts",
             "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be "
             "scheduled, while 'error' means an internal scheduler problem.",
-            ["result", "profile"], registry=r,
+            ["result", "profile"],
         )
+        r.register(self.schedule_attempts)  # here, as the Counter it replaced: the exposition keeps its order
         self.event_handling_duration = DeferredHistogram(
             "scheduler_event_handling_duration_seconds", "Event handling latency in seconds.",
             ["event"], exponential_buckets(0.0001, 2, 12),
@@ -330,18 +380,18 @@ class Metrics:
             "Duration for running a queueing hint function of a plugin.",
             ["plugin", "event", "hint"], exponential_buckets(0.00001, 1.5, 20),
         )
-        # Counted by whoever holds the queue's lock (the pod stream, the scheduling and flush threads): a
-        # prometheus_client counter's two locks a pod were ~3 us of every pod's ADDED event.
-        self.incoming_pods = DeferredCounter(
+        self.incoming_pods = TickCounter(
             "scheduler_queue_incoming_pods", "Number of pods added to scheduling queues by event and queue type.",
             ["queue", "event"],
         )
-        self.incoming_entities = DeferredCounter(
+        r.register(self.incoming_pods)
+        self.incoming_entities = TickCounter(
             "scheduler_queue_incoming_entities",
             "Number of scheduling entities added to scheduling queues by event, queue type, and entity type. Entity "
             "types are either 'pod' (for individual pods that are not members of any podgroup) or 'podgroup'.",
             ["queue", "event", "type"],
         )
+        r.register(self.incoming_entities)
         self.permit_wait_duration = Histogram(
             "scheduler_permit_wait_duration_seconds", "Duration of waiting on permit.",
             ["result"], buckets=exponential_buckets(0.001, 2, 15), registry=r,
@@ -370,8 +420,7 @@ class Metrics:
         collectors: tuple[Collector, ...] = (
             self.event_handling_duration, self.attempt_duration, self.algorithm_duration, self.sli_duration,
             self.pod_attempts, self.extension_point_duration, self.plugin_execution_duration,
-                  self.queueing_hint_duration, self.plugin_evaluation_total, self.incoming_pods,
-                  self.incoming_entities)
+                  self.queueing_hint_duration, self.plugin_evaluation_total)
         for c in collectors:
             r.register(c)
         self._deferred = [c for c in collectors if isinstance(c, DeferredHistogram)]
@@ -379,8 +428,14 @@ class Metrics:
             "py_scheduler_metrics_scrape_errors_total",
             "Scrapes of /metrics that failed (e.g. the client went away mid-response).", registry=r,
         )
+        self._incoming: dict[tuple[str, str], Any] = {}
+        self._incoming_entities: dict[tuple[str, str], Any] = {}
         self._entity_queues: set[str] = set()  # queued_entities series created (upstream: at the first change)
-        self._attempts: dict[tuple[str, str], Any] = {}
+        # Per pod series, their counter's tick and their histograms' queued lists kept (values_of): no lookup call.
+        self._attempts: dict[tuple[str, str], tuple[Callable[[], int], Callable[[float], None]]] = {}
+        self._algorithm_values = self.algorithm_duration.values_of(())
+        self._attempts_values = self.pod_attempts.values_of(())
+        self._sli_values: dict[int, list[float]] = {}  # by attempts (the label caps them)
         self._bindings = self.goroutines.labels(BINDING)
         self._gauge_series: dict[int, set[tuple[str, ...]]] = {}
         self._victims = 0
@@ -412,9 +467,15 @@ class Metrics:
         """The queue's callback: one pod entered ``queue`` because of ``event``; ``entity``: it counts in
         scheduler_queue_incoming_entities_total too, as an entity of type pod (py-scheduler queues no pod
         groups of the Workload API)."""
-        self.incoming_pods.add((queue, event), 1.0)
+        child = self._incoming.get((queue, event))
+        if child is None:
+            child = self._incoming[(queue, event)] = self.incoming_pods.tick((queue, event))
+        child()
         if entity:
-            self.incoming_entities.add((queue, event, POD), 1.0)
+            counted = self._incoming_entities.get((queue, event))
+            if counted is None:
+                counted = self._incoming_entities[(queue, event)] = self.incoming_entities.tick((queue, event, POD))
+            counted()
 
     def pre_enqueue_ran(self, profile: str, status: str, seconds: float) -> None:
         """The queue's PreEnqueue callback (upstream times it in runPreEnqueuePlugins)."""
@@ -424,7 +485,7 @@ class Metrics:
         self.queueing_hint_duration.record((plugin, event, hint), seconds)
 
     def algorithm_done(self, seconds: float) -> None:
-        self.algorithm_duration.record((), seconds)
+        self._algorithm_values.append(seconds)
 
     def attempt_failed(self, profile: str, unschedulable: bool, seconds: float) -> None:
         self._attempt(UNSCHEDULABLE if unschedulable else ERROR, profile, seconds)
@@ -435,17 +496,22 @@ class Metrics:
         self._attempt(SCHEDULED, profile, seconds)
         if after_flush:
             self.scheduled_after_flush.inc()
-        self.pod_attempts.record((), attempts)
+        self._attempts_values.append(attempts)
         if since_first_attempt is not None:
-            label = str(attempts) if attempts < SLI_ATTEMPTS_CAP else f"{SLI_ATTEMPTS_CAP}+"
-            self.sli_duration.record((label,), since_first_attempt)
+            values = self._sli_values.get(attempts)
+            if values is None:
+                label = str(attempts) if attempts < SLI_ATTEMPTS_CAP else f"{SLI_ATTEMPTS_CAP}+"
+                values = self._sli_values[attempts] = self.sli_duration.values_of((label,))
+            values.append(since_first_attempt)
 
     def _attempt(self, result: str, profile: str, seconds: float) -> None:
-        child = self._attempts.get((result, profile))
-        if child is None:
-            child = self._attempts[(result, profile)] = self.schedule_attempts.labels(result, profile)
-        child.inc()
-        self.attempt_duration.record((result, profile), seconds)
+        series = self._attempts.get((result, profile))
+        if series is None:
+            series = self._attempts[(result, profile)] = (self.schedule_attempts.tick((result, profile)),
+                                                          self.attempt_duration.values_of((result, profile)).append)
+        tick, record = series
+        tick()
+        record(seconds)
 
     def victims_selected(self, count: int) -> None:
         """Preemption chose a candidate with ``count`` victims (scheduling thread; the evictions may

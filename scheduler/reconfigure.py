@@ -52,6 +52,8 @@ class Reconfigure(SchedulerState):
         pods in flight finish under the frameworks they started with, queue and cache stay. Pods of a
         removed profile leave the queue (left alone, as any other scheduler's); pending pods of a new
         profile, as last seen, enter it."""
+        if self._next_config is None:  # nearly every cycle: no lock (reconfigure's write is seen once it is made)
+            return
         with self._next_config_lock:
             pending, self._next_config = self._next_config, None
         if pending is None:

@@ -210,6 +210,7 @@ class SchedulingAlgorithm:
         # False: a batched walk that found a feasible node leaves the rejected nodes out of the diagnosis' map
         # (only counted): the pod fits, so no message, requeue or preemption reads their statuses.
         self.list_rejections_on_success = True
+        self._latest_num_to_find: tuple[tuple[int | None, int, bool] | None, int] = (None, 0)
         self.configure(percentage_of_nodes_to_score, extenders, batching)
 
     def configure(
@@ -356,7 +357,7 @@ class SchedulingAlgorithm:
             verdicts = verdicts.copy()
             for p, status in overrides.items():
                 verdicts[p] = status
-        rejections = cast(list[Status], list(map(verdicts.__getitem__, rejected)))
+        rejections: list[Status] = list(map(verdicts.__getitem__, rejected))  # type: ignore[arg-type]  # no cast call
         if chosen and not self.list_rejections_on_success and fwk.observer is None:
             diagnosis.unlisted_rejections = len(rejected)
         else:
@@ -396,9 +397,11 @@ class SchedulingAlgorithm:
         percentage = fwk.percentage_of_nodes_to_score
         if percentage is None:
             percentage = self.percentage_of_nodes_to_score
-        return num_feasible_nodes_to_find(
-            percentage, num_nodes, fwk.has_score_plugins() or self._extenders_filter_or_score
-        )
+        key = (percentage, num_nodes, fwk.has_score_plugins() or self._extenders_filter_or_score)
+        latest = self._latest_num_to_find  # the same three inputs cycle after cycle: the answer kept
+        if latest[0] != key:
+            latest = self._latest_num_to_find = (key, num_feasible_nodes_to_find(*key))
+        return latest[1]
 
     def _evaluate_nominated_node(
         self,

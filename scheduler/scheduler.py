@@ -148,7 +148,8 @@ class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
             prof = self.metrics.profile(p.scheduler_name) if self.metrics is not None else None
             hook = prof.extension_point if prof is not None else None
             out[p.scheduler_name] = Framework(p, registry, options, metrics=hook, plugin_metrics=prof,
-                                              observer=self.cycle_observer)
+                                              observer=self.cycle_observer,
+                                              success_values=prof.extension_point_values if prof is not None else None)
             unsigned = plugins_without_sign_pod(out[p.scheduler_name].list_plugins(),
                                                 out[p.scheduler_name].plugins_by_name)
             if config.opportunistic_batching and unsigned:  # visible, not only documented: it costs throughput

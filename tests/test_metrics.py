@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import prometheus_client
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from structlog.testing import capture_logs
@@ -24,7 +25,7 @@ from scheduler.app.offline import OfflineWriter, RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
 from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
 from scheduler.framework.features import Features
-from scheduler.metrics import DeferredHistogram, Metrics, exponential_buckets
+from scheduler.metrics import DeferredHistogram, Metrics, TickCounter, exponential_buckets
 from scheduler.scheduler import Scheduler
 from tests.test_scheduler import Binder, Clock, node, pod
 
@@ -162,8 +163,8 @@ def test_histogram_buckets_are_upstreams(served: tuple[Scheduler, Metrics, Healt
 def test_attempt_results_and_queue_metrics(served: tuple[Scheduler, Metrics, HealthServer]) -> None:
     s, metrics, _ = served
     workload(s)
-    assert metrics.schedule_attempts.labels("scheduled", "py-scheduler")._value.get() == 2
-    assert metrics.schedule_attempts.labels("unschedulable", "py-scheduler")._value.get() == 1
+    assert metrics.schedule_attempts.value(("scheduled", "py-scheduler")) == 2
+    assert metrics.schedule_attempts.value(("unschedulable", "py-scheduler")) == 1
     assert metrics.preemption_attempts._value.get() == 1  # DefaultPreemption ran for "huge"
     assert metrics.incoming_pods.value(("active", "UnscheduledPodAdd")) == 3
     assert metrics.pending_pods.labels("unschedulable")._value.get() == 1
@@ -459,3 +460,29 @@ def test_v137_queue_series_pod_entities_and_the_pod_group_queues() -> None:
     assert 'ScheduleAttemptFailure",queue="unschedulable",type="pod"' not in text
     assert 'scheduler_queue_incoming_pods_total{event="ScheduleAttemptFailure",queue="unschedulable"} 1.0' in text
     assert "scheduler_pod_scheduled_after_flush_total 1.0" in text
+
+
+def test_tick_counter_exposes_what_a_prometheus_counter_would_and_loses_no_tick_across_threads() -> None:
+    counted, ticked = CollectorRegistry(), CollectorRegistry()
+    counter = prometheus_client.Counter("x_total", "Things.", ["kind", "when"], registry=counted)
+    ticks = TickCounter("x", "Things.", ["kind", "when"])
+    ticked.register(ticks)
+    for labels, n in [(("b", "now"), 3), (("a", "later"), 1), (("b", "now"), 2)]:
+        tick = ticks.tick(labels)
+        for _ in range(n):
+            tick()
+            counter.labels(*labels).inc()
+    assert generate_latest(ticked) == generate_latest(counted)
+    assert ticks.value(("b", "now")) == 5 and ticks.value(("c", "never")) == 0
+
+    def count(n: int) -> None:
+        tick = ticks.tick(("threads", "now"))
+        for _ in range(n):
+            tick()
+
+    workers = [threading.Thread(target=count, args=(20_000,)) for _ in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert ticks.value(("threads", "now")) == 80_000

@@ -186,6 +186,18 @@ def test_without_scoring_one_feasible_node_is_enough(nodes: int) -> None:
     assert num_feasible_nodes_to_find(0, nodes, False) == 1
 
 
+def test_the_algorithms_count_to_find_follows_nodes_percentages_and_scoring() -> None:
+    algo = SchedulingAlgorithm()
+    scoring, bare = build({"score": [Scorer({}, "S")]}), build({})
+    assert algo._num_to_find(scoring, 1000) == 420
+    assert algo._num_to_find(scoring, 1000) == 420  # the kept answer
+    assert algo._num_to_find(scoring, 5000) == 500
+    assert algo._num_to_find(bare, 5000) == 1  # no score plugin: the first feasible node will do
+    algo.configure(30, [])
+    assert algo._num_to_find(scoring, 5000) == 1500
+    assert algo._num_to_find(build({"score": [Scorer({}, "S")]}, percentage=5), 5000) == 250
+
+
 # ----- the algorithm ---------------------------------------------------------------------------
 
 

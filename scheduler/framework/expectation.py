@@ -26,8 +26,10 @@ class PreBindPreFlightPlugin(Protocol):
 
 def pre_flight_has_work(plugins: Iterable[Any], state: CycleState, pod: Pod, node_name: str) -> Status | None:
     """RunPreBindPreFlights' verdict: Success (None) when one plugin has work, Skip when none has, the first
-    Error otherwise."""
+    Error otherwise. As upstream, the plugins that returned Skip are recorded in ``state`` (unless one errored):
+    PreBind passes them over. (A plugin without a PreBindPreFlight is not among them: its PreBind runs.)"""
     verdict: Status | None = skip()  # the shared, read-only Skip: callers read its code
+    skipped: list[str] = []
     for pl in plugins:
         check = getattr(pl, "pre_bind_pre_flight", None)
         if check is None:
@@ -35,6 +37,9 @@ def pre_flight_has_work(plugins: Iterable[Any], state: CycleState, pod: Pod, nod
         status = check(state, pod, node_name)
         if status is None or status.code == CODE_SUCCESS:
             verdict = None
-        elif status.code != CODE_SKIP:
+        elif status.code == CODE_SKIP:
+            skipped.append(pl.name)
+        else:
             return Status(CODE_ERROR, [f"running PreBindPreFlight {pl.name!r}: {status.message}"])
+    state.skip_pre_bind_plugins = frozenset(skipped)
     return verdict

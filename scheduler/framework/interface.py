@@ -46,15 +46,21 @@ def implements(value: object, protocol: type) -> bool:
     return known
 
 
+_NO_PLUGINS: frozenset[str] = frozenset()
+
+
 class CycleState:
     """Per-cycle plugin scratch space. Cloned for the nominated-pods pass and preemption dry runs."""
 
-    __slots__ = ("_data", "record_plugin_metrics", "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = ("_data", "record_plugin_metrics", "skip_filter_plugins", "skip_pre_bind_plugins", "skip_score_plugins")
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
+        # The PreBind plugins whose PreBindPreFlight returned Skip (upstream's SetSkipPreBindPlugins): PreBind
+        # passes them over. Read-only, replaced whole.
+        self.skip_pre_bind_plugins: frozenset[str] = _NO_PLUGINS
         # This cycle times every plugin call (upstream samples 10 % of cycles for plugin durations).
         self.record_plugin_metrics = False
 
@@ -74,6 +80,7 @@ class CycleState:
         c._data = {k: (v.clone() if implements(v, StateData) else v) for k, v in self._data.items()}
         c.skip_filter_plugins = set(self.skip_filter_plugins)
         c.skip_score_plugins = set(self.skip_score_plugins)
+        c.skip_pre_bind_plugins = self.skip_pre_bind_plugins
         c.record_plugin_metrics = self.record_plugin_metrics
         return c
 

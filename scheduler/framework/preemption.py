@@ -259,6 +259,8 @@ class Evaluator:
     def is_pod_running_preemption(self, uid: str) -> bool:
         """The pod's asynchronous preemption is under way and its last victim is not gone yet (v1.37: the
         mark stays through the last eviction, but a last victim the watch no longer has frees the pod)."""
+        if uid not in self._preempting:  # nearly every pod: no lock (a set or dict lookup is atomic)
+            return False
         with self._mu:
             if uid not in self._preempting:
                 return False

@@ -530,6 +530,9 @@ class DynamicResources(SignsByTemplate, PodGroupPostFilterPoint):
         return None
 
     def normalize_values(self, state: CycleState, pod: Pod, values: ScoreRow) -> Status | None:
+        s = state.get(STATE_KEY)
+        if isinstance(s, _State) and not s.claims:
+            return None  # Score gave every node 0, a row DefaultNormalizeScore leaves as it is: no pass over it
         default_normalize_values(MAX_NODE_SCORE, False, values)
         return None
 

@@ -159,7 +159,7 @@ class RankedHeap(Generic[T]):
             return None
         item = heapq.heappop(self._heap)[2]
         del self._entries[self._key(item)]
-        return cast(T, item)
+        return item  # a live entry's item (no typing.cast call: once a pod)
 
     def delete(self, key: str) -> T | None:
         e = self._entries.pop(key, None)

@@ -202,9 +202,9 @@ class PriorityQueue:
 
     @property
     def scheduling_cycle(self) -> int:
-        """Incremented on every pop; pass the value seen at pop to add_unschedulable_if_not_present."""
-        with self._lock:
-            return self._cycle
+        """Incremented on every pop; pass the value seen at pop to add_unschedulable_if_not_present. Read without
+        the lock (an attribute read is atomic under the GIL): the scheduling thread reads it after each pop."""
+        return self._cycle
 
     def pending_pods(self) -> tuple[list[Pod], str]:
         """All queued pods and a summary like ``activeQ:1; backoffQ:0; unschedulablePods:2``."""

@@ -33,13 +33,24 @@ def _node(name: str) -> NodeInfo:
     return info
 
 
+class _Logged(list[float]):
+    """A series' list of durations that logs each append's labels, in order across series."""
+
+    def __init__(self, log: list[tuple[str, str, str]], labels: tuple[str, str, str]) -> None:
+        super().__init__()
+        self.log, self.labels = log, labels
+
+    def append(self, value: float) -> None:
+        self.log.append(self.labels)
+
+
 class Recorder:
     def __init__(self) -> None:
         self.durations: list[tuple[str, str, str]] = []
         self.sunk: list[tuple[str, str, str]] = []
 
-    def plugin_duration(self, plugin: str, point: str, status: str, seconds: float) -> None:
-        self.durations.append((plugin, point, status))
+    def plugin_duration_values(self, plugin: str, point: str, status: str) -> list[float]:
+        return _Logged(self.durations, (plugin, point, status))
 
     def duration_sink(self) -> Callable[[tuple[tuple[str, str, str], float]], None]:
         return lambda sample: self.sunk.append(sample[0])

@@ -685,6 +685,24 @@ def test_metrics_hook_gets_extension_point_and_code() -> None:
     assert seen == [("PreFilter", "Unschedulable"), ("Bind", "Success")]
 
 
+def test_successes_go_to_the_kept_lists_and_the_rest_to_the_hook() -> None:
+    seen: list[tuple[str, str]] = []
+    lists: dict[tuple[str, str], list[float]] = {}
+    fwk = build(
+        {"preFilter": [PreF("P", status=unschedulable("x"))], "bind": [Binder("B", None)]},
+        metrics=lambda point, code, secs: seen.append((point, code)),
+        success_values=lambda point, code: lists.setdefault((point, code), []),
+    )
+    fwk.run_pre_filter_plugins(CycleState(), make_pod("p"), [])
+    for _ in range(2):
+        fwk.run_bind_plugins(CycleState(), make_pod("p"), "n1")
+    fwk.observe("Filter", None, 0.5)
+    fwk.observe("Filter", unschedulable("y"), 0.25)
+    assert seen == [("PreFilter", "Unschedulable"), ("Filter", "Unschedulable")]
+    assert sorted(lists) == [("Bind", "Success"), ("Filter", "Success")]
+    assert len(lists[("Bind", "Success")]) == 2 and lists[("Filter", "Success")] == [0.5]
+
+
 def test_the_queue_gets_a_sort_key_only_from_a_queue_sort_plugin_that_gives_one() -> None:
     """PrioritySort declares rank (activeQ then runs on heapq); a QueueSort plugin with only ``less`` leaves
     the queue on its comparator."""

@@ -8,6 +8,7 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
 import pytest
 from util import make_node, make_pod, node_info
 
@@ -269,15 +270,37 @@ def test_filter_timeout_is_an_error_naming_the_node() -> None:
     assert verdicts["n1"] == (Code.ERROR, "node n1: timed out trying to allocate devices")
 
 
-def test_prioritized_list_scores_earlier_subrequests_higher() -> None:
+def prioritized_claim() -> dict[str, Any]:
+    """c1 asking for two devices of the class, or else one (a prioritized list)."""
     claim = claim_obj("c1")
     claim["spec"]["devices"]["requests"] = [{"name": "req", "firstAvailable": [
         {"name": "two", "deviceClassName": "gpu", "count": 2}, {"name": "one", "deviceClassName": "gpu"}]}]
-    pl, _ = plugin(*cluster(claim))
+    return claim
+
+
+def test_prioritized_list_scores_earlier_subrequests_higher() -> None:
+    pl, _ = plugin(*cluster(prioritized_claim()))
     state, verdicts = run_filters(pl, pod_with())
     assert verdicts == {"n1": None, "n2": None}
     scores, status = pl.score_nodes(state, pod_with(), NODES)
     assert status is None and scores == [8, 7]
+
+
+def test_normalize_scales_a_claimed_pods_row_and_leaves_a_claimless_pods_zeros() -> None:
+    pl, _ = plugin(*cluster(prioritized_claim()))
+    state, _ = run_filters(pl, pod_with())
+    row = np.array(pl.score_nodes(state, pod_with(), NODES)[0], dtype=np.int64)
+    assert pl.normalize_values(state, pod_with(), row) is None
+    assert row.tolist() == [100, 87]  # DefaultNormalizeScore: 7 * 100 // 8
+    plain = pod_from_api({"metadata": {"name": "q", "namespace": NS, "uid": "uid-q"},
+                          "spec": {"containers": [{"name": "c", "image": "x"}]}})
+    state = CycleState()
+    pl.pre_filter(state, plain, NODES)
+    scores, status = pl.score_nodes(state, plain, NODES)
+    assert status is None and scores == [0, 0]
+    row = np.array(scores, dtype=np.int64)
+    assert pl.normalize_values(state, plain, row) is None
+    assert row.tolist() == [0, 0]
 
 
 # --- Reserve, PreBind, Unreserve, PostFilter -----------------------------------------------------------------

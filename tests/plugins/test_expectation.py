@@ -12,6 +12,7 @@ from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code, Status, skip
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.scheduler import Scheduler
+from tests.test_schedule_one import build
 
 
 class Plugin:
@@ -33,6 +34,48 @@ def test_one_plugin_with_work_is_enough_and_an_error_wins() -> None:
     assert only_skips is not None and only_skips.code == Code.SKIP
     err = pre_flight_has_work([Plugin("a", None), Plugin("b", Status(Code.ERROR, ["boom"]))], state, pod, "n")
     assert err is not None and err.code == Code.ERROR and "PreBindPreFlight 'b'" in err.message
+
+
+class Binding(Plugin):
+    """A PreBind plugin with a fixed PreBindPreFlight verdict that records its PreBind calls."""
+
+    def __init__(self, name: str, verdict: Status | None, calls: list[str]) -> None:
+        super().__init__(name, verdict)
+        self.calls = calls
+
+    def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        self.calls.append(self.name)
+        return None
+
+
+class LegacyBinding:
+    """A PreBind plugin without a PreBindPreFlight."""
+
+    def __init__(self, calls: list[str]) -> None:
+        self.name, self.calls = "Legacy", calls
+
+    def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        self.calls.append(self.name)
+        return None
+
+
+def test_prebind_passes_over_the_plugins_whose_preflight_skipped() -> None:
+    calls: list[str] = []
+    plugins = [Binding("Idle", skip(), calls), Binding("Busy", None, calls), LegacyBinding(calls)]
+    fwk = build({"preBind": plugins})
+    pod = one()
+    assert fwk.run_pre_bind_plugins(CycleState(), pod, "n") is None  # no PreBindPreFlight ran: every plugin
+    assert calls == ["Idle", "Busy", "Legacy"]
+    calls.clear()
+    state = CycleState()
+    assert pre_flight_has_work(fwk.pre_bind_plugins(), state, pod, "n") is None
+    assert state.skip_pre_bind_plugins == {"Idle"}
+    assert fwk.run_pre_bind_plugins(state, pod, "n") is None
+    assert calls == ["Busy", "Legacy"]
+    state = CycleState()
+    failing = [Binding("Idle", skip(), calls), Binding("Broken", Status(Code.ERROR, ["boom"]), calls)]
+    assert pre_flight_has_work(failing, state, pod, "n") is not None
+    assert state.skip_pre_bind_plugins == frozenset()  # an error leaves PreBind as it was
 
 
 def reserved(env: Env, pod: Pod, node: str) -> CycleState:

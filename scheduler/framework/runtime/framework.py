@@ -99,7 +99,7 @@ _UNSIGNED: Any = object()
 # and count_filter_evaluations this many name tuples.
 _MAX_SCORE_LISTS = 64
 # A list of Score plugins' names, weights and normalizers (Framework._score_list).
-_ScoreList = tuple[tuple[str, ...], "npt.NDArray[np.int64]", tuple[tuple[int, Any, bool], ...]]
+_ScoreList = tuple[tuple[str, ...], "npt.NDArray[np.int64]", tuple[tuple[int, Any, Any], ...]]
 _maximum = np.maximum.reduce  # ndarray.max() without numpy's Python layer (_methods._amax) in between
 # (state, pod, nodes, plugins) -> raw score matrix (a row per plugin, in ``plugins`` order), or an error status
 RawScores = Callable[[CycleState, Pod, Sequence[NodeInfo], "list[ScorePlugin]"], "tuple[ScoreMatrix, Status | None]"]
@@ -213,6 +213,7 @@ class Framework:
         plugin_metrics: PluginMetrics | None = None,
         clock: Callable[[], float] = time.monotonic,
         observer: CycleObserver | None = None,
+        success_values: Callable[[str, str], list[float]] | None = None,
     ) -> None:
         self.profile_name = profile.scheduler_name
         # Told every plugin's result (simulate, explain, --record-results); None in the plain live path.
@@ -222,6 +223,10 @@ class Framework:
         self._options = options
         self._scheduler = options.scheduler
         self._metrics = metrics
+        # ``success_values(point, SUCCESS_NAME)``: the list ``metrics`` appends that point's successful durations to
+        # (ProfileMetrics.extension_point_values), kept per point here: ~8 observations a cycle skip the hook's call.
+        self._success_values = success_values
+        self._success_lists: dict[str, list[float]] = {}
         self._plugin_metrics = plugin_metrics
         self._clock = clock
         self.waiting_pods = WaitingPodsMap()
@@ -265,13 +270,14 @@ class Framework:
         self._filter_rows = self._rows_of(self._filter)
         self._timed_filter_rows = self._rows_of(self._timed_by_point.get("filter", []))
         # PreFilter's, PreScore's and Reserve's (name, method) pairs, plain and timed (_calls), and the active Filter
-        # plugins' names by the set PreFilter skipped (the evaluation counts of a walk without rejections).
+        # plugins' evaluation counter cells by the set PreFilter skipped (the counts of a walk without rejections).
         self._calls_by_point: dict[tuple[str, bool], list[tuple[str, Any]]] = {
             (point, timed): [(pl.name, getattr(pl, method)) for pl in plugins]
             for point, method in (("preFilter", "pre_filter"), ("preScore", "pre_score"), ("reserve", "reserve"))
             for timed, plugins in ((False, self._by_point[point]), (True, self._timed_by_point.get(point, [])))
         }
-        self._active_filter_names: dict[frozenset[str], tuple[str, ...]] = {}
+        self._active_filter_cells: dict[frozenset[str], list[Any]] = {}
+        self._score_cells: dict[tuple[str, ...], list[Any]] = {}  # Score's evaluation counter cells by plugin names
         self._name_cells: dict[str, list[Any]] = {}  # _count_names' counter cells by extension point
 
         # Opportunistic batching needs every PreFilter, Filter, PreScore and Score plugin to sign pods.
@@ -442,14 +448,33 @@ class Framework:
     def observe(self, extension_point: str, status: Status | None, seconds: float) -> None:
         """Report one extension point's duration to the metrics hook (if any)."""
         metrics = self._metrics
-        if metrics is not None:  # code_name() inline: ~8 extension points a cycle, most of them succeed
+        if metrics is None:
+            return
+        if status is None and self._success_values is not None:  # ~8 extension points a cycle, most succeed
+            self._success_list(extension_point).append(seconds)
+        else:
             metrics(extension_point, SUCCESS_NAME if status is None else code_name(status), seconds)
 
     def _observe_since(self, extension_point: str, status: Status | None, start: float) -> None:
+        """``observe`` of the time since ``start``; a success's list read here (no call between, seven a cycle)."""
         metrics = self._metrics
-        if metrics is not None:
-            metrics(extension_point, SUCCESS_NAME if status is None else code_name(status),
-                    time.perf_counter() - start)
+        if metrics is None:
+            return
+        if status is not None or self._success_values is None:
+            metrics(extension_point, SUCCESS_NAME if status is None else code_name(status), time.perf_counter() - start)
+            return
+        values = self._success_lists.get(extension_point)
+        if values is None:
+            values = self._success_list(extension_point)
+        values.append(time.perf_counter() - start)
+
+    def _success_list(self, extension_point: str) -> list[float]:
+        """The list ``metrics`` appends the point's successful durations to (``success_values``), kept."""
+        values = self._success_lists.get(extension_point)
+        if values is None:
+            assert self._success_values is not None
+            values = self._success_lists[extension_point] = self._success_values(extension_point, SUCCESS_NAME)
+        return values
 
     # ----- watch events for plugins that keep state ----------------------------------------------
 
@@ -500,12 +525,13 @@ class Framework:
         skipped = state.skip_filter_plugins
         if not rejections:
             key = frozenset(skipped)
-            names = self._active_filter_names.get(key)
-            if names is None:
-                if len(self._active_filter_names) >= _MAX_SCORE_LISTS:
-                    self._active_filter_names.clear()
-                names = self._active_filter_names[key] = tuple([pl.name for pl in self._filter if pl.name not in key])
-            metrics.plugin_evaluations(names, "Filter", visited)
+            cell = self._active_filter_cells.get(key)  # the counter cell of the active filters' names
+            if cell is None:
+                if len(self._active_filter_cells) >= _MAX_SCORE_LISTS:
+                    self._active_filter_cells.clear()
+                names = tuple([pl.name for pl in self._filter if pl.name not in key])
+                cell = self._active_filter_cells[key] = metrics.evaluation_cell(names, "Filter")
+            cell[1] += visited
             return
         # The few distinct rejecting plugins counted by list.count, a C loop that mostly meets the very name object
         # it counts: a Counter's dict update per rejected node was 7 % of a pod's instructions where hundreds of
@@ -897,7 +923,11 @@ class Framework:
         try:
             plugins = self.active_score_plugins(state)
             if self._plugin_metrics is not None and nodes:
-                self._plugin_metrics.plugin_evaluations(self.score_plugin_names(plugins), "Score", len(nodes))
+                names = self.score_plugin_names(plugins)
+                cell = self._score_cells.get(names)  # the names' counter cell, kept: a profile has few lists
+                if cell is None:
+                    cell = self._score_cells[names] = self._plugin_metrics.evaluation_cell(names, "Score")
+                cell[1] += len(nodes)
             if raw_scores is not None:
                 matrix, status = raw_scores(state, pod, nodes, plugins)
             else:
@@ -932,8 +962,8 @@ class Framework:
     def _score_list(self, plugins: list[ScorePlugin]) -> _ScoreList:
         """Names, weights and normalizers of a list of Score plugins, remembered per list (a profile has few):
         every cycle asks for them, for the metrics, the weights, the batch's remembered scores and NormalizeScore.
-        The normalizers are (row, ScoreExtensions, whether it is a NormalizeValuesExtension), for the plugins
-        whose ScoreExtensions is not None (as upstream's, fixed per plugin)."""
+        The normalizers are (row, ScoreExtensions, its bound normalize_values if it is a NormalizeValuesExtension
+        else None), for the plugins whose ScoreExtensions is not None (as upstream's, fixed per plugin)."""
         latest = self._latest_score_list
         if latest is not None and latest[0] is plugins:  # active_score_plugins' shared list, as most cycles ask
             return latest[1]
@@ -943,7 +973,8 @@ class Framework:
             names = tuple([pl.name for pl in plugins])
             weights = np.fromiter((self.score_plugin_weight[name] for name in names), dtype=np.int64, count=len(names))
             extensions = [(i, pl.score_extensions()) for i, pl in enumerate(plugins)]
-            normalizers = tuple((i, ext, implements(ext, NormalizeValuesExtension))
+            normalizers = tuple((i, ext, cast(NormalizeValuesExtension, ext).normalize_values
+                                 if implements(ext, NormalizeValuesExtension) else None)
                                 for i, ext in extensions if ext is not None)
             known = self._score_lists[key] = (names, weights, normalizers)
         if any(plugins is active for active in self._active_scores.values()):
@@ -968,13 +999,14 @@ class Framework:
         """Raw scores plugin by plugin over all nodes, as plain int lists in ``nodes`` order; a
         ScoreNodesPlugin scores every node in one call."""
         raw: dict[str, list[int]] = {}
+        score_nodes_of = self._score_nodes_of
         for pl in plugins:
-            if pl.name in self._score_nodes_of:
-                values, s = cast(ScoreNodesPlugin, pl).score_nodes(state, pod, nodes)
-                if not success(s):
-                    assert s is not None
-                    return raw, _failure(f'running Score plugins: plugin "{pl.name}" failed with: {s.message}')
-                raw[pl.name] = list(values)
+            name = pl.name
+            if name in score_nodes_of:  # a ScoreNodesPlugin (no typing.cast call, a Python call, per plugin)
+                values, s = pl.score_nodes(state, pod, nodes)  # type: ignore[attr-defined]
+                if s is not None and s.code != CODE_SUCCESS:
+                    return raw, _failure(f'running Score plugins: plugin "{name}" failed with: {s.message}')
+                raw[name] = values if type(values) is list else list(values)
                 continue
             score = pl.score
             out: list[int] = []
@@ -992,10 +1024,10 @@ class Framework:
     ) -> Status | None:
         """NormalizeScore in place, row by row. A NormalizeValuesExtension works on its row;
         ``normalize_score`` gets the upstream NodeScore list, built only for it."""
-        for i, ext, on_values in self._score_list(plugins)[2]:
+        for i, ext, normalize_values in self._score_list(plugins)[2]:
             row = matrix[i]
-            if on_values:
-                s = cast(NormalizeValuesExtension, ext).normalize_values(state, pod, row)
+            if normalize_values is not None:
+                s = normalize_values(state, pod, row)
             else:
                 scores = [NodeScore(n.name, v) for n, v in zip(nodes, row.tolist(), strict=True)]
                 s = ext.normalize_score(state, pod, scores)
@@ -1151,8 +1183,11 @@ class Framework:
     # ----- PreBind / Bind / PostBind ------------------------------------------------------------
 
     def run_pre_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        return self._run_until_failure("PreBind", [(pl.name, pl.pre_bind) for pl in self._plugins(state, "preBind")],
-                                       state, pod, node_name)
+        """PreBind, but for the plugins whose PreBindPreFlight returned Skip this binding cycle (upstream's
+        GetSkipPreBindPlugins): a pod with nothing to bind calls none."""
+        skipped = state.skip_pre_bind_plugins
+        return self._run_until_failure("PreBind", [(pl.name, pl.pre_bind) for pl in self._plugins(state, "preBind")
+                                                   if pl.name not in skipped], state, pod, node_name)
 
     def run_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         """Bind plugins in order until one does not return Skip. When none binds (no plugins, or all

@@ -22,7 +22,7 @@ def default_normalize_values(max_priority: int, reverse: bool, values: ScoreRow)
     max_count = int(_maximum(values)) if values.size else 0
     if max_count <= 0:
         if reverse:
-            values[:] = max_priority
+            values.fill(max_priority)  # a method call: no slice object, no broadcast of a scalar
         return
     scaled = go_div_row(values * max_priority, max_count)
     values[:] = max_priority - scaled if reverse else scaled

@@ -865,14 +865,14 @@ class PriorityQueue:
         for plugin in plugins:
             status = self._call_pre_enqueue(plugin, qpi.pod)
             if status is not None and not success(status):
-                qpi.unschedulable_plugins.add(plugin.name)
+                qpi.unschedulable_plugins = {*qpi.unschedulable_plugins, plugin.name}  # a new set: see QueuedPodInfo
                 qpi.gating_plugin = plugin.name
                 qpi.gating_message = status.message
                 qpi.gating_plugin_events = list(self._plugin_events.get(plugin.name, []))
                 return status
         if qpi.gating_plugin is not None:  # a new pod was never gated: nothing to clear, no list to allocate
             qpi.gating_plugin = None
-            qpi.gating_plugin_events = []
+            qpi.gating_plugin_events = ()
             qpi.gating_message = ""
         return None
 

@@ -52,7 +52,7 @@ from scheduler.framework.events import (
 )
 from scheduler.framework.interface import PreEnqueuePlugin
 from scheduler.framework.runtime import code_name
-from scheduler.framework.status import Status, error, success
+from scheduler.framework.status import SUCCESS_NAME, Status, error, success
 from scheduler.framework.types import (
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
@@ -856,14 +856,22 @@ class PriorityQueue:
         start = time.perf_counter()
         status = self._pre_enqueue_loop(qpi)
         if self._pre_enqueue_metrics is not None:
-            self._pre_enqueue_metrics(qpi.pod.scheduler_name, code_name(status), time.perf_counter() - start)
+            self._pre_enqueue_metrics(qpi.pod.scheduler_name, SUCCESS_NAME if status is None else code_name(status),
+                                      time.perf_counter() - start)
 
     def _pre_enqueue_loop(self, qpi: QueuedPodInfo) -> Status | None:
-        plugins = self._pre_enqueue.get(qpi.pod.scheduler_name, [])
+        """The plugins called inline, each in its own try (free when nothing raises): a helper call a plugin, the
+        default list and code_name's call cost every added pod ~2,300 instructions of the three plugins'."""
+        pod = qpi.pod
+        plugins: Sequence[PreEnqueuePlugin] = self._pre_enqueue.get(pod.scheduler_name, ())
         if qpi.gating_plugin is not None:
             plugins = sorted(plugins, key=lambda p: p.name != qpi.gating_plugin)
         for plugin in plugins:
-            status = self._call_pre_enqueue(plugin, qpi.pod)
+            try:
+                status = plugin.pre_enqueue(pod)
+            except Exception as exc:  # an Error status gates the pod, as upstream
+                log.exception("PreEnqueue plugin %s failed for pod %s", plugin.name, pod.key)
+                status = error(exc)
             if status is not None and not success(status):
                 qpi.unschedulable_plugins = {*qpi.unschedulable_plugins, plugin.name}  # a new set: see QueuedPodInfo
                 qpi.gating_plugin = plugin.name
@@ -875,14 +883,6 @@ class PriorityQueue:
             qpi.gating_plugin_events = ()
             qpi.gating_message = ""
         return None
-
-    @staticmethod
-    def _call_pre_enqueue(plugin: PreEnqueuePlugin, pod: Pod) -> Status | None:
-        try:
-            return plugin.pre_enqueue(pod)
-        except Exception as exc:  # an Error status gates the pod, as upstream
-            log.exception("PreEnqueue plugin %s failed for pod %s", plugin.name, pod.key)
-            return error(exc)
 
     # ------------------------------------------------------------------------------ backoff
 

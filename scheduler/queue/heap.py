@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, KeysView
 from typing import Any, Generic, TypeVar, cast
 
 T = TypeVar("T")
@@ -36,6 +36,10 @@ class KeyedHeap(Generic[T]):
     def __iter__(self) -> Iterator[T]:
         """Items in heap (not sorted) order."""
         return iter(list(self._items))
+
+    def keys(self) -> KeysView[str]:
+        """The keys held, as a live view: ``key in`` it is a C-level test, where ``in`` the heap is a call."""
+        return self._index.keys()
 
     def get(self, key: str) -> T | None:
         i = self._index.get(key)

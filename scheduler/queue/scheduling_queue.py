@@ -194,6 +194,7 @@ class PriorityQueue:
         self._active = ActiveQueue(less, rank)
         self._backoff = BackoffQueue(less, clock, pod_initial_backoff, pod_max_backoff)
         self._unschedulable = UnschedulablePods(lambda event: self._record(UNSCHEDULABLE, event), self._classify)
+        self._unschedulable_keys = self._unschedulable.keys()  # a live view: activeQ's entry asks it for every pod
         self._strategy_queue: str | None = None  # the queue the strategy of the requeue under way names
 
         self._cycle = 0
@@ -815,7 +816,7 @@ class PriorityQueue:
         if not from_backoff:
             self._run_pre_enqueue(qpi)
         k = qpi.pod.key
-        if qpi.gated:
+        if qpi.gating_plugin is not None:  # qpi.gated, without the property's call
             qpi.was_flushed_from_unschedulable = False  # a gated pod makes no attempt to count
             if k in self._unschedulable:
                 self._unschedulable.refresh(k)  # PreEnqueue may have named another gate
@@ -826,7 +827,8 @@ class PriorityQueue:
             return False
         if qpi.initial_attempt_timestamp is None:
             qpi.initial_attempt_timestamp = self._clock()
-        self._unschedulable.delete(k)
+        if k in self._unschedulable_keys:
+            self._unschedulable.delete(k)
         self._backoff.delete(k)
         self._active.add_or_update(qpi)
         self._record(ACTIVE, event)

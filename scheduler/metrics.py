@@ -430,6 +430,7 @@ class Metrics:
         )
         self._incoming: dict[tuple[str, str], Any] = {}
         self._incoming_entities: dict[tuple[str, str], Any] = {}
+        self._pre_enqueue: dict[tuple[str, str], list[float]] = {}  # (status, profile) -> the series' values
         self._entity_queues: set[str] = set()  # queued_entities series created (upstream: at the first change)
         # Per pod series, their counter's tick and their histograms' queued lists kept (values_of): no lookup call.
         self._attempts: dict[tuple[str, str], tuple[Callable[[], int], Callable[[float], None]]] = {}
@@ -478,8 +479,13 @@ class Metrics:
             counted()
 
     def pre_enqueue_ran(self, profile: str, status: str, seconds: float) -> None:
-        """The queue's PreEnqueue callback (upstream times it in runPreEnqueuePlugins)."""
-        self.extension_point_duration.record(("PreEnqueue", status, profile), seconds)
+        """The queue's PreEnqueue callback (upstream times it in runPreEnqueuePlugins), every added pod: the
+        series' list kept by (status, profile), as pod_incoming keeps its counts."""
+        values = self._pre_enqueue.get((status, profile))
+        if values is None:
+            values = self._pre_enqueue[(status, profile)] = self.extension_point_duration.values_of(
+                ("PreEnqueue", status, profile))
+        values.append(seconds)
 
     def hint_executed(self, plugin: str, event: str, hint: str, seconds: float) -> None:
         self.queueing_hint_duration.record((plugin, event, hint), seconds)

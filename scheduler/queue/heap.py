@@ -48,9 +48,10 @@ class KeyedHeap(Generic[T]):
     def peek(self) -> T | None:
         return self._items[0] if self._items else None
 
-    def add_or_update(self, item: T) -> None:
-        """Insert, or replace the item with the same key and restore heap order around it."""
-        k = self._key(item)
+    def add_or_update(self, item: T, key: str | None = None) -> None:
+        """Insert, or replace the item with the same key and restore heap order around it. ``key``: the
+        item's key, when the caller has it."""
+        k = self._key(item) if key is None else key
         i = self._index.get(k)
         if i is None:
             self._items.append(item)
@@ -145,9 +146,10 @@ class RankedHeap(Generic[T]):
         self._drop_dead_top()
         return cast(T, self._heap[0][2]) if self._heap else None
 
-    def add_or_update(self, item: T) -> None:
-        """Insert, or replace the item with the same key (its rank is read again)."""
-        k = self._key(item)
+    def add_or_update(self, item: T, key: str | None = None) -> None:
+        """Insert, or replace the item with the same key (its rank is read again). ``key``: the item's key,
+        when the caller has it (a pod's is formatted anew on every read)."""
+        k = self._key(item) if key is None else key
         old = self._entries.get(k)
         if old is not None:
             old[2] = None

@@ -830,7 +830,7 @@ class PriorityQueue:
         if k in self._unschedulable_keys:
             self._unschedulable.delete(k)
         self._backoff.delete(k)
-        self._active.add_or_update(qpi)
+        self._active.add_or_update(qpi, k)
         self._record(ACTIVE, event)
         if event in (UNSCHEDULED_POD_ADD.label, TARGET_POD_UPDATE.label):
             self.nominator.add_nominated_pod(qpi.pod)

@@ -144,6 +144,8 @@ class _Plan:
 
 _NONE = _Plan(_Reach.NONE)
 _ALL = _Plan(_Reach.ALL)
+# The labels of the events whose entry into activeQ records the pod's own nomination (upstream moveToActiveQ).
+_NOMINATING = frozenset({UNSCHEDULED_POD_ADD.label, TARGET_POD_UPDATE.label})
 _MAX_PLANS = 4096  # (group, event) plans remembered before starting afresh
 _ANY_KEY = object()  # a pod whose keys could not be read is filed under it: every keyed event asks it
 
@@ -832,7 +834,7 @@ class PriorityQueue:
         self._backoff.delete(k)
         self._active.add_or_update(qpi, k)
         self._record(ACTIVE, event)
-        if event in (UNSCHEDULED_POD_ADD.label, TARGET_POD_UPDATE.label):
+        if event in _NOMINATING:
             self.nominator.add_nominated_pod(qpi.pod)
         return True
 

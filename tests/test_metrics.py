@@ -191,6 +191,19 @@ def test_pre_enqueue_samples_land_in_their_status_and_profiles_series() -> None:
     }
 
 
+def test_incoming_entities_series_appears_at_its_first_count() -> None:
+    """A pod that counts as incoming but not as an entity creates no entities series (no zero-valued sample)."""
+    metrics = Metrics(registry=CollectorRegistry())
+    metrics.pod_incoming("active", "PodUpdate", entity=False)
+    assert metrics.incoming_pods.value(("active", "PodUpdate")) == 1
+    assert not any(f.samples for f in metrics.incoming_entities.collect())
+    metrics.pod_incoming("active", "PodUpdate")
+    metrics.pod_incoming("backoff", "PodUpdate")
+    assert metrics.incoming_pods.value(("active", "PodUpdate")) == 2
+    assert metrics.incoming_entities.value(("active", "PodUpdate", "pod")) == 1
+    assert metrics.incoming_entities.value(("backoff", "PodUpdate", "pod")) == 1
+
+
 def handled(metrics: Metrics) -> Counter[str]:
     """scheduler_event_handling_duration_seconds sample counts by event label."""
     metrics.event_handling_duration.fold()

@@ -428,8 +428,9 @@ class Metrics:
             "py_scheduler_metrics_scrape_errors_total",
             "Scrapes of /metrics that failed (e.g. the client went away mid-response).", registry=r,
         )
-        self._incoming: dict[tuple[str, str], Any] = {}
-        self._incoming_entities: dict[tuple[str, str], Any] = {}
+        # (queue, event) -> the incoming pods' tick and the incoming entities' (None until first counted)
+        self._incoming: dict[tuple[str, str], list[Any]] = {}
+        self._pre_enqueue: dict[tuple[str, str], list[float]] = {}  # (status, profile) -> the series' values
         self._entity_queues: set[str] = set()  # queued_entities series created (upstream: at the first change)
         # Per pod series, their counter's tick and their histograms' queued lists kept (values_of): no lookup call.
         self._attempts: dict[tuple[str, str], tuple[Callable[[], int], Callable[[float], None]]] = {}
@@ -467,19 +468,24 @@ class Metrics:
         """The queue's callback: one pod entered ``queue`` because of ``event``; ``entity``: it counts in
         scheduler_queue_incoming_entities_total too, as an entity of type pod (py-scheduler queues no pod
         groups of the Workload API)."""
-        child = self._incoming.get((queue, event))
-        if child is None:
-            child = self._incoming[(queue, event)] = self.incoming_pods.tick((queue, event))
-        child()
+        ticks = self._incoming.get((queue, event))  # both series' ticks under one key: one lookup a pod
+        if ticks is None:
+            ticks = self._incoming[(queue, event)] = [self.incoming_pods.tick((queue, event)), None]
+        ticks[0]()
         if entity:
-            counted = self._incoming_entities.get((queue, event))
-            if counted is None:
-                counted = self._incoming_entities[(queue, event)] = self.incoming_entities.tick((queue, event, POD))
+            counted = ticks[1]
+            if counted is None:  # the entities' series appears at its first count, as before
+                counted = ticks[1] = self.incoming_entities.tick((queue, event, POD))
             counted()
 
     def pre_enqueue_ran(self, profile: str, status: str, seconds: float) -> None:
-        """The queue's PreEnqueue callback (upstream times it in runPreEnqueuePlugins)."""
-        self.extension_point_duration.record(("PreEnqueue", status, profile), seconds)
+        """The queue's PreEnqueue callback (upstream times it in runPreEnqueuePlugins), every added pod: the
+        series' list kept by (status, profile), as pod_incoming keeps its counts."""
+        values = self._pre_enqueue.get((status, profile))
+        if values is None:
+            values = self._pre_enqueue[(status, profile)] = self.extension_point_duration.values_of(
+                ("PreEnqueue", status, profile))
+        values.append(seconds)
 
     def hint_executed(self, plugin: str, event: str, hint: str, seconds: float) -> None:
         self.queueing_hint_duration.record((plugin, event, hint), seconds)

@@ -176,6 +176,34 @@ def test_attempt_results_and_queue_metrics(served: tuple[Scheduler, Metrics, Hea
     assert sum(metrics.event_handling_duration._series[("NodeAdd",)][:-1]) == 3
 
 
+def test_pre_enqueue_samples_land_in_their_status_and_profiles_series() -> None:
+    """pre_enqueue_ran keeps each series' list: a second status or profile still gets a series of its own."""
+    metrics = Metrics(registry=CollectorRegistry())
+    for status, profile, seconds in [("Success", "a", 0.001), ("UnschedulableAndUnresolvable", "a", 0.002),
+                                     ("Success", "b", 0.003), ("Success", "a", 0.004)]:
+        metrics.pre_enqueue_ran(profile, status, seconds)
+    metrics.extension_point_duration.fold()
+    series = metrics.extension_point_duration._series
+    assert {labels: (int(sum(row[:-1])), round(row[-1], 6)) for labels, row in series.items()} == {
+        ("PreEnqueue", "Success", "a"): (2, 0.005),
+        ("PreEnqueue", "UnschedulableAndUnresolvable", "a"): (1, 0.002),
+        ("PreEnqueue", "Success", "b"): (1, 0.003),
+    }
+
+
+def test_incoming_entities_series_appears_at_its_first_count() -> None:
+    """A pod that counts as incoming but not as an entity creates no entities series (no zero-valued sample)."""
+    metrics = Metrics(registry=CollectorRegistry())
+    metrics.pod_incoming("active", "PodUpdate", entity=False)
+    assert metrics.incoming_pods.value(("active", "PodUpdate")) == 1
+    assert not any(f.samples for f in metrics.incoming_entities.collect())
+    metrics.pod_incoming("active", "PodUpdate")
+    metrics.pod_incoming("backoff", "PodUpdate")
+    assert metrics.incoming_pods.value(("active", "PodUpdate")) == 2
+    assert metrics.incoming_entities.value(("active", "PodUpdate", "pod")) == 1
+    assert metrics.incoming_entities.value(("backoff", "PodUpdate", "pod")) == 1
+
+
 def handled(metrics: Metrics) -> Counter[str]:
     """scheduler_event_handling_duration_seconds sample counts by event label."""
     metrics.event_handling_duration.fold()

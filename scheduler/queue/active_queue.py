@@ -65,8 +65,9 @@ class ActiveQueue:
     def get(self, key: str) -> QueuedPodInfo | None:
         return self._heap.get(key)
 
-    def add_or_update(self, qpi: QueuedPodInfo) -> None:
-        self._heap.add_or_update(qpi)
+    def add_or_update(self, qpi: QueuedPodInfo, key: str | None = None) -> None:
+        """``key``: the pod's key, when the caller has it."""
+        self._heap.add_or_update(qpi, key)
 
     def delete(self, key: str) -> QueuedPodInfo | None:
         return self._heap.delete(key)

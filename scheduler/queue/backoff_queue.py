@@ -54,6 +54,7 @@ class BackoffQueue:
         self._max = maximum
         self._backoff: KeyedHeap[QueuedPodInfo] = KeyedHeap(_key, self._less_with_priority)
         self._error_backoff: KeyedHeap[QueuedPodInfo] = KeyedHeap(_key, self._less_by_expiry)
+        self._backoff_keys, self._error_keys = self._backoff.keys(), self._error_backoff.keys()  # live views
 
     def set_bounds(self, initial: float, maximum: float) -> None:
         """podInitialBackoffSeconds / podMaxBackoffSeconds of a reloaded configuration."""
@@ -95,8 +96,10 @@ class BackoffQueue:
         return False
 
     def delete(self, key: str) -> QueuedPodInfo | None:
-        qpi = self._backoff.delete(key)
-        return qpi if qpi is not None else self._error_backoff.delete(key)
+        """A key in neither heap (every new pod's, as it enters activeQ) costs no heap call."""
+        if key in self._backoff_keys:
+            return self._backoff.delete(key)
+        return self._error_backoff.delete(key) if key in self._error_keys else None
 
     def pop_backoff(self) -> QueuedPodInfo | None:
         """The head of the plugin heap even before its backoff is over (SchedulerPopFromBackoffQ, when

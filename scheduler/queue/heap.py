@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, KeysView
 from typing import Any, Generic, TypeVar, cast
 
 T = TypeVar("T")
@@ -37,6 +37,10 @@ class KeyedHeap(Generic[T]):
         """Items in heap (not sorted) order."""
         return iter(list(self._items))
 
+    def keys(self) -> KeysView[str]:
+        """The keys held, as a live view: ``key in`` it is a C-level test, where ``in`` the heap is a call."""
+        return self._index.keys()
+
     def get(self, key: str) -> T | None:
         i = self._index.get(key)
         return None if i is None else self._items[i]
@@ -44,9 +48,10 @@ class KeyedHeap(Generic[T]):
     def peek(self) -> T | None:
         return self._items[0] if self._items else None
 
-    def add_or_update(self, item: T) -> None:
-        """Insert, or replace the item with the same key and restore heap order around it."""
-        k = self._key(item)
+    def add_or_update(self, item: T, key: str | None = None) -> None:
+        """Insert, or replace the item with the same key and restore heap order around it. ``key``: the
+        item's key, when the caller has it."""
+        k = self._key(item) if key is None else key
         i = self._index.get(k)
         if i is None:
             self._items.append(item)
@@ -141,9 +146,10 @@ class RankedHeap(Generic[T]):
         self._drop_dead_top()
         return cast(T, self._heap[0][2]) if self._heap else None
 
-    def add_or_update(self, item: T) -> None:
-        """Insert, or replace the item with the same key (its rank is read again)."""
-        k = self._key(item)
+    def add_or_update(self, item: T, key: str | None = None) -> None:
+        """Insert, or replace the item with the same key (its rank is read again). ``key``: the item's key,
+        when the caller has it (a pod's is formatted anew on every read)."""
+        k = self._key(item) if key is None else key
         old = self._entries.get(k)
         if old is not None:
             old[2] = None

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence, Set
+from dataclasses import dataclass
 
 from scheduler.framework.types import ClusterEvent
 from scheduler.model.pod import Pod
@@ -15,18 +16,21 @@ class QueuedPodInfo:
     ``timestamp`` is when the pod was (re)added; it orders equal priorities in activeQ and starts
     the backoff. ``backoff_expiration`` caches the window-aligned expiry; it is cleared whenever the
     counts or the timestamp change.
+
+    The rejector sets and the gating events start as shared empty ones and are replaced, never written in
+    place: a new pod allocates no containers (three fewer objects a pod for the collector to track).
     """
 
     pod: Pod
     timestamp: float
     attempts: int = 0
     initial_attempt_timestamp: float | None = None
-    unschedulable_plugins: set[str] = field(default_factory=set)
-    pending_plugins: set[str] = field(default_factory=set)
+    unschedulable_plugins: Set[str] = frozenset()
+    pending_plugins: Set[str] = frozenset()
     gating_plugin: str | None = None
     gating_message: str = ""  # the gating plugin's status message, e.g. "waiting for scheduling gates: [a]"
     # Events the gating plugin registered: only these can un-gate the pod.
-    gating_plugin_events: list[ClusterEvent] = field(default_factory=list)
+    gating_plugin_events: Sequence[ClusterEvent] = ()
     unschedulable_count: int = 0
     consecutive_errors_count: int = 0
     backoff_expiration: float | None = None
@@ -42,11 +46,11 @@ class QueuedPodInfo:
         return self.gating_plugin is not None
 
     @property
-    def rejector_plugins(self) -> set[str]:
+    def rejector_plugins(self) -> Set[str]:
         """UnschedulablePlugins | PendingPlugins: the plugins whose hints may requeue the pod."""
         return self.unschedulable_plugins | self.pending_plugins
 
     def clear_rejector_plugins(self) -> None:
         """Forget the previous attempt's rejectors (the scheduler calls this before recording new ones)."""
-        self.unschedulable_plugins = set()
+        self.unschedulable_plugins = set()  # mutable: a caller may fill them in place (tests/queue's helper)
         self.pending_plugins = set()

@@ -15,7 +15,7 @@ only the groups and indexed pods it can concern. Whoever changes a stored pod in
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, KeysView, Sequence
 
 from scheduler.queue.queued_pod_info import QueuedPodInfo
 
@@ -57,6 +57,10 @@ class UnschedulablePods:
 
     def __iter__(self) -> Iterator[QueuedPodInfo]:
         return iter(self._pods.values())
+
+    def keys(self) -> KeysView[str]:
+        """The keys held, as a live view: ``key in`` it is a C-level test, where ``in`` this map is a call."""
+        return self._pods.keys()
 
     def get(self, key: str) -> QueuedPodInfo | None:
         return self._pods.get(key)

@@ -44,7 +44,12 @@ def test_explain_of_a_pending_pod_prints_its_failed_scheduling_message(
     label = {"it/explain": unique("pending")}
     with temporary_nodes(str(cluster.kubeconfig), 2, unique("xp"), cpu="2", labels=label):
         core.create_namespaced_pod(ns, pod_manifest("too-big", cpu="3", node_selector=label))
-        event = wait_for(lambda: events_for(api, ns, "too-big", "FailedScheduling"), 60, what="FailedScheduling")[0]
+        # The attempt that saw every node: the scheduler's node watch may deliver the test's second node after its
+        # pod watch delivered the pod (watches of two kinds keep no order between them); that node's arrival
+        # retries the pod, and explain, reading the cluster now, answers as that retry did.
+        whole = f"0/{len(core.list_node().items)} nodes are available: "
+        event = wait_for(lambda: next((e for e in events_for(api, ns, "too-big", "FailedScheduling")
+                                       if e.note.startswith(whole)), None), 60, what="FailedScheduling")
         table = cli(cluster.kubeconfig, "explain", "too-big", "-n", ns)
         assert table.returncode == 0, table.stderr
         assert f"Unschedulable: {event.note}\n" in table.stdout

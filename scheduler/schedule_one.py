@@ -970,7 +970,10 @@ class ScheduleOne(SchedulerState):
         fwk, state, qpi, assumed, host, cycle, start = (
             pod.fwk, pod.state, pod.qpi, pod.assumed, pod.host, pod.cycle, pod.start)
         if st is None or st.code == CODE_SUCCESS:
-            bound, st = extenders_binding(self.algorithm.extenders, assumed, host, self.leading)
+            extenders = self.algorithm.extenders
+            bound = False  # no extender to ask (the common case): no call
+            if extenders:
+                bound, st = extenders_binding(extenders, assumed, host, self.leading)
             if not bound:
                 st = fwk.run_bind_plugins(state, assumed, host)
         if st is not None and st.code != CODE_SUCCESS:

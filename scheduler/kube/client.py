@@ -305,8 +305,17 @@ def segment(text: str) -> str:
     return text if _UNQUOTED.fullmatch(text) else quote(text)
 
 
+# "/api/v1/namespaces/<namespace>/pods/" by namespace: a Binding's path quotes only its pod's name.
+_POD_PATHS: dict[str, str] = {}
+
+
 def pod_path(namespace: str, name: str, sub: str = "") -> str:
-    return f"/api/v1/namespaces/{segment(namespace)}/pods/{segment(name)}" + (f"/{sub}" if sub else "")
+    prefix = _POD_PATHS.get(namespace)
+    if prefix is None:
+        if len(_POD_PATHS) >= 1024:  # namespaces come and go: bounded
+            _POD_PATHS.clear()
+        prefix = _POD_PATHS[namespace] = f"/api/v1/namespaces/{segment(namespace)}/pods/"
+    return f"{prefix}{segment(name)}/{sub}" if sub else prefix + segment(name)
 
 
 # The kinds plugins write through update_object / get_object / patch_object_status: kind -> (group, version).

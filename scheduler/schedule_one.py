@@ -45,7 +45,7 @@ from scheduler.edge import (
     ScheduleObserver,
 )
 from scheduler.framework.batch import NodesAt, OpportunisticBatch, OpportunisticBatches
-from scheduler.framework.expectation import pre_flight_has_work
+from scheduler.framework.expectation import run_pre_flights
 from scheduler.framework.extender import EXTENDER_NAME, Extender, ExtenderError
 from scheduler.framework.extenderv1 import MAX_EXTENDER_PRIORITY
 from scheduler.framework.features import Features
@@ -859,7 +859,7 @@ class ScheduleOne(SchedulerState):
 
     def _nothing_before_bind(self, pod: AssumedPod) -> bool:
         """No nomination to write, no wait at Permit, no PreBind work: the pod's Binding may join a batch."""
-        idle = pre_flight_has_work(pod.fwk.pre_bind_plugins(), pod.state, pod.assumed, pod.host)
+        idle = run_pre_flights(pod.fwk.pre_bind_pre_flights(), pod.state, pod.assumed, pod.host)
         return idle is not None and idle.code == CODE_SKIP and pod.fwk.get_waiting_pod(pod.assumed.uid) is None
 
     def _pre_bind_logged(self, pod: AssumedPod) -> Status | None:
@@ -970,7 +970,10 @@ class ScheduleOne(SchedulerState):
         fwk, state, qpi, assumed, host, cycle, start = (
             pod.fwk, pod.state, pod.qpi, pod.assumed, pod.host, pod.cycle, pod.start)
         if st is None or st.code == CODE_SUCCESS:
-            bound, st = extenders_binding(self.algorithm.extenders, assumed, host, self.leading)
+            extenders = self.algorithm.extenders
+            bound = False  # no extender to ask (the common case): no call
+            if extenders:
+                bound, st = extenders_binding(extenders, assumed, host, self.leading)
             if not bound:
                 st = fwk.run_bind_plugins(state, assumed, host)
         if st is not None and st.code != CODE_SUCCESS:
@@ -998,7 +1001,7 @@ class ScheduleOne(SchedulerState):
         """NominatedNodeNameForExpectation (v1.37, beta on): when a PreBind plugin has work to do or the pod
         waits at Permit, write the chosen node into status.nominatedNodeName before that wait (expectation.py).
         A PreBindPreFlight error fails the binding cycle; a failed write does not."""
-        verdict = pre_flight_has_work(fwk.pre_bind_plugins(), state, assumed, host)
+        verdict = run_pre_flights(fwk.pre_bind_pre_flights(), state, assumed, host)
         if verdict is not None and verdict.code == CODE_ERROR:
             return verdict
         if verdict is None or fwk.get_waiting_pod(assumed.uid) is not None:

@@ -14,7 +14,7 @@ from kubernetes.client.exceptions import ApiException
 
 from scheduler.edge import BatchBinder, NotLeaderError
 from scheduler.kube.binder import BIND_TRIES, ApiBinder, bind_retriable, post_binding_with_retries
-from scheduler.kube.client import ApiWriter, api_error
+from scheduler.kube.client import ApiWriter, _binding, api_error, binding_json
 from scheduler.kube.leaderelection import leader_gated_binder
 from scheduler.kube.ratelimit import TokenBucket
 from scheduler.model.pod import pod_from_api
@@ -142,8 +142,11 @@ class Fanout:
         return b"{}"
 
     def fanout(self, requests: Sequence[tuple[str, str, Any, str]]) -> list[bytes | Exception]:
-        self.fanned.append(list(requests))
-        return [self.errors.get(body["metadata"]["name"], b"{}") for _, _, body, _ in requests]
+        """As RawApi: a bytes body is the JSON sent (a batch's Bindings come rendered)."""
+        decoded = [(m, path, orjson.loads(body) if isinstance(body, bytes) else body, t)
+                   for m, path, body, t in requests]
+        self.fanned.append(decoded)
+        return [self.errors.get(body["metadata"]["name"], b"{}") for _, _, body, _ in decoded]
 
 
 def test_a_batch_posts_each_binding_once_side_by_side_and_follows_up_its_errors_alone() -> None:
@@ -176,3 +179,17 @@ def test_a_gated_batch_binds_nothing_once_the_replica_stops_leading() -> None:
     assert raw.fanned == [] and raw.alone == []
     leader.is_leader = True
     assert gated.bind_batch([(p, "n1")]) == [None] and len(raw.fanned) == 1
+
+
+def test_a_batched_binding_is_the_json_orjson_writes_for_its_dict() -> None:
+    """binding_json's template, and its fall-back for strings that need escaping, byte for byte."""
+    rng = random.Random(3)
+    alphabet = 'abz09.-_/ "\\\x00\x1f\x7féß€\u2028\U0001f600'
+    cases = [("default", "pod-1", "2f0c5b7e-6d1a-4c4e-9a57-0d8e3b1f4a21", "node-1"), ("", "", "", "")]
+    cases += [tuple("".join(rng.choice(alphabet) for _ in range(rng.randrange(6))) for _ in range(4))
+              for _ in range(2000)]
+    for ns, name, uid, node in cases:
+        rendered = binding_json(ns, name, uid, node)
+        assert rendered == orjson.dumps(_binding(ns, name, uid, node))
+    with pytest.raises(orjson.JSONEncodeError):  # a lone surrogate fails as the dict's dump does
+        binding_json("ns", "\ud800", "uid", "node")

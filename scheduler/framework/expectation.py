@@ -12,7 +12,7 @@ binding (ClearingNominatedNodeNameAfterBinding).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from scheduler.framework.interface import CycleState
@@ -24,22 +24,33 @@ class PreBindPreFlightPlugin(Protocol):
     def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
 
 
+# A PreBind plugin's name and its bound PreBindPreFlight.
+PreFlightCheck = tuple[str, Callable[[CycleState, Pod, str], Status | None]]
+
+
+def pre_flight_checks(plugins: Iterable[Any]) -> list[PreFlightCheck]:
+    """The (name, PreBindPreFlight) of each of ``plugins`` that has one, in order (a framework keeps its own)."""
+    return [(pl.name, check) for pl in plugins if (check := getattr(pl, "pre_bind_pre_flight", None)) is not None]
+
+
 def pre_flight_has_work(plugins: Iterable[Any], state: CycleState, pod: Pod, node_name: str) -> Status | None:
+    """RunPreBindPreFlights' verdict for ``plugins`` (``run_pre_flights``)."""
+    return run_pre_flights(pre_flight_checks(plugins), state, pod, node_name)
+
+
+def run_pre_flights(checks: Iterable[PreFlightCheck], state: CycleState, pod: Pod, node_name: str) -> Status | None:
     """RunPreBindPreFlights' verdict: Success (None) when one plugin has work, Skip when none has, the first
     Error otherwise. As upstream, the plugins that returned Skip are recorded in ``state`` (unless one errored):
     PreBind passes them over. (A plugin without a PreBindPreFlight is not among them: its PreBind runs.)"""
     verdict: Status | None = skip()  # the shared, read-only Skip: callers read its code
     skipped: list[str] = []
-    for pl in plugins:
-        check = getattr(pl, "pre_bind_pre_flight", None)
-        if check is None:
-            continue
+    for name, check in checks:
         status = check(state, pod, node_name)
         if status is None or status.code == CODE_SUCCESS:
             verdict = None
         elif status.code == CODE_SKIP:
-            skipped.append(pl.name)
+            skipped.append(name)
         else:
-            return Status(CODE_ERROR, [f"running PreBindPreFlight {pl.name!r}: {status.message}"])
+            return Status(CODE_ERROR, [f"running PreBindPreFlight {name!r}: {status.message}"])
     state.skip_pre_bind_plugins = frozenset(skipped)
     return verdict

@@ -7,7 +7,7 @@ from typing import Any
 from test_volume_binding import PROV, Env, one
 from volume_objects import pvc
 
-from scheduler.framework.expectation import pre_flight_has_work
+from scheduler.framework.expectation import pre_flight_checks, pre_flight_has_work, run_pre_flights
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code, Status, skip
 from scheduler.model.pod import Pod, pod_from_api
@@ -76,6 +76,21 @@ def test_prebind_passes_over_the_plugins_whose_preflight_skipped() -> None:
     failing = [Binding("Idle", skip(), calls), Binding("Broken", Status(Code.ERROR, ["boom"]), calls)]
     assert pre_flight_has_work(failing, state, pod, "n") is not None
     assert state.skip_pre_bind_plugins == frozenset()  # an error leaves PreBind as it was
+
+
+def test_prebind_with_every_plugin_skipped_calls_none_and_still_times_the_point() -> None:
+    calls: list[str] = []
+    plugins = [Binding("Idle", skip(), calls), Binding("Quiet", skip(), calls)]
+    fwk = build({"preBind": plugins})
+    observed: list[tuple[str, str]] = []
+    fwk._metrics = lambda point, code, seconds: observed.append((point, code))  # the metrics hook, as live
+    assert [name for name, _ in fwk.pre_bind_pre_flights()] == ["Idle", "Quiet"]
+    assert [name for name, _ in pre_flight_checks([*plugins, NoPreFlight()])] == ["Idle", "Quiet"]
+    pod, state = one(), CycleState()
+    verdict = run_pre_flights(fwk.pre_bind_pre_flights(), state, pod, "n")
+    assert verdict is not None and verdict.code == Code.SKIP
+    assert fwk.run_pre_bind_plugins(state, pod, "n") is None
+    assert calls == [] and observed == [("PreBind", "Success")]  # the point is recorded as a run without plugins
 
 
 def reserved(env: Env, pod: Pod, node: str) -> CycleState:

@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from scheduler.config.types import EXTENSION_POINTS, Profile
 from scheduler.framework.batch import template_key
+from scheduler.framework.expectation import PreFlightCheck, pre_flight_checks
 from scheduler.framework.features import Features
 from scheduler.framework.interface import (
     EXTENSION_POINT_PROTOCOLS,
@@ -255,6 +256,8 @@ class Framework:
         self._pre_bind: list[PreBindPlugin] = self._by_point["preBind"]
         self._bind_names = tuple(pl.name for pl in self._by_point["bind"])
         self._pre_bind_all_pre_flight = all(hasattr(pl, "pre_bind_pre_flight") for pl in self._pre_bind)
+        self._pre_bind_names = frozenset(pl.name for pl in self._pre_bind)
+        self._pre_flights = pre_flight_checks(self._pre_bind)  # looked up once, not per binding cycle
         self._bind: list[BindPlugin] = self._by_point["bind"]
         self._post_bind: list[PostBindPlugin] = self._by_point["postBind"]
         self._observers = [p for p in self.plugins.values() if isinstance(p, ClusterEventObserver)]
@@ -426,6 +429,10 @@ class Framework:
     def pre_bind_plugins(self) -> list[PreBindPlugin]:
         """The PreBind plugins in run order (every binding cycle asks: no dict of every point per pod)."""
         return self._pre_bind
+
+    def pre_bind_pre_flights(self) -> list[PreFlightCheck]:
+        """The (name, PreBindPreFlight) of the PreBind plugins that have one, in run order (run_pre_flights)."""
+        return self._pre_flights
 
     def bind_plugin_names(self) -> tuple[str, ...]:
         """The Bind plugins' names in run order."""
@@ -1186,6 +1193,10 @@ class Framework:
         """PreBind, but for the plugins whose PreBindPreFlight returned Skip this binding cycle (upstream's
         GetSkipPreBindPlugins): a pod with nothing to bind calls none."""
         skipped = state.skip_pre_bind_plugins
+        if self._pre_bind_names <= skipped:  # none to run (a batched pod's): the point's duration alone, as below
+            start = time.perf_counter()
+            self._observe_since("PreBind", None, start)
+            return None
         return self._run_until_failure("PreBind", [(pl.name, pl.pre_bind) for pl in self._plugins(state, "preBind")
                                                    if pl.name not in skipped], state, pod, node_name)
 

@@ -436,7 +436,7 @@ class Metrics:
         self._attempts: dict[tuple[str, str], tuple[Callable[[], int], Callable[[float], None]]] = {}
         self._algorithm_values = self.algorithm_duration.values_of(())
         self._attempts_values = self.pod_attempts.values_of(())
-        self._sli_values: dict[int, list[float]] = {}  # by attempts (the label caps them)
+        self._sli_values: dict[int, list[float]] = {}  # by attempts, capped as the label is
         self._bindings = self.goroutines.labels(BINDING)
         self._gauge_series: dict[int, set[tuple[str, ...]]] = {}
         self._victims = 0
@@ -504,10 +504,11 @@ class Metrics:
             self.scheduled_after_flush.inc()
         self._attempts_values.append(attempts)
         if since_first_attempt is not None:
-            values = self._sli_values.get(attempts)
+            capped = min(attempts, SLI_ATTEMPTS_CAP)  # as the label: one list for every count past the cap
+            values = self._sli_values.get(capped)
             if values is None:
-                label = str(attempts) if attempts < SLI_ATTEMPTS_CAP else f"{SLI_ATTEMPTS_CAP}+"
-                values = self._sli_values[attempts] = self.sli_duration.values_of((label,))
+                label = str(capped) if capped < SLI_ATTEMPTS_CAP else f"{SLI_ATTEMPTS_CAP}+"
+                values = self._sli_values[capped] = self.sli_duration.values_of((label,))
             values.append(since_first_attempt)
 
     def _attempt(self, result: str, profile: str, seconds: float) -> None:

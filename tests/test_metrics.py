@@ -514,3 +514,12 @@ def test_tick_counter_exposes_what_a_prometheus_counter_would_and_loses_no_tick_
     for w in workers:
         w.join()
     assert ticks.value(("threads", "now")) == 80_000
+
+
+def test_sli_duration_counts_every_attempt_count_past_the_cap_under_one_label() -> None:
+    metrics = Metrics(CollectorRegistry())
+    for attempts in (1, 14, 15, 16, 40):
+        metrics.pod_scheduled("py-scheduler", 0.01, attempts, 0.5)
+    text = generate_latest(metrics.registry).decode()
+    counts = dict(re.findall(r'scheduler_pod_scheduling_sli_duration_seconds_count\{attempts="([^"]+)"\} (\S+)', text))
+    assert counts == {"1": "1.0", "14": "1.0", "15+": "3.0"}

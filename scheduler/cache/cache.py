@@ -128,18 +128,15 @@ class Cache:
     def add_pod(self, pod: Pod) -> None:
         """A bound pod seen by the watch. Confirms an assumed pod (the real object replaces the
         assumed copy, on the node the API says); an already-cached pod is updated (relist)."""
+        if pod.node_name:
+            self.add_bound_pod(pod)
+            return
         with self._lock:
             state = self._pods.get(pod.uid)
             if state is None:
-                if pod.node_name:
-                    self._add(pod)
-                else:
-                    log.info("add of a pod without a node ignored", pod=pod.key)
-            elif pod.uid in self._assumed:
-                if pod.node_name:
-                    self._confirm(state, pod)
-            else:
-                self._replace(state, pod)
+                log.info("add of a pod without a node ignored", pod=pod.key)
+            elif pod.uid not in self._assumed:
+                self._replace(state, pod)  # a cached pod that lost its node: removed
 
     def add_bound_pod(self, pod: Pod) -> Pod | None:
         """``add_pod`` of a pod with a node, in one call with what the watch handler asked before it (the cached

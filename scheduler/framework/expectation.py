@@ -33,11 +33,6 @@ def pre_flight_checks(plugins: Iterable[Any]) -> list[PreFlightCheck]:
     return [(pl.name, check) for pl in plugins if (check := getattr(pl, "pre_bind_pre_flight", None)) is not None]
 
 
-def pre_flight_has_work(plugins: Iterable[Any], state: CycleState, pod: Pod, node_name: str) -> Status | None:
-    """RunPreBindPreFlights' verdict for ``plugins`` (``run_pre_flights``)."""
-    return run_pre_flights(pre_flight_checks(plugins), state, pod, node_name)
-
-
 def run_pre_flights(checks: Iterable[PreFlightCheck], state: CycleState, pod: Pod, node_name: str) -> Status | None:
     """RunPreBindPreFlights' verdict: Success (None) when one plugin has work, Skip when none has, the first
     Error otherwise. As upstream, the plugins that returned Skip are recorded in ``state`` (unless one errored):

@@ -404,3 +404,16 @@ def test_a_same_node_update_leaves_the_node_as_remove_then_add_would(
 
     assert run(long_way=False) == run(long_way=True)
     assert run(long_way=False)[2]
+
+
+def test_add_pod_without_a_node_is_ignored_unless_a_bound_copy_lost_its_node() -> None:
+    """add_pod of a node-less pod: nothing for an unknown or assumed pod; a bound copy is removed (it lost its node)."""
+    cache = cache_with_nodes("n1")
+    cache.add_pod(make_pod("stray"))
+    assert cache.get_pod("uid-stray") is None
+    cache.assume_pod(make_pod("a", node="n1", cpu="1"))
+    cache.add_pod(make_pod("a"))
+    assert cache.is_assumed("uid-a") and node_info(cache, "n1").requested.milli_cpu == 1000
+    cache.add_pod(make_pod("b", node="n1", cpu="500m"))
+    cache.add_pod(make_pod("b"))
+    assert cache.get_pod("uid-b") is None and node_info(cache, "n1").requested.milli_cpu == 1000

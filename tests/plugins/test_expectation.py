@@ -7,7 +7,7 @@ from typing import Any
 from test_volume_binding import PROV, Env, one
 from volume_objects import pvc
 
-from scheduler.framework.expectation import pre_flight_checks, pre_flight_has_work, run_pre_flights
+from scheduler.framework.expectation import pre_flight_checks, run_pre_flights
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code, Status, skip
 from scheduler.model.pod import Pod, pod_from_api
@@ -29,10 +29,11 @@ class NoPreFlight:
 
 def test_one_plugin_with_work_is_enough_and_an_error_wins() -> None:
     pod, state = one(), CycleState()
-    assert pre_flight_has_work([Plugin("a", skip()), Plugin("b", None)], state, pod, "n") is None
-    only_skips = pre_flight_has_work([Plugin("a", skip()), NoPreFlight()], state, pod, "n")
+    assert run_pre_flights(pre_flight_checks([Plugin("a", skip()), Plugin("b", None)]), state, pod, "n") is None
+    only_skips = run_pre_flights(pre_flight_checks([Plugin("a", skip()), NoPreFlight()]), state, pod, "n")
     assert only_skips is not None and only_skips.code == Code.SKIP
-    err = pre_flight_has_work([Plugin("a", None), Plugin("b", Status(Code.ERROR, ["boom"]))], state, pod, "n")
+    failing = pre_flight_checks([Plugin("a", None), Plugin("b", Status(Code.ERROR, ["boom"]))])
+    err = run_pre_flights(failing, state, pod, "n")
     assert err is not None and err.code == Code.ERROR and "PreBindPreFlight 'b'" in err.message
 
 
@@ -68,13 +69,13 @@ def test_prebind_passes_over_the_plugins_whose_preflight_skipped() -> None:
     assert calls == ["Idle", "Busy", "Legacy"]
     calls.clear()
     state = CycleState()
-    assert pre_flight_has_work(fwk.pre_bind_plugins(), state, pod, "n") is None
+    assert run_pre_flights(pre_flight_checks(fwk.pre_bind_plugins()), state, pod, "n") is None
     assert state.skip_pre_bind_plugins == {"Idle"}
     assert fwk.run_pre_bind_plugins(state, pod, "n") is None
     assert calls == ["Busy", "Legacy"]
     state = CycleState()
     failing = [Binding("Idle", skip(), calls), Binding("Broken", Status(Code.ERROR, ["boom"]), calls)]
-    assert pre_flight_has_work(failing, state, pod, "n") is not None
+    assert run_pre_flights(pre_flight_checks(failing), state, pod, "n") is not None
     assert state.skip_pre_bind_plugins == frozenset()  # an error leaves PreBind as it was
 
 

@@ -13,26 +13,6 @@ from scheduler.framework.interface import NodeToStatus
 from scheduler.model.pod import Pod
 
 
-class APIStatusError(Exception):
-    """An API request the server answered with an error status (upstream apimachinery's StatusError).
-    The edge raises a subclass for the statuses the scheduler acts on, so callers catch by type
-    (upstream's errors.IsNotFound / IsConflict) instead of comparing status numbers."""
-
-    status: int = 0
-
-
-class NotFoundError(APIStatusError):
-    """404: the object does not exist (deleted meanwhile, or never created)."""
-
-    status = 404
-
-
-class ConflictError(APIStatusError):
-    """409: a precondition (uid, resourceVersion) failed or the object already exists."""
-
-    status = 409
-
-
 class BoundElsewhereError(Exception):
     """The pod was bound to another node by someone else (a competing binder): nothing failed, the
     binding cycle forgets the assumed pod and records nothing."""

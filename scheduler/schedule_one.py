@@ -40,7 +40,6 @@ from scheduler.edge import (
     Binder,
     BoundElsewhereError,
     EventRecorder,
-    NotFoundError,
     NotLeaderError,
     ScheduleObserver,
 )
@@ -73,6 +72,7 @@ from scheduler.framework.status import CODE_ERROR, CODE_SKIP, CODE_SUCCESS, Code
 from scheduler.framework.status import error as error_status
 from scheduler.framework.types import ASSIGNED_POD_DELETE, NodeInfo
 from scheduler.metrics import Metrics
+from scheduler.model.apierrors import NotFoundError
 from scheduler.model.pod import Pod
 from scheduler.plugins.names import DEFAULT_BINDER
 from scheduler.queue.queued_pod_info import QueuedPodInfo

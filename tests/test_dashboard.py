@@ -211,7 +211,7 @@ class FakeApi:
             for o in self.objects:
                 if o["kind"] == "Pod" and (o["metadata"]["namespace"], o["metadata"]["name"]) == (ns, name):
                     return orjson.dumps(o)
-            raise api_error(404, "Not Found")  # as RawApi raises it: the edge's NotFoundError too
+            raise api_error(404, "Not Found")  # as RawApi raises it: apierrors.NotFoundError too
         return orjson.dumps({"items": []})
 
 

@@ -10,9 +10,9 @@ import pytest
 
 from scheduler.app.offline import OfflineWriter, RecordingBinder, RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
-from scheduler.edge import NotFoundError
 from scheduler.eventhandlers import ADDED
 from scheduler.framework.status import Code
+from scheduler.model.apierrors import NotFoundError
 from scheduler.model.pod import pod_from_api
 from scheduler.plugins.helper.volume_util import ANN_SELECTED_NODE
 from scheduler.scheduler import Scheduler

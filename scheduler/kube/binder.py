@@ -11,8 +11,9 @@ import orjson
 import structlog
 from kubernetes.client.exceptions import ApiException
 
-from scheduler.edge import BoundElsewhereError, ConflictError, NotLeaderError
+from scheduler.edge import BoundElsewhereError, NotLeaderError
 from scheduler.kube.client import ApiWriter, PodIdentity, api_error, pod_path
+from scheduler.model.apierrors import ConflictError
 
 log = structlog.get_logger(__name__)
 

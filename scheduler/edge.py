@@ -1,7 +1,7 @@
 """What the scheduler needs from the world outside it, declared as Protocols and injected.
 
 The live implementations are in scheduler.kube (ApiBinder, ApiWriter, ApiEventSink); simulate's are in
-scheduler.app.offline. The scheduler never probes what it was given: each object is passed for one role.
+scheduler.whatif.offline. The scheduler never probes what it was given: each object is passed for one role.
 """
 
 from __future__ import annotations

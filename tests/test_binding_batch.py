@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from scheduler.app.offline import RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
 from scheduler.edge import BatchBinder
 from scheduler.eventhandlers import ADDED
@@ -19,6 +18,7 @@ from scheduler.framework.status import Status, skip
 from scheduler.model.apierrors import NotFoundError
 from scheduler.model.pod import Pod
 from scheduler.scheduler import Scheduler
+from scheduler.whatif.offline import RecordingEventSink
 from scheduler.workerpool import BatchWorker
 from tests.test_scheduler import node, pod
 

@@ -1,4 +1,4 @@
-"""The live Binder: the API server's Binding subresource (simulate's is app.offline.RecordingBinder)."""
+"""The live Binder: the API server's Binding subresource (simulate's is whatif.offline.RecordingBinder)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,6 @@ import pytest
 from e2e.perf.lab import parfilter
 
 
-
 @pytest.mark.parametrize(("n", "parallelism", "size"), [(5000, 16, 70), (5000, 2, 70), (100, 16, 7), (10, 16, 1),
                                                         (1, 16, 1), (0, 16, 1)])
 def test_chunk_size_is_upstreams(n: int, parallelism: int, size: int) -> None:

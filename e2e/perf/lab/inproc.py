@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from e2e.cluster.cluster import node_manifest
-from e2e.perf.schedulers import py_scheduler_config
 from e2e.perf.lab.shims import build_shim
+from e2e.perf.schedulers import py_scheduler_config
 from e2e.perf.workloads import INIT_NAMESPACE, MEASURE_NAMESPACE, WORKLOADS
 from scheduler.app import gcpolicy
 from scheduler.app.logging import configure

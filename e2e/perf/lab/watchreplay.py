@@ -10,7 +10,8 @@ and assumed on its node between its ADDED and bound events, as a scheduling cycl
 the bound event confirms an assumed pod. ``--callgrind`` (under ``valgrind --tool=callgrind
 --instr-atstart=no``) counts each phase's events alone, one dump per phase (callgrind.out.<pid>.1-4: ADDED,
 bound, running, DELETED). ``--metrics`` records the live scheduler's Prometheus metrics (the handlers' samples,
-the queue's incoming counters), as a live run does. Profile it with ``py-spy record -- python -m e2e.perf.lab.watchreplay``.
+the queue's incoming counters), as a live run does. Profile it with
+``py-spy record -- python -m e2e.perf.lab.watchreplay``.
 """
 
 from __future__ import annotations

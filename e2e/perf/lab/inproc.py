@@ -48,8 +48,7 @@ def build(nodes: int, config_path: str | None, seed: int, workload: str = "Sched
           metrics: bool = False) -> Scheduler:
     """A Scheduler that binds synchronously into its own cache, with ``nodes`` default-shaped nodes and the
     workload's Services; without ``config_path``, the profile the live benchmark gives py-scheduler.
-    ``metrics``: with the live scheduler's Prometheus metrics (recorded, folded once a second). ``binder``,
-    ``recorder`` and ``synchronous_binding`` (e2e.perf.bindcost): others than the recording ones, inline."""
+    ``metrics``: with the live scheduler's Prometheus metrics (recorded, folded once a second)."""
     w = WORKLOADS[workload]
     if config_path is None and w.py_score_plugins:
         cfg = load_dict(py_scheduler_config(SCHEDULER_NAME, w.py_score_plugins), [SCHEDULER_NAME])

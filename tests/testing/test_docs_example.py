@@ -26,7 +26,7 @@ def test_the_worked_example_passes() -> None:
     text = (ROOT / "docs" / "testing-kit.md").read_text()
     code = text.split("```python\n", 1)[1].split("```", 1)[0]
     namespace: dict[str, object] = {}
-    exec(compile(code, "docs/testing-kit.md", "exec"), namespace)  # noqa: S102 - the repository's own docs
+    exec(compile(code, "docs/testing-kit.md", "exec"), namespace)
     tests = [f for name, f in namespace.items() if name.startswith("test_") and callable(f)]
     assert len(tests) == 3
     for test in tests:

@@ -237,6 +237,11 @@ class ContainerWrapper:
         self._c.setdefault("ports", []).append(p)
         return self
 
+    def port(self, port: Mapping[str, Any]) -> Self:
+        """A v1.ContainerPort dict, as given."""
+        self._c.setdefault("ports", []).append(dict(port))
+        return self
+
     def restart_policy(self, policy: str) -> Self:
         """``Always`` makes an init container a sidecar."""
         self._c["restartPolicy"] = policy

@@ -13,7 +13,7 @@ from pathlib import Path
 from scheduler.app.cli import parser
 
 ROOT = Path(__file__).resolve().parent.parent / "scheduler"
-CORE = ("model", "config", "framework", "plugins", "cache", "queue")
+CORE = ("model", "config", "framework", "plugins", "cache", "queue", "testing")
 EDGE_PACKAGES = ("kopf", "aiohttp", "kubernetes")
 
 

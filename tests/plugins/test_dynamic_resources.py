@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from util import make_node, make_pod, node_info
 
 from scheduler.app.offline import OfflineWriter, RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
@@ -22,6 +21,7 @@ from scheduler.framework.types import QueueingHint
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.dynamic_resources import FINALIZER, DynamicResources
 from scheduler.scheduler import Scheduler
+from tests.plugins.util import make_node, make_pod, node_info
 
 DRIVER = "gpu.example.com"
 NS = "default"

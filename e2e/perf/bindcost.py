@@ -42,13 +42,13 @@ from e2e.perf.shims import build_shim
 from e2e.perf.workloads import INIT_NAMESPACE, MEASURE_NAMESPACE, WORKLOADS
 from scheduler.app import gcpolicy
 from scheduler.app.logging import configure
+from scheduler.binding_cycle import AssumedPod
 from scheduler.eventhandlers import ADDED, MODIFIED
 from scheduler.kube.binder import ApiBinder
 from scheduler.kube.client import ApiWriter, RawApi
 from scheduler.kube.ratelimit import TokenBucket
 from scheduler.kube.recorder import MAX_EVENT_BATCH, ApiEventSink
 from scheduler.model.pod import Pod
-from scheduler.schedule_one import AssumedPod
 from scheduler.scheduler import Scheduler
 
 # kube-apiserver's answer to a Binding (the Status it writes), and the header lines of its answers.

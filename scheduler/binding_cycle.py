@@ -64,8 +64,8 @@ def extenders_binding(
 class AssumedPod:
     """A pod its scheduling cycle assumed on ``host``: what its binding cycle needs (upstream hands
     bindingCycle the same: cycle state, framework, schedule result, assumed pod info, start). Never changed
-    once built, but not frozen: a frozen dataclass's __init__ sets each field through object.__setattr__, five
-    times the cost of this one, once a pod on the scheduling thread. Equal only to itself."""
+    once built, but not frozen: a frozen dataclass's __init__ sets each field through object.__setattr__,
+    several times the cost of this one, once a pod on the scheduling thread. Equal only to itself."""
 
     fwk: Framework
     state: CycleState

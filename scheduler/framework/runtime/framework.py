@@ -542,8 +542,8 @@ class Framework:
             cell[1] += visited
             return
         # The few distinct rejecting plugins counted by list.count, a C loop that mostly meets the very name object
-        # it counts: a Counter's dict update per rejected node was 7 % of a pod's instructions where hundreds of
-        # nodes are rejected (anti-affinity).
+        # it counts, rather than a Counter's dict update per rejected node: hundreds of nodes may be rejected
+        # (anti-affinity).
         rejecting = list(map(attrgetter("plugin"), rejections))
         rejected = {name: rejecting.count(name) for name in set(rejecting)}
         for pl in self._filter:

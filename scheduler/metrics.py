@@ -28,10 +28,10 @@ if TYPE_CHECKING:
 # Go's client exports no *_created series; neither do we (process-wide prometheus_client setting).
 disable_created_metrics()
 
-# Upstream schedule_one.go: plugin execution durations are recorded for 10 % of scheduling cycles.
+# Upstream pkg/scheduler/schedule_one.go: plugin execution durations are recorded for 10 % of scheduling cycles.
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
 
-# Label values (upstream metrics.go / profile_metrics.go).
+# Label values (upstream pkg/scheduler/metrics/metrics.go / pkg/scheduler/metrics/profile_metrics.go).
 SCHEDULED, UNSCHEDULABLE, ERROR = "scheduled", "unschedulable", "error"
 BINDING = "binding"  # scheduler_goroutines{operation}
 POD = "pod"  # the entity type of scheduler_queued_entities / scheduler_queue_incoming_entities_total

@@ -628,7 +628,7 @@ def _unschedulable(exc: FitError) -> Status:
     return Status(Code.UNSCHEDULABLE, [str(exc)], error=exc)
 
 
-# ----- the Scheduler's fields (scheduler.go's Scheduler struct)
+# ----- the Scheduler's fields (pkg/scheduler/scheduler.go's Scheduler struct)
 
 
 # When a pod (by uid) or node (by name) was last heard of, and its object as then.
@@ -636,7 +636,7 @@ Seen = dict[str, tuple[float, Mapping[str, Any]]]
 
 
 class SchedulerState:
-    """The Scheduler's fields (upstream scheduler.go's Scheduler struct), declared once. Its methods live
+    """The Scheduler's fields (upstream pkg/scheduler/scheduler.go's Scheduler struct), declared once. Its methods live
     where upstream has them: ScheduleOne here, BindingCycle in binding_cycle.py (which declares the fields
     only it uses), EventHandlers in eventhandlers.py, Reconfigure in reconfigure.py, the rest in scheduler.py,
     whose ``__init__`` sets every field. It is declared in this module because SchedulingAlgorithm, one of the

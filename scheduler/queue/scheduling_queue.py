@@ -1,7 +1,7 @@
 """PriorityQueue: activeQ, backoffQ and unschedulablePods, as kube-scheduler v1.37 runs them for pods
 (upstream pkg/scheduler/backend/queue/scheduling_queue.go; the three queues are in active_queue.py,
-backoff_queue.py and unschedulable_pods.py, as upstream's active_queue.go, backoff_queue.go and
-unschedulable_pods.go).
+backoff_queue.py and unschedulable_pods.py, as upstream's pkg/scheduler/backend/queue/active_queue.go,
+pkg/scheduler/backend/queue/backoff_queue.go and pkg/scheduler/backend/queue/unschedulable_entities.go).
 
 Semantics follow ``pkg/scheduler/backend/queue`` with queueing hints on (always, in 1.37: the gate is gone and
 there is no mode without them) and SchedulerPopFromBackoffQ on:

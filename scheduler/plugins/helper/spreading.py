@@ -1,4 +1,5 @@
-"""Selector-of-workload helpers shared by the spreading plugins (upstream ``plugins/helper/spread.go``).
+"""Selector-of-workload helpers shared by the spreading plugins (upstream
+``pkg/scheduler/framework/plugins/helper/spread.go``).
 
 PodTopologySpread's system default constraints, SelectorSpread and ServiceAntiAffinity all need "the pods
 of the same workload as this pod". Upstream deduces that group from the Services selecting the pod and the

@@ -145,12 +145,6 @@ class DeferredCounter(Collector):
         totals = self._totals
         totals[labelvalues] = totals.get(labelvalues, 0.0) + amount
 
-    def add_each(self, series: Iterable[tuple[str, ...]], amount: float) -> None:
-        """``add(labels, amount)`` for every labels in ``series``, in one call."""
-        totals = self._totals
-        for labelvalues in series:
-            totals[labelvalues] = totals.get(labelvalues, 0.0) + amount
-
     def group(self, series: Iterable[tuple[str, ...]]) -> list[Any]:
         """A cell [series, amount]: ``cell[1] += n`` counts n for every labels in ``series``."""
         cell: list[Any] = [tuple(series), 0.0]

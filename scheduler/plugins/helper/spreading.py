@@ -52,8 +52,7 @@ def object_labels(obj: Mapping[str, Any] | None) -> Mapping[str, str]:
 def selector_from_set(labels: Mapping[str, str]) -> LabelSelector:
     """labels.Set.AsSelector: one equality requirement per key; an empty set selects everything.
 
-    Unlike ``selector_from_map`` (Service semantics, empty selects nothing) this is the set form
-    upstream uses to *build* selectors, whose emptiness callers test explicitly.
+    The set form upstream uses to *build* selectors, whose emptiness callers test explicitly.
     """
     return LabelSelector(tuple(Requirement(k, "In", frozenset({v})) for k, v in sorted(labels.items())))
 

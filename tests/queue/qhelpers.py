@@ -114,9 +114,8 @@ def make_queue(
 
 def fail(q: PriorityQueue, qpi: QueuedPodInfo, *unschedulable: str, pending: tuple[str, ...] = ()) -> str | None:
     """What the scheduler does after a failed attempt: record rejectors and hand the pod back."""
-    qpi.clear_rejector_plugins()
-    qpi.unschedulable_plugins.update(unschedulable)
-    qpi.pending_plugins.update(pending)
+    qpi.unschedulable_plugins = set(unschedulable)
+    qpi.pending_plugins = set(pending)
     return q.add_unschedulable_if_not_present(qpi, q.scheduling_cycle)
 
 

@@ -9,7 +9,7 @@ ZONES ?= 3
 export GOTOOLCHAIN := local
 
 .PHONY: install lint unit integration e2e test cluster-up cluster-down binaries run e2e-kind bench bench-gang bench-smoke \
-	clean lock differential differential-dra chaos soak e2e-node
+	clean lock differential differential-dra chaos soak e2e-node lab-smoke
 
 # Every Python dependency is pinned in constraints.txt (runtime, dev and bench alike), so a fresh machine
 # installs exactly what was tested; `make lock` resolves pyproject.toml's ranges anew.
@@ -29,9 +29,10 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/mypy examples/node-label-score/src
 
-# Unit tests render manifests/ with the pinned kubectl, so they need the binaries too.
-unit: install binaries
-	$(BIN)/pytest -q -m "not integration" tests
+# Unit tests need no Go-built binary (rendering manifests/ with the pinned kubectl is an integration test);
+# they include the example plugin's own tests, which use only the public kit (scheduler.testing).
+unit: install
+	$(BIN)/pytest -q -m "not integration" tests examples/node-label-score/tests
 
 integration: install binaries
 	$(BIN)/pytest -q -m integration tests
@@ -95,6 +96,10 @@ bench-gang: install binaries
 bench-smoke: install binaries
 	$(BIN)/python -m e2e.perf --workload SchedulingBasic --nodes 20 --pods 40 --repeat 1 --timeout 180 \
 	  --out .bench/smoke.json
+
+# The laboratory's tools (e2e/perf/lab: in-process measuring, no API server), each run tiny from its command line.
+lab-smoke: install
+	$(BIN)/pytest -q tests/test_perf_lab.py tests/test_perf_cgpython.py
 
 # kube-scheduler v1.37.2 vs `simulate` on N random seeded scenarios (a small batch runs in `make integration`).
 N ?= 200

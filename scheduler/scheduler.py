@@ -1,8 +1,9 @@
 """The Scheduler: its construction, what it does for plugins (SchedulerActions), and Run.
 
-As upstream pkg/scheduler/scheduler.go; the per-pod cycles are in schedule_one.py (ScheduleOne), the
-routing of watch events into the cache and queue in eventhandlers.py (EventHandlers), and the fields
-they share are declared once, in schedule_one.py's SchedulerState. Plugins get their profile's
+As upstream pkg/scheduler/scheduler.go; the per-pod cycles are in schedule_one.py (ScheduleOne, the scheduling
+cycle) and binding_cycle.py (BindingCycle), the routing of watch events into the cache and queue in
+eventhandlers.py (EventHandlers), and the fields they share are declared once, in schedule_one.py's
+SchedulerState. Plugins get their profile's
 Framework as their Handle; it answers from the FrameworkOptions built here and calls back into the
 Scheduler for what only the scheduler can do. Everything that talks to the world outside is injected
 (scheduler.edge): the Binder, the EventRecorder, the APIWriter and, for simulate, a ScheduleObserver.
@@ -18,6 +19,7 @@ from typing import Any, Literal
 
 import structlog
 
+from scheduler.binding_cycle import BindingCycle
 from scheduler.cache.cache import Cache
 from scheduler.cache.objects import ObjectStore
 from scheduler.cache.snapshot import Snapshot
@@ -55,7 +57,7 @@ class NoAPIWriterError(RuntimeError):
 BIND_BATCH_MOST = 32
 
 
-class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
+class Scheduler(EventHandlers, ScheduleOne, BindingCycle, Reconfigure):
     def __init__(
         self,
         config: SchedulerConfiguration,

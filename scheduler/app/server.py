@@ -142,7 +142,7 @@ def _binder_and_sink(args: argparse.Namespace, kubeconfig: str | None, qps: floa
 def api_writer_processes(flag: int | None) -> int:
     """The flag's value, 0 (threads of this process) when unset: the child is opt-in. On 2 cores it costs
     more CPU in all than it frees, and its gain where cores are free (a few per cent going by the GIL
-    profile in docs/performance.md) is not measured yet; a hung child also stalls the binding workers."""
+    profile in docs/performance-record.md) is not measured yet; a hung child also stalls the binding workers."""
     return max(0, flag or 0)
 
 

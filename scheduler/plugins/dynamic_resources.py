@@ -1,5 +1,5 @@
-"""DynamicResources (kube-scheduler v1.37.2 ``dynamicresources/dynamicresources.go``): devices for pods
-through ResourceClaims, allocated by the scheduler from ResourceSlices (structured parameters).
+"""DynamicResources (kube-scheduler v1.37.2 ``pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go``):
+devices for pods through ResourceClaims, allocated by the scheduler from ResourceSlices (structured parameters).
 
 Every extension point upstream uses, with its messages and status codes (upstream's
 ``statusUnschedulable`` is UnschedulableAndUnresolvable):
@@ -20,10 +20,11 @@ Every extension point upstream uses, with its messages and status codes (upstrea
   in ``status.reservedFor``, retried on conflicts as upstream's ``bindClaim``; then, when an allocated
   device has binding conditions, it waits for them (``bindingTimeout``).
 
-Extended resources backed by a DeviceClass (DRAExtendedResource, ``extendeddynamicresources.go``): a pod
-requesting one gets a special claim (in memory until PreBind creates it in the API and writes
-``status.extendedResourceClaimStatus``); Filter builds its requests per node from the containers, the
-same allocator allocates it; Unreserve and PostFilter delete a created one.
+Extended resources backed by a DeviceClass (DRAExtendedResource,
+``pkg/scheduler/framework/plugins/dynamicresources/extendeddynamicresources.go``): a pod requesting one gets a special
+claim (in memory until PreBind creates it in the API and writes ``status.extendedResourceClaimStatus``); Filter builds
+its requests per node from the containers, the same allocator allocates it; Unreserve and PostFilter delete a created
+one.
 
 Not built (off by default in v1.37.2, or a separate piece of work; docs/dra.md lists them): PodGroup
 claim sharing (DRAWorkloadResourceClaims, GenericWorkload), node-allocatable resources

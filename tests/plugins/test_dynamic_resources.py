@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from util import make_node, make_pod, node_info
 
 from scheduler.config.load import build_registry, load_dict
 from scheduler.eventhandlers import ADDED, MODIFIED
@@ -22,6 +21,7 @@ from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.dynamic_resources import FINALIZER, DynamicResources
 from scheduler.scheduler import Scheduler
 from scheduler.whatif.offline import OfflineWriter, RecordingEventSink
+from tests.plugins.util import make_node, make_pod, node_info
 
 DRIVER = "gpu.example.com"
 NS = "default"

@@ -1,7 +1,8 @@
 """The kustomize base in manifests/: renders with the pinned kubectl, least-privilege RBAC, a hardened pod.
 
-Rendering uses the kubectl that e2e/cluster/build.sh builds (CI always builds it before the tests), so
-these checks run everywhere the suite runs; a missing kubectl is a failure, not a skip.
+Rendering uses the kubectl that e2e/cluster/build.sh builds, so these checks are integration tests (`make
+integration` builds the binaries first; `make unit` needs none); a missing kubectl is a failure, not a skip.
+Also here: e2e-node's overlay changes nothing but the image.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ import pytest
 import yaml
 
 from e2e.cluster.cluster import build_binaries
+from e2e.node.run import OVERLAY
 from e2e.rbac import forbidden_lines, scheduler_config_text, select
 from scheduler.config.load import load_dict
 from scheduler.kube.kinds import WATCHED_KINDS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NS = "py-scheduler"
 
 # (apiGroup, resource) -> the verbs the scheduler needs cluster-wide besides those of the kinds it
@@ -353,3 +355,18 @@ def test_record_results_role_adds_only_patch_on_pods_for_the_service_account() -
     assert set(expand(role["rules"])) == {("", "pods", "patch", ())}
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "py-scheduler", "namespace": NS}]
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
+
+def test_overlay_changes_only_the_image_of_manifests() -> None:
+    kubectl = build_binaries(build=False) / "kubectl"
+    assert kubectl.is_file(), f"{kubectl} missing: run `make binaries` (bash e2e/cluster/build.sh)"
+
+    def render(path: Path) -> list[dict[str, object]]:
+        out = subprocess.run([str(kubectl), "kustomize", str(path)], check=True, capture_output=True, text=True)
+        return [d for d in yaml.safe_load_all(out.stdout) if d]
+
+    base, overlay = render(OVERLAY.parents[2] / "manifests"), render(OVERLAY)
+    image = "localhost/py-scheduler:e2e"
+    deploy = next(d for d in overlay if d["kind"] == "Deployment")
+    assert [c["image"] for c in deploy["spec"]["template"]["spec"]["containers"]] == [image]  # type: ignore[index]
+    restored = yaml.safe_dump_all(overlay).replace(image, "py-scheduler:0.1.0")
+    assert restored == yaml.safe_dump_all(base)

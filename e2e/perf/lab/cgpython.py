@@ -1,4 +1,4 @@
-"""``python -m e2e.perf.cgpython``: callgrind's instruction counts by Python function (CPython 3.11, x86-64).
+"""``python -m e2e.perf.lab.cgpython``: callgrind's instruction counts by Python function (CPython 3.11, x86-64).
 
 callgrind sees all Python code as one C function, the interpreter's evaluation loop. ``run`` runs a module
 (as ``python -m`` would) with ``pyframes.c`` installed as the frame evaluator: each code object gets a
@@ -9,8 +9,8 @@ Python functions it called, so C calls such as numpy's stay with their caller), 
 Telling which Python function made a call needs callgrind to keep the callers of the evaluator hook:
 
     PYTHONHASHSEED=0 valgrind --tool=callgrind --instr-atstart=no --separate-callers20=pyframes_eval \\
-        python -m e2e.perf.cgpython run --map /tmp/map -- -m e2e.perf.inproc --callgrind ...
-    python -m e2e.perf.cgpython report callgrind.out.<pid>.1 /tmp/map --per 300 [--tree schedule_one]
+        python -m e2e.perf.lab.cgpython run --map /tmp/map -- -m e2e.perf.lab.inproc --callgrind ...
+    python -m e2e.perf.lab.cgpython report callgrind.out.<pid>.1 /tmp/map --per 300 [--tree schedule_one]
 
 Calls made more than 20 C frames below their Python caller are counted as "unattributed". The hook itself
 costs ~10 % more instructions (CPython no longer inlines Python-to-Python calls): rank with it, and take

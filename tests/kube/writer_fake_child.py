@@ -1,4 +1,4 @@
-"""A writer child for tests/test_writerproc.py: the real ChildWriter loop with a binder that needs no
+"""A writer child for tests/kube/test_writerproc.py: the real ChildWriter loop with a binder that needs no
 API server. argv: a marker file; a pod named ``hang`` blocks (never answered) until the marker exists,
 which this child creates: the first child hangs, the restarted one answers."""
 

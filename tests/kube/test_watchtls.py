@@ -20,8 +20,8 @@ from scheduler.kube.http11 import ConnectionClosed, Http11Pool
 from scheduler.kube.podstream import PodStream
 from scheduler.kube.watchhttp import StreamedResponse, TlsSource, open_stream
 from scheduler.serving.serving import self_signed_tls_context
+from tests.kube.test_watchhttp import LINES, PAYLOAD, WatchServer, event, head, stop_streams
 from tests.socket_server import LocalSocketServer, read_request_head
-from tests.test_watchhttp import LINES, PAYLOAD, WatchServer, event, head, stop_streams
 
 REQUEST = b"GET /api/v1/pods?watch=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 

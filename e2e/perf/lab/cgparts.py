@@ -1,4 +1,4 @@
-"""``python -m e2e.perf.cgparts``: instructions a call of parts of a scheduling cycle, under callgrind.
+"""``python -m e2e.perf.lab.cgparts``: instructions a call of parts of a scheduling cycle, under callgrind.
 
 A Scheduler as ``inproc`` builds it (``--nodes`` nodes, the workload's init pods scheduled), then each
 expression of ``--parts`` (one a line; ``#`` starts a comment) is evaluated for ``--calls`` measured pods
@@ -8,7 +8,7 @@ loaded machine where profilers' times are not. Names the expressions may use: ``
 Framework), ``sched``, ``snap`` (the snapshot), ``nodes`` (its node list), ``P`` (plugins by name), ``p`` (the
 call's pod, its memo filled as a cycle fills it), ``s`` (a CycleState after that pod's PreFilter),
 ``CycleState`` and ``template_key``. A line ``0`` measures the loop's own cost, to subtract. Run it as
-``PYTHONHASHSEED=0 valgrind --tool=callgrind --instr-atstart=no python -m e2e.perf.cgparts --parts FILE``;
+``PYTHONHASHSEED=0 valgrind --tool=callgrind --instr-atstart=no python -m e2e.perf.lab.cgparts --parts FILE``;
 outside valgrind the requests do nothing.
 """
 
@@ -21,8 +21,8 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
-from e2e.perf import inproc
-from e2e.perf.shims import build_shim
+from e2e.perf.lab import inproc
+from e2e.perf.lab.shims import build_shim
 from e2e.perf.workloads import INIT_NAMESPACE, MEASURE_NAMESPACE, WORKLOADS
 from scheduler.app.logging import configure
 from scheduler.framework.batch import template_key

@@ -4,7 +4,7 @@
  * counts all Python code as that one function. Installed as the interpreter's frame evaluator (PEP 523),
  * this shim calls the default evaluator through a small trampoline of its own for each code object: a
  * call to a distinct address, which callgrind reports as a function of its own ("0x..."). pyframes_dump
- * writes "address file:line:qualname" a line, which e2e/perf/cgpython.py uses to name them. With a frame
+ * writes "address file:line:qualname" a line, which e2e/perf/lab/cgpython.py uses to name them. With a frame
  * evaluator set, CPython calls Python functions through it instead of inlining them in the caller's
  * evaluation, so counts taken this way are ~10 % higher: use them to rank, not as the figure.
  */

@@ -1,4 +1,4 @@
-"""``python -m e2e.perf.watchreplay``: the pod watch path in process, without an API server.
+"""``python -m e2e.perf.lab.watchreplay``: the pod watch path in process, without an API server.
 
 Replays the watch lines a SchedulingBasic run makes (per pod: ADDED pending, MODIFIED bound by the
 scheduler, MODIFIED running; then DELETED) through ``PodStream._handle_line`` into a Scheduler built
@@ -10,7 +10,8 @@ and assumed on its node between its ADDED and bound events, as a scheduling cycl
 the bound event confirms an assumed pod. ``--callgrind`` (under ``valgrind --tool=callgrind
 --instr-atstart=no``) counts each phase's events alone, one dump per phase (callgrind.out.<pid>.1-4: ADDED,
 bound, running, DELETED). ``--metrics`` records the live scheduler's Prometheus metrics (the handlers' samples,
-the queue's incoming counters), as a live run does. Profile it with ``py-spy record -- python -m e2e.perf.watchreplay``.
+the queue's incoming counters), as a live run does. Profile it with
+``py-spy record -- python -m e2e.perf.lab.watchreplay``.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from e2e.perf.shims import build_shim
+from e2e.perf.lab.shims import build_shim
 from scheduler.app import gcpolicy
 from scheduler.config.load import build_registry, load
 from scheduler.eventhandlers import ADDED

@@ -1,6 +1,6 @@
 /* gilshim: how much CPU a thread spends with the GIL released by an extension module (numpy).
  *
- * Loaded with LD_PRELOAD by `python -m e2e.perf.parfilter --gil`. Extension modules call
+ * Loaded with LD_PRELOAD by `python -m e2e.perf.lab.parfilter --gil`. Extension modules call
  * PyEval_SaveThread / PyEval_RestoreThread through the dynamic linker (numpy's
  * NPY_BEGIN_THREADS / NPY_END_THREADS), so a preloaded definition sees each release; the
  * interpreter's own calls are bound inside libpython and are not seen (nothing in the scheduling

@@ -65,7 +65,7 @@ def test_a_write_retries_transient_errors_then_succeeds() -> None:
 
 
 def test_a_binding_is_one_post_its_retries_are_the_binders() -> None:
-    """ApiWriter.bind posts once; ApiBinder retries it as kube-scheduler does (tests/test_bind_retries.py)."""
+    """ApiWriter.bind posts once; ApiBinder retries it as kube-scheduler does (tests/kube/test_bind_retries.py)."""
     raw = FlakyRaw([])
     writer_with(raw).bind("ns", "p", "uid", "n1")
     method, path, body, _ = raw.requests[-1]

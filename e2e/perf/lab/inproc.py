@@ -1,4 +1,4 @@
-"""``python -m e2e.perf.inproc``: the scheduling loop alone, in process, without an API server.
+"""``python -m e2e.perf.lab.inproc``: the scheduling loop alone, in process, without an API server.
 
 A Scheduler with the offline writer (scheduler/whatif/offline.py) gets ``--nodes`` nodes shaped like
 scheduler_perf's node-default.yaml (3 zones) and SchedulingBasic's pods (init pods, then the measured
@@ -22,13 +22,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from e2e.cluster.cluster import node_manifest
+from e2e.perf.lab.shims import build_shim
 from e2e.perf.schedulers import py_scheduler_config
-from e2e.perf.shims import build_shim
 from e2e.perf.workloads import INIT_NAMESPACE, MEASURE_NAMESPACE, WORKLOADS
 from scheduler.app import gcpolicy
 from scheduler.app.logging import configure
 from scheduler.config.load import build_registry, load, load_dict
-from scheduler.edge import Binder, EventRecorder
 from scheduler.eventhandlers import ADDED, MODIFIED
 from scheduler.metrics import Metrics
 from scheduler.scheduler import Scheduler
@@ -46,22 +45,19 @@ def _pod(template: dict[str, Any], namespace: str, i: int) -> dict[str, Any]:
 
 
 def build(nodes: int, config_path: str | None, seed: int, workload: str = "SchedulingBasic",
-          metrics: bool = False, binder: Binder | None = None, recorder: EventRecorder | None = None,
-          synchronous_binding: bool = True) -> Scheduler:
+          metrics: bool = False) -> Scheduler:
     """A Scheduler that binds synchronously into its own cache, with ``nodes`` default-shaped nodes and the
     workload's Services; without ``config_path``, the profile the live benchmark gives py-scheduler.
-    ``metrics``: with the live scheduler's Prometheus metrics (recorded, folded once a second). ``binder``,
-    ``recorder`` and ``synchronous_binding`` (e2e.perf.bindcost): others than the recording ones, inline."""
+    ``metrics``: with the live scheduler's Prometheus metrics (recorded, folded once a second)."""
     w = WORKLOADS[workload]
     if config_path is None and w.py_score_plugins:
         cfg = load_dict(py_scheduler_config(SCHEDULER_NAME, w.py_score_plugins), [SCHEDULER_NAME])
     else:
         cfg = load(config_path, [SCHEDULER_NAME])
     writer = OfflineWriter()
-    sched = Scheduler(cfg, build_registry(cfg), binder if binder is not None else RecordingBinder(),
-                      recorder if recorder is not None else RecordingEventSink(),
+    sched = Scheduler(cfg, build_registry(cfg), RecordingBinder(), RecordingEventSink(),
                       Metrics(rng=random.Random(seed)) if metrics else None, writer=writer,
-                      synchronous_binding=synchronous_binding, rng=random.Random(seed))
+                      synchronous_binding=True, rng=random.Random(seed))
     writer.connect(sched)
     for i in range(nodes):
         sched.on_node_event(ADDED, node_manifest(f"node-{i}", i, zones=3, now="2026-01-01T00:00:00Z"))

@@ -1,9 +1,9 @@
-"""``python -m e2e.perf.parfilter``: would parallel Filter and Score pay? (issue 28, step 4)
+"""``python -m e2e.perf.lab.parfilter``: would parallel Filter and Score pay? (issue 28, step 4)
 
 kube-scheduler runs Filter and Score over the node list with 16 goroutines (``parallelism``; upstream's
 ``framework/parallelize``: chunks of ``min(sqrt(n), n/parallelism + 1)`` nodes pulled by the workers).
 py-scheduler walks the nodes on the scheduling thread. This measures, in process (no API server, the
-scheduler of ``e2e.perf.inproc``), what that walk costs per pod for pods that opportunistic batching
+scheduler of ``e2e.perf.lab.inproc``), what that walk costs per pod for pods that opportunistic batching
 cannot serve (batching off for the measured pods: their Filter and Score run on every node they visit),
 and what the same walk costs when split as upstream splits it over a thread pool of 2, 4 or 16 workers.
 
@@ -44,8 +44,8 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from e2e.perf.inproc import _pod, build, schedule
-from e2e.perf.shims import build_shim
+from e2e.perf.lab.inproc import _pod, build, schedule
+from e2e.perf.lab.shims import build_shim
 from e2e.perf.workloads import INIT_NAMESPACE, MEASURE_NAMESPACE, WORKLOADS
 from scheduler.app.logging import configure
 from scheduler.framework.fit_error import Diagnosis
@@ -379,7 +379,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             shim = build_shim(tmp)
             env = {**os.environ, SHIM_ENV: shim, "LD_PRELOAD": shim}
-            child = subprocess.run([sys.executable, "-m", "e2e.perf.parfilter", *sys.argv[1:]], env=env)
+            child = subprocess.run([sys.executable, "-m", "e2e.perf.lab.parfilter", *sys.argv[1:]], env=env)
             raise SystemExit(child.returncode)
     configure("WARNING", json_lines=True)
     batching = not args.no_batching

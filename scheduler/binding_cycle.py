@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, cast
 
 import structlog
 
-from scheduler.edge import BatchBinder, BoundElsewhereError, NotFoundError, NotLeaderError
+from scheduler.edge import BatchBinder, BoundElsewhereError, NotLeaderError
 from scheduler.framework.expectation import run_pre_flights
 from scheduler.framework.extender import Extender, ExtenderError
 from scheduler.framework.interface import CycleState, NodeToStatus
@@ -25,6 +25,7 @@ from scheduler.framework.runtime.permit_timer import PermitTimer
 from scheduler.framework.status import CODE_ERROR, CODE_SKIP, CODE_SUCCESS, Status
 from scheduler.framework.status import error as error_status
 from scheduler.framework.types import ASSIGNED_POD_DELETE
+from scheduler.model.apierrors import NotFoundError
 from scheduler.model.pod import Pod
 from scheduler.plugins.names import DEFAULT_BINDER
 from scheduler.queue.queued_pod_info import QueuedPodInfo

@@ -24,7 +24,7 @@ from scheduler.cache.cache import Cache
 from scheduler.cache.objects import ObjectStore
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config.types import SchedulerConfiguration
-from scheduler.edge import APIWriter, BatchBinder, Binder, EventRecorder, NotFoundError, ScheduleObserver
+from scheduler.edge import APIWriter, BatchBinder, Binder, EventRecorder, ScheduleObserver
 from scheduler.eventhandlers import EventHandlers
 from scheduler.extender import build_extenders
 from scheduler.framework.batch import plugins_without_sign_pod
@@ -37,6 +37,7 @@ from scheduler.framework.runtime.permit_timer import PermitTimer
 from scheduler.framework.status import Status
 from scheduler.framework.status import error as error_status
 from scheduler.metrics import Metrics
+from scheduler.model.apierrors import NotFoundError
 from scheduler.model.conditions import pod_condition
 from scheduler.model.pod import Pod
 from scheduler.queue.scheduling_queue import PriorityQueue

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 import yaml
 
-from scheduler.app.simulate import build_scheduler, run_simulation
 from scheduler.model.pod import pod_from_api
 from scheduler.testing import make_container, make_node, make_pod
+from scheduler.whatif.simulate import build_scheduler, run_simulation
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "node-label-score"
 MODULE = "node_label_score"

@@ -12,7 +12,7 @@ import yaml
 from e2e.cluster.cluster import override_flags
 from e2e.node import checks, host
 from e2e.node.run import CLUSTER_FLAGS
-from scheduler.app.simulate import run_simulation
+from scheduler.whatif.simulate import run_simulation
 
 
 def test_override_flags_replaces_in_place_removes_and_appends() -> None:

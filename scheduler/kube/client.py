@@ -27,10 +27,11 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_after_delay
 
-from scheduler.edge import APIStatusError, ConflictError, NotFoundError, NotLeaderError
+from scheduler.edge import NotLeaderError
 from scheduler.kube.http11 import Http11Pool, Request
 from scheduler.kube.ratelimit import TokenBucket
 from scheduler.kube.transform import trim
+from scheduler.model.apierrors import APIStatusError, ConflictError, NotFoundError
 from scheduler.model.jsonutil import plain
 
 log = structlog.get_logger(__name__)
@@ -100,11 +101,11 @@ class ApiError(ApiException):
 
 
 class ApiNotFound(ApiError, NotFoundError):
-    """A 404 from the API server: catchable as the edge's NotFoundError and as the client's ApiException."""
+    """A 404 from the API server: catchable as the core's apierrors.NotFoundError and as the client's ApiException."""
 
 
 class ApiConflict(ApiError, ConflictError):
-    """A 409 from the API server: catchable as the edge's ConflictError and as the client's ApiException."""
+    """A 409 from the API server: catchable as the core's apierrors.ConflictError and as the client's ApiException."""
 
 
 _TYPED: dict[int, type[ApiError]] = {404: ApiNotFound, 409: ApiConflict}

@@ -47,7 +47,6 @@ import structlog
 
 from scheduler.config.args import plugin_args
 from scheduler.config.types_pluginargs import DynamicResourcesArgs
-from scheduler.edge import ConflictError, NotFoundError
 from scheduler.framework.batch import SignsByTemplate
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
@@ -68,6 +67,7 @@ from scheduler.framework.types import (
     NodeInfo,
     QueueingHint,
 )
+from scheduler.model.apierrors import ConflictError, NotFoundError
 from scheduler.model.dra import AllocationResult, ResourceClaim, allocation_result_to_api, resource_claim_from_api
 from scheduler.model.errors import InvalidObjectError
 from scheduler.model.node import Node

@@ -8,7 +8,6 @@ import threading
 import time
 from typing import Any
 
-from scheduler.app.offline import RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
 from scheduler.eventhandlers import ADDED
 from scheduler.framework.runtime import WaitingPod
@@ -16,6 +15,7 @@ from scheduler.framework.runtime.permit_timer import PermitTimer
 from scheduler.model.pod import pod_from_api
 from scheduler.plugins.helper.podgroup import POD_GROUP_LABEL
 from scheduler.scheduler import Scheduler
+from scheduler.whatif.offline import RecordingEventSink
 from tests.test_scheduler import Binder, node, pod
 
 MEMBERS = 1000

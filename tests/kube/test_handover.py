@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from scheduler.app.offline import RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
 from scheduler.edge import NotLeaderError
 from scheduler.eventhandlers import ADDED
@@ -18,6 +17,7 @@ from scheduler.kube.client import ApiWriter
 from scheduler.kube.ratelimit import TokenBucket
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.scheduler import Scheduler
+from scheduler.whatif.offline import RecordingEventSink
 from tests.test_scheduler import Clock, node, pod
 
 

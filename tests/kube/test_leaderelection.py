@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, Counter
 
-from scheduler.app.health import HealthServer, event_check
 from scheduler.config.types import LeaderElection
 from scheduler.kube.leaderelection import (
     Action,
@@ -31,6 +30,7 @@ from scheduler.kube.leaderelection import (
     micro_time,
     renew_deadline_passed,
 )
+from scheduler.serving.health import HealthServer, event_check
 
 CFG = LeaderElection(
     leader_elect=True,

@@ -105,8 +105,8 @@ def test_pending_writes_are_bounded_and_the_excess_dropped() -> None:
 def test_a_bound_pod_with_claims_gets_its_devices_read_from_the_api_server() -> None:
     """py-scheduler/allocated-devices: per pod claim and request the allocated driver/pool/device, read with
     a GET (the watch may lag PreBind's write); a missing claim contributes nothing; outside the history."""
-    from scheduler.edge import NotFoundError
     from scheduler.kube.results import ALLOCATED_DEVICES, ResultWriter
+    from scheduler.model.apierrors import NotFoundError
 
     claims = {("ns", "p-gpu-abcde"): {"status": {"allocation": {"devices": {"results": [
         {"request": "gpu", "driver": "gpu.example.com", "pool": "n1", "device": "gpu-3"}]}}}}}

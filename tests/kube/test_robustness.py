@@ -13,7 +13,6 @@ import orjson
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from scheduler.app.offline import RecordingEventSink
 from scheduler.edge import BoundElsewhereError
 from scheduler.eventhandlers import ADDED
 from scheduler.kube.binder import ApiBinder
@@ -24,6 +23,7 @@ from scheduler.kube.podstream import PodStream
 from scheduler.kube.recorder import ApiEventSink
 from scheduler.kube.sync import Resyncer, reconcile
 from scheduler.model.pod import pod_from_api
+from scheduler.whatif.offline import RecordingEventSink
 from tests.test_scheduler import Binder, Clock, make, node, pod
 
 

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from scheduler.app.serving import self_signed_tls_context
 from scheduler.kube import watchhttp
 from scheduler.kube.http11 import ConnectionClosed, Http11Pool
 from scheduler.kube.podstream import PodStream
 from scheduler.kube.watchhttp import StreamedResponse, TlsSource, open_stream
+from scheduler.serving.serving import self_signed_tls_context
 from tests.kube.test_watchhttp import LINES, PAYLOAD, WatchServer, event, head, stop_streams
 from tests.socket_server import LocalSocketServer, read_request_head
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.edge import BatchBinder, BoundElsewhereError, ConflictError, NotFoundError, NotLeaderError
+from scheduler.edge import BatchBinder, BoundElsewhereError, NotLeaderError
 from scheduler.kube.client import ApiError, api_error
 from scheduler.kube.writerproc import (
     ChildWriter,
@@ -26,6 +26,7 @@ from scheduler.kube.writerproc import (
     raise_outcome,
     read_frame,
 )
+from scheduler.model.apierrors import ConflictError, NotFoundError
 from scheduler.model.pod import Pod, pod_from_api
 
 FAKE_CHILD = Path(__file__).with_name("writer_fake_child.py")

@@ -7,11 +7,11 @@ import copy
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from scheduler.app.offline import apply_offline_update
 from scheduler.cache import new_snapshot
 from scheduler.cache.objects import ObjectStore
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod, pod_from_api
+from scheduler.whatif.offline import apply_offline_update
 from tests.plugins.util import FakeHandle
 
 

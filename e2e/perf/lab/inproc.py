@@ -1,6 +1,6 @@
 """``python -m e2e.perf.lab.inproc``: the scheduling loop alone, in process, without an API server.
 
-A Scheduler with the offline writer (scheduler/app/offline.py) gets ``--nodes`` nodes shaped like
+A Scheduler with the offline writer (scheduler/whatif/offline.py) gets ``--nodes`` nodes shaped like
 scheduler_perf's node-default.yaml (3 zones) and SchedulingBasic's pods (init pods, then the measured
 ones); every binding is confirmed by the MODIFIED event the watch would deliver. It reports the CPU
 seconds per 1000 measured pods, the number the scheduling-loop optimisations are judged by; the
@@ -27,11 +27,11 @@ from e2e.perf.schedulers import py_scheduler_config
 from e2e.perf.workloads import INIT_NAMESPACE, MEASURE_NAMESPACE, WORKLOADS
 from scheduler.app import gcpolicy
 from scheduler.app.logging import configure
-from scheduler.app.offline import OfflineWriter, RecordingBinder, RecordingEventSink
 from scheduler.config.load import build_registry, load, load_dict
 from scheduler.eventhandlers import ADDED, MODIFIED
 from scheduler.metrics import Metrics
 from scheduler.scheduler import Scheduler
+from scheduler.whatif.offline import OfflineWriter, RecordingBinder, RecordingEventSink
 
 SCHEDULER_NAME = "py-scheduler"
 # --callgrind: cycles between two housekeepings (live, once a second: 150-350 pods/s on 2 cores).

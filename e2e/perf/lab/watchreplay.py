@@ -27,12 +27,12 @@ import orjson
 
 from e2e.perf.lab.shims import build_shim
 from scheduler.app import gcpolicy
-from scheduler.app.offline import RecordingBinder, RecordingEventSink
 from scheduler.config.load import build_registry, load
 from scheduler.eventhandlers import ADDED
 from scheduler.kube.podstream import PodStream
 from scheduler.metrics import Metrics
 from scheduler.scheduler import Scheduler
+from scheduler.whatif.offline import RecordingBinder, RecordingEventSink
 
 SCHED = "bench-scheduler"
 PHASES = ("ADDED", "BOUND", "RUNNING", "DELETED")

@@ -3,7 +3,7 @@
 Why together: kube-scheduler serves /healthz, /readyz, /livez and /metrics on its secure port (10259,
 ``--secure-port``), over TLS, authenticating bearer tokens with a TokenReview and authorizing each
 request with a SubjectAccessReview (non-resource path, verb get), except the health paths, which are
-always allowed (``--authorization-always-allow-paths``). A ``Guard`` does that here (app/delegated_auth.py);
+always allowed (``--authorization-always-allow-paths``). A ``Guard`` does that here (serving/delegated_auth.py);
 a listener without one (``--metrics-port``, bound to 127.0.0.1 only) serves everything to local clients.
 
 * ``/healthz`` (alias ``/livez``): the process answers and every liveness check passes (e.g. the
@@ -16,7 +16,7 @@ a listener without one (``--metrics-port``, bound to 127.0.0.1 only) serves ever
 Responses follow the API server's convention: 200 ``ok``, or 500 with one ``[-]name failed: reason``
 line per failing check; ``?verbose`` lists every check with ``[+]``/``[-]``. A check or a collector that
 raises is reported without its exception text (that goes to the log). The transport, its limits and
-TLS are in app/serving.py.
+TLS are in serving/serving.py.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Protocol
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from scheduler.app.serving import HttpServer, Listener, Request, Response, ServingLimits
+from scheduler.serving.serving import HttpServer, Listener, Request, Response, ServingLimits
 
 log = structlog.get_logger(__name__)
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import yaml
 
-from scheduler.app.simulate import Simulation, format_table, run_simulation
 from scheduler.plugins.helper.podgroup import POD_GROUP_LABEL
+from scheduler.whatif.simulate import Simulation, format_table, run_simulation
 
 CONFIG = {
     "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",

@@ -13,10 +13,10 @@ import pytest
 import yaml
 from structlog.testing import capture_logs
 
-from scheduler.app.capacity import capacity, format_capacity
 from scheduler.app.cli import dispatch, parser
-from scheduler.app.explain import explain, format_explain
-from scheduler.app.simulate import SimulationError
+from scheduler.whatif.capacity import capacity, format_capacity
+from scheduler.whatif.explain import explain, format_explain
+from scheduler.whatif.simulate import SimulationError
 from tests.framework.test_results import EXISTING, NODES, pod
 
 CLUSTER = [*NODES, EXISTING]

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.edge import NotFoundError
 from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
 from scheduler.framework.fit_error import truncate_message as truncate_note
 from scheduler.framework.interface import ObjectLister
+from scheduler.model.apierrors import NotFoundError
 from scheduler.model.pod import Pod
 from scheduler.plugins.helper.volume_util import (
     ANN_BIND_COMPLETED,

@@ -14,8 +14,12 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from scheduler.app.dra_offline import device_line
-from scheduler.app.simulate import (
+from scheduler.eventhandlers import ADDED
+from scheduler.framework.runtime import Framework
+from scheduler.model.pod import pod_from_api
+from scheduler.schedule_one import num_feasible_nodes_to_find
+from scheduler.whatif.dra_offline import device_line
+from scheduler.whatif.simulate import (
     Offline,
     SimulationError,
     add_cluster,
@@ -26,10 +30,6 @@ from scheduler.app.simulate import (
     result_dict,
     victims_of,
 )
-from scheduler.eventhandlers import ADDED
-from scheduler.framework.runtime import Framework
-from scheduler.model.pod import pod_from_api
-from scheduler.schedule_one import num_feasible_nodes_to_find
 
 DEFAULT_ROWS = 20
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.app.priority_admission import AdmissionError, PriorityAdmission
 from scheduler.model.validation import validate
+from scheduler.whatif.priority_admission import AdmissionError, PriorityAdmission
 
 
 def pclass(name: str, value: int, *, default: bool = False, policy: str | None = None) -> dict[str, Any]:

@@ -12,9 +12,9 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from scheduler.app.dra_offline import make_template_claims, templates_by_key
-from scheduler.app.simulate import SimulationError, add_cluster, attempt, build_scheduler, queue_message
 from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
+from scheduler.whatif.dra_offline import make_template_claims, templates_by_key
+from scheduler.whatif.simulate import SimulationError, add_cluster, attempt, build_scheduler, queue_message
 
 
 def copy_of(pod: dict[str, Any], i: int) -> dict[str, Any]:

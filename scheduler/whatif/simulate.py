@@ -1,5 +1,5 @@
 """`py-scheduler simulate`: the live scheduler core on an in-memory cluster, with the offline stand-ins
-of scheduler.app.offline injected (recording binder and event sink, offline API writer).
+of scheduler.whatif.offline injected (recording binder and event sink, offline API writer).
 
 Pods are scheduled one at a time in file order; each placed pod is confirmed into the cache before
 the next, exactly as the watch would confirm a binding. A pod that preempts gets its victims removed
@@ -18,16 +18,6 @@ from typing import Any, Literal
 
 import yaml
 
-from scheduler.app.dra_offline import (
-    TEMPLATE_KIND,
-    allocated_devices,
-    device_line,
-    make_template_claims,
-    templates_by_key,
-)
-from scheduler.app.offline import OfflineWriter, RecordingBinder, RecordingEventSink
-from scheduler.app.priority_admission import KIND as PRIORITY_CLASS
-from scheduler.app.priority_admission import AdmissionError, PriorityAdmission
 from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
 from scheduler.framework.features import Features
 from scheduler.framework.interface import NodeToStatus
@@ -38,6 +28,16 @@ from scheduler.model.validation import validate
 from scheduler.plugins.helper.podgroup import KIND as PODGROUP
 from scheduler.plugins.helper.podgroup import group_full_name, group_name
 from scheduler.scheduler import Scheduler
+from scheduler.whatif.dra_offline import (
+    TEMPLATE_KIND,
+    allocated_devices,
+    device_line,
+    make_template_claims,
+    templates_by_key,
+)
+from scheduler.whatif.offline import OfflineWriter, RecordingBinder, RecordingEventSink
+from scheduler.whatif.priority_admission import KIND as PRIORITY_CLASS
+from scheduler.whatif.priority_admission import AdmissionError, PriorityAdmission
 
 
 class SimulationError(Exception):

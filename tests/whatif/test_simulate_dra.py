@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from scheduler.app.cli import main
-from scheduler.app.dra_offline import POD_CLAIM_ANNOTATION, generate_name, make_template_claims
+from scheduler.whatif.dra_offline import POD_CLAIM_ANNOTATION, generate_name, make_template_claims
 
 DRIVER = "gpu.example.com"
 
@@ -132,7 +132,7 @@ def test_capacity_gives_each_copy_its_own_template_claim(tmp_path: Path, capsys:
 def test_explain_of_a_bound_pod_chooses_its_devices_afresh() -> None:
     """A bound pod is explained as if pending: its controller-made claim is kept (status.resourceClaimStatuses),
     with the allocation that was made for it alone taken back, so node and devices are decided again."""
-    from scheduler.app.explain import explain, format_explain
+    from scheduler.whatif.explain import explain, format_explain
 
     bound = pod("w", gpu="template:big")
     bound["spec"]["nodeName"] = "n2"

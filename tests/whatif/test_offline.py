@@ -1,4 +1,4 @@
-"""simulate's stand-ins (scheduler.app.offline): the OfflineWriter answers the core's writes with the
+"""simulate's stand-ins (scheduler.whatif.offline): the OfflineWriter answers the core's writes with the
 watch events the API server and the controllers would send; without any writer the writes fail."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from scheduler.app.offline import OfflineWriter, RecordingBinder, RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
-from scheduler.edge import NotFoundError
 from scheduler.eventhandlers import ADDED
 from scheduler.framework.status import Code
+from scheduler.model.apierrors import NotFoundError
 from scheduler.model.pod import pod_from_api
 from scheduler.plugins.helper.volume_util import ANN_SELECTED_NODE
 from scheduler.scheduler import Scheduler
+from scheduler.whatif.offline import OfflineWriter, RecordingBinder, RecordingEventSink
 from tests.test_scheduler import node, pod
 
 

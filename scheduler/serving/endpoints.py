@@ -4,7 +4,7 @@
   ``--tls-cert-file``/``--tls-private-key-file``, else a self-signed certificate made at start and kept
   in memory (kube-scheduler makes one too when it has no --cert-dir). /metrics (and any other path but
   ``--authorization-always-allow-paths``, default /healthz,/readyz,/livez) is authenticated with a
-  TokenReview and authorized with a SubjectAccessReview through the API server (app/delegated_auth.py).
+  TokenReview and authorized with a SubjectAccessReview through the API server (serving/delegated_auth.py).
 * ``--metrics-port`` (default 0: off): the same endpoints over plain HTTP without authentication, bound
   to 127.0.0.1 only, for a client on the same host (a sidecar, a test, ``kubectl port-forward``).
 """
@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from scheduler.app.health import ALWAYS_ALLOW_PATHS, HealthServer
-from scheduler.app.serving import self_signed_tls_context, server_tls_context
+from scheduler.serving.health import ALWAYS_ALLOW_PATHS, HealthServer
+from scheduler.serving.serving import self_signed_tls_context, server_tls_context
 
 if TYPE_CHECKING:
     from kubernetes import client
@@ -66,8 +66,8 @@ def health_server(args: argparse.Namespace, api: client.ApiClient, metrics: Metr
     _raise_open_files_limit()
     health = HealthServer(registry=metrics.registry, on_scrape_error=metrics.scrape_errors.inc)
     if args.secure_port:
-        from scheduler.app.delegated_auth import DelegatedAuth
         from scheduler.kube.client import RawApi
+        from scheduler.serving.delegated_auth import DelegatedAuth
 
         if args.tls_cert_file:
             tls = server_tls_context(args.tls_cert_file, args.tls_private_key_file)

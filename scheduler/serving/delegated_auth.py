@@ -26,8 +26,8 @@ from typing import Any, Generic, TypeVar
 import orjson
 import structlog
 
-from scheduler.app.serving import Request, Response
 from scheduler.kube.client import Requester
+from scheduler.serving.serving import Request, Response
 
 log = structlog.get_logger(__name__)
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.app import dashboard_views as views
+from scheduler.dashboard import views
 from scheduler.kube.client import Requester
 from scheduler.kube.snapshot import ClusterReadError, ClusterSnapshot, get_pod, list_objects, read_snapshot
 
@@ -103,8 +103,8 @@ class Source:
 
     def pod(self, namespace: str, name: str) -> dict[str, Any]:
         """explain's answer for one pod, as rows closest first."""
-        from scheduler.app.explain import explain
-        from scheduler.app.simulate import SimulationError
+        from scheduler.whatif.explain import explain
+        from scheduler.whatif.simulate import SimulationError
 
         if not namespace or not name:
             raise DashboardError("give the pod's namespace and name", 400)
@@ -135,8 +135,8 @@ class Source:
 
     def what_if(self, text: str) -> dict[str, Any]:
         """simulate --from-cluster's placement of the pasted pod and capacity's count of its copies."""
-        from scheduler.app.capacity import capacity
-        from scheduler.app.simulate import SimulationError, invalid_fields, pods_to_place, run_simulation
+        from scheduler.whatif.capacity import capacity
+        from scheduler.whatif.simulate import SimulationError, invalid_fields, pods_to_place, run_simulation
 
         if len(text.encode()) > MAX_YAML_BYTES:
             raise DashboardError(f"the pasted YAML is over {MAX_YAML_BYTES // 1024} KiB", 400)

@@ -19,11 +19,11 @@ import orjson
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from scheduler.app import dashboard_server as server_mod
-from scheduler.app import dashboard_views as views
 from scheduler.app.cli import dispatch, parser
-from scheduler.app.dashboard_server import INTERNAL, STATIC_DIR, DashboardServer, static_file
-from scheduler.app.dashboard_source import Source
+from scheduler.dashboard import server as server_mod
+from scheduler.dashboard import views
+from scheduler.dashboard.server import INTERNAL, STATIC_DIR, DashboardServer, static_file
+from scheduler.dashboard.source import Source
 from scheduler.framework.results import PREFIX, SELECTED_NODE
 from scheduler.kube.client import api_error
 from scheduler.model.resources import Resource
@@ -211,7 +211,7 @@ class FakeApi:
             for o in self.objects:
                 if o["kind"] == "Pod" and (o["metadata"]["namespace"], o["metadata"]["name"]) == (ns, name):
                     return orjson.dumps(o)
-            raise api_error(404, "Not Found")  # as RawApi raises it: the edge's NotFoundError too
+            raise api_error(404, "Not Found")  # as RawApi raises it: apierrors.NotFoundError too
         return orjson.dumps({"items": []})
 
 
@@ -358,10 +358,10 @@ def test_the_dashboard_subcommand_is_in_the_cli() -> None:
 
 
 def test_every_file_of_the_page_is_package_data_so_a_wheel_carries_it() -> None:
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     data = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
-    globs = data["scheduler.app"]
-    static = root / "scheduler/app" / STATIC_DIR
+    globs = data["scheduler.dashboard"]
+    static = root / "scheduler/dashboard" / STATIC_DIR
     files = sorted(p.relative_to(static.parent).as_posix() for p in static.iterdir())
     assert files and all(any(fnmatch.fnmatch(f, g) for g in globs) for f in files), (files, globs)
     assert {f.removeprefix(STATIC_DIR + "/") for f in files} == set(server_mod.STATIC)

@@ -26,14 +26,14 @@ from urllib.parse import parse_qs, urlsplit
 
 import structlog
 
-from scheduler.app.dashboard_source import MAX_YAML_BYTES, DashboardError, Source
+from scheduler.dashboard.source import MAX_YAML_BYTES, DashboardError, Source
 
 log = structlog.get_logger(__name__)
 
 REQUEST_TIMEOUT = 10.0  # seconds for a client to send its request (headers and body)
 MAX_IN_FLIGHT = 8
 INTERNAL = "internal error in the dashboard (the details are in its log)"
-STATIC_DIR = "dashboard_static"  # package data of scheduler.app
+STATIC_DIR = "static"  # package data of scheduler.dashboard
 STATIC = {  # file -> content type: only these names are served
     "index.html": "text/html; charset=utf-8",
     "app.js": "text/javascript; charset=utf-8",
@@ -45,7 +45,7 @@ CSP = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 's
 
 def static_file(name: str) -> bytes:
     """One of the page's files, read from the installed package (a wheel carries them as package data)."""
-    return (resources.files("scheduler.app") / STATIC_DIR / name).read_bytes()
+    return (resources.files("scheduler.dashboard") / STATIC_DIR / name).read_bytes()
 
 
 class DashboardServer(ThreadingHTTPServer):

@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 import yaml
 
-from scheduler.app.offline import RecordingBinder, RecordingEventSink
 from scheduler.app.reload import ConfigReloader, file_reader
 from scheduler.config.load import build_registry, load
 from scheduler.config.registry import PLUGIN_MODULES, PluginModules
 from scheduler.eventhandlers import ADDED
 from scheduler.metrics import Metrics
 from scheduler.scheduler import Scheduler
+from scheduler.whatif.offline import RecordingBinder, RecordingEventSink
 
 
 def config(*profiles: str, profiles_plugins: dict[str, Any] | None = None, **extra: Any) -> str:

@@ -46,9 +46,9 @@ def _address(text: str) -> tuple[str, int]:
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted. Problems found at start (kubeconfig, configuration, address) are one
     line on stderr and exit status 2; once serving, every problem is a message on the page."""
-    from scheduler.app.dashboard_server import DashboardServer
-    from scheduler.app.dashboard_source import Source
     from scheduler.config.load import ConfigError, load
+    from scheduler.dashboard.server import DashboardServer
+    from scheduler.dashboard.source import Source
     from scheduler.kube.snapshot import ClusterReadError, connect
 
     try:

@@ -1,4 +1,4 @@
-"""The health and metrics transport (app/serving.py) through real sockets: TLS, the request guard, and the
+"""The health and metrics transport (serving/serving.py) through real sockets: TLS, the request guard, and the
 limits that keep idle, slow or oversized clients from taking the port down."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import orjson
 import pytest
 from prometheus_client import CollectorRegistry, Counter
 
-from scheduler.app.delegated_auth import DelegatedAuth
-from scheduler.app.health import HealthServer
-from scheduler.app.serving import Request, Response, ServingLimits, self_signed_tls_context
+from scheduler.serving.delegated_auth import DelegatedAuth
+from scheduler.serving.health import HealthServer
+from scheduler.serving.serving import Request, Response, ServingLimits, self_signed_tls_context
 
 
 def get(port: int, path: str, tls: bool = False, headers: dict[str, str] | None = None,

@@ -139,6 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "during every scheduler's batch (go tool pprof -top); perf: perf record of py-scheduler's threads (CPU by "
         "thread group and shared object: TLS, kernel, libpython), perf-trace: its system calls a pod per thread group",
     )  # fmt: skip
+    p.add_argument("--no-build", action="store_true", help="use the binaries as they are (build.sh not run)")
     p.add_argument("--out", default=".bench/results.json")
     args = p.parse_args(argv)
 
@@ -158,7 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
-    bin_dir = ensure_binaries()
+    bin_dir = ensure_binaries(build=not args.no_build)
     go_binder = bin_dir / GO_CEILING_BINARY
     if any(s.startswith("ceiling-go") for s in scheds) and not go_binder.is_file():
         raise SystemExit(f"{go_binder} is missing (build.sh builds it where Go is installed; a packed bench "

@@ -128,16 +128,13 @@ def run_once(case: config.TestCase, size: config.Size, which: str, repeat: int, 
             if kcm:
                 cluster.start_extras("kube-controller-manager")
             kubeconfig = str(cluster.kubeconfig)
-            from kubernetes import config as kconfig
-
-            api = kconfig.new_client_from_config(config_file=kubeconfig)
             conn = Conn.from_kubeconfig(kubeconfig)
             tracker = PodTracker(conn)
             proc = schedulers.start(which, kubeconfig=kubeconfig, bin_dir=bin_dir, workdir=run_dir,
                                     scheduler_name=opts.scheduler_name, qps=opts.qps, burst=opts.burst,
                                     feature_gates=gate_flag(gates), config=scheduler_config)  # fmt: skip
             api_pid = int((cluster.state() or {}).get("pids", {}).get("kube-apiserver") or 0) or None
-            ex = Executor(case, config.resolve_ops(case, size.params), Rest(api), conn, tracker,
+            ex = Executor(case, config.resolve_ops(case, size.params), Rest(conn), conn, tracker,
                           opts.scheduler_name, Probe(proc.pid, api_pid), log, opts.creators)  # fmt: skip
             windows = ex.run()
             rss = procstat.peak_rss_mb(proc.pid)
@@ -145,13 +142,13 @@ def run_once(case: config.TestCase, size: config.Size, which: str, repeat: int, 
                 raise RuntimeError(f"{which} exited with code {proc.returncode} (log: {run_dir})")
             rows = []
             for w in windows:
-                row = {**base, **window_row(w, proc.pid), "peak_rss_mb": rss, "window": w.name}
+                measured = window_row(w, proc.pid)
+                row = {**base, **measured, "pods": len(w.result["pods"]), "peak_rss_mb": rss, "window": w.name}
                 if ex.errors:
                     row["errors"] = ex.errors[:5]
                 rows.append(row)
             if not rows:
                 raise RuntimeError("the workload measured nothing (no collectMetrics window)")
-            api.close()
         except Exception as e:  # the row says what failed; the other runs go on
             log(f"{label} {which} #{repeat}: {type(e).__name__}: {e}")
             rows = [{**base, "error": f"{type(e).__name__}: {e}"[:500]}]

@@ -122,7 +122,7 @@ def parse_cases(text: str, base: Path, group: str = "") -> list[TestCase]:
             UpstreamWorkload(
                 name=w["name"], params=_go_numbers(w.get("params") or {}), labels=tuple(w.get("labels") or ()),
                 threshold=_threshold(w.get("threshold")), feature_gates=dict(w.get("featureGates") or {}),
-            )  # fmt: skip
+            )
             for w in tc.get("workloads") or []
         )
         out.append(TestCase(

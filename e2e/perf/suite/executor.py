@@ -39,7 +39,8 @@ def base_pod() -> dict[str, Any]:
     req = {"cpu": "100m", "memory": "500Mi"}
     container = {"name": "pause", "image": PAUSE_IMAGE, "ports": [{"containerPort": 80}],
                  "resources": {"limits": dict(req), "requests": dict(req)}}  # fmt: skip
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "pod-"}, "spec": {"containers": [container]}}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "pod-"},
+            "spec": {"containers": [container]}}
 
 
 def base_node(prefix: str) -> dict[str, Any]:
@@ -412,8 +413,9 @@ class Executor:
                 return
             now = time.monotonic()
             if now > deadline:
-                raise ExecutionError(f"op {index}: timed out waiting for pods to be "
-                                     f"{'attempted' if attempted else 'scheduled'}: want {dict(want)}, got {got}")  # fmt: skip
+                stage = "attempted" if attempted else "scheduled"
+                raise ExecutionError(f"op {index}: timed out waiting for pods to be {stage}: want {dict(want)}, "
+                                     f"got {got}")  # fmt: skip
             if now - last_log > 30:
                 self.log(f"  op {index}: waiting, want {dict(want)}, got {got}")
                 last_log = now

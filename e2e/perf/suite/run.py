@@ -60,8 +60,11 @@ def cluster_flags(gates: Mapping[str, bool], opts: Options, kcm: bool) -> dict[s
     if gate:
         api["feature-gates"] = gate
     if kcm:
-        flags["kube-controller-manager"] = {"controllers": DRA_CONTROLLERS, "kube-api-qps": str(opts.qps),
-                                            "kube-api-burst": str(opts.burst), **({"feature-gates": gate} if gate else {})}  # fmt: skip
+        kcm_flags: dict[str, str | None] = {"controllers": DRA_CONTROLLERS, "kube-api-qps": str(opts.qps),
+                                            "kube-api-burst": str(opts.burst)}  # fmt: skip
+        if gate:
+            kcm_flags["feature-gates"] = gate
+        flags["kube-controller-manager"] = kcm_flags
     return flags
 
 
@@ -158,7 +161,8 @@ def run_once(case: config.TestCase, size: config.Size, which: str, repeat: int, 
             if tracker is not None:
                 tracker.stop()
             with contextlib.suppress(Exception):
-                (run_dir / "kube-apiserver.log").write_bytes(cluster.log_file("kube-apiserver").read_bytes()[-1_000_000:])
+                tail = cluster.log_file("kube-apiserver").read_bytes()[-1_000_000:]
+                (run_dir / "kube-apiserver.log").write_bytes(tail)
             cluster.down()
     for r in rows:
         r["wall_seconds"] = round(time.monotonic() - t0, 1)

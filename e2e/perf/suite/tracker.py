@@ -8,6 +8,7 @@ watches all pods (so that creating pods in the harness cannot delay the timestam
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing as mp
 import threading
@@ -55,7 +56,8 @@ def _apply(pods: dict[str, PodState], typ: str, obj: Mapping[str, Any], t: float
 def _watch(conn: Conn, pods: dict[str, PodState], lock: threading.Lock, stop: threading.Event) -> None:
     import urllib3
 
-    http = urllib3.PoolManager(ssl_context=conn.ssl_context(), cert_reqs="CERT_REQUIRED" if conn.verify else "CERT_NONE")
+    reqs = "CERT_REQUIRED" if conn.verify else "CERT_NONE"
+    http = urllib3.PoolManager(ssl_context=conn.ssl_context(), cert_reqs=reqs)
     rv = ""
     while not stop.is_set():
         try:
@@ -135,11 +137,8 @@ class PodTracker:
             return [PodView(*row) for row in self._rx.recv()]
 
     def stop(self) -> None:
-        with self._lock:
-            try:
-                self._rx.send(("stop",))
-            except OSError:
-                pass
+        with self._lock, contextlib.suppress(OSError):
+            self._rx.send(("stop",))
         self._proc.join(5)
         if self._proc.is_alive():
             self._proc.kill()

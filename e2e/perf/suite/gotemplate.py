@@ -368,20 +368,13 @@ def _parse(src: str) -> list[_Node]:
             continue
         word, _, rest = s.partition(" ")
         if word in ("if", "range"):
-            node = _Node(word, pipe=_pipeline(_tokens(rest)))
-            cur.append(node)
-            stack.append((node, cur))
-            cur = node.body
+            cur = _open_block(word, rest, cur, stack, cur)
         elif word == "else":
             if not stack:
                 raise TemplateError("unexpected {{else}}")
-            node = stack[-1][0]
-            cur = node.orelse
+            cur = stack[-1][0].orelse
             if rest.startswith("if "):  # else if: a nested if that the same end closes
-                inner = _Node("if", pipe=_pipeline(_tokens(rest[3:])))
-                cur.append(inner)
-                stack.append((inner, _ELSE_IF))
-                cur = inner.body
+                cur = _open_block("if", rest[3:], cur, stack, _ELSE_IF)
         elif word == "end":
             if not stack:
                 raise TemplateError("unexpected {{end}}")
@@ -399,6 +392,15 @@ def _parse(src: str) -> list[_Node]:
 
 
 _ELSE_IF: list[_Node] = []
+
+
+def _open_block(word: str, rest: str, cur: list[_Node], stack: list[tuple[_Node, list[_Node]]],
+                parent: list[_Node]) -> list[_Node]:
+    """Append an if/range node to ``cur``, remember where ``end`` returns to, and fill its body next."""
+    node = _Node(word, pipe=_pipeline(_tokens(rest)))
+    cur.append(node)
+    stack.append((node, parent))
+    return node.body
 
 
 def _items(v: Any) -> list[tuple[Any, Any]]:

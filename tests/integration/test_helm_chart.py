@@ -208,8 +208,12 @@ def test_service_monitor_renders_manifests_monitoring(
     docs = template(helm_env, "--set", "metrics.serviceMonitor.enabled=true",
                     "--set", "metrics.serviceMonitor.labels.release=prometheus")  # fmt: skip
     extra = [d for d in docs if (d["kind"], d["metadata"]["name"]) not in kustomized]
-    want = {key: obj for key, obj, _ in without_labels(manifest_file("monitoring", "servicemonitor.yaml")
-                                                        + manifest_file("monitoring", "metrics-reader.yaml"))}
+    want = {
+        key: obj
+        for key, obj, _ in without_labels(
+            manifest_file("monitoring", "servicemonitor.yaml") + manifest_file("monitoring", "metrics-reader.yaml")
+        )
+    }
     got = {key: (obj, labels) for key, obj, labels in without_labels(extra)}
     assert set(got) == set(want) == {("ServiceMonitor", "py-scheduler"),
                                      ("ClusterRole", "py-scheduler:metrics-reader"),

@@ -19,7 +19,10 @@ import pytest
 import yaml
 
 from e2e.cluster.cluster import build_binaries
+from e2e.node import helm as node_helm
 from e2e.rbac import render_manifests, select
+from scheduler.config.load import load_dict
+from scheduler.config.types import SchedulerConfiguration
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "py-scheduler"
@@ -249,3 +252,21 @@ def test_scheduling_constraints_replace_the_default_spread(helm_env: dict[str, s
     pod = dep["spec"]["template"]["spec"]
     assert (pod["affinity"], pod["tolerations"], pod["nodeSelector"]) == (affinity, tolerations, {"zone": "a"})
     assert pod["containers"][0]["image"] == "registry.example/py-scheduler:1.2.3"
+
+
+def test_configuration_loads_and_e2e_nodes_upgrade_raises_the_weight(helm_env: dict[str, str], tmp_path: Path) -> None:
+    """The chart's configuration loads as the scheduler loads it, and the values file of e2e-node's `helm upgrade`
+    (e2e/node/helm.py) changes NodeAffinity's score weight from its default 2 to 10, and nothing else."""
+
+    def loaded(*args: str) -> SchedulerConfiguration:
+        (cm,) = select(template(helm_env, *args), "ConfigMap")
+        return load_dict(yaml.safe_load(cm["data"]["config.yaml"]))
+
+    def weights(cfg: SchedulerConfiguration) -> dict[str, int]:
+        (profile,) = cfg.profiles
+        return {p.name: p.weight for p in profile.plugins["score"]}
+
+    default, upgraded = loaded(), loaded("-f", str(node_helm.weighted_values(tmp_path)))
+    assert default.leader_election == upgraded.leader_election and default.leader_election.leader_elect
+    assert weights(default)["NodeAffinity"] == 2 and weights(upgraded)["NodeAffinity"] == 10
+    assert {**weights(default), "NodeAffinity": 10} == weights(upgraded)

@@ -34,7 +34,9 @@ lint: install
 unit: install
 	$(BIN)/pytest -q -m "not integration" tests examples/node-label-score/tests
 
+# tests/integration/test_helm_chart.py renders and lints charts/py-scheduler with build.sh's helm.
 integration: install binaries
+	bash e2e/cluster/build.sh --helm
 	$(BIN)/pytest -q -m integration tests
 
 # The e2e suite runs against $$KUBECONFIG when set; otherwise against the local control plane, with
@@ -68,9 +70,10 @@ e2e-kind: install
 
 # A real kubelet node (containerd, runc, CNI and buildah from Debian, installed when missing; kubelet and
 # kube-proxy from `build.sh --node`) beside the kwok nodes, running py-scheduler from the Dockerfile's image
-# as `kubectl apply -k` deploys manifests/; tears everything down after. Root only. docs/deploy-node.md.
+# as `kubectl apply -k` deploys manifests/, then as `helm install` does (charts/py-scheduler, helm from
+# `build.sh --helm`); tears everything down after. Root only. docs/deploy-node.md.
 e2e-node: install binaries
-	bash e2e/cluster/build.sh --node
+	bash e2e/cluster/build.sh --node --helm
 	$(BIN)/python -m e2e.node run
 
 # py-scheduler vs kube-scheduler on upstream's scheduler_perf test cases (e2e/perf/suite: its own YAML and

@@ -4,7 +4,7 @@
 # cache outside the repo.
 # Skips the build when the cached binaries already report the pinned version.
 # `build.sh --node` also builds what e2e-node's real node runs (kubelet, kube-proxy and the pod sandbox's
-# pause); only then, so the default build stays as fast as before.
+# pause); only then, so the default build stays as fast as before. `build.sh --helm` also builds helm.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 # go mod tidy writes the requirement inside a block or, when it is alone, as "require k8s.io/kubernetes vX".
@@ -16,9 +16,16 @@ BIN_DIR="${PY_SCHEDULER_BIN_DIR:-$HOME/.cache/py-scheduler/bin/$K8S_VERSION}"
 export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="-trimpath -buildvcs=false"
 mkdir -p "$BIN_DIR"
 
-if [ "${1:-}" = "--print-bin-dir" ]; then echo "$BIN_DIR"; exit 0; fi
 node=false
-if [ "${1:-}" = "--node" ]; then node=true; fi
+helm=false
+for arg in "$@"; do
+  case $arg in
+    --print-bin-dir) echo "$BIN_DIR"; exit 0 ;;
+    --node) node=true ;;
+    --helm) helm=true ;;
+    *) echo "build.sh: unknown argument $arg (--print-bin-dir, --node, --helm)" >&2; exit 2 ;;
+  esac
+done
 
 # have BINARY WANT ARGS...: BINARY exists and `BINARY ARGS...` prints WANT.
 # (Output is captured, not piped to grep -q, so pipefail cannot trip on SIGPIPE.)
@@ -69,6 +76,17 @@ if ! [ -x "$BIN_DIR/kwok" ] || ! "$BIN_DIR/kwok" --version 2>/dev/null | grep -q
      -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" \
      -o "$BIN_DIR/kwok" sigs.k8s.io/kwok/cmd/kwok)
   echo "built kwok in $((SECONDS - start)) s" >&2
+fi
+# Helm v4 (charts/py-scheduler: its lint, template test and e2e-node's install), from its own module so its
+# dependencies do not move the control plane's; only with --helm, as the targets that use it ask.
+HELM_VERSION="$(awk '$1=="helm.sh/helm/v4"{print $2}' "$here/helmbin/go.mod")"
+if $helm && ! have helm "$HELM_VERSION" version --template '{{.Version}}'; then
+  echo "building helm $HELM_VERSION" >&2
+  start=$SECONDS
+  (cd "$here/helmbin" && go build -p "$(nproc)" \
+     -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION -X helm.sh/helm/v4/internal/version.gitTreeState=clean" \
+     -o "$BIN_DIR/helm" helm.sh/helm/v4/cmd/helm)
+  echo "built helm in $((SECONDS - start)) s" >&2
 fi
 # The benchmark's Go ceiling binder (e2e/perf's ceiling-go), from the same pinned client-go. Its --version
 # prints a hash of its sources and of this module's go.mod/go.sum, so a changed binder is rebuilt, and a

@@ -353,7 +353,7 @@ def _edit_config(ctx: Ctx, edit: Callable[[dict[str, Any]], None]) -> float:
     return time.time()
 
 
-def _reload_events(ctx: Ctx, reason: str, since: float) -> dict[str, Any]:
+def reload_events(ctx: Ctx, reason: str, since: float) -> dict[str, Any]:
     """The newest ``reason`` Event per replica pod, recorded after ``since`` (epoch seconds)."""
     found: dict[str, Any] = {}
     for e in _events(ctx, NAMESPACE, reason):
@@ -363,7 +363,7 @@ def _reload_events(ctx: Ctx, reason: str, since: float) -> dict[str, Any]:
     return found
 
 
-def _probe_node(ctx: Ctx, name: str) -> str:
+def probe_node(ctx: Ctx, name: str) -> str:
     ctx.core.create_namespaced_pod(WORKLOAD_NS, workload_pod(name, prefer_target=True))
     pod = wait(f"probe {name} bound", lambda: ctx.core.read_namespaced_pod(name, WORKLOAD_NS).spec.node_name, 60)
     return str(pod)
@@ -373,8 +373,8 @@ def check_reload(ctx: Ctx) -> None:
     """A plugin weight edited in the ConfigMap changes placement without a restart; an invalid edit is
     refused with a Warning Event and the running configuration (the new weight) stays."""
     replicas = sorted(p.metadata.name for p in scheduler_pods(ctx))
-    restarts = _restarts(ctx)
-    before = _probe_node(ctx, "probe-default")
+    restarts = restart_counts(ctx)
+    before = probe_node(ctx, "probe-default")
     if before == TARGET_NODE:
         raise CheckFailed(f"with default weights the probe should avoid {TARGET_NODE}, it went there")
 
@@ -383,8 +383,8 @@ def check_reload(ctx: Ctx) -> None:
 
     since = _edit_config(ctx, weight)
     wait("ConfigurationReloaded from both replicas",
-         lambda: set(_reload_events(ctx, "ConfigurationReloaded", since)) >= set(replicas), 180, 2)  # fmt: skip
-    after = _probe_node(ctx, "probe-weighted")
+         lambda: set(reload_events(ctx, "ConfigurationReloaded", since)) >= set(replicas), 180, 2)  # fmt: skip
+    after = probe_node(ctx, "probe-weighted")
     if after != TARGET_NODE:
         raise CheckFailed(f"with NodeAffinity weight 10 the probe should go to {TARGET_NODE}, it went to {after}")
     log(f"weight edit reloaded by {replicas}: probe moved from {before} to {after}")
@@ -394,20 +394,20 @@ def check_reload(ctx: Ctx) -> None:
 
     since = _edit_config(ctx, invalid)
     refused = wait("ConfigurationRefused from both replicas",
-                   lambda: (r := _reload_events(ctx, "ConfigurationRefused", since)) and set(r) >= set(replicas) and r,
+                   lambda: (r := reload_events(ctx, "ConfigurationRefused", since)) and set(r) >= set(replicas) and r,
                    180, 2)  # fmt: skip
     notes = {pod: e.note for pod, e in refused.items()}
     if not all(e.type == "Warning" and "percentageOfNodesToScore" in (e.note or "") for e in refused.values()):
         raise CheckFailed(f"refusal Events should be Warnings naming percentageOfNodesToScore: {notes}")
-    still = _probe_node(ctx, "probe-after-refusal")
+    still = probe_node(ctx, "probe-after-refusal")
     if still != TARGET_NODE:
         raise CheckFailed(f"after the refused edit the running weights should stay; probe went to {still}")
-    if _restarts(ctx) != restarts or sorted(p.metadata.name for p in scheduler_pods(ctx)) != replicas:
-        raise CheckFailed(f"replicas restarted or replaced during reload: {restarts} -> {_restarts(ctx)}")
+    if restart_counts(ctx) != restarts or sorted(p.metadata.name for p in scheduler_pods(ctx)) != replicas:
+        raise CheckFailed(f"replicas restarted or replaced during reload: {restarts} -> {restart_counts(ctx)}")
     log(f"invalid edit refused with Warning Events by {sorted(refused)}; running configuration kept")
 
 
-def _restarts(ctx: Ctx) -> dict[str, int]:
+def restart_counts(ctx: Ctx) -> dict[str, int]:
     return {
         p.metadata.name: sum(s.restart_count for s in (p.status.container_statuses or []))
         for p in scheduler_pods(ctx)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import subprocess
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from e2e.cluster.cluster import ClusterError, LocalCluster, build_binaries
-from e2e.node import checks, image
+from e2e.node import checks, helm, image
 from e2e.node.host import NODE_IP, PAUSE_IMAGE, NodeError, RealNode, ensure_packages, log
 
 HERE = Path(__file__).resolve().parent
@@ -64,7 +65,8 @@ def run_all(state: Path, keep: bool) -> dict[str, Any]:
     installed = ensure_packages()
     timings["apt-get install"] = round(time.monotonic() - t_all, 1)
     t0 = time.monotonic()
-    subprocess.run(["bash", str(HERE.parent / "cluster" / "build.sh"), "--node"], check=True, stdout=subprocess.DEVNULL)
+    build = ["bash", str(HERE.parent / "cluster" / "build.sh"), "--node", "--helm"]
+    subprocess.run(build, check=True, stdout=subprocess.DEVNULL)
     bin_dir = build_binaries(build=False)
     timings["binaries"] = round(time.monotonic() - t0, 1)
     image.timed("base image (mmdebstrap)", image.base_image, timings)
@@ -79,7 +81,7 @@ def run_all(state: Path, keep: bool) -> dict[str, Any]:
         image.timed("containerd up", node.up, timings)
         image.timed("images into containerd", lambda: _import_images(node, state), timings)
         image.timed("kubelet Ready", node.start_kube, timings)
-        image.timed("checks", lambda: _checks(cluster, bin_dir, timings), timings)
+        image.timed("checks", lambda: _checks(cluster, bin_dir, state, timings), timings)
         ok = True
     except BaseException:
         _dump(cluster, bin_dir)
@@ -106,7 +108,7 @@ def _import_images(node: RealNode, state: Path) -> None:
         archive.unlink()
 
 
-def _checks(cluster: LocalCluster, bin_dir: Path, timings: dict[str, float]) -> None:
+def _checks(cluster: LocalCluster, bin_dir: Path, state: Path, timings: dict[str, float]) -> None:
     from kubernetes import client as k8s
 
     api = cluster.api_client()
@@ -127,6 +129,9 @@ def _checks(cluster: LocalCluster, bin_dir: Path, timings: dict[str, float]) -> 
     timings["takeover (s after delete)"] = round(took[0], 1)
     image.timed("check: config reload", lambda: checks.check_reload(ctx), timings)
     image.timed("check: logs", lambda: checks.check_logs(ctx), timings)
+    # The same image once more, installed with Helm in place of `kubectl apply -k`.
+    uninstall = functools.partial(kubectl, cluster, bin_dir, "delete", "-k", str(OVERLAY), "--wait=true")
+    image.timed("helm", lambda: helm.run_helm(cluster, bin_dir, state, ctx, kwok, uninstall, timings), timings)
     api.close()
 
 

@@ -508,8 +508,9 @@ def run_comparison(
     candidate = run_simulation(cluster_path, pods_path, candidate_config, seed=seed, tie_break=tie_break, live=live,
                                policy_path=candidate_policy)
     rows = [_compared(a, b) for a, b in zip(running.results, candidate.results, strict=True)]
-    return Comparison(running_config or "(default profile)", candidate_config or candidate_policy or "(default profile)",
-                      rows, candidate.invalid)
+    default = "(default profile)"
+    return Comparison(running_config or default, candidate_config or candidate_policy or default, rows,
+                      candidate.invalid)
 
 
 def _side(result: Mapping[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from scheduler.app.cli import main
 from scheduler.app.simulate import format_comparison, run_comparison, run_simulation
@@ -31,29 +32,16 @@ def pod(name: str, cpu: str) -> str:
 
 
 PODS = "---\n".join([pod("web-0", "1"), pod("web-1", "1"), pod("huge", "20")])
-CANDIDATE = """
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: py-scheduler
-  pluginConfig:
-  - name: NodeResourcesFit
-    args: {scoringStrategy: {type: MostAllocated}}
-"""
-RUNNING = """
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: py-scheduler
-"""
+def config(**profile: object) -> str:
+    """A KubeSchedulerConfiguration with one py-scheduler profile (its other fields from ``profile``)."""
+    return yaml.safe_dump({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                           "profiles": [{"schedulerName": "py-scheduler", **profile}]})
+
+
+CANDIDATE = config(pluginConfig=[{"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}}])
+RUNNING = config()
 # A candidate with an out-of-tree plugin named by import path (the test suite's sample plugins).
-WITH_PLUGIN = """
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-profiles:
-- schedulerName: py-scheduler
-  plugins: {filter: {enabled: [{name: "tests.config.sample_plugins:SampleFilter"}]}}
-"""
+WITH_PLUGIN = config(plugins={"filter": {"enabled": [{"name": "tests.config.sample_plugins:SampleFilter"}]}})
 HUGE = "0/2 nodes are available: 2 Insufficient cpu, 2 Insufficient memory."
 
 

@@ -9,7 +9,7 @@ ZONES ?= 3
 export GOTOOLCHAIN := local
 
 .PHONY: install lint unit integration e2e test cluster-up cluster-down binaries run e2e-kind bench bench-gang bench-smoke \
-	clean lock differential differential-dra chaos soak e2e-node
+	clean lock differential differential-dra chaos soak e2e-node lab-smoke
 
 # Every Python dependency is pinned in constraints.txt (runtime, dev and bench alike), so a fresh machine
 # installs exactly what was tested; `make lock` resolves pyproject.toml's ranges anew.
@@ -29,9 +29,10 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/mypy examples/node-label-score/src
 
-# Unit tests render manifests/ with the pinned kubectl, so they need the binaries too.
-unit: install binaries
-	$(BIN)/pytest -q -m "not integration" tests
+# Unit tests need no Go-built binary (rendering manifests/ with the pinned kubectl is an integration test);
+# they include the example plugin's own tests, which use only the public kit (scheduler.testing).
+unit: install
+	$(BIN)/pytest -q -m "not integration" tests examples/node-label-score/tests
 
 integration: install binaries
 	$(BIN)/pytest -q -m integration tests
@@ -72,13 +73,13 @@ e2e-node: install binaries
 	bash e2e/cluster/build.sh --node
 	$(BIN)/python -m e2e.node run
 
-# py-scheduler vs kube-scheduler vs two no-algorithm binders on scheduler_perf workloads: the Python ceiling
-# and the Go one (ceiling-go: build.sh's ceiling-binder, which scales with cores). ~40 min on 2 cores before
-# ceiling-go joined; it adds one run per size that a ceiling can stand for.
-# Then a paced run (BENCH_PACED_ARGS= skips it): pods created at 100/s, below both schedulers' capacity,
+# py-scheduler vs kube-scheduler on upstream's scheduler_perf test cases (e2e/perf/suite: its own YAML and
+# templates from the module cache), each at its 2-core size, a fresh control plane per run; `--suite full` runs
+# upstream's sizes, and the hand-made suite with the ceiling binders is BENCH_ARGS="--suite bench
+# --schedulers py,kube,ceiling,ceiling-go". Then a paced run (BENCH_PACED_ARGS= skips it): pods created at 100/s, below both schedulers' capacity,
 # so its latencies are scheduling delay rather than queue build-up; three interleaved rounds, as a p99 of
 # one run is set by a few API server stalls.
-BENCH_ARGS ?= --suite bench --schedulers py,kube,ceiling,ceiling-go
+BENCH_ARGS ?= --suite quick
 BENCH_PACED_ARGS ?= --workload SchedulingBasic --nodes 1000 --pods 3000 --schedulers py,kube --rate 100 --repeat 3
 bench: install binaries
 	$(BIN)/pip install -q -c constraints.txt -e '.[bench]'
@@ -91,10 +92,17 @@ GANG_ARGS ?= --nodes 500 --groups 100 --size 10 --unfit 10
 bench-gang: install binaries
 	$(BIN)/python -m e2e.perf.gang $(GANG_ARGS) --out .bench/gang.json
 
-# The harness end to end on 20 nodes (part of `make test`; measures nothing worth reporting).
+# The harness end to end on 20 nodes, then one upstream scheduler_perf case of each op-code family at its tiny
+# size (upstream's smallest workload), py and kube (part of `make test`; measures nothing worth reporting).
+SMOKE_CASES ?= SchedulingBasic,PreemptionBasic,SchedulingWithMixedChurn,SchedulingWhileGated,EventHandlingPodAdd,SchedulingRequiredPodAntiAffinityWithNSSelector,SchedulingWithResourceClaim
 bench-smoke: install binaries
 	$(BIN)/python -m e2e.perf --workload SchedulingBasic --nodes 20 --pods 40 --repeat 1 --timeout 180 \
 	  --out .bench/smoke.json
+	$(BIN)/python -m e2e.perf --workload $(SMOKE_CASES) --size tiny --repeat 1 --out .bench/smoke-suite.json
+
+# The laboratory's tools (e2e/perf/lab: in-process measuring, no API server), each run tiny from its command line.
+lab-smoke: install
+	$(BIN)/pytest -q tests/test_perf_lab.py tests/test_perf_cgpython.py
 
 # kube-scheduler v1.37.2 vs `simulate` on N random seeded scenarios (a small batch runs in `make integration`).
 N ?= 200

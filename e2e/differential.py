@@ -36,8 +36,8 @@ from kubernetes import client, config
 from e2e.cluster.cluster import LocalCluster, build_binaries, create_nodes, node_manifest
 from e2e.kube import create_namespace, delete_namespace, wait_for
 from e2e.process import start_kube_scheduler, stop_scheduler
-from scheduler.app.simulate import run_simulation
 from scheduler.config.defaults import DEFAULT_MULTIPOINT
+from scheduler.whatif.simulate import run_simulation
 
 KUBE = "kube-diff"
 NOBODY = "diff-nobody"  # schedulerName of the bound pods the scenario places itself

@@ -54,9 +54,9 @@ from e2e.differential import (
 )
 from e2e.kube import create_namespace, delete_if_present, delete_namespace, wait_for
 from scheduler.app.logging import configure as configure_logging
-from scheduler.app.simulate import run_simulation
 from scheduler.model.pod import pod_from_api
 from scheduler.plugins.helper.dynamicresources.claims import allocated_devices
+from scheduler.whatif.simulate import run_simulation
 
 GROUP, VERSION = "resource.k8s.io", "v1"
 CLUSTER_KINDS = {"resourceslices": "ResourceSlice", "deviceclasses": "DeviceClass",

@@ -25,11 +25,11 @@ import structlog
 from e2e.cluster.cluster import node_manifest
 from e2e.soak import SCHEDULER, pod_body, rss_mb, second_half_growth
 from scheduler.app import gcpolicy, malloc
-from scheduler.app.offline import RecordingBinder, RecordingEventSink
 from scheduler.config.load import build_registry, load_text
 from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
 from scheduler.metrics import Metrics
 from scheduler.scheduler import Scheduler
+from scheduler.whatif.offline import RecordingBinder, RecordingEventSink
 
 CONFIG = f"""apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration

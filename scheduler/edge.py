@@ -1,7 +1,7 @@
 """What the scheduler needs from the world outside it, declared as Protocols and injected.
 
 The live implementations are in scheduler.kube (ApiBinder, ApiWriter, ApiEventSink); simulate's are in
-scheduler.app.offline. The scheduler never probes what it was given: each object is passed for one role.
+scheduler.whatif.offline. The scheduler never probes what it was given: each object is passed for one role.
 """
 
 from __future__ import annotations
@@ -11,26 +11,6 @@ from typing import Any, Protocol, runtime_checkable
 
 from scheduler.framework.interface import NodeToStatus
 from scheduler.model.pod import Pod
-
-
-class APIStatusError(Exception):
-    """An API request the server answered with an error status (upstream apimachinery's StatusError).
-    The edge raises a subclass for the statuses the scheduler acts on, so callers catch by type
-    (upstream's errors.IsNotFound / IsConflict) instead of comparing status numbers."""
-
-    status: int = 0
-
-
-class NotFoundError(APIStatusError):
-    """404: the object does not exist (deleted meanwhile, or never created)."""
-
-    status = 404
-
-
-class ConflictError(APIStatusError):
-    """409: a precondition (uid, resourceVersion) failed or the object already exists."""
-
-    status = 409
 
 
 class BoundElsewhereError(Exception):

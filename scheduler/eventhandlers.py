@@ -256,7 +256,7 @@ class EventHandlers(SchedulerState):
     def _replayed(self, kind: str, obj: Mapping[str, Any]) -> bool:
         """The version the store holds again: a relist (kopf lists again after a broken watch) replaying
         it. As for nodes, nothing changed: no plugin, store or queue work (upstream's informer resumes
-        its watch and sees no such event; each replay here used to requeue every pod waiting on the kind)."""
+        its watch and sees no such event, so a replay must not requeue the pods waiting on the kind)."""
         meta = obj.get("metadata") or {}
         rv = meta.get("resourceVersion")
         if not rv:

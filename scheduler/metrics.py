@@ -28,10 +28,10 @@ if TYPE_CHECKING:
 # Go's client exports no *_created series; neither do we (process-wide prometheus_client setting).
 disable_created_metrics()
 
-# Upstream schedule_one.go: plugin execution durations are recorded for 10 % of scheduling cycles.
+# Upstream pkg/scheduler/schedule_one.go: plugin execution durations are recorded for 10 % of scheduling cycles.
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
 
-# Label values (upstream metrics.go / profile_metrics.go).
+# Label values (upstream pkg/scheduler/metrics/metrics.go / pkg/scheduler/metrics/profile_metrics.go).
 SCHEDULED, UNSCHEDULABLE, ERROR = "scheduled", "unschedulable", "error"
 BINDING = "binding"  # scheduler_goroutines{operation}
 POD = "pod"  # the entity type of scheduler_queued_entities / scheduler_queue_incoming_entities_total
@@ -144,12 +144,6 @@ class DeferredCounter(Collector):
     def add(self, labelvalues: tuple[str, ...], amount: float) -> None:
         totals = self._totals
         totals[labelvalues] = totals.get(labelvalues, 0.0) + amount
-
-    def add_each(self, series: Iterable[tuple[str, ...]], amount: float) -> None:
-        """``add(labels, amount)`` for every labels in ``series``, in one call."""
-        totals = self._totals
-        for labelvalues in series:
-            totals[labelvalues] = totals.get(labelvalues, 0.0) + amount
 
     def group(self, series: Iterable[tuple[str, ...]]) -> list[Any]:
         """A cell [series, amount]: ``cell[1] += n`` counts n for every labels in ``series``."""

@@ -1,8 +1,9 @@
 """The Scheduler: its construction, what it does for plugins (SchedulerActions), and Run.
 
-As upstream pkg/scheduler/scheduler.go; the per-pod cycles are in schedule_one.py (ScheduleOne), the
-routing of watch events into the cache and queue in eventhandlers.py (EventHandlers), and the fields
-they share are declared once, in schedule_one.py's SchedulerState. Plugins get their profile's
+As upstream pkg/scheduler/scheduler.go; the per-pod cycles are in schedule_one.py (ScheduleOne, the scheduling
+cycle) and binding_cycle.py (BindingCycle), the routing of watch events into the cache and queue in
+eventhandlers.py (EventHandlers), and the fields they share are declared once, in schedule_one.py's
+SchedulerState. Plugins get their profile's
 Framework as their Handle; it answers from the FrameworkOptions built here and calls back into the
 Scheduler for what only the scheduler can do. Everything that talks to the world outside is injected
 (scheduler.edge): the Binder, the EventRecorder, the APIWriter and, for simulate, a ScheduleObserver.
@@ -18,11 +19,12 @@ from typing import Any, Literal
 
 import structlog
 
+from scheduler.binding_cycle import BindingCycle
 from scheduler.cache.cache import Cache
 from scheduler.cache.objects import ObjectStore
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config.types import SchedulerConfiguration
-from scheduler.edge import APIWriter, BatchBinder, Binder, EventRecorder, NotFoundError, ScheduleObserver
+from scheduler.edge import APIWriter, BatchBinder, Binder, EventRecorder, ScheduleObserver
 from scheduler.eventhandlers import EventHandlers
 from scheduler.extender import build_extenders
 from scheduler.framework.batch import plugins_without_sign_pod
@@ -35,6 +37,7 @@ from scheduler.framework.runtime.permit_timer import PermitTimer
 from scheduler.framework.status import Status
 from scheduler.framework.status import error as error_status
 from scheduler.metrics import Metrics
+from scheduler.model.apierrors import NotFoundError
 from scheduler.model.conditions import pod_condition
 from scheduler.model.pod import Pod
 from scheduler.queue.scheduling_queue import PriorityQueue
@@ -54,7 +57,7 @@ class NoAPIWriterError(RuntimeError):
 BIND_BATCH_MOST = 32
 
 
-class Scheduler(EventHandlers, ScheduleOne, Reconfigure):
+class Scheduler(EventHandlers, ScheduleOne, BindingCycle, Reconfigure):
     def __init__(
         self,
         config: SchedulerConfiguration,

@@ -10,14 +10,15 @@ from typing import Any
 
 import pytest
 
-from scheduler.app.offline import RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
-from scheduler.edge import BatchBinder, NotFoundError
+from scheduler.edge import BatchBinder
 from scheduler.eventhandlers import ADDED
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Status, skip
+from scheduler.model.apierrors import NotFoundError
 from scheduler.model.pod import Pod
 from scheduler.scheduler import Scheduler
+from scheduler.whatif.offline import RecordingEventSink
 from scheduler.workerpool import BatchWorker
 from tests.test_scheduler import node, pod
 

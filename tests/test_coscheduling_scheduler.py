@@ -5,11 +5,11 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from scheduler.app.offline import RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
 from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
 from scheduler.plugins.helper.podgroup import POD_GROUP_LABEL
 from scheduler.scheduler import Scheduler
+from scheduler.whatif.offline import RecordingEventSink
 from tests.test_scheduler import Binder, Clock, node, pod
 
 GANG_PROFILE: dict[str, Any] = {

@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 import yaml
 
-from scheduler.app.simulate import build_scheduler, run_simulation
 from scheduler.model.pod import pod_from_api
+from scheduler.testing import make_container, make_node, make_pod
+from scheduler.whatif.simulate import build_scheduler, run_simulation
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "node-label-score"
 MODULE = "node_label_score"
@@ -56,16 +57,13 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def node(name: str, value: str | None = None) -> dict[str, Any]:
-    labels = {"kubernetes.io/hostname": name, **({LABEL: value} if value is not None else {})}
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
-            "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}}}
+    n = make_node().name(name).label("kubernetes.io/hostname", name).capacity(cpu="8", memory="32Gi", pods=110)
+    return (n.label(LABEL, value) if value is not None else n).api()
 
 
 def pod(name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default",
-                                                             "labels": {"app": "web"}},
-            "spec": {"schedulerName": "py-scheduler", "containers": [
-                {"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}
+    container = make_container().name("c").image("nginx").req(cpu="100m", memory="64Mi")
+    return make_pod().name(name).label("app", "web").scheduler_name("py-scheduler").container(container).api()
 
 
 # Node "a" would win every tie by name; the label says "c" (generation 7) is the best, "b" (2) the worst

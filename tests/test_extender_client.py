@@ -113,7 +113,7 @@ def test_turning_verification_off_is_logged() -> None:
 
 # A CA certificate (made once for this test; no key needed): verification stays on with it.
 def _ca() -> bytes:
-    from scheduler.app.serving import self_signed_tls_context
+    from scheduler.serving.serving import self_signed_tls_context
 
     return self_signed_tls_context()[1]
 

@@ -14,8 +14,6 @@ from typing import Any
 import pytest
 import yaml
 
-from scheduler.app.offline import RecordingBinder, RecordingEventSink
-from scheduler.app.simulate import run_simulation
 from scheduler.config.load import build_registry, load_dict
 from scheduler.config.types import Extender as ExtenderConfig
 from scheduler.eventhandlers import ADDED
@@ -23,6 +21,8 @@ from scheduler.extender import HTTPExtender, build_extenders
 from scheduler.framework.extender import ExtenderError
 from scheduler.model.pod import pod_from_api
 from scheduler.scheduler import Scheduler
+from scheduler.whatif.offline import RecordingBinder, RecordingEventSink
+from scheduler.whatif.simulate import run_simulation
 
 from .extender_server import ExtenderServer
 

@@ -20,13 +20,13 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from structlog.testing import capture_logs
 
-from scheduler.app.health import HealthServer
-from scheduler.app.offline import OfflineWriter, RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
 from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
 from scheduler.framework.features import Features
 from scheduler.metrics import DeferredHistogram, Metrics, TickCounter, exponential_buckets
 from scheduler.scheduler import Scheduler
+from scheduler.serving.health import HealthServer
+from scheduler.whatif.offline import OfflineWriter, RecordingEventSink
 from tests.test_scheduler import Binder, Clock, node, pod
 
 METRICS_DOC = Path(__file__).resolve().parent.parent / "docs" / "observability.md"

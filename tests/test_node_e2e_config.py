@@ -5,15 +5,14 @@ The node itself runs in `make e2e-node`."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import yaml
 
-from e2e.cluster.cluster import build_binaries, override_flags
+from e2e.cluster.cluster import override_flags
 from e2e.node import checks, host
-from e2e.node.run import CLUSTER_FLAGS, OVERLAY
-from scheduler.app.simulate import run_simulation
+from e2e.node.run import CLUSTER_FLAGS
+from scheduler.whatif.simulate import run_simulation
 
 
 def test_override_flags_replaces_in_place_removes_and_appends() -> None:
@@ -51,20 +50,6 @@ def test_containerd_and_cni_keep_their_state_under_the_state_dir(tmp_path: Path)
     assert bridge["ipam"]["dataDir"] == str(tmp_path / "ipam")
 
 
-def test_overlay_changes_only_the_image_of_manifests() -> None:
-    kubectl = build_binaries(build=False) / "kubectl"
-    assert kubectl.is_file(), f"{kubectl} missing: run `make binaries` (bash e2e/cluster/build.sh)"
-
-    def render(path: Path) -> list[dict[str, object]]:
-        out = subprocess.run([str(kubectl), "kustomize", str(path)], check=True, capture_output=True, text=True)
-        return [d for d in yaml.safe_load_all(out.stdout) if d]
-
-    base, overlay = render(OVERLAY.parents[2] / "manifests"), render(OVERLAY)
-    image = "localhost/py-scheduler:e2e"
-    deploy = next(d for d in overlay if d["kind"] == "Deployment")
-    assert [c["image"] for c in deploy["spec"]["template"]["spec"]["containers"]] == [image]  # type: ignore[index]
-    restored = yaml.safe_dump_all(overlay).replace(image, "py-scheduler:0.1.0")
-    assert restored == yaml.safe_dump_all(base)
 
 
 def test_sample_sums_one_series_by_label() -> None:

@@ -19,7 +19,6 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler.app.offline import OfflineWriter, RecordingBinder, RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
 from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
 from scheduler.framework.batch import OpportunisticBatch, template_key
@@ -27,6 +26,7 @@ from scheduler.framework.features import Features
 from scheduler.framework.status import Status, unschedulable
 from scheduler.model.pod import pod_from_api
 from scheduler.scheduler import Scheduler
+from scheduler.whatif.offline import OfflineWriter, RecordingBinder, RecordingEventSink
 
 NAME = "py-scheduler"
 ZONE = "topology.kubernetes.io/zone"

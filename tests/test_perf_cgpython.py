@@ -1,4 +1,4 @@
-"""e2e/perf/cgpython.py: callgrind's calls into the per-function trampolines credited to the right Python
+"""e2e/perf/lab/cgpython.py: callgrind's calls into the per-function trampolines credited to the right Python
 functions, and the shim itself naming the functions a program ran."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e.perf import cgpython
+from e2e.perf.lab import cgpython
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -76,7 +76,7 @@ def test_the_shim_names_the_functions_a_program_ran(tmp_path: Path) -> None:
     script.write_text("def leaf(x):\n    return x + 1\n\n\n"
                       "def outer():\n    return sum(leaf(i) for i in range(3))\n\n\nprint(outer())\n")
     map_path = tmp_path / "map"
-    done = subprocess.run([sys.executable, "-m", "e2e.perf.cgpython", "run", "--map", str(map_path), "--",
+    done = subprocess.run([sys.executable, "-m", "e2e.perf.lab.cgpython", "run", "--map", str(map_path), "--",
                            str(script)], cwd=ROOT, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "6"
     names = cgpython.read_map(map_path.read_text().splitlines())

@@ -306,7 +306,7 @@ def test_profile_split_per_thread_group() -> None:
 
 
 def test_watch_replay_feeds_every_event_through_the_scheduler() -> None:
-    from e2e.perf import watchreplay
+    from e2e.perf.lab import watchreplay
 
     lines = watchreplay.watch_lines(pods=10, nodes=3, foreign=0.5)
     types = [orjson.loads(line)["type"] for line in lines]
@@ -333,11 +333,11 @@ def test_gang_workload_marks_unfit_groups_and_counts_partial_ones() -> None:
     assert r["seconds_to_last_complete_group"] == 2.0 and r["groups_per_second"] == 0.5
 
 
-# ---- in-process harness (e2e/perf/inproc.py)
+# ---- in-process harness (e2e/perf/lab/inproc.py)
 
 
 def test_inproc_places_every_pod_and_batching_changes_no_placement(tmp_path: Any) -> None:
-    from e2e.perf import inproc
+    from e2e.perf.lab import inproc
 
     off = tmp_path / "off.yaml"
     off.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
@@ -352,7 +352,7 @@ def test_inproc_places_every_pod_and_batching_changes_no_placement(tmp_path: Any
 def test_inproc_late_watch_events_change_no_placement() -> None:
     """Confirmations and Running updates that land cycles after their bindings (as live) re-evaluate more
     nodes but must place every pod where the at-once confirmations do."""
-    from e2e.perf import inproc
+    from e2e.perf.lab import inproc
 
     _, at_once, split = inproc.run("SchedulingBasic", 120, 150, None, 7)
     _, late, late_split = inproc.run("SchedulingBasic", 120, 150, None, 7, lag=10, running=True)
@@ -632,7 +632,7 @@ def test_perf_trace_summaries_are_summed_per_thread_group() -> None:
 
 def test_cgparts_evaluates_each_part_between_marks() -> None:
     """Outside valgrind the marks are plain calls: each part runs its warm-up and measured calls, in order."""
-    from e2e.perf import cgparts
+    from e2e.perf.lab import cgparts
 
     class Marks:
         def __init__(self) -> None:

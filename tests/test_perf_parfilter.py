@@ -1,6 +1,5 @@
-"""The measurement tools of issue 28 steps 4 and 2 (e2e/perf/parfilter.py, gilshim.c, podhandoff.py): the
-parallel walk prototype decides as the sequential walk, the shim sees numpy's GIL releases, and the
-pod-stream hand-off delivers every event."""
+"""The measurement tools of issue 28 step 4 (e2e/perf/lab/parfilter.py, gilshim.c): the parallel walk prototype
+decides as the sequential walk, and the shim sees numpy's GIL releases."""
 
 from __future__ import annotations
 
@@ -12,10 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e.perf import parfilter, podhandoff
-from e2e.perf.watchreplay import PHASES
-
-ROOT = Path(__file__).resolve().parents[1]
+from e2e.perf.lab import parfilter
 
 
 @pytest.mark.parametrize(("n", "parallelism", "size"), [(5000, 16, 70), (5000, 2, 70), (100, 16, 7), (10, 16, 1),
@@ -54,41 +50,3 @@ def test_gil_shim_sees_numpy_release_the_gil_only_over_500_elements(tmp_path: Pa
     large, small = map(float, out.split())
     assert large > 0.5
     assert small < 0.02
-
-
-@pytest.mark.parametrize("fmt", podhandoff.FORMATS)
-def test_every_record_format_hands_over_every_event(fmt: str) -> None:
-    lines = podhandoff.lines_of(20, 4, 0.25, "live")
-    sched = podhandoff.build_scheduler(4)
-    seen: list[str] = []
-    on_pod_event = sched.on_pod_event
-
-    def spy(type_: str, obj: object) -> object:
-        seen.append(type_)
-        return on_pod_event(type_, obj)  # type: ignore[arg-type]
-
-    sched.on_pod_event = spy  # type: ignore[method-assign]
-    handle = podhandoff._handler(fmt, sched)
-    try:
-        for rec in podhandoff._records(fmt, lines):
-            handle(rec)
-    finally:
-        podhandoff.eventhandlers.pod_from_api = podhandoff.pod_from_api
-    assert seen == [podhandoff.orjson.loads(line)["type"] for line in lines]
-    assert not sched.cache.get_pod("00000000-0000-0000-0000-000000000019")  # deleted at the end
-
-
-def test_handoff_runs_a_decoding_child(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PYTHONPATH", str(ROOT))
-    parent, child, events, reads, size = podhandoff.handoff("json", 10, 5, 0.0, "live")
-    assert events == 10 * len(PHASES)
-    assert reads >= 1 and size > 0 and parent > 0 and child > 0
-
-
-def test_live_shape_adds_managed_fields_and_a_running_status() -> None:
-    lines = podhandoff.lines_of(4, 2, 0.0, "live")
-    running = podhandoff.orjson.loads(lines[-5])["object"]  # the last RUNNING event
-    assert {m["manager"] for m in running["metadata"]["managedFields"]} == {"python", "py-scheduler", "kwok"}
-    assert running["status"]["containerStatuses"][0]["state"]["running"]
-    parts = podhandoff.split(4, 2, 0.0, "live")
-    assert parts["decode"] > 0 and parts["pod_from_api"] > 0

@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from e2e.node import plugin_image
-from scheduler.app.simulate import build_scheduler, run_simulation
 from scheduler.config.load import load
+from scheduler.whatif.simulate import build_scheduler, run_simulation
 from tests.test_example_plugin import EXAMPLE, MODULE, install_example
 
 ROOT = EXAMPLE.parents[1]

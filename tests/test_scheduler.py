@@ -9,12 +9,12 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 from structlog.testing import capture_logs
 
-from scheduler.app.offline import RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
 from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
 from scheduler.kube.client import api_error
 from scheduler.model.pod import Pod
 from scheduler.scheduler import Scheduler
+from scheduler.whatif.offline import RecordingEventSink
 
 
 def node(name: str, cpu: str = "4", zone: str = "a") -> dict[str, Any]:

@@ -8,11 +8,11 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from scheduler.app.offline import OfflineWriter, RecordingBinder, RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
 from scheduler.eventhandlers import ADDED
 from scheduler.framework.features import Features
 from scheduler.scheduler import Scheduler
+from scheduler.whatif.offline import OfflineWriter, RecordingBinder, RecordingEventSink
 from tests.test_opportunistic_batching import run_confirming
 
 NAME = "py-scheduler"

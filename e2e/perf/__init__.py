@@ -20,5 +20,6 @@ goals met or not), a markdown table next to it (``.md``) and a chart (``.png``).
 sizes), ``runner`` (one size: cluster, runs), ``kubeio`` (watcher process, creators), ``schedulers``,
 ``ceiling``, ``procstat`` (/proc CPU, context switches and VmHWM), ``stats`` (pure maths, JSON, markdown),
 ``goals`` (the targets checked on the runs), ``plot``,
-``profile`` (py-spy raw summaries), ``watchreplay`` (the pod watch path in process, no API server).
+``profile`` (py-spy raw summaries), ``sysprofile`` (perf record and perf trace summaries). The in-process
+measuring tools are in ``e2e.perf.lab``.
 """

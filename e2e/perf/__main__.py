@@ -2,6 +2,12 @@
 
 Examples::
 
+    python -m e2e.perf --workload PreemptionBasic    # upstream's test case, its 2-core size, py and kube
+    python -m e2e.perf --workload SchedulingBasic --size 5000Nodes_10000Pods   # one of upstream's sizes
+    python -m e2e.perf --suite quick                 # every runnable upstream case at 2-core (make bench)
+    python -m e2e.perf --suite full                  # every runnable upstream workload labelled performance
+    python -m e2e.perf --list                        # upstream's cases: sizes, or why one is skipped
+
     python -m e2e.perf --workload SchedulingBasic --nodes 500 --pods 1000 --schedulers py,kube,ceiling \\
         --repeat 3 --out .bench/results.json
     python -m e2e.perf --skip-large                  # every workload at 500/1000 and 1000/3000
@@ -25,7 +31,10 @@ from typing import Any
 from e2e.perf import goals, procstat
 from e2e.perf.runner import Options, ensure_binaries, log, run_size
 from e2e.perf.schedulers import GO_CEILING_BINARY
-from e2e.perf.stats import SCHEDULERS, document, markdown
+from e2e.perf.stats import SCHEDULERS, document, markdown, suite_markdown
+from e2e.perf.suite.config import TINY, TWO_CORE
+from e2e.perf.suite.plan import suite_cases, suite_listing, suite_plan
+from e2e.perf.suite.run import row_label, run_case
 from e2e.perf.workloads import LARGE_NODES, SIZES, WORKLOADS, default_suite
 
 
@@ -40,11 +49,26 @@ def parse_sizes(text: str) -> list[tuple[int, int]]:
     return out
 
 
+def _names(args: argparse.Namespace) -> list[str]:
+    return [w for part in args.workload for w in part.split(",") if w]
+
+
+def hand_made(args: argparse.Namespace) -> bool:
+    """The hand-made workloads (workloads.py) run with ``--suite all/bench`` or with NODESxPODS sizes; an
+    upstream test case's name alone runs upstream's ops (e2e/perf/suite)."""
+    if args.suite in ("quick", "full") or args.size:
+        return False
+    if args.suite == "bench" or args.nodes or args.pods or args.sizes or args.rate:
+        return True
+    names = _names(args)
+    return not names or any(n not in suite_cases() for n in names)
+
+
 def plan(args: argparse.Namespace) -> list[tuple[str, int, int]]:
     """(workload, nodes, measured pods) to run, in order."""
     if args.suite == "bench":
         return default_suite(skip_large=args.skip_large)
-    names = [w for part in args.workload for w in part.split(",") if w] or list(WORKLOADS)
+    names = _names(args) or list(WORKLOADS)
     for n in names:
         if n not in WORKLOADS:
             raise SystemExit(f"unknown workload {n!r}; known: {', '.join(WORKLOADS)}")
@@ -70,11 +94,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--init-pods", type=int, default=None, help="override the workload's init pods")
     p.add_argument("--sizes", type=parse_sizes, default=None, help="NODESxPODS list [500x1000,1000x3000,5000x10000]")
     p.add_argument("--skip-large", action="store_true", help=f"leave out sizes with >= {LARGE_NODES} nodes")
-    p.add_argument("--suite", choices=["all", "bench"], default="all",
-                   help="all: workloads x sizes (default); bench: SchedulingBasic at every size + the others at "
-                        "500/1000, the affinity and spreading ones also at 5000/3000 (make bench)")  # fmt: skip
-    p.add_argument("--schedulers", default="py,kube,ceiling",
-                   help="comma list of py, kube, ceiling, ceiling-events (the ceiling writing Scheduled events too), "
+    p.add_argument("--suite", choices=["all", "bench", "quick", "full"], default="all",
+                   help="quick: every upstream scheduler_perf case that runs here, at its 2-core size (make bench); "
+                        "full: each at every upstream size labelled performance; all: the hand-made workloads x "
+                        "sizes (default without an upstream name); bench: the hand-made suite of before")  # fmt: skip
+    p.add_argument("--size", default=None,
+                   help=f"size of an upstream case: {TWO_CORE} (default), {TINY} (its smallest workload) or one of "
+                        "upstream's workload names (e.g. 500Nodes)")  # fmt: skip
+    p.add_argument("--list", action="store_true", help="list upstream's test cases, their sizes or skip reasons")
+    p.add_argument("--schedulers", default=None,
+                   help="[py,kube,ceiling; py,kube for upstream's cases] comma list of py, kube, ceiling, "
+                        "ceiling-events (the ceiling writing Scheduled events too), "
                         "ceiling-go, ceiling-go-events (the Go binder, e2e/cluster/gobin/cmd/ceiling-binder)")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument(
@@ -109,20 +139,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         "during every scheduler's batch (go tool pprof -top); perf: perf record of py-scheduler's threads (CPU by "
         "thread group and shared object: TLS, kernel, libpython), perf-trace: its system calls a pod per thread group",
     )  # fmt: skip
+    p.add_argument("--no-build", action="store_true", help="use the binaries as they are (build.sh not run)")
     p.add_argument("--out", default=".bench/results.json")
     args = p.parse_args(argv)
 
+    if args.list:
+        print(suite_listing())
+        return 0
+    if args.schedulers is None:
+        args.schedulers = "py,kube,ceiling" if hand_made(args) else "py,kube"
     scheds = [s for s in args.schedulers.split(",") if s]
     bad = [s for s in scheds if s not in SCHEDULERS]
     if bad:
         raise SystemExit(f"unknown scheduler(s) {bad}; want {', '.join(SCHEDULERS)}")
-    todo = plan(args)
+    todo = plan(args) if hand_made(args) else []
+    suite_todo = [] if todo else suite_plan(args)
     if args.suite == "bench" and args.repeat_large is None:
         args.repeat_large = 1  # keeps `make bench` within an hour on 2 cores
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
-    bin_dir = ensure_binaries()
+    bin_dir = ensure_binaries(build=not args.no_build)
     go_binder = bin_dir / GO_CEILING_BINARY
     if any(s.startswith("ceiling-go") for s in scheds) and not go_binder.is_file():
         raise SystemExit(f"{go_binder} is missing (build.sh builds it where Go is installed; a packed bench "
@@ -178,9 +215,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             log("  its threads, context switches/pod (vol+invol): "
                 + ", ".join(f"{g} {v}+{i}" for g, (v, i) in switches.items()))  # fmt: skip
 
-    log(f"plan: {len(todo)} sizes x {scheds}; results -> {out}")
+    log(f"plan: {len(todo) + len(suite_todo)} sizes x {scheds}; results -> {out}")
     interrupted = False
     try:
+        for case, size in suite_todo:
+            opts = Options(schedulers=scheds, repeat=args.repeat, qps=args.qps, burst=args.burst,
+                           scheduler_name=args.scheduler_name, creators=args.creators, out_dir=out.parent)  # fmt: skip
+            log(f"{case.name} at {size.name} (upstream {size.upstream.name}): {size.nodes} nodes, {size.pods} pods")
+            run_case(case, size, opts, bin_dir, on_run)
+            failures += [f"{r['workload']} {r['scheduler']} #{r['repeat']}: {r['error']}" for r in runs
+                         if r.get("error") and r["workload"] == row_label(case, size)]  # fmt: skip
         for wl, nodes, pods in todo:
             rep = args.repeat_large if (args.repeat_large is not None and nodes >= LARGE_NODES) else args.repeat
             opts = Options(
@@ -199,7 +243,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         interrupted = True
         log("interrupted: writing what was measured")
     doc = write()
-    md = markdown(doc)
+    md = (suite_markdown(doc) if suite_todo else "") + markdown(doc)
     out.with_suffix(".md").write_text(md)
     from e2e.perf.plot import plot
 

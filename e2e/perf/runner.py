@@ -448,11 +448,12 @@ def run_size(
     return out
 
 
-def ensure_binaries() -> Path:
-    """The bin dir with kube-apiserver, etcd and kube-scheduler (build.sh builds them when missing)."""
+def ensure_binaries(build: bool = True) -> Path:
+    """The bin dir with kube-apiserver, etcd and kube-scheduler (build.sh builds them when missing, unless
+    ``build`` is false: another build may be running)."""
     from e2e.cluster.cluster import build_binaries
 
-    return build_binaries(build=True)
+    return build_binaries(build=build)
 
 
 def write_pod_times(path: Path, t0: float, t0_wall: float, created: Mapping[str, float],

@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import shlex
 import subprocess
@@ -33,14 +34,25 @@ from e2e.process import start_scheduler, stop_scheduler
 REPO = Path(__file__).resolve().parents[2]
 
 
-def kube_scheduler_config(kubeconfig: str, scheduler_name: str, qps: float, burst: int) -> dict[str, Any]:
+def kube_scheduler_config(kubeconfig: str, scheduler_name: str, qps: float, burst: int,
+                          base: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``base`` (a KubeSchedulerConfiguration, e.g. a scheduler_perf test case's schedulerConfigPath) with
+    this harness's client connection, no leader election, and its profiles named ``scheduler_name``."""
     return {
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
+        **with_scheduler_name(base, scheduler_name),
         "clientConnection": {"kubeconfig": str(kubeconfig), "qps": qps, "burst": burst},
         "leaderElection": {"leaderElect": False},
-        "profiles": [{"schedulerName": scheduler_name}],
     }
+
+
+def with_scheduler_name(base: Mapping[str, Any] | None, scheduler_name: str) -> dict[str, Any]:
+    """A KubeSchedulerConfiguration (``base`` or the default one) whose first profile is ``scheduler_name``'s."""
+    cfg: dict[str, Any] = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                           **copy.deepcopy(dict(base or {}))}  # fmt: skip
+    profiles = cfg.get("profiles") or [{}]
+    profiles[0]["schedulerName"] = scheduler_name
+    cfg["profiles"] = profiles
+    return cfg
 
 
 def py_scheduler_config(scheduler_name: str, score_plugins: Mapping[str, int]) -> dict[str, Any]:
@@ -97,9 +109,11 @@ def start(
     burst: int,
     py_score_plugins: Mapping[str, int] | None = None,
     feature_gates: str = "",
+    config: Mapping[str, Any] | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start scheduler ``which`` (py, kube or one of the ceiling binders); its log goes to ``workdir/<which>.log``.
-    ``feature_gates`` (``Gate=bool,...``) go to py-scheduler and kube-scheduler alike."""
+    ``feature_gates`` (``Gate=bool,...``) and ``config`` (a KubeSchedulerConfiguration) go to py-scheduler and
+    kube-scheduler alike."""
     workdir.mkdir(parents=True, exist_ok=True)
     log_path = workdir / f"{which}.log"
     q, b = f"{qps:g}", str(burst)
@@ -112,14 +126,17 @@ def start(
             extra += ["--feature-gates", feature_gates]
         if which == "py":
             extra += shlex.split(os.environ.get("BENCH_PY_ARGS", ""))
-        if py_score_plugins:
+        if py_score_plugins or config:
             cfg = workdir / "py-scheduler-config.yaml"
-            cfg.write_text(yaml.safe_dump(py_scheduler_config(scheduler_name, py_score_plugins), sort_keys=False))
+            body = (py_scheduler_config(scheduler_name, py_score_plugins) if py_score_plugins
+                    else with_scheduler_name(config, scheduler_name))  # fmt: skip
+            cfg.write_text(yaml.safe_dump(body, sort_keys=False))
             extra += ["--config", str(cfg)]
         return start_scheduler(kubeconfig, log_path, extra, cwd=base_repo() if which == "py-base" else None)
     if which == "kube":
         cfg = workdir / "kube-scheduler-config.yaml"
-        cfg.write_text(yaml.safe_dump(kube_scheduler_config(kubeconfig, scheduler_name, qps, burst), sort_keys=False))
+        cfg.write_text(yaml.safe_dump(kube_scheduler_config(kubeconfig, scheduler_name, qps, burst, config),
+                                      sort_keys=False))
         cmd = [str(bin_dir / "kube-scheduler"), f"--config={cfg}", "--secure-port=0"]
         if feature_gates:
             cmd.append(f"--feature-gates={feature_gates}")

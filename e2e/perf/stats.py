@@ -232,3 +232,26 @@ def _goal_lines(goals: Sequence[Mapping[str, Any]]) -> list[str]:
         sign = ">=" if g["at_least"] else "<="
         lines.append(f"| {g['name']} | {g['value']:.3f} | {sign} {g['target']:g} | {_fmt(g['met'])} |")
     return lines
+
+
+def suite_markdown(doc: Mapping[str, Any]) -> str:
+    """The upstream suite's table: per workload and size, pods/s of py and kube, py/kube, CPU per pod of
+    py-scheduler's busiest process and of kube-scheduler, peak RSS, and upstream's threshold (pods/s on
+    upstream's CI, in-process API server: a reference, not comparable)."""
+    runs = [r for r in doc["runs"] if r.get("size")]
+    lines = ["| workload | size | nodes | pods | py pods/s | kube pods/s | py / kube | py busiest process CPU s / 1000 "
+             "| kube CPU s / 1000 | py peak RSS MB | kube peak RSS MB | upstream threshold |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for wl, nodes, pods in groups(runs):
+        py, kube = (medians(runs, wl, nodes, pods, s) for s in ("py", "kube"))
+        busiest = next(iter(process_medians(runs, wl, nodes, pods, "py").values()), py["cpu_seconds_per_1000"])
+        first = next(r for r in runs if (r["workload"], r["nodes"], r["pods"]) == (wl, nodes, pods))
+        lines.append(
+            f"| {wl} | {first['size']} ({first.get('upstream_workload')}) | {nodes} | {pods} "
+            f"| {_fmt(py['pods_per_second'])} | {_fmt(kube['pods_per_second'])} "
+            f"| {_fmt(ratio(py['pods_per_second'], kube['pods_per_second']), 2)} | {_fmt(busiest, 2)} "
+            f"| {_fmt(kube['cpu_seconds_per_1000'], 2)} | {_fmt(py['peak_rss_mb'], 0)} "
+            f"| {_fmt(kube['peak_rss_mb'], 0)} "
+            f"| {_fmt(first.get('threshold'), 0)} |"
+        )
+    return "\n".join(lines) + "\n\n"

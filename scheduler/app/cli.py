@@ -11,9 +11,11 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from scheduler import KUBE_SCHEDULER_TARGET, version
-from scheduler.app import dashboard, endpoints, plugin_modules
 from scheduler.app import logging as sched_logging
+from scheduler.app import plugin_modules
+from scheduler.dashboard import command as dashboard
 from scheduler.framework.features import Features, parse_feature_gates
+from scheduler.serving import endpoints
 
 if TYPE_CHECKING:
     from scheduler.app.reload import ReloadSource
@@ -113,8 +115,8 @@ def _print_json(value: Any) -> None:
 
 def _what_if(command: str, body: Callable[[], int]) -> int:
     """Run a what-if command: bad input and cluster errors are one line on stderr, never a traceback."""
-    from scheduler.app.simulate import SimulationError
     from scheduler.kube.snapshot import ClusterReadError
+    from scheduler.whatif.simulate import SimulationError
 
     try:
         return body()
@@ -127,7 +129,7 @@ def _what_if(command: str, body: Callable[[], int]) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from scheduler.app.simulate import format_table, run_simulation
+    from scheduler.whatif.simulate import format_table, run_simulation
 
     def body() -> int:
         if not args.cluster and not args.from_cluster:
@@ -150,7 +152,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace, live: list[dict[str, Any]] | None) -> int:
     """simulate --compare RUNNING: the pods under the running configuration and under --config, side by side."""
-    from scheduler.app.simulate import format_comparison, run_comparison
+    from scheduler.whatif.simulate import format_comparison, run_comparison
 
     cmp = run_comparison(args.cluster, args.pods, args.compare, args.config, seed=args.seed, tie_break=args.tie_break,
                          live=live, candidate_policy=args.policy_config_file)
@@ -166,8 +168,8 @@ def _color() -> bool:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from scheduler.app.explain import explain, format_explain
     from scheduler.kube.snapshot import connect, get_pod, read_snapshot
+    from scheduler.whatif.explain import explain, format_explain
 
     def body() -> int:
         raw = connect(args.kubeconfig)
@@ -209,9 +211,9 @@ class _Progress:
 
 
 def _capacity(args: argparse.Namespace) -> int:
-    from scheduler.app.capacity import capacity, format_capacity
-    from scheduler.app.priority_admission import PriorityAdmission
-    from scheduler.app.simulate import SimulationError, admitted, invalid_fields, load_objects, pods_to_place
+    from scheduler.whatif.capacity import capacity, format_capacity
+    from scheduler.whatif.priority_admission import PriorityAdmission
+    from scheduler.whatif.simulate import SimulationError, admitted, invalid_fields, load_objects, pods_to_place
 
     def body() -> int:
         if not args.cluster and not args.from_cluster:

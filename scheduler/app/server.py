@@ -19,9 +19,8 @@ from dataclasses import dataclass
 import structlog
 from kubernetes import client
 
-from scheduler.app import endpoints, gcpolicy, malloc
+from scheduler.app import gcpolicy, malloc
 from scheduler.app.apiwriter import child_command
-from scheduler.app.health import HealthServer, event_check
 from scheduler.app.reload import ConfigReloader, ReloadSource
 from scheduler.config.load import build_registry
 from scheduler.config.types import SchedulerConfiguration
@@ -41,6 +40,8 @@ from scheduler.kube.writerproc import ProcessBinder, ProcessEventSink, WriterPro
 from scheduler.metrics import Metrics
 from scheduler.plugins.helper.podgroup import POD_GROUP_LABEL
 from scheduler.scheduler import Scheduler
+from scheduler.serving import endpoints
+from scheduler.serving.health import HealthServer, event_check
 
 log = structlog.get_logger(__name__)
 
@@ -141,7 +142,7 @@ def _binder_and_sink(args: argparse.Namespace, kubeconfig: str | None, qps: floa
 def api_writer_processes(flag: int | None) -> int:
     """The flag's value, 0 (threads of this process) when unset: the child is opt-in. On 2 cores it costs
     more CPU in all than it frees, and its gain where cores are free (a few per cent going by the GIL
-    profile in docs/performance.md) is not measured yet; a hung child also stalls the binding workers."""
+    profile in docs/performance-record.md) is not measured yet; a hung child also stalls the binding workers."""
     return max(0, flag or 0)
 
 
@@ -162,7 +163,7 @@ def stop_on_signals(stop: threading.Event) -> None:
 def _health(args: argparse.Namespace, api: client.ApiClient, metrics: Metrics, synced: threading.Event,
             stack: ExitStack) -> HealthServer | None:
     """/metrics, /healthz and /readyz on --secure-port (HTTPS, as kube-scheduler's) and --metrics-port
-    (plain, 127.0.0.1), started now; None when both are off (app/endpoints.py)."""
+    (plain, 127.0.0.1), started now; None when both are off (serving/endpoints.py)."""
     health = endpoints.health_server(args, api, metrics)
     if health is None:
         return None

@@ -1,6 +1,6 @@
 """The scheduler cache: NodeInfos of all nodes with their bound and assumed pods.
 
-Mirrors upstream's backend/cache/cache.go: the watch thread feeds node and pod events, the scheduling
+Mirrors upstream's pkg/scheduler/backend/cache/cache.go: the watch thread feeds node and pod events, the scheduling
 thread assumes pods and takes incremental snapshots. Differences, all for robustness: events that
 upstream treats as fatal ("cache corrupted") or as errors (update of an assumed pod, add of a known
 pod) are logged and reconciled; a relist is reconciled with `reconcile_pods` / `reconcile_nodes`.

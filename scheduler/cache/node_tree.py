@@ -1,4 +1,4 @@
-"""Nodes grouped by zone, listed round-robin across zones (upstream backend/cache/node_tree.go).
+"""Nodes grouped by zone, listed round-robin across zones (upstream pkg/scheduler/backend/cache/node_tree.go).
 
 The snapshot's node list comes from `NodeTree.list()`: node #0 of every zone, then #1 of every zone,
 and so on. With the scheduler's rotating start index this spreads the nodes examined in one cycle

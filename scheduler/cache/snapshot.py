@@ -1,4 +1,4 @@
-"""The per-cycle, read-only view of the cluster's nodes (upstream backend/cache/snapshot.go).
+"""The per-cycle, read-only view of the cluster's nodes (upstream pkg/scheduler/backend/cache/snapshot.go).
 
 A Snapshot is owned by the scheduling thread and refreshed in place by `Cache.update_snapshot` at
 the start of every cycle; only NodeInfos that changed since the previous refresh are replaced (by

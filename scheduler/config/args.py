@@ -1,11 +1,11 @@
 """Decoding, defaulting and validation of plugin args (``pluginConfig[].args``) into the typed Args.
 
-Mirrors upstream's v1 defaulting (``SetDefaults_<Kind>``) and ``validation_pluginargs.go``: user keys
-override defaults key by key; a few nested defaults are applied as upstream does (scoring resources,
-resource weight 0 -> 1, defaultingType "" -> System). Decoding is strict as upstream's: an unknown key or
-a value of the wrong type is an error naming the field. The result is the plugin's Args dataclass
-(``types_pluginargs``); plugins without an args type (third-party plugins, args-less in-tree plugins)
-get their args mapping passed through unchanged.
+Mirrors upstream's v1 defaulting (``SetDefaults_<Kind>``) and
+``pkg/scheduler/apis/config/validation/validation_pluginargs.go``: user keys override defaults key by key; a few
+nested defaults are applied as upstream does (scoring resources, resource weight 0 -> 1, defaultingType "" -> System).
+Decoding is strict as upstream's: an unknown key or a value of the wrong type is an error naming the field. The result
+is the plugin's Args dataclass (``types_pluginargs``); plugins without an args type (third-party plugins, args-less
+in-tree plugins) get their args mapping passed through unchanged.
 
 Errors go into an :class:`ErrorList` so every problem in a file is reported at once.
 """

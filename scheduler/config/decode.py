@@ -1,6 +1,6 @@
 """The sections of a KubeSchedulerConfiguration decoded and validated as upstream's v1 defaulting and
-validation do (``apis/config/v1/defaults.go``, ``apis/config/validation/validation.go``): the top level,
-leaderElection, clientConnection, extenders, profiles with their pluginConfig, and our ``pyScheduler``
+validation do (``pkg/scheduler/apis/config/v1/defaults.go``, ``pkg/scheduler/apis/config/validation/validation.go``):
+the top level, leaderElection, clientConnection, extenders, profiles with their pluginConfig, and our ``pyScheduler``
 extension. A profile's ``plugins`` section is ``multipoint``'s.
 """
 

@@ -1,4 +1,4 @@
-"""The default profile upstream's v1 config expands to (``apis/config/v1/default_plugins.go``), and the
+"""The default profile upstream's v1 config expands to (``pkg/scheduler/apis/config/v1/default_plugins.go``), and the
 extension points of third-party plugin classes.
 
 The in-tree plugins (their extension points and default MultiPoint weights) are one table, the leaf

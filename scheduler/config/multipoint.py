@@ -1,9 +1,9 @@
 """A profile's plugins: its ``plugins`` section merged with the default MultiPoint set and expanded per
-extension point (upstream ``apis/config/v1/default_plugins.go`` mergePlugins, then the framework's
-expandMultiPointPlugins in ``framework/runtime/framework.go``), with the checks upstream makes there
+extension point (upstream ``pkg/scheduler/apis/config/v1/default_plugins.go`` mergePlugins, then the framework's
+expandMultiPointPlugins in ``pkg/scheduler/framework/runtime/framework.go``), with the checks upstream makes there
 (a plugin must exist and implement the point it is enabled at; queueSort and bind; the score overflow).
 
-Resolution follows upstream exactly (``default_plugins.go`` mergePluginSet, then the
+Resolution follows upstream exactly (``pkg/scheduler/apis/config/v1/default_plugins.go`` mergePluginSet, then the
 framework's MultiPoint expansion):
 
 1. ``multiPoint`` is merged into the default MultiPoint list: ``disabled: [{name: "*"}]`` drops every

@@ -1,11 +1,11 @@
 """The seed-era scheduler Policy (``kind: Policy``, ``apiVersion: v1``) translated into a profile.
 
 kube-scheduler 1.18-1.22 still read a Policy (``--policy-config-file`` or ``--policy-configmap``) and
-turned it into one framework profile with its legacy registry (``framework/plugins/legacy_registry.go``):
-every predicate and priority names plugins per extension point, in a fixed predicate order, and
-PrioritySort, DefaultPreemption and DefaultBinder are added. This module does the same and hands the
-result to the KubeSchedulerConfiguration loader, so validation, args defaults and the registry are
-shared. What is translated (upstream's table, 1.21):
+turned it into one framework profile with its legacy registry
+(``k8s.io/kubernetes@v1.22.0/pkg/scheduler/framework/plugins/legacy_registry.go``): every predicate and priority names
+plugins per extension point, in a fixed predicate order, and PrioritySort, DefaultPreemption and DefaultBinder are
+added. This module does the same and hands the result to the KubeSchedulerConfiguration loader, so validation, args
+defaults and the registry are shared. What is translated (upstream's table, 1.21):
 
 * predicates (run in upstream's ``predicateOrdering``): GeneralPredicates -> NodeResourcesFit, NodeName,
   NodePorts, NodeAffinity; PodFitsResources -> NodeResourcesFit; HostName -> NodeName; PodFitsHostPorts

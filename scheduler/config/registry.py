@@ -1,5 +1,5 @@
 """Plugin registry: the map from a plugin name to the factory that builds it (upstream
-``framework/runtime/registry.go``), and the building of a configuration's registry.
+``pkg/scheduler/framework/runtime/registry.go``), and the building of a configuration's registry.
 
 Why here and not in the framework as upstream: the config loader resolves plugins by this registry (to
 expand MultiPoint for out-of-tree plugins and to name a missing plugin where it was enabled), and the

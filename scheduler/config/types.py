@@ -51,9 +51,9 @@ EXTENSION_POINT_METHODS: dict[str, str] = {
 # The points whose plugins carry a weight (upstream's Score and PlacementScore plugins).
 WEIGHTED_POINTS = ("score", "placementScore")
 
-# Upstream framework.MaxNodeScore (framework/interface.go): defined here, where both the framework and the
-# config's overflow check (Σ weight·MAX_NODE_SCORE ≤ MAX_TOTAL_SCORE) read it, since config imports no
-# framework module.
+# Upstream framework.MaxNodeScore (k8s.io/kube-scheduler/framework/interface.go): defined here, where both the
+# framework and the config's overflow check (Σ weight·MAX_NODE_SCORE ≤ MAX_TOTAL_SCORE) read it, since config imports
+# no framework module.
 MAX_NODE_SCORE = 100
 MAX_TOTAL_SCORE = 2**63 - 1  # upstream MaxTotalScore (math.MaxInt64)
 

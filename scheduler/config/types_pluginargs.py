@@ -170,6 +170,6 @@ PluginArgs = (
     | CoschedulingArgs
 )
 
-# Plugin name -> its args type. Upstream registers each as the kind ``<Plugin>Args`` (register.go); the
-# names are the in-tree ones of ``plugins/names``, which a test checks.
+# Plugin name -> its args type. Upstream registers each as the kind ``<Plugin>Args``
+# (pkg/scheduler/apis/config/register.go); the names are the in-tree ones of ``plugins/names``, which a test checks.
 ARGS_TYPES: dict[str, type] = {cls.__name__.removesuffix("Args"): cls for cls in get_args(PluginArgs)}

@@ -1,4 +1,4 @@
-"""Cluster events derived from object changes (upstream framework/events.go), and event matching.
+"""Cluster events derived from object changes (upstream pkg/scheduler/framework/events.go), and event matching.
 
 Labels follow upstream ``ClusterEvent.Label()``: resource name + action name, e.g. ``NodeAdd``,
 ``NodeUpdateNodeTaint``, ``AssignedPodDelete``, ``UnscheduledPodUpdatePodSchedulingGatesEliminated``.
@@ -41,7 +41,7 @@ _ACTION_NAMES: dict[ActionType, str] = {
 }
 
 # Upstream's names where they differ from the kind: its internal names for the two kinds of pod
-# events, and the group-qualified storage resources (kube-scheduler framework/types.go).
+# events, and the group-qualified storage resources (k8s.io/kube-scheduler/framework/types.go).
 _RESOURCE_NAMES: dict[str, str] = {
     EventResource.POD: "AssignedPod",
     EventResource.UNSCHEDULED_POD: "UnscheduledPod",

@@ -13,16 +13,11 @@ binding (ClearingNominatedNodeNameAfterBinding).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import Any
 
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import CODE_ERROR, CODE_SKIP, CODE_SUCCESS, Status, skip
 from scheduler.model.pod import Pod
-
-
-class PreBindPreFlightPlugin(Protocol):
-    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
-
 
 # A PreBind plugin's name and its bound PreBindPreFlight.
 PreFlightCheck = tuple[str, Callable[[CycleState, Pod, str], Status | None]]

@@ -1,4 +1,4 @@
-"""The Extender interface (upstream ``pkg/scheduler/framework/extender.go``).
+"""The Extender interface (upstream ``k8s.io/kube-scheduler/framework/extender.go``).
 
 An extender is a service outside the scheduler that can filter and score nodes, bind pods and narrow
 preemption candidates. The algorithm (``schedule_one``) and preemption call it through this protocol

@@ -1,4 +1,4 @@
-"""The extender wire types (upstream ``k8s.io/kube-scheduler/extender/v1``, ``types.go``).
+"""The extender wire types (upstream ``k8s.io/kube-scheduler/extender/v1/types.go``).
 
 A leaf: it imports nothing from the framework, so the Extender protocol (``framework/extender.py``),
 preemption and the HTTP client (``scheduler/extender.py``) all use these types without importing each

@@ -180,7 +180,7 @@ class ClusterHandle(Protocol):
     def update_object(self, kind: str, obj: Mapping[str, Any], subresource: str = "") -> Mapping[str, Any]:
         """Write (PUT) a PersistentVolume or PersistentVolumeClaim (VolumeBinding's PreBind) or a
         ResourceClaim, ``subresource`` "status" for its status (DynamicResources), and return the
-        stored object; raises on failure (scheduler.edge's ConflictError on a stale resourceVersion)."""
+        stored object; raises on failure (scheduler.model.apierrors.ConflictError on a stale resourceVersion)."""
         ...
 
     def get_object(self, kind: str, namespace: str, name: str) -> Mapping[str, Any]:

@@ -1,4 +1,4 @@
-"""The snapshot listers plugins read (upstream ``pkg/scheduler/framework/listers.go``).
+"""The snapshot listers plugins read (upstream ``k8s.io/kube-scheduler/framework/listers.go``).
 
 Kept apart from ``interface.py`` as upstream does, so that the Extender protocol can name the lister
 without importing the plugin interfaces that name the Extender.

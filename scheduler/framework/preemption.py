@@ -1,4 +1,4 @@
-"""The preemption evaluator PostFilter plugins share (upstream ``framework/preemption/preemption.go``).
+"""The preemption evaluator PostFilter plugins share (upstream ``pkg/scheduler/framework/preemption/preemption.go``).
 
 Given the filter verdicts of a pod that fits nowhere, the evaluator
 

@@ -1,9 +1,9 @@
 """Score plugins' lists of Python ints as numpy rows.
 
-Filling an int64 array from a list makes numpy discover and convert each element (~290 instructions a
-value under callgrind): a batch's first cycles or an unbatched cycle convert hundreds of nodes' scores
-for every plugin. Raw scores are mostly small non-negative ints (0-100), and ``bytes(list)`` packs those
-in C at a fraction of that; a list with any other value takes numpy's conversion.
+Filling an int64 array from a list makes numpy discover and convert each element: a batch's first cycles
+or an unbatched cycle convert hundreds of nodes' scores for every plugin. Raw scores are mostly small
+non-negative ints (0-100), and ``bytes(list)`` packs those in C at a fraction of that cost; a list with any
+other value takes numpy's conversion.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The live Binder: the API server's Binding subresource (simulate's is app.offline.RecordingBinder)."""
+"""The live Binder: the API server's Binding subresource (simulate's is whatif.offline.RecordingBinder)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import orjson
 import structlog
 from kubernetes.client.exceptions import ApiException
 
-from scheduler.edge import BoundElsewhereError, ConflictError, NotLeaderError
+from scheduler.edge import BoundElsewhereError, NotLeaderError
 from scheduler.kube.client import ApiWriter, PodIdentity, api_error, pod_path
+from scheduler.model.apierrors import ConflictError
 
 log = structlog.get_logger(__name__)
 

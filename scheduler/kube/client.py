@@ -4,9 +4,9 @@ Every write goes through one token bucket (clientConnection qps/burst) and tenac
 transient failures: connection errors, 5xx and 429 (honouring Retry-After). 404 and 409 are final.
 
 Requests bypass the generated API classes: their pydantic call validation and model coercion cost
-about 0.5 ms of CPU per request (measured with py-spy on SchedulingBasic), more than the request
-itself, for bodies the scheduler builds and never reads back. `RawApi` sends JSON over Http11Pool with
-the ApiClient's credentials and TLS settings; lists (`list_pages`), the lease and all writes use it.
+more CPU per request than the request itself, for bodies the scheduler builds and never reads back. `RawApi`
+sends JSON over Http11Pool with the ApiClient's credentials and TLS settings; lists (`list_pages`), the lease
+and all writes use it.
 The generated client serves only to load the kubeconfig (and, through a proxy, lends RawApi its urllib3 pool).
 """
 
@@ -27,10 +27,11 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_after_delay
 
-from scheduler.edge import APIStatusError, ConflictError, NotFoundError, NotLeaderError
+from scheduler.edge import NotLeaderError
 from scheduler.kube.http11 import Http11Pool, Request
 from scheduler.kube.ratelimit import TokenBucket
 from scheduler.kube.transform import trim
+from scheduler.model.apierrors import APIStatusError, ConflictError, NotFoundError
 from scheduler.model.jsonutil import plain
 
 log = structlog.get_logger(__name__)
@@ -100,11 +101,11 @@ class ApiError(ApiException):
 
 
 class ApiNotFound(ApiError, NotFoundError):
-    """A 404 from the API server: catchable as the edge's NotFoundError and as the client's ApiException."""
+    """A 404 from the API server: catchable as the core's apierrors.NotFoundError and as the client's ApiException."""
 
 
 class ApiConflict(ApiError, ConflictError):
-    """A 409 from the API server: catchable as the edge's ConflictError and as the client's ApiException."""
+    """A 409 from the API server: catchable as the core's apierrors.ConflictError and as the client's ApiException."""
 
 
 _TYPED: dict[int, type[ApiError]] = {404: ApiNotFound, 409: ApiConflict}
@@ -546,7 +547,8 @@ def error_of(call: Callable[[], object]) -> Exception | None:
 def binding_json(namespace: str, name: str, uid: str, node: str) -> bytes:
     """``_binding``'s JSON, byte for byte as orjson writes it: from a template when orjson writes the four strings
     as they are (its dump of them is two quotes longer: ASCII, nothing escaped; every Kubernetes name and uid),
-    else orjson's dump of the dict. 5,100 against 8,600 instructions a Binding, one a scheduled pod."""
+    else orjson's dump of the dict. The template is the cheaper of the two, and there is one Binding a
+    scheduled pod."""
     text = namespace + name + uid + node
     if len(orjson.dumps(text)) == len(text) + 2:
         return (f'{{"apiVersion":"v1","kind":"Binding","metadata":{{"name":"{name}","namespace":"{namespace}",'

@@ -146,7 +146,7 @@ class _Conn:
         """Read the next response (to a request of ``method``); returns it and whether the connection may
         be reused. Only the framing headers are looked up here, each only when present (an API server's answer
         to a write has Content-Length alone); ``Response.headers`` parses the rest. Searched by ``find``: ``in`` on
-        bytes first tries its operand as an int, raising and clearing a TypeError (~1,000 instructions more a test)."""
+        bytes first tries its operand as an int, raising and clearing a TypeError each test."""
         raw = self._read_until(_END_OF_HEAD)
         status_line, _, lines = raw.partition(_CRLF)
         parts = status_line.split(b" ", 2)

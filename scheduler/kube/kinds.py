@@ -1,6 +1,6 @@
 """The kinds the scheduler lists and watches: one table from which each kind's informer (where it lives
 on the API server), its cluster events (the EventResource that queueing hints register for) and its
-ClusterRole rule (manifests/clusterrole.yaml, checked against this table by tests/test_manifests.py)
+ClusterRole rule (manifests/clusterrole.yaml, checked against this table by tests/integration/test_manifests.py)
 all follow. Adding a watched kind is one row here plus, when plugins react to it, its EventResource.
 
 Shared by the kopf wiring, the initial sync, the resync, the read-only snapshot and `simulate` (which

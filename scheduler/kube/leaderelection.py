@@ -47,8 +47,9 @@ import structlog
 from kubernetes.client.exceptions import ApiException
 
 from scheduler.config.types import LeaderElection
-from scheduler.edge import APIWriter, BatchBinder, Binder, ConflictError, NotFoundError, NotLeaderError
+from scheduler.edge import APIWriter, BatchBinder, Binder, NotLeaderError
 from scheduler.kube.client import Requester
+from scheduler.model.apierrors import ConflictError, NotFoundError
 from scheduler.model.pod import Pod
 from scheduler.model.timefmt import micro_time, rfc3339
 

@@ -17,9 +17,9 @@ from typing import Any
 import orjson
 import structlog
 
-from scheduler.edge import NotFoundError
 from scheduler.kube.client import ApiWriter, Requester
 from scheduler.kube.kinds import WATCHED_KINDS
+from scheduler.model.apierrors import NotFoundError
 from scheduler.model.timefmt import micro_time
 from scheduler.plugins.helper.podgroup import GROUP, KIND, PLURAL, VERSION
 

@@ -1,9 +1,9 @@
 """A thin list-watch of pods, for the high-volume pod stream.
 
 kopf remains the operator (login, nodes and the other kinds, life cycle), but its per-event machinery
-costs about 1 ms of CPU per event (a few hundred pods/s per core), while a plain stream
-of newline-delimited JSON costs about 0.06 ms. Every scheduled pod produces two to four pod events,
-so the pod stream decides whether the API server or the scheduler is the limit.
+costs many times the CPU of a plain stream of newline-delimited JSON (docs/performance.md). Every scheduled
+pod produces two to four pod events, so the pod stream decides whether the API server or the scheduler is the
+limit.
 
 It also does what kopf does not after a 410 Gone: the relist synthesizes DELETED events for pods
 that vanished while the watch was down, so no deletion is ever missed.

@@ -20,10 +20,10 @@ from typing import Any, Protocol
 import orjson
 import structlog
 
-from scheduler.edge import ConflictError, NotFoundError
 from scheduler.framework.fit_error import NOTE_LENGTH_LIMIT
 from scheduler.framework.fit_error import truncate_message as truncate_note
 from scheduler.kube.client import PodIdentity, pod_path
+from scheduler.model.apierrors import ConflictError, NotFoundError
 from scheduler.model.conditions import pod_condition
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.model.timefmt import micro_time

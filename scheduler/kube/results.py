@@ -14,7 +14,6 @@ from typing import Any
 
 import structlog
 
-from scheduler.edge import NotFoundError
 from scheduler.framework.interface import NodeToStatus
 from scheduler.framework.results import (
     MAX_ANNOTATION_BYTES,
@@ -25,6 +24,7 @@ from scheduler.framework.results import (
     with_history,
 )
 from scheduler.kube.client import ApiWriter, status_of
+from scheduler.model.apierrors import NotFoundError
 from scheduler.model.pod import Pod
 from scheduler.plugins.helper.dynamicresources.claims import allocated_devices
 

@@ -20,9 +20,9 @@ import urllib3
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config import ConfigException
 
-from scheduler.edge import NotFoundError
 from scheduler.kube.client import RawApi, Requester, list_all, load_api_client, pod_path
 from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS, collection_path
+from scheduler.model.apierrors import NotFoundError
 
 NODES = ("", "v1", "nodes")
 PODS = ("", "v1", "pods")

@@ -1,8 +1,8 @@
 """API writes in child processes (`run --api-writer-processes N`): Bindings and events off the scheduler's GIL.
 
-Why: one CPython process runs one thread at a time. At 5000 nodes py-scheduler spent 0.43 ms a pod
-posting its Binding and 0.29 ms writing its Scheduled event (building JSON, TLS, parsing the answer),
-beside 0.74 ms scheduling, all under one GIL. A writer child does that HTTP work on its own core; the
+Why: one CPython process runs one thread at a time. Posting a pod's Binding and writing its Scheduled
+event (building JSON, TLS, parsing the answer) cost about as much CPU as scheduling it, all under one GIL
+(docs/performance.md). A writer child does that HTTP work on its own core; the
 scheduler only frames a short tuple per write and reads the outcome back.
 
 The contract the binding cycle relies on stays exact:

@@ -1,6 +1,6 @@
 """Typed views of the resource.k8s.io/v1 kinds that Dynamic Resource Allocation reads.
 
-Follows ``k8s.io/api@v0.37.2/resource/v1/types.go``: ResourceSlice, DeviceClass, ResourceClaim (spec
+Follows ``k8s.io/api/resource/v1/types.go``: ResourceSlice, DeviceClass, ResourceClaim (spec
 and the allocation in its status) and DeviceTaintRule, parsed from the JSON dicts the API server
 sends. Every field the structured allocator (``scheduler/plugins/helper/dynamicresources/``) reads is typed
 here; a field of the wrong JSON type raises :class:`InvalidObjectError` naming the object and the

@@ -150,12 +150,5 @@ def parse_label_selector(sel: object, obj: str, fld: str) -> LabelSelector:
     return LabelSelector(tuple(reqs))
 
 
-def selector_from_map(m: Mapping[str, str] | None) -> LabelSelector:
-    """A map selector (Service.spec.selector, RC selector): empty map selects nothing upstream."""
-    if not m:
-        return NOTHING
-    return LabelSelector(tuple(Requirement(k, "In", frozenset({v})) for k, v in m.items()))
-
-
 def requirements_match(reqs: Sequence[Requirement], labels: Labels) -> bool:
     return all(r.matches(labels) for r in reqs)

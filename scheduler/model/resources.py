@@ -18,7 +18,7 @@ import orjson
 
 from scheduler.model.quantity import CPU, EPHEMERAL_STORAGE, HUGEPAGES_PREFIX, MEMORY, PODS, parse
 
-# Defaults used for scoring only, per container without a request (util/pod_resources.go upstream).
+# Defaults used for scoring only, per container without a request (pkg/scheduler/util/pod_resources.go upstream).
 DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
@@ -179,7 +179,7 @@ class Resource:
         return not (self.milli_cpu or self.memory or self.ephemeral_storage or any(self.scalar.values()))
 
 
-# --- ResourceList arithmetic (component-helpers resource/helpers.go) ------------------------------
+# --- ResourceList arithmetic (k8s.io/component-helpers/resource/helpers.go) ------------------------------
 
 
 def parse_resource_list(rl: Mapping[str, object] | None, obj: str, fld: str) -> ResourceList:
@@ -506,9 +506,10 @@ def scoring_request_list(
     """The request list resourceAllocationScorer.calculatePodResourceRequest reads.
 
     ``use_requested`` is BalancedAllocation's scorer: status resources and pod-level requests honoured.
-    Otherwise it is NodeResourcesFit's, which upstream (v1.34 fit.go) builds without the
-    InPlacePodVerticalScaling and PodLevelResources flags: spec requests of the containers only, with the
-    100m / 200Mi default for every container lacking a cpu/memory request, pod-level requests ignored."""
+    Otherwise it is NodeResourcesFit's, which upstream
+    (k8s.io/kubernetes@v1.34.0/pkg/scheduler/framework/plugins/noderesources/fit.go) builds without the
+    InPlacePodVerticalScaling and PodLevelResources flags: spec requests of the containers only, with the 100m / 200Mi
+    default for every container lacking a cpu/memory request, pod-level requests ignored."""
     if use_requested:
         return pod_request_list(spec, status, obj, use_status=True)
     return pod_request_list(spec, status, obj, non_missing=DEFAULT_NON_MISSING, pod_level=False)

@@ -460,7 +460,7 @@ def validate_node(obj: Mapping[str, Any]) -> list[FieldError]:
     return list(errs)
 
 
-# The classes the API server creates at start-up (scheduling/v1 helpers.go); "system-" names and values
+# The classes the API server creates at start-up (pkg/apis/scheduling/v1/helpers.go); "system-" names and values
 # above HighestUserDefinablePriority are theirs alone.
 SYSTEM_PRIORITY_CLASSES: dict[str, int] = {
     "system-node-critical": 2_000_001_000,

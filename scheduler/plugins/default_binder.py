@@ -1,4 +1,4 @@
-"""DefaultBinder: the default Bind plugin (``defaultbinder/default_binder.go``)."""
+"""DefaultBinder: the default Bind plugin (``pkg/scheduler/framework/plugins/defaultbinder/default_binder.go``)."""
 
 from __future__ import annotations
 

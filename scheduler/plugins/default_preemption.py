@@ -1,4 +1,4 @@
-"""DefaultPreemption (kube-scheduler v1.37 ``defaultpreemption/default_preemption.go``).
+"""DefaultPreemption (kube-scheduler v1.37 ``pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go``).
 
 PostFilter: when a pod fits nowhere, evict lower-priority pods from one node so that it fits there,
 and nominate the pod to that node. The flow (candidates, node choice, eviction) is the shared

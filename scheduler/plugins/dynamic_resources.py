@@ -1,5 +1,5 @@
-"""DynamicResources (kube-scheduler v1.37.2 ``dynamicresources/dynamicresources.go``): devices for pods
-through ResourceClaims, allocated by the scheduler from ResourceSlices (structured parameters).
+"""DynamicResources (kube-scheduler v1.37.2 ``pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go``):
+devices for pods through ResourceClaims, allocated by the scheduler from ResourceSlices (structured parameters).
 
 Every extension point upstream uses, with its messages and status codes (upstream's
 ``statusUnschedulable`` is UnschedulableAndUnresolvable):
@@ -20,10 +20,11 @@ Every extension point upstream uses, with its messages and status codes (upstrea
   in ``status.reservedFor``, retried on conflicts as upstream's ``bindClaim``; then, when an allocated
   device has binding conditions, it waits for them (``bindingTimeout``).
 
-Extended resources backed by a DeviceClass (DRAExtendedResource, ``extendeddynamicresources.go``): a pod
-requesting one gets a special claim (in memory until PreBind creates it in the API and writes
-``status.extendedResourceClaimStatus``); Filter builds its requests per node from the containers, the
-same allocator allocates it; Unreserve and PostFilter delete a created one.
+Extended resources backed by a DeviceClass (DRAExtendedResource,
+``pkg/scheduler/framework/plugins/dynamicresources/extendeddynamicresources.go``): a pod requesting one gets a special
+claim (in memory until PreBind creates it in the API and writes ``status.extendedResourceClaimStatus``); Filter builds
+its requests per node from the containers, the same allocator allocates it; Unreserve and PostFilter delete a created
+one.
 
 Not built (off by default in v1.37.2, or a separate piece of work; docs/dra.md lists them): PodGroup
 claim sharing (DRAWorkloadResourceClaims, GenericWorkload), node-allocatable resources
@@ -46,7 +47,6 @@ import structlog
 
 from scheduler.config.args import plugin_args
 from scheduler.config.types_pluginargs import DynamicResourcesArgs
-from scheduler.edge import ConflictError, NotFoundError
 from scheduler.framework.batch import SignsByTemplate
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
@@ -67,6 +67,7 @@ from scheduler.framework.types import (
     NodeInfo,
     QueueingHint,
 )
+from scheduler.model.apierrors import ConflictError, NotFoundError
 from scheduler.model.dra import AllocationResult, ResourceClaim, allocation_result_to_api, resource_claim_from_api
 from scheduler.model.errors import InvalidObjectError
 from scheduler.model.node import Node

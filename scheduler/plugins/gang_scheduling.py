@@ -1,5 +1,6 @@
-"""GangScheduling (kube-scheduler v1.37 ``gangscheduling/gangscheduling.go``) with GenericWorkload at its
-default, off: a profile may name it (PreEnqueue, Permit), as kube-scheduler's registry always holds it.
+"""GangScheduling (kube-scheduler v1.37 ``pkg/scheduler/framework/plugins/gangscheduling/gangscheduling.go``) with
+GenericWorkload at its default, off: a profile may name it (PreEnqueue, Permit), as kube-scheduler's registry always
+holds it.
 
 Its PreEnqueue and Permit act only on a pod with ``spec.schedulingGroup``, a field the API server drops
 while GenericWorkload is off, so every pod passes both. Gangs of the Workload API are not followed here;

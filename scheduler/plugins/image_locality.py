@@ -1,4 +1,4 @@
-"""ImageLocality (kube-scheduler v1.37 ``imagelocality/image_locality.go``).
+"""ImageLocality (kube-scheduler v1.37 ``pkg/scheduler/framework/plugins/imagelocality/image_locality.go``).
 
 Favors nodes that already hold the pod's images. For each init and regular container, and (since v1.37)
 each image volume (``spec.volumes[].image.reference``), whose normalized image name is on the node, the

@@ -1,4 +1,5 @@
-"""NodeAffinity (kube-scheduler v1.37 ``nodeaffinity/node_affinity.go`` with component-helpers' matcher).
+"""NodeAffinity (kube-scheduler v1.37 ``pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go`` with
+component-helpers' matcher).
 
 Required: ``spec.nodeSelector`` (every key=value) AND ``requiredDuringSchedulingIgnoredDuringExecution``
 (terms OR-ed; in a term matchExpressions and matchFields AND-ed; a term with neither matches nothing;

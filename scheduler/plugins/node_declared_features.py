@@ -1,5 +1,6 @@
-"""NodeDeclaredFeatures (kube-scheduler v1.37 ``nodedeclaredfeatures/nodedeclaredfeatures.go``; its gate is GA and
-locked on, so the plugin is in every default profile, after DefaultBinder).
+"""NodeDeclaredFeatures (kube-scheduler v1.37
+``pkg/scheduler/framework/plugins/nodedeclaredfeatures/nodedeclaredfeatures.go``; its gate is GA and locked on, so the
+plugin is in every default profile, after DefaultBinder).
 
 A node lists in ``status.declaredFeatures`` the features its kubelet supports; a pod that needs one of them
 (inferred from its spec, by ``k8s.io/component-helpers/nodedeclaredfeatures``) fits only on nodes declaring

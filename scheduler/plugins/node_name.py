@@ -1,4 +1,4 @@
-"""NodeName: a pod that names its node fits only there (``nodename/node_name.go``).
+"""NodeName: a pod that names its node fits only there (``pkg/scheduler/framework/plugins/nodename/node_name.go``).
 
 Since v1.37 its PreFilter narrows the nodes to the named one, so the others are not filtered (their
 status is "node(s) didn't satisfy plugin(s) [NodeName]", as for any PreFilter narrowing)."""

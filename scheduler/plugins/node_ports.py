@@ -1,4 +1,4 @@
-"""NodePorts (kube-scheduler v1.37 ``nodeports/node_ports.go``).
+"""NodePorts (kube-scheduler v1.37 ``pkg/scheduler/framework/plugins/nodeports/node_ports.go``).
 
 PreFilter collects the host ports the pod wants (Skip when none); Filter rejects a node where one of
 them is already in use — ``0.0.0.0`` conflicts with the same port/protocol on any IP, a specific IP

@@ -1,4 +1,5 @@
-"""NodeResourcesBalancedAllocation (kube-scheduler v1.37 ``noderesources/balanced_allocation.go``).
+"""NodeResourcesBalancedAllocation (kube-scheduler v1.37
+``pkg/scheduler/framework/plugins/noderesources/balanced_allocation.go``).
 
 Favors nodes whose balance the pod improves. The balance of a set of requests is
 b = int((1 - std) · 100) with real requests (no 100m / 200Mi defaults): f_r = min(1, requested_r /

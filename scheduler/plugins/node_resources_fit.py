@@ -1,5 +1,6 @@
-"""NodeResourcesFit (kube-scheduler v1.37 ``noderesources/fit.go`` and its scorers; extended resources backed
-by a DeviceClass, which v1.37 leaves to DynamicResources, are not told apart: docs/kube-scheduler-v1.37.md 7d).
+"""NodeResourcesFit (kube-scheduler v1.37 ``pkg/scheduler/framework/plugins/noderesources/fit.go`` and its scorers;
+extended resources backed by a DeviceClass, which v1.37 leaves to DynamicResources, are not told apart:
+docs/kube-scheduler-v1.37.md 7d).
 
 Filter compares the pod's real request (``resourcehelper.PodRequests``: containers plus sidecars vs. the
 largest init need, plus overhead) with ``Allocatable - Requested`` of the node and lists every shortage;
@@ -9,7 +10,7 @@ LeastAllocated (default), MostAllocated or RequestedToCapacityRatio, on non-zero
 per container without a request) for cpu and memory and real requests for the rest.
 
 The resource-allocation scorer below is shared with NodeResourcesBalancedAllocation, as upstream's
-``resource_allocation.go`` is shared by both plugins.
+``pkg/scheduler/framework/plugins/noderesources/resource_allocation.go`` is shared by both plugins.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """NodeUnschedulable: cordoned nodes take only pods that tolerate the unschedulable taint
-(``nodeunschedulable/node_unschedulable.go``)."""
+(``pkg/scheduler/framework/plugins/nodeunschedulable/node_unschedulable.go``)."""
 
 from __future__ import annotations
 

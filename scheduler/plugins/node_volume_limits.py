@@ -1,4 +1,5 @@
-"""NodeVolumeLimits (kube-scheduler v1.37 ``nodevolumelimits/csi.go``, upstream type ``CSILimits``).
+"""NodeVolumeLimits (kube-scheduler v1.37 ``pkg/scheduler/framework/plugins/nodevolumelimits/csi.go``, upstream type
+``CSILimits``).
 
 For each CSI driver, the unique volumes (``<driver>/<volume handle>``) the node would have attached if
 the pod ran there must not exceed the driver's ``CSINode.spec.drivers[].allocatable.count`` (a driver

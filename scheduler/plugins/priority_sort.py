@@ -1,4 +1,4 @@
-"""PrioritySort: the default QueueSort plugin (``queuesort/priority_sort.go``)."""
+"""PrioritySort: the default QueueSort plugin (``pkg/scheduler/framework/plugins/queuesort/priority_sort.go``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""SchedulingGates: keep pods with spec.schedulingGates out of activeQ (``schedulinggates/scheduling_gates.go``)."""
+"""SchedulingGates: keep pods with spec.schedulingGates out of activeQ
+(``pkg/scheduler/framework/plugins/schedulinggates/scheduling_gates.go``)."""
 
 from __future__ import annotations
 

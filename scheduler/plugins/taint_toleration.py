@@ -1,4 +1,4 @@
-"""TaintToleration (kube-scheduler v1.37 ``tainttoleration/taint_toleration.go``).
+"""TaintToleration (kube-scheduler v1.37 ``pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go``).
 
 Filter: the first node taint with effect NoSchedule or NoExecute that no pod toleration tolerates
 rejects the node as UnschedulableAndUnresolvable (preemption cannot remove a taint), with the reason

@@ -1,4 +1,5 @@
-"""VolumeRestrictions (kube-scheduler v1.37 ``volumerestrictions/volume_restrictions.go``).
+"""VolumeRestrictions (kube-scheduler v1.37
+``pkg/scheduler/framework/plugins/volumerestrictions/volume_restrictions.go``).
 
 Filter rejects a node where a pod already uses the same disk in a conflicting way, as Unschedulable
 ``node(s) had no available disk``:

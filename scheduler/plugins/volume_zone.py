@@ -1,4 +1,4 @@
-"""VolumeZone (kube-scheduler v1.37 ``volumezone/volume_zone.go``).
+"""VolumeZone (kube-scheduler v1.37 ``pkg/scheduler/framework/plugins/volumezone/volume_zone.go``).
 
 PreFilter collects, for every PVC volume of the pod, the zone/region labels of its bound PV (beta
 ``failure-domain.beta.kubernetes.io/{zone,region}`` and GA ``topology.kubernetes.io/{zone,region}``; a

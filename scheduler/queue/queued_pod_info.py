@@ -49,8 +49,3 @@ class QueuedPodInfo:
     def rejector_plugins(self) -> Set[str]:
         """UnschedulablePlugins | PendingPlugins: the plugins whose hints may requeue the pod."""
         return self.unschedulable_plugins | self.pending_plugins
-
-    def clear_rejector_plugins(self) -> None:
-        """Forget the previous attempt's rejectors (the scheduler calls this before recording new ones)."""
-        self.unschedulable_plugins = set()  # mutable: a caller may fill them in place (tests/queue's helper)
-        self.pending_plugins = set()

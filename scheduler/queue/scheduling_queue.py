@@ -1,7 +1,7 @@
 """PriorityQueue: activeQ, backoffQ and unschedulablePods, as kube-scheduler v1.37 runs them for pods
 (upstream pkg/scheduler/backend/queue/scheduling_queue.go; the three queues are in active_queue.py,
-backoff_queue.py and unschedulable_pods.py, as upstream's active_queue.go, backoff_queue.go and
-unschedulable_pods.go).
+backoff_queue.py and unschedulable_pods.py, as upstream's pkg/scheduler/backend/queue/active_queue.go,
+pkg/scheduler/backend/queue/backoff_queue.go and pkg/scheduler/backend/queue/unschedulable_entities.go).
 
 Semantics follow ``pkg/scheduler/backend/queue`` with queueing hints on (always, in 1.37: the gate is gone and
 there is no mode without them) and SchedulerPopFromBackoffQ on:
@@ -190,8 +190,8 @@ class PriorityQueue:
 
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
-        # pop() calls waiting on _cond: Condition.notify_all is Python code that costs an added pod ~2,600
-        # instructions even with nobody to wake, and the scheduling thread is busy while pods stream in.
+        # pop() calls waiting on _cond: Condition.notify_all is Python code that costs every added pod even with
+        # nobody to wake, and the scheduling thread is busy while pods stream in.
         self._waiters = 0
         self._active = ActiveQueue(less, rank)
         self._backoff = BackoffQueue(less, clock, pod_initial_backoff, pod_max_backoff)
@@ -518,7 +518,7 @@ class PriorityQueue:
             self._cond.notify_all()
 
     def _new_qpi(self, pod: Pod) -> QueuedPodInfo:
-        return QueuedPodInfo(pod, self._clock())  # positional: keywords cost every added pod ~1,200 instructions
+        return QueuedPodInfo(pod, self._clock())  # positional: keywords cost more, once for every added pod
 
     def _record(self, queue: str, event: str) -> None:
         if self._metrics is not None:
@@ -864,8 +864,8 @@ class PriorityQueue:
                                       time.perf_counter() - start)
 
     def _pre_enqueue_loop(self, qpi: QueuedPodInfo) -> Status | None:
-        """The plugins called inline, each in its own try (free when nothing raises): a helper call a plugin, the
-        default list and code_name's call cost every added pod ~2,300 instructions of the three plugins'."""
+        """The plugins called inline, each in its own try (free when nothing raises), rather than through a helper
+        call per plugin, a default list and code_name: this runs for every added pod."""
         pod = qpi.pod
         plugins: Sequence[PreEnqueuePlugin] = self._pre_enqueue.get(pod.scheduler_name, ())
         if qpi.gating_plugin is not None:

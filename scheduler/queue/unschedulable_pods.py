@@ -1,5 +1,5 @@
 """unschedulablePods: the pods no event has yet made worth retrying, and the gated ones (upstream
-pkg/scheduler/backend/queue/unschedulable_pods.go).
+pkg/scheduler/backend/queue/unschedulable_entities.go).
 
 A map by pod key. A pod enters when an attempt failed and no event replayed since its pop makes it
 worth retrying, or when a PreEnqueue plugin gates it; it leaves when a queueing hint, a flush or an

@@ -1,11 +1,12 @@
-"""Hand-made API objects for the cache tests."""
+"""The cache tests' shorthands over scheduler.testing's builders."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from scheduler.model.node import Node, node_from_api
-from scheduler.model.pod import Pod, pod_from_api
+from scheduler import testing as st
+from scheduler.model.node import Node
+from scheduler.model.pod import Pod
 
 
 def make_node(
@@ -18,21 +19,17 @@ def make_node(
     images: list[tuple[list[str], int]] | None = None,
     labels: dict[str, str] | None = None,
 ) -> Node:
+    """A node (scheduler.testing's make_node) in ``zone``/``region``, GA or beta topology labels."""
     prefix = "failure-domain.beta.kubernetes.io" if beta else "topology.kubernetes.io"
     lbls = dict(labels or {})
     if zone is not None:
         lbls[f"{prefix}/zone"] = zone
     if region is not None:
         lbls[f"{prefix}/region"] = region
-    obj: dict[str, Any] = {
-        "metadata": {"name": name, "uid": f"uid-{name}", "labels": lbls},
-        "spec": {},
-        "status": {
-            "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"},
-            "images": [{"names": names, "sizeBytes": size} for names, size in images or []],
-        },
-    }
-    return node_from_api(obj)
+    w = st.make_node().name(name).labels(lbls).allocatable(cpu=cpu, memory=memory, pods="110")
+    for names, size in images or []:
+        w.image(names, size)
+    return w.obj()
 
 
 def make_pod(
@@ -47,26 +44,24 @@ def make_pod(
     affinity: dict[str, Any] | None = None,
     containers: int = 1,
 ) -> Pod:
-    requests: dict[str, str] = {}
-    if cpu is not None:
-        requests["cpu"] = cpu
-    if memory is not None:
-        requests["memory"] = memory
-    ctrs: list[dict[str, Any]] = [
-        {"name": f"c{i}", "image": "busybox", "resources": {"requests": dict(requests)} if requests else {}}
-        for i in range(containers)
-    ]
-    if host_ports:
-        ctrs[0]["ports"] = [{"containerPort": p, "hostPort": p} for p in host_ports]
-    spec: dict[str, Any] = {"containers": ctrs}
+    """A pod (scheduler.testing's make_pod) of ``containers`` alike containers, each requesting cpu/memory."""
+    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
+    w = st.make_pod().name(name).uid(uid or f"uid-{name}").namespace(namespace)
+    for i in range(containers):
+        c = st.make_container().name(f"c{i}").image("busybox")
+        if requests:
+            c.req(requests)
+        if i == 0:
+            for port in host_ports or []:
+                c.host_port(port)
+        w.container(c)
     if node:
-        spec["nodeName"] = node
-    if pvcs:
-        spec["volumes"] = [{"name": c, "persistentVolumeClaim": {"claimName": c}} for c in pvcs]
+        w.node(node)
+    for claim in pvcs or []:
+        w.pvc(claim)
     if affinity:
-        spec["affinity"] = affinity
-    obj = {"metadata": {"name": name, "namespace": namespace, "uid": uid or f"uid-{name}"}, "spec": spec}
-    return pod_from_api(obj)
+        w.affinity(affinity)
+    return w.obj()
 
 
 TERM = {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}

@@ -1,6 +1,5 @@
-from cache_helpers import make_node, make_pod
-
 from scheduler.cache import Cache, Snapshot
+from tests.cache.cache_helpers import make_node, make_pod
 
 
 def names(snap: Snapshot) -> list[str]:

@@ -1,9 +1,9 @@
 import pytest
-from cache_helpers import ANTI_AFFINITY, make_node, make_pod
 
 from scheduler.cache import Cache, CacheError
 from scheduler.framework.types import NodeInfo
 from scheduler.model.resources import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST
+from tests.cache.cache_helpers import ANTI_AFFINITY, make_node, make_pod
 
 MI = 1024 * 1024
 

@@ -1,7 +1,7 @@
 import pytest
-from cache_helpers import AFFINITY, ANTI_AFFINITY, make_node, make_pod
 
 from scheduler.cache import Cache, NodeTree, Snapshot, SnapshotInconsistentError, new_snapshot
+from tests.cache.cache_helpers import AFFINITY, ANTI_AFFINITY, make_node, make_pod
 
 
 def names(infos: object) -> list[str]:

@@ -1,6 +1,5 @@
-from cache_helpers import make_node
-
 from scheduler.cache.node_tree import NodeTree
+from tests.cache.cache_helpers import make_node
 
 
 def test_list_interleaves_zones_in_insertion_order() -> None:

@@ -11,11 +11,11 @@ import pytest
 import yaml
 
 from scheduler.app.cli import load_configuration, parser
-from scheduler.app.simulate import run_simulation
 from scheduler.config.errors import ConfigError
 from scheduler.config.policy import load_policy_text
 from scheduler.config.types import Profile
 from scheduler.config.types_pluginargs import NodeLabelArgs, ResourceSpec, UtilizationShapePoint
+from scheduler.whatif.simulate import run_simulation
 
 
 def policy(**fields: Any) -> str:

@@ -1,7 +1,7 @@
 """The cycle observer's recorder: what each plugin said, in kube-scheduler-simulator's annotation shapes.
 
 The cycles are real ones (the offline scheduler and real plugins on hand-made nodes), so the values
-below follow from the plugins' formulas, as in tests/test_simulate.py.
+below follow from the plugins' formulas, as in tests/whatif/test_simulate.py.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from scheduler.app.simulate import add_cluster, attempt, build_scheduler
 from scheduler.eventhandlers import ADDED
 from scheduler.framework import results
 from scheduler.framework.results import (
@@ -26,7 +25,8 @@ from scheduler.framework.results import (
 )
 from scheduler.framework.status import Code, Status
 from scheduler.model.pod import pod_from_api
-from tests.test_simulate import CONFIG
+from scheduler.whatif.simulate import add_cluster, attempt, build_scheduler
+from tests.whatif.test_simulate import CONFIG
 
 NODES = [
     {"kind": "Node", "metadata": {"name": n, "uid": n, "labels": {}}, "spec": spec,

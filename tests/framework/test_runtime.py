@@ -12,7 +12,6 @@ import pytest
 from scheduler.cache.objects import ObjectStore
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config.types import PluginRef, Profile
-from scheduler.edge import NotFoundError
 from scheduler.framework.interface import (
     CycleState,
     NodeScore,
@@ -25,6 +24,7 @@ from scheduler.framework.results import ResultRecorder
 from scheduler.framework.runtime import WILDCARD_EVENT, Framework, FrameworkOptions
 from scheduler.framework.status import Code, Status, error, skip, unresolvable, unschedulable
 from scheduler.framework.types import NODE_ADD, ClusterEventWithHint, NodeInfo
+from scheduler.model.apierrors import NotFoundError
 from scheduler.model.node import node_from_api
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.priority_sort import PrioritySort

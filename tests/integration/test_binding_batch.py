@@ -8,10 +8,11 @@ import pytest
 from kubernetes import client
 
 from e2e.kube import pod_manifest
-from scheduler.edge import BoundElsewhereError, ConflictError, NotFoundError
+from scheduler.edge import BoundElsewhereError
 from scheduler.kube.binder import ApiBinder
 from scheduler.kube.client import ApiWriter, RawApi
 from scheduler.kube.ratelimit import TokenBucket
+from scheduler.model.apierrors import ConflictError, NotFoundError
 from scheduler.model.pod import Pod, pod_from_api
 
 

@@ -9,10 +9,10 @@ from typing import Any
 import orjson
 from kubernetes import client
 
-from scheduler.edge import ConflictError
 from scheduler.kube.client import ApiError, ApiWriter, RawApi
 from scheduler.kube.ratelimit import TokenBucket
 from scheduler.kube.recorder import ApiEventSink
+from scheduler.model.apierrors import ConflictError
 from scheduler.model.pod import pod_from_api
 
 

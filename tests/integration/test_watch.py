@@ -1,4 +1,5 @@
-"""The thin pod list-watch (scheduler.kube.podstream.PodStream) against the real API server."""
+"""The thin pod list-watch (scheduler.kube.podstream.PodStream) against the real API server, and the scheduler
+under either pod watch (``run --pod-watch stream|kopf``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from kubernetes import client
 
 from e2e.cluster.cluster import LocalCluster
-from e2e.kube import node_of, pod_manifest, wait_for
+from e2e.kube import gone, node_of, pod_manifest, scheduled_condition, wait_for
 from scheduler.kube import podstream
 from scheduler.kube.client import METADATA_LIST, RawApi, list_all, load_api_client
 from scheduler.kube.kinds import NON_TERMINAL_PODS
@@ -100,14 +101,27 @@ def test_watches_the_server_ends_resume_without_a_relist_or_a_lost_event(
     assert len(added) == len(names)  # nothing delivered twice either: each watch resumed where the last ended
 
 
-def test_scheduler_binds_with_the_stream_watch(
-    core: client.CoreV1Api, ns: str, start_py_scheduler: Callable[..., SchedulerProc]
+@pytest.mark.parametrize("watch", ["stream", "kopf"])
+def test_scheduler_decides_alike_with_either_pod_watch(
+    core: client.CoreV1Api, ns: str, start_py_scheduler: Callable[..., SchedulerProc], watch: str
 ) -> None:
-    start_py_scheduler("--scheduler-name", "stream-test", "--pod-watch", "stream", name="stream")
+    """``run --pod-watch``: the default stream and kopf's @on.event deliver the same pods, so the scheduler
+    decides the same: the schedulable pods bound, one that fits nowhere reported Unschedulable, and a pod
+    deleted before it could be scheduled forgotten (the next pod still binds)."""
+    name = f"{watch}-test"
+    start_py_scheduler("--scheduler-name", name, "--pod-watch", watch, name=watch)
     names = [f"s{i}" for i in range(20)]
     for n in names:
-        core.create_namespaced_pod(ns, pod_manifest(n, scheduler_name="stream-test"))
-    wait_for(lambda: all(node_of(core, ns, n) for n in names), 60, what="pods bound via stream watch")
+        core.create_namespaced_pod(ns, pod_manifest(n, scheduler_name=name))
+    core.create_namespaced_pod(ns, pod_manifest("nowhere", scheduler_name=name, node_selector={"no-such": "label"}))
+    wait_for(lambda: all(node_of(core, ns, n) for n in names), 60, what=f"pods bound via the {watch} watch")
+    cond = wait_for(lambda: (c := scheduled_condition(core, ns, "nowhere")) is not None and c.reason == "Unschedulable"
+                    and c, 60, what="the unschedulable pod reported")
+    assert cond.status == "False" and node_of(core, ns, "nowhere") is None
+    core.delete_namespaced_pod("nowhere", ns, grace_period_seconds=0)
+    wait_for(lambda: gone(core, ns, "nowhere"), 30, what="the unschedulable pod deleted")
+    core.create_namespaced_pod(ns, pod_manifest("after", scheduler_name=name))
+    wait_for(lambda: node_of(core, ns, "after"), 60, what=f"a pod after a deletion bound via the {watch} watch")
 
 
 def test_a_metadata_list_names_the_non_terminal_pods_without_their_specs(

@@ -1,11 +1,11 @@
-"""Fixtures for plugin tests; object builders live in util.py (imported as ``from util import ...``)."""
+"""Fixtures for plugin tests; object builders come from scheduler.testing and tests/plugins/util.py."""
 
 from __future__ import annotations
 
 import pytest
-from util import FakeHandle
 
 from scheduler.framework.interface import CycleState
+from tests.plugins.util import FakeHandle
 
 
 @pytest.fixture

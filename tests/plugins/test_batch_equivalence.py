@@ -13,8 +13,6 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pod_to_pod_util import FakeObjects
-from util import FakeHandle, container, host_port, make_node, make_pod, taint
 
 from scheduler.cache import new_cache_and_snapshot, new_snapshot
 from scheduler.framework.interface import CycleState
@@ -48,6 +46,8 @@ from scheduler.plugins.pod_topology_spread import PRE_FILTER_STATE_KEY as PTS_FI
 from scheduler.plugins.pod_topology_spread import PRE_SCORE_STATE_KEY as PTS_SCORE_STATE
 from scheduler.plugins.pod_topology_spread import PodTopologySpread
 from scheduler.plugins.taint_toleration import DO_NOT_SCHEDULE, UNTOLERATED_REASON, TaintToleration
+from tests.plugins.pod_to_pod_util import FakeObjects
+from tests.plugins.util import FakeHandle, container, host_port, make_node, make_pod, taint
 
 GPU = "example.com/gpu"
 FOO = "example.com/foo"

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from util import FakeHandle, make_node, make_pod, node_info
 
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code
 from scheduler.framework.types import ActionType, EventResource, NodeInfo, QueueingHint
 from scheduler.model.node import Node
 from scheduler.plugins.legacy.check_node_condition import CheckNodeCondition
+from tests.plugins.util import FakeHandle, make_node, make_pod, node_info
 
 NOT_READY = "node(s) were not ready"
 NO_NETWORK = "node(s) had unavailable network"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from util import FakeHandle, container, make_node, make_pod, node_info
 
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code
@@ -11,6 +10,7 @@ from scheduler.framework.types import ActionType, EventResource, QueueingHint
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.plugins.legacy.check_node_disk_pressure import CheckNodeDiskPressure
+from tests.plugins.util import FakeHandle, container, make_node, make_pod, node_info
 
 PRESSURE = make_node(conditions={"DiskPressure": "True"})
 

@@ -11,8 +11,6 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from scheduler.app.offline import OfflineWriter, RecordingEventSink
-from scheduler.app.simulate import OutcomeRecorder
 from scheduler.config.load import build_registry, load_dict
 from scheduler.eventhandlers import ADDED, MODIFIED
 from scheduler.framework.features import Features, parse_feature_gates
@@ -32,6 +30,8 @@ from scheduler.kube.client import api_error
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.default_preemption import DefaultPreemption
 from scheduler.scheduler import Scheduler, disruption_target_condition
+from scheduler.whatif.offline import OfflineWriter, RecordingEventSink
+from scheduler.whatif.simulate import OutcomeRecorder
 
 SCHED = "py-scheduler"
 # The plugins these tests need (upstream order); the default profile is tested separately.
@@ -577,7 +577,7 @@ class _NoHandle:
 
 
 def test_simulate_evicts_victims_and_places_the_preemptor(tmp_path: Any) -> None:
-    from scheduler.app.simulate import run_simulation
+    from scheduler.whatif.simulate import run_simulation
 
     cluster = tmp_path / "cluster.yaml"
     pods = tmp_path / "pods.yaml"

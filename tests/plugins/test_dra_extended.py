@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from util import FakeHandle, make_node, node_info
 
 from scheduler.framework.interface import CycleState
 from scheduler.model.dra import device_class_from_api
@@ -23,6 +22,7 @@ from scheduler.plugins.helper.dynamicresources.extended import (
 )
 from scheduler.plugins.helper.dynamicresources.manager import MANAGER_KEY, DraManager
 from scheduler.plugins.node_resources_fit import NodeResourcesFit
+from tests.plugins.util import FakeHandle, make_node, node_info
 
 GPU = "example.com/gpu"
 
@@ -179,7 +179,7 @@ def test_fit_leaves_a_class_backed_resource_the_node_lacks_to_dra(allocatable: s
 # --- DynamicResources with the special claim ---------------------------------------------------------------
 
 def _dra(claims: list[dict[str, Any]] | None = None) -> tuple[Any, Any]:
-    from test_dynamic_resources import class_obj, plugin, slice_obj
+    from tests.plugins.test_dynamic_resources import class_obj, plugin, slice_obj
     gpu_class = class_obj()
     gpu_class["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
     gpu_class["spec"]["extendedResourceName"] = GPU
@@ -265,7 +265,7 @@ def test_other_extended_request_the_node_lacks_cannot_fit() -> None:
 
 
 def test_claim_left_by_an_earlier_cycle_is_refused_then_deleted_by_postfilter() -> None:
-    from test_dynamic_resources import claim_obj
+    from tests.plugins.test_dynamic_resources import claim_obj
     stale = claim_obj("p-extended-resources-old", owner="p")
     stale["metadata"]["annotations"] = {CLAIM_ANNOTATION: "true"}
     pl, h = _dra([stale])
@@ -280,9 +280,8 @@ def test_claim_left_by_an_earlier_cycle_is_refused_then_deleted_by_postfilter() 
 def test_default_profile_offline_places_the_pod_creates_its_claim_and_records_the_mappings() -> None:
     """Through simulate's OfflineWriter: NodeResourcesFit delegates, DynamicResources allocates on n1 (two
     devices; n2 has one), the created claim and the pod's status are in the object store."""
-    from test_dynamic_resources import scheduler
-
     from scheduler.eventhandlers import ADDED, MODIFIED
+    from tests.plugins.test_dynamic_resources import scheduler
     s, _, bound = scheduler()
     s.on_object_event("DeviceClass", MODIFIED, {"metadata": {"name": "gpu", "resourceVersion": "2"}, "spec": {
         "selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}], "extendedResourceName": GPU}})

@@ -10,18 +10,18 @@ from typing import Any
 
 import numpy as np
 import pytest
-from util import make_node, make_pod, node_info
 
-from scheduler.app.offline import OfflineWriter, RecordingEventSink
 from scheduler.config.load import build_registry, load_dict
-from scheduler.edge import ConflictError
 from scheduler.eventhandlers import ADDED, MODIFIED
 from scheduler.framework.interface import CycleState, NodeToStatus
 from scheduler.framework.status import Code
 from scheduler.framework.types import QueueingHint
+from scheduler.model.apierrors import ConflictError
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.dynamic_resources import FINALIZER, DynamicResources
 from scheduler.scheduler import Scheduler
+from scheduler.whatif.offline import OfflineWriter, RecordingEventSink
+from tests.plugins.util import make_node, make_pod, node_info
 
 DRIVER = "gpu.example.com"
 NS = "default"

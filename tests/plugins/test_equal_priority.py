@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from util import FakeHandle, container, make_node, make_pod, node_info
-
 from scheduler.framework.interface import CycleState
 from scheduler.plugins.legacy.equal_priority import EqualPriority
+from tests.plugins.util import FakeHandle, container, make_node, make_pod, node_info
 
 
 def test_every_node_scores_one() -> None:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from test_volume_binding import PROV, Env, one
-from volume_objects import pvc
-
 from scheduler.framework.expectation import pre_flight_checks, run_pre_flights
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code, Status, skip
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.scheduler import Scheduler
+from tests.plugins.test_volume_binding import PROV, Env, one
+from tests.plugins.volume_objects import pvc
 from tests.test_schedule_one import build
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import pytest
-from util import make_node, node_info
 
 from scheduler.framework.types import NodeInfo
 from scheduler.plugins.helper import generation_memo
 from scheduler.plugins.helper.generation_memo import GenerationMemo
+from tests.plugins.util import make_node, node_info
 
 
 def _counting(calls: list[list[str]]) -> Callable[[Sequence[NodeInfo]], list[int]]:

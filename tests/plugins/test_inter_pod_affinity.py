@@ -5,20 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pod_to_pod_util import (
-    cluster,
-    filter_nodes,
-    labels_in,
-    make_node,
-    make_pod,
-    match,
-    namespace,
-    pod_affinity,
-    raw_scores,
-    run_filter,
-    run_score,
-    term,
-)
 
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code
@@ -33,6 +19,20 @@ from scheduler.plugins.inter_pod_affinity import (
     ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH as EXISTING,
 )
 from scheduler.plugins.inter_pod_affinity import InterPodAffinity
+from tests.plugins.pod_to_pod_util import (
+    cluster,
+    filter_nodes,
+    labels_in,
+    make_node,
+    make_pod,
+    match,
+    namespace,
+    pod_affinity,
+    raw_scores,
+    run_filter,
+    run_score,
+    term,
+)
 
 OK = ("SUCCESS", "")
 UNRESOLVABLE_AFF = ("UNSCHEDULABLE_AND_UNRESOLVABLE", AFF)

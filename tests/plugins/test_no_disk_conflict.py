@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from util import FakeHandle, make_node, node_info
-from volume_objects import claim_vol, ebs_vol, gce_vol, iscsi_vol, rbd_vol, vol_pod
 
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code
 from scheduler.framework.types import QueueingHint
 from scheduler.plugins.legacy.no_disk_conflict import ERR_REASON, NoDiskConflict
+from tests.plugins.util import FakeHandle, make_node, node_info
+from tests.plugins.volume_objects import claim_vol, ebs_vol, gce_vol, iscsi_vol, rbd_vol, vol_pod
 
 CASES: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]], bool]] = [
     ("gce same disk", [gce_vol("foo")], [gce_vol("foo")], False),

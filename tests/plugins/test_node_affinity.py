@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from util import FakeHandle, make_node, make_pod, node_info
 
 from scheduler.framework.interface import CycleState, NodeScore
 from scheduler.framework.status import Code
@@ -19,6 +18,7 @@ from scheduler.plugins.node_affinity import (
     ERR_REASON_POD,
     NodeAffinity,
 )
+from tests.plugins.util import FakeHandle, make_node, make_pod, node_info
 
 UNRES = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 Q, SKIP = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from util import FakeHandle, make_node, make_pod, node_info
 
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code
@@ -20,6 +19,7 @@ from scheduler.plugins.node_declared_features import (
     NodeDeclaredFeatures,
     required_features,
 )
+from tests.plugins.util import FakeHandle, make_node, make_pod, node_info
 
 
 def pod_with(**spec: Any) -> Pod:

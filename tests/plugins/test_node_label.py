@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from util import FakeHandle, make_node, make_pod, node_info
 
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code
 from scheduler.plugins.legacy.node_label import ERR_REASON_PRESENCE_VIOLATED, NodeLabel
+from tests.plugins.util import FakeHandle, make_node, make_pod, node_info
 
 
 @pytest.mark.parametrize(("labels", "ok"), [

@@ -6,13 +6,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
-from util import FakeHandle, container, host_port, make_node, make_pod, node_info
 
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code
 from scheduler.framework.types import ActionType, EventResource, QueueingHint
 from scheduler.model.pod import Pod
 from scheduler.plugins.node_ports import ERR_REASON, NodePorts
+from tests.plugins.util import FakeHandle, container, host_port, make_node, make_pod, node_info
 
 Q, SKIP = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 
-from util import FakeHandle, node_info
-
 from scheduler.framework.interface import CycleState
 from scheduler.model.node import node_from_api
 from scheduler.model.pod import pod_from_api
 from scheduler.plugins.legacy.node_prefer_avoid_pods import PREFER_AVOID_PODS_ANNOTATION, NodePreferAvoidPods
+from tests.plugins.util import FakeHandle, node_info
 
 
 def node(annotation: str | None) -> object:

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from util import FakeHandle, container, make_node, make_pod, node_info
 
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
+from tests.plugins.util import FakeHandle, container, make_node, make_pod, node_info
 
 
 def plugin(**args: Any) -> NodeResourcesBalancedAllocation:

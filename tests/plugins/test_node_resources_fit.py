@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from util import FakeHandle, container, make_node, make_pod, node_info
 
 from scheduler.config.types_pluginargs import ResourceSpec
 from scheduler.framework.interface import CycleState
@@ -18,6 +17,7 @@ from scheduler.framework.types import ActionType, EventResource, QueueingHint
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.node_resources_fit import NodeResourcesFit, fit_request, pod_resource_requests
+from tests.plugins.util import FakeHandle, container, make_node, make_pod, node_info
 
 UNSCHED = Code.UNSCHEDULABLE
 UNRES = Code.UNSCHEDULABLE_AND_UNRESOLVABLE

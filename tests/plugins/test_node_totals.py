@@ -13,8 +13,6 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pod_to_pod_util import FakeObjects
-from util import FakeHandle
 
 from scheduler.cache import Cache, Snapshot
 from scheduler.framework.interface import CycleState
@@ -28,6 +26,8 @@ from scheduler.plugins.inter_pod_affinity import InterPodAffinity
 from scheduler.plugins.pod_topology_spread import PRE_FILTER_STATE_KEY as PTS_FILTER
 from scheduler.plugins.pod_topology_spread import PRE_SCORE_STATE_KEY as PTS_SCORE
 from scheduler.plugins.pod_topology_spread import PodTopologySpread
+from tests.plugins.pod_to_pod_util import FakeObjects
+from tests.plugins.util import FakeHandle
 
 ZONE = "topology.kubernetes.io/zone"
 HOST = "kubernetes.io/hostname"

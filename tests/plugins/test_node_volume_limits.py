@@ -8,8 +8,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
-from util import make_node
-from volume_objects import (
+
+from scheduler.framework.interface import CycleState
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import QueueingHint
+from scheduler.plugins.helper.volume_util import translate_inline_volume, translate_pv_to_csi
+from scheduler.plugins.node_volume_limits import ERR_REASON_MAX_VOLUME_COUNT, NodeVolumeLimits
+from tests.plugins.util import make_node
+from tests.plugins.volume_objects import (
     VolumeHandle,
     claim_vol,
     csi_node,
@@ -21,12 +27,6 @@ from volume_objects import (
     storage_class,
     vol_pod,
 )
-
-from scheduler.framework.interface import CycleState
-from scheduler.framework.status import Code, Status
-from scheduler.framework.types import QueueingHint
-from scheduler.plugins.helper.volume_util import translate_inline_volume, translate_pv_to_csi
-from scheduler.plugins.node_volume_limits import ERR_REASON_MAX_VOLUME_COUNT, NodeVolumeLimits
 
 EBS_CSI, GCE_CSI = "ebs.csi.aws.com", "pd.csi.storage.gke.io"
 PORTWORX_ANN = {"storage.alpha.kubernetes.io/migrated-plugins": "kubernetes.io/portworx-volume"}

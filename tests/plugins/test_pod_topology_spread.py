@@ -9,7 +9,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pod_to_pod_util import (
+
+from scheduler.framework.interface import CycleState
+from scheduler.framework.status import Code
+from scheduler.framework.types import QueueingHint
+from scheduler.plugins.pod_topology_spread import (
+    ERR_REASON_CONSTRAINTS_NOT_MATCH,
+    ERR_REASON_NODE_LABEL_NOT_MATCH,
+    PodTopologySpread,
+    go_round,
+)
+from tests.plugins.pod_to_pod_util import (
     cluster,
     filter_nodes,
     make_node,
@@ -21,16 +31,6 @@ from pod_to_pod_util import (
     service,
     spread,
     workload,
-)
-
-from scheduler.framework.interface import CycleState
-from scheduler.framework.status import Code
-from scheduler.framework.types import QueueingHint
-from scheduler.plugins.pod_topology_spread import (
-    ERR_REASON_CONSTRAINTS_NOT_MATCH,
-    ERR_REASON_NODE_LABEL_NOT_MATCH,
-    PodTopologySpread,
-    go_round,
 )
 
 OK = ("SUCCESS", "")

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from util import FakeHandle, container, make_node, make_pod, node_info
 
 from scheduler.framework.types import NodeInfo
 from scheduler.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
 from scheduler.plugins.node_resources_fit import NodeResourcesFit, ResourceAllocationScorer, pod_resource_requests
+from tests.plugins.util import FakeHandle, container, make_node, make_pod, node_info
 
 SCORERS: dict[str, Any] = {
     "LeastAllocated": lambda: NodeResourcesFit({}, FakeHandle()).scorer,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pod_to_pod_util import cluster, make_node, make_pod, run_score, service, spread, workload
 
 from scheduler.plugins.legacy.selector_spread import SelectorSpread, spread_scores
+from tests.plugins.pod_to_pod_util import cluster, make_node, make_pod, run_score, service, spread, workload
 
 ZONE = "topology.kubernetes.io/zone"
 BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pod_to_pod_util import cluster, filter_nodes, make_node, make_pod, run_filter, run_score, service
 
 from scheduler.framework.interface import CycleState
 from scheduler.framework.types import NodeInfo, QueueingHint
 from scheduler.plugins.legacy.service_affinity import ERR_REASON, ServiceAffinity
+from tests.plugins.pod_to_pod_util import cluster, filter_nodes, make_node, make_pod, run_filter, run_score, service
 
 OK = ("SUCCESS", "")
 NO = ("UNSCHEDULABLE", ERR_REASON)

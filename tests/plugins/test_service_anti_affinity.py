@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pod_to_pod_util import cluster, make_node, make_pod, run_score, service
 
 from scheduler.plugins.legacy.service_anti_affinity import ServiceAntiAffinity, label_spread_scores
+from tests.plugins.pod_to_pod_util import cluster, make_node, make_pod, run_score, service
 
 FOO = {"foo": "bar"}
 

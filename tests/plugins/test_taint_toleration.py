@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import pytest
-from util import FakeHandle, make_node, make_pod, node_info, taint
 
 from scheduler.framework.interface import CycleState, NodeScore
 from scheduler.framework.status import Code
 from scheduler.framework.types import ActionType, EventResource, QueueingHint
 from scheduler.model.node import Node, node_from_api
 from scheduler.plugins.taint_toleration import TaintToleration
+from tests.plugins.util import FakeHandle, make_node, make_pod, node_info, taint
 
 UNRES = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 Q, SKIP = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP

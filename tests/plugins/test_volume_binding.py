@@ -9,20 +9,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
-from util import make_node
-from volume_objects import (
-    VolumeHandle,
-    capacity,
-    claim_vol,
-    csi_driver,
-    csi_node,
-    ephemeral_vol,
-    node_affinity,
-    pv,
-    pvc,
-    storage_class,
-    vol_pod,
-)
 
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code, Status
@@ -41,6 +27,20 @@ from scheduler.plugins.volume_binding.volume_binding import (
     STATE_KEY,
     StateData,
     VolumeBinding,
+)
+from tests.plugins.util import make_node
+from tests.plugins.volume_objects import (
+    VolumeHandle,
+    capacity,
+    claim_vol,
+    csi_driver,
+    csi_node,
+    ephemeral_vol,
+    node_affinity,
+    pv,
+    pvc,
+    storage_class,
+    vol_pod,
 )
 
 HOST = "kubernetes.io/hostname"

@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_volume_binding import PROV, WAIT, Env, one, wait_pv
-from volume_objects import capacity, csi_driver, pvc
 
 from scheduler.config.types_pluginargs import UtilizationShapePoint
 from scheduler.framework.features import Features
 from scheduler.framework.status import Code
 from scheduler.plugins.volume_binding import VolumeBinding
 from scheduler.plugins.volume_binding_score import DEFAULT_SHAPE, build_scorer, volume_capacity_scorer
+from tests.plugins.test_volume_binding import PROV, WAIT, Env, one, wait_pv
+from tests.plugins.volume_objects import capacity, csi_driver, pvc
 
 
 def scores(env: Env, pod: Any) -> dict[str, int]:

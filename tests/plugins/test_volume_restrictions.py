@@ -7,17 +7,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
-from util import make_node, node_info
-from volume_objects import (
-    VolumeHandle,
-    claim_vol,
-    ebs_vol,
-    gce_vol,
-    iscsi_vol,
-    pvc,
-    rbd_vol,
-    vol_pod,
-)
 
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code
@@ -26,6 +15,17 @@ from scheduler.plugins.volume_restrictions import (
     ERR_REASON_DISK_CONFLICT,
     ERR_REASON_RWOP_CONFLICT,
     VolumeRestrictions,
+)
+from tests.plugins.util import make_node, node_info
+from tests.plugins.volume_objects import (
+    VolumeHandle,
+    claim_vol,
+    ebs_vol,
+    gce_vol,
+    iscsi_vol,
+    pvc,
+    rbd_vol,
+    vol_pod,
 )
 
 Q, SKIP = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP

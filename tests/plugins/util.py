@@ -1,7 +1,7 @@
-"""Object builders for plugin tests: API-shaped pods and nodes, NodeInfos and a fake Handle.
+"""The plugin tests' keyword shorthands over scheduler.testing's builders, NodeInfos and a fake Handle.
 
-Objects go through the real parsers (pod_from_api / node_from_api) and NodeInfo accounting, so a test
-exercises the same views the scheduler builds from watch events.
+Objects are built by the public kit (scheduler.testing) and go through the real parsers and NodeInfo
+accounting, so a test exercises the same views the scheduler builds from watch events.
 """
 
 from __future__ import annotations
@@ -9,13 +9,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from scheduler import testing as st
 from scheduler.cache import Snapshot, new_snapshot
 from scheduler.framework.features import Features
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Status
 from scheduler.framework.types import NodeInfo
-from scheduler.model.node import Node, node_from_api
-from scheduler.model.pod import Pod, pod_from_api
+from scheduler.model.node import Node
+from scheduler.model.pod import Pod
+from scheduler.testing import make_container, resources
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
@@ -32,34 +34,25 @@ def container(
     restart_policy: str | None = None,
     name: str = "c",
 ) -> dict[str, Any]:
-    """A container dict; only the given requests are set (a missing one stays missing)."""
-    requests: dict[str, str] = dict(extra or {})
-    if cpu is not None:
-        requests["cpu"] = cpu
-    if memory is not None:
-        requests["memory"] = memory
-    if ephemeral is not None:
-        requests["ephemeral-storage"] = ephemeral
-    resources: dict[str, Any] = {}
+    """A container dict (scheduler.testing's make_container); only the given requests are set."""
+    c = make_container().name(name).image(image)
+    requests = resources(extra, cpu=cpu or "", memory=memory or "", ephemeral_storage=ephemeral or "")
+    requests = {k: v for k, v in requests.items() if v}
     if requests:
-        resources["requests"] = requests
+        c.req(requests)
     if limits:
-        resources["limits"] = dict(limits)
-    c: dict[str, Any] = {"name": name, "image": image, "resources": resources}
-    if ports:
-        c["ports"] = [dict(p) for p in ports]
+        c.lim(limits)
+    for p in ports:
+        c.port(p)
     if restart_policy is not None:
-        c["restartPolicy"] = restart_policy
-    return c
+        c.restart_policy(restart_policy)
+    return c.obj()
 
 
 def host_port(port: int, ip: str = "", protocol: str = "") -> dict[str, Any]:
-    p: dict[str, Any] = {"containerPort": port, "hostPort": port}
-    if ip:
-        p["hostIP"] = ip
-    if protocol:
-        p["protocol"] = protocol
-    return p
+    """A container port exposed on the host (a port dict for ``container(ports=...)``)."""
+    ports: list[dict[str, Any]] = make_container().host_port(port, ip, protocol).obj()["ports"]
+    return ports[0]
 
 
 def make_pod(
@@ -74,25 +67,22 @@ def make_pod(
     affinity: Mapping[str, Any] | None = None,
     nominated: str = "",
 ) -> Pod:
-    """A pod; by default one container without requests."""
-    spec: dict[str, Any] = {"containers": [dict(c) for c in (containers if containers is not None else [container()])]}
-    if init_containers:
-        spec["initContainers"] = [dict(c) for c in init_containers]
+    """A pod (scheduler.testing's make_pod); by default one container without requests."""
+    w = st.make_pod().name(name).uid(uid or f"uid-{name}").namespace(namespace)
+    w.containers(*(containers if containers is not None else [container()]))
+    for c in init_containers:
+        w.init_container(c)
     if node:
-        spec["nodeName"] = node
+        w.node(node)
     if tolerations:
-        spec["tolerations"] = [dict(t) for t in tolerations]
+        w.tolerations(tolerations)
     if node_selector is not None:
-        spec["nodeSelector"] = dict(node_selector)
+        w.node_selector(node_selector)
     if affinity is not None:
-        spec["affinity"] = affinity
-    obj: dict[str, Any] = {
-        "metadata": {"name": name, "namespace": namespace, "uid": uid or f"uid-{name}"},
-        "spec": spec,
-    }
+        w.affinity(affinity)
     if nominated:
-        obj["status"] = {"nominatedNodeName": nominated}
-    return pod_from_api(obj)
+        w.nominated_node_name(nominated)
+    return w.obj()
 
 
 def make_node(
@@ -108,25 +98,19 @@ def make_node(
     conditions: Mapping[str, str] | None = None,
     unschedulable: bool = False,
 ) -> Node:
-    """A node with the given allocatable, labels, taints, images (names, size) and conditions."""
+    """A node (scheduler.testing's make_node) with the given allocatable, labels, taints, images (names,
+    size) and conditions."""
     alloc: dict[str, str] = {"cpu": cpu, "memory": memory, "pods": pods, **(extra or {})}
     if ephemeral is not None:
         alloc["ephemeral-storage"] = ephemeral
-    status: dict[str, Any] = {
-        "allocatable": alloc,
-        "images": [{"names": list(names), "sizeBytes": size} for names, size in images],
-    }
-    if conditions is not None:
-        status["conditions"] = [{"type": t, "status": s} for t, s in conditions.items()]
-    spec: dict[str, Any] = {"taints": [dict(t) for t in taints]}
+    w = st.make_node().name(name).allocatable(alloc).labels(labels or {}).taints(taints)
+    for names, size in images:
+        w.image(names, size)
+    for t, s in (conditions or {}).items():
+        w.condition(t, s)
     if unschedulable:
-        spec["unschedulable"] = True
-    obj = {
-        "metadata": {"name": name, "uid": f"uid-{name}", "labels": dict(labels or {})},
-        "spec": spec,
-        "status": status,
-    }
-    return node_from_api(obj)
+        w.unschedulable()
+    return w.obj()
 
 
 def taint(key: str, value: str = "", effect: str = "NoSchedule") -> dict[str, str]:

@@ -7,13 +7,12 @@ import copy
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from util import FakeHandle
-
-from scheduler.app.offline import apply_offline_update
 from scheduler.cache import new_snapshot
 from scheduler.cache.objects import ObjectStore
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod, pod_from_api
+from scheduler.whatif.offline import apply_offline_update
+from tests.plugins.util import FakeHandle
 
 
 def claim_vol(claim: str, name: str | None = None, read_only: bool = False) -> dict[str, Any]:

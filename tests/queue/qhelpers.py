@@ -1,13 +1,14 @@
-"""Hand-made pods, a fake clock, a PrioritySort-like less and a SchedulingGates-like plugin."""
+"""Pods (scheduler.testing's builders), a fake clock, a PrioritySort-like less and a SchedulingGates-like plugin."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from scheduler import testing as st
 from scheduler.framework.status import Status, unresolvable
 from scheduler.framework.types import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
-from scheduler.model.pod import Pod, pod_from_api
+from scheduler.model.pod import Pod
 from scheduler.queue import PriorityQueue, QueuedPodInfo, QueueProfile
 
 GATES_EVENT = ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
@@ -41,23 +42,25 @@ def make_pod(
     scheduler_name: str = "default-scheduler",
     namespace: str = "default",
 ) -> Pod:
-    container: dict[str, Any] = {"name": "c", "image": "img"}
+    """A pod (scheduler.testing's make_pod) with the fields the queue reads."""
+    c = st.make_container().name("c").image("img")
     if cpu is not None:
-        container["resources"] = {"requests": {"cpu": cpu}}
-    spec: dict[str, Any] = {"containers": [container], "priority": priority, "schedulerName": scheduler_name}
+        c.req(cpu=cpu)
+    w = (st.make_pod().name(name).uid(uid or f"uid-{name}").namespace(namespace).priority(priority)
+         .scheduler_name(scheduler_name).container(c))
     if gates:
-        spec["schedulingGates"] = [{"name": g} for g in gates]
+        w.scheduling_gates(*gates)
     if node_name:
-        spec["nodeName"] = node_name
+        w.node(node_name)
     if tolerations:
-        spec["tolerations"] = tolerations
-    meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": uid or f"uid-{name}"}
+        w.tolerations(tolerations)
     if rv:
-        meta["resourceVersion"] = rv
+        w.resource_version(rv)
     if labels:
-        meta["labels"] = labels
-    status = {"nominatedNodeName": nominated} if nominated else {}
-    return pod_from_api({"metadata": meta, "spec": spec, "status": status})
+        w.labels(labels)
+    if nominated:
+        w.nominated_node_name(nominated)
+    return w.obj()
 
 
 def priority_less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
@@ -111,9 +114,8 @@ def make_queue(
 
 def fail(q: PriorityQueue, qpi: QueuedPodInfo, *unschedulable: str, pending: tuple[str, ...] = ()) -> str | None:
     """What the scheduler does after a failed attempt: record rejectors and hand the pod back."""
-    qpi.clear_rejector_plugins()
-    qpi.unschedulable_plugins.update(unschedulable)
-    qpi.pending_plugins.update(pending)
+    qpi.unschedulable_plugins = set(unschedulable)
+    qpi.pending_plugins = set(pending)
     return q.add_unschedulable_if_not_present(qpi, q.scheduling_cycle)
 
 

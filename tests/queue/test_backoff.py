@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-from qhelpers import FakeClock, fail, make_pod, make_queue, pop_now
-
 from scheduler.framework.types import FORCE_ACTIVATE
 from scheduler.queue import DEFAULT_POD_INITIAL_BACKOFF, DEFAULT_POD_MAX_BACKOFF, backoff_duration
+from tests.queue.qhelpers import FakeClock, fail, make_pod, make_queue, pop_now
 
 
 def test_default_backoff_sequence() -> None:

@@ -2,8 +2,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from qhelpers import fail, make_pod, make_queue, pop_now
-
 from scheduler.framework.types import (
     ASSIGNED_POD_DELETE,
     NODE_ADD,
@@ -16,6 +14,7 @@ from scheduler.framework.types import (
 from scheduler.model.node import node_from_api
 from scheduler.model.pod import Pod
 from scheduler.queue import PriorityQueue
+from tests.queue.qhelpers import fail, make_pod, make_queue, pop_now
 
 NODE = node_from_api({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4"}}})
 TOLERATION_ADDED = ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_TOLERATION)

@@ -5,11 +5,10 @@ moves for scheduler_pod_scheduled_after_flush_total."""
 
 from __future__ import annotations
 
-from qhelpers import FakeClock, fail, make_pod, make_queue, pop_now
-
 from scheduler.framework.types import ActionType, ClusterEvent, ClusterEventWithHint, EventResource
 from scheduler.model.pod import Pod
 from scheduler.queue import PriorityQueue
+from tests.queue.qhelpers import FakeClock, fail, make_pod, make_queue, pop_now
 
 OWN_LABEL = ClusterEventWithHint(ClusterEvent(EventResource.UNSCHEDULED_POD, ActionType.UPDATE_POD_LABEL))
 

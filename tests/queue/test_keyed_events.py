@@ -9,7 +9,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from qhelpers import GATES_EVENT, FakeClock, GatePlugin, fail, gates_hint, pop_now, priority_less, priority_rank
 
 from scheduler.framework.types import (
     NODE_ADD,
@@ -22,6 +21,16 @@ from scheduler.model.node import node_from_api
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.dynamic_resources import DynamicResources
 from scheduler.queue import PriorityQueue, QueuedPodInfo, QueueProfile
+from tests.queue.qhelpers import (
+    GATES_EVENT,
+    FakeClock,
+    GatePlugin,
+    fail,
+    gates_hint,
+    pop_now,
+    priority_less,
+    priority_rank,
+)
 
 DRA = "DynamicResources"
 FIT = "NodeResourcesFit"

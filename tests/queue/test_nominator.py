@@ -2,9 +2,8 @@ from __future__ import annotations
 
 import threading
 
-from qhelpers import make_pod
-
 from scheduler.queue import Nominator
+from tests.queue.qhelpers import make_pod
 
 
 def names(pods: list) -> list[str]:

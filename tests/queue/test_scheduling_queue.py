@@ -2,13 +2,21 @@ from __future__ import annotations
 
 import threading
 
-from qhelpers import FakeClock, GatePlugin, fail, make_pod, make_queue, pop_now, priority_less, priority_rank
-
 from scheduler.framework.status import Status, unresolvable, unschedulable
 from scheduler.framework.types import NODE_ADD, ActionType, ClusterEvent, ClusterEventWithHint, EventResource
 from scheduler.model.node import node_from_api
 from scheduler.model.pod import Pod
 from scheduler.queue import SEED_POD_MAX_IN_UNSCHEDULABLE, PriorityQueue, QueueProfile
+from tests.queue.qhelpers import (
+    FakeClock,
+    GatePlugin,
+    fail,
+    make_pod,
+    make_queue,
+    pop_now,
+    priority_less,
+    priority_rank,
+)
 
 NODE = node_from_api({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4"}}})
 

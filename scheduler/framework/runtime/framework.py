@@ -6,6 +6,7 @@ nominated-pods two-pass filter, score normalization/range-check/weighting, Permi
 Bind "first non-Skip wins" chain. As upstream's frameworkImpl, the Framework is itself the Handle its
 plugins get. Everything runs on the caller's thread; only Permit waiting is shared with the binding
 threads (waiting_pods_map.py). Sampled cycles run the timed wrappers of instrumented_plugins.py.
+Each section (``# -----``) names the upstream functions it follows.
 """
 
 from __future__ import annotations
@@ -298,7 +299,7 @@ class Framework:
             (pl.name, pl) for pl in self._score if isinstance(pl, RescorePlugin)
         ]
 
-    # ----- construction -------------------------------------------------------------------------
+    # ----- construction: NewFramework, expandMultiPointPlugins, getValidScoreWeights, updatePluginList
 
     def _rows_of(self, plugins: list[Any]) -> list[tuple[str, Any, bool]]:
         return [(pl.name, pl, pl.name in self._filter_for) for pl in plugins]
@@ -349,7 +350,7 @@ class Framework:
         self.plugins[name] = plugin
         return plugin
 
-    # ----- the Handle: what plugins reach through it ----------------------------------------------
+    # ----- the Handle: SnapshotSharedLister, Parallelizer, the podNominator, Extenders, PodActivator
 
     def snapshot(self) -> SharedLister:
         return self._options.snapshot
@@ -420,7 +421,7 @@ class Framework:
     def activate_pods(self, pods: list[Pod]) -> None:
         self._scheduler.activate_pods(pods)
 
-    # ----- introspection ------------------------------------------------------------------------
+    # ----- introspection: ListPlugins, HasFilterPlugins, HasPostFilterPlugins, HasScorePlugins, metricsRecorder
 
     def list_plugins(self) -> dict[str, list[str]]:
         """Extension point -> plugin names, in run order (points without plugins omitted)."""
@@ -483,7 +484,7 @@ class Framework:
             values = self._success_lists[extension_point] = self._success_values(extension_point, SUCCESS_NAME)
         return values
 
-    # ----- watch events for plugins that keep state ----------------------------------------------
+    # ----- watch events for plugins that keep state (no upstream counterpart: plugins there keep informers)
 
     def has_observers(self) -> bool:
         return bool(self._observers)
@@ -541,8 +542,8 @@ class Framework:
             cell[1] += visited
             return
         # The few distinct rejecting plugins counted by list.count, a C loop that mostly meets the very name object
-        # it counts: a Counter's dict update per rejected node was 7 % of a pod's instructions where hundreds of
-        # nodes are rejected (anti-affinity).
+        # it counts, rather than a Counter's dict update per rejected node: hundreds of nodes may be rejected
+        # (anti-affinity).
         rejecting = list(map(attrgetter("plugin"), rejections))
         rejected = {name: rejecting.count(name) for name in set(rejecting)}
         for pl in self._filter:
@@ -553,7 +554,7 @@ class Framework:
                 metrics.plugin_evaluations((name,), "Filter", visited)
             visited -= rejected.get(name, 0)
 
-    # ----- queue side ---------------------------------------------------------------------------
+    # ----- queue side: QueueSortFunc, PreEnqueuePlugins, EnqueueExtensions, SignPod, computeBatchablePlugins
 
     def queue_sort_less(self, a: QueuedPodInfoLike, b: QueuedPodInfoLike) -> bool:
         if not self._queue_sort:
@@ -648,7 +649,8 @@ class Framework:
         names = [name for name, pl in self._rescorers if pl.rescore_each_cycle(pod)]
         return frozenset(names) if names else _NONE_RESCORED
 
-    # ----- PreFilter / Filter -------------------------------------------------------------------
+    # ----- PreFilter / Filter: RunPreFilterPlugins, RunPreFilterExtensionAddPod/RemovePod, RunFilterPlugins,
+    # RunFilterPluginsWithNominatedPods, addGENominatedPods
 
     def run_pre_filter_plugins(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo] | None = None
@@ -839,7 +841,7 @@ class Framework:
                 added = True
         return added, state_out, info_out, None
 
-    # ----- PostFilter ---------------------------------------------------------------------------
+    # ----- PostFilter: RunPostFilterPlugins
 
     def run_post_filter_plugins(
         self, state: CycleState, pod: Pod, statuses: NodeToStatus
@@ -881,7 +883,7 @@ class Framework:
             rejector = rejector or pl.name
         return result, Status(CODE_UNSCHEDULABLE, reasons, plugin=rejector)
 
-    # ----- PreScore / Score ---------------------------------------------------------------------
+    # ----- PreScore / Score: RunPreScorePlugins, RunScorePlugins, NormalizeScores, nonSkippedScorePlugins
 
     def run_pre_score_plugins(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
         """Skip → that plugin's Score does not run this cycle; anything else but success is an Error."""
@@ -1067,7 +1069,8 @@ class Framework:
             f"invalid score {bad}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
         )
 
-    # ----- Reserve / Permit ---------------------------------------------------------------------
+    # ----- Reserve / Permit: RunReservePluginsReserve/Unreserve, RunPermitPlugins, WaitOnPermit, GetWaitingPod,
+    # IterateOverWaitingPods, RejectWaitingPod
 
     def run_reserve_plugins_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         """Stop at the first failure; the caller then runs Unreserve for all plugins."""
@@ -1187,7 +1190,7 @@ class Framework:
         if self._plugin_metrics is not None:
             self._plugin_metrics.volume_scheduling_stage_failed(operation)
 
-    # ----- PreBind / Bind / PostBind ------------------------------------------------------------
+    # ----- PreBind / Bind / PostBind: RunPreBindPlugins, RunBindPlugins, RunPostBindPlugins
 
     def run_pre_bind_plugins(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         """PreBind, but for the plugins whose PreBindPreFlight returned Skip this binding cycle (upstream's

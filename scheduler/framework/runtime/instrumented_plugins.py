@@ -1,7 +1,7 @@
 """Plugins as a sampled scheduling cycle sees them (upstream
 ``pkg/scheduler/framework/runtime/instrumented_plugins.go``, and the per-plugin timing of
-``framework.go``'s run*Plugin helpers): each wrapper implements its extension point's protocol, calls
-the plugin and records the call's duration (scheduler_plugin_execution_duration_seconds).
+``pkg/scheduler/framework/runtime/framework.go``'s run*Plugin helpers): each wrapper implements its extension point's
+protocol, calls the plugin and records the call's duration (scheduler_plugin_execution_duration_seconds).
 
 A wrapper implements the same optional fast paths as its plugin (``filter_for``, ``score_nodes``), so the
 framework calls a timed plugin exactly as it calls the plain one.

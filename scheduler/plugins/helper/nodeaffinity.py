@@ -1,5 +1,5 @@
 """Node selector terms, parsed once and matched against nodes (upstream component-helpers
-``scheduling/corev1/nodeaffinity/nodeaffinity.go``, with its validation messages).
+``k8s.io/component-helpers/scheduling/corev1/nodeaffinity/nodeaffinity.go``, with its validation messages).
 
 Shared by NodeAffinity (required and preferred terms) and the volume helpers (a PersistentVolume's node
 affinity); a helper, so that the volume helpers need not import a plugin.

@@ -1,4 +1,5 @@
-"""DefaultNormalizeScore (upstream ``plugins/helper/normalize_score.go``): scale raw scores to 0..100."""
+"""DefaultNormalizeScore (upstream ``pkg/scheduler/framework/plugins/helper/normalize_score.go``): scale raw scores to
+0..100."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""BuildBrokenLinearFunction (upstream ``plugins/helper/shape_score.go``): RequestedToCapacityRatio's shape."""
+"""BuildBrokenLinearFunction (upstream ``pkg/scheduler/framework/plugins/helper/shape_score.go``):
+RequestedToCapacityRatio's shape."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Selector-of-workload helpers shared by the spreading plugins (upstream ``plugins/helper/spread.go``).
+"""Selector-of-workload helpers shared by the spreading plugins (upstream
+``pkg/scheduler/framework/plugins/helper/spread.go``).
 
 PodTopologySpread's system default constraints, SelectorSpread and ServiceAntiAffinity all need "the pods
 of the same workload as this pod". Upstream deduces that group from the Services selecting the pod and the
@@ -51,8 +52,7 @@ def object_labels(obj: Mapping[str, Any] | None) -> Mapping[str, str]:
 def selector_from_set(labels: Mapping[str, str]) -> LabelSelector:
     """labels.Set.AsSelector: one equality requirement per key; an empty set selects everything.
 
-    Unlike ``selector_from_map`` (Service semantics, empty selects nothing) this is the set form
-    upstream uses to *build* selectors, whose emptiness callers test explicitly.
+    The set form upstream uses to *build* selectors, whose emptiness callers test explicitly.
     """
     return LabelSelector(tuple(Requirement(k, "In", frozenset({v})) for k, v in sorted(labels.items())))
 

@@ -1,6 +1,6 @@
 """BalancedResourceAllocation: the seed-era (v1.16) priority ``BalancedResourceAllocationMap``.
 
-v1.16 ``algorithm/priorities/balanced_resource_allocation.go``: with
+``k8s.io/kubernetes@v1.16.0/pkg/scheduler/algorithm/priorities/balanced_resource_allocation.go``: with
 f_cpu = requested_cpu / capacity_cpu and f_mem likewise (a capacity of 0 gives the fraction 1),
 the score is 0 when either fraction is ≥ 1, else ``int((1 - |f_cpu - f_mem|) · MAX)``. Unlike the
 current NodeResourcesBalancedAllocation, requested uses v1.16 *non-zero* requests (pod + node

@@ -1,11 +1,11 @@
 """CheckNodeCondition: the seed-era (v1.16) predicate ``CheckNodeConditionPredicate``, as a Filter plugin.
 
-Reproduces v1.16 ``algorithm/predicates/predicates.go``: walking the node's status conditions, a
-``Ready`` condition whose status is not ``True`` adds ``node(s) were not ready`` and a
+Reproduces ``k8s.io/kubernetes@v1.16.0/pkg/scheduler/algorithm/predicates/predicates.go``: walking the node's status
+conditions, a ``Ready`` condition whose status is not ``True`` adds ``node(s) were not ready`` and a
 ``NetworkUnavailable`` condition whose status is not ``False`` adds ``node(s) had unavailable network``;
-``spec.unschedulable`` adds ``node(s) were unschedulable``. All reasons are reported together. A node
-that reports no Ready condition at all passes (only listed conditions are checked), as in v1.16; a
-missing node object gives ``node(s) had unknown conditions``.
+``spec.unschedulable`` adds ``node(s) were unschedulable``. All reasons are reported together. A node that reports no
+Ready condition at all passes (only listed conditions are checked), as in v1.16; a missing node object gives ``node(s)
+had unknown conditions``.
 
 v1.16 listed all these reasons as unresolvable by preemption (``unresolvablePredicateFailureErrors``),
 so the status is UnschedulableAndUnresolvable. The predicate was replaced by taint-based eviction

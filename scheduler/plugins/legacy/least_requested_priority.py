@@ -1,6 +1,6 @@
 """LeastRequestedPriority: the seed-era (v1.16) priority ``LeastRequestedPriorityMap``, as a Score plugin.
 
-v1.16 ``algorithm/priorities/least_requested.go``: per cpu and memory
+``k8s.io/kubernetes@v1.16.0/pkg/scheduler/algorithm/priorities/least_requested.go``: per cpu and memory
 ``(capacity - requested)·MAX / capacity`` (0 when capacity is 0 or requested exceeds it), averaged
 1:1 with integer division, where requested = the pod's non-zero request + the node's NonZeroRequest.
 v1.16 non-zero requests count regular containers only (no init containers, no overhead), 100m / 200Mi

@@ -1,9 +1,9 @@
 """MostRequestedPriority: the seed-era (v1.16) priority ``MostRequestedPriorityMap``, as a Score plugin.
 
-v1.16 ``algorithm/priorities/most_requested.go``: per cpu and memory ``requested·MAX / capacity``,
-0 when capacity is 0 **or requested exceeds capacity** (later versions cap instead of zeroing),
-averaged 1:1 with integer division; requested = the pod's non-zero request + the node's
-NonZeroRequest, v1.16 style (regular containers only, 100m / 200Mi defaults).
+``k8s.io/kubernetes@v1.16.0/pkg/scheduler/algorithm/priorities/most_requested.go``: per cpu and memory ``requested·MAX
+/ capacity``, 0 when capacity is 0 **or requested exceeds capacity** (later versions cap instead of zeroing), averaged
+1:1 with integer division; requested = the pod's non-zero request + the node's NonZeroRequest, v1.16 style (regular
+containers only, 100m / 200Mi defaults).
 
 Mapping to 0..100: as for LeastRequestedPriority, the integer formula is evaluated with MAX = 100 as
 v1.17+ and the v1.18 legacy registry (NodeResourcesMostAllocated) did, not as the 0..10 value x 10.

@@ -1,8 +1,9 @@
 """SelectorSpread: prefer nodes and zones with fewer pods of the pod's workload (legacy, 0-100 framework form).
 
-This is the seed-era SelectorSpreadPriority (1.16, ``algorithm/priorities/selector_spreading.go``, scores 0-10)
-in the shape it had as a framework plugin from 1.19 to 1.28 (``plugins/selectorspread``, scores 0-100), when
-it was removed in favour of PodTopologySpread's system defaults.
+This is the seed-era SelectorSpreadPriority
+(``k8s.io/kubernetes@v1.16.0/pkg/scheduler/algorithm/priorities/selector_spreading.go``, scores 0-10) in the shape it
+had as a framework plugin from 1.19 to 1.28 (``plugins/selectorspread``, scores 0-100), when it was removed in favour
+of PodTopologySpread's system defaults.
 
 The workload group: 1.16 collected one selector per Service / RC / ReplicaSet / StatefulSet matching the pod
 and counted pods matching *all* of them; the framework form merged them into one selector

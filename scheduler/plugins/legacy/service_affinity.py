@@ -1,10 +1,10 @@
 """ServiceAffinity: keep a Service's pods on nodes with the same values of some labels (legacy predicate).
 
 Seed era: the Policy predicate ``{"argument": {"serviceAffinity": {"labels": ["region"]}}}``
-(``CheckServiceAffinity``, 1.16 ``algorithm/predicates/predicates.go``); 1.18-1.21 the ``ServiceAffinity``
-framework plugin with args ``affinityLabels`` (filter) and ``antiAffinityLabelsPreference`` (score). The
-scoring half is the ``ServiceAntiAffinity`` plugin here; given ``antiAffinityLabelsPreference`` this plugin
-still scores the 1.18 way through the same code.
+(``CheckServiceAffinity``, ``k8s.io/kubernetes@v1.16.0/pkg/scheduler/algorithm/predicates/predicates.go``); 1.18-1.21
+the ``ServiceAffinity`` framework plugin with args ``affinityLabels`` (filter) and ``antiAffinityLabelsPreference``
+(score). The scoring half is the ``ServiceAntiAffinity`` plugin here; given ``antiAffinityLabelsPreference`` this
+plugin still scores the 1.18 way through the same code.
 
 Filter: the values the pod must find on the node are its nodeSelector's values for the affinity labels;
 labels it does not pin are back-filled from the node running the first "pod of the same service" (a pod of

@@ -1,11 +1,12 @@
 """ServiceAntiAffinity: spread a Service's pods over the values of node labels (legacy priority, 0-100).
 
 Seed era: the Policy priority ``{"argument": {"serviceAntiAffinity": {"label": "zone"}}}``, implemented by
-``CalculateAntiAffinityPriority`` (1.16, ``algorithm/priorities/selector_spreading.go``, 0-10). In 1.18 it
-became the Score half of the ``ServiceAffinity`` plugin, args ``antiAffinityLabelsPreference`` (several
-labels, each contributing 1/len of the score). Here the filter and the score are two plugins, because they
-are two different things with two different arg lists; ``ServiceAffinity`` still scores when given
-``antiAffinityLabelsPreference``, through the same code (``ServiceAntiAffinityScorer``).
+``CalculateAntiAffinityPriority``
+(``k8s.io/kubernetes@v1.16.0/pkg/scheduler/algorithm/priorities/selector_spreading.go``, 0-10). In 1.18 it became the
+Score half of the ``ServiceAffinity`` plugin, args ``antiAffinityLabelsPreference`` (several labels, each contributing
+1/len of the score). Here the filter and the score are two plugins, because they are two different things with two
+different arg lists; ``ServiceAffinity`` still scores when given ``antiAffinityLabelsPreference``, through the same
+code (``ServiceAntiAffinityScorer``).
 
 Score: the pods on the node (same namespace, not terminating) matched by the selector of the *first* Service
 selecting the pod. NormalizeScore, per label L: with N = Σ scores over the scored nodes and C(v) = Σ scores

@@ -63,11 +63,11 @@ _FILTER_POINTS = _points("preFilter", "filter")
 _SCORE_POINTS = _points("preScore", "score")
 _FILTER_SCORE_POINTS = _points("preFilter", "filter", "preScore", "score")
 
-# Upstream's v1 default set first, in its MultiPoint order (kube-scheduler v1.37 default_plugins.go: NodeName
-# before NodeUnschedulable; DynamicResources, weight 2, before DefaultPreemption as with the
-# DynamicResourceAllocation gate on, GA: ours rejects pods with resource claims but gives every other pod
-# upstream's verdicts and scores; NodeDeclaredFeatures appended, its gate GA and locked on). VolumeBinding
-# scores with StorageCapacityScoring (beta, on in 1.37). Then the seed-era plugins.
+# Upstream's v1 default set first, in its MultiPoint order (kube-scheduler v1.37
+# pkg/scheduler/apis/config/v1/default_plugins.go: NodeName before NodeUnschedulable; DynamicResources, weight 2,
+# before DefaultPreemption as with the DynamicResourceAllocation gate on, GA: ours rejects pods with resource claims
+# but gives every other pod upstream's verdicts and scores; NodeDeclaredFeatures appended, its gate GA and locked on).
+# VolumeBinding scores with StorageCapacityScoring (beta, on in 1.37). Then the seed-era plugins.
 IN_TREE_PLUGINS: tuple[PluginSpec, ...] = (
     PluginSpec("SchedulingGates", _points("preEnqueue"), 0),
     PluginSpec("PrioritySort", _points("queueSort"), 0),

@@ -1,4 +1,4 @@
-"""The assume caches of VolumeBinding (upstream ``volumebinding/assume_cache.go``, now
+"""The assume caches of VolumeBinding (upstream ``pkg/scheduler/framework/plugins/volumebinding/assume_cache.go``, now
 ``pkg/scheduler/util/assumecache``): PVs and PVCs as the watch delivered them, overlaid with the versions
 the binder assumed at Reserve so that later pods do not choose the same PV.
 """

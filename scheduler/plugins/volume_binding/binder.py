@@ -1,6 +1,6 @@
-"""The volume binder VolumeBinding drives (upstream ``volumebinding/binder.go``, SchedulerVolumeBinder):
-which PVs a pod's unbound claims can take on a node or whether they can be provisioned there (Filter),
-assuming those choices in the assume caches (Reserve), reverting them (Unreserve), and writing them and
+"""The volume binder VolumeBinding drives (upstream ``pkg/scheduler/framework/plugins/volumebinding/binder.go``,
+SchedulerVolumeBinder): which PVs a pod's unbound claims can take on a node or whether they can be provisioned there
+(Filter), assuming those choices in the assume caches (Reserve), reverting them (Unreserve), and writing them and
 waiting for the PV controller to complete them (PreBind).
 """
 

@@ -1,5 +1,6 @@
-"""VolumeBinding (kube-scheduler v1.37 ``volumebinding/volume_binding.go``); its binder is ``binder.py``
-(``binder.go``), its assume caches ``assume_cache.py``.
+"""VolumeBinding (kube-scheduler v1.37 ``pkg/scheduler/framework/plugins/volumebinding/volume_binding.go``); its
+binder is ``binder.py`` (``pkg/scheduler/framework/plugins/volumebinding/binder.go``), its assume caches
+``assume_cache.py``.
 
 PreFilter: every claim the pod uses (PVC volumes and generic ephemeral volumes) must exist, not be lost
 or being deleted, and (ephemeral) be controlled by the pod, else UnschedulableAndUnresolvable with

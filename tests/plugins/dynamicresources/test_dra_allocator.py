@@ -8,7 +8,6 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from dra_objects import DRIVER, claim, device, device_class, exactly, node, slice_
 
 from scheduler.model.dra import (
     DeviceClass,
@@ -27,6 +26,7 @@ from scheduler.plugins.helper.dynamicresources.allocator import (
 )
 from scheduler.plugins.helper.dynamicresources.cel import CelCache
 from scheduler.plugins.helper.dynamicresources.pools import apply_device_taint_rules
+from tests.plugins.dynamicresources.dra_objects import DRIVER, claim, device, device_class, exactly, node, slice_
 
 GPU = device_class()
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from dra_objects import claim, exactly
 
 from scheduler.model.dra import AllocationResult, DeviceRequestAllocationResult, resource_claim_from_api
 from scheduler.plugins.helper.dynamicresources.score import ScoreError, prioritized_list_score
+from tests.plugins.dynamicresources.dra_objects import claim, exactly
 
 FIRST_AVAILABLE = [{"name": "req", "firstAvailable": [{"name": "big", "deviceClassName": "gpu"},
                                                       {"name": "small", "deviceClassName": "gpu"}]},

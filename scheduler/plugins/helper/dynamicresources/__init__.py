@@ -1,6 +1,6 @@
 """Dynamic Resource Allocation's pure logic: the CEL selector environment and the structured allocator.
 
-Follows ``k8s.io/dynamic-resource-allocation@v0.37.2`` (``cel/``, ``structured/internal/incubating/``,
+Follows ``k8s.io/dynamic-resource-allocation`` (``cel/``, ``structured/internal/incubating/``,
 ``resourceclaim/``, ``resourceslice/tracker/``) as kube-scheduler v1.37.2 uses it from
 ``pkg/scheduler/framework/plugins/dynamicresources/``. A library, not a plugin, so it lives under
 ``plugins/helper/`` and imports no plugin module; the DynamicResources plugin

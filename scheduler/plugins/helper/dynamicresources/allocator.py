@@ -1,9 +1,10 @@
 """The structured allocator: which devices of which ResourceSlices a node can give a pod's claims.
 
-Follows ``k8s.io/dynamic-resource-allocation@v0.37.2/structured/internal/incubating/allocator_incubating.go``
-and ``constraint.go``, the implementation ``structured.NewAllocator`` picks in kube-scheduler v1.37.2
-with its default feature gates (DRAConsumableCapacity, DRADeviceBindingConditions and
-DRAFractionalCapacityRange are beta and on, which the "stable" allocator does not support).
+Follows ``k8s.io/dynamic-resource-allocation/structured/internal/incubating/allocator_incubating.go``
+and ``k8s.io/dynamic-resource-allocation/structured/internal/incubating/constraint.go``, the implementation
+``structured.NewAllocator`` picks in kube-scheduler v1.37.2 with its default feature gates (DRAConsumableCapacity,
+DRADeviceBindingConditions and DRAFractionalCapacityRange are beta and on, which the "stable" allocator does not
+support).
 
 The search is upstream's: claims in order, their requests in order, for each device of a request
 the pools in driver/pool order, their slices in name order, the devices in slice order, the first

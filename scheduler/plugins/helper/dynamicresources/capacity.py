@@ -1,6 +1,6 @@
 """Consumable capacity (DRAConsumableCapacity, DRAFractionalCapacityRange: beta and on in v1.37.2).
 
-Follows ``k8s.io/dynamic-resource-allocation@v0.37.2/structured/internal/incubating/consumable_capacity.go``:
+Follows ``k8s.io/dynamic-resource-allocation/structured/internal/incubating/consumable_capacity.go``:
 how much of each capacity a request consumes from a device that allows multiple allocations (its
 request, rounded up to the device's request policy, or the policy's default, or the whole capacity),
 and whether that still fits next to what allocated and in-flight claims already consume.

@@ -1,12 +1,12 @@
 """The CEL environment of DRA device selectors, compiled once per expression and cached.
 
-Follows ``k8s.io/dynamic-resource-allocation@v0.37.2/cel/`` (``compile.go``, ``cache.go``,
-``errors.go``) with v1.37.2's default features (DRAConsumableCapacity on, DRAListTypeAttributes
-off): the one variable ``device`` with ``driver``, ``allowMultipleAllocations``, ``attributes`` and
-``capacity``; attributes and capacities keyed by domain then identifier, a name without a domain
-filed under the driver's name; a missing domain reads as an empty map, so
-``device.attributes["other.example.com"].x`` fails with ``no such key: x`` and ``has()`` on it is
-false. The expression must evaluate to bool.
+Follows ``k8s.io/dynamic-resource-allocation/cel/`` (``k8s.io/dynamic-resource-allocation/cel/compile.go``,
+``k8s.io/dynamic-resource-allocation/cel/cache.go``, ``k8s.io/dynamic-resource-allocation/cel/errors.go``) with
+v1.37.2's default features (DRAConsumableCapacity on, DRAListTypeAttributes off): the one variable ``device`` with
+``driver``, ``allowMultipleAllocations``, ``attributes`` and ``capacity``; attributes and capacities keyed by domain
+then identifier, a name without a domain filed under the driver's name; a missing domain reads as an empty map, so
+``device.attributes["other.example.com"].x`` fails with ``no such key: x`` and ``has()`` on it is false. The
+expression must evaluate to bool.
 
 The library is cel-expr-python (Google's cel-cpp) with its optional-types, strings and bindings
 extensions plus the Kubernetes functions of :mod:`.cel_library`. Differences from upstream's cel-go
@@ -46,7 +46,7 @@ from scheduler.model.dra import DeviceAttribute, DeviceCapacity
 from scheduler.plugins.helper.dynamicresources import cel_library
 from scheduler.plugins.helper.dynamicresources.cel_library import CelFunctionError
 
-CACHE_SIZE = 10  # dynamicresources.go: cel.NewCache(10, ...)
+CACHE_SIZE = 10  # pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go: cel.NewCache(10, ...)
 
 
 class CelRuntimeError(ValueError):

@@ -1,11 +1,12 @@
 """The Kubernetes CEL library functions DRA selectors may call, for cel-expr-python (Google's cel-cpp).
 
-Follows ``k8s.io/apiserver@v0.37.2/pkg/cel/library/``: ``quantity.go`` (quantity, isQuantity and the
-Quantity methods), ``semverlib.go`` (semver, isSemver, with and without normalisation, and the Semver
-methods), ``lists.go`` (isSorted, sum, min, max; not indexOf and lastIndexOf on lists, as cel-cpp's
-strings extension owns those names), ``regex.go`` (find, findAll)
-and cel-go's ``ext.Sets`` (sets.contains, sets.equivalent, sets.intersects). cel-cpp supplies the
-standard library and the strings, optional-types and bindings extensions itself.
+Follows ``k8s.io/apiserver/pkg/cel/library/``: ``k8s.io/apiserver/pkg/cel/library/quantity.go`` (quantity, isQuantity
+and the Quantity methods), ``k8s.io/apiserver/pkg/cel/library/semverlib.go`` (semver, isSemver, with and without
+normalisation, and the Semver methods), ``k8s.io/apiserver/pkg/cel/library/lists.go`` (isSorted, sum, min, max; not
+indexOf and lastIndexOf on lists, as cel-cpp's strings extension owns those names),
+``k8s.io/apiserver/pkg/cel/library/regex.go`` (find, findAll) and cel-go's ``ext.Sets`` (sets.contains,
+sets.equivalent, sets.intersects). cel-cpp supplies the standard library and the strings, optional-types and bindings
+extensions itself.
 
 Quantities and semantic versions are opaque types upstream (``kubernetes.Quantity``,
 ``kubernetes.Semver``); cel-cpp cannot carry Python objects, so they travel as small protobuf

@@ -1,6 +1,6 @@
 """Which ResourceClaims a pod uses, and whether a claim belongs to and is reserved for the pod.
 
-Follows ``k8s.io/dynamic-resource-allocation@v0.37.2/resourceclaim/resourceclaim.go`` (``Name``,
+Follows ``k8s.io/dynamic-resource-allocation/resourceclaim/resourceclaim.go`` (``Name``,
 ``IsForPod``, ``IsReservedForPod``, ``BindTo`` for a pod; the PodGroup variants belong to
 DRAWorkloadResourceClaims, beta and off in v1.37.2, and are not built) with its error texts, which
 the plugin's PreEnqueue and PreFilter messages carry.

@@ -1,9 +1,10 @@
 """Extended resources backed by a DeviceClass (DRAExtendedResource, GA in v1.37.2).
 
-Follows ``k8s.io/dynamic-resource-allocation@v0.37.2/deviceclass/extendedresourcecache`` (which class
-an extended resource name maps to) and ``dynamicresources/extendeddynamicresources.go`` (the special
-claim a pod gets for such resources: its device requests, one per container, and the
-container -> request mappings written to ``pod.status.extendedResourceClaimStatus``).
+Follows ``k8s.io/dynamic-resource-allocation/deviceclass/extendedresourcecache`` (which class
+an extended resource name maps to) and
+``pkg/scheduler/framework/plugins/dynamicresources/extendeddynamicresources.go`` (the special claim a pod gets for
+such resources: its device requests, one per container, and the container -> request mappings written to
+``pod.status.extendedResourceClaimStatus``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What DynamicResources knows of the cluster's DRA objects: the DRA manager and the claims' assume cache.
 
-Follows ``k8s.io/kubernetes@v1.37.2/pkg/scheduler/framework/plugins/dynamicresources/dra_manager.go``
+Follows ``pkg/scheduler/framework/plugins/dynamicresources/dra_manager.go``
 (claim tracker: assume cache, in-flight allocations, allocated-devices tracking), the assume cache
 (``pkg/scheduler/util/assumecache``) and the slice tracker's DeviceTaintRule patching.
 
@@ -67,7 +67,8 @@ def _version(rv: str) -> int:
 
 @dataclass(frozen=True, slots=True)
 class _Contribution:
-    """The devices one claim's allocation takes (``allocateddevices.go``; admin access takes none)."""
+    """The devices one claim's allocation takes
+    (``pkg/scheduler/framework/plugins/dynamicresources/allocateddevices.go``; admin access takes none)."""
 
     exclusive: tuple[DeviceID, ...] = ()
     shared: tuple[tuple[DeviceID, str], ...] = ()

@@ -1,13 +1,14 @@
 """Resource pools as one node sees them, and DeviceTaintRules applied to slices.
 
-Follows ``k8s.io/dynamic-resource-allocation@v0.37.2/structured/internal/incubating/pools_incubating.go``
+Follows ``k8s.io/dynamic-resource-allocation/structured/internal/incubating/pools_incubating.go``
 (``GatherPools``, ``NodeMatches``: the slices a node can use, grouped by driver and pool, only the
 newest generation, a pool incomplete while not all of its ``resourceSliceCount`` slices are known,
 invalid with duplicate device names or bad counter references, pools in driver/pool order with
-those whose devices have binding conditions last, slices in name order), ``compatibility_groups.go``
+those whose devices have binding conditions last, slices in name order),
+``k8s.io/dynamic-resource-allocation/structured/internal/incubating/compatibility_groups.go``
 (DRADeviceCompatibilityGroups is alpha and off: such slices are ignored) and
-``resourceslice/tracker/tracker.go``'s ``applyPatches`` (a DeviceTaintRule's taint is appended to
-every device its selector names).
+``k8s.io/dynamic-resource-allocation/resourceslice/tracker/tracker.go``'s ``applyPatches`` (a DeviceTaintRule's taint
+is appended to every device its selector names).
 """
 
 from __future__ import annotations

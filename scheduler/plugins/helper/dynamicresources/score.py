@@ -1,7 +1,7 @@
 """DynamicResources' Score: nodes where earlier ``firstAvailable`` subrequests fit score higher.
 
-Follows ``computeScore`` in ``k8s.io/kubernetes@v1.37.2/pkg/scheduler/framework/plugins/dynamicresources/
-dynamicresources.go``: for every claim of the pod (its existing allocation, or the next of the node's
+Follows ``computeScore`` in ``pkg/scheduler/framework/plugins/dynamicresources/dynamicresources.go``
+: for every claim of the pod (its existing allocation, or the next of the node's
 new allocation results for an unallocated claim), each allocated subrequest ``request/sub`` at
 position i of its request's ``firstAvailable`` adds ``8 - i`` (FirstAvailableDeviceRequestMaxSize).
 The plugin normalises the scores to 0-100 (``helper.DefaultNormalizeScore``) and weighs them 2.

@@ -1,0 +1,201 @@
+"""``python -m e2e.perf.lab.inproc``: the scheduling loop alone, in process, without an API server.
+
+A Scheduler with the offline writer (scheduler/whatif/offline.py) gets ``--nodes`` nodes shaped like
+scheduler_perf's node-default.yaml (3 zones) and SchedulingBasic's pods (init pods, then the measured
+ones); every binding is confirmed by the MODIFIED event the watch would deliver. It reports the CPU
+seconds per 1000 measured pods, the number the scheduling-loop optimisations are judged by; the
+machine is shared, so compare variants alternately over several runs (``--repeat``) and take medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import hashlib
+import heapq
+import itertools
+import random
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from e2e.cluster.cluster import node_manifest
+from e2e.perf.lab.shims import build_shim
+from e2e.perf.schedulers import py_scheduler_config
+from e2e.perf.workloads import INIT_NAMESPACE, MEASURE_NAMESPACE, WORKLOADS
+from scheduler.app import gcpolicy
+from scheduler.app.logging import configure
+from scheduler.config.load import build_registry, load, load_dict
+from scheduler.eventhandlers import ADDED, MODIFIED
+from scheduler.metrics import Metrics
+from scheduler.scheduler import Scheduler
+from scheduler.whatif.offline import OfflineWriter, RecordingBinder, RecordingEventSink
+
+SCHEDULER_NAME = "py-scheduler"
+# --callgrind: cycles between two housekeepings (live, once a second: 150-350 pods/s on 2 cores).
+CALLGRIND_HOUSEKEEPING = 250
+
+
+def _pod(template: dict[str, Any], namespace: str, i: int) -> dict[str, Any]:
+    meta = {**template.get("metadata", {}), "name": f"pod-{i}", "namespace": namespace,
+            "uid": f"uid-{namespace}-{i}", "resourceVersion": "1", "creationTimestamp": "2026-01-01T00:00:00Z"}
+    return {**template, "metadata": meta, "spec": {**template["spec"], "schedulerName": SCHEDULER_NAME}}
+
+
+def build(nodes: int, config_path: str | None, seed: int, workload: str = "SchedulingBasic",
+          metrics: bool = False) -> Scheduler:
+    """A Scheduler that binds synchronously into its own cache, with ``nodes`` default-shaped nodes and the
+    workload's Services; without ``config_path``, the profile the live benchmark gives py-scheduler.
+    ``metrics``: with the live scheduler's Prometheus metrics (recorded, folded once a second)."""
+    w = WORKLOADS[workload]
+    if config_path is None and w.py_score_plugins:
+        cfg = load_dict(py_scheduler_config(SCHEDULER_NAME, w.py_score_plugins), [SCHEDULER_NAME])
+    else:
+        cfg = load(config_path, [SCHEDULER_NAME])
+    writer = OfflineWriter()
+    sched = Scheduler(cfg, build_registry(cfg), RecordingBinder(), RecordingEventSink(),
+                      Metrics(rng=random.Random(seed)) if metrics else None, writer=writer,
+                      synchronous_binding=True, rng=random.Random(seed))
+    writer.connect(sched)
+    for i in range(nodes):
+        sched.on_node_event(ADDED, node_manifest(f"node-{i}", i, zones=3, now="2026-01-01T00:00:00Z"))
+    for make in w.services:
+        svc = make()
+        svc["metadata"] = {**svc["metadata"], "namespace": MEASURE_NAMESPACE, "uid": "svc-uid", "resourceVersion": "1"}
+        sched.on_object_event("Service", ADDED, svc)
+    return sched
+
+
+def _running(obj: dict[str, Any], node: str) -> dict[str, Any]:
+    """The pod as kwok reports it running on ``node`` (the MODIFIED event after the binding's)."""
+    status = {"phase": "Running", "podIP": "10.0.0.1", "startTime": "2026-01-01T00:00:02Z",
+              "conditions": [{"type": t, "status": "True", "lastProbeTime": None,
+                              "lastTransitionTime": "2026-01-01T00:00:02Z"}
+                             for t in ("PodScheduled", "Initialized", "Ready", "ContainersReady")]}
+    return {**obj, "spec": {**obj["spec"], "nodeName": node}, "status": status}
+
+
+@dataclass
+class LoopCost:
+    """CPU seconds of the scheduling cycles (the live scheduling thread's share: pops, cycles, housekeeping)
+    and of the watch events fed back (the live pod stream's share, as handled; no decoding)."""
+
+    cycles: float = 0.0
+    events: float = 0.0
+
+
+def schedule(sched: Scheduler, pods: list[dict[str, Any]], lag: int = 0, running: bool = False,
+             cost: LoopCost | None = None, housekeeping_every: int = 0) -> list[str]:
+    """Queue ``pods``, run cycles until the queue is empty; confirm each binding as the watch would.
+
+    ``lag``: the confirming MODIFIED event arrives that many cycles after the binding (0: before the next
+    cycle), as live, where dozens of bindings are in flight; ``running``: each pod's MODIFIED event to
+    Running follows its confirmation by ``lag`` cycles more, as kwok writes it (each replaces the pod on its
+    node, so the next snapshot clones that NodeInfo and the batch re-evaluates it). ``housekeeping_every``: the
+    housekeeping runs every that many cycles instead of once a second (a count that is the same however
+    slowly the loop runs, as under callgrind)."""
+    for obj in pods:
+        sched.on_pod_event(ADDED, obj)
+    by_key = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in pods}
+    binder = sched.binder
+    assert isinstance(binder, RecordingBinder)
+    placed: list[str] = []
+    due: list[tuple[int, int, dict[str, Any]]] = []  # a heap of (cycle, sequence, event object)
+    seq = itertools.count()
+    cost = cost if cost is not None else LoopCost()
+    next_housekeeping = time.monotonic() + 1.0
+    cycle = 0
+    while True:
+        t0 = time.thread_time()
+        popped = sched.schedule_one(timeout=0)
+        if popped and (cycle % housekeeping_every == housekeeping_every - 1 if housekeeping_every
+                       else time.monotonic() >= next_housekeeping):  # as live: gauges refreshed, samples folded
+            sched.housekeeping()
+            next_housekeeping += 1.0
+        t1 = time.thread_time()
+        cost.cycles += t1 - t0
+        if not popped and not due:
+            return placed
+        cycle += 1
+        while binder.bindings:
+            key, node = binder.bindings.pop(0)
+            obj = by_key[key]
+            heapq.heappush(due, (cycle + lag, next(seq), {**obj, "spec": {**obj["spec"], "nodeName": node}}))
+            if running:
+                heapq.heappush(due, (cycle + 2 * lag, next(seq), _running(obj, node)))
+            placed.append(node)
+        while due and (due[0][0] <= cycle or not popped):
+            sched.on_pod_event(MODIFIED, heapq.heappop(due)[2])
+        cost.events += time.thread_time() - t1
+
+
+def run(workload: str, nodes: int, pods: int, config_path: str | None, seed: int,
+        metrics: bool = False, lag: int = 0, running: bool = False,
+        marks: Any = None) -> tuple[float, list[str], LoopCost]:
+    """CPU seconds per 1000 measured pods, where they went, and the split between cycles and events.
+    ``marks``: the loaded cgmark shim (``--callgrind``): its counters cover the measured pods alone, and the
+    housekeeping runs every CALLGRIND_HOUSEKEEPING cycles."""
+    every = CALLGRIND_HOUSEKEEPING if marks is not None else 0
+    w = WORKLOADS[workload]
+    n_init, n_pods = w.sizes(nodes, pods)
+    sched = build(nodes, config_path, seed, workload, metrics)
+    policy = gcpolicy.install()  # as the live scheduler once synced: without it full collections weigh in
+    try:
+        schedule(sched, [_pod(w.init_template(), INIT_NAMESPACE, i) for i in range(n_init)], lag, running,
+                 housekeeping_every=every)
+        measured = [_pod(w.measure_template(), MEASURE_NAMESPACE, i) for i in range(n_pods)]
+        cost = LoopCost()
+        if marks is not None:
+            marks.cgmark_start()
+        began = time.process_time()
+        placed = schedule(sched, measured, lag, running, cost, every)
+        cpu = time.process_time() - began
+        if marks is not None:
+            marks.cgmark_stop()
+    finally:
+        gcpolicy.uninstall(policy)
+    if len(placed) != n_pods:
+        raise SystemExit(f"only {len(placed)}/{n_pods} pods were placed")
+    return cpu * 1000 / n_pods, placed, LoopCost(cost.cycles * 1000 / n_pods, cost.events * 1000 / n_pods)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workload", default="SchedulingBasic", choices=sorted(WORKLOADS))
+    ap.add_argument("--nodes", type=int, default=1000)
+    ap.add_argument("--pods", type=int, default=3000)
+    ap.add_argument("--config", default=None,
+                    help="a KubeSchedulerConfiguration file (default: the profile the live benchmark runs)")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--log-level", default="WARNING", help="the scheduler's log level (INFO logs every binding)")
+    ap.add_argument("--metrics", action="store_true", help="record the Prometheus metrics, as the live scheduler")
+    ap.add_argument("--lag", type=int, default=0,
+                    help="cycles between a binding and its confirming watch event (live: dozens in flight)")
+    ap.add_argument("--running", action="store_true",
+                    help="also deliver each pod's MODIFIED to Running, --lag cycles after its confirmation")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="under `valgrind --tool=callgrind --instr-atstart=no`: count the measured pods alone "
+                    f"(cgmark.c; housekeeping every {CALLGRIND_HOUSEKEEPING} cycles), printing the placements' hash")
+    args = ap.parse_args()
+    configure(args.log_level, json_lines=True)
+    marks = None
+    if args.callgrind:
+        with tempfile.TemporaryDirectory() as tmp:
+            marks = ctypes.CDLL(build_shim(tmp, "cgmark"))
+    results = []
+    for _ in range(args.repeat):
+        per_1000, placed, split = run(args.workload, args.nodes, args.pods, args.config, args.seed, args.metrics,
+                                      args.lag, args.running, marks)
+        results.append(per_1000)
+        if marks is not None:  # decisions must not move: compare this between variants
+            print(f"placements {hashlib.sha1(','.join(placed).encode()).hexdigest()[:12]}", flush=True)
+        print(f"{args.workload} {args.nodes}/{args.pods}: {per_1000:.3f} CPU s per 1000 pods (cycles "
+              f"{split.cycles:.3f}, watch events {split.events:.3f})", flush=True)
+    print(f"median {statistics.median(results):.3f} CPU s per 1000 pods over {len(results)} runs")
+
+
+if __name__ == "__main__":
+    main()

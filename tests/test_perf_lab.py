@@ -1,0 +1,58 @@
+"""Every tool of the laboratory (e2e/perf/lab) run from its command line at a tiny size: it starts, measures and
+prints what docs/performance.md says it prints (``make lab-smoke``; cgpython's run is tests/test_perf_cgpython.py)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HAS_CALLGRIND_H = Path("/usr/include/valgrind/callgrind.h").exists() and shutil.which("cc") is not None
+
+
+def lab(tool: str, *args: str) -> str:
+    """``python -m e2e.perf.lab.<tool> args`` from the project root; its standard output."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": "0"}
+    done = subprocess.run([sys.executable, "-m", f"e2e.perf.lab.{tool}", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_inproc_prints_cpu_a_pod_and_the_median() -> None:
+    out = lab("inproc", "--nodes", "30", "--pods", "40", "--repeat", "2")
+    assert len(re.findall(r"^SchedulingBasic 30/40: \d+\.\d{3} CPU s per 1000 pods", out, re.M)) == 2
+    assert re.search(r"^median \d+\.\d{3} CPU s per 1000 pods over 2 runs$", out, re.M)
+
+
+@pytest.mark.skipif(not HAS_CALLGRIND_H, reason="cgmark.c needs cc and valgrind's headers")
+def test_inproc_callgrind_prints_the_placements_hash_and_same_seed_same_hash() -> None:
+    hashes = [re.findall(r"^placements ([0-9a-f]{12})$", lab("inproc", "--nodes", "30", "--pods", "40", "--repeat",
+                                                                "1", "--callgrind"), re.M) for _ in range(2)]
+    assert len(hashes[0]) == 1 and hashes[0] == hashes[1]
+
+
+def test_watchreplay_prints_cpu_an_event() -> None:
+    out = lab("watchreplay", "--pods", "20", "--nodes", "5", "--repeat", "1")
+    assert re.search(r"^80 events, best of 1: \d+\.\d{3} CPU s, \d+\.\d CPU us/event$", out, re.M)
+
+
+def test_parfilter_compares_the_walks_and_none_differs() -> None:
+    out = lab("parfilter", "--workload", "SchedulingBasic", "--nodes", "60", "--pods", "10", "--workers", "0,2",
+              "--repeat", "1", "--no-batching")
+    assert re.search(r"^SchedulingBasic 60 nodes, batching off, \d+ cycles a variant, 0 differing", out, re.M)
+    assert re.findall(r"^  workers +(\d+):", out, re.M) == ["0", "2"]
+
+
+@pytest.mark.skipif(not HAS_CALLGRIND_H, reason="cgmark.c needs cc and valgrind's headers")
+def test_cgparts_evaluates_each_part_in_order(tmp_path: Path) -> None:
+    parts = tmp_path / "parts"
+    parts.write_text("# the loop's own cost\n0\nfwk.sign_pod(p) is not None\n", encoding="utf-8")
+    out = lab("cgparts", "--nodes", "20", "--calls", "3", "--parts", str(parts))
+    assert out.splitlines() == ["1 0", "2 fwk.sign_pod(p) is not None"]

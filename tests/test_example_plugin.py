@@ -29,9 +29,8 @@ ENTRY_POINT_GROUP = "py_scheduler.plugins"
 LABEL = "example.com/generation"
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The example installed into a fresh directory that is on sys.path for this module's tests."""
+def install_example(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example installed into a fresh directory (site-packages for it alone); returns that directory."""
     target = tmp_path_factory.mktemp("site")
     build = tmp_path_factory.mktemp("build")
     # A copy keeps the checkout clean: setuptools writes build/ and *.egg-info next to the sources.
@@ -41,6 +40,13 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
          "--target", str(target), str(build / EXAMPLE.name)],
         check=True, capture_output=True, text=True,
     )
+    return target
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The example installed into a fresh directory that is on sys.path for this module's tests."""
+    target = install_example(tmp_path_factory)
     sys.path.insert(0, str(target))
     importlib.invalidate_caches()
     try:

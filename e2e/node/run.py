@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from e2e.cluster.cluster import ClusterError, LocalCluster, build_binaries
-from e2e.node import checks, helm, image
+from e2e.node import checks, helm, image, plugin_image
 from e2e.node.host import NODE_IP, PAUSE_IMAGE, NodeError, RealNode, ensure_packages, log
 
 HERE = Path(__file__).resolve().parent
@@ -71,6 +71,7 @@ def run_all(state: Path, keep: bool) -> dict[str, Any]:
     timings["binaries"] = round(time.monotonic() - t0, 1)
     image.timed("base image (mmdebstrap)", image.base_image, timings)
     image.timed("app image (buildah, Dockerfile)", image.app_image, timings)
+    image.timed("plugin image (buildah, examples/node-label-score/Dockerfile)", plugin_image.build, timings)
     image.timed("pause image", lambda: image.pause_image(bin_dir / "pause"), timings)
 
     cluster = LocalCluster(state / "cluster", flags=CLUSTER_FLAGS)
@@ -102,7 +103,7 @@ def run_all(state: Path, keep: bool) -> dict[str, Any]:
 
 
 def _import_images(node: RealNode, state: Path) -> None:
-    for name in (image.APP_IMAGE, PAUSE_IMAGE):
+    for name in (image.APP_IMAGE, plugin_image.IMAGE, PAUSE_IMAGE):
         archive = image.export(name, state / "image.tar")
         node.ctr("images", "import", str(archive))
         archive.unlink()
@@ -129,6 +130,11 @@ def _checks(cluster: LocalCluster, bin_dir: Path, state: Path, timings: dict[str
     timings["takeover (s after delete)"] = round(took[0], 1)
     image.timed("check: config reload", lambda: checks.check_reload(ctx), timings)
     image.timed("check: logs", lambda: checks.check_logs(ctx), timings)
+
+    def apply_plugin() -> str:
+        return kubectl(cluster, bin_dir, "apply", "-k", str(plugin_image.OVERLAY))
+
+    image.timed("check: plugin image", lambda: plugin_image.check(ctx, apply_plugin, timings), timings)
     # The same image once more, installed with Helm in place of `kubectl apply -k`.
     uninstall = functools.partial(kubectl, cluster, bin_dir, "delete", "-k", str(OVERLAY), "--wait=true")
     image.timed("helm", lambda: helm.run_helm(cluster, bin_dir, state, ctx, kwok, uninstall, timings), timings)

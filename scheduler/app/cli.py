@@ -136,6 +136,8 @@ def _simulate(args: argparse.Namespace) -> int:
             print("py-scheduler simulate: give --cluster FILE, --from-cluster, or both", file=sys.stderr)
             return 2
         live = _live_cluster(args) if args.from_cluster else None
+        if args.compare:
+            return _compare(args, live)
         sim = run_simulation(args.cluster, args.pods, args.config, seed=args.seed, tie_break=args.tie_break,
                              live=live, policy_path=args.policy_config_file)
         if args.output == "json":
@@ -144,7 +146,21 @@ def _simulate(args: argparse.Namespace) -> int:
             sys.stdout.write(format_table(sim))
         return 0
 
-    return _what_if("simulate", body)
+    with plugin_modules.what_if_modules(args.plugin_module):
+        return _what_if("simulate", body)
+
+
+def _compare(args: argparse.Namespace, live: list[dict[str, Any]] | None) -> int:
+    """simulate --compare RUNNING: the pods under the running configuration and under --config, side by side."""
+    from scheduler.whatif.simulate import format_comparison, run_comparison
+
+    cmp = run_comparison(args.cluster, args.pods, args.compare, args.config, seed=args.seed, tie_break=args.tie_break,
+                         live=live, candidate_policy=args.policy_config_file)
+    if args.output == "json":
+        _print_json(cmp.to_json())
+    else:
+        sys.stdout.write(format_comparison(cmp))
+    return 0
 
 
 def _color() -> bool:
@@ -342,6 +358,10 @@ def _simulate_options(s: argparse.ArgumentParser) -> None:
     s.add_argument("--pods", required=True, help="YAML/JSON file of pods to place, in order")
     s.add_argument("--config", default=None, help=DEFAULT_PROFILE_CONFIG_HELP)
     s.add_argument("--policy-config-file", default=None, help="a seed-era scheduler Policy instead of --config")
+    s.add_argument("--compare", default=None, metavar="RUNNING_CONFIG",
+                   help="place the pods twice, under this KubeSchedulerConfiguration (the one running) and under "
+                        "--config (the candidate), and show per pod where each puts it and whether they differ")
+    plugin_modules.add_module_flag(s, "as in `run` (given, plugins load only from these and the entry points): ")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--seed", type=int, default=None,
                    help="seed the random draws (preemption's offset, extenders' tie-break), for repeatable output")

@@ -21,6 +21,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     d.add_argument("--kubeconfig", default=None, help="kubeconfig file (default: $KUBECONFIG, else in-cluster)")
     d.add_argument("--address", default=DEFAULT_ADDRESS, metavar="HOST:PORT",
                    help=f"where to serve the page (default {DEFAULT_ADDRESS}; port 0 picks a free one)")
+    d.add_argument("--accept-hosts", action="append", default=[], metavar="REGEX",
+                   help="also answer requests whose Host header names a host this regular expression matches (whole "
+                        "name, without the port; repeatable). Default: only localhost, 127.0.0.1, [::1] and the "
+                        "--address host; other hosts get 403, as kubectl proxy's --accept-hosts")
     d.add_argument("--config", default=None,
                    help="KubeSchedulerConfiguration file: its profiles' schedulerNames are the pods shown, and "
                         "explain and the what-if box use them (default: the default profile)")
@@ -47,12 +51,13 @@ def run(args: argparse.Namespace) -> int:
     """Serve until interrupted. Problems found at start (kubeconfig, configuration, address) are one
     line on stderr and exit status 2; once serving, every problem is a message on the page."""
     from scheduler.config.load import ConfigError, load
-    from scheduler.dashboard.server import DashboardServer
+    from scheduler.dashboard.server import DashboardServer, accepted_hosts
     from scheduler.dashboard.source import Source
     from scheduler.kube.snapshot import ClusterReadError, connect
 
     try:
         address = _address(args.address)
+        accept = accepted_hosts(address[0], args.accept_hosts)
         names = args.scheduler_name or [p.scheduler_name for p in load(args.config, None).profiles]
         token = None
         if args.metrics_token_file:
@@ -60,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
                 token = f.read().strip()
         raw = connect(args.kubeconfig or os.environ.get("KUBECONFIG") or None)
         source = Source(raw, args.config, names, metrics_url=args.metrics_url, metrics_token=token)
-        server = DashboardServer(address, source, refresh_seconds=args.refresh_seconds)
+        server = DashboardServer(address, source, refresh_seconds=args.refresh_seconds, accept=accept)
     except (ConfigError, ClusterReadError, ValueError) as exc:
         print(f"py-scheduler dashboard: {exc}", file=sys.stderr)
         return 2

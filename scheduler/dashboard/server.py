@@ -1,5 +1,12 @@
 """The dashboard's HTTP server: the static page (package data) and its JSON API, on the stdlib.
 
+A door to the cluster with the operator's kubeconfig, so it answers only its own host names: a request
+whose Host header names another host is refused (403) before anything is read, as kubectl proxy's
+--accept-hosts does (a page on attacker.example whose name was rebound to 127.0.0.1 would otherwise read the
+cluster through it), and a write (POST, PUT, PATCH, DELETE) whose Origin (else Referer) is not the dashboard
+itself is refused too (another site's page posting to it). A request with neither header is no browser's
+cross-site request and is served.
+
 Bounded: a connection that does not send its request line and headers within REQUEST_TIMEOUT is
 closed (a slow client cannot hold a thread), at most MAX_IN_FLIGHT requests are served at once (the
 rest get 503 at once), request bodies are capped. Answers never carry exception text from inside:
@@ -17,8 +24,9 @@ API (all GET but the what-if):
 from __future__ import annotations
 
 import json
+import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
@@ -43,6 +51,51 @@ STATIC = {  # file -> content type: only these names are served
 CSP = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'"
 
 
+# The dashboard's own names (kubectl proxy's default --accept-hosts); the bind address is added unless it is a
+# wildcard, and --accept-hosts adds more. Matched against the Host header's name, without the port.
+LOCAL_HOSTS = (r"localhost", r"127\.0\.0\.1", r"\[::1\]")
+WILDCARDS = frozenset({"", "0.0.0.0", "::"})
+WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def accepted_hosts(bind_host: str, extra: Sequence[str] = ()) -> tuple[re.Pattern[str], ...]:
+    """The host names the dashboard answers to: the local ones, the bind address, and ``extra`` (regular
+    expressions the whole name must match; a bad one raises ValueError naming it)."""
+    own = [] if bind_host in WILDCARDS else [re.escape(f"[{bind_host}]" if ":" in bind_host else bind_host)]
+    patterns = []
+    for text in (*LOCAL_HOSTS, *own, *extra):
+        try:
+            patterns.append(re.compile(text, re.IGNORECASE))
+        except re.error as exc:
+            raise ValueError(f"--accept-hosts {text!r}: {exc}") from None
+    return tuple(patterns)
+
+
+def host_name(host: str) -> str:
+    """The name part of a Host header or URL authority: ``[::1]:8080`` -> ``[::1]``, ``a.b:80`` -> ``a.b``."""
+    if host.startswith("["):
+        return host[: host.find("]") + 1] if "]" in host else host
+    name, colon, port = host.rpartition(":")
+    return name if colon and port.isdigit() else host
+
+
+def refusal(method: str, host: str | None, origin: str | None, referer: str | None,
+            accept: Sequence[re.Pattern[str]]) -> str | None:
+    """Why the request is refused, or None. Host must name the dashboard; a write's Origin (else Referer)
+    must be the dashboard itself: the same host and port as the Host header, over http or https."""
+    if not host or not any(p.fullmatch(host_name(host)) for p in accept):
+        return f"host {host_name(host or '')!r} is not one of this dashboard's names (add it with --accept-hosts)"
+    if method not in WRITES:
+        return None
+    source = origin if origin is not None else referer
+    if source is None:
+        return None
+    url = urlsplit(source)
+    if url.scheme not in ("http", "https") or url.netloc.lower() != host.lower():
+        return f"cross-origin {method} from {source[:200]!r} refused"
+    return None
+
+
 def static_file(name: str) -> bytes:
     """One of the page's files, read from the installed package (a wheel carries them as package data)."""
     return (resources.files("scheduler.dashboard") / STATIC_DIR / name).read_bytes()
@@ -54,9 +107,11 @@ class DashboardServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], source: Source, refresh_seconds: float = 5.0) -> None:
+    def __init__(self, address: tuple[str, int], source: Source, refresh_seconds: float = 5.0,
+                 accept: Sequence[re.Pattern[str]] | None = None) -> None:
         self.source = source
         self.refresh_seconds = refresh_seconds
+        self.accept = accepted_hosts(address[0]) if accept is None else accept
         self.slots = threading.BoundedSemaphore(MAX_IN_FLIGHT)
         super().__init__(address, _Handler)
 
@@ -86,7 +141,23 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self._serve("POST")
 
+    def do_PUT(self) -> None:
+        self._serve("PUT")
+
+    def do_PATCH(self) -> None:
+        self._serve("PATCH")
+
+    def do_DELETE(self) -> None:
+        self._serve("DELETE")
+
     def _serve(self, method: str) -> None:
+        refused = refusal(method, self.headers.get("Host"), self.headers.get("Origin"), self.headers.get("Referer"),
+                          self.server.accept)
+        if refused is not None:
+            log.warning("dashboard request refused", reason=refused, client=self.client_address[0])
+            self.close_connection = True  # a body, if any, stays unread
+            self._json(403, {"error": refused})
+            return
         if not self.server.slots.acquire(blocking=False):
             self._json(503, {"error": "the dashboard is busy; try again in a moment"})
             return

@@ -472,3 +472,79 @@ def format_table(sim: Simulation) -> str:
             detail = ", ".join(f"{k}={v}" for k, v in sorted(scores.items()) if k != "total")
             lines.append(f"    score {node}: total={scores.get('total', 0)} ({detail})")
     return "\n".join(lines) + "\n"
+
+
+@dataclass
+class Comparison:
+    """Two configurations' placements of the same pods on the same cluster (``simulate --compare``), in
+    file order: per pod each side's node (None: not placed), message and victims, and whether they differ.
+    ``invalid``: the objects the API server would reject, which neither side placed."""
+
+    running: str
+    candidate: str
+    results: list[dict[str, Any]]
+    invalid: list[str] = field(default_factory=list)
+
+    @property
+    def differing(self) -> int:
+        return sum(1 for r in self.results if r["differs"])
+
+    def to_json(self) -> dict[str, Any]:
+        return {"running": self.running, "candidate": self.candidate, "results": self.results,
+                "invalid": self.invalid, "differing": self.differing}
+
+
+def run_comparison(
+    cluster_path: str | None, pods_path: str, running_config: str | None, candidate_config: str | None, *,
+    seed: int | None = None, tie_break: Literal["heap", "name"] = "heap", live: list[dict[str, Any]] | None = None,
+    candidate_policy: str | None = None,
+) -> Comparison:
+    """The pods placed twice, each time from the same cluster (the same ``live`` snapshot, read once, so
+    both sides see one state) and in the same order: once under ``running_config`` (None: the default
+    profile), once under the candidate (``candidate_config`` or the Policy ``candidate_policy``). Each side
+    is a whole `simulate` run, so an earlier pod placed differently changes what later pods meet, as it
+    would in the cluster. Same seed on both sides: only the configurations differ."""
+    running = run_simulation(cluster_path, pods_path, running_config, seed=seed, tie_break=tie_break, live=live)
+    candidate = run_simulation(cluster_path, pods_path, candidate_config, seed=seed, tie_break=tie_break, live=live,
+                               policy_path=candidate_policy)
+    rows = [_compared(a, b) for a, b in zip(running.results, candidate.results, strict=True)]
+    default = "(default profile)"
+    return Comparison(running_config or default, candidate_config or candidate_policy or default, rows,
+                      candidate.invalid)
+
+
+def _side(result: Mapping[str, Any]) -> dict[str, Any]:
+    return {"node": result["node"], "message": result["message"], "victims": result["victims"]}
+
+
+def _compared(running: Mapping[str, Any], candidate: Mapping[str, Any]) -> dict[str, Any]:
+    """One pod's row: a different node or different victims is a different outcome; two failures with
+    different messages are not (neither places the pod)."""
+    a, b = _side(running), _side(candidate)
+    return {"pod": running["pod"], "running": a, "candidate": b,
+            "differs": (a["node"], a["victims"]) != (b["node"], b["victims"])}
+
+
+UNPLACED = "(unschedulable)"
+
+
+def format_comparison(cmp: Comparison) -> str:
+    """One line per pod: its node under each configuration and ``*`` where they differ; a side that did
+    not place the pod shows its message below, as does a side that preempts."""
+    lines = [f"invalid {e}" for e in cmp.invalid]
+    pods = [r["pod"] for r in cmp.results]
+    width = max([len("POD"), *map(len, pods)])
+    col = max([len("RUNNING"), *(len(r["running"]["node"] or UNPLACED) for r in cmp.results)])
+    lines.append(f"{'POD':<{width}}  {'RUNNING':<{col}}  CANDIDATE")
+    for r in cmp.results:
+        mark = "  *" if r["differs"] else ""
+        running, candidate = (r[s]["node"] or UNPLACED for s in ("running", "candidate"))
+        lines.append(f"{r['pod']:<{width}}  {running:<{col}}  {candidate}{mark}")
+        for side in ("running", "candidate"):
+            if r[side]["message"] and not r[side]["node"]:
+                lines.append(f"    {side}: {r[side]['message']}")
+            if r[side]["victims"]:
+                lines.append(f"    {side}: preempts {', '.join(r[side]['victims'])}")
+    lines.append(f"{cmp.differing} of {len(cmp.results)} pod(s) placed differently "
+                 f"(running: {cmp.running}; candidate: {cmp.candidate}).")
+    return "\n".join(lines) + "\n"

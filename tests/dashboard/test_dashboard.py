@@ -190,11 +190,13 @@ class FakeApi:
         self.objects = objects
         self.events = events or []
         self.down = False
+        self.requests = 0
         self.events_forbidden = False
         self.host = "https://api.test:6443"
 
     def request(self, method: str, path: str, body: Any = None, content_type: str = "",
                 timeout: float | None = None, accept: str = "") -> bytes:
+        self.requests += 1
         if self.down:
             raise ConnectionRefusedError(111, "Connection refused")
         base = path.split("?")[0]

@@ -8,11 +8,15 @@ The screenshots are docs/dashboard.md's: set DASHBOARD_SCREENSHOTS=docs/img to r
 
 from __future__ import annotations
 
+import functools
+import http.client
+import http.server
 import json
 import os
 import re
 import subprocess
 import sys
+import threading
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -305,3 +309,35 @@ def test_the_page_survives_the_api_server_restarting(
         assert dash.proc.poll() is None
     finally:
         dash.stop()
+
+
+def test_another_sites_page_and_a_rebound_host_get_nothing(
+    dashboard: Dashboard, browser: Browser, tmp_path: Path
+) -> None:
+    """A page of another origin (here http://localhost:<other port>) that posts a what-if to the dashboard
+    from a real browser is refused (the browser sends its Origin), and a request naming another host (DNS
+    rebinding: the attacker's name resolved to 127.0.0.1) is refused before the cluster is read; the
+    dashboard's own page keeps working (test_what_if_box_... posts from it)."""
+    port = int(dashboard.url.rsplit(":", 1)[1].strip("/"))
+    page = ("<html><body><script>fetch('%sapi/whatif', {method: 'POST', mode: 'no-cors', body: 'kind: Pod'})"
+            ".then(() => document.title = 'sent', () => document.title = 'sent')</script></body></html>")
+    (tmp_path / "index.html").write_text(page % dashboard.url)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    try:
+        before = dashboard.log.read_text().count("dashboard request refused")
+        browser.open(f"http://localhost:{other.server_address[1]}/index.html")
+        browser.wait(lambda: browser.js("document.title") == "sent", 60, what="the other page's POST")
+        wait_for(lambda: dashboard.log.read_text().count("dashboard request refused") > before, 30,
+                 what="the refusal in the dashboard's log")
+        assert "cross-origin POST from 'http://localhost:" in dashboard.log.read_text()
+    finally:
+        other.shutdown()
+        other.server_close()
+    for host in ("attacker.example", f"attacker.example:{port}"):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        conn.request("GET", "/api/nodes", headers={"Host": host})
+        answer = conn.getresponse()
+        assert answer.status == 403 and b"is not one of this dashboard's names" in answer.read()
+        conn.close()

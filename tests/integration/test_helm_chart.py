@@ -270,3 +270,17 @@ def test_configuration_loads_and_e2e_nodes_upgrade_raises_the_weight(helm_env: d
     assert default.leader_election == upgraded.leader_election and default.leader_election.leader_elect
     assert weights(default)["NodeAffinity"] == 2 and weights(upgraded)["NodeAffinity"] == 10
     assert {**weights(default), "NodeAffinity": 10} == weights(upgraded)
+
+
+def test_the_example_plugins_values_deploy_it(
+    helm_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """examples/node-label-score/deploy/values.yaml (docs/plugins.md's `helm install`) allows the plugin's module on
+    the command line and renders a configuration that loads with NodeLabelScore scoring at weight 5."""
+    monkeypatch.syspath_prepend(str(ROOT / "examples" / "node-label-score" / "src"))
+    values = ROOT / "examples" / "node-label-score" / "deploy" / "values.yaml"
+    docs = template(helm_env, "-f", str(values))
+    assert "--plugin-module=node_label_score" in deployment_args(docs)
+    (cm,) = select(docs, "ConfigMap")
+    (profile,) = load_dict(yaml.safe_load(cm["data"]["config.yaml"])).profiles
+    assert {p.name: p.weight for p in profile.plugins["score"]}["NodeLabelScore"] == 5

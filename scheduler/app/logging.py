@@ -76,9 +76,10 @@ def _direct_method(base: type, name: str, chain: list[Any]) -> Any:
     """The logger method ``name`` (a level's) that renders the line as ``chain`` (configure's processors, its
     last the renderer) would, without running the chain: what merge_contextvars, add_log_level, the timestamp
     and format_exc_info do to a line with no context, no exception and no positional arguments is to add
-    ``level`` and ``timestamp`` in that order. Every scheduled pod logs a line ("bound", on the binding thread), so
-    the chain's generic steps were a large part of a bound pod's cost (docs/performance-record.md). Any other call, and any logger whose processors are no longer this
-    chain (structlog configured again by a user), takes the chain."""
+    ``level`` and ``timestamp`` in that order. Every scheduled pod logs a line ("bound", on the binding
+    thread), so the chain's generic steps weighed on every bound pod (docs/performance-record.md). Any other
+    call, and any logger whose processors are no longer this chain (structlog configured again by a user),
+    takes the chain."""
     renderer = chain[-1]
     through_chain = getattr(base, name)
 

@@ -11,8 +11,7 @@ from scheduler.framework.events import (
 from scheduler.framework.types import ActionType, ClusterEvent, EventResource
 from scheduler.model.node import Node, node_from_api
 from scheduler.model.pod import pod_from_api
-from scheduler.testing import make_node
-from tests.queue.qhelpers import make_pod
+from scheduler.testing import make_node, make_pod
 
 # n1 as one update's old side; node_with gives the new side with one field replaced.
 N1 = (make_node().name("n1").label("zone", "a").annotation("a", "1").resource_version("1").taint("k", "v")
@@ -72,8 +71,9 @@ def test_node_event_actions() -> None:
 
 
 def test_pod_specific_events() -> None:
-    old = make_pod("p", labels={"a": "1"}, gates=("g",), cpu="500m")
-    new = make_pod("p", labels={"a": "2"}, cpu="250m", tolerations=[{"key": "k", "operator": "Exists"}])
+    old = make_pod().name("p").req(cpu="500m").scheduling_gates(*("g",)).labels({"a": "1"}).obj()
+    new = make_pod().name("p").req(cpu="250m").tolerations([{"key": "k",
+                                                             "operator": "Exists"}]).labels({"a": "2"}).obj()
     assert labels_of(pod_scheduling_properties_change(old, new)) == [
         "UnscheduledPodUpdatePodLabel",
         "UnscheduledPodUpdatePodScaleDown",
@@ -84,27 +84,30 @@ def test_pod_specific_events() -> None:
 
 def test_pod_scale_up() -> None:
     """v1.37 names a raised (or added) request: UpdatePodScaleUp, no longer the generic Update."""
-    events = pod_scheduling_properties_change(make_pod("p", cpu="100m"), make_pod("p", cpu="200m"))
+    events = pod_scheduling_properties_change(make_pod().name("p").req(cpu="100m").obj(),
+                                              make_pod().name("p").req(cpu="200m").obj())
     assert labels_of(events) == ["UnscheduledPodUpdatePodScaleUp"]
     assert events[0].action == ActionType.UPDATE_POD_SCALE_UP
 
 
 def test_assigned_pod_events_use_pod_resource() -> None:
-    old = make_pod("p", node_name="n1", labels={"a": "1"})
-    new = make_pod("p", node_name="n1", labels={"a": "2"})
+    old = make_pod().name("p").node("n1").labels({"a": "1"}).obj()
+    new = make_pod().name("p").node("n1").labels({"a": "2"}).obj()
     events = pod_scheduling_properties_change(old, new)
     assert labels_of(events) == ["AssignedPodUpdatePodLabel"]
     assert events[0].resource == EventResource.POD
 
 
 def test_gates_partially_removed_is_not_eliminated() -> None:
-    events = pod_scheduling_properties_change(make_pod("p", gates=("a", "b")), make_pod("p", gates=("a",)))
+    events = pod_scheduling_properties_change(make_pod().name("p").scheduling_gates(*("a", "b")).obj(),
+                                              make_pod().name("p").scheduling_gates(*("a",)).obj())
     assert labels_of(events) == ["UnscheduledPodUpdate"]
 
 
 def test_registered_pod_matches_unscheduled_pod_events() -> None:
     registered = ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
-    incoming = pod_scheduling_properties_change(make_pod("p", gates=("g",)), make_pod("p"))[0]
+    incoming = pod_scheduling_properties_change(make_pod().name("p").scheduling_gates(*("g",)).obj(),
+                                                make_pod().name("p").obj())[0]
     assert event_matches(incoming, registered)
     assert not event_matches(incoming, ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_LABEL))
     assert not event_matches(ClusterEvent(EventResource.NODE, ActionType.ADD), registered)

@@ -22,7 +22,8 @@ from scheduler.plugins.helper.dynamicresources.extended import (
 )
 from scheduler.plugins.helper.dynamicresources.manager import MANAGER_KEY, DraManager
 from scheduler.plugins.node_resources_fit import NodeResourcesFit
-from tests.plugins.util import FakeHandle, make_node, node_info
+from tests.builders import make_node
+from tests.plugins.util import FakeHandle, node_info
 
 GPU = "example.com/gpu"
 

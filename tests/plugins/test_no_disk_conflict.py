@@ -10,7 +10,8 @@ from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code
 from scheduler.framework.types import QueueingHint
 from scheduler.plugins.legacy.no_disk_conflict import ERR_REASON, NoDiskConflict
-from tests.plugins.util import FakeHandle, make_node, node_info
+from tests.builders import make_node
+from tests.plugins.util import FakeHandle, node_info
 from tests.plugins.volume_objects import claim_vol, ebs_vol, gce_vol, iscsi_vol, rbd_vol, vol_pod
 
 CASES: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]], bool]] = [

@@ -14,7 +14,7 @@ from scheduler.framework.status import Code, Status
 from scheduler.framework.types import QueueingHint
 from scheduler.plugins.helper.volume_util import translate_inline_volume, translate_pv_to_csi
 from scheduler.plugins.node_volume_limits import ERR_REASON_MAX_VOLUME_COUNT, NodeVolumeLimits
-from tests.plugins.util import make_node
+from tests.builders import make_node
 from tests.plugins.volume_objects import (
     VolumeHandle,
     claim_vol,

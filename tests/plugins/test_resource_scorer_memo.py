@@ -10,7 +10,8 @@ import pytest
 from scheduler.framework.types import NodeInfo
 from scheduler.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
 from scheduler.plugins.node_resources_fit import NodeResourcesFit, ResourceAllocationScorer, pod_resource_requests
-from tests.plugins.util import FakeHandle, container, make_node, make_pod, node_info
+from tests.builders import container, make_node, make_pod
+from tests.plugins.util import FakeHandle, node_info
 
 SCORERS: dict[str, Any] = {
     "LeastAllocated": lambda: NodeResourcesFit({}, FakeHandle()).scorer,

@@ -28,7 +28,7 @@ from scheduler.plugins.volume_binding.volume_binding import (
     StateData,
     VolumeBinding,
 )
-from tests.plugins.util import make_node
+from tests.builders import make_node
 from tests.plugins.volume_objects import (
     VolumeHandle,
     capacity,

@@ -16,7 +16,8 @@ from scheduler.plugins.volume_restrictions import (
     ERR_REASON_RWOP_CONFLICT,
     VolumeRestrictions,
 )
-from tests.plugins.util import make_node, node_info
+from tests.builders import make_node
+from tests.plugins.util import node_info
 from tests.plugins.volume_objects import (
     VolumeHandle,
     claim_vol,

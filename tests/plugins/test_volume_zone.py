@@ -9,7 +9,8 @@ from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import QueueingHint
 from scheduler.plugins.volume_zone import ERR_REASON_CONFLICT, VolumeZone
-from tests.plugins.util import make_node, node_info
+from tests.builders import make_node
+from tests.plugins.util import node_info
 from tests.plugins.volume_objects import VolumeHandle, claim_vol, pv, pvc, storage_class, vol_pod
 
 BZ, BR = "failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region"

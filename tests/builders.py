@@ -2,7 +2,8 @@
 shapes hundreds of tests share. Each is only calls of the kit; a test that needs anything else calls the kit.
 
 ``make_pod``/``make_node``/``container`` give model objects for plugin, cache and framework tests;
-``api_pod``/``api_node`` give the API objects the scheduler's event handlers take, as the watch delivers them.
+``api_pod``/``api_node`` give the API objects the scheduler's event handlers take, as the watch delivers them, and
+``sched_pod``/``sched_node`` the same as kit wrappers, for a test to add fields with the kit's methods.
 """
 
 from __future__ import annotations
@@ -113,17 +114,28 @@ def taint(key: str, value: str = "", effect: str = "NoSchedule") -> dict[str, st
     return {"key": key, "value": value, "effect": effect}
 
 
+def sched_node(name: str, cpu: str = "4") -> st.NodeWrapper:
+    """A node with ``cpu`` (8Gi memory, 110 pods allocatable) and its hostname label, at resourceVersion 1; the
+    kit's methods add the rest."""
+    return (st.make_node().name(name).resource_version("1").label("kubernetes.io/hostname", name)
+            .allocatable(cpu=cpu, memory="8Gi", pods="110"))
+
+
 def api_node(name: str, cpu: str = "4", zone: str = "a") -> dict[str, Any]:
-    """A node in ``zone`` with ``cpu`` (8Gi memory, 110 pods allocatable), at resourceVersion 1."""
-    return (st.make_node().name(name).resource_version("1").zone(zone).label("kubernetes.io/hostname", name)
-            .allocatable(cpu=cpu, memory="8Gi", pods="110").api())
+    """sched_node in ``zone``, as the API object the scheduler's event handlers take."""
+    return sched_node(name, cpu).zone(zone).api()
+
+
+def sched_pod(name: str, cpu: str = "1", node_name: str = "", scheduler: str = "py-scheduler", rv: str = "1",
+              priority: int = 0) -> st.PodWrapper:
+    """A pod for ``scheduler`` with one container requesting ``cpu``, created 2026-01-01, at ``rv``, bound to
+    ``node_name`` when given; the kit's methods add the rest."""
+    w = (st.make_pod().name(name).scheduler_name(scheduler).priority(priority).resource_version(rv)
+         .creation_timestamp("2026-01-01T00:00:00Z").container(make_container().image("pause").req(cpu=cpu)))
+    return w.node(node_name) if node_name else w
 
 
 def api_pod(name: str, cpu: str = "1", node_name: str = "", scheduler: str = "py-scheduler", rv: str = "1",
             priority: int = 0) -> dict[str, Any]:
-    """A pod for ``scheduler`` requesting ``cpu``, created 2026-01-01, bound to ``node_name`` when given."""
-    w = (st.make_pod().name(name).scheduler_name(scheduler).priority(priority).resource_version(rv)
-         .creation_timestamp("2026-01-01T00:00:00Z").container(make_container().image("pause").req(cpu=cpu)))
-    if node_name:
-        w.node(node_name)
-    return w.api()
+    """sched_pod as the API object the scheduler's event handlers take."""
+    return sched_pod(name, cpu, node_name, scheduler, rv, priority).api()

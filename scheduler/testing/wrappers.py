@@ -518,6 +518,11 @@ class PodWrapper(_Namespaced):
         self._spec[key] = copy.deepcopy(value)
         return self
 
+    def status_field(self, key: str, value: Any) -> Self:
+        """Any other status field, as given (conditions with messages, container statuses, ...)."""
+        self._obj.setdefault("status", {})[key] = copy.deepcopy(value)
+        return self
+
     def api(self) -> dict[str, Any]:
         out = super().api()
         meta = out["metadata"]

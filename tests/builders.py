@@ -114,11 +114,11 @@ def taint(key: str, value: str = "", effect: str = "NoSchedule") -> dict[str, st
     return {"key": key, "value": value, "effect": effect}
 
 
-def sched_node(name: str, cpu: str = "4") -> st.NodeWrapper:
-    """A node with ``cpu`` (8Gi memory, 110 pods allocatable) and its hostname label, at resourceVersion 1; the
-    kit's methods add the rest."""
+def sched_node(name: str, cpu: str = "4", memory: str = "8Gi") -> st.NodeWrapper:
+    """A node with ``cpu`` and ``memory`` (and 110 pods) allocatable and its hostname label, at resourceVersion 1;
+    the kit's methods add the rest."""
     return (st.make_node().name(name).resource_version("1").label("kubernetes.io/hostname", name)
-            .allocatable(cpu=cpu, memory="8Gi", pods="110"))
+            .allocatable(cpu=cpu, memory=memory, pods="110"))
 
 
 def api_node(name: str, cpu: str = "4", zone: str = "a") -> dict[str, Any]:
@@ -126,16 +126,23 @@ def api_node(name: str, cpu: str = "4", zone: str = "a") -> dict[str, Any]:
     return sched_node(name, cpu).zone(zone).api()
 
 
-def sched_pod(name: str, cpu: str = "1", node_name: str = "", scheduler: str = "py-scheduler", rv: str = "1",
-              priority: int = 0) -> st.PodWrapper:
-    """A pod for ``scheduler`` with one container requesting ``cpu``, created 2026-01-01, at ``rv``, bound to
-    ``node_name`` when given; the kit's methods add the rest."""
-    w = (st.make_pod().name(name).scheduler_name(scheduler).priority(priority).resource_version(rv)
-         .creation_timestamp("2026-01-01T00:00:00Z").container(make_container().image("pause").req(cpu=cpu)))
+def sched_pod(name: str, cpu: str | None = None, memory: str | None = None, node_name: str = "",
+              scheduler: str = "py-scheduler", rv: str = "1", priority: int | None = None) -> st.PodWrapper:
+    """A pod for ``scheduler`` with one container requesting ``cpu`` and ``memory`` (when given), created
+    2026-01-01, at ``rv``, bound to ``node_name`` and of ``priority`` when given; the kit's methods add the rest."""
+    c = make_container().image("pause")
+    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
+    if requests:
+        c.req(requests)
+    w = (st.make_pod().name(name).scheduler_name(scheduler).resource_version(rv)
+         .creation_timestamp("2026-01-01T00:00:00Z").container(c))
+    if priority is not None:
+        w.priority(priority)
     return w.node(node_name) if node_name else w
 
 
 def api_pod(name: str, cpu: str = "1", node_name: str = "", scheduler: str = "py-scheduler", rv: str = "1",
             priority: int = 0) -> dict[str, Any]:
-    """sched_pod as the API object the scheduler's event handlers take."""
-    return sched_pod(name, cpu, node_name, scheduler, rv, priority).api()
+    """sched_pod requesting ``cpu`` (1 unless given), of ``priority`` (0 unless given), as the API object the
+    scheduler's event handlers take."""
+    return sched_pod(name, cpu, None, node_name, scheduler, rv, priority).api()

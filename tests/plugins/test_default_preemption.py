@@ -142,17 +142,17 @@ def test_high_priority_pod_preempts_the_least_important_victim_and_binds_on_its_
         api_pod("low-a", cpu="1500m", node_name="n1", priority=10),
         api_pod("low-b", cpu="1500m", node_name="n2", priority=5),
     )
-    reason, message = c.attempt(api_pod("high", cpu="1", priority=100))
+    reason, message = c.attempt(api_pod("high", priority=100))
     # Preemption succeeded: v1.37's success message ends the FitError's.
     assert (reason, message) == ("Unschedulable", "0/2 nodes are available: 2 Insufficient cpu. preemption: "
                                  "found a potential placement for pod on node n2, preempting 1 victims")
     assert c.sink.nominated["default/high"] == "n2"
-    assert c.s.queue.nominator.nominated_node_name(sched_pod("high").obj()) == "n2"
+    assert c.s.queue.nominator.nominated_node_name(sched_pod("high", cpu="1", priority=0).obj()) == "n2"
     assert c.on_node("n2") == set() and c.on_node("n1") == {"low-a"}
     assert c.preempted() == [("default/low-b", "Preempted by pod uid-high on node n2")]
     assert c.observer.preemptions == [("default/low-b", "default/high", "n2")]
     # The status update carrying nominatedNodeName comes back; the next attempt uses that node.
-    c.s.on_pod_event(MODIFIED, sched_pod("high", cpu="1", priority=100, rv="2").nominated_node_name("n2").api())
+    c.s.on_pod_event(MODIFIED, sched_pod("high", cpu="1", rv="2", priority=100).nominated_node_name("n2").api())
     c.retry("high")
     assert c.binder.bound == [("default/high", "n2")]
 
@@ -162,7 +162,7 @@ def test_default_profile_message_when_preemption_cannot_help() -> None:
     c = Cluster(plugins=None).add(sched_node("n1", "2").api(), sched_node("n2", "2").api(),
                                   api_pod("big-a", cpu="2", node_name="n1", priority=50),
                                   api_pod("big-b", cpu="2", node_name="n2", priority=50))
-    _, message = c.attempt(api_pod("p", cpu="1", priority=10))
+    _, message = c.attempt(api_pod("p", priority=10))
     assert message == ("0/2 nodes are available: 2 Insufficient cpu. preemption: "
                        "0/2 nodes are available: 2 No preemption victims found for incoming pod.")
     assert c.sink.nominated["default/p"] == "", "no candidate: the nomination is cleared"
@@ -172,11 +172,10 @@ def test_unresolvable_nodes_are_not_preemption_candidates() -> None:
     c = Cluster().add(
         sched_node("n1", "4").api(), sched_node("n2", "4").api(),
         sched_node("n3", "4").taints([{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]).api(),
-        api_pod("hi-1", cpu="4", node_name="n1", priority=100), sched_pod("hi-2", cpu="4", node_name="n2",
-                                                                                  priority=100).api(),
+        api_pod("hi-1", cpu="4", node_name="n1", priority=100), api_pod("hi-2", cpu="4", node_name="n2", priority=100),
         api_pod("low-3", cpu="4", node_name="n3", priority=1),
     )
-    _, message = c.attempt(api_pod("p", cpu="1", priority=50))
+    _, message = c.attempt(api_pod("p", priority=50))
     assert message == ("0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. preemption: "
                        "0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
                        "2 No preemption victims found for incoming pod.")
@@ -186,7 +185,7 @@ def test_unresolvable_nodes_are_not_preemption_candidates() -> None:
 def test_node_that_does_not_fit_even_without_victims_reports_the_filter_reason() -> None:
     c = Cluster().add(sched_node("n1", "2").api(), api_pod("hi", cpu="1500m", node_name="n1", priority=100),
                       api_pod("low", cpu="200m", node_name="n1", priority=1))
-    _, message = c.attempt(api_pod("p", cpu="1", priority=50))
+    _, message = c.attempt(api_pod("p", priority=50))
     assert message == ("0/1 nodes are available: 1 Insufficient cpu. preemption: "
                        "0/1 nodes are available: 1 Insufficient cpu.")
     assert c.on_node("n1") == {"hi", "low"}
@@ -240,12 +239,12 @@ def test_unresolvable_nominated_node_allows_preempting_elsewhere() -> None:
 def test_reprieve_keeps_the_most_important_pods_and_evicts_the_newest_of_the_lowest_priority() -> None:
     c = Cluster().add(
         sched_node("n1", "4").api(),
-        sched_pod("a", node_name="n1", priority=1).start_time("2026-01-01T00:10:00Z").api(),
-        sched_pod("b", node_name="n1", priority=2).start_time("2026-01-01T00:00:00Z").api(),
-        sched_pod("c", node_name="n1", priority=1).start_time("2026-01-01T00:05:00Z").api(),
-        sched_pod("d", node_name="n1", priority=3).start_time("2026-01-01T00:00:00Z").api(),
+        sched_pod("a", cpu="1", node_name="n1", priority=1).start_time("2026-01-01T00:10:00Z").api(),
+        sched_pod("b", cpu="1", node_name="n1", priority=2).start_time("2026-01-01T00:00:00Z").api(),
+        sched_pod("c", cpu="1", node_name="n1", priority=1).start_time("2026-01-01T00:05:00Z").api(),
+        sched_pod("d", cpu="1", node_name="n1", priority=3).start_time("2026-01-01T00:00:00Z").api(),
     )
-    c.attempt(api_pod("p", cpu="1", priority=10))
+    c.attempt(api_pod("p", priority=10))
     assert c.on_node("n1") == {"b", "c", "d"}
     assert [k for k, _ in c.preempted()] == ["default/a"]
 
@@ -253,10 +252,10 @@ def test_reprieve_keeps_the_most_important_pods_and_evicts_the_newest_of_the_low
 def test_victims_are_as_few_as_needed_and_listed_most_important_first() -> None:
     c = Cluster().add(
         sched_node("n1", "4").api(),
-        sched_pod("a", node_name="n1", priority=1).start_time("2026-01-01T00:10:00Z").api(),
-        sched_pod("b", node_name="n1", priority=2).start_time("2026-01-01T00:00:00Z").api(),
-        sched_pod("c", node_name="n1", priority=1).start_time("2026-01-01T00:05:00Z").api(),
-        sched_pod("d", node_name="n1", priority=3).start_time("2026-01-01T00:00:00Z").api(),
+        sched_pod("a", cpu="1", node_name="n1", priority=1).start_time("2026-01-01T00:10:00Z").api(),
+        sched_pod("b", cpu="1", node_name="n1", priority=2).start_time("2026-01-01T00:00:00Z").api(),
+        sched_pod("c", cpu="1", node_name="n1", priority=1).start_time("2026-01-01T00:05:00Z").api(),
+        sched_pod("d", cpu="1", node_name="n1", priority=3).start_time("2026-01-01T00:00:00Z").api(),
     )
     c.attempt(api_pod("p", cpu="2", priority=10))
     assert c.on_node("n1") == {"b", "d"}
@@ -266,11 +265,11 @@ def test_victims_are_as_few_as_needed_and_listed_most_important_first() -> None:
 def test_pdb_protected_pods_are_reprieved_before_others() -> None:
     c = Cluster().add(
         sched_node("n1", "2").api(),
-        sched_pod("x", node_name="n1", priority=1).labels({"app": "x"}).api(),
+        sched_pod("x", cpu="1", node_name="n1", priority=1).labels({"app": "x"}).api(),
         api_pod("y", node_name="n1", priority=2),
         pdb("x-pdb", {"matchLabels": {"app": "x"}}, allowed=0),
     )
-    c.attempt(api_pod("p", cpu="1", priority=10))
+    c.attempt(api_pod("p", priority=10))
     # Without the PDB, y (more important) would stay and x go.
     assert c.on_node("n1") == {"x"}
     assert [k for k, _ in c.preempted()] == ["default/y"]
@@ -283,7 +282,7 @@ def test_node_without_pdb_violations_is_preferred() -> None:
         api_pod("y", cpu="2", node_name="n2", priority=5),
         pdb("x-pdb", {"matchLabels": {"app": "x"}}, allowed=0),
     )
-    c.attempt(api_pod("p", cpu="1", priority=10))
+    c.attempt(api_pod("p", priority=10))
     assert c.sink.nominated["default/p"] == "n2"
     assert [k for k, _ in c.preempted()] == ["default/y"]
 
@@ -295,7 +294,7 @@ def test_pdb_with_budget_left_is_not_violated() -> None:
         api_pod("y", cpu="2", node_name="n2", priority=5),
         pdb("x-pdb", {"matchLabels": {"app": "x"}}, allowed=1),
     )
-    c.attempt(api_pod("p", cpu="1", priority=10))
+    c.attempt(api_pod("p", priority=10))
     assert c.sink.nominated["default/p"] == "n1"
 
 
@@ -319,7 +318,7 @@ def test_lower_priority_pods_nominated_to_the_node_lose_their_nomination() -> No
     for p in (mid, top):  # known to the cluster, nominated, but out of the way of the next pop
         c.s.queue.delete(p)
         c.s.queue.nominator.add_nominated_pod(p)
-    c.attempt(api_pod("p", cpu="1", priority=50))
+    c.attempt(api_pod("p", priority=50))
     assert c.s.queue.nominator.nominated_node_name(mid) is None
     assert c.s.queue.nominator.nominated_node_name(top) == "n1"
 
@@ -335,14 +334,14 @@ def test_few_candidates_stop_the_dry_run_at_the_random_offset() -> None:
     first = order[random.Random(seed).randrange(3)]
     for i, name in enumerate(order):
         c.add(api_pod(f"v{i}", cpu="2", node_name=name, priority=9 if name == first else 1))
-    c.attempt(api_pod("p", cpu="1", priority=10))
+    c.attempt(api_pod("p", priority=10))
     assert c.sink.nominated["default/p"] == first
     # With the default args every node is dry-run and the least important victim's node wins.
     d = Cluster(seed=seed)
     d.add(sched_node("n1", "2").api(), sched_node("n2", "2").api(), sched_node("n3", "2").api())
     for i, name in enumerate(order):
         d.add(api_pod(f"v{i}", cpu="2", node_name=name, priority=9 if name == first else 1))
-    d.attempt(api_pod("p", cpu="1", priority=10))
+    d.attempt(api_pod("p", priority=10))
     assert d.sink.nominated["default/p"] != first
 
 
@@ -351,11 +350,11 @@ def test_few_candidates_stop_the_dry_run_at_the_random_offset() -> None:
 
 def test_waiting_victim_is_rejected_not_deleted() -> None:
     c = Cluster().add(sched_node("n1", "2").api(), api_pod("w", node_name="n1", priority=1))
-    victim = sched_pod("w", node_name="n1", priority=1).obj()
+    victim = sched_pod("w", cpu="1", node_name="n1", priority=1).obj()
     fwk = c.s.frameworks[SCHED]
     wp = WaitingPod(victim, {"SomePermit": 60.0}, lambda: 0.0)
     fwk.waiting_pods.add(wp)
-    assert c.s.preempt(victim, sched_pod("p", priority=9).obj(), "n1", "DefaultPreemption") is None
+    assert c.s.preempt(victim, sched_pod("p", cpu="1", priority=9).obj(), "n1", "DefaultPreemption") is None
     decision = wp.wait(0)
     assert decision is not None and decision.code == Code.UNSCHEDULABLE
     assert (decision.message, decision.plugin) == ("preempted", "DefaultPreemption")
@@ -369,7 +368,7 @@ def test_api_eviction_sets_disruption_target_then_deletes() -> None:
     victim_obj = api_pod("v", node_name="n1", priority=1)
     victim_obj["metadata"]["generation"] = 3
     victim = pod_from_api(victim_obj)
-    assert c.s.preempt(victim, sched_pod("p", priority=9).obj(), "n1", "DefaultPreemption") is None
+    assert c.s.preempt(victim, sched_pod("p", cpu="1", priority=9).obj(), "n1", "DefaultPreemption") is None
     (patch_call, delete_call) = w.calls
     assert patch_call[:3] == ("patch", "default", "v")
     (cond,) = patch_call[3]["status"]["conditions"]
@@ -384,26 +383,28 @@ def test_api_eviction_sets_disruption_target_then_deletes() -> None:
 def test_api_eviction_of_a_victim_already_gone_succeeds_without_event() -> None:
     w = Writer({"delete": api_error(404, "NotFound")})
     c = Cluster(writer=w).add(sched_node("n1", "2").api())
-    victim = sched_pod("v", node_name="n1", priority=1).obj()
-    assert c.s.preempt(victim, sched_pod("p", priority=9).obj(), "n1", "DefaultPreemption") is None
+    victim = sched_pod("v", cpu="1", node_name="n1", priority=1).obj()
+    assert c.s.preempt(victim, sched_pod("p", cpu="1", priority=9).obj(), "n1", "DefaultPreemption") is None
     assert c.preempted() == []
 
 
 def test_api_eviction_failure_stops_preemption_with_an_error() -> None:
     w = Writer({"patch": ApiException(status=403, reason="Forbidden")})
     c = Cluster(writer=w).add(sched_node("n1", "2").api(), api_pod("v", cpu="2", node_name="n1", priority=1))
-    _, message = c.attempt(api_pod("p", cpu="1", priority=9))
+    _, message = c.attempt(api_pod("p", priority=9))
     assert message.startswith("0/1 nodes are available: 1 Insufficient cpu. preemption: (403)")
     assert [call[0] for call in w.calls] == ["patch"], "no delete after a failed condition patch"
     assert "default/p" not in c.sink.nominated
 
 
 def test_disruption_condition_is_not_patched_twice() -> None:
-    preemptor = sched_pod("p").obj()
-    assert disruption_target_condition(sched_pod("v").status_field("conditions", DISRUPTED).obj(), preemptor) is None
+    preemptor = sched_pod("p", cpu="1", priority=0).obj()
+    victim = sched_pod("v", cpu="1", priority=0).status_field("conditions", DISRUPTED).obj()
+    assert disruption_target_condition(victim, preemptor) is None
     other = [{**DISRUPTED[0], "message": "other-scheduler: preempting to accommodate a higher priority pod",
               "lastTransitionTime": "2025-01-01T00:00:00Z"}]
-    cond = disruption_target_condition(sched_pod("v").status_field("conditions", other).obj(), preemptor)
+    victim = sched_pod("v", cpu="1", priority=0).status_field("conditions", other).obj()
+    cond = disruption_target_condition(victim, preemptor)
     assert cond is not None and cond["lastTransitionTime"] == "2025-01-01T00:00:00Z"
     assert "observedGeneration" not in cond
 
@@ -411,15 +412,15 @@ def test_disruption_condition_is_not_patched_twice() -> None:
 def test_clearing_a_nomination_patches_only_pods_that_have_one() -> None:
     w = Writer()
     c = Cluster(writer=w)
-    assert c.s.clear_nominated_node(sched_pod("a").obj()) is None
-    assert c.s.clear_nominated_node(sched_pod("b").nominated_node_name("n1").obj()) is None
+    assert c.s.clear_nominated_node(sched_pod("a", cpu="1", priority=0).obj()) is None
+    assert c.s.clear_nominated_node(sched_pod("b", cpu="1", priority=0).nominated_node_name("n1").obj()) is None
     assert w.calls == [("patch", "default", "b", {"status": {"nominatedNodeName": None}})]
 
 
 def test_deleted_preemptor_is_an_error() -> None:
     c = Cluster().add(sched_node("n1", "2").api(), api_pod("v", cpu="2", node_name="n1", priority=1))
     plugin = c.s.frameworks[SCHED].plugins["DefaultPreemption"]
-    ghost = sched_pod("ghost", priority=9).obj()
+    ghost = sched_pod("ghost", cpu="1", priority=9).obj()
     result, status = plugin.post_filter(CycleState(), ghost, NodeToStatus({"n1": unschedulable("x")}))
     assert result is None and status is not None and status.code == Code.ERROR
     assert status.message == 'preemption: pods "ghost" not found'
@@ -432,9 +433,9 @@ def test_deleted_preemptor_is_an_error() -> None:
 def test_pdb_violation_spends_each_budget_in_order() -> None:
     pdbs = [pdb_from_api(pdb("one", {"matchLabels": {"app": "x"}}, allowed=1))]
     a, b, c = (
-        sched_pod("a").labels({"app": "x"}).obj(),
-        sched_pod("b").labels({"app": "x"}).obj(),
-        sched_pod("c").labels({"app": "y"}).obj(),
+        sched_pod("a", cpu="1", priority=0).labels({"app": "x"}).obj(),
+        sched_pod("b", cpu="1", priority=0).labels({"app": "x"}).obj(),
+        sched_pod("c", cpu="1", priority=0).labels({"app": "y"}).obj(),
     )
     assert filter_pods_with_pdb_violation([a, b, c], pdbs) == ([b], [a, c])
 
@@ -449,15 +450,15 @@ def test_pdb_matching_rules() -> None:
         pdb_from_api(pdb("disrupted", {"matchLabels": x}, allowed=0, disrupted=["already"])),
     ]
     already, fresh, unlabeled = (
-        sched_pod("already").labels(x).obj(),
-        sched_pod("fresh").labels(x).obj(),
-        sched_pod("unlabeled").obj(),
+        sched_pod("already", cpu="1", priority=0).labels(x).obj(),
+        sched_pod("fresh", cpu="1", priority=0).labels(x).obj(),
+        sched_pod("unlabeled", cpu="1", priority=0).obj(),
     )
     assert filter_pods_with_pdb_violation([already, fresh, unlabeled], pdbs) == ([fresh], [already, unlabeled])
 
 
 def _v(*priorities: int, violations: int = 0, start: str | None = None) -> Victims:
-    return Victims([sched_pod(f"v{i}", priority=p).start_time(start).obj() for i, p in enumerate(priorities)],
+    return Victims([sched_pod(f"v{i}", cpu="1", priority=p).start_time(start).obj() for i, p in enumerate(priorities)],
                    violations)
 
 
@@ -613,7 +614,7 @@ def test_async_preemption_nominates_at_once_gates_the_pod_until_done_then_binds_
         api_pod("low-a", cpu="1500m", node_name="n1", priority=10),
         api_pod("low-b", cpu="1500m", node_name="n2", priority=5),
     )
-    reason, message = c.attempt(api_pod("high", cpu="1", priority=100))
+    reason, message = c.attempt(api_pod("high", priority=100))
     # The same outcome as the synchronous path, reported before any victim is gone.
     assert (reason, message) == ("Unschedulable", "0/2 nodes are available: 2 Insufficient cpu. preemption: "
                                  "found a potential placement for pod on node n2, preempting 1 victims")
@@ -629,7 +630,7 @@ def test_async_preemption_nominates_at_once_gates_the_pod_until_done_then_binds_
     assert c.s.queue.gating_message("default/high") == ""
     assert c.on_node("n2") == set() and c.on_node("n1") == {"low-a"}
     assert c.preempted() == [("default/low-b", "Preempted by pod uid-high on node n2")]
-    c.s.on_pod_event(MODIFIED, sched_pod("high", cpu="1", priority=100, rv="2").nominated_node_name("n2").api())
+    c.s.on_pod_event(MODIFIED, sched_pod("high", cpu="1", rv="2", priority=100).nominated_node_name("n2").api())
     assert c.s.schedule_one(timeout=0)
     assert c.binder.bound == [("default/high", "n2")]
 
@@ -638,8 +639,7 @@ def test_async_preemption_holds_the_preemptor_while_victims_before_the_last_are_
     w = HeldWriter()
     c = Cluster(writer=w, async_preemption=True).add(
         sched_node("n1", "2").api(),
-        api_pod("v1", cpu="1", node_name="n1", priority=1), sched_pod("v2", cpu="1", node_name="n1",
-                                                                              priority=2).api(),
+        api_pod("v1", node_name="n1", priority=1), api_pod("v2", node_name="n1", priority=2),
     )
     c.attempt(api_pod("high", cpu="2", priority=100))
     assert w.deleting.wait(10)
@@ -653,7 +653,7 @@ def test_async_preemption_holds_the_preemptor_while_victims_before_the_last_are_
     # The last victim's deletion event ungated it: NodeResourcesFit's hint queued it again.
     assert c.s.queue.gating_message("default/high") == ""
     c.s.queue.flush_backoff_completed()
-    c.s.on_pod_event(MODIFIED, sched_pod("high", cpu="2", priority=100, rv="2").nominated_node_name("n1").api())
+    c.s.on_pod_event(MODIFIED, sched_pod("high", cpu="2", rv="2", priority=100).nominated_node_name("n1").api())
     c.retry("high")
     assert c.binder.bound == [("default/high", "n1")]
 
@@ -676,7 +676,7 @@ def test_async_preemption_failure_activates_the_preemptor() -> None:
     w = HeldFailingWriter()
     c = Cluster(writer=w, async_preemption=True).add(sched_node("n1", "2").api(),
                                                      api_pod("v", cpu="2", node_name="n1", priority=1))
-    _, message = c.attempt(api_pod("p", cpu="1", priority=9))
+    _, message = c.attempt(api_pod("p", priority=9))
     assert message == ("0/1 nodes are available: 1 Insufficient cpu. preemption: found a potential placement "
                        "for pod on node n1, preempting 1 victims"), "the API error is not the cycle's"
     assert c.sink.nominated["default/p"] == "n1"
@@ -699,13 +699,13 @@ def test_pre_enqueue_and_events_follow_the_gate() -> None:
     assert off.events_to_register() == []
     [registered] = on.events_to_register()
     assert (registered.event.resource, registered.event.action) == (EventResource.POD, ActionType.DELETE)
-    assert registered.hint(sched_pod("p").obj(), None, None) == QueueingHint.QUEUE_SKIP
+    assert registered.hint(sched_pod("p", cpu="1", priority=0).obj(), None, None) == QueueingHint.QUEUE_SKIP
     on.evaluator._preempting.add("uid-p")
     off.evaluator._preempting.add("uid-p")
-    status = on.pre_enqueue(sched_pod("p").obj())
+    status = on.pre_enqueue(sched_pod("p", cpu="1", priority=0).obj())
     assert status is not None and status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-    assert off.pre_enqueue(sched_pod("p").obj()) is None
-    assert on.pre_enqueue(sched_pod("other").obj()) is None
+    assert off.pre_enqueue(sched_pod("p", cpu="1", priority=0).obj()) is None
+    assert on.pre_enqueue(sched_pod("other", cpu="1", priority=0).obj()) is None
 
 
 @pytest.mark.parametrize(

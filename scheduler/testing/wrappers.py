@@ -77,6 +77,7 @@ class _Wrapper:
 
     def __init__(self, body: dict[str, Any]) -> None:
         self._obj = body
+        self._default_uid = True  # pods, nodes and claims get uid-<name> unless set or no_uid()
 
     def api(self) -> dict[str, Any]:
         """The API object (a copy): what the API server would send."""
@@ -130,6 +131,12 @@ class _Wrapper:
 
     def creation_timestamp(self, at: str) -> Self:
         self._meta["creationTimestamp"] = at
+        return self
+
+    def no_uid(self) -> Self:
+        """Without metadata.uid, as a user writes the object (the API server, or ``simulate``, assigns one)."""
+        self._meta.pop("uid", None)
+        self._default_uid = False
         return self
 
     def terminating(self, at: str = "2026-01-01T00:00:00Z") -> Self:
@@ -528,7 +535,8 @@ class PodWrapper(_Namespaced):
         meta = out["metadata"]
         meta.setdefault("name", "p")
         meta.setdefault("namespace", "default")
-        meta.setdefault("uid", f"uid-{meta['name']}")
+        if self._default_uid:
+            meta.setdefault("uid", f"uid-{meta['name']}")
         if not out["spec"]["containers"]:
             out["spec"]["containers"] = [make_container().obj()]
         return out
@@ -608,7 +616,8 @@ class NodeWrapper(_Wrapper):
         out = super().api()
         meta = out["metadata"]
         meta.setdefault("name", "n")
-        meta.setdefault("uid", f"uid-{meta['name']}")
+        if self._default_uid:
+            meta.setdefault("uid", f"uid-{meta['name']}")
         return out
 
     def obj(self) -> Node:
@@ -793,7 +802,8 @@ class ResourceClaimWrapper(_Namespaced):
     def api(self) -> dict[str, Any]:
         out = super().api()
         out["metadata"].setdefault("name", "claim")
-        out["metadata"].setdefault("uid", f"uid-{out['metadata']['name']}")
+        if self._default_uid:
+            out["metadata"].setdefault("uid", f"uid-{out['metadata']['name']}")
         return out
 
     def obj(self) -> ResourceClaim:

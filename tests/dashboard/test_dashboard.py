@@ -47,7 +47,8 @@ def test_pending_pods_are_the_profiles_unbound_pods_with_their_last_failure_and_
     unschedulable = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                       "message": "condition message"}]
     pods = [
-        sched_pod("old", "1").phase("Pending").status_field("conditions", unschedulable).api(),
+        sched_pod("old", "1").creation_timestamp("2026-01-01T00:00:00Z").phase("Pending")
+        .status_field("conditions", unschedulable).api(),
         sched_pod("new", "1").creation_timestamp("2026-01-01T00:10:00Z").phase("Pending").api(),
         sched_pod("bound", "1", node_name="n1").phase("Pending").api(),
         sched_pod("other", "1", scheduler="default-scheduler").phase("Pending").api(),

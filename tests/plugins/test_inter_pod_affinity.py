@@ -67,32 +67,32 @@ FILTER_CASES = [
         [make_pod().name("e").labels({"app": "db"}).node("n1").obj()],
         dict(n1=OK, n2=OK, n3=UNRESOLVABLE_AFF, n4=UNRESOLVABLE_AFF), id="affinity satisfied in the zone"),
     pytest.param(
-        make_pod().name("p").affinity(pod_affinity(required=[term(match(app="db"), ZONE),
-                                                             term(match(tier="be"), HOST)])).obj(),
+        make_pod().name("p")
+        .affinity(pod_affinity(required=[term(match(app="db"), ZONE), term(match(tier="be"), HOST)])).obj(),
         [make_pod().name("e1").labels({"app": "db"}).node("n1").obj(),
          make_pod().name("e2").labels({"tier": "be"}).node("n1").obj()],
         dict(n1=UNRESOLVABLE_AFF, n2=UNRESOLVABLE_AFF, n3=UNRESOLVABLE_AFF, n4=UNRESOLVABLE_AFF),
         id="one pod must match all terms (two pods matching one each do not count)"),
     pytest.param(
-        make_pod().name("p").labels({"app": "web"}).affinity(pod_affinity(required=[term(match(app="web"),
-                                                                                         ZONE)])).obj(),
+        make_pod().name("p").labels({"app": "web"})
+        .affinity(pod_affinity(required=[term(match(app="web"), ZONE)])).obj(),
         [make_pod().name("e").labels({"app": "db"}).node("n1").obj()],
         dict(n1=OK, n2=OK, n3=OK, n4=UNRESOLVABLE_AFF), id="first pod of a group matching its own terms"),
     pytest.param(
-        make_pod().name("p").labels({"app": "other"}).affinity(pod_affinity(required=[term(match(app="web"),
-                                                                                           ZONE)])).obj(),
+        make_pod().name("p").labels({"app": "other"})
+        .affinity(pod_affinity(required=[term(match(app="web"), ZONE)])).obj(),
         [],
         dict(n1=UNRESOLVABLE_AFF, n2=UNRESOLVABLE_AFF, n3=UNRESOLVABLE_AFF, n4=UNRESOLVABLE_AFF),
         id="no matching pod and not matching its own terms"),
     pytest.param(
-        make_pod().name("p").labels({"app": "web"}).affinity(pod_affinity(required=[term(match(app="web"),
-                                                                                         ZONE)])).obj(),
+        make_pod().name("p").labels({"app": "web"})
+        .affinity(pod_affinity(required=[term(match(app="web"), ZONE)])).obj(),
         [make_pod().name("e").labels({"app": "web"}).node("n4").obj()],
         dict(n1=OK, n2=OK, n3=OK, n4=UNRESOLVABLE_AFF),
         id="matching pod on a node without the key counts nowhere: still the first pod"),
     pytest.param(
-        make_pod().name("p").labels({"app": "web"}).affinity(pod_affinity(required=[term(match(app="web"),
-                                                                                         ZONE)])).obj(),
+        make_pod().name("p").labels({"app": "web"})
+        .affinity(pod_affinity(required=[term(match(app="web"), ZONE)])).obj(),
         [make_pod().name("e").labels({"app": "web"}).node("n3").obj()],
         dict(n1=UNRESOLVABLE_AFF, n2=UNRESOLVABLE_AFF, n3=OK, n4=UNRESOLVABLE_AFF),
         id="once the group exists the self-match exception no longer applies"),
@@ -115,8 +115,8 @@ FILTER_CASES = [
          .affinity(pod_affinity(anti_required=[term(match(app="web"), ZONE)])).obj()],
         dict(n1=OK, n2=OK, n3=OK, n4=OK), id="symmetry only within the existing pod's namespace"),
     pytest.param(
-        make_pod().name("p").affinity(pod_affinity(anti_required=[term(match(app="db"), HOST,
-                                                                       namespaces=["other"])])).obj(),
+        make_pod().name("p")
+        .affinity(pod_affinity(anti_required=[term(match(app="db"), HOST, namespaces=["other"])])).obj(),
         [make_pod().name("e1").labels({"app": "db"}).node("n1").obj(),
          make_pod().name("e2").namespace("other").labels({"app": "db"}).node("n2").obj()],
         dict(n1=OK, n2=BLOCKED_ANTI, n3=OK, n4=OK), id="namespaces list replaces the pod's namespace"),
@@ -168,8 +168,8 @@ def test_namespace_selector_of_incoming_terms() -> None:
     existing = [make_pod().name("a").namespace("team-a").labels({"app": "db"}).node("n1").obj(),
                 make_pod().name("b").namespace("team-b").labels({"app": "db"}).node("n3").obj()]
     h = cluster(nodes(), existing, NS_OBJECTS)
-    p = make_pod().name("p").affinity(pod_affinity(anti_required=[term(match(app="db"), HOST,
-                                                                       ns_selector=match(team="a"))])).obj()
+    p = (make_pod().name("p")
+         .affinity(pod_affinity(anti_required=[term(match(app="db"), HOST, ns_selector=match(team="a"))])).obj())
     assert run_filter(plugin(h), h, p) == dict(n1=BLOCKED_ANTI, n2=OK, n3=OK, n4=OK)
 
 
@@ -189,8 +189,8 @@ def test_not_in_namespace_selector_matches_only_the_namespaces_it_selects() -> N
                 make_pod().name("b").namespace("team-b").labels({"app": "db"}).node("n3").obj()]
     h = cluster(nodes(), existing, NS_OBJECTS)
     not_a = {"matchExpressions": [{"key": "team", "operator": "NotIn", "values": ["a"]}]}
-    p = make_pod().name("p").affinity(pod_affinity(anti_required=[term(match(app="db"), HOST,
-                                                                       ns_selector=not_a)])).obj()
+    p = (make_pod().name("p")
+         .affinity(pod_affinity(anti_required=[term(match(app="db"), HOST, ns_selector=not_a)])).obj())
     assert run_filter(plugin(h), h, p) == dict(n1=OK, n2=OK, n3=BLOCKED_ANTI, n4=OK)
 
 
@@ -220,8 +220,8 @@ def test_malformed_selector_is_unresolvable_and_names_the_field() -> None:
 def test_malformed_preferred_term_also_rejects_in_pre_filter() -> None:
     h = cluster(nodes())
     bad = {"matchExpressions": [{"key": "app", "operator": "In", "values": []}]}
-    p = make_pod().name("p").affinity(pod_affinity(preferred=[(1, term(bad, ZONE))],
-                                            anti_preferred=[(1, term(bad, ZONE))])).obj()
+    p = (make_pod().name("p")
+         .affinity(pod_affinity(preferred=[(1, term(bad, ZONE))], anti_preferred=[(1, term(bad, ZONE))])).obj())
     _, s = plugin(h).pre_filter(CycleState(), p, h.snapshot().list())
     assert s is not None and s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert s.message.startswith("parsing pod: [preferredAffinityTerms: ")
@@ -276,8 +276,8 @@ def test_add_and_remove_pod_flip_affinity() -> None:
 def test_add_pod_with_anti_affinity_blocks_symmetrically_and_clone_is_independent() -> None:
     h = cluster(nodes())
     pl = plugin(h)
-    p = make_pod().name("p").labels({"app": "web"}).affinity(pod_affinity(anti_required=[term(match(app="none"),
-                                                                                              HOST)])).obj()
+    p = (make_pod().name("p").labels({"app": "web"})
+         .affinity(pod_affinity(anti_required=[term(match(app="none"), HOST)])).obj())
     state = CycleState()
     assert pl.pre_filter(state, p, h.snapshot().list())[1] is None
     copy = state.clone()
@@ -304,8 +304,9 @@ def test_preferred_affinity_and_anti_affinity_min_max() -> None:
     existing = [make_pod().name("a").labels({"app": "cache"}).node("n1").obj(),
                 make_pod().name("b").labels({"app": "noisy"}).node("n3").obj()]
     h = cluster(nodes(), existing)
-    p = make_pod().name("p").affinity(pod_affinity(preferred=[(10, term(match(app="cache"), HOST))],
-                                            anti_preferred=[(5, term(match(app="noisy"), ZONE))])).obj()
+    p = (make_pod().name("p")
+         .affinity(pod_affinity(preferred=[(10, term(match(app="cache"), HOST))],
+                                anti_preferred=[(5, term(match(app="noisy"), ZONE))])).obj())
     assert raw_scores(plugin(h), h, p) == dict(n1=10, n2=0, n3=-5, n4=0)
     assert run_score(plugin(h), h, p) == dict(n1=100, n2=33, n3=0, n4=33)
 
@@ -360,8 +361,9 @@ def test_no_contribution_skips_and_unlabelled_nodes_are_ignored() -> None:
 def test_zero_net_weight_still_scores() -> None:
     """+5 and -5 at the same host cancel, but a term applied: PreScore does not skip, all scores 0."""
     h = cluster(nodes(), [make_pod().name("a").labels({"app": "db"}).node("n1").obj()])
-    p = make_pod().name("p").affinity(pod_affinity(preferred=[(5, term(match(app="db"), HOST))],
-                                            anti_preferred=[(5, term(match(app="db"), HOST))])).obj()
+    p = (make_pod().name("p")
+         .affinity(pod_affinity(preferred=[(5, term(match(app="db"), HOST))],
+                                anti_preferred=[(5, term(match(app="db"), HOST))])).obj())
     assert run_score(plugin(h), h, p) == dict(n1=0, n2=0, n3=0, n4=0)
 
 
@@ -383,12 +385,13 @@ def test_events_registered() -> None:
 
 
 Q, S = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP
-AFF_POD = make_pod().name("p").affinity(pod_affinity(required=[term(labels_in("service", "securityscan", "v2"),
-                                                                    ZONE)])).obj()
-ANTI_POD = make_pod().name("p").affinity(pod_affinity(anti_required=[term(labels_in("service", "securityscan"),
-                                                                          ZONE)])).obj()
-ANTI2_POD = make_pod().name("p").affinity(pod_affinity(anti_required=[term(labels_in("service", "securityscan"), ZONE),
-                                                                 term(labels_in("tier", "db"), ZONE)])).obj()
+AFF_POD = (make_pod().name("p")
+           .affinity(pod_affinity(required=[term(labels_in("service", "securityscan", "v2"), ZONE)])).obj())
+ANTI_POD = (make_pod().name("p")
+            .affinity(pod_affinity(anti_required=[term(labels_in("service", "securityscan"), ZONE)])).obj())
+ANTI2_POD = (make_pod().name("p")
+             .affinity(pod_affinity(anti_required=[term(labels_in("service", "securityscan"), ZONE),
+                                                   term(labels_in("tier", "db"), ZONE)])).obj())
 
 
 @pytest.mark.parametrize(("pod", "old", "new", "want"), [
@@ -408,8 +411,8 @@ ANTI2_POD = make_pod().name("p").affinity(pod_affinity(anti_required=[term(label
     # A deleted pod's own anti-affinity against the pending pod does not count (upstream checks only the
     # pending pod's anti-affinity terms).
     (make_pod().name("p").labels({"service": "securityscan"}).obj(),
-     make_pod().name("o").node("n").affinity(pod_affinity(anti_required=[term(labels_in("service", "securityscan"),
-                                                                              ZONE)])).obj(),
+     make_pod().name("o").node("n")
+     .affinity(pod_affinity(anti_required=[term(labels_in("service", "securityscan"), ZONE)])).obj(),
      None, S),
     # Anti-affinity: the removed/relabelled pod must have matched *all* terms.
     (ANTI2_POD, make_pod().name("o").labels({"service": "securityscan"}).node("n").obj(), None, S),
@@ -421,8 +424,8 @@ ANTI2_POD = make_pod().name("p").affinity(pod_affinity(anti_required=[term(label
     # The pending pod's own (unassigned) update never queues through this hint.
     (AFF_POD, make_pod().name("p").obj(), make_pod().name("p").labels({"service": "securityscan"}).obj(), S),
     (make_pod().name("p").labels({"service": "foo"}).obj(),
-     make_pod().name("o").node("n").affinity(pod_affinity(anti_required=[term(labels_in("service", "securityscan"),
-                                                                              ZONE)])).obj(),
+     make_pod().name("o").node("n")
+     .affinity(pod_affinity(anti_required=[term(labels_in("service", "securityscan"), ZONE)])).obj(),
      None, S),
 ])
 def test_pod_change_hint(pod: Any, old: Any, new: Any, want: QueueingHint) -> None:

@@ -20,7 +20,7 @@ from scheduler.model.pod import Pod
 from scheduler.scheduler import Scheduler
 from scheduler.whatif.offline import RecordingEventSink
 from scheduler.workerpool import BatchWorker
-from tests.test_scheduler import node, pod
+from tests.builders import api_node, api_pod
 
 
 class Gone(NotFoundError):
@@ -82,9 +82,9 @@ def run(binder: Any, names: list[str], pre_bind: list[str] | None = None) -> tup
     s = Scheduler(cfg, build_registry(cfg), binder, sink, None, bind_workers=2, rng=random.Random(1),
                   tie_break="name")
     for n in ("n1", "n2"):
-        s.on_node_event(ADDED, node(n, cpu="16"))
+        s.on_node_event(ADDED, api_node(n, cpu="16"))
     for name in names:
-        s.on_pod_event(ADDED, pod(name))
+        s.on_pod_event(ADDED, api_pod(name))
     for _ in names:
         assert s.schedule_one(timeout=0)
     s.stop()

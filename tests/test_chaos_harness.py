@@ -5,30 +5,24 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from e2e.chaos.harness import Figures, _error_lines, _overcommitted
-
-
-def node(name: str, cpu: str = "1", memory: str = "1Gi", pods: str = "2") -> dict[str, Any]:
-    return {"metadata": {"name": name}, "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": pods}}}
-
-
-def pod(node_name: str, cpu: str = "500m", memory: str = "100Mi", phase: str = "Running") -> dict[str, Any]:
-    requests = {"cpu": cpu, "memory": memory}
-    return {"spec": {"nodeName": node_name, "containers": [{"resources": {"requests": requests}}]},
-            "status": {"phase": phase}}
+from scheduler.testing import make_node, make_pod
 
 
 def test_overcommitted_counts_cpu_memory_and_pod_count() -> None:
-    nodes = {n: node(n) for n in ("fits", "cpu", "mem", "count", "done")}
-    pods = [pod("fits"), pod("fits"),
-            pod("cpu", "600m"), pod("cpu", "500m"),
-            pod("mem", "1m", "2Gi"),
-            pod("count", "1m"), pod("count", "1m"), pod("count", "1m"),
-            pod("done", "2"), pod("done", "2", phase="Succeeded")]
+    nodes = {n: make_node().name(n).allocatable(cpu="1", memory="1Gi", pods="2").api()
+             for n in ("fits", "cpu", "mem", "count", "done")}
+    pods = [make_pod().node(n).req(cpu=cpu, memory=memory).phase(phase).api() for n, cpu, memory, phase in (
+        ("fits", "500m", "100Mi", "Running"), ("fits", "500m", "100Mi", "Running"),
+        ("cpu", "600m", "100Mi", "Running"), ("cpu", "500m", "100Mi", "Running"),
+        ("mem", "1m", "2Gi", "Running"),
+        ("count", "1m", "100Mi", "Running"), ("count", "1m", "100Mi", "Running"), ("count", "1m", "100Mi", "Running"),
+        ("done", "2", "100Mi", "Running"), ("done", "2", "100Mi", "Succeeded"))]
     assert _overcommitted(nodes, pods) == 4  # cpu, mem, count, and "done" (its running pod alone asks 2 > 1)
-    assert _overcommitted({"done": node("done", cpu="2")}, [pod("done", "2"), pod("done", "2", phase="Failed")]) == 0
+    done = {"done": make_node().name("done").allocatable(cpu="2", memory="1Gi", pods="2").api()}
+    assert _overcommitted(done, [make_pod().node("done").req(cpu="2", memory="100Mi").phase(phase).api()
+                                 for phase in ("Running", "Failed")]) == 0
 
 
 def test_error_lines_counts_only_errors_after_the_mark(tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
 from scheduler.plugins.helper.podgroup import POD_GROUP_LABEL
 from scheduler.scheduler import Scheduler
 from scheduler.whatif.offline import RecordingEventSink
-from tests.test_scheduler import Binder, Clock, node, pod
+from tests.builders import api_node, api_pod
+from tests.test_scheduler import Binder, Clock
 
 GANG_PROFILE: dict[str, Any] = {
     "schedulerName": "py-scheduler",
@@ -30,7 +31,7 @@ def make(binder: Binder, clock: Clock) -> Scheduler:
 
 
 def member(name: str, group: str, cpu: str = "1") -> dict[str, Any]:
-    obj = pod(name, cpu=cpu)
+    obj = api_pod(name, cpu=cpu)
     obj["metadata"]["labels"] = {POD_GROUP_LABEL: group}
     return obj
 
@@ -69,14 +70,14 @@ def test_group_that_does_not_fit_binds_nothing_until_nodes_are_added() -> None:
     b, clock = Binder(), Clock()
     s = make(b, clock)
     for n in ("n1", "n2"):
-        s.on_node_event(ADDED, node(n, cpu="2"))
+        s.on_node_event(ADDED, api_node(n, cpu="2"))
     s.on_object_event("PodGroup", ADDED, podgroup("g", 5))
     for i in range(5):
         add(s, member(f"g-{i}", "g"))
     drain(s, clock)
     assert b.bound == []
     assert s.cache.assumed_count() == len(s.parked) <= 1  # at most one member waits (not bound) for the rest
-    s.on_node_event(ADDED, node("n3", cpu="2"))
+    s.on_node_event(ADDED, api_node("n3", cpu="2"))
     drain(s, clock)
     assert sorted(k for k, _ in b.bound) == [f"default/g-{i}" for i in range(5)]
 
@@ -84,7 +85,7 @@ def test_group_that_does_not_fit_binds_nothing_until_nodes_are_added() -> None:
 def test_two_competing_groups_one_complete_one_pending() -> None:
     b, clock = Binder(), Clock()
     s = make(b, clock)
-    s.on_node_event(ADDED, node("n1", cpu="4"))
+    s.on_node_event(ADDED, api_node("n1", cpu="4"))
     s.on_object_event("PodGroup", ADDED, podgroup("a", 3, "2026-01-01T00:00:01Z"))
     s.on_object_event("PodGroup", ADDED, podgroup("b", 3, "2026-01-01T00:00:00Z"))
     objs = {}
@@ -103,7 +104,7 @@ def test_two_competing_groups_one_complete_one_pending() -> None:
 def test_member_deleted_while_others_wait_rejects_the_rest_until_whole_again() -> None:
     b, clock = Binder(), Clock()
     s = make(b, clock)
-    s.on_node_event(ADDED, node("n1", cpu="8"))
+    s.on_node_event(ADDED, api_node("n1", cpu="8"))
     s.on_object_event("PodGroup", ADDED, podgroup("g", 3))
     objs = {f"g-{i}": member(f"g-{i}", "g") for i in range(3)}
     for o in objs.values():
@@ -123,9 +124,9 @@ def test_member_deleted_while_others_wait_rejects_the_rest_until_whole_again() -
 def test_pod_naming_a_missing_group_waits_and_blocks_nobody() -> None:
     b, clock = Binder(), Clock()
     s = make(b, clock)
-    s.on_node_event(ADDED, node("n1"))
+    s.on_node_event(ADDED, api_node("n1"))
     add(s, member("orphan", "nope"))
-    add(s, pod("plain"))
+    add(s, api_pod("plain"))
     drain(s, clock)
     assert b.bound == [("default/plain", "n1")]
     sink = s.recorder
@@ -153,7 +154,7 @@ def test_a_group_larger_than_the_binding_pool_completes() -> None:
     s = Scheduler(cfg, build_registry(cfg), b, RecordingEventSink(), None, bind_workers=1,
                   rng=random.Random(1), tie_break="name")
     try:
-        s.on_node_event(ADDED, node("n1", cpu="16"))
+        s.on_node_event(ADDED, api_node("n1", cpu="16"))
         s.on_object_event("PodGroup", ADDED, podgroup("big", 12))
         for i in range(12):
             add(s, member(f"big-{i}", "big"))
@@ -176,7 +177,7 @@ def test_a_group_larger_than_the_binding_pool_completes() -> None:
 
 def two_members_pending(b: Binder, clock: Clock) -> Scheduler:
     s = make(b, clock)
-    s.on_node_event(ADDED, node("n1", cpu="4"))
+    s.on_node_event(ADDED, api_node("n1", cpu="4"))
     s.on_object_event("PodGroup", ADDED, podgroup("g", 2))
     for i in range(2):
         add(s, member(f"g-{i}", "g"))

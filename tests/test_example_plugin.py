@@ -19,9 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
-from scheduler.model.pod import pod_from_api
-from scheduler.testing import make_container, make_node, make_pod
 from scheduler.whatif.simulate import build_scheduler, run_simulation
+from tests.builders import sched_node, sched_pod
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "node-label-score"
 MODULE = "node_label_score"
@@ -56,19 +55,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         sys.modules.pop(MODULE, None)
 
 
-def node(name: str, value: str | None = None) -> dict[str, Any]:
-    n = make_node().name(name).label("kubernetes.io/hostname", name).capacity(cpu="8", memory="32Gi", pods=110)
-    return (n.label(LABEL, value) if value is not None else n).api()
-
-
-def pod(name: str) -> dict[str, Any]:
-    container = make_container().name("c").image("nginx").req(cpu="100m", memory="64Mi")
-    return make_pod().name(name).label("app", "web").scheduler_name("py-scheduler").container(container).api()
-
-
 # Node "a" would win every tie by name; the label says "c" (generation 7) is the best, "b" (2) the worst
 # labelled one, and unlabelled "a" and "d" come last.
-CLUSTER = [node("a"), node("b", "2"), node("c", "7"), node("d"), node("e", "not-a-number")]
+CLUSTER = [sched_node(n, "8", "32Gi").labels({LABEL: value} if value else {}).api()
+           for n, value in (("a", ""), ("b", "2"), ("c", "7"), ("d", ""), ("e", "not-a-number"))]
 
 
 def config(plugin_name: str, args: dict[str, Any], *, register: bool) -> dict[str, Any]:
@@ -99,14 +89,15 @@ def simulate(tmp_path: Path, pods: list[dict[str, Any]], cfg: dict[str, Any] | N
 
 
 def test_without_the_plugin_ties_go_to_the_first_node_by_name(tmp_path: Path) -> None:
-    assert simulate(tmp_path, [pod("p0")], None) == ["a"]
+    assert simulate(tmp_path, [sched_pod("p0", cpu="100m", memory="64Mi").label("app", "web").api()], None) == ["a"]
 
 
 @pytest.mark.usefixtures("installed")
 def test_the_plugin_moves_pods_to_the_highest_label_value(tmp_path: Path) -> None:
     """With the example's own config.yaml."""
     shipped = yaml.safe_load((EXAMPLE / "config.yaml").read_text())
-    placed = simulate(tmp_path, [pod(f"p{i}") for i in range(3)], shipped)
+    pods = [sched_pod(f"p{i}", cpu="100m", memory="64Mi").label("app", "web").api() for i in range(3)]
+    placed = simulate(tmp_path, pods, shipped)
     # Three small pods on 8-cpu nodes: the label's weight (5 x 100 against 1) outweighs LeastAllocated.
     assert placed == ["c", "c", "c"]
 
@@ -116,12 +107,12 @@ def test_a_score_plugin_named_by_its_import_path(tmp_path: Path) -> None:
     """Named by import path, the plugin keeps its own name (NodeLabelScore) for weights, batching and
     metrics: it scores with its weight and still signs pods."""
     cfg = config(f"{MODULE}:NodeLabelScore", {"label": LABEL}, register=False)
-    assert simulate(tmp_path, [pod("p0")], cfg) == ["c"]
+    assert simulate(tmp_path, [sched_pod("p0", cpu="100m", memory="64Mi").label("app", "web").api()], cfg) == ["c"]
     path = tmp_path / "config.yaml"
-    off = build_scheduler(str(path), [pod("p0")])
+    off = build_scheduler(str(path), [sched_pod("p0", cpu="100m", memory="64Mi").label("app", "web").api()])
     fwk = off.sched.frameworks["py-scheduler"]
     assert fwk.score_plugin_weight["NodeLabelScore"] == 5
-    assert fwk.sign_pod(pod_from_api(pod("p0"))) is not None
+    assert fwk.sign_pod(sched_pod("p0", cpu="100m", memory="64Mi").label("app", "web").obj()) is not None
 
 
 @pytest.mark.usefixtures("installed")
@@ -132,36 +123,36 @@ def test_two_score_plugins_with_one_name_are_refused(tmp_path: Path) -> None:
     cfg["profiles"][0]["plugins"]["multiPoint"]["enabled"].append({"name": "Again", "weight": 1})
     cfg["profiles"][0]["pluginConfig"].append({"name": "Again", "args": {"label": LABEL}})
     with pytest.raises(ValueError, match="'Again' is named 'NodeLabelScore', like another Score plugin"):
-        simulate(tmp_path, [pod("p0")], cfg)
+        simulate(tmp_path, [sched_pod("p0", cpu="100m", memory="64Mi").label("app", "web").api()], cfg)
 
 
 @pytest.mark.usefixtures("installed")
 def test_prefer_lower_moves_pods_to_the_lowest_label_value(tmp_path: Path) -> None:
     cfg = config("NodeLabelScore", {"label": LABEL, "preferLower": True}, register=True)
-    assert simulate(tmp_path, [pod("p0")], cfg) == ["b"]
+    assert simulate(tmp_path, [sched_pod("p0", cpu="100m", memory="64Mi").label("app", "web").api()], cfg) == ["b"]
 
 
 @pytest.mark.usefixtures("installed")
 def test_invalid_args_are_refused_naming_the_field(tmp_path: Path) -> None:
     cfg = config("NodeLabelScore", {"preferLower": True}, register=True)
     with pytest.raises(ValueError, match=r"args\.label: required"):
-        simulate(tmp_path, [pod("p0")], cfg)
+        simulate(tmp_path, [sched_pod("p0", cpu="100m", memory="64Mi").label("app", "web").api()], cfg)
 
 
 @pytest.mark.usefixtures("installed")
 def test_the_plugin_signs_pods_so_the_profile_keeps_batching(tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config("NodeLabelScore", {"label": LABEL}, register=True)))
-    off = build_scheduler(str(path), [pod("p0")])
+    off = build_scheduler(str(path), [sched_pod("p0", cpu="100m", memory="64Mi").label("app", "web").api()])
     fwk = off.sched.frameworks["py-scheduler"]
-    assert fwk.sign_pod(pod_from_api(pod("p0"))) is not None
+    assert fwk.sign_pod(sched_pod("p0", cpu="100m", memory="64Mi").label("app", "web").obj()) is not None
 
 
 @pytest.mark.usefixtures("installed")
 def test_batching_changes_no_decision(tmp_path: Path) -> None:
     """sign_pod is right when batching decides as the plain cycle does: many alike pods fill the
     labelled nodes one after another, so the ranking changes as nodes fill."""
-    pods = [pod(f"p{i}") for i in range(40)]
+    pods = [sched_pod(f"p{i}", cpu="100m", memory="64Mi").label("app", "web").api() for i in range(40)]
     for p in pods:
         p["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1"
     placements = []

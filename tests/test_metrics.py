@@ -27,7 +27,8 @@ from scheduler.metrics import DeferredHistogram, Metrics, TickCounter, exponenti
 from scheduler.scheduler import Scheduler
 from scheduler.serving.health import HealthServer
 from scheduler.whatif.offline import OfflineWriter, RecordingEventSink
-from tests.test_scheduler import Binder, Clock, node, pod
+from tests.builders import api_node, api_pod
+from tests.test_scheduler import Binder, Clock
 
 METRICS_DOC = Path(__file__).resolve().parent.parent / "docs" / "observability.md"
 
@@ -70,10 +71,10 @@ def make(metrics: Metrics, features: Features | None = None) -> tuple[Scheduler,
 def workload(s: Scheduler) -> None:
     """Three nodes, two pods that fit, one that fits nowhere (so PostFilter and preemption run)."""
     for i in range(3):
-        s.on_node_event(ADDED, node(f"n{i}", cpu="2"))
-    s.on_pod_event(ADDED, pod("a"))
-    s.on_pod_event(ADDED, pod("b"))
-    s.on_pod_event(ADDED, pod("huge", cpu="64"))
+        s.on_node_event(ADDED, api_node(f"n{i}", cpu="2"))
+    s.on_pod_event(ADDED, api_pod("a"))
+    s.on_pod_event(ADDED, api_pod("b"))
+    s.on_pod_event(ADDED, api_pod("huge", cpu="64"))
     while s.schedule_one(timeout=0):
         pass
     s.housekeeping()
@@ -221,8 +222,8 @@ def test_node_updates_are_one_sample_per_derived_change_as_upstream() -> None:
     """updateNodeInCache observes once per NodeSchedulingPropertiesChange event, never `NodeUpdate`."""
     metrics = Metrics()
     s, _ = make(metrics)
-    s.on_node_event(ADDED, node("n0", cpu="2"))
-    changed = node("n0", cpu="4")
+    s.on_node_event(ADDED, api_node("n0", cpu="2"))
+    changed = api_node("n0", cpu="4")
     changed["metadata"] |= {"resourceVersion": "2", "labels": {"disk": "ssd"}}
     assert samples_of(metrics, lambda: s.on_node_event(MODIFIED, changed)) == Counter(
         {"NodeUpdateNodeAllocatable": 1, "NodeUpdateNodeLabel": 1})
@@ -235,9 +236,9 @@ def test_node_updates_are_one_sample_per_derived_change_as_upstream() -> None:
 def test_pod_events_are_labelled_as_upstreams_filtered_handlers_see_them() -> None:
     metrics = Metrics()
     s, _ = make(metrics)
-    s.on_node_event(ADDED, node("n0", cpu="8"))
+    s.on_node_event(ADDED, api_node("n0", cpu="8"))
     # A pod bound elsewhere, then relabelled: updatePodInCache's own sample plus one per derived event.
-    other = pod("other", node_name="n0")
+    other = api_pod("other", node_name="n0")
     assert samples_of(metrics, lambda: s.on_pod_event(ADDED, other)) == Counter({"AssignedPodAdd": 1})
     relabelled = {**other, "metadata": {**other["metadata"], "resourceVersion": "2", "labels": {"app": "x"}}}
     assert samples_of(metrics, lambda: s.on_pod_event(MODIFIED, relabelled)) == Counter(
@@ -245,7 +246,7 @@ def test_pod_events_are_labelled_as_upstreams_filtered_handlers_see_them() -> No
     status_only = {**relabelled, "metadata": {**relabelled["metadata"], "resourceVersion": "3"}}
     assert samples_of(metrics, lambda: s.on_pod_event(MODIFIED, status_only)) == Counter({"AssignedPodUpdate": 2})
     # Pending pods: an update adds the derived events other than UnscheduledPodUpdate; a resync nothing.
-    p = pod("p")
+    p = api_pod("p")
     s.on_pod_event(ADDED, p)
     p2 = {**p, "metadata": {**p["metadata"], "resourceVersion": "2", "labels": {"app": "y"}}}
     assert samples_of(metrics, lambda: s.on_pod_event(MODIFIED, p2)) == Counter(
@@ -255,7 +256,8 @@ def test_pod_events_are_labelled_as_upstreams_filtered_handlers_see_them() -> No
     # and the queue is told AssignedPodAdd as upstream's addPodToCache does.
     moved: list[str] = []
     move = s.queue.move_all_to_active_or_backoff
-    s.queue.move_all_to_active_or_backoff = lambda e, *a: (moved.append(e.label), move(e, *a))[1]  # type: ignore[method-assign]
+    s.queue.move_all_to_active_or_backoff = lambda e, *a: (moved.append(e.label),
+                                                           move(e, *a))[1]  # type: ignore[method-assign]
     while s.schedule_one(timeout=0):
         pass
     bound = {**p2, "metadata": {**p2["metadata"], "resourceVersion": "3"}, "spec": {**p2["spec"], "nodeName": "n0"}}
@@ -263,7 +265,7 @@ def test_pod_events_are_labelled_as_upstreams_filtered_handlers_see_them() -> No
         {"UnscheduledPodDelete": 1, "AssignedPodAdd": 1})
     assert moved == ["AssignedPodAdd"]
     # Pods of other schedulers reach no handler upstream (the informer's filter).
-    foreign = pod("foreign", scheduler="default-scheduler")
+    foreign = api_pod("foreign", scheduler="default-scheduler")
     assert samples_of(metrics, lambda: s.on_pod_event(ADDED, foreign)) == Counter()
     assert samples_of(metrics, lambda: s.on_pod_event(DELETED, foreign)) == Counter()
 
@@ -275,7 +277,8 @@ def test_object_events_carry_upstreams_resource_labels() -> None:
     s, _ = make(metrics)
     moved: list[str] = []
     move = s.queue.move_all_to_active_or_backoff
-    s.queue.move_all_to_active_or_backoff = lambda e, *a: (moved.append(e.label), move(e, *a))[1]  # type: ignore[method-assign]
+    s.queue.move_all_to_active_or_backoff = lambda e, *a: (moved.append(e.label),
+                                                           move(e, *a))[1]  # type: ignore[method-assign]
     sc = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "fast"},
           "provisioner": "x"}
     claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
@@ -324,7 +327,7 @@ def test_plugin_durations_only_in_sampled_cycles() -> None:
 def test_plugin_evaluations_are_counted_per_node_without_per_node_calls() -> None:
     m = Metrics(rng=NeverSample())
     s, _ = make(m)
-    tainted = node("tainted", cpu="2")
+    tainted = api_node("tainted", cpu="2")
     tainted["spec"] = {"taints": [{"key": "k", "effect": "NoSchedule"}]}
     s.on_node_event(ADDED, tainted)
     workload(s)
@@ -421,10 +424,10 @@ def test_scrapes_during_shutdown_never_crash_the_scheduler(served: tuple[Schedul
 def test_preemption_counts_the_attempt_and_its_victims(async_preemption: bool) -> None:
     m = Metrics()
     s, _ = make(m, Features(enable_async_preemption=async_preemption))
-    s.on_node_event(ADDED, node("n0", cpu="2"))
-    s.on_pod_event(ADDED, pod("low-1", node_name="n0"))
-    s.on_pod_event(ADDED, pod("low-2", node_name="n0"))
-    s.on_pod_event(ADDED, pod("high", cpu="2", priority=100))
+    s.on_node_event(ADDED, api_node("n0", cpu="2"))
+    s.on_pod_event(ADDED, api_pod("low-1", node_name="n0"))
+    s.on_pod_event(ADDED, api_pod("low-2", node_name="n0"))
+    s.on_pod_event(ADDED, api_pod("high", cpu="2", priority=100))
     assert s.schedule_one(timeout=0)
     s.frameworks["py-scheduler"].plugins["DefaultPreemption"].evaluator.executor().shutdown(wait=True)
     assert s.cache.pod_count() == 0  # both victims were deleted

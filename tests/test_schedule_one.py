@@ -18,7 +18,7 @@ from scheduler.framework.runtime import Framework, FrameworkOptions
 from scheduler.framework.status import Code, Status, error, unresolvable, unschedulable
 from scheduler.framework.types import NodeInfo
 from scheduler.model.node import node_from_api
-from scheduler.model.pod import Pod, pod_from_api
+from scheduler.model.pod import Pod
 from scheduler.schedule_one import (
     SchedulingAlgorithm,
     handle_schedule_error,
@@ -27,6 +27,7 @@ from scheduler.schedule_one import (
     num_feasible_nodes_to_find,
     select_host,
 )
+from scheduler.testing import make_node, make_pod
 
 # ----- helpers ---------------------------------------------------------------------------------
 
@@ -37,24 +38,11 @@ def scored(recorder: ResultRecorder, uid: str = "uid-p") -> list[str]:
     return list(result.raw_score) if result is not None else []
 
 
-def make_pod(name: str = "p", priority: int = 0, cpu: str | None = None, nominated: str = "") -> Pod:
-    container: dict[str, Any] = {"name": "c"}
-    if cpu is not None:
-        container["resources"] = {"requests": {"cpu": cpu}}
-    return pod_from_api(
-        {
-            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
-            "spec": {"priority": priority, "containers": [container]},
-            "status": {"nominatedNodeName": nominated} if nominated else {},
-        }
-    )
-
-
 def make_nodes(count: int, cpu: str = "4") -> list[NodeInfo]:
     out = []
     for i in range(count):
         ni = NodeInfo()
-        ni.set_node(node_from_api({"metadata": {"name": f"n{i}"}, "status": {"allocatable": {"cpu": cpu}}}))
+        ni.set_node(make_node().name(f"n{i}").allocatable(cpu=cpu).obj())
         out.append(ni)
     return out
 
@@ -203,13 +191,13 @@ def test_the_algorithms_count_to_find_follows_nodes_percentages_and_scoring() ->
 
 def test_no_nodes() -> None:
     with pytest.raises(NoNodesAvailableError, match=r"^no nodes available to schedule pods$"):
-        SchedulingAlgorithm().schedule_pod(build({}), CycleState(), make_pod(), Lister([]))
+        SchedulingAlgorithm().schedule_pod(build({}), CycleState(), make_pod().obj(), Lister([]))
 
 
 def test_prefilter_rejection_gives_every_node_that_status() -> None:
     fwk = build({"preFilter": [PreF("Spread", status=unschedulable("node(s) didn't match pod topology spread"))]})
     with pytest.raises(FitError) as info:
-        SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod(), Lister(make_nodes(3)))
+        SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod().obj(), Lister(make_nodes(3)))
     err = info.value
     assert str(err) == "0/3 nodes are available: node(s) didn't match pod topology spread."
     absent = err.diagnosis.node_to_status.get("n2")
@@ -221,7 +209,7 @@ def test_prefilter_result_narrows_nodes_and_explains_the_others() -> None:
     busy = Reject("Busy", {"n1": unschedulable("busy")})
     fwk = build({"preFilter": [PreF("Narrow", PreFilterResult({"n1", "ghost"}))], "filter": [busy]})
     with pytest.raises(FitError) as info:
-        SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod(), Lister(make_nodes(3)))
+        SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod().obj(), Lister(make_nodes(3)))
     assert busy.seen == ["n1"]  # "ghost" is not in the snapshot and is dropped
     assert str(info.value) == "0/3 nodes are available: 1 busy, 2 node(s) didn't satisfy plugin(s) [Narrow]."
     assert info.value.diagnosis.unschedulable_plugins == {"Narrow", "Busy"}
@@ -233,7 +221,8 @@ def test_prefilter_result_message_names_plugins_that_rejected_the_nominated_node
     busy = Reject("Busy", {"n0": unschedulable("busy"), "n1": unschedulable("busy")})
     fwk = build({"preFilter": [PreF("Narrow", PreFilterResult({"n1"}))], "filter": [busy]})
     with pytest.raises(FitError) as info:
-        SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod(nominated="n0"), Lister(make_nodes(3)))
+        SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod().nominated_node_name("n0").obj(),
+                                           Lister(make_nodes(3)))
     assert str(info.value) == (
         "0/3 nodes are available: 1 node(s) didn't satisfy plugin(s) [Busy Narrow], 2 busy."
     )
@@ -248,7 +237,7 @@ def test_prefilter_result_restricts_the_choice() -> None:
         }
     )
     fwk.observer = recorder = ResultRecorder()  # the scored nodes are seen by the observer
-    result = SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod(), Lister(make_nodes(4)))
+    result = SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod().obj(), Lister(make_nodes(4)))
     assert result.suggested_host == "n3"
     assert scored(recorder) == ["n1", "n3"]
 
@@ -260,7 +249,7 @@ def test_start_index_rotates_across_cycles() -> None:
     lister = Lister(make_nodes(5))
     hosts, evaluated, starts = [], [], []
     for _ in range(5):
-        r = algo.schedule_pod(fwk, CycleState(), make_pod(), lister)
+        r = algo.schedule_pod(fwk, CycleState(), make_pod().obj(), lister)
         hosts.append(r.suggested_host)
         evaluated.append(r.evaluated_nodes)
         starts.append(algo.next_start_node_index)
@@ -275,10 +264,10 @@ def test_filtering_stops_at_the_sampling_limit_and_resumes_there() -> None:
     fwk.observer = recorder = ResultRecorder()
     algo = SchedulingAlgorithm(rng=random.Random(1))
     lister = Lister(make_nodes(120))
-    first = algo.schedule_pod(fwk, CycleState(), make_pod(), lister)
+    first = algo.schedule_pod(fwk, CycleState(), make_pod().obj(), lister)
     assert (first.feasible_nodes, first.evaluated_nodes, algo.next_start_node_index) == (100, 100, 100)
     filt.seen.clear()
-    algo.schedule_pod(fwk, CycleState(), make_pod(), lister)
+    algo.schedule_pod(fwk, CycleState(), make_pod().obj(), lister)
     assert filt.seen == [f"n{i}" for i in [*range(100, 120), *range(80)]]
     assert set(scored(recorder)) == set(filt.seen)
     assert algo.next_start_node_index == 80
@@ -289,7 +278,7 @@ def test_nominated_node_is_tried_first_and_chosen_without_scoring() -> None:
     filt = Reject("R", {})
     fwk = build({"filter": [filt], "score": [scorer]})
     algo = SchedulingAlgorithm()
-    r = algo.schedule_pod(fwk, CycleState(), make_pod(nominated="n2"), Lister(make_nodes(4)))
+    r = algo.schedule_pod(fwk, CycleState(), make_pod().nominated_node_name("n2").obj(), Lister(make_nodes(4)))
     assert (r.suggested_host, r.evaluated_nodes, r.feasible_nodes) == ("n2", 1, 1)
     assert filt.seen == ["n2"] and scorer.scored == []
     assert algo.next_start_node_index == 0
@@ -298,7 +287,8 @@ def test_nominated_node_is_tried_first_and_chosen_without_scoring() -> None:
 def test_failed_nominated_node_falls_back_to_all_nodes() -> None:
     filt = Reject("R", {"n2": unschedulable("gone")})
     fwk = build({"filter": [filt], "score": [Scorer({"n3": 5})]})
-    r = SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod(nominated="n2"), Lister(make_nodes(4)))
+    r = SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod().nominated_node_name("n2").obj(),
+                                           Lister(make_nodes(4)))
     assert r.suggested_host == "n3"
     assert filt.seen == ["n2", "n0", "n1", "n2", "n3"]
     assert r.diagnosis.node_to_status.statuses["n2"].message == "gone"
@@ -307,9 +297,9 @@ def test_failed_nominated_node_falls_back_to_all_nodes() -> None:
 
 def test_nominated_pods_from_the_nominator_take_room() -> None:
     fwk = build({"filter": [CpuFit()], "score": [Scorer()]})
-    nominator = Nominator({"n0": [make_pod("preemptor", priority=100, cpu="3")]})
+    nominator = Nominator({"n0": [make_pod().name("preemptor").priority(100).req(cpu="3").obj()]})
     algo = SchedulingAlgorithm(tie_break="name")
-    r = algo.schedule_pod(fwk, CycleState(), make_pod(cpu="2"), Lister(make_nodes(2)), nominator)
+    r = algo.schedule_pod(fwk, CycleState(), make_pod().req(cpu="2").obj(), Lister(make_nodes(2)), nominator)
     assert r.suggested_host == "n1"
     assert r.diagnosis.node_to_status.statuses["n0"].message == "Insufficient cpu"
 
@@ -317,7 +307,7 @@ def test_nominated_pods_from_the_nominator_take_room() -> None:
 def test_single_feasible_node_is_chosen_without_scoring() -> None:
     scorer = Scorer()
     fwk = build({"filter": [Reject("R", {"n0": unschedulable("a"), "n2": unresolvable("b")})], "score": [scorer]})
-    r = SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod(), Lister(make_nodes(3)))
+    r = SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod().obj(), Lister(make_nodes(3)))
     assert (r.suggested_host, r.evaluated_nodes, r.feasible_nodes) == ("n1", 3, 1)
     assert scorer.scored == []
 
@@ -328,7 +318,7 @@ def test_malformed_node_is_reported() -> None:
     bad.set_node(node_from_api({"metadata": {"name": "bad"}, "status": {"allocatable": {"cpu": "lots"}}}))
     fwk = build({"filter": [Reject("R", {"n0": unschedulable("no")})]})
     with pytest.raises(FitError) as info:
-        SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod(), Lister([*nodes, bad]))
+        SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod().obj(), Lister([*nodes, bad]))
     bad_status = info.value.diagnosis.node_to_status.statuses["bad"]
     assert bad_status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert bad_status.message.startswith("node bad: status.allocatable.cpu")
@@ -338,7 +328,7 @@ def test_filter_error_aborts_but_still_advances_the_index() -> None:
     fwk = build({"filter": [Reject("R", {"n0": unschedulable("no"), "n1": error("broken")})], "score": [Scorer()]})
     algo = SchedulingAlgorithm()
     with pytest.raises(FrameworkError) as info:
-        algo.schedule_pod(fwk, CycleState(), make_pod(), Lister(make_nodes(3)))
+        algo.schedule_pod(fwk, CycleState(), make_pod().obj(), Lister(make_nodes(3)))
     assert info.value.status.message == 'running "R" filter plugin: broken'
     assert algo.next_start_node_index == 1  # only n0's rejection was recorded
 
@@ -346,7 +336,7 @@ def test_filter_error_aborts_but_still_advances_the_index() -> None:
 def test_without_filter_plugins_nodes_are_taken_from_the_start_index() -> None:
     algo = SchedulingAlgorithm()
     algo.next_start_node_index = 2
-    r = algo.schedule_pod(build({}), CycleState(), make_pod(), Lister(make_nodes(4)))
+    r = algo.schedule_pod(build({}), CycleState(), make_pod().obj(), Lister(make_nodes(4)))
     assert r.suggested_host == "n2" and algo.next_start_node_index == 3
 
 
@@ -459,7 +449,8 @@ def test_select_host_prefers_the_highest_total() -> None:
 
 def test_without_score_plugins_every_node_scores_one() -> None:
     fwk = build({"filter": [Reject("R", {})]})
-    assert SchedulingAlgorithm().prioritize_nodes(fwk, CycleState(), make_pod(), make_nodes(3)).tolist() == [1, 1, 1]
+    assert SchedulingAlgorithm().prioritize_nodes(fwk, CycleState(), make_pod().obj(),
+                                                  make_nodes(3)).tolist() == [1, 1, 1]
 
 
 def test_score_errors_abort() -> None:
@@ -469,7 +460,7 @@ def test_score_errors_abort() -> None:
 
     fwk = build({"score": [Bad(name="Bad")]})
     with pytest.raises(FrameworkError, match='running Score plugins: plugin "Bad" failed with: no metrics'):
-        SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod(), Lister(make_nodes(2)))
+        SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod().obj(), Lister(make_nodes(2)))
 
 
 # ----- failure handling ------------------------------------------------------------------------
@@ -495,14 +486,14 @@ class NoVictims:
 
 def _fit_error(fwk: Framework) -> FitError:
     with pytest.raises(FitError) as info:
-        SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod(), Lister(make_nodes(2)))
+        SchedulingAlgorithm().schedule_pod(fwk, CycleState(), make_pod().obj(), Lister(make_nodes(2)))
     return info.value
 
 
 def test_postfilter_message_is_appended_and_nomination_returned() -> None:
     reject_all = Reject("R", {"n0": unschedulable("Insufficient cpu"), "n1": unschedulable("Insufficient cpu")})
     fwk = build({"filter": [reject_all], "postFilter": [NoVictims()]})
-    failure = handle_schedule_error(fwk, CycleState(), make_pod(), _fit_error(fwk))
+    failure = handle_schedule_error(fwk, CycleState(), make_pod().obj(), _fit_error(fwk))
     assert failure.status.code == Code.UNSCHEDULABLE
     assert failure.status.message == (
         "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 No victims."
@@ -511,20 +502,20 @@ def test_postfilter_message_is_appended_and_nomination_returned() -> None:
     assert isinstance(failure.status.error, FitError)
 
     fwk = build({"filter": [reject_all], "postFilter": [Preempt()]})
-    failure = handle_schedule_error(fwk, CycleState(), make_pod(), _fit_error(fwk))
+    failure = handle_schedule_error(fwk, CycleState(), make_pod().obj(), _fit_error(fwk))
     assert failure.nominated_node_name == "n1"
     assert failure.status.message == "0/2 nodes are available: 2 Insufficient cpu."
 
 
 def test_failure_without_postfilter_and_other_errors() -> None:
     fwk = build({"filter": [Reject("R", {"n0": unresolvable("x"), "n1": unresolvable("x")})]})
-    failure = handle_schedule_error(fwk, CycleState(), make_pod(), _fit_error(fwk))
+    failure = handle_schedule_error(fwk, CycleState(), make_pod().obj(), _fit_error(fwk))
     assert (failure.status.code, failure.status.message, failure.nominated_node_name) == (
         Code.UNSCHEDULABLE,
         "0/2 nodes are available: 2 x.",
         "",
     )
-    none_left = handle_schedule_error(fwk, CycleState(), make_pod(), NoNodesAvailableError())
+    none_left = handle_schedule_error(fwk, CycleState(), make_pod().obj(), NoNodesAvailableError())
     assert none_left.status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-    broken = handle_schedule_error(fwk, CycleState(), make_pod(), FrameworkError(error("boom")))
+    broken = handle_schedule_error(fwk, CycleState(), make_pod().obj(), FrameworkError(error("boom")))
     assert (broken.status.code, broken.status.message) == (Code.ERROR, "boom")

@@ -15,27 +15,7 @@ from scheduler.kube.client import api_error
 from scheduler.model.pod import Pod
 from scheduler.scheduler import Scheduler
 from scheduler.whatif.offline import RecordingEventSink
-
-
-def node(name: str, cpu: str = "4", zone: str = "a") -> dict[str, Any]:
-    return {
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": "1",
-                     "labels": {"topology.kubernetes.io/zone": zone, "kubernetes.io/hostname": name}},
-        "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}},
-    }
-
-
-def pod(name: str, cpu: str = "1", node_name: str = "", scheduler: str = "py-scheduler", rv: str = "1",
-        priority: int = 0) -> dict[str, Any]:
-    spec: dict[str, Any] = {"schedulerName": scheduler, "priority": priority,
-                            "containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}]}
-    if node_name:
-        spec["nodeName"] = node_name
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}", "resourceVersion": rv,
-                         "creationTimestamp": "2026-01-01T00:00:00Z"},
-            "spec": spec}
+from tests.builders import api_node, api_pod
 
 
 class Binder:
@@ -69,12 +49,12 @@ def make(binder: Binder, sink: RecordingEventSink | None = None, clock: Clock | 
 def test_pod_is_assumed_bound_and_confirmed() -> None:
     b = Binder()
     s = make(b)
-    s.on_node_event(ADDED, node("n1"))
-    s.on_pod_event(ADDED, pod("p"))
+    s.on_node_event(ADDED, api_node("n1"))
+    s.on_pod_event(ADDED, api_pod("p"))
     assert s.schedule_one(timeout=0)
     assert b.bound == [("default/p", "n1")]
     assert s.cache.is_assumed("uid-p")
-    s.on_pod_event(MODIFIED, pod("p", node_name="n1", rv="2"))
+    s.on_pod_event(MODIFIED, api_pod("p", node_name="n1", rv="2"))
     assert not s.cache.is_assumed("uid-p")
     assert s.cache.pod_count() == 1
     assert s.queue.lengths()["active"] == 0
@@ -85,8 +65,8 @@ def test_bind_failure_forgets_and_requeues_with_event() -> None:
     sink = RecordingEventSink()
     clock = Clock()
     s = make(b, sink, clock)
-    s.on_node_event(ADDED, node("n1"))
-    s.on_pod_event(ADDED, pod("p"))
+    s.on_node_event(ADDED, api_node("n1"))
+    s.on_pod_event(ADDED, api_pod("p"))
     s.schedule_one(timeout=0)
     assert b.bound == []
     assert not s.cache.is_assumed("uid-p")
@@ -104,9 +84,9 @@ def test_bind_failure_forgets_and_requeues_with_event() -> None:
 def test_pod_deleted_before_bind_is_not_requeued() -> None:
     b = Binder([api_error(404, "NotFound")])
     s = make(b)
-    s.on_node_event(ADDED, node("n1"))
-    s.on_pod_event(ADDED, pod("p"))
-    s.on_pod_event(DELETED, pod("p"))  # the delete arrives while the pod is in flight
+    s.on_node_event(ADDED, api_node("n1"))
+    s.on_pod_event(ADDED, api_pod("p"))
+    s.on_pod_event(DELETED, api_pod("p"))  # the delete arrives while the pod is in flight
     s.schedule_one(timeout=0.1)
     assert s.cache.pod_count() == 0
     assert all(n == 0 for n in s.queue.lengths().values())
@@ -138,9 +118,9 @@ def test_an_assumed_pod_deleted_while_binding_frees_its_capacity_at_once(how: st
     def deliver() -> Scheduler:
         s = holder[0]
         if how == "delete":
-            s.on_pod_event(DELETED, pod("p"))
+            s.on_pod_event(DELETED, api_pod("p"))
         else:
-            terminating = pod("p", rv="2")
+            terminating = api_pod("p", rv="2")
             terminating["metadata"]["deletionTimestamp"] = "2026-01-01T00:01:00Z"
             s.on_pod_event(MODIFIED, terminating)
         return s
@@ -148,8 +128,8 @@ def test_an_assumed_pod_deleted_while_binding_frees_its_capacity_at_once(how: st
     b = DeletedWhileBinding(deliver)
     s = make(b)
     holder.append(s)
-    s.on_node_event(ADDED, node("n1"))
-    s.on_pod_event(ADDED, pod("p"))
+    s.on_node_event(ADDED, api_node("n1"))
+    s.on_pod_event(ADDED, api_pod("p"))
     s.schedule_one(timeout=0)
     assert b.seen == {"pods": 0, "assumed": 0, "cpu": 0}
     assert s.cache.pod_count() == 0 and s.cache.assumed_count() == 0
@@ -158,8 +138,8 @@ def test_an_assumed_pod_deleted_while_binding_frees_its_capacity_at_once(how: st
 def test_unschedulable_pod_gets_message_and_moves_on_node_add() -> None:
     sink = RecordingEventSink()
     s = make(Binder(), sink)
-    s.on_node_event(ADDED, node("n1", cpu="1"))
-    s.on_pod_event(ADDED, pod("big", cpu="2"))
+    s.on_node_event(ADDED, api_node("n1", cpu="1"))
+    s.on_pod_event(ADDED, api_pod("big", cpu="2"))
     s.schedule_one(timeout=0)
     reason, message = sink.conditions["default/big"]
     assert reason == "Unschedulable"
@@ -168,19 +148,19 @@ def test_unschedulable_pod_gets_message_and_moves_on_node_add() -> None:
     assert message == ("0/1 nodes are available: 1 Insufficient cpu. "
                        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.")
     assert s.queue.lengths()["unschedulable"] == 1
-    s.on_node_event(ADDED, node("n2", cpu="4"))
+    s.on_node_event(ADDED, api_node("n2", cpu="4"))
     assert s.queue.lengths()["unschedulable"] == 0, "NodeAdd must move the pod out of the unschedulable pool"
 
 
 def test_pods_of_other_schedulers_only_count_in_usage() -> None:
     b = Binder()
     s = make(b)
-    s.on_node_event(ADDED, node("n1", cpu="2"))
-    s.on_pod_event(ADDED, pod("theirs", scheduler="default-scheduler"))
-    s.on_pod_event(ADDED, pod("bound-theirs", cpu="2", node_name="n1", scheduler="default-scheduler"))
+    s.on_node_event(ADDED, api_node("n1", cpu="2"))
+    s.on_pod_event(ADDED, api_pod("theirs", scheduler="default-scheduler"))
+    s.on_pod_event(ADDED, api_pod("bound-theirs", cpu="2", node_name="n1", scheduler="default-scheduler"))
     assert not s.schedule_one(timeout=0), "nothing of ours to schedule"
     assert s.cache.pod_count() == 1
-    s.on_pod_event(ADDED, pod("ours", cpu="1"))
+    s.on_pod_event(ADDED, api_pod("ours", cpu="1"))
     s.schedule_one(timeout=0)
     assert b.bound == [], "n1 is full with the other scheduler's pod"
 
@@ -188,9 +168,9 @@ def test_pods_of_other_schedulers_only_count_in_usage() -> None:
 def test_higher_priority_pod_is_scheduled_first() -> None:
     b = Binder()
     s = make(b)
-    s.on_node_event(ADDED, node("n1", cpu="1"))
-    s.on_pod_event(ADDED, pod("low", priority=1))
-    s.on_pod_event(ADDED, pod("high", priority=100))
+    s.on_node_event(ADDED, api_node("n1", cpu="1"))
+    s.on_pod_event(ADDED, api_pod("low", priority=1))
+    s.on_pod_event(ADDED, api_pod("high", priority=100))
     s.schedule_one(timeout=0)
     s.schedule_one(timeout=0)
     assert b.bound == [("default/high", "n1")]
@@ -202,9 +182,9 @@ def unschedulable_message_beside_a_good_pod(bad: dict[str, Any]) -> str:
     sink = RecordingEventSink()
     b = Binder()
     s = make(b, sink)
-    s.on_node_event(ADDED, node("n1"))
+    s.on_node_event(ADDED, api_node("n1"))
     s.on_pod_event(ADDED, bad)
-    s.on_pod_event(ADDED, pod("good"))
+    s.on_pod_event(ADDED, api_pod("good"))
     s.schedule_one(timeout=0)
     s.schedule_one(timeout=0)
     assert b.bound == [("default/good", "n1")]
@@ -214,7 +194,7 @@ def unschedulable_message_beside_a_good_pod(bad: dict[str, Any]) -> str:
 
 
 def test_malformed_pod_is_reported_not_crashing() -> None:
-    message = unschedulable_message_beside_a_good_pod(pod("bad", cpu="lots"))
+    message = unschedulable_message_beside_a_good_pod(api_pod("bad", cpu="lots"))
     assert "spec.containers[0].resources.requests.cpu" in message
     assert "'lots'" in message
 
@@ -224,7 +204,7 @@ def test_malformed_pod_is_reported_not_crashing() -> None:
 def test_a_pod_with_a_list_item_of_the_wrong_shape_is_reported_not_raised(field: str, item: object) -> None:
     """What-if and hand-written pods can carry a list item that is not an object; the pod gets a
     FailedScheduling condition naming it, and the pod after it is still scheduled."""
-    bad = pod("bad")
+    bad = api_pod("bad")
     bad["spec"][field] = [*bad["spec"].get(field, []), item]
     assert "pod default/bad: spec: an item of the wrong shape" in unschedulable_message_beside_a_good_pod(bad)
 
@@ -236,8 +216,8 @@ def test_assumed_pod_expiry_follows_ttl(ttl: float) -> None:
                      "pyScheduler": {"assumedPodTTLSeconds": ttl}})
     s = Scheduler(cfg, build_registry(cfg), Binder(), RecordingEventSink(), None, synchronous_binding=True,
                   clock=clock)
-    s.on_node_event(ADDED, node("n1"))
-    s.on_pod_event(ADDED, pod("p"))
+    s.on_node_event(ADDED, api_node("n1"))
+    s.on_pod_event(ADDED, api_pod("p"))
     s.schedule_one(timeout=0)
     clock.now += 31.0
     s.housekeeping()
@@ -248,12 +228,12 @@ def test_a_relisted_node_of_the_same_version_is_kept_once() -> None:
     """A relist replays every node at the version the cache has: the resync's record keeps the cache's
     object, not a second copy of each node."""
     s = make(Binder())
-    first, again = node("n1"), node("n1")
+    first, again = api_node("n1"), api_node("n1")
     s.on_node_event(ADDED, first)
     s.on_node_event(MODIFIED, again)
     (_, kept), = s.known_nodes_not_in(set(), float("inf"))
     assert kept is first and s.cache.get_node("n1").raw is first  # type: ignore[union-attr]
-    newer = {**node("n1"), "metadata": {**node("n1")["metadata"], "resourceVersion": "2"}}
+    newer = {**api_node("n1"), "metadata": {**api_node("n1")["metadata"], "resourceVersion": "2"}}
     s.on_node_event(MODIFIED, newer)
     (_, kept), = s.known_nodes_not_in(set(), float("inf"))
     assert kept is newer

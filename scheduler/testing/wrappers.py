@@ -77,6 +77,7 @@ class _Wrapper:
 
     def __init__(self, body: dict[str, Any]) -> None:
         self._obj = body
+        self._default_uid = True  # pods, nodes and claims get uid-<name> unless set or no_uid()
 
     def api(self) -> dict[str, Any]:
         """The API object (a copy): what the API server would send."""
@@ -118,6 +119,24 @@ class _Wrapper:
 
     def resource_version(self, version: str) -> Self:
         self._meta["resourceVersion"] = version
+        return self
+
+    def owner_reference(self, name: str, kind: str, api_version: str = "apps/v1", uid: str = "") -> Self:
+        """The object's controller (a pod's ReplicaSet or StatefulSet, a claim's Pod, ...)."""
+        ref = {"apiVersion": api_version, "kind": kind, "name": name, "controller": True}
+        if uid:
+            ref["uid"] = uid
+        self._meta.setdefault("ownerReferences", []).append(ref)
+        return self
+
+    def creation_timestamp(self, at: str) -> Self:
+        self._meta["creationTimestamp"] = at
+        return self
+
+    def no_uid(self) -> Self:
+        """Without metadata.uid, as a user writes the object (the API server, or ``simulate``, assigns one)."""
+        self._meta.pop("uid", None)
+        self._default_uid = False
         return self
 
     def terminating(self, at: str = "2026-01-01T00:00:00Z") -> Self:
@@ -228,6 +247,10 @@ class ContainerWrapper:
         self._c.setdefault("resources", {}).setdefault("limits", {}).update(resources(mapping, **named))
         return self
 
+    def res(self, mapping: Mapping[str, str | int] | None = None, **named: str | int) -> Self:
+        """Requests and limits both these resources (extended resources must have limits equal to requests)."""
+        return self.req(mapping, **named).lim(mapping, **named)
+
     def host_port(self, port: int, ip: str = "", protocol: str = "") -> Self:
         p: dict[str, Any] = {"containerPort": port, "hostPort": port}
         if ip:
@@ -266,14 +289,6 @@ class PodWrapper(_Namespaced):
         self._spec["schedulerName"] = name
         return self
 
-    def owner_reference(self, name: str, kind: str, api_version: str = "apps/v1", uid: str = "") -> Self:
-        """The pod's controller (ReplicaSet, StatefulSet, ...)."""
-        ref = {"apiVersion": api_version, "kind": kind, "name": name, "controller": True}
-        if uid:
-            ref["uid"] = uid
-        self._meta.setdefault("ownerReferences", []).append(ref)
-        return self
-
     def container(self, container: ContainerWrapper | Mapping[str, Any]) -> Self:
         c = container.obj() if isinstance(container, ContainerWrapper) else copy.deepcopy(dict(container))
         self._spec["containers"].append(c)
@@ -287,6 +302,11 @@ class PodWrapper(_Namespaced):
     def init_container(self, container: ContainerWrapper | Mapping[str, Any]) -> Self:
         c = container.obj() if isinstance(container, ContainerWrapper) else copy.deepcopy(dict(container))
         self._spec.setdefault("initContainers", []).append(c)
+        return self
+
+    def init_containers(self, *containers: ContainerWrapper | Mapping[str, Any]) -> Self:
+        for c in containers:
+            self.init_container(c)
         return self
 
     def _add(self, key: str, requests: Mapping[str, str] | None, limits: Mapping[str, str] | None,
@@ -345,10 +365,6 @@ class PodWrapper(_Namespaced):
     def preemption_policy(self, policy: str) -> Self:
         """``Never`` or ``PreemptLowerPriority``."""
         self._spec["preemptionPolicy"] = policy
-        return self
-
-    def creation_timestamp(self, at: str) -> Self:
-        self._meta["creationTimestamp"] = at
         return self
 
     def start_time(self, at: str) -> Self:
@@ -509,12 +525,18 @@ class PodWrapper(_Namespaced):
         self._spec[key] = copy.deepcopy(value)
         return self
 
+    def status_field(self, key: str, value: Any) -> Self:
+        """Any other status field, as given (conditions with messages, container statuses, ...)."""
+        self._obj.setdefault("status", {})[key] = copy.deepcopy(value)
+        return self
+
     def api(self) -> dict[str, Any]:
         out = super().api()
         meta = out["metadata"]
         meta.setdefault("name", "p")
         meta.setdefault("namespace", "default")
-        meta.setdefault("uid", f"uid-{meta['name']}")
+        if self._default_uid:
+            meta.setdefault("uid", f"uid-{meta['name']}")
         if not out["spec"]["containers"]:
             out["spec"]["containers"] = [make_container().obj()]
         return out
@@ -594,7 +616,8 @@ class NodeWrapper(_Wrapper):
         out = super().api()
         meta = out["metadata"]
         meta.setdefault("name", "n")
-        meta.setdefault("uid", f"uid-{meta['name']}")
+        if self._default_uid:
+            meta.setdefault("uid", f"uid-{meta['name']}")
         return out
 
     def obj(self) -> Node:
@@ -779,7 +802,8 @@ class ResourceClaimWrapper(_Namespaced):
     def api(self) -> dict[str, Any]:
         out = super().api()
         out["metadata"].setdefault("name", "claim")
-        out["metadata"].setdefault("uid", f"uid-{out['metadata']['name']}")
+        if self._default_uid:
+            out["metadata"].setdefault("uid", f"uid-{out['metadata']['name']}")
         return out
 
     def obj(self) -> ResourceClaim:
@@ -790,6 +814,11 @@ class DeviceClassWrapper(_Wrapper):
     def __init__(self) -> None:
         super().__init__({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {},
                           "spec": {"selectors": []}})
+
+    def extended_resource_name(self, name: str) -> Self:
+        """The extended resource (``example.com/gpu``) that pods may request from this class."""
+        self._spec["extendedResourceName"] = name
+        return self
 
     def selector(self, expression: str) -> Self:
         """A CEL selector every device of the class must match."""

@@ -17,6 +17,7 @@ from scheduler.eventhandlers import ADDED
 from scheduler.metrics import Metrics
 from scheduler.scheduler import Scheduler
 from scheduler.whatif.offline import RecordingBinder, RecordingEventSink
+from tests.builders import sched_pod
 
 
 def config(*profiles: str, profiles_plugins: dict[str, Any] | None = None, **extra: Any) -> str:
@@ -28,13 +29,6 @@ def config(*profiles: str, profiles_plugins: dict[str, Any] | None = None, **ext
 
 NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "resourceVersion": "1"},
         "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}
-
-
-def pod(name: str, scheduler_name: str, cpu: str = "100m") -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}", "resourceVersion": "1"},
-            "spec": {"schedulerName": scheduler_name,
-                     "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}}
 
 
 class Events:
@@ -68,7 +62,8 @@ def reloads(metrics: Metrics, result: str) -> float:
 
 def test_new_profile_starts_scheduling_its_pending_pods(tmp_path: Path) -> None:
     sched, reloader, path, metrics, events, binder = setup(tmp_path, config("a"))
-    sched.on_pod_event(ADDED, pod("pb", "b"))  # not ours yet: ignored, but remembered as seen
+    # not ours yet: ignored, but remembered as seen
+    sched.on_pod_event(ADDED, sched_pod("pb", cpu="100m", scheduler="b").api())
     assert not sched.schedule_one(timeout=0)
     assert reloader.check_once() is None  # unchanged
     path.write_text(config("a", "b"))
@@ -114,7 +109,7 @@ def test_a_file_read_between_its_truncation_and_its_write_keeps_the_profiles(tmp
 
 def test_removed_profile_leaves_its_pods_alone(tmp_path: Path) -> None:
     sched, reloader, path, _, _, binder = setup(tmp_path, config("a", "b"))
-    sched.on_pod_event(ADDED, pod("pa", "a", cpu="64"))  # fits nowhere: stays queued
+    sched.on_pod_event(ADDED, sched_pod("pa", cpu="64", scheduler="a").api())  # fits nowhere: stays queued
     assert sched.schedule_one(timeout=0)
     path.write_text(config("b"))
     assert reloader.check_once() == "success"
@@ -251,7 +246,7 @@ def test_a_pod_that_arrives_after_the_reloaded_event_is_scheduled_under_the_new_
     path.write_text(config("a", profiles_plugins={"score": {"enabled": prefer_n2}}))
     assert reloader.check_once() == "success"
     assert events.bodies[-1]["reason"] == "ConfigurationReloaded"
-    probe = pod("probe", "a")
+    probe = sched_pod("probe", cpu="100m", scheduler="a").api()
     term = {"matchExpressions": [{"key": "pick", "operator": "In", "values": ["me"]}]}
     probe["spec"]["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
         {"weight": 100, "preference": term}]}}  # fmt: skip

@@ -15,7 +15,9 @@ from scheduler.config.errors import ConfigError
 from scheduler.config.policy import load_policy_text
 from scheduler.config.types import Profile
 from scheduler.config.types_pluginargs import NodeLabelArgs, ResourceSpec, UtilizationShapePoint
+from scheduler.testing import make_container, make_pod
 from scheduler.whatif.simulate import run_simulation
+from tests.builders import sched_node, sched_pod
 
 
 def policy(**fields: Any) -> str:
@@ -145,34 +147,18 @@ SEED_POLICY = {
 }
 
 
-def node(name: str, cpu: str, memory: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels or {}},
-            "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}}}
-
-
-def pod(name: str, cpu: str, memory: str, node_name: str = "", host_port: int = 0, disk: str = "",
-        selector: dict[str, str] | None = None) -> dict[str, Any]:
-    container: dict[str, Any] = {"name": "c", "image": "nginx",
-                                 "resources": {"requests": {"cpu": cpu, "memory": memory}}}
-    spec: dict[str, Any] = {"schedulerName": "py-scheduler", "containers": [container]}
-    if host_port:
-        container["ports"] = [{"containerPort": host_port, "hostPort": host_port}]
-    if disk:
-        spec["volumes"] = [{"name": "data", "gcePersistentDisk": {"pdName": disk}}]
-    if selector:
-        spec["nodeSelector"] = selector
-    if node_name:
-        spec["nodeName"] = node_name
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
-
-
+DATA_DISK = {"name": "data", "gcePersistentDisk": {"pdName": "data"}}
 CLUSTER = [
-    node("n1", "4", "8Gi"), node("n2", "4", "8Gi"), node("n3", "2", "4Gi", {"disk": "ssd"}),
-    pod("busy", "3", "1Gi", node_name="n1", host_port=8080),
-    pod("disk-user", "1", "4Gi", node_name="n2", disk="data"),
+    sched_node("n1", "4", "8Gi").api(), sched_node("n2", "4", "8Gi").api(),
+    sched_node("n3", "2", "4Gi").label("disk", "ssd").api(),
+    make_pod().name("busy").scheduler_name("py-scheduler").container(make_container().req(cpu="3", memory="1Gi")
+                                                                      .host_port(8080)).node("n1").api(),
+    sched_pod("disk-user", "1", "4Gi", node_name="n2").volume(DATA_DISK).api(),
 ]
-PODS = [pod("web", "1", "1Gi"), pod("db", "1", "1Gi", disk="data"),
-        pod("proxy", "500m", "512Mi", host_port=8080, selector={"disk": "ssd"}), pod("big", "4", "1Gi")]
+PODS = [sched_pod("web", "1", "1Gi").api(), sched_pod("db", "1", "1Gi").volume(DATA_DISK).api(),
+        make_pod().name("proxy").scheduler_name("py-scheduler").node_selector({"disk": "ssd"})
+        .container(make_container().req(cpu="500m", memory="512Mi").host_port(8080)).api(),
+        sched_pod("big", "4", "1Gi").api()]
 
 
 def simulate_policy(tmp_path: Path, doc: dict[str, Any]) -> dict[str, Any]:

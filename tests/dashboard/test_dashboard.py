@@ -27,27 +27,10 @@ from scheduler.dashboard.source import Source
 from scheduler.framework.results import PREFIX, SELECTED_NODE
 from scheduler.kube.client import api_error
 from scheduler.model.resources import Resource
+from scheduler.testing import make_node
+from tests.builders import sched_pod
 
 PY = "py-scheduler"
-
-
-def node(name: str, cpu: str, zone: str | None = None, **spec: Any) -> dict[str, Any]:
-    labels = {"topology.kubernetes.io/zone": zone} if zone else {}
-    return {"kind": "Node", "metadata": {"name": name, "uid": name, "labels": labels}, "spec": spec,
-            "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"},
-                       "conditions": [{"type": "Ready", "status": "True"}]}}
-
-
-def pod(name: str, cpu: str = "1", node_name: str = "", scheduler: str = PY, ns: str = "default",
-        created: str = "2026-01-01T00:00:00Z", **extra: Any) -> dict[str, Any]:
-    spec: dict[str, Any] = {"schedulerName": scheduler,
-                            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
-    if node_name:
-        spec["nodeName"] = node_name
-    return {"kind": "Pod", "apiVersion": "v1",
-            "metadata": {"name": name, "namespace": ns, "uid": f"uid-{name}", "creationTimestamp": created,
-                         **extra.pop("metadata", {})},
-            "spec": spec, "status": {"phase": "Pending", **extra.pop("status", {})}}
 
 
 def event(uid: str, note: str, when: str, count: int | None = None) -> dict[str, Any]:
@@ -61,14 +44,16 @@ def event(uid: str, note: str, when: str, count: int | None = None) -> dict[str,
 
 
 def test_pending_pods_are_the_profiles_unbound_pods_with_their_last_failure_and_attempts() -> None:
-    unschedulable = {"conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                                     "message": "condition message"}]}
+    unschedulable = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                      "message": "condition message"}]
     pods = [
-        pod("old", created="2026-01-01T00:00:00Z", status=unschedulable),
-        pod("new", created="2026-01-01T00:10:00Z"),
-        pod("bound", node_name="n1"),
-        pod("other", scheduler="default-scheduler"),
-        pod("cond-only", created="2026-01-01T00:05:00Z", status=unschedulable),
+        sched_pod("old", "1").creation_timestamp("2026-01-01T00:00:00Z").phase("Pending")
+        .status_field("conditions", unschedulable).api(),
+        sched_pod("new", "1").creation_timestamp("2026-01-01T00:10:00Z").phase("Pending").api(),
+        sched_pod("bound", "1", node_name="n1").phase("Pending").api(),
+        sched_pod("other", "1", scheduler="default-scheduler").phase("Pending").api(),
+        sched_pod("cond-only", "1").creation_timestamp("2026-01-01T00:05:00Z").phase("Pending")
+        .status_field("conditions", unschedulable).api(),
     ]
     events = [
         event("uid-old", "0/3 nodes are available: first.", "2026-01-01T00:01:00.000000Z", count=4),
@@ -120,12 +105,13 @@ def test_a_preempting_pod_shows_its_nominated_node_first() -> None:
 
 
 def test_nodes_are_grouped_by_zone_with_requests_of_their_running_pods() -> None:
-    tainted = node("b", "4", "z1", taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}],
-                   unschedulable=True)
-    tainted["status"]["conditions"].append({"type": "MemoryPressure", "status": "True"})
-    pods = [pod("p1", "1500m", "a"), pod("p2", "500m", "a"), pod("pending"),
-            pod("done", "3", "a", status={"phase": "Succeeded"})]
-    v = views.nodes_view([node("a", "4", "z2"), tainted, node("c", "2")], pods)
+    na, nb, nc = (make_node().name(n).uid(n).allocatable(cpu=cpu, memory="8Gi", pods="110").condition("Ready", "True")
+                  for n, cpu in (("a", "4"), ("b", "4"), ("c", "2")))
+    tainted = nb.zone("z1").taint("dedicated", "gpu").unschedulable().condition("MemoryPressure", "True")
+    pods = [sched_pod(n, cpu, node_name=node).phase(phase).api() for n, cpu, node, phase in (
+        ("p1", "1500m", "a", "Pending"), ("p2", "500m", "a", "Pending"), ("pending", "1", "", "Pending"),
+        ("done", "3", "a", "Succeeded"))]
+    v = views.nodes_view([na.zone("z2").api(), tainted.api(), nc.api()], pods)
     assert [z["zone"] for z in v["zones"]] == [views.NO_ZONE, "z1", "z2"] and v["nodeCount"] == 3
     a = v["zones"][2]["nodes"][0]
     cpu, memory, pods_bar = a["resources"]
@@ -168,12 +154,12 @@ def test_scheduler_view_gives_queue_sizes_and_attempts_per_second_between_two_sc
 def test_recent_decisions_come_from_result_annotations_newest_first() -> None:
     def decided(name: str, when: str, ann: dict[str, str]) -> dict[str, Any]:
         cond = {"type": "PodScheduled", "status": "True", "lastTransitionTime": when}
-        return pod(name, metadata={"annotations": ann}, status={"conditions": [cond]})
+        return sched_pod(name, cpu="1").annotations(ann).phase("Pending").status_field("conditions", [cond]).api()
 
     filters = json.dumps({"n1": {"NodeResourcesFit": "Insufficient cpu"}, "n2": {"NodeResourcesFit": "passed"}})
     pods = [decided("a", "2026-01-01T00:00:01Z", {SELECTED_NODE: "n1"}),
             decided("b", "2026-01-01T00:00:03Z", {SELECTED_NODE: "", PREFIX + "filter-result": filters}),
-            decided("c", "2026-01-01T00:00:02Z", {}), pod("d")]
+            decided("c", "2026-01-01T00:00:02Z", {}), sched_pod("d", cpu="1").phase("Pending").api()]
     out = views.recent_decisions(pods)
     assert [(d["pod"], d["node"], d["outcome"]) for d in out] == [
         ("default/b", None, "unschedulable: 1 of 2 nodes rejected"), ("default/a", "n1", "bound to n1")]
@@ -217,8 +203,10 @@ class FakeApi:
         return orjson.dumps({"items": []})
 
 
-CLUSTER = [node("small", "2", "z1"), node("big", "8", "z2"), pod("running", "1", "big"),
-           pod("huge", "16", created="2026-01-01T00:00:00Z")]
+CLUSTER = [*(make_node().name(n).uid(n).allocatable(cpu=cpu, memory="8Gi", pods="110").condition("Ready", "True")
+             .zone(zone).api() for n, cpu, zone in (("small", "2", "z1"), ("big", "8", "z2"))),
+           sched_pod("running", "1", node_name="big").phase("Pending").api(),
+           sched_pod("huge", "16").phase("Pending").api()]
 
 
 @pytest.fixture

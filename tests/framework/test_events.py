@@ -11,18 +11,16 @@ from scheduler.framework.events import (
 from scheduler.framework.types import ActionType, ClusterEvent, EventResource
 from scheduler.model.node import Node, node_from_api
 from scheduler.model.pod import pod_from_api
-from tests.queue.qhelpers import make_pod
+from scheduler.testing import make_node, make_pod
+
+# n1 as one update's old side; node_with gives the new side with one field replaced.
+N1 = (make_node().name("n1").label("zone", "a").annotation("a", "1").resource_version("1").taint("k", "v")
+      .allocatable(cpu="4", memory="8Gi", pods="110").condition("Ready", "True"))
 
 
-def make_node(**changes: Any) -> Node:
-    obj: dict[str, Any] = {
-        "metadata": {"name": "n1", "labels": {"zone": "a"}, "annotations": {"a": "1"}, "resourceVersion": "1"},
-        "spec": {"taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}]},
-        "status": {
-            "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2024-01-01T00:00:00Z"}],
-        },
-    }
+def node_with(**changes: Any) -> Node:
+    """N1 with each ``section__key`` field replaced by its value."""
+    obj = N1.api()
     for path, value in changes.items():
         section, key = path.split("__")
         obj[section][key] = value
@@ -34,46 +32,48 @@ def labels_of(events: list[ClusterEvent]) -> list[str]:
 
 
 def test_node_nothing_relevant_changed() -> None:
-    heartbeat = [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2024-02-02T00:00:00Z"}]
-    assert node_scheduling_properties_change(make_node(), make_node(status__conditions=heartbeat)) == []
+    old, new = ({"type": "Ready", "status": "True", "lastHeartbeatTime": f"2024-0{m}-0{m}T00:00:00Z"} for m in (1, 2))
+    assert node_scheduling_properties_change(node_with(status__conditions=[old]),
+                                             node_with(status__conditions=[new])) == []
 
 
 def test_node_each_aspect() -> None:
-    old = make_node()
+    old = node_with()
     cases = {
-        "NodeUpdateNodeAllocatable": make_node(status__allocatable={"cpu": "2", "memory": "8Gi", "pods": "110"}),
-        "NodeUpdateNodeLabel": make_node(metadata__labels={"zone": "b"}),
-        "NodeUpdateNodeTaint": make_node(spec__taints=[]),
-        "NodeUpdateNodeCondition": make_node(status__conditions=[{"type": "Ready", "status": "False"}]),
-        "NodeUpdateNodeAnnotation": make_node(metadata__annotations={}),
+        "NodeUpdateNodeAllocatable": node_with(status__allocatable={"cpu": "2", "memory": "8Gi", "pods": "110"}),
+        "NodeUpdateNodeLabel": node_with(metadata__labels={"zone": "b"}),
+        "NodeUpdateNodeTaint": node_with(spec__taints=[]),
+        "NodeUpdateNodeCondition": node_with(status__conditions=[{"type": "Ready", "status": "False"}]),
+        "NodeUpdateNodeAnnotation": node_with(metadata__annotations={}),
         # v1.37's two new node aspects
-        "NodeUpdateNodePreemptionPolicy": make_node(spec__podPreemptionPolicy="Never"),
-        "NodeUpdateNodeDeclaredFeature": make_node(status__declaredFeatures=["VolumeBindMountOptions"]),
+        "NodeUpdateNodePreemptionPolicy": node_with(spec__podPreemptionPolicy="Never"),
+        "NodeUpdateNodeDeclaredFeature": node_with(status__declaredFeatures=["VolumeBindMountOptions"]),
     }
     for label, new in cases.items():
         assert labels_of(node_scheduling_properties_change(old, new)) == [label]
 
 
 def test_node_allocatable_compared_semantically() -> None:
-    same = make_node(status__allocatable={"cpu": "4000m", "memory": "8Gi", "pods": "110"})
-    assert node_scheduling_properties_change(make_node(), same) == []
+    same = node_with(status__allocatable={"cpu": "4000m", "memory": "8Gi", "pods": "110"})
+    assert node_scheduling_properties_change(node_with(), same) == []
 
 
 def test_node_uncordon_is_a_taint_update_but_cordon_is_not() -> None:
-    cordoned = make_node(spec__unschedulable=True)
-    assert labels_of(node_scheduling_properties_change(cordoned, make_node())) == ["NodeUpdateNodeTaint"]
-    assert node_scheduling_properties_change(make_node(), cordoned) == []
+    cordoned = node_with(spec__unschedulable=True)
+    assert labels_of(node_scheduling_properties_change(cordoned, node_with())) == ["NodeUpdateNodeTaint"]
+    assert node_scheduling_properties_change(node_with(), cordoned) == []
 
 
 def test_node_event_actions() -> None:
-    events = node_scheduling_properties_change(make_node(), make_node(metadata__labels={}))
+    events = node_scheduling_properties_change(node_with(), node_with(metadata__labels={}))
     assert events[0].resource == EventResource.NODE
     assert events[0].action == ActionType.UPDATE_NODE_LABEL
 
 
 def test_pod_specific_events() -> None:
-    old = make_pod("p", labels={"a": "1"}, gates=("g",), cpu="500m")
-    new = make_pod("p", labels={"a": "2"}, cpu="250m", tolerations=[{"key": "k", "operator": "Exists"}])
+    old = make_pod().name("p").req(cpu="500m").scheduling_gates(*("g",)).labels({"a": "1"}).obj()
+    new = make_pod().name("p").req(cpu="250m").tolerations([{"key": "k",
+                                                             "operator": "Exists"}]).labels({"a": "2"}).obj()
     assert labels_of(pod_scheduling_properties_change(old, new)) == [
         "UnscheduledPodUpdatePodLabel",
         "UnscheduledPodUpdatePodScaleDown",
@@ -84,27 +84,30 @@ def test_pod_specific_events() -> None:
 
 def test_pod_scale_up() -> None:
     """v1.37 names a raised (or added) request: UpdatePodScaleUp, no longer the generic Update."""
-    events = pod_scheduling_properties_change(make_pod("p", cpu="100m"), make_pod("p", cpu="200m"))
+    events = pod_scheduling_properties_change(make_pod().name("p").req(cpu="100m").obj(),
+                                              make_pod().name("p").req(cpu="200m").obj())
     assert labels_of(events) == ["UnscheduledPodUpdatePodScaleUp"]
     assert events[0].action == ActionType.UPDATE_POD_SCALE_UP
 
 
 def test_assigned_pod_events_use_pod_resource() -> None:
-    old = make_pod("p", node_name="n1", labels={"a": "1"})
-    new = make_pod("p", node_name="n1", labels={"a": "2"})
+    old = make_pod().name("p").node("n1").labels({"a": "1"}).obj()
+    new = make_pod().name("p").node("n1").labels({"a": "2"}).obj()
     events = pod_scheduling_properties_change(old, new)
     assert labels_of(events) == ["AssignedPodUpdatePodLabel"]
     assert events[0].resource == EventResource.POD
 
 
 def test_gates_partially_removed_is_not_eliminated() -> None:
-    events = pod_scheduling_properties_change(make_pod("p", gates=("a", "b")), make_pod("p", gates=("a",)))
+    events = pod_scheduling_properties_change(make_pod().name("p").scheduling_gates(*("a", "b")).obj(),
+                                              make_pod().name("p").scheduling_gates(*("a",)).obj())
     assert labels_of(events) == ["UnscheduledPodUpdate"]
 
 
 def test_registered_pod_matches_unscheduled_pod_events() -> None:
     registered = ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
-    incoming = pod_scheduling_properties_change(make_pod("p", gates=("g",)), make_pod("p"))[0]
+    incoming = pod_scheduling_properties_change(make_pod().name("p").scheduling_gates(*("g",)).obj(),
+                                                make_pod().name("p").obj())[0]
     assert event_matches(incoming, registered)
     assert not event_matches(incoming, ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_LABEL))
     assert not event_matches(ClusterEvent(EventResource.NODE, ActionType.ADD), registered)

@@ -15,11 +15,7 @@ from scheduler.framework.fit_error import (
 )
 from scheduler.framework.interface import NodeToStatus
 from scheduler.framework.status import Code, Status, unresolvable, unschedulable
-from scheduler.model.pod import Pod, pod_from_api
-
-
-def pod() -> Pod:
-    return pod_from_api({"metadata": {"name": "p", "uid": "u"}, "spec": {"containers": [{"name": "c"}]}})
+from scheduler.testing import make_pod
 
 
 def test_reasons_are_counted_and_sorted_as_strings() -> None:
@@ -29,7 +25,7 @@ def test_reasons_are_counted_and_sorted_as_strings() -> None:
     for i in range(2):
         d.node_to_status.statuses[f"b{i}"] = unresolvable("node(s) were unschedulable")
     # "10 ..." sorts before "2 ..." because whole strings are compared.
-    assert str(FitError(pod(), 12, d)) == (
+    assert str(FitError(make_pod().obj(), 12, d)) == (
         "0/12 nodes are available: 10 Insufficient cpu, 2 node(s) were unschedulable."
     )
 
@@ -38,27 +34,28 @@ def test_a_node_contributes_each_of_its_reasons() -> None:
     d = Diagnosis()
     d.node_to_status.statuses["n1"] = unschedulable("Insufficient cpu", "Insufficient memory")
     d.node_to_status.statuses["n2"] = unschedulable("Insufficient memory")
-    assert str(FitError(pod(), 2, d)) == "0/2 nodes are available: 1 Insufficient cpu, 2 Insufficient memory."
+    assert str(FitError(make_pod().obj(), 2,
+                        d)) == "0/2 nodes are available: 1 Insufficient cpu, 2 Insufficient memory."
 
 
 def test_absent_nodes_get_the_default_status_reasons() -> None:
     d = Diagnosis()
     d.node_to_status.statuses["n1"] = unschedulable("Insufficient cpu")
     d.node_to_status.absent = unresolvable("node(s) didn't satisfy plugin(s) [NodeAffinity]")
-    assert str(FitError(pod(), 4, d)) == (
+    assert str(FitError(make_pod().obj(), 4, d)) == (
         "0/4 nodes are available: 1 Insufficient cpu, 3 node(s) didn't satisfy plugin(s) [NodeAffinity]."
     )
 
 
 def test_default_absent_status_adds_nothing() -> None:
     # Nodes not examined (filtering stopped early) have no reason; no trailing list at all.
-    assert str(FitError(pod(), 3, Diagnosis())) == "0/3 nodes are available:"
+    assert str(FitError(make_pod().obj(), 3, Diagnosis())) == "0/3 nodes are available:"
 
 
 def test_prefilter_rejection_form_and_postfilter_suffix() -> None:
     d = Diagnosis(pre_filter_msg="node(s) didn't match pod topology spread constraints")
     d.node_to_status.absent = unschedulable("ignored when PreFilter rejected")
-    err = FitError(pod(), 5, d)
+    err = FitError(make_pod().obj(), 5, d)
     assert str(err) == "0/5 nodes are available: node(s) didn't match pod topology spread constraints."
     d.post_filter_msg = "preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling."
     assert str(err) == (
@@ -69,7 +66,7 @@ def test_prefilter_rejection_form_and_postfilter_suffix() -> None:
 
 def test_fit_error_for_reserve_or_permit_rejection() -> None:
     s = Status(Code.UNSCHEDULABLE, ["gang not ready"], plugin="Coscheduling")
-    err = fit_error_for_node(pod(), "n7", s)
+    err = fit_error_for_node(make_pod().obj(), "n7", s)
     assert err.num_all_nodes == 1
     assert err.diagnosis.unschedulable_plugins == {"Coscheduling"}
     assert str(err) == "0/1 nodes are available: 1 gang not ready."

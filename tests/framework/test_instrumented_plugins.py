@@ -19,17 +19,13 @@ from scheduler.framework.runtime.instrumented_plugins import (
 from scheduler.framework.runtime.waiting_pods_map import WaitingPod, WaitingPodsMap
 from scheduler.framework.status import Status, unschedulable
 from scheduler.framework.types import NodeInfo
-from scheduler.model.node import node_from_api
-from scheduler.model.pod import Pod, pod_from_api
+from scheduler.model.pod import Pod
+from scheduler.testing import make_node, make_pod
 
 
-def _pod(name: str) -> Pod:
-    return pod_from_api({"metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"}, "spec": {}})
-
-
-def _node(name: str) -> NodeInfo:
+def _node_info(name: str) -> NodeInfo:
     info = NodeInfo()
-    info.set_node(node_from_api({"metadata": {"name": name}, "status": {"allocatable": {"cpu": "4"}}}))
+    info.set_node(make_node().name(name).allocatable(cpu="4").obj())
     return info
 
 
@@ -108,10 +104,10 @@ def test_each_call_records_its_point_and_status() -> None:
     rec = Recorder()
     (timed_filter,) = instrument("filter", [RejectOdd()], rec)
     (timed_batch,) = instrument("score", [Batch()], rec)
-    state, pod = CycleState(), _pod("p")
-    assert timed_filter.filter(state, pod, _node("n1")) is not None
-    assert timed_filter.filter(state, pod, _node("n2")) is None
-    assert timed_batch.score_nodes(state, pod, [_node("n1"), _node("node-2")]) == ([2, 6], None)
+    state, pod = CycleState(), make_pod().name("p").obj()
+    assert timed_filter.filter(state, pod, _node_info("n1")) is not None
+    assert timed_filter.filter(state, pod, _node_info("n2")) is None
+    assert timed_batch.score_nodes(state, pod, [_node_info("n1"), _node_info("node-2")]) == ([2, 6], None)
     assert rec.durations == [("RejectOdd", "Filter", "Unschedulable"), ("RejectOdd", "Filter", "Success"),
                              ("Batch", "Score", "Success")]
 
@@ -119,8 +115,8 @@ def test_each_call_records_its_point_and_status() -> None:
 def test_the_per_node_check_is_timed_on_the_first_nodes_only() -> None:
     rec = Recorder()
     (timed,) = instrument("filter", [RejectOdd()], rec)
-    check = timed.filter_for(CycleState(), _pod("p"))
-    verdicts = [check(_node(f"n{i % 10}")) is None for i in range(TIMED_NODES_PER_CYCLE + 4)]
+    check = timed.filter_for(CycleState(), make_pod().name("p").obj())
+    verdicts = [check(_node_info(f"n{i % 10}")) is None for i in range(TIMED_NODES_PER_CYCLE + 4)]
     assert verdicts == [i % 2 == 0 for i in range(TIMED_NODES_PER_CYCLE + 4)]  # the plugin's own verdicts
     assert len(rec.sunk) == TIMED_NODES_PER_CYCLE
     assert rec.sunk[:2] == [("RejectOdd", "Filter", "Success"), ("RejectOdd", "Filter", "Unschedulable")]
@@ -133,8 +129,8 @@ def test_points_run_outside_the_cycle_keep_their_plugins() -> None:
 
 def test_the_waiting_pods_map_forgets_a_pod_only_as_the_attempt_registered_it() -> None:
     pods = WaitingPodsMap()
-    first = WaitingPod(_pod("p"), {"Gang": 10.0}, lambda: 0.0)
-    second = WaitingPod(_pod("p"), {"Gang": 10.0}, lambda: 0.0)
+    first = WaitingPod(make_pod().name("p").obj(), {"Gang": 10.0}, lambda: 0.0)
+    second = WaitingPod(make_pod().name("p").obj(), {"Gang": 10.0}, lambda: 0.0)
     pods.add(first)
     pods.add(second)  # a newer attempt of the same pod replaces the first
     pods.remove("uid-p", first)

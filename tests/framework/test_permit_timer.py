@@ -16,7 +16,8 @@ from scheduler.model.pod import pod_from_api
 from scheduler.plugins.helper.podgroup import POD_GROUP_LABEL
 from scheduler.scheduler import Scheduler
 from scheduler.whatif.offline import RecordingEventSink
-from tests.test_scheduler import Binder, node, pod
+from tests.builders import api_node, api_pod
+from tests.test_scheduler import Binder
 
 MEMBERS = 1000
 
@@ -34,7 +35,7 @@ def live_gang_scheduler(binder: Binder, wait_seconds: int) -> Scheduler:
 
 
 def member(name: str, group: str) -> dict[str, Any]:
-    obj = pod(name, cpu="10m")
+    obj = api_pod(name, cpu="10m")
     obj["metadata"]["labels"] = {POD_GROUP_LABEL: group}
     return obj
 
@@ -60,7 +61,7 @@ def gang_waiting_at_permit(members: int) -> tuple[Scheduler, Binder, int, int]:
     binder = Binder()
     s = live_gang_scheduler(binder, wait_seconds=600)
     for i in range(10):
-        s.on_node_event(ADDED, {**node(f"n{i}", cpu="64"), "status": {
+        s.on_node_event(ADDED, {**api_node(f"n{i}", cpu="64"), "status": {
             "allocatable": {"cpu": "64", "memory": "64Gi", "pods": "200"}}})
     s.on_object_event("PodGroup", ADDED, podgroup("big", members + 1))
     unfit = member("unfit", "big")
@@ -110,7 +111,7 @@ def test_the_timer_expires_waiting_pods_at_their_timeout_and_starts_their_bindin
     started: list[str] = []
     waiting = []
     for i in range(20):
-        p = pod_from_api(pod(f"w-{i}"))
+        p = pod_from_api(api_pod(f"w-{i}"))
         wp = WaitingPod(p, {"Coscheduling": 0.2 + i * 0.01, "Other": 60.0}, time.monotonic)
         wp.when_decided(lambda name=p.name: started.append(name))
         timer.watch(wp)
@@ -125,7 +126,7 @@ def test_the_timer_expires_waiting_pods_at_their_timeout_and_starts_their_bindin
 
 
 def test_a_pod_decided_before_it_is_watched_starts_at_once() -> None:
-    wp = WaitingPod(pod_from_api(pod("quick")), {"Coscheduling": 60.0}, time.monotonic)
+    wp = WaitingPod(pod_from_api(api_pod("quick")), {"Coscheduling": 60.0}, time.monotonic)
     wp.allow("Coscheduling")
     started: list[bool] = []
     wp.when_decided(lambda: started.append(True))

@@ -25,6 +25,7 @@ from scheduler.framework.results import (
 )
 from scheduler.framework.status import Code, Status
 from scheduler.model.pod import pod_from_api
+from scheduler.testing import make_pod
 from scheduler.whatif.simulate import add_cluster, attempt, build_scheduler
 from tests.whatif.test_simulate import CONFIG
 
@@ -39,12 +40,6 @@ NODES = [
 ]
 EXISTING = {"kind": "Pod", "metadata": {"name": "existing", "namespace": "default", "uid": "e1"},
             "spec": {"nodeName": "n1", "containers": [{"name": "c", "resources": {"requests": {"cpu": "3"}}}]}}
-
-
-def pod(name: str, cpu: str, priority: int = 0, scheduler: str = "py-scheduler") -> dict[str, Any]:
-    return {"kind": "Pod", "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
-            "spec": {"schedulerName": scheduler, "priority": priority,
-                     "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}}
 
 
 def one_attempt(tmp_path: Path, target: dict[str, Any], cluster: list[dict[str, Any]],
@@ -63,7 +58,8 @@ def one_attempt(tmp_path: Path, target: dict[str, Any], cluster: list[dict[str, 
 
 
 def test_a_bound_pod_gets_every_key_with_string_leaves(tmp_path: Path) -> None:
-    ann = one_attempt(tmp_path, pod("a", "1"), [*NODES, EXISTING])
+    ann = one_attempt(tmp_path, make_pod().name("a").scheduler_name("py-scheduler").req(cpu="1", memory="1Gi").api(),
+                      [*NODES, EXISTING])
     get = {k.removeprefix(PREFIX): (v if k == SELECTED_NODE else json.loads(v)) for k, v in ann.items()}
     assert get["selected-node"] == "n3"
     # NodeResourcesFit has no NormalizeScore (raw = normalized); TaintToleration's raw count 0 normalizes to
@@ -86,8 +82,8 @@ def test_preemption_dry_runs_do_not_overwrite_the_filter_verdicts(tmp_path: Path
     low = {"kind": "Pod", "metadata": {"name": "low", "namespace": "default", "uid": "low"},
            "spec": {"nodeName": "n3", "priority": 0,
                     "containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}}
-    ann = one_attempt(tmp_path, pod("high", "1", priority=100, scheduler="default-scheduler"), [NODES[2], low],
-                      config=None)
+    high = make_pod().name("high").scheduler_name("default-scheduler").priority(100).req(cpu="1", memory="1Gi").api()
+    ann = one_attempt(tmp_path, high, [NODES[2], low], config=None)
     assert json.loads(ann[PREFIX + "filter-result"])["n3"]["NodeResourcesFit"] == "Insufficient cpu"
     assert json.loads(ann[PREFIX + "postfilter-result"]) == {"n3": {"DefaultPreemption": "preemption victim"}}
     assert ann[SELECTED_NODE] == ""

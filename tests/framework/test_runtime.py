@@ -26,27 +26,16 @@ from scheduler.framework.status import Code, Status, error, skip, unresolvable, 
 from scheduler.framework.types import NODE_ADD, ClusterEventWithHint, NodeInfo
 from scheduler.model.apierrors import NotFoundError
 from scheduler.model.node import node_from_api
-from scheduler.model.pod import Pod, pod_from_api
+from scheduler.model.pod import Pod
 from scheduler.plugins.priority_sort import PrioritySort
+from scheduler.testing import make_node, make_pod
 
 # ----- helpers ---------------------------------------------------------------------------------
 
 
-def make_pod(name: str, priority: int = 0, cpu: str | None = None, labels: dict[str, str] | None = None) -> Pod:
-    container: dict[str, Any] = {"name": "c"}
-    if cpu is not None:
-        container["resources"] = {"requests": {"cpu": cpu}}
-    return pod_from_api(
-        {
-            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}", "labels": labels or {}},
-            "spec": {"priority": priority, "containers": [container]},
-        }
-    )
-
-
 def make_node_info(name: str, cpu: str = "4", *pods: Pod) -> NodeInfo:
     ni = NodeInfo()
-    ni.set_node(node_from_api({"metadata": {"name": name}, "status": {"allocatable": {"cpu": cpu, "pods": "110"}}}))
+    ni.set_node(make_node().name(name).allocatable(cpu=cpu, pods="110").obj())
     for p in pods:
         ni.add_pod(p)
     return ni
@@ -200,13 +189,13 @@ def test_factory_gets_plugin_args_and_the_framework_as_handle() -> None:
         seen["args"], seen["handle"] = args, handle
         return CpuFit()
 
-    base = FakeScheduler({"n1": [make_pod("nom")]})
+    base = FakeScheduler({"n1": [make_pod().name("nom").obj()]})
     profile = Profile("p", {"filter": [PluginRef("CpuFit")]}, plugin_config={"CpuFit": {"k": 1}})
     fwk = Framework(profile, {"CpuFit": factory}, options(base))
     assert seen["args"] == {"k": 1}
     assert seen["handle"] is fwk  # upstream: the framework is the plugins' Handle
     assert [p.name for p in seen["handle"].nominated_pods_for("n1")] == ["nom"]
-    assert seen["handle"].bind(make_pod("p"), "n1") is None  # Handle methods reach the scheduler's actions
+    assert seen["handle"].bind(make_pod().name("p").obj(), "n1") is None  # Handle methods reach the scheduler's actions
     assert base.bound == [("p", "n1")]
     assert not hasattr(seen["handle"], "bound")  # the scheduler's other attributes do not leak through
 
@@ -218,17 +207,17 @@ def test_prefilter_skip_disables_the_plugins_filter() -> None:
     pf = PreF("Skipper", status=skip())
     fwk = build({"preFilter": [pf], "filter": [pf]})
     state = CycleState()
-    result, status, narrowed = fwk.run_pre_filter_plugins(state, make_pod("p"), [])
+    result, status, narrowed = fwk.run_pre_filter_plugins(state, make_pod().name("p").obj(), [])
     assert (result, status, narrowed) == (None, None, set())
     assert state.skip_filter_plugins == {"Skipper"}
-    assert fwk.run_filter_plugins(state, make_pod("p"), make_node_info("n1")) is None
+    assert fwk.run_filter_plugins(state, make_pod().name("p").obj(), make_node_info("n1")) is None
 
 
 def test_prefilter_unschedulable_keeps_running_the_others() -> None:
     first = PreF("First", status=unschedulable("first says no"))
     second = PreF("Second")
     fwk = build({"preFilter": [first, second]})
-    _, status, _ = fwk.run_pre_filter_plugins(CycleState(), make_pod("p"), [])
+    _, status, _ = fwk.run_pre_filter_plugins(CycleState(), make_pod().name("p").obj(), [])
     assert second.calls == 1
     assert status is not None and status.code == Code.UNSCHEDULABLE
     assert (status.plugin, status.message) == ("First", "first says no")
@@ -238,14 +227,14 @@ def test_prefilter_unresolvable_stops_at_once() -> None:
     first = PreF("First", status=unresolvable("never"))
     second = PreF("Second")
     fwk = build({"preFilter": [first, second]})
-    _, status, _ = fwk.run_pre_filter_plugins(CycleState(), make_pod("p"), [])
+    _, status, _ = fwk.run_pre_filter_plugins(CycleState(), make_pod().name("p").obj(), [])
     assert second.calls == 0
     assert status is not None and status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and status.plugin == "First"
 
 
 def test_prefilter_error_is_wrapped() -> None:
     fwk = build({"preFilter": [PreF("Bad", status=Status(Code.WAIT, ["odd"]))]})
-    _, status, _ = fwk.run_pre_filter_plugins(CycleState(), make_pod("p"), [])
+    _, status, _ = fwk.run_pre_filter_plugins(CycleState(), make_pod().name("p").obj(), [])
     assert status is not None and status.code == Code.ERROR
     assert status.message == 'running PreFilter plugin "Bad": odd'
 
@@ -255,7 +244,7 @@ def test_prefilter_results_intersect() -> None:
     b = PreF("B", result=PreFilterResult({"n2", "n3"}))
     c = PreF("C", result=PreFilterResult(None))
     fwk = build({"preFilter": [a, b, c]})
-    result, status, narrowed = fwk.run_pre_filter_plugins(CycleState(), make_pod("p"), [])
+    result, status, narrowed = fwk.run_pre_filter_plugins(CycleState(), make_pod().name("p").obj(), [])
     assert status is None
     assert result is not None and result.node_names == {"n2"}
     assert narrowed == {"A", "B"}
@@ -265,19 +254,20 @@ def test_prefilter_empty_intersection_messages() -> None:
     a = PreF("A", result=PreFilterResult({"n1"}))
     b = PreF("B", result=PreFilterResult({"n2"}))
     fwk = build({"preFilter": [a, b]})
-    _, status, _ = fwk.run_pre_filter_plugins(CycleState(), make_pod("p"), [])
+    _, status, _ = fwk.run_pre_filter_plugins(CycleState(), make_pod().name("p").obj(), [])
     assert status is not None and status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert status.message == "node(s) didn't satisfy plugin(s) [A B] simultaneously"
 
     single = build({"preFilter": [PreF("Only", result=PreFilterResult(set()))]})
-    _, status, _ = single.run_pre_filter_plugins(CycleState(), make_pod("p"), [])
+    _, status, _ = single.run_pre_filter_plugins(CycleState(), make_pod().name("p").obj(), [])
     assert status is not None and status.message == "node(s) didn't satisfy plugin Only"
 
 
 def test_prefilter_remove_pod_extension_error_is_wrapped() -> None:
     pf = PreF("Ext", ext=CountingExtensions())
     fwk = build({"preFilter": [pf]})
-    s = fwk.run_pre_filter_extension_remove_pod(CycleState(), make_pod("p"), make_pod("q"), make_node_info("n1"))
+    p, q = make_pod().name("p").obj(), make_pod().name("q").obj()
+    s = fwk.run_pre_filter_extension_remove_pod(CycleState(), p, q, make_node_info("n1"))
     assert s is not None and s.code == Code.ERROR
     assert s.message == 'running RemovePod on PreFilter plugin "Ext": boom'
 
@@ -289,14 +279,14 @@ def test_first_rejecting_filter_wins() -> None:
     a = Fixed("A", unschedulable("a no"))
     b = Fixed("B", unresolvable("b no"))
     fwk = build({"filter": [a, b]})
-    s = fwk.run_filter_plugins(CycleState(), make_pod("p"), make_node_info("n1"))
+    s = fwk.run_filter_plugins(CycleState(), make_pod().name("p").obj(), make_node_info("n1"))
     assert s is not None and (s.plugin, s.message, s.code) == ("A", "a no", Code.UNSCHEDULABLE)
     assert b.calls == 0
 
 
 def test_filter_unexpected_code_is_error() -> None:
     fwk = build({"filter": [Fixed("Odd", Status(Code.SKIP, ["skipped?"]))]})
-    s = fwk.run_filter_plugins(CycleState(), make_pod("p"), make_node_info("n1"))
+    s = fwk.run_filter_plugins(CycleState(), make_pod().name("p").obj(), make_node_info("n1"))
     assert s is not None and s.code == Code.ERROR and s.plugin == "Odd"
     assert s.message == 'running "Odd" filter plugin: skipped?'
 
@@ -305,7 +295,7 @@ def test_malformed_node_is_unresolvable_with_its_parse_error() -> None:
     ni = NodeInfo()
     ni.set_node(node_from_api({"metadata": {"name": "bad"}, "spec": {"taints": ["not-an-object"]}}))
     fwk = build({"filter": [Fixed("A")]})
-    s = fwk.run_filter_plugins(CycleState(), make_pod("p"), ni)
+    s = fwk.run_filter_plugins(CycleState(), make_pod().name("p").obj(), ni)
     assert s is not None and s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert s.message == "node bad: spec.taints[0]: must be an object"
 
@@ -316,8 +306,8 @@ def test_malformed_node_is_unresolvable_with_its_parse_error() -> None:
 def test_node_that_only_fits_without_the_nominated_pod_is_rejected() -> None:
     fwk = build({"filter": [CpuFit()]})
     node = make_node_info("n1", "4")
-    incoming = make_pod("incoming", priority=10, cpu="2")
-    nominated = make_pod("nominated", priority=10, cpu="3")
+    incoming = make_pod().name("incoming").priority(10).req(cpu="2").obj()
+    nominated = make_pod().name("nominated").priority(10).req(cpu="3").obj()
     # Without the nominated pod 2 of 4 cpus fit; with it (3 + 2 > 4) they do not.
     assert fwk.run_filter_plugins(CycleState(), incoming, node) is None
     s = fwk.run_filter_plugins_with_nominated_pods(CycleState(), incoming, node, [nominated])
@@ -328,36 +318,37 @@ def test_node_that_only_fits_without_the_nominated_pod_is_rejected() -> None:
 def test_lower_priority_nominated_pods_are_ignored() -> None:
     fwk = build({"filter": [CpuFit()]})
     node = make_node_info("n1", "4")
-    incoming = make_pod("incoming", priority=10, cpu="2")
-    lower = make_pod("lower", priority=9, cpu="3")
+    incoming = make_pod().name("incoming").priority(10).req(cpu="2").obj()
+    lower = make_pod().name("lower").priority(9).req(cpu="3").obj()
     assert fwk.run_filter_plugins_with_nominated_pods(CycleState(), incoming, node, [lower]) is None
 
 
 def test_the_pod_itself_is_not_added_as_nominated() -> None:
     fwk = build({"filter": [CpuFit()]})
-    incoming = make_pod("incoming", priority=10, cpu="3")
+    incoming = make_pod().name("incoming").priority(10).req(cpu="3").obj()
     assert fwk.run_filter_plugins_with_nominated_pods(CycleState(), incoming, make_node_info("n1"), [incoming]) is None
 
 
 def test_affinity_like_filter_must_hold_on_both_passes() -> None:
     fwk = build({"filter": [NeedsLabelX()]})
-    incoming = make_pod("incoming", priority=0)
-    nominated_x = make_pod("nom", priority=5, labels={"x": "y"})
+    incoming = make_pod().name("incoming").priority(0).obj()
+    nominated_x = make_pod().name("nom").priority(5).labels({"x": "y"}).obj()
     # Pass 1 (with the nominated x=y pod) passes, pass 2 (without it) fails → rejected.
     s = fwk.run_filter_plugins_with_nominated_pods(CycleState(), incoming, make_node_info("n1"), [nominated_x])
     assert s is not None and s.message == "no pod with x=y"
     # A node that really runs an x=y pod passes both passes.
-    running = make_node_info("n2", "4", make_pod("running", labels={"x": "y"}))
+    running = make_node_info("n2", "4", make_pod().name("running").labels({"x": "y"}).obj())
     assert fwk.run_filter_plugins_with_nominated_pods(CycleState(), incoming, running, [nominated_x]) is None
 
 
 def test_nominated_pods_default_to_the_handle_and_run_add_pod_on_a_cloned_state() -> None:
     ext = CountingExtensions()
     pf = PreF("Ext", ext=ext)
-    nominated = make_pod("nom", priority=1, cpu="1")
+    nominated = make_pod().name("nom").priority(1).req(cpu="1").obj()
     fwk = build({"preFilter": [pf], "filter": [CpuFit()]}, scheduler=FakeScheduler({"n1": [nominated]}))
     state = CycleState()
-    assert fwk.run_filter_plugins_with_nominated_pods(state, make_pod("p", cpu="1"), make_node_info("n1")) is None
+    pod = make_pod().name("p").req(cpu="1").obj()
+    assert fwk.run_filter_plugins_with_nominated_pods(state, pod, make_node_info("n1")) is None
     assert ext.added == ["nom"]
     assert state.get("added") is None  # AddPod wrote into the clone only
 
@@ -365,7 +356,8 @@ def test_nominated_pods_default_to_the_handle_and_run_add_pod_on_a_cloned_state(
 def test_second_pass_skipped_when_first_fails() -> None:
     counting = Fixed("Counting", unschedulable("no"))
     fwk = build({"filter": [counting]})
-    fwk.run_filter_plugins_with_nominated_pods(CycleState(), make_pod("p"), make_node_info("n1"), [make_pod("n")])
+    p, n = make_pod().name("p").obj(), make_pod().name("n").obj()
+    fwk.run_filter_plugins_with_nominated_pods(CycleState(), p, make_node_info("n1"), [n])
     assert counting.calls == 1
 
 
@@ -386,13 +378,14 @@ def test_post_filter_gathers_reasons_until_one_succeeds_or_is_unresolvable() -> 
     a = Post("A", unschedulable("a1"), PostFilterResult(""))
     b = Post("B", unschedulable("b1", "b2"))
     fwk = build({"postFilter": [a, b]})
-    result, status = fwk.run_post_filter_plugins(CycleState(), make_pod("p"), NodeToStatus())
+    result, status = fwk.run_post_filter_plugins(CycleState(), make_pod().name("p").obj(), NodeToStatus())
     assert result == PostFilterResult("")
     assert status is not None and status.code == Code.UNSCHEDULABLE
     assert (status.reasons, status.plugin) == (["a1", "b1", "b2"], "A")
 
     ok = build({"postFilter": [Post("Win", None, PostFilterResult("n3")), b]})
-    assert ok.run_post_filter_plugins(CycleState(), make_pod("p"), NodeToStatus()) == (PostFilterResult("n3"), None)
+    p = make_pod().name("p").obj()
+    assert ok.run_post_filter_plugins(CycleState(), p, NodeToStatus()) == (PostFilterResult("n3"), None)
 
 
 # ----- PreScore / Score ------------------------------------------------------------------------
@@ -427,11 +420,11 @@ def test_scores_are_normalized_weighted_and_summed() -> None:
     b = Scorer("B", {"n1": 40, "n2": 10})  # weight 0 means 1
     fwk = build({"score": [a, b]}, weights={"A": 2})
     nodes = [make_node_info("n1"), make_node_info("n2")]
-    scores, status = fwk.run_score_plugins(CycleState(), make_pod("p"), nodes)
+    scores, status = fwk.run_score_plugins(CycleState(), make_pod().name("p").obj(), nodes)
     assert status is None
     assert [(s.name, s.total_score) for s in scores] == [("n1", 2 * 50 + 40), ("n2", 2 * 100 + 10)]
     fwk.observer = recorder = ResultRecorder()  # the per-plugin scores go to the observer
-    scores, status = fwk.run_score_plugins(CycleState(), make_pod("p"), nodes)
+    scores, status = fwk.run_score_plugins(CycleState(), make_pod().name("p").obj(), nodes)
     assert status is None
     assert [(s.name, s.total_score) for s in scores] == [("n1", 2 * 50 + 40), ("n2", 2 * 100 + 10)]
     result = recorder.result("uid-p")
@@ -443,7 +436,7 @@ def test_scores_are_normalized_weighted_and_summed() -> None:
 
 def test_score_out_of_range_after_normalize_is_an_error() -> None:
     fwk = build({"score": [Scorer("Big", {"n1": 101})]})
-    scores, status = fwk.run_score_plugins(CycleState(), make_pod("p"), [make_node_info("n1")])
+    scores, status = fwk.run_score_plugins(CycleState(), make_pod().name("p").obj(), [make_node_info("n1")])
     assert scores == []
     assert status is not None and status.code == Code.ERROR
     assert status.message == (
@@ -455,7 +448,7 @@ def test_score_out_of_range_after_normalize_is_an_error() -> None:
 def test_invalid_score_reported_is_the_first_in_node_order() -> None:
     fwk = build({"score": [Scorer("Bad", {"n1": 50, "n2": -3, "n3": 140})]})
     nodes = [make_node_info(n) for n in ("n1", "n2", "n3")]
-    _, status = fwk.run_score_plugins(CycleState(), make_pod("p"), nodes)
+    _, status = fwk.run_score_plugins(CycleState(), make_pod().name("p").obj(), nodes)
     assert status is not None and 'returns an invalid score -3,' in status.message
 
 
@@ -473,7 +466,7 @@ class ValuesScorer(Scorer):
 def test_normalize_values_is_preferred_and_works_in_place() -> None:
     fwk = build({"score": [ValuesScorer("V", {"n1": 30, "n2": 90}, normalize=True)]})
     nodes = [make_node_info("n1"), make_node_info("n2")]
-    scores, status = fwk.run_score_plugins(CycleState(), make_pod("p"), nodes)
+    scores, status = fwk.run_score_plugins(CycleState(), make_pod().name("p").obj(), nodes)
     assert status is None
     assert [(s.name, s.total_score) for s in scores] == [("n1", 70), ("n2", 10)]
 
@@ -484,15 +477,15 @@ def test_prescore_skip_skips_that_plugins_score() -> None:
     fwk = build({"preScore": [skipped, kept], "score": [skipped, kept]})
     state = CycleState()
     nodes = [make_node_info("n1")]
-    assert fwk.run_pre_score_plugins(state, make_pod("p"), nodes) is None
+    assert fwk.run_pre_score_plugins(state, make_pod().name("p").obj(), nodes) is None
     assert state.skip_score_plugins == {"Skipped"}
-    scores, _ = fwk.run_score_plugins(state, make_pod("p"), nodes)
+    scores, _ = fwk.run_score_plugins(state, make_pod().name("p").obj(), nodes)
     assert skipped.scored == [] and scores[0].total_score == 7
 
 
 def test_prescore_error_is_wrapped() -> None:
     fwk = build({"preScore": [Scorer("Bad", {}, pre=unschedulable("nope"))]})
-    s = fwk.run_pre_score_plugins(CycleState(), make_pod("p"), [])
+    s = fwk.run_pre_score_plugins(CycleState(), make_pod().name("p").obj(), [])
     assert s is not None and s.code == Code.ERROR and s.message == 'running PreScore plugin "Bad": nope'
 
 
@@ -514,9 +507,9 @@ class Reserver:
 def test_reserve_stops_at_rejection_and_unreserve_runs_in_reverse() -> None:
     log: list[str] = []
     fwk = build({"reserve": [Reserver("A", log), Reserver("B", log, unschedulable("full")), Reserver("C", log)]})
-    s = fwk.run_reserve_plugins_reserve(CycleState(), make_pod("p"), "n1")
+    s = fwk.run_reserve_plugins_reserve(CycleState(), make_pod().name("p").obj(), "n1")
     assert s is not None and s.plugin == "B" and s.code == Code.UNSCHEDULABLE
-    fwk.run_reserve_plugins_unreserve(CycleState(), make_pod("p"), "n1")
+    fwk.run_reserve_plugins_unreserve(CycleState(), make_pod().name("p").obj(), "n1")
     assert log == ["reserve A", "reserve B", "unreserve C", "unreserve B", "unreserve A"]
 
 
@@ -538,14 +531,14 @@ class FakeClock:
 
 def test_permit_rejection_names_the_plugin() -> None:
     fwk = build({"permit": [Permitter("No", unschedulable("denied"))]})
-    s = fwk.run_permit_plugins(CycleState(), make_pod("p"), "n1")
+    s = fwk.run_permit_plugins(CycleState(), make_pod().name("p").obj(), "n1")
     assert s is not None and (s.code, s.plugin, s.message) == (Code.UNSCHEDULABLE, "No", "denied")
-    assert fwk.wait_on_permit(make_pod("p")) is None  # nothing registered
+    assert fwk.wait_on_permit(make_pod().name("p").obj()) is None  # nothing registered
 
 
 def test_permit_wait_then_all_plugins_allow() -> None:
     fwk = build({"permit": [Permitter("W1", Status(Code.WAIT), 60), Permitter("W2", Status(Code.WAIT), 60)]})
-    pod = make_pod("p")
+    pod = make_pod().name("p").obj()
     s = fwk.run_permit_plugins(CycleState(), pod, "n1")
     assert s is not None and s.code == Code.WAIT
     assert s.message == 'one or more plugins asked to wait and no plugin rejected pod "p"'
@@ -562,7 +555,7 @@ def test_permit_wait_then_all_plugins_allow() -> None:
 
 def test_permit_wait_then_reject() -> None:
     fwk = build({"permit": [Permitter("W", Status(Code.WAIT), 60)]})
-    pod = make_pod("p")
+    pod = make_pod().name("p").obj()
     fwk.run_permit_plugins(CycleState(), pod, "n1")
     wp = fwk.get_waiting_pod(pod.uid)
     assert wp is not None
@@ -578,7 +571,7 @@ def test_permit_timeout_rejects_with_upstream_message() -> None:
     fwk = build(
         {"permit": [Permitter("Slow", Status(Code.WAIT), 10), Permitter("Slower", Status(Code.WAIT), 90)]}, clock=clock
     )
-    pod = make_pod("p")
+    pod = make_pod().name("p").obj()
     fwk.run_permit_plugins(CycleState(), pod, "n1")
     clock.now += 10
     wp = fwk.get_waiting_pod(pod.uid)
@@ -592,7 +585,7 @@ def test_permit_timeout_rejects_with_upstream_message() -> None:
 def test_permit_timeout_is_capped_at_fifteen_minutes() -> None:
     clock = FakeClock()
     fwk = build({"permit": [Permitter("Long", Status(Code.WAIT), 3600)]}, clock=clock)
-    pod = make_pod("p")
+    pod = make_pod().name("p").obj()
     fwk.run_permit_plugins(CycleState(), pod, "n1")
     clock.now += 900
     s = fwk.wait_on_permit(pod)
@@ -601,7 +594,7 @@ def test_permit_timeout_is_capped_at_fifteen_minutes() -> None:
 
 def test_reject_waiting_pod_by_uid() -> None:
     fwk = build({"permit": [Permitter("W", Status(Code.WAIT), 60)]})
-    pod = make_pod("p")
+    pod = make_pod().name("p").obj()
     fwk.run_permit_plugins(CycleState(), pod, "n1")
     assert fwk.reject_waiting_pod(pod.uid) is True
     s = fwk.wait_on_permit(pod)
@@ -624,16 +617,16 @@ class Binder:
 def test_bind_runs_until_a_plugin_does_not_skip() -> None:
     first, second, third = Binder("First", skip()), Binder("Second", None), Binder("Third", None)
     fwk = build({"bind": [first, second, third]})
-    assert fwk.run_bind_plugins(CycleState(), make_pod("p"), "n1") is None
+    assert fwk.run_bind_plugins(CycleState(), make_pod().name("p").obj(), "n1") is None
     assert (first.calls, second.calls, third.calls) == (1, 1, 0)
 
 
 def test_bind_all_skip_is_an_error_and_failures_are_wrapped() -> None:
     fwk = build({"bind": [Binder("A", skip()), Binder("B", skip())]})
-    s = fwk.run_bind_plugins(CycleState(), make_pod("p"), "n1")
+    s = fwk.run_bind_plugins(CycleState(), make_pod().name("p").obj(), "n1")
     assert s is not None and s.code == Code.ERROR
     failing = build({"bind": [Binder("A", skip()), Binder("B", error("conflict"))]})
-    s = failing.run_bind_plugins(CycleState(), make_pod("p"), "n1")
+    s = failing.run_bind_plugins(CycleState(), make_pod().name("p").obj(), "n1")
     assert s is not None and s.message == 'running Bind plugin "B": conflict'
 
 
@@ -646,10 +639,10 @@ def test_wrapped_bind_and_prebind_errors_keep_their_cause() -> None:
     the framework's wrapping, or it reports a scheduling error for a pod that is simply gone."""
     gone = Gone("pods \"p\" not found")
     fwk = build({"bind": [Binder("B", error(gone))], "preBind": []})
-    s = fwk.run_bind_plugins(CycleState(), make_pod("p"), "n1")
+    s = fwk.run_bind_plugins(CycleState(), make_pod().name("p").obj(), "n1")
     assert s is not None and s.error is gone and s.message == 'running Bind plugin "B": pods "p" not found'
     pre = build({"preBind": [PreBinder("P", error(gone))], "bind": [Binder("B", None)]})
-    s = pre.run_pre_bind_plugins(CycleState(), make_pod("p"), "n1")
+    s = pre.run_pre_bind_plugins(CycleState(), make_pod().name("p").obj(), "n1")
     assert s is not None and s.error is gone
 
 
@@ -680,8 +673,8 @@ def test_metrics_hook_gets_extension_point_and_code() -> None:
         {"preFilter": [PreF("P", status=unschedulable("x"))], "bind": [Binder("B", None)]},
         metrics=lambda point, code, secs: seen.append((point, code)),
     )
-    fwk.run_pre_filter_plugins(CycleState(), make_pod("p"), [])
-    fwk.run_bind_plugins(CycleState(), make_pod("p"), "n1")
+    fwk.run_pre_filter_plugins(CycleState(), make_pod().name("p").obj(), [])
+    fwk.run_bind_plugins(CycleState(), make_pod().name("p").obj(), "n1")
     assert seen == [("PreFilter", "Unschedulable"), ("Bind", "Success")]
 
 
@@ -693,9 +686,9 @@ def test_successes_go_to_the_kept_lists_and_the_rest_to_the_hook() -> None:
         metrics=lambda point, code, secs: seen.append((point, code)),
         success_values=lambda point, code: lists.setdefault((point, code), []),
     )
-    fwk.run_pre_filter_plugins(CycleState(), make_pod("p"), [])
+    fwk.run_pre_filter_plugins(CycleState(), make_pod().name("p").obj(), [])
     for _ in range(2):
-        fwk.run_bind_plugins(CycleState(), make_pod("p"), "n1")
+        fwk.run_bind_plugins(CycleState(), make_pod().name("p").obj(), "n1")
     fwk.observe("Filter", None, 0.5)
     fwk.observe("Filter", unschedulable("y"), 0.25)
     assert seen == [("PreFilter", "Unschedulable"), ("Filter", "Unschedulable")]
@@ -717,7 +710,8 @@ def test_the_queue_gets_a_sort_key_only_from_a_queue_sort_plugin_that_gives_one(
     rank = ranked.queue_sort_rank()
     assert rank is not None
     assert build({"queueSort": [LessOnly()]}).queue_sort_rank() is None
-    early, late = SimpleNamespace(pod=make_pod("a"), timestamp=1.0), SimpleNamespace(pod=make_pod("b"), timestamp=2.0)
+    early = SimpleNamespace(pod=make_pod().name("a").obj(), timestamp=1.0)
+    late = SimpleNamespace(pod=make_pod().name("b").obj(), timestamp=2.0)
     assert rank(early) < rank(late) and ranked.queue_sort_less(early, late)
 
 
@@ -751,7 +745,7 @@ def test_template_signers_are_asked_once_per_template_and_keep_their_place() -> 
     per_pod = Signer("PerPod", False, lambda pod: pod.name)
     later = Signer("Later", True, ("u",))
     fwk = build({"filter": [fixed, per_pod, later]})
-    a, b = make_pod("a"), make_pod("b")
+    a, b = make_pod().name("a").obj(), make_pod().name("b").obj()
     assert fwk.sign_pod(a) == ("test-profile", template_key(a), ("t",), "a", ("u",))
     assert fwk.sign_pod(b) == ("test-profile", template_key(b), ("t",), "b", ("u",))
     assert (fixed.calls, per_pod.calls, later.calls) == (1, 2, 1)
@@ -761,10 +755,10 @@ def test_a_template_signer_that_refuses_refuses_every_pod_of_the_template() -> N
     refusing = Signer("Refusing", True, None)
     per_pod = Signer("PerPod", False)
     fwk = build({"filter": [per_pod, refusing]})
-    assert fwk.sign_pod(make_pod("a")) is None
-    assert fwk.sign_pod(make_pod("b")) is None
+    assert fwk.sign_pod(make_pod().name("a").obj()) is None
+    assert fwk.sign_pod(make_pod().name("b").obj()) is None
     assert refusing.calls == 1
-    assert fwk.sign_pod(make_pod("c", cpu="1")) is None  # another template: asked again
+    assert fwk.sign_pod(make_pod().name("c").req(cpu="1").obj()) is None  # another template: asked again
     assert refusing.calls == 2
 
 

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from kubernetes import client, config
@@ -17,6 +16,7 @@ from kubernetes import client, config
 from e2e.cluster.cluster import LocalCluster, build_binaries, create_nodes
 from e2e.perf.ceiling import Binder
 from e2e.perf.schedulers import GO_CEILING_BINARY
+from scheduler.testing import make_pod
 
 NAME = "ceiling-test"
 
@@ -37,16 +37,12 @@ def _api(c: LocalCluster) -> client.ApiClient:
     return client.ApiClient(cfg)
 
 
-def _pod(i: int) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"c-{i}", "namespace": "default"},
-            "spec": {"schedulerName": NAME, "containers": [{"name": "c", "image": "pause"}]}}
-
-
 def test_events_follow_each_binding_on_kept_alive_connections(cluster: LocalCluster) -> None:
     api = _api(cluster)
     create_nodes(str(cluster.kubeconfig), 3)
     core = client.CoreV1Api(api)
-    pods = [core.create_namespaced_pod("default", _pod(i)) for i in range(12)]
+    pods = [core.create_namespaced_pod("default", make_pod().name(f"c-{i}").scheduler_name(NAME).no_uid().api())
+            for i in range(12)]
     binder = Binder(_api(cluster), NAME, qps=0, burst=1, workers=2, events=True)
     assert binder.load_nodes() == 3
     for p in pods:
@@ -86,12 +82,10 @@ def test_go_binder_binds_every_pod_of_its_name_and_writes_one_event_each(cluster
         create_nodes(str(cluster.kubeconfig), 3, prefix="go")
     nodes = {n.metadata.name for n in core.list_node().items}
 
-    def pod(name: str, scheduler: str = GO_NAME) -> dict[str, Any]:
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": GO_NAME},
-                "spec": {"schedulerName": scheduler, "containers": [{"name": "c", "image": "pause"}]}}  # fmt: skip
-
-    before = [core.create_namespaced_pod(GO_NAME, pod(f"b-{i}")) for i in range(6)]
-    other = core.create_namespaced_pod(GO_NAME, pod("other", "someone-else"))
+    before = [core.create_namespaced_pod(GO_NAME, make_pod().name(f"b-{i}").namespace(GO_NAME).scheduler_name(GO_NAME)
+                                         .no_uid().api()) for i in range(6)]
+    other = core.create_namespaced_pod(GO_NAME, make_pod().name("other").namespace(GO_NAME)
+                                       .scheduler_name("someone-else").no_uid().api())
     cmd = [str(exe), "--kubeconfig", str(cluster.kubeconfig), "--scheduler-name", GO_NAME, "--qps", "0",
            "--workers", "4", "--events"]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -102,7 +96,8 @@ def test_go_binder_binds_every_pod_of_its_name_and_writes_one_event_each(cluster
             first = proc.stdout.readline()
             assert first, "the binder exited before listing the nodes"
         assert first.startswith(f"ceiling: {len(nodes)} nodes, scheduler name {GO_NAME}")
-        after = [core.create_namespaced_pod(GO_NAME, pod(f"a-{i}")) for i in range(6)]
+        after = [core.create_namespaced_pod(GO_NAME, make_pod().name(f"a-{i}").namespace(GO_NAME)
+                                            .scheduler_name(GO_NAME).no_uid().api()) for i in range(6)]
         pods = before + after
         deadline = time.monotonic() + 60
         while True:

@@ -18,7 +18,7 @@ from scheduler.kube.client import ApiWriter, _binding, api_error, binding_json
 from scheduler.kube.leaderelection import leader_gated_binder
 from scheduler.kube.ratelimit import TokenBucket
 from scheduler.model.pod import pod_from_api
-from tests.test_scheduler import pod as pod_object
+from tests.builders import api_pod
 
 
 def status(code: int, reason: str) -> Exception:
@@ -68,7 +68,8 @@ def test_a_refused_connection_wrapped_by_urllib3_is_retried() -> None:
         try:
             raise ConnectionRefusedError(111, "Connection refused")
         except ConnectionRefusedError as inner:
-            raise urllib3.exceptions.NewConnectionError(None, "Failed to establish a new connection") from inner  # type: ignore[arg-type]
+            raise urllib3.exceptions.NewConnectionError(None,
+                                                        "Failed to establish a new connection") from inner  # type: ignore[arg-type]
     except urllib3.exceptions.NewConnectionError as wrapped:
         assert bind_retriable(wrapped)
 
@@ -153,7 +154,7 @@ def test_a_batch_posts_each_binding_once_side_by_side_and_follows_up_its_errors_
     refused, gone = ConnectionRefusedError(111, "refused"), status(404, "NotFound")
     raw = Fanout({"a": refused, "b": gone})
     binder = ApiBinder(ApiWriter(raw, TokenBucket(0, 1)))
-    pods = [pod_from_api(pod_object(n)) for n in ("a", "b", "c")]
+    pods = [pod_from_api(api_pod(n)) for n in ("a", "b", "c")]
     outcomes = binder.bind_batch([(p, "n1") for p in pods])
     assert outcomes == [refused, gone, None]
     assert [(m, path, body["target"]["name"], body["metadata"]["uid"]) for m, path, body, _ in raw.fanned[0]] == [
@@ -172,7 +173,7 @@ def test_a_gated_batch_binds_nothing_once_the_replica_stops_leading() -> None:
     leader = type("L", (), {"is_leader": False})()
     gated = leader_gated_binder(ApiBinder(ApiWriter(raw, TokenBucket(0, 1))), leader)
     assert isinstance(gated, BatchBinder)
-    p = pod_from_api(pod_object("a"))
+    p = pod_from_api(api_pod("a"))
     assert all(isinstance(o, NotLeaderError) for o in gated.bind_batch([(p, "n1")]))
     with pytest.raises(NotLeaderError):
         gated.bind_after(p, "n1", None)

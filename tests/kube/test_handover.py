@@ -18,7 +18,8 @@ from scheduler.kube.ratelimit import TokenBucket
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.scheduler import Scheduler
 from scheduler.whatif.offline import RecordingEventSink
-from tests.test_scheduler import Clock, node, pod
+from tests.builders import api_node, api_pod
+from tests.test_scheduler import Clock
 
 
 class LostLeadership:
@@ -42,8 +43,8 @@ def test_losing_the_lease_mid_binding_is_not_a_scheduling_failure() -> None:
     sink = RecordingEventSink()
     binder = LostLeadership()
     s = scheduler(binder, sink)
-    s.on_node_event(ADDED, node("n1"))
-    s.on_pod_event(ADDED, pod("p"))
+    s.on_node_event(ADDED, api_node("n1"))
+    s.on_pod_event(ADDED, api_pod("p"))
     assert s.schedule_one(timeout=0)
     assert binder.calls == 1
     assert sink.events == [] and sink.conditions == {}, "no FailedScheduling, no PodScheduled=False"
@@ -55,8 +56,8 @@ def test_an_extender_binds_only_while_leading() -> None:
     sink = RecordingEventSink()
     binder = LostLeadership()
     s = scheduler(binder, sink, [{"urlPrefix": "http://127.0.0.1:9/ext", "bindVerb": "bind"}], leading=lambda: False)
-    s.on_node_event(ADDED, node("n1"))
-    s.on_pod_event(ADDED, pod("p"))
+    s.on_node_event(ADDED, api_node("n1"))
+    s.on_pod_event(ADDED, api_pod("p"))
     assert s.schedule_one(timeout=0)
     assert binder.calls == 0
     assert sink.events == [] and sink.conditions == {}
@@ -80,7 +81,7 @@ def test_a_binding_is_not_retried_once_the_replica_stops_leading(monkeypatch: py
     leading = [True]
     raw = Flaky()
     binder = ApiBinder(ApiWriter(raw, TokenBucket(0, 1), may_retry=lambda: leading[0]))
-    p = pod_from_api(pod("p"))
+    p = pod_from_api(api_pod("p"))
     leading[0] = False  # lost while the first attempt was in flight
     with pytest.raises(NotLeaderError):
         binder.bind(p, "n1")

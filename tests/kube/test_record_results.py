@@ -6,17 +6,13 @@ import json
 
 from scheduler.framework.results import PREFIX, RESULT_HISTORY, SELECTED_NODE, AttemptResult
 from scheduler.kube.results import annotation_patch
-from scheduler.model.pod import Pod, pod_from_api
-
-
-def make_pod(annotations: dict[str, str] | None = None) -> Pod:
-    return pod_from_api({"metadata": {"name": "p", "namespace": "ns", "uid": "u1", "annotations": annotations or {}},
-                         "spec": {"containers": [{"name": "c"}]}})
+from scheduler.model.pod import pod_from_api
+from scheduler.testing import make_pod
 
 
 def test_patch_carries_the_uid_the_results_and_the_history() -> None:
     result = AttemptResult(selected_node="n1", bind={"DefaultBinder": "success"})
-    patch = annotation_patch(make_pod(), result)
+    patch = annotation_patch(make_pod().namespace("ns").uid("u1").obj(), result)
     assert patch is not None
     meta = patch["metadata"]
     assert meta["uid"] == "u1"
@@ -28,9 +24,9 @@ def test_patch_carries_the_uid_the_results_and_the_history() -> None:
 
 def test_no_patch_when_the_pod_already_shows_these_results() -> None:
     result = AttemptResult(filter={"n1": {"NodeResourcesFit": "Insufficient cpu"}})
-    first = annotation_patch(make_pod(), result)
+    first = annotation_patch(make_pod().namespace("ns").uid("u1").obj(), result)
     assert first is not None
-    again = make_pod(first["metadata"]["annotations"])
+    again = make_pod().namespace("ns").uid("u1").annotations(first["metadata"]["annotations"]).obj()
     assert annotation_patch(again, result) is None
     changed = AttemptResult(filter={"n1": {"NodeResourcesFit": "Insufficient memory"}})
     second = annotation_patch(again, changed)
@@ -41,7 +37,7 @@ def test_no_patch_when_the_pod_already_shows_these_results() -> None:
 def test_results_too_large_for_annotations_are_not_sent() -> None:
     nodes = {f"node-{i:05d}": {"NodeResourcesFit": "Insufficient cpu", "TaintToleration": "passed"}
              for i in range(5000)}
-    assert annotation_patch(make_pod(), AttemptResult(filter=nodes)) is None
+    assert annotation_patch(make_pod().namespace("ns").uid("u1").obj(), AttemptResult(filter=nodes)) is None
 
 
 class Patches:
@@ -60,7 +56,7 @@ def test_the_writer_sends_one_patch_when_an_attempt_ends_and_none_before() -> No
 
     api = Patches()
     writer = ResultWriter(api)
-    pod = make_pod()
+    pod = make_pod().namespace("ns").uid("u1").obj()
     writer.recorder.begin(pod)
     writer.recorder.selected_node(pod, "n1")
     writer.scheduled(pod, "n1", NodeToStatus())

@@ -24,7 +24,8 @@ from scheduler.kube.recorder import ApiEventSink
 from scheduler.kube.sync import Resyncer, reconcile
 from scheduler.model.pod import pod_from_api
 from scheduler.whatif.offline import RecordingEventSink
-from tests.test_scheduler import Binder, Clock, make, node, pod
+from tests.builders import api_node, api_pod
+from tests.test_scheduler import Binder, Clock, make
 
 
 def api_error(status: int, message: str) -> ApiError:
@@ -62,12 +63,12 @@ def test_a_relist_delivers_the_deletions_it_implies() -> None:
     clock = Clock()
     s = make(Binder(), clock=clock)
     for n in ("n1", "n2", "n3"):
-        s.on_node_event(ADDED, node(n))
-    s.on_pod_event(ADDED, pod("bound", node_name="n3"))
+        s.on_node_event(ADDED, api_node(n))
+    s.on_pod_event(ADDED, api_pod("bound", node_name="n3"))
     svc = {"kind": "Service", "metadata": {"name": "web", "namespace": "default"}, "spec": {"selector": {"a": "b"}}}
     s.on_object_event("Service", ADDED, svc)
     clock.now += 1
-    api = Lister({"/api/v1/nodes": [node("n1"), node("n2")], "/api/v1/services": [], "/api/v1/pods": []})
+    api = Lister({"/api/v1/nodes": [api_node("n1"), api_node("n2")], "/api/v1/services": [], "/api/v1/pods": []})
     assert reconcile(api, s, "Node") == 1
     assert s.cache.get_node("n3") is None and s.cache.get_node("n2") is not None
     assert reconcile(api, s, "Service") == 1
@@ -80,7 +81,7 @@ def test_a_relist_delivers_the_deletions_it_implies() -> None:
 def test_a_relist_never_undoes_an_event_heard_after_it_began() -> None:
     clock = Clock()
     s = make(Binder(), clock=clock)
-    s.on_node_event(ADDED, node("n1"))
+    s.on_node_event(ADDED, api_node("n1"))
     api = Lister({"/api/v1/nodes": []})
     # n1 was heard of at the same instant the list began: it may be newer than the list, keep it.
     assert reconcile(api, s, "Node") == 0
@@ -90,10 +91,10 @@ def test_a_relist_never_undoes_an_event_heard_after_it_began() -> None:
 def test_kopfs_replay_of_a_kind_triggers_its_reconciliation_once_quiet() -> None:
     clock = Clock()
     s = make(Binder(), clock=clock)
-    s.on_node_event(ADDED, node("n1"))
-    s.on_node_event(ADDED, node("gone"))
+    s.on_node_event(ADDED, api_node("n1"))
+    s.on_node_event(ADDED, api_node("gone"))
     clock.now += 1
-    resync = Resyncer(Lister({"/api/v1/nodes": [node("n1")]}), s, period=3600, quiet=0.2)
+    resync = Resyncer(Lister({"/api/v1/nodes": [api_node("n1")]}), s, period=3600, quiet=0.2)
     resync.start()
     try:
         resync.listed("Node")  # kopf replayed n1 after a 410; "gone" was not replayed
@@ -107,7 +108,7 @@ def test_kopfs_replay_of_a_kind_triggers_its_reconciliation_once_quiet() -> None
 
 def test_a_pod_relist_cues_the_node_reconciliation() -> None:
     cues: list[str] = []
-    stream = PodStream(Lister({"/api/v1/pods": [pod("p")]}), lambda t, o: None,  # type: ignore[arg-type]
+    stream = PodStream(Lister({"/api/v1/pods": [api_pod("p")]}), lambda t, o: None,  # type: ignore[arg-type]
                        on_relist=lambda: cues.append("Node"))
     assert stream.relist() == "9"
     assert cues == ["Node"]
@@ -132,12 +133,12 @@ class ConflictWriter:
 
 
 def test_a_409_for_our_node_is_success_another_node_is_bound_elsewhere_a_new_uid_is_gone() -> None:
-    p = pod_from_api(pod("p"))
-    ApiBinder(ConflictWriter(pod("p", node_name="n1"))).bind(p, "n1")  # type: ignore[arg-type]
+    p = pod_from_api(api_pod("p"))
+    ApiBinder(ConflictWriter(api_pod("p", node_name="n1"))).bind(p, "n1")  # type: ignore[arg-type]
     with pytest.raises(BoundElsewhereError) as elsewhere:
-        ApiBinder(ConflictWriter(pod("p", node_name="n2"))).bind(p, "n1")  # type: ignore[arg-type]
+        ApiBinder(ConflictWriter(api_pod("p", node_name="n2"))).bind(p, "n1")  # type: ignore[arg-type]
     assert elsewhere.value.node == "n2"
-    recreated = pod("p", node_name="n1")
+    recreated = api_pod("p", node_name="n1")
     recreated["metadata"]["uid"] = "uid-other"
     with pytest.raises(ApiException) as gone:
         ApiBinder(ConflictWriter(recreated)).bind(p, "n1")  # type: ignore[arg-type]
@@ -147,8 +148,8 @@ def test_a_409_for_our_node_is_success_another_node_is_bound_elsewhere_a_new_uid
 def test_bound_elsewhere_forgets_the_pod_and_records_nothing() -> None:
     sink = RecordingEventSink()
     s = make(Binder([BoundElsewhereError("default/p", "n2")]), sink)
-    s.on_node_event(ADDED, node("n1"))
-    s.on_pod_event(ADDED, pod("p"))
+    s.on_node_event(ADDED, api_node("n1"))
+    s.on_pod_event(ADDED, api_pod("p"))
     s.schedule_one(timeout=0)
     assert not s.cache.is_assumed("uid-p") and s.cache.pod_count() == 0
     assert sink.events == [] and sink.conditions == {}
@@ -158,8 +159,8 @@ def test_bound_elsewhere_forgets_the_pod_and_records_nothing() -> None:
 def test_a_404_through_the_framework_is_a_deleted_pod_not_an_error() -> None:
     sink = RecordingEventSink()
     s = make(Binder([api_error(404, 'pods "p" not found')]), sink)
-    s.on_node_event(ADDED, node("n1"))
-    s.on_pod_event(ADDED, pod("p"))
+    s.on_node_event(ADDED, api_node("n1"))
+    s.on_pod_event(ADDED, api_pod("p"))
     s.schedule_one(timeout=0)
     assert sink.events == [] and sink.conditions == {}
 
@@ -200,15 +201,15 @@ def _write(w: StatusWriter, seen: dict[str, Any]) -> None:
 
 
 def test_a_condition_write_is_dropped_once_the_pod_was_bound() -> None:
-    w = StatusWriter(pod("p", node_name="n1", rv="7"))
-    _write(w, pod("p", rv="5"))
+    w = StatusWriter(api_pod("p", node_name="n1", rv="7"))
+    _write(w, api_pod("p", rv="5"))
     assert [p["metadata"]["resourceVersion"] for p in w.patches] == ["5"]
     assert w.applied == []
 
 
 def test_a_condition_write_follows_a_pod_that_only_changed() -> None:
-    w = StatusWriter(pod("p", rv="6"))
-    _write(w, pod("p", rv="5"))
+    w = StatusWriter(api_pod("p", rv="6"))
+    _write(w, api_pod("p", rv="5"))
     assert [p["metadata"]["resourceVersion"] for p in w.applied] == ["6"]
     assert w.applied[0]["status"]["conditions"][0]["status"] == "False"
 

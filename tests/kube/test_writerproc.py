@@ -27,13 +27,10 @@ from scheduler.kube.writerproc import (
     read_frame,
 )
 from scheduler.model.apierrors import ConflictError, NotFoundError
-from scheduler.model.pod import Pod, pod_from_api
+from scheduler.model.pod import Pod
+from scheduler.testing import make_pod
 
 FAKE_CHILD = Path(__file__).with_name("writer_fake_child.py")
-
-
-def pod(name: str) -> Pod:
-    return pod_from_api({"metadata": {"namespace": "ns", "name": name, "uid": f"uid-{name}"}})
 
 
 def test_frames_round_trip_and_end_of_stream() -> None:
@@ -114,13 +111,13 @@ def writer(tmp_path: Path) -> Iterator[WriterProcess]:
 
 
 def test_outcomes_reach_the_binding_worker(writer: WriterProcess) -> None:
-    writer.bind(pod("fine"), "n1")
+    writer.bind(make_pod().name("fine").namespace("ns").obj(), "n1")
     with pytest.raises(BoundElsewhereError):
-        writer.bind(pod("elsewhere"), "n1")
+        writer.bind(make_pod().name("elsewhere").namespace("ns").obj(), "n1")
     with pytest.raises(NotFoundError):
-        writer.bind(pod("gone"), "n1")
+        writer.bind(make_pod().name("gone").namespace("ns").obj(), "n1")
     with pytest.raises(RuntimeError, match="reset by peer"):
-        writer.bind(pod("broken"), "n1")
+        writer.bind(make_pod().name("broken").namespace("ns").obj(), "n1")
     assert writer.restarts == 0
 
 
@@ -129,19 +126,21 @@ def test_a_batch_is_sent_whole_and_each_outcome_is_final(writer: WriterProcess) 
     try, so bind_after raises the error it got."""
     binder = ProcessBinder([writer])
     assert isinstance(binder, BatchBinder)
-    outcomes = binder.bind_batch([(pod(n), "n1") for n in ("fine", "elsewhere", "gone", "fine")])
+    pods = [make_pod().name(n).namespace("ns").obj() for n in ("fine", "elsewhere", "gone", "fine")]
+    outcomes = binder.bind_batch([(p, "n1") for p in pods])
     assert outcomes[0] is None and outcomes[3] is None
     assert isinstance(outcomes[1], BoundElsewhereError) and isinstance(outcomes[2], NotFoundError)
     with pytest.raises(NotFoundError):
-        binder.bind_after(pod("gone"), "n1", outcomes[2])
-    binder.bind_after(pod("fine"), "n1", None)
+        binder.bind_after(make_pod().name("gone").namespace("ns").obj(), "n1", outcomes[2])
+    binder.bind_after(make_pod().name("fine").namespace("ns").obj(), "n1", None)
 
 
 def test_killed_child_is_restarted_and_binding_in_flight_resent(writer: WriterProcess, tmp_path: Path) -> None:
     marker = tmp_path / "hung"
     first = writer.pid
     result: list[BaseException | None] = []
-    t = threading.Thread(target=lambda: result.append(_bind_outcome(writer, pod("hang"))))
+    hang = make_pod().name("hang").namespace("ns").obj()
+    t = threading.Thread(target=lambda: result.append(_bind_outcome(writer, hang)))
     t.start()
     while not marker.exists():  # the first child holds the binding in flight
         time.sleep(0.01)
@@ -149,7 +148,7 @@ def test_killed_child_is_restarted_and_binding_in_flight_resent(writer: WriterPr
     t.join(60)
     assert result == [None]  # answered by the restarted child
     assert writer.restarts == 1 and writer.pid != first
-    writer.bind(pod("fine"), "n1")  # the new child serves later bindings
+    writer.bind(make_pod().name("fine").namespace("ns").obj(), "n1")  # the new child serves later bindings
 
 
 def test_leadership_reaches_the_child(tmp_path: Path) -> None:
@@ -157,12 +156,12 @@ def test_leadership_reaches_the_child(tmp_path: Path) -> None:
     w = WriterProcess([sys.executable, str(FAKE_CHILD), str(tmp_path / "hung")], leading=lambda: leading[0],
                       lead_poll=0.01)
     try:
-        w.bind(pod("fine"), "n1")
+        w.bind(make_pod().name("fine").namespace("ns").obj(), "n1")
         leading[0] = False
         while w._lead_sent is not False:  # the watcher sends the change
             time.sleep(0.01)
         with pytest.raises(NotLeaderError):
-            w.bind(pod("fine"), "n1")
+            w.bind(make_pod().name("fine").namespace("ns").obj(), "n1")
     finally:
         w.close()
 

@@ -11,30 +11,24 @@ from hypothesis import strategies as st
 
 from scheduler.model.pod import HostPort, Pod, pod_from_api
 from scheduler.model.resources import Resource
-
-
-def _pod(spec: dict[str, Any]) -> Any:
-    return pod_from_api({"metadata": {"name": "p", "namespace": "ns", "uid": "u"}, "spec": spec})
+from scheduler.testing import make_container, make_pod
 
 
 def test_sidecar_init_containers_hold_host_ports_regular_ones_do_not() -> None:
-    pod = _pod({
-        "initContainers": [
-            {"name": "init", "ports": [{"containerPort": 1, "hostPort": 7001}]},
-            {"name": "sidecar", "restartPolicy": "Always",
-             "ports": [{"containerPort": 2, "hostPort": 7002, "protocol": "UDP", "hostIP": "10.0.0.1"}]},
-        ],
-        "containers": [{"name": "app", "ports": [{"containerPort": 3, "hostPort": 7003}, {"containerPort": 4}]}],
-    })
+    init = make_container().name("init").port({"containerPort": 1, "hostPort": 7001})
+    sidecar = make_container().name("sidecar").restart_policy("Always").port(
+        {"containerPort": 2, "hostPort": 7002, "protocol": "UDP", "hostIP": "10.0.0.1"})
+    app = make_container().name("app").port({"containerPort": 3, "hostPort": 7003}).port({"containerPort": 4})
+    pod = make_pod().init_containers(init, sidecar).container(app).obj()
     assert pod.host_ports == (HostPort("10.0.0.1", "UDP", 7002), HostPort("0.0.0.0", "TCP", 7003))
 
 
 def test_empty_pod_affinity_counts_as_having_affinity() -> None:
     """podWithAffinity tests the PodAffinity / PodAntiAffinity pointers: ``{}`` is set."""
-    assert _pod({"containers": [], "affinity": {"podAffinity": {}}}).has_affinity
-    assert _pod({"containers": [], "affinity": {"podAntiAffinity": {}}}).has_affinity
-    assert not _pod({"containers": [], "affinity": {"nodeAffinity": {}}}).has_affinity
-    assert not _pod({"containers": [], "affinity": {"podAntiAffinity": {}}}).has_required_anti_affinity
+    assert make_pod().affinity({"podAffinity": {}}).obj().has_affinity
+    assert make_pod().affinity({"podAntiAffinity": {}}).obj().has_affinity
+    assert not make_pod().affinity({"nodeAffinity": {}}).obj().has_affinity
+    assert not make_pod().affinity({"podAntiAffinity": {}}).obj().has_required_anti_affinity
 
 
 # --- pod_from_api with the previous view of the pod (the watch's updates) ---------------------------------

@@ -1,4 +1,5 @@
-"""Builders and a tiny in-memory Handle for the pod-to-pod and spreading plugin tests.
+"""Affinity and spreading terms, Service and workload objects, and a tiny in-memory Handle for the pod-to-pod
+and spreading plugin tests (pods and nodes come from scheduler.testing).
 
 The snapshot is list-based (NodeInfos in the given order), the object lister a dict of API objects; both
 are what the plugins see through ``Handle`` and nothing more.
@@ -12,51 +13,13 @@ from typing import Any
 from scheduler.framework.interface import CycleState, NodeScore
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import NodeInfo
-from scheduler.model.node import Node, node_from_api
-from scheduler.model.pod import Pod, pod_from_api
+from scheduler.model.node import Node
+from scheduler.model.pod import Pod
 
 Selector = Mapping[str, Any]
 
 
-# ----- API object builders ----------------------------------------------------------------------------
-
-
-def make_pod(
-    name: str,
-    ns: str = "default",
-    labels: Mapping[str, str] | None = None,
-    node: str = "",
-    *,
-    affinity: Mapping[str, Any] | None = None,
-    spread: Sequence[Mapping[str, Any]] | None = None,
-    node_selector: Mapping[str, str] | None = None,
-    tolerations: Sequence[Mapping[str, Any]] | None = None,
-    owner: tuple[str, str, str] | None = None,
-    deleting: bool = False,
-) -> Pod:
-    """A pod; ``owner`` is (apiVersion, kind, name) of its controller."""
-    meta: dict[str, Any] = {"name": name, "namespace": ns, "uid": f"{ns}/{name}", "labels": dict(labels or {})}
-    if owner is not None:
-        meta["ownerReferences"] = [{"apiVersion": owner[0], "kind": owner[1], "name": owner[2], "controller": True}]
-    if deleting:
-        meta["deletionTimestamp"] = "2024-01-01T00:00:00Z"
-    spec: dict[str, Any] = {"containers": [{"name": "c"}]}
-    if node:
-        spec["nodeName"] = node
-    if affinity:
-        spec["affinity"] = dict(affinity)
-    if spread is not None:
-        spec["topologySpreadConstraints"] = [dict(c) for c in spread]
-    if node_selector:
-        spec["nodeSelector"] = dict(node_selector)
-    if tolerations:
-        spec["tolerations"] = [dict(t) for t in tolerations]
-    return pod_from_api({"metadata": meta, "spec": spec})
-
-
-def make_node(name: str, labels: Mapping[str, str] | None = None, taints: Sequence[Mapping[str, str]] = ()) -> Node:
-    return node_from_api({"metadata": {"name": name, "labels": dict(labels or {})},
-                          "spec": {"taints": [dict(t) for t in taints]}})
+# ----- terms and API objects the kit has no builder for ---------------------------------------------------
 
 
 def term(selector: Selector | None, topology_key: str, namespaces: Sequence[str] | None = None,

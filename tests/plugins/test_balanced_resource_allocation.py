@@ -8,7 +8,8 @@ from scheduler.framework.interface import CycleState
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.plugins.legacy.balanced_resource_allocation import BalancedResourceAllocation
-from tests.plugins.util import FakeHandle, container, make_node, make_pod, node_info
+from tests.builders import container, make_node, make_pod
+from tests.plugins.util import FakeHandle, node_info
 
 CASES: list[tuple[str, Pod, Node, int]] = [
     # 0.5 vs 0.125: int((1 - 0.375) * 100) = 62 (the current plugin would give 81 with std = diff / 2)

@@ -46,8 +46,9 @@ from scheduler.plugins.pod_topology_spread import PRE_FILTER_STATE_KEY as PTS_FI
 from scheduler.plugins.pod_topology_spread import PRE_SCORE_STATE_KEY as PTS_SCORE_STATE
 from scheduler.plugins.pod_topology_spread import PodTopologySpread
 from scheduler.plugins.taint_toleration import DO_NOT_SCHEDULE, UNTOLERATED_REASON, TaintToleration
+from tests.builders import container, host_port, make_node, make_pod, taint
 from tests.plugins.pod_to_pod_util import FakeObjects
-from tests.plugins.util import FakeHandle, container, host_port, make_node, make_pod, taint
+from tests.plugins.util import FakeHandle
 
 GPU = "example.com/gpu"
 FOO = "example.com/foo"

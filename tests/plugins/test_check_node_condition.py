@@ -9,7 +9,8 @@ from scheduler.framework.status import Code
 from scheduler.framework.types import ActionType, EventResource, NodeInfo, QueueingHint
 from scheduler.model.node import Node
 from scheduler.plugins.legacy.check_node_condition import CheckNodeCondition
-from tests.plugins.util import FakeHandle, make_node, make_pod, node_info
+from tests.builders import make_node, make_pod
+from tests.plugins.util import FakeHandle, node_info
 
 NOT_READY = "node(s) were not ready"
 NO_NETWORK = "node(s) had unavailable network"

@@ -10,7 +10,8 @@ from scheduler.framework.types import QueueingHint
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.plugins.legacy.check_node_memory_pressure import CheckNodeMemoryPressure
-from tests.plugins.util import FakeHandle, container, make_node, make_pod, node_info
+from tests.builders import container, make_node, make_pod
+from tests.plugins.util import FakeHandle, node_info
 
 PRESSURE = make_node(conditions={"Ready": "True", "MemoryPressure": "True"})
 CALM = make_node(conditions={"Ready": "True", "MemoryPressure": "False"})

@@ -16,7 +16,8 @@ from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.coscheduling import Coscheduling
 from scheduler.plugins.helper.podgroup import POD_GROUP_LABEL, podgroup_from_api
 from scheduler.queue.queued_pod_info import QueuedPodInfo
-from tests.plugins.util import make_node, node_info
+from tests.builders import make_node
+from tests.plugins.util import node_info
 
 
 def gpod(name: str, group: str = "g", cpu: str = "1", node: str = "", phase: str = "", priority: int = 0,

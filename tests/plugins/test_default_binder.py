@@ -7,8 +7,9 @@ from typing import Any
 
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code, Status, error
-from scheduler.model.pod import Pod, pod_from_api
+from scheduler.model.pod import Pod
 from scheduler.plugins.default_binder import DefaultBinder
+from scheduler.testing import make_pod
 
 
 class RecordingHandle:
@@ -33,17 +34,14 @@ class RecordingHandle:
         return 1
 
 
-def pod() -> Pod:
-    return pod_from_api({"metadata": {"name": "web", "namespace": "shop", "uid": "u1"}, "spec": {"containers": []}})
-
-
 def test_bind_calls_the_handle() -> None:
     handle = RecordingHandle()
-    assert DefaultBinder({}, handle).bind(CycleState(), pod(), "node-3") is None
+    assert DefaultBinder({}, handle).bind(CycleState(), make_pod().name("web").namespace("shop").uid("u1").obj(),
+                                          "node-3") is None
     assert handle.calls == [("shop/web", "node-3")]
 
 
 def test_bind_failure_is_returned() -> None:
     handle = RecordingHandle(error('pods "web" is being deleted'))
-    s = DefaultBinder({}, handle).bind(CycleState(), pod(), "node-3")
+    s = DefaultBinder({}, handle).bind(CycleState(), make_pod().name("web").namespace("shop").uid("u1").obj(), "node-3")
     assert s is not None and s.code == Code.ERROR and "being deleted" in s.message

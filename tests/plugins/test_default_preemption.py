@@ -30,48 +30,15 @@ from scheduler.kube.client import api_error
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.default_preemption import DefaultPreemption
 from scheduler.scheduler import Scheduler, disruption_target_condition
+from scheduler.testing import make_label_selector
 from scheduler.whatif.offline import OfflineWriter, RecordingEventSink
 from scheduler.whatif.simulate import OutcomeRecorder
+from tests.builders import api_pod, sched_node, sched_pod
 
 SCHED = "py-scheduler"
 # The plugins these tests need (upstream order); the default profile is tested separately.
 PLUGINS = ["PrioritySort", "NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodeResourcesFit",
            "InterPodAffinity", "DefaultPreemption", "DefaultBinder"]
-
-
-def node(name: str, cpu: str = "2", labels: Mapping[str, str] | None = None,
-         taints: Sequence[Mapping[str, str]] = ()) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": "1",
-                     "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
-        "spec": {"taints": [dict(t) for t in taints]},
-        "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}},
-    }
-
-
-def pod(name: str, cpu: str = "1", node_name: str = "", priority: int = 0, labels: Mapping[str, str] | None = None,
-        policy: str | None = None, start: str | None = None, nominated: str = "",
-        extra_spec: Mapping[str, Any] | None = None, extra_meta: Mapping[str, Any] | None = None,
-        conditions: Sequence[Mapping[str, Any]] = (), rv: str = "1") -> dict[str, Any]:
-    spec: dict[str, Any] = {"schedulerName": SCHED, "priority": priority,
-                            "containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}],
-                            **(extra_spec or {})}
-    if node_name:
-        spec["nodeName"] = node_name
-    if policy:
-        spec["preemptionPolicy"] = policy
-    status: dict[str, Any] = {}
-    if start:
-        status["startTime"] = start
-    if nominated:
-        status["nominatedNodeName"] = nominated
-    if conditions:
-        status["conditions"] = [dict(c) for c in conditions]
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}", "resourceVersion": rv,
-                         "labels": dict(labels or {}), **(extra_meta or {})},
-            "spec": spec, "status": status}
 
 
 def pdb(name: str, selector: Mapping[str, Any] | None, allowed: int, disrupted: Sequence[str] = (),
@@ -171,30 +138,31 @@ class Cluster:
 
 def test_high_priority_pod_preempts_the_least_important_victim_and_binds_on_its_nominated_node() -> None:
     c = Cluster().add(
-        node("n1"), node("n2"),
-        pod("low-a", cpu="1500m", node_name="n1", priority=10),
-        pod("low-b", cpu="1500m", node_name="n2", priority=5),
+        sched_node("n1", "2").api(), sched_node("n2", "2").api(),
+        api_pod("low-a", cpu="1500m", node_name="n1", priority=10),
+        api_pod("low-b", cpu="1500m", node_name="n2", priority=5),
     )
-    reason, message = c.attempt(pod("high", cpu="1", priority=100))
+    reason, message = c.attempt(api_pod("high", priority=100))
     # Preemption succeeded: v1.37's success message ends the FitError's.
     assert (reason, message) == ("Unschedulable", "0/2 nodes are available: 2 Insufficient cpu. preemption: "
                                  "found a potential placement for pod on node n2, preempting 1 victims")
     assert c.sink.nominated["default/high"] == "n2"
-    assert c.s.queue.nominator.nominated_node_name(pod_from_api(pod("high"))) == "n2"
+    assert c.s.queue.nominator.nominated_node_name(sched_pod("high", cpu="1", priority=0).obj()) == "n2"
     assert c.on_node("n2") == set() and c.on_node("n1") == {"low-a"}
     assert c.preempted() == [("default/low-b", "Preempted by pod uid-high on node n2")]
     assert c.observer.preemptions == [("default/low-b", "default/high", "n2")]
     # The status update carrying nominatedNodeName comes back; the next attempt uses that node.
-    c.s.on_pod_event(MODIFIED, pod("high", cpu="1", priority=100, nominated="n2", rv="2"))
+    c.s.on_pod_event(MODIFIED, sched_pod("high", cpu="1", rv="2", priority=100).nominated_node_name("n2").api())
     c.retry("high")
     assert c.binder.bound == [("default/high", "n2")]
 
 
 def test_default_profile_message_when_preemption_cannot_help() -> None:
     """All default PostFilter plugins run: DynamicResources' verdict comes first, then preemption's."""
-    c = Cluster(plugins=None).add(node("n1"), node("n2"), pod("big-a", cpu="2", node_name="n1", priority=50),
-                                  pod("big-b", cpu="2", node_name="n2", priority=50))
-    _, message = c.attempt(pod("p", cpu="1", priority=10))
+    c = Cluster(plugins=None).add(sched_node("n1", "2").api(), sched_node("n2", "2").api(),
+                                  api_pod("big-a", cpu="2", node_name="n1", priority=50),
+                                  api_pod("big-b", cpu="2", node_name="n2", priority=50))
+    _, message = c.attempt(api_pod("p", priority=10))
     assert message == ("0/2 nodes are available: 2 Insufficient cpu. preemption: "
                        "0/2 nodes are available: 2 No preemption victims found for incoming pod.")
     assert c.sink.nominated["default/p"] == "", "no candidate: the nomination is cleared"
@@ -202,12 +170,12 @@ def test_default_profile_message_when_preemption_cannot_help() -> None:
 
 def test_unresolvable_nodes_are_not_preemption_candidates() -> None:
     c = Cluster().add(
-        node("n1", cpu="4"), node("n2", cpu="4"),
-        node("n3", cpu="4", taints=[{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]),
-        pod("hi-1", cpu="4", node_name="n1", priority=100), pod("hi-2", cpu="4", node_name="n2", priority=100),
-        pod("low-3", cpu="4", node_name="n3", priority=1),
+        sched_node("n1", "4").api(), sched_node("n2", "4").api(),
+        sched_node("n3", "4").taints([{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]).api(),
+        api_pod("hi-1", cpu="4", node_name="n1", priority=100), api_pod("hi-2", cpu="4", node_name="n2", priority=100),
+        api_pod("low-3", cpu="4", node_name="n3", priority=1),
     )
-    _, message = c.attempt(pod("p", cpu="1", priority=50))
+    _, message = c.attempt(api_pod("p", priority=50))
     assert message == ("0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. preemption: "
                        "0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
                        "2 No preemption victims found for incoming pod.")
@@ -215,33 +183,33 @@ def test_unresolvable_nodes_are_not_preemption_candidates() -> None:
 
 
 def test_node_that_does_not_fit_even_without_victims_reports_the_filter_reason() -> None:
-    c = Cluster().add(node("n1"), pod("hi", cpu="1500m", node_name="n1", priority=100),
-                      pod("low", cpu="200m", node_name="n1", priority=1))
-    _, message = c.attempt(pod("p", cpu="1", priority=50))
+    c = Cluster().add(sched_node("n1", "2").api(), api_pod("hi", cpu="1500m", node_name="n1", priority=100),
+                      api_pod("low", cpu="200m", node_name="n1", priority=1))
+    _, message = c.attempt(api_pod("p", priority=50))
     assert message == ("0/1 nodes are available: 1 Insufficient cpu. preemption: "
                        "0/1 nodes are available: 1 Insufficient cpu.")
     assert c.on_node("n1") == {"hi", "low"}
 
 
 def test_preemption_policy_never_is_not_eligible() -> None:
-    c = Cluster().add(node("n1"), pod("low", cpu="2", node_name="n1", priority=1))
-    _, message = c.attempt(pod("p", cpu="1", priority=50, policy="Never"))
+    c = Cluster().add(sched_node("n1", "2").api(), api_pod("low", cpu="2", node_name="n1", priority=1))
+    _, message = c.attempt(sched_pod("p", cpu="1", priority=50).preemption_policy("Never").api())
     assert message == ("0/1 nodes are available: 1 Insufficient cpu. "
                        "preemption: not eligible due to preemptionPolicy=Never.")
     assert "default/p" not in c.sink.nominated, "not eligible: the nomination is left alone"
     assert c.on_node("n1") == {"low"}
 
 
-TERMINATING = {"deletionTimestamp": "2026-01-01T00:00:00Z"}
 DISRUPTED = [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
               "message": "py-scheduler: preempting to accommodate a higher priority pod"}]
 
 
 def test_terminating_victim_on_the_nominated_node_makes_the_pod_wait() -> None:
-    c = Cluster().add(node("n1"), node("n2"),
-                      pod("going", cpu="2", node_name="n1", priority=1, extra_meta=TERMINATING, conditions=DISRUPTED),
-                      pod("low", cpu="2", node_name="n2", priority=1))
-    _, message = c.attempt(pod("p", cpu="1", priority=50, nominated="n1"))
+    c = Cluster().add(sched_node("n1", "2").api(), sched_node("n2", "2").api(),
+                      sched_pod("going", cpu="2", node_name="n1", priority=1).status_field("conditions",
+                                                                                           DISRUPTED).terminating().api(),
+                      api_pod("low", cpu="2", node_name="n2", priority=1))
+    _, message = c.attempt(sched_pod("p", cpu="1", priority=50).nominated_node_name("n1").api())
     assert message.endswith(" preemption: not eligible due to a terminating pod on the nominated node.")
     assert c.on_node("n2") == {"low"}
 
@@ -249,57 +217,59 @@ def test_terminating_victim_on_the_nominated_node_makes_the_pod_wait() -> None:
 def test_terminating_pod_without_the_preemption_condition_does_not_block() -> None:
     """The victim is chosen, but v1.37 sends no second deletion for a pod already being deleted (v1.34
     evicted it again, with a Preempted event)."""
-    c = Cluster().add(node("n1"), pod("going", cpu="2", node_name="n1", priority=1, extra_meta=TERMINATING))
-    c.attempt(pod("p", cpu="1", priority=50, nominated="n1"))
+    c = Cluster().add(sched_node("n1", "2").api(),
+                      sched_pod("going", cpu="2", node_name="n1", priority=1).terminating().api())
+    c.attempt(sched_pod("p", cpu="1", priority=50).nominated_node_name("n1").api())
     assert c.sink.nominated["default/p"] == "n1"
     assert c.preempted() == []
 
 
 def test_unresolvable_nominated_node_allows_preempting_elsewhere() -> None:
     c = Cluster().add(
-        node("n1", taints=[{"key": "gone", "effect": "NoSchedule"}]), node("n2"),
-        pod("going", cpu="2", node_name="n1", priority=1, extra_meta=TERMINATING, conditions=DISRUPTED),
-        pod("low", cpu="2", node_name="n2", priority=1),
+        sched_node("n1", "2").taints([{"key": "gone", "effect": "NoSchedule"}]).api(), sched_node("n2", "2").api(),
+        sched_pod("going", cpu="2", node_name="n1", priority=1).status_field("conditions",
+                                                                             DISRUPTED).terminating().api(),
+        api_pod("low", cpu="2", node_name="n2", priority=1),
     )
-    c.attempt(pod("p", cpu="1", priority=50, nominated="n1"))
+    c.attempt(sched_pod("p", cpu="1", priority=50).nominated_node_name("n1").api())
     assert c.sink.nominated["default/p"] == "n2"
     assert c.preempted() == [("default/low", "Preempted by pod uid-p on node n2")]
 
 
 def test_reprieve_keeps_the_most_important_pods_and_evicts_the_newest_of_the_lowest_priority() -> None:
     c = Cluster().add(
-        node("n1", cpu="4"),
-        pod("a", node_name="n1", priority=1, start="2026-01-01T00:10:00Z"),
-        pod("b", node_name="n1", priority=2, start="2026-01-01T00:00:00Z"),
-        pod("c", node_name="n1", priority=1, start="2026-01-01T00:05:00Z"),
-        pod("d", node_name="n1", priority=3, start="2026-01-01T00:00:00Z"),
+        sched_node("n1", "4").api(),
+        sched_pod("a", cpu="1", node_name="n1", priority=1).start_time("2026-01-01T00:10:00Z").api(),
+        sched_pod("b", cpu="1", node_name="n1", priority=2).start_time("2026-01-01T00:00:00Z").api(),
+        sched_pod("c", cpu="1", node_name="n1", priority=1).start_time("2026-01-01T00:05:00Z").api(),
+        sched_pod("d", cpu="1", node_name="n1", priority=3).start_time("2026-01-01T00:00:00Z").api(),
     )
-    c.attempt(pod("p", cpu="1", priority=10))
+    c.attempt(api_pod("p", priority=10))
     assert c.on_node("n1") == {"b", "c", "d"}
     assert [k for k, _ in c.preempted()] == ["default/a"]
 
 
 def test_victims_are_as_few_as_needed_and_listed_most_important_first() -> None:
     c = Cluster().add(
-        node("n1", cpu="4"),
-        pod("a", node_name="n1", priority=1, start="2026-01-01T00:10:00Z"),
-        pod("b", node_name="n1", priority=2, start="2026-01-01T00:00:00Z"),
-        pod("c", node_name="n1", priority=1, start="2026-01-01T00:05:00Z"),
-        pod("d", node_name="n1", priority=3, start="2026-01-01T00:00:00Z"),
+        sched_node("n1", "4").api(),
+        sched_pod("a", cpu="1", node_name="n1", priority=1).start_time("2026-01-01T00:10:00Z").api(),
+        sched_pod("b", cpu="1", node_name="n1", priority=2).start_time("2026-01-01T00:00:00Z").api(),
+        sched_pod("c", cpu="1", node_name="n1", priority=1).start_time("2026-01-01T00:05:00Z").api(),
+        sched_pod("d", cpu="1", node_name="n1", priority=3).start_time("2026-01-01T00:00:00Z").api(),
     )
-    c.attempt(pod("p", cpu="2", priority=10))
+    c.attempt(api_pod("p", cpu="2", priority=10))
     assert c.on_node("n1") == {"b", "d"}
     assert [k for k, _ in c.preempted()] == ["default/c", "default/a"]
 
 
 def test_pdb_protected_pods_are_reprieved_before_others() -> None:
     c = Cluster().add(
-        node("n1"),
-        pod("x", node_name="n1", priority=1, labels={"app": "x"}),
-        pod("y", node_name="n1", priority=2),
+        sched_node("n1", "2").api(),
+        sched_pod("x", cpu="1", node_name="n1", priority=1).labels({"app": "x"}).api(),
+        api_pod("y", node_name="n1", priority=2),
         pdb("x-pdb", {"matchLabels": {"app": "x"}}, allowed=0),
     )
-    c.attempt(pod("p", cpu="1", priority=10))
+    c.attempt(api_pod("p", priority=10))
     # Without the PDB, y (more important) would stay and x go.
     assert c.on_node("n1") == {"x"}
     assert [k for k, _ in c.preempted()] == ["default/y"]
@@ -307,46 +277,48 @@ def test_pdb_protected_pods_are_reprieved_before_others() -> None:
 
 def test_node_without_pdb_violations_is_preferred() -> None:
     c = Cluster().add(
-        node("n1"), node("n2"),
-        pod("x", cpu="2", node_name="n1", priority=1, labels={"app": "x"}),
-        pod("y", cpu="2", node_name="n2", priority=5),
+        sched_node("n1", "2").api(), sched_node("n2", "2").api(),
+        sched_pod("x", cpu="2", node_name="n1", priority=1).labels({"app": "x"}).api(),
+        api_pod("y", cpu="2", node_name="n2", priority=5),
         pdb("x-pdb", {"matchLabels": {"app": "x"}}, allowed=0),
     )
-    c.attempt(pod("p", cpu="1", priority=10))
+    c.attempt(api_pod("p", priority=10))
     assert c.sink.nominated["default/p"] == "n2"
     assert [k for k, _ in c.preempted()] == ["default/y"]
 
 
 def test_pdb_with_budget_left_is_not_violated() -> None:
     c = Cluster().add(
-        node("n1"), node("n2"),
-        pod("x", cpu="2", node_name="n1", priority=1, labels={"app": "x"}),
-        pod("y", cpu="2", node_name="n2", priority=5),
+        sched_node("n1", "2").api(), sched_node("n2", "2").api(),
+        sched_pod("x", cpu="2", node_name="n1", priority=1).labels({"app": "x"}).api(),
+        api_pod("y", cpu="2", node_name="n2", priority=5),
         pdb("x-pdb", {"matchLabels": {"app": "x"}}, allowed=1),
     )
-    c.attempt(pod("p", cpu="1", priority=10))
+    c.attempt(api_pod("p", priority=10))
     assert c.sink.nominated["default/p"] == "n1"
 
 
 def test_anti_affinity_to_a_victim_is_resolved_by_preemption() -> None:
-    anti = {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]}}}
-    c = Cluster().add(node("n1", cpu="8"), pod("web", cpu="100m", node_name="n1", priority=1, labels={"app": "web"}),
-                      pod("other", cpu="100m", node_name="n1", priority=1))
-    _, message = c.attempt(pod("p", cpu="100m", priority=10, extra_spec=anti))
+    anti = make_label_selector().label("app", "web").obj()
+    c = Cluster().add(sched_node("n1", "8").api(),
+                      sched_pod("web", cpu="100m", node_name="n1", priority=1).labels({"app": "web"}).api(),
+                      api_pod("other", cpu="100m", node_name="n1", priority=1))
+    _, message = c.attempt(sched_pod("p", cpu="100m", priority=10).pod_anti_affinity("kubernetes.io/hostname", anti)
+                           .api())
     assert message == ("0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules. preemption: "
                        "found a potential placement for pod on node n1, preempting 1 victims")
     assert c.on_node("n1") == {"other"}, "only the pod the anti-affinity is about is evicted"
 
 
 def test_lower_priority_pods_nominated_to_the_node_lose_their_nomination() -> None:
-    objs = [pod("mid", cpu="1", priority=5, nominated="n1"), pod("top", cpu="1", priority=500, nominated="n1")]
-    c = Cluster().add(node("n1"), pod("low", cpu="2", node_name="n1", priority=1), *objs)
+    objs = [sched_pod("mid", cpu="1", priority=5).nominated_node_name("n1").api(),
+            sched_pod("top", cpu="1", priority=500).nominated_node_name("n1").api()]
+    c = Cluster().add(sched_node("n1", "2").api(), api_pod("low", cpu="2", node_name="n1", priority=1), *objs)
     mid, top = (pod_from_api(o) for o in objs)
     for p in (mid, top):  # known to the cluster, nominated, but out of the way of the next pop
         c.s.queue.delete(p)
         c.s.queue.nominator.add_nominated_pod(p)
-    c.attempt(pod("p", cpu="1", priority=50))
+    c.attempt(api_pod("p", priority=50))
     assert c.s.queue.nominator.nominated_node_name(mid) is None
     assert c.s.queue.nominator.nominated_node_name(top) == "n1"
 
@@ -356,20 +328,20 @@ def test_few_candidates_stop_the_dry_run_at_the_random_offset() -> None:
     though another node has a less important victim."""
     seed = 7
     c = Cluster(seed=seed, args={"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 1})
-    c.add(node("n1"), node("n2"), node("n3"))
+    c.add(sched_node("n1", "2").api(), sched_node("n2", "2").api(), sched_node("n3", "2").api())
     c.s.cache.update_snapshot(c.s.snapshot)
     order = [n.name for n in c.s.snapshot.list()]
     first = order[random.Random(seed).randrange(3)]
     for i, name in enumerate(order):
-        c.add(pod(f"v{i}", cpu="2", node_name=name, priority=9 if name == first else 1))
-    c.attempt(pod("p", cpu="1", priority=10))
+        c.add(api_pod(f"v{i}", cpu="2", node_name=name, priority=9 if name == first else 1))
+    c.attempt(api_pod("p", priority=10))
     assert c.sink.nominated["default/p"] == first
     # With the default args every node is dry-run and the least important victim's node wins.
     d = Cluster(seed=seed)
-    d.add(node("n1"), node("n2"), node("n3"))
+    d.add(sched_node("n1", "2").api(), sched_node("n2", "2").api(), sched_node("n3", "2").api())
     for i, name in enumerate(order):
-        d.add(pod(f"v{i}", cpu="2", node_name=name, priority=9 if name == first else 1))
-    d.attempt(pod("p", cpu="1", priority=10))
+        d.add(api_pod(f"v{i}", cpu="2", node_name=name, priority=9 if name == first else 1))
+    d.attempt(api_pod("p", priority=10))
     assert d.sink.nominated["default/p"] != first
 
 
@@ -377,12 +349,12 @@ def test_few_candidates_stop_the_dry_run_at_the_random_offset() -> None:
 
 
 def test_waiting_victim_is_rejected_not_deleted() -> None:
-    c = Cluster().add(node("n1"), pod("w", node_name="n1", priority=1))
-    victim = pod_from_api(pod("w", node_name="n1", priority=1))
+    c = Cluster().add(sched_node("n1", "2").api(), api_pod("w", node_name="n1", priority=1))
+    victim = sched_pod("w", cpu="1", node_name="n1", priority=1).obj()
     fwk = c.s.frameworks[SCHED]
     wp = WaitingPod(victim, {"SomePermit": 60.0}, lambda: 0.0)
     fwk.waiting_pods.add(wp)
-    assert c.s.preempt(victim, pod_from_api(pod("p", priority=9)), "n1", "DefaultPreemption") is None
+    assert c.s.preempt(victim, sched_pod("p", cpu="1", priority=9).obj(), "n1", "DefaultPreemption") is None
     decision = wp.wait(0)
     assert decision is not None and decision.code == Code.UNSCHEDULABLE
     assert (decision.message, decision.plugin) == ("preempted", "DefaultPreemption")
@@ -392,9 +364,11 @@ def test_waiting_victim_is_rejected_not_deleted() -> None:
 
 def test_api_eviction_sets_disruption_target_then_deletes() -> None:
     w = Writer()
-    c = Cluster(writer=w).add(node("n1"), pod("v", node_name="n1", priority=1))
-    victim = pod_from_api(pod("v", node_name="n1", priority=1, extra_meta={"generation": 3}))
-    assert c.s.preempt(victim, pod_from_api(pod("p", priority=9)), "n1", "DefaultPreemption") is None
+    c = Cluster(writer=w).add(sched_node("n1", "2").api(), api_pod("v", node_name="n1", priority=1))
+    victim_obj = api_pod("v", node_name="n1", priority=1)
+    victim_obj["metadata"]["generation"] = 3
+    victim = pod_from_api(victim_obj)
+    assert c.s.preempt(victim, sched_pod("p", cpu="1", priority=9).obj(), "n1", "DefaultPreemption") is None
     (patch_call, delete_call) = w.calls
     assert patch_call[:3] == ("patch", "default", "v")
     (cond,) = patch_call[3]["status"]["conditions"]
@@ -408,27 +382,29 @@ def test_api_eviction_sets_disruption_target_then_deletes() -> None:
 
 def test_api_eviction_of_a_victim_already_gone_succeeds_without_event() -> None:
     w = Writer({"delete": api_error(404, "NotFound")})
-    c = Cluster(writer=w).add(node("n1"))
-    victim = pod_from_api(pod("v", node_name="n1", priority=1))
-    assert c.s.preempt(victim, pod_from_api(pod("p", priority=9)), "n1", "DefaultPreemption") is None
+    c = Cluster(writer=w).add(sched_node("n1", "2").api())
+    victim = sched_pod("v", cpu="1", node_name="n1", priority=1).obj()
+    assert c.s.preempt(victim, sched_pod("p", cpu="1", priority=9).obj(), "n1", "DefaultPreemption") is None
     assert c.preempted() == []
 
 
 def test_api_eviction_failure_stops_preemption_with_an_error() -> None:
     w = Writer({"patch": ApiException(status=403, reason="Forbidden")})
-    c = Cluster(writer=w).add(node("n1"), pod("v", cpu="2", node_name="n1", priority=1))
-    _, message = c.attempt(pod("p", cpu="1", priority=9))
+    c = Cluster(writer=w).add(sched_node("n1", "2").api(), api_pod("v", cpu="2", node_name="n1", priority=1))
+    _, message = c.attempt(api_pod("p", priority=9))
     assert message.startswith("0/1 nodes are available: 1 Insufficient cpu. preemption: (403)")
     assert [call[0] for call in w.calls] == ["patch"], "no delete after a failed condition patch"
     assert "default/p" not in c.sink.nominated
 
 
 def test_disruption_condition_is_not_patched_twice() -> None:
-    preemptor = pod_from_api(pod("p"))
-    assert disruption_target_condition(pod_from_api(pod("v", conditions=DISRUPTED)), preemptor) is None
+    preemptor = sched_pod("p", cpu="1", priority=0).obj()
+    victim = sched_pod("v", cpu="1", priority=0).status_field("conditions", DISRUPTED).obj()
+    assert disruption_target_condition(victim, preemptor) is None
     other = [{**DISRUPTED[0], "message": "other-scheduler: preempting to accommodate a higher priority pod",
               "lastTransitionTime": "2025-01-01T00:00:00Z"}]
-    cond = disruption_target_condition(pod_from_api(pod("v", conditions=other)), preemptor)
+    victim = sched_pod("v", cpu="1", priority=0).status_field("conditions", other).obj()
+    cond = disruption_target_condition(victim, preemptor)
     assert cond is not None and cond["lastTransitionTime"] == "2025-01-01T00:00:00Z"
     assert "observedGeneration" not in cond
 
@@ -436,15 +412,15 @@ def test_disruption_condition_is_not_patched_twice() -> None:
 def test_clearing_a_nomination_patches_only_pods_that_have_one() -> None:
     w = Writer()
     c = Cluster(writer=w)
-    assert c.s.clear_nominated_node(pod_from_api(pod("a"))) is None
-    assert c.s.clear_nominated_node(pod_from_api(pod("b", nominated="n1"))) is None
+    assert c.s.clear_nominated_node(sched_pod("a", cpu="1", priority=0).obj()) is None
+    assert c.s.clear_nominated_node(sched_pod("b", cpu="1", priority=0).nominated_node_name("n1").obj()) is None
     assert w.calls == [("patch", "default", "b", {"status": {"nominatedNodeName": None}})]
 
 
 def test_deleted_preemptor_is_an_error() -> None:
-    c = Cluster().add(node("n1"), pod("v", cpu="2", node_name="n1", priority=1))
+    c = Cluster().add(sched_node("n1", "2").api(), api_pod("v", cpu="2", node_name="n1", priority=1))
     plugin = c.s.frameworks[SCHED].plugins["DefaultPreemption"]
-    ghost = pod_from_api(pod("ghost", priority=9))
+    ghost = sched_pod("ghost", cpu="1", priority=9).obj()
     result, status = plugin.post_filter(CycleState(), ghost, NodeToStatus({"n1": unschedulable("x")}))
     assert result is None and status is not None and status.code == Code.ERROR
     assert status.message == 'preemption: pods "ghost" not found'
@@ -454,16 +430,13 @@ def test_deleted_preemptor_is_an_error() -> None:
 # --- pieces -----------------------------------------------------------------------------------
 
 
-def _p(name: str, priority: int = 0, labels: Mapping[str, str] | None = None, start: str | None = None,
-       namespace: str = "default") -> Pod:
-    obj = pod(name, priority=priority, labels=labels, start=start)
-    obj["metadata"]["namespace"] = namespace
-    return pod_from_api(obj)
-
-
 def test_pdb_violation_spends_each_budget_in_order() -> None:
     pdbs = [pdb_from_api(pdb("one", {"matchLabels": {"app": "x"}}, allowed=1))]
-    a, b, c = _p("a", labels={"app": "x"}), _p("b", labels={"app": "x"}), _p("c", labels={"app": "y"})
+    a, b, c = (
+        sched_pod("a", cpu="1", priority=0).labels({"app": "x"}).obj(),
+        sched_pod("b", cpu="1", priority=0).labels({"app": "x"}).obj(),
+        sched_pod("c", cpu="1", priority=0).labels({"app": "y"}).obj(),
+    )
     assert filter_pods_with_pdb_violation([a, b, c], pdbs) == ([b], [a, c])
 
 
@@ -476,12 +449,17 @@ def test_pdb_matching_rules() -> None:
         pdb_from_api(pdb("bad", {"matchExpressions": [{"key": "app", "operator": "Bogus"}]}, allowed=0)),
         pdb_from_api(pdb("disrupted", {"matchLabels": x}, allowed=0, disrupted=["already"])),
     ]
-    already, fresh, unlabeled = _p("already", labels=x), _p("fresh", labels=x), _p("unlabeled")
+    already, fresh, unlabeled = (
+        sched_pod("already", cpu="1", priority=0).labels(x).obj(),
+        sched_pod("fresh", cpu="1", priority=0).labels(x).obj(),
+        sched_pod("unlabeled", cpu="1", priority=0).obj(),
+    )
     assert filter_pods_with_pdb_violation([already, fresh, unlabeled], pdbs) == ([fresh], [already, unlabeled])
 
 
 def _v(*priorities: int, violations: int = 0, start: str | None = None) -> Victims:
-    return Victims([_p(f"v{i}", priority=p, start=start) for i, p in enumerate(priorities)], violations)
+    return Victims([sched_pod(f"v{i}", cpu="1", priority=p).start_time(start).obj() for i, p in enumerate(priorities)],
+                   violations)
 
 
 @pytest.mark.parametrize(
@@ -524,7 +502,7 @@ def test_nodes_for_status_code() -> None:
 def pod_node(name: str) -> Any:
     from scheduler.model.node import node_from_api
 
-    return node_from_api(node(name))
+    return node_from_api(sched_node(name, "2").api())
 
 
 def test_aggregate_errors_like_utilerrors() -> None:
@@ -632,11 +610,11 @@ def _preemption_done(c: Cluster) -> None:
 def test_async_preemption_nominates_at_once_gates_the_pod_until_done_then_binds_on_the_node() -> None:
     w = HeldWriter()
     c = Cluster(writer=w, async_preemption=True).add(
-        node("n1"), node("n2"),
-        pod("low-a", cpu="1500m", node_name="n1", priority=10),
-        pod("low-b", cpu="1500m", node_name="n2", priority=5),
+        sched_node("n1", "2").api(), sched_node("n2", "2").api(),
+        api_pod("low-a", cpu="1500m", node_name="n1", priority=10),
+        api_pod("low-b", cpu="1500m", node_name="n2", priority=5),
     )
-    reason, message = c.attempt(pod("high", cpu="1", priority=100))
+    reason, message = c.attempt(api_pod("high", priority=100))
     # The same outcome as the synchronous path, reported before any victim is gone.
     assert (reason, message) == ("Unschedulable", "0/2 nodes are available: 2 Insufficient cpu. preemption: "
                                  "found a potential placement for pod on node n2, preempting 1 victims")
@@ -652,7 +630,7 @@ def test_async_preemption_nominates_at_once_gates_the_pod_until_done_then_binds_
     assert c.s.queue.gating_message("default/high") == ""
     assert c.on_node("n2") == set() and c.on_node("n1") == {"low-a"}
     assert c.preempted() == [("default/low-b", "Preempted by pod uid-high on node n2")]
-    c.s.on_pod_event(MODIFIED, pod("high", cpu="1", priority=100, nominated="n2", rv="2"))
+    c.s.on_pod_event(MODIFIED, sched_pod("high", cpu="1", rv="2", priority=100).nominated_node_name("n2").api())
     assert c.s.schedule_one(timeout=0)
     assert c.binder.bound == [("default/high", "n2")]
 
@@ -660,10 +638,10 @@ def test_async_preemption_nominates_at_once_gates_the_pod_until_done_then_binds_
 def test_async_preemption_holds_the_preemptor_while_victims_before_the_last_are_evicted() -> None:
     w = HeldWriter()
     c = Cluster(writer=w, async_preemption=True).add(
-        node("n1"),
-        pod("v1", cpu="1", node_name="n1", priority=1), pod("v2", cpu="1", node_name="n1", priority=2),
+        sched_node("n1", "2").api(),
+        api_pod("v1", node_name="n1", priority=1), api_pod("v2", node_name="n1", priority=2),
     )
-    c.attempt(pod("high", cpu="2", priority=100))
+    c.attempt(api_pod("high", cpu="2", priority=100))
     assert w.deleting.wait(10)
     # The first victim's deletion is in flight: PreEnqueue keeps the preemptor out of activeQ.
     c.s.queue.activate([c.s._pending["uid-high"]])
@@ -675,7 +653,7 @@ def test_async_preemption_holds_the_preemptor_while_victims_before_the_last_are_
     # The last victim's deletion event ungated it: NodeResourcesFit's hint queued it again.
     assert c.s.queue.gating_message("default/high") == ""
     c.s.queue.flush_backoff_completed()
-    c.s.on_pod_event(MODIFIED, pod("high", cpu="2", priority=100, nominated="n1", rv="2"))
+    c.s.on_pod_event(MODIFIED, sched_pod("high", cpu="2", rv="2", priority=100).nominated_node_name("n1").api())
     c.retry("high")
     assert c.binder.bound == [("default/high", "n1")]
 
@@ -696,8 +674,9 @@ class HeldFailingWriter(Writer):
 
 def test_async_preemption_failure_activates_the_preemptor() -> None:
     w = HeldFailingWriter()
-    c = Cluster(writer=w, async_preemption=True).add(node("n1"), pod("v", cpu="2", node_name="n1", priority=1))
-    _, message = c.attempt(pod("p", cpu="1", priority=9))
+    c = Cluster(writer=w, async_preemption=True).add(sched_node("n1", "2").api(),
+                                                     api_pod("v", cpu="2", node_name="n1", priority=1))
+    _, message = c.attempt(api_pod("p", priority=9))
     assert message == ("0/1 nodes are available: 1 Insufficient cpu. preemption: found a potential placement "
                        "for pod on node n1, preempting 1 victims"), "the API error is not the cycle's"
     assert c.sink.nominated["default/p"] == "n1"
@@ -720,13 +699,13 @@ def test_pre_enqueue_and_events_follow_the_gate() -> None:
     assert off.events_to_register() == []
     [registered] = on.events_to_register()
     assert (registered.event.resource, registered.event.action) == (EventResource.POD, ActionType.DELETE)
-    assert registered.hint(pod_from_api(pod("p")), None, None) == QueueingHint.QUEUE_SKIP
+    assert registered.hint(sched_pod("p", cpu="1", priority=0).obj(), None, None) == QueueingHint.QUEUE_SKIP
     on.evaluator._preempting.add("uid-p")
     off.evaluator._preempting.add("uid-p")
-    status = on.pre_enqueue(pod_from_api(pod("p")))
+    status = on.pre_enqueue(sched_pod("p", cpu="1", priority=0).obj())
     assert status is not None and status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-    assert off.pre_enqueue(pod_from_api(pod("p"))) is None
-    assert on.pre_enqueue(pod_from_api(pod("other"))) is None
+    assert off.pre_enqueue(sched_pod("p", cpu="1", priority=0).obj()) is None
+    assert on.pre_enqueue(sched_pod("other", cpu="1", priority=0).obj()) is None
 
 
 @pytest.mark.parametrize(

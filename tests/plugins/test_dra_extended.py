@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 
 from scheduler.framework.interface import CycleState
-from scheduler.model.dra import device_class_from_api
-from scheduler.model.pod import Pod, pod_from_api
+from scheduler.model.pod import Pod
 from scheduler.plugins.helper.dynamicresources.extended import (
     CLAIM_ANNOTATION,
     DeviceRequestSpec,
@@ -22,28 +21,11 @@ from scheduler.plugins.helper.dynamicresources.extended import (
 )
 from scheduler.plugins.helper.dynamicresources.manager import MANAGER_KEY, DraManager
 from scheduler.plugins.node_resources_fit import NodeResourcesFit
-from tests.plugins.util import FakeHandle, make_node, node_info
+from scheduler.testing import make_container, make_device_class, make_pod
+from tests.builders import make_node
+from tests.plugins.util import FakeHandle, node_info
 
 GPU = "example.com/gpu"
-
-
-def dclass(name: str, ext: str | None = None, created: str = "2026-01-01T00:00:00Z") -> Any:
-    spec: dict[str, Any] = {} if ext is None else {"extendedResourceName": ext}
-    return device_class_from_api({"metadata": {"name": name, "creationTimestamp": created}, "spec": spec})
-
-
-def ctr(name: str, reqs: dict[str, str], sidecar: bool = False) -> dict[str, Any]:
-    c: dict[str, Any] = {"name": name, "image": "x", "resources": {"requests": reqs, "limits": reqs}}
-    if sidecar:
-        c["restartPolicy"] = "Always"
-    return c
-
-
-def pod(containers: list[dict[str, Any]], inits: list[dict[str, Any]] | None = None) -> Pod:
-    spec: dict[str, Any] = {"containers": containers}
-    if inits:
-        spec["initContainers"] = inits
-    return pod_from_api({"metadata": {"name": "p", "namespace": "default", "uid": "uid-p"}, "spec": spec})
 
 
 def test_dra_extended_resource_names() -> None:
@@ -55,17 +37,18 @@ def test_dra_extended_resource_names() -> None:
 
 def test_cache_maps_explicit_and_implicit_names_newest_class_wins() -> None:
     c = ExtendedResourceCache()
-    old, new = dclass("b", GPU, "2026-01-01T00:00:00Z"), dclass("a", GPU, "2026-02-01T00:00:00Z")
+    old, new = (make_device_class().name(n).extended_resource_name(GPU).creation_timestamp(at).obj()
+                for n, at in (("b", "2026-01-01T00:00:00Z"), ("a", "2026-02-01T00:00:00Z")))
     c.add_or_update(old, None)
     assert c.get(GPU) is old and c.get("deviceclass.resource.kubernetes.io/b") is old
     c.add_or_update(new, None)
     assert c.get(GPU) is new and c.get("deviceclass.resource.kubernetes.io/a") is new
     # An older class arriving after a newer one changes nothing, not even its implicit name (upstream).
-    older = dclass("c", GPU, "2025-01-01T00:00:00Z")
+    older = make_device_class().name("c").extended_resource_name(GPU).creation_timestamp("2025-01-01T00:00:00Z").obj()
     c.add_or_update(older, None)
     assert c.get(GPU) is new and c.get("deviceclass.resource.kubernetes.io/c") is None
     # Same creation time: the smaller name wins.
-    tie = dclass("0", GPU, "2026-02-01T00:00:00Z")
+    tie = make_device_class().name("0").extended_resource_name(GPU).creation_timestamp("2026-02-01T00:00:00Z").obj()
     c.add_or_update(tie, None)
     assert c.get(GPU) is tie
     c.delete(tie)
@@ -74,9 +57,10 @@ def test_cache_maps_explicit_and_implicit_names_newest_class_wins() -> None:
 
 def test_cache_update_drops_the_old_names() -> None:
     c = ExtendedResourceCache()
-    c.add_or_update(dclass("g", GPU), None)
-    renamed = dclass("g", "example.com/tpu")
-    c.add_or_update(renamed, dclass("g", GPU))
+    gpu, tpu = (make_device_class().name("g").extended_resource_name(ext).obj() for ext in (GPU, "example.com/tpu"))
+    c.add_or_update(gpu, None)
+    renamed = tpu
+    c.add_or_update(renamed, gpu)
     assert c.get(GPU) is None and c.get("example.com/tpu") is renamed
 
 
@@ -92,12 +76,14 @@ def test_manager_follows_device_class_events() -> None:
 def _cache(*names: str) -> ExtendedResourceCache:
     c = ExtendedResourceCache()
     for n in names:
-        c.add_or_update(dclass(n.split("/")[-1] + "-class", n), None)
+        c.add_or_update(make_device_class().name(n.split("/")[-1] + "-class").extended_resource_name(n)
+                        .creation_timestamp("2026-01-01T00:00:00Z").obj(), None)
     return c
 
 
 def test_requests_one_per_container_indexed_by_sorted_resource_name() -> None:
-    p = pod([ctr("a", {"cpu": "1", GPU: "2"}), ctr("b", {GPU: "1"})])
+    p = make_pod().containers(make_container().name("a").res({"cpu": "1", GPU: "2"}),
+                              make_container().name("b").res({GPU: "1"})).obj()
     reqs, maps = create_requests_and_mappings(p, [GPU], _cache(GPU))
     assert reqs == [DeviceRequestSpec("container-0-request-1", "gpu-class", 2),
                     DeviceRequestSpec("container-1-request-0", "gpu-class", 1)]
@@ -110,8 +96,10 @@ def test_requests_one_per_container_indexed_by_sorted_resource_name() -> None:
 def test_init_containers_reuse_later_long_lived_requests_and_share_the_largest() -> None:
     # init0 (plain) wants 3: the sidecar (index 1) gives 1 and the container (index 3) 1, so it needs 1 more;
     # init2 (plain) wants 4: only the container's 1 is after it, so 3 more; the largest (init2's) is kept.
-    p = pod([ctr("main", {GPU: "1"})],
-            inits=[ctr("i0", {GPU: "3"}), ctr("side", {GPU: "1"}, sidecar=True), ctr("i2", {GPU: "4"})])
+    p = (make_pod().container(make_container().name("main").res({GPU: "1"}))
+         .init_containers(make_container().name("i0").res({GPU: "3"}),
+                          make_container().name("side").res({GPU: "1"}).restart_policy("Always"),
+                          make_container().name("i2").res({GPU: "4"})).obj())
     reqs, maps = create_requests_and_mappings(p, [GPU], _cache(GPU))
     assert reqs == [DeviceRequestSpec("container-1-request-0", "gpu-class", 1),
                     DeviceRequestSpec("container-2-request-0", "gpu-class", 3),
@@ -126,7 +114,8 @@ def test_init_containers_reuse_later_long_lived_requests_and_share_the_largest()
 
 
 def test_init_container_covered_by_later_requests_makes_none() -> None:
-    p = pod([ctr("main", {GPU: "2"})], inits=[ctr("i0", {GPU: "1"})])
+    p = (make_pod().container(make_container().name("main").res({GPU: "2"}))
+         .init_container(make_container().name("i0").res({GPU: "1"})).obj())
     reqs, maps = create_requests_and_mappings(p, [GPU], _cache(GPU))
     assert reqs == [DeviceRequestSpec("container-1-request-0", "gpu-class", 2)]
     assert maps == [RequestMapping("main", GPU, "container-1-request-0"),
@@ -134,7 +123,7 @@ def test_init_container_covered_by_later_requests_makes_none() -> None:
 
 
 def test_resources_without_a_class_are_skipped() -> None:
-    p = pod([ctr("a", {GPU: "1", "example.com/nic": "1"})])
+    p = make_pod().container(make_container().name("a").res({GPU: "1", "example.com/nic": "1"})).obj()
     reqs, _ = create_requests_and_mappings(p, ["example.com/nic", GPU], _cache(GPU))
     assert [r.name for r in reqs] == ["container-0-request-0"]
 
@@ -145,7 +134,7 @@ class _Claim:
 
 
 def test_find_extended_resource_claim_needs_annotation_and_controller_owner() -> None:
-    p = pod([ctr("a", {GPU: "1"})])
+    p = make_pod().container(make_container().name("a").res({GPU: "1"})).obj()
     owner = [{"name": "p", "uid": "uid-p", "controller": True}]
     good = _Claim({"annotations": {CLAIM_ANNOTATION: "true"}, "ownerReferences": owner})
     not_annotated = _Claim({"ownerReferences": owner})
@@ -163,7 +152,7 @@ def test_fit_leaves_a_class_backed_resource_the_node_lacks_to_dra(allocatable: s
                                                                   message: str | None) -> None:
     handle = FakeHandle()
     fit = NodeResourcesFit({}, handle)  # type: ignore[arg-type]
-    p = pod([ctr("a", {GPU: "2"})])
+    p = make_pod().container(make_container().name("a").res({GPU: "2"})).obj()
     node = make_node("n1", extra={GPU: allocatable} if allocatable else None)
     ni = node_info(node)
     state = CycleState()
@@ -205,13 +194,14 @@ NODES = [node_info(make_node("n1")), node_info(make_node("n2"))]
 
 def test_pod_without_class_backed_requests_is_skipped() -> None:
     pl, _ = _dra()
-    _, status = pl.pre_filter(CycleState(), pod([ctr("a", {"example.com/nic": "1"})]), NODES)
+    p = make_pod().container(make_container().name("a").res({"example.com/nic": "1"})).obj()
+    _, status = pl.pre_filter(CycleState(), p, NODES)
     assert status is not None and status.code.name == "SKIP"
 
 
 def test_special_claim_allocated_at_filter_created_and_recorded_at_prebind() -> None:
     pl, h = _dra()
-    p = pod([ctr("a", {GPU: "2"})])
+    p = make_pod().container(make_container().name("a").res({GPU: "2"})).obj()
     state, verdicts = _filter_all(pl, p, NODES)
     assert verdicts == {"n1": None, "n2": ("UNSCHEDULABLE_AND_UNRESOLVABLE", "cannot allocate all claims")}
     assert pl.reserve(state, p, "n1") is None
@@ -238,10 +228,10 @@ def test_special_claim_allocated_at_filter_created_and_recorded_at_prebind() -> 
 
 def test_reserved_special_claim_devices_are_taken_until_unreserve() -> None:
     pl, _ = _dra()
-    p = pod([ctr("a", {GPU: "2"})])
+    p = make_pod().container(make_container().name("a").res({GPU: "2"})).obj()
     state, _ = _filter_all(pl, p, NODES)
     pl.reserve(state, p, "n1")
-    _, verdicts = _filter_all(pl, pod([ctr("a", {GPU: "1"})]), NODES)
+    _, verdicts = _filter_all(pl, make_pod().container(make_container().name("a").res({GPU: "1"})).obj(), NODES)
     assert verdicts["n1"] is not None and verdicts["n2"] is None
     pl.unreserve(state, p, "n1")
     assert pl.manager.in_flight_count() == 0
@@ -249,7 +239,7 @@ def test_reserved_special_claim_devices_are_taken_until_unreserve() -> None:
 
 def test_node_offering_the_resource_itself_needs_no_claim() -> None:
     pl, h = _dra()
-    p = pod([ctr("a", {GPU: "1"})])
+    p = make_pod().container(make_container().name("a").res({GPU: "1"})).obj()
     offered = node_info(make_node("n3", extra={GPU: "4"}))
     state, verdicts = _filter_all(pl, p, [offered])
     assert verdicts == {"n3": None}
@@ -260,7 +250,8 @@ def test_node_offering_the_resource_itself_needs_no_claim() -> None:
 
 def test_other_extended_request_the_node_lacks_cannot_fit() -> None:
     pl, _ = _dra()
-    _, verdicts = _filter_all(pl, pod([ctr("a", {GPU: "1", "example.com/nic": "1"})]), NODES[:1])
+    p = make_pod().container(make_container().name("a").res({GPU: "1", "example.com/nic": "1"})).obj()
+    _, verdicts = _filter_all(pl, p, NODES[:1])
     assert verdicts == {"n1": ("UNSCHEDULABLE_AND_UNRESOLVABLE", "cannot fit resource")}
 
 
@@ -269,7 +260,7 @@ def test_claim_left_by_an_earlier_cycle_is_refused_then_deleted_by_postfilter() 
     stale = claim_obj("p-extended-resources-old", owner="p")
     stale["metadata"]["annotations"] = {CLAIM_ANNOTATION: "true"}
     pl, h = _dra([stale])
-    p = pod([ctr("a", {GPU: "1"})])
+    p = make_pod().container(make_container().name("a").res({GPU: "1"})).obj()
     state, verdicts = _filter_all(pl, p, NODES)
     assert set(verdicts.values()) == {("UNSCHEDULABLE_AND_UNRESOLVABLE", "cannot schedule extended resource claim")}
     _, status = pl.post_filter(state, p, {})
@@ -285,8 +276,8 @@ def test_default_profile_offline_places_the_pod_creates_its_claim_and_records_th
     s, _, bound = scheduler()
     s.on_object_event("DeviceClass", MODIFIED, {"metadata": {"name": "gpu", "resourceVersion": "2"}, "spec": {
         "selectors": [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}], "extendedResourceName": GPU}})
-    s.on_pod_event(ADDED, {"metadata": {"name": "p", "namespace": "default", "uid": "uid-p"},
-                           "spec": {"schedulerName": "py-scheduler", "containers": [ctr("a", {GPU: "2"})]}})
+    pod = make_pod().scheduler_name("py-scheduler").container(make_container().name("a").res({GPU: "2"}))
+    s.on_pod_event(ADDED, pod.api())
     assert s.schedule_one(timeout=0)
     assert bound == ["p->n1"]
     claim = next(c for c in s.objects.list("ResourceClaim") if c["metadata"]["name"].startswith("p-extended-"))

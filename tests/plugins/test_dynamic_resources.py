@@ -21,7 +21,8 @@ from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.dynamic_resources import FINALIZER, DynamicResources
 from scheduler.scheduler import Scheduler
 from scheduler.whatif.offline import OfflineWriter, RecordingEventSink
-from tests.plugins.util import make_node, make_pod, node_info
+from tests.builders import make_node, make_pod
+from tests.plugins.util import node_info
 
 DRIVER = "gpu.example.com"
 NS = "default"

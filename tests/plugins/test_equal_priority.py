@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from scheduler.framework.interface import CycleState
 from scheduler.plugins.legacy.equal_priority import EqualPriority
-from tests.plugins.util import FakeHandle, container, make_node, make_pod, node_info
+from tests.builders import container, make_node, make_pod
+from tests.plugins.util import FakeHandle, node_info
 
 
 def test_every_node_scores_one() -> None:

@@ -9,7 +9,8 @@ import pytest
 from scheduler.framework.types import NodeInfo
 from scheduler.plugins.helper import generation_memo
 from scheduler.plugins.helper.generation_memo import GenerationMemo
-from tests.plugins.util import make_node, node_info
+from tests.builders import make_node
+from tests.plugins.util import node_info
 
 
 def _counting(calls: list[list[str]]) -> Callable[[Sequence[NodeInfo]], list[int]]:

@@ -8,7 +8,8 @@ from scheduler.framework.interface import CycleState
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.image_locality import ImageLocality, normalized_image_name
-from tests.plugins.util import MiB, container, make_node, make_pod, snapshot_handle
+from tests.builders import MiB, container, make_node, make_pod
+from tests.plugins.util import snapshot_handle
 
 # Four nodes; nginx:1.25 (300 MiB) on n1 and n2 (spread 2/4), redis:latest (500 MiB) on n1 only (1/4),
 # tools:v1 (400 MiB) on all four (4/4).

@@ -9,7 +9,8 @@ from scheduler.framework.status import Code
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.plugins.legacy.least_requested_priority import LeastRequestedPriority
-from tests.plugins.util import FakeHandle, container, make_node, make_pod, node_info
+from tests.builders import container, make_node, make_pod
+from tests.plugins.util import FakeHandle, node_info
 
 
 def score(pod: Pod, node: Node, existing: list[Pod]) -> int:

@@ -8,7 +8,8 @@ from scheduler.framework.interface import CycleState
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.plugins.legacy.most_requested_priority import MostRequestedPriority
-from tests.plugins.util import FakeHandle, container, make_node, make_pod, node_info
+from tests.builders import container, make_node, make_pod
+from tests.plugins.util import FakeHandle, node_info
 
 CASES: list[tuple[str, Pod, Node, list[Pod], int]] = [
     # 2000m of 4000m -> 50; 3Gi of 8Gi -> 37 (37.5); (50+37)/2 = 43

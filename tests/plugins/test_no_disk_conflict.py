@@ -10,8 +10,10 @@ from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code
 from scheduler.framework.types import QueueingHint
 from scheduler.plugins.legacy.no_disk_conflict import ERR_REASON, NoDiskConflict
-from tests.plugins.util import FakeHandle, make_node, node_info
-from tests.plugins.volume_objects import claim_vol, ebs_vol, gce_vol, iscsi_vol, rbd_vol, vol_pod
+from scheduler.testing import make_pod
+from tests.builders import make_node
+from tests.plugins.util import FakeHandle, node_info
+from tests.plugins.volume_objects import claim_vol, ebs_vol, gce_vol, iscsi_vol, rbd_vol
 
 CASES: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]], bool]] = [
     ("gce same disk", [gce_vol("foo")], [gce_vol("foo")], False),
@@ -28,7 +30,8 @@ CASES: list[tuple[str, list[dict[str, Any]], list[dict[str, Any]], bool]] = [
 @pytest.mark.parametrize(("mine", "theirs", "fits"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_filter(mine: list[dict[str, Any]], theirs: list[dict[str, Any]], fits: bool) -> None:
     pl = NoDiskConflict({}, FakeHandle())
-    s = pl.filter(CycleState(), vol_pod("p", mine), node_info(make_node("n"), [vol_pod("o", theirs, node="n")]))
+    s = pl.filter(CycleState(), make_pod().name("p").spec_field("volumes", list(mine)).obj(),
+                  node_info(make_node("n"), [make_pod().name("o").spec_field("volumes", list(theirs)).node("n").obj()]))
     if fits:
         assert s is None
     else:
@@ -40,16 +43,17 @@ def test_no_readwriteoncepod_semantics_and_no_pvc_lookups() -> None:
     """v1.16 had no ReadWriteOncePod: two pods sharing any claim never conflict, and a missing claim
     (the handle has no objects at all) is not an error."""
     pl = NoDiskConflict({}, FakeHandle())
-    other = vol_pod("o", [claim_vol("c")], node="n")
-    assert pl.filter(CycleState(), vol_pod("p", [claim_vol("c")]), node_info(make_node("n"), [other])) is None
+    other = make_pod().name("o").volume(claim_vol("c")).node("n").obj()
+    assert pl.filter(CycleState(), make_pod().name("p").volume(claim_vol("c")).obj(),
+                     node_info(make_node("n"), [other])) is None
 
 
 def test_hint_pod_deleted() -> None:
     pl = NoDiskConflict({}, FakeHandle())
-    pod = vol_pod("p", [gce_vol("foo")])
-    holder = vol_pod("d", [gce_vol("foo")], node="n")
+    pod = make_pod().name("p").volume(gce_vol("foo")).obj()
+    holder = make_pod().name("d").volume(gce_vol("foo")).node("n").obj()
     assert pl.is_schedulable_after_pod_deleted(pod, holder, None) is QueueingHint.QUEUE
     assert (
-        pl.is_schedulable_after_pod_deleted(pod, vol_pod("d", [gce_vol("bar")], node="n"), None)
+        pl.is_schedulable_after_pod_deleted(pod, make_pod().name("d").volume(gce_vol("bar")).node("n").obj(), None)
         is QueueingHint.QUEUE_SKIP
     )

@@ -18,7 +18,8 @@ from scheduler.plugins.node_affinity import (
     ERR_REASON_POD,
     NodeAffinity,
 )
-from tests.plugins.util import FakeHandle, make_node, make_pod, node_info
+from tests.builders import make_node, make_pod
+from tests.plugins.util import FakeHandle, node_info
 
 UNRES = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 Q, SKIP = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP

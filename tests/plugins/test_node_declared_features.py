@@ -19,7 +19,8 @@ from scheduler.plugins.node_declared_features import (
     NodeDeclaredFeatures,
     required_features,
 )
-from tests.plugins.util import FakeHandle, make_node, make_pod, node_info
+from tests.builders import make_node, make_pod
+from tests.plugins.util import FakeHandle, node_info
 
 
 def pod_with(**spec: Any) -> Pod:

@@ -7,7 +7,8 @@ import pytest
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code
 from scheduler.plugins.legacy.node_label import ERR_REASON_PRESENCE_VIOLATED, NodeLabel
-from tests.plugins.util import FakeHandle, make_node, make_pod, node_info
+from tests.builders import make_node, make_pod
+from tests.plugins.util import FakeHandle, node_info
 
 
 @pytest.mark.parametrize(("labels", "ok"), [

@@ -5,19 +5,9 @@ from __future__ import annotations
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code
 from scheduler.framework.types import NODE_ADD, NodeInfo
-from scheduler.model.node import node_from_api
-from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.node_name import NodeName
-
-
-def pod(node_name: str = "") -> Pod:
-    return pod_from_api({"metadata": {"name": "p"}, "spec": {"nodeName": node_name, "containers": []}})
-
-
-def node(name: str) -> NodeInfo:
-    ni = NodeInfo()
-    ni.set_node(node_from_api({"metadata": {"name": name}}))
-    return ni
+from scheduler.testing import make_node, make_pod
+from tests.plugins.util import node_info
 
 
 def plugin() -> NodeName:
@@ -25,18 +15,18 @@ def plugin() -> NodeName:
 
 
 def test_pod_without_node_name_fits_anywhere() -> None:
-    assert plugin().filter(CycleState(), pod(), node("a")) is None
+    assert plugin().filter(CycleState(), make_pod().obj(), node_info(make_node().name("a").obj())) is None
 
 
 def test_pod_fits_only_its_named_node() -> None:
-    assert plugin().filter(CycleState(), pod("a"), node("a")) is None
-    s = plugin().filter(CycleState(), pod("a"), node("b"))
+    assert plugin().filter(CycleState(), make_pod().node("a").obj(), node_info(make_node().name("a").obj())) is None
+    s = plugin().filter(CycleState(), make_pod().node("a").obj(), node_info(make_node().name("b").obj()))
     assert s is not None and s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert s.message == "node(s) didn't match the requested node name"
 
 
 def test_node_info_without_node_is_an_error() -> None:
-    s = plugin().filter(CycleState(), pod("a"), NodeInfo())
+    s = plugin().filter(CycleState(), make_pod().node("a").obj(), NodeInfo())
     assert s is not None and s.code == Code.ERROR
 
 
@@ -47,6 +37,6 @@ def test_registers_node_add_without_hint() -> None:
 
 def test_prefilter_narrows_to_the_named_node_and_never_skips() -> None:
     """v1.37's PreFilter: the named node only; without a name, success (not Skip), so Filter still runs."""
-    result, status = plugin().pre_filter(CycleState(), pod("a"), [])
+    result, status = plugin().pre_filter(CycleState(), make_pod().node("a").obj(), [])
     assert status is None and result is not None and result.node_names == {"a"}
-    assert plugin().pre_filter(CycleState(), pod(), []) == (None, None)
+    assert plugin().pre_filter(CycleState(), make_pod().obj(), []) == (None, None)

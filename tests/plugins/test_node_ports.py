@@ -12,7 +12,8 @@ from scheduler.framework.status import Code
 from scheduler.framework.types import ActionType, EventResource, QueueingHint
 from scheduler.model.pod import Pod
 from scheduler.plugins.node_ports import ERR_REASON, NodePorts
-from tests.plugins.util import FakeHandle, container, host_port, make_node, make_pod, node_info
+from tests.builders import container, host_port, make_node, make_pod
+from tests.plugins.util import FakeHandle, node_info
 
 Q, SKIP = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP
 

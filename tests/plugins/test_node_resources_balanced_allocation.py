@@ -13,7 +13,8 @@ from scheduler.framework.status import Code
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
-from tests.plugins.util import FakeHandle, container, make_node, make_pod, node_info
+from tests.builders import container, make_node, make_pod
+from tests.plugins.util import FakeHandle, node_info
 
 
 def plugin(**args: Any) -> NodeResourcesBalancedAllocation:

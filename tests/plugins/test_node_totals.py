@@ -17,8 +17,7 @@ from hypothesis import strategies as st
 from scheduler.cache import Cache, Snapshot
 from scheduler.framework.interface import CycleState
 from scheduler.framework.types import NodeInfo
-from scheduler.model.node import node_from_api
-from scheduler.model.pod import Pod, pod_from_api
+from scheduler.model.pod import Pod
 from scheduler.plugins.helper.node_totals import NodeTotals
 from scheduler.plugins.inter_pod_affinity import PRE_FILTER_STATE_KEY as IPA_FILTER
 from scheduler.plugins.inter_pod_affinity import PRE_SCORE_STATE_KEY as IPA_SCORE
@@ -26,6 +25,7 @@ from scheduler.plugins.inter_pod_affinity import InterPodAffinity
 from scheduler.plugins.pod_topology_spread import PRE_FILTER_STATE_KEY as PTS_FILTER
 from scheduler.plugins.pod_topology_spread import PRE_SCORE_STATE_KEY as PTS_SCORE
 from scheduler.plugins.pod_topology_spread import PodTopologySpread
+from scheduler.testing import make_node, make_pod
 from tests.plugins.pod_to_pod_util import FakeObjects
 from tests.plugins.util import FakeHandle
 
@@ -34,13 +34,11 @@ HOST = "kubernetes.io/hostname"
 TS = "2026-01-01T00:00:00Z"
 
 
-def node(i: int, zone: int, rack: int, rv: int = 1) -> Any:
-    labels = {HOST: f"n{i}", ZONE: f"z{zone}"}
-    if rack:
-        labels["rack"] = f"r{rack}"
-    return node_from_api({"metadata": {"name": f"n{i}", "uid": f"u{i}", "resourceVersion": str(rv),
-                                       "creationTimestamp": TS, "labels": labels},
-                          "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"}}})
+def cluster_node(i: int, zone: int, rack: int, rv: int = 1) -> Any:
+    """Node ``n<i>`` of the random cluster: in zone ``z<zone>`` and, unless 0, rack ``r<rack>``."""
+    w = (make_node().name(f"n{i}").uid(f"u{i}").resource_version(str(rv)).creation_timestamp(TS)
+         .labels({HOST: f"n{i}", ZONE: f"z{zone}"}).allocatable(cpu="8", memory="16Gi", pods="110"))
+    return (w.label("rack", f"r{rack}") if rack else w).obj()
 
 
 def _term(app: str, key: str) -> dict[str, Any]:
@@ -73,18 +71,18 @@ SPREADS: list[list[dict[str, Any]]] = [
 ]
 
 
-def pod(i: int, app: str, affinity: int, node_name: str = "", namespace: str = "default", spread: int = 0) -> Pod:
-    spec: dict[str, Any] = {"containers": [{"name": "c"}]}
+def drawn_pod(i: int, app: str, affinity: int, node_name: str = "", namespace: str = "default",
+              spread: int = 0) -> Pod:
+    """Pod ``p<i>`` of the random walk: AFFINITIES[affinity] and SPREADS[spread] (the fifth also selects zone
+    z1), bound to ``node_name`` when given."""
+    w = make_pod().name(f"p{i}").uid(f"p{i}").namespace(namespace).label("app", app).creation_timestamp(TS)
     if AFFINITIES[affinity]:
-        spec["affinity"] = AFFINITIES[affinity]
+        w.affinity(AFFINITIES[affinity])
     if SPREADS[spread]:
-        spec["topologySpreadConstraints"] = SPREADS[spread]
+        w.spec_field("topologySpreadConstraints", SPREADS[spread])
         if spread == 4:
-            spec["nodeSelector"] = {ZONE: "z1"}
-    if node_name:
-        spec["nodeName"] = node_name
-    return pod_from_api({"metadata": {"name": f"p{i}", "namespace": namespace, "uid": f"p{i}", "labels": {"app": app},
-                                      "creationTimestamp": TS}, "spec": spec})
+            w.node_selector({ZONE: "z1"})
+    return (w.node(node_name) if node_name else w).obj()
 
 
 pod_st = st.tuples(st.sampled_from(["a", "b", "c"]), st.integers(0, len(AFFINITIES) - 1),
@@ -138,20 +136,20 @@ def _topology_spread_views(plugin: PodTopologySpread, incoming: Pod, infos: list
 def test_kept_sums_equal_fresh_walks(nodes: list[tuple[int, int]], events: list[tuple[Any, ...]]) -> None:
     cache = Cache()
     for i, (zone, rack) in enumerate(nodes):
-        cache.add_node(node(i, zone, rack))
+        cache.add_node(cluster_node(i, zone, rack))
     names = [f"n{i}" for i in range(len(nodes))]
     bound: list[Pod] = []
     snapshot = Snapshot()
     kept = InterPodAffinity({}, _Handle(snapshot))
     kept_spread = PodTopologySpread({}, _Handle(snapshot))
-    incoming = [pod(10_000 + k, app, aff) for k, (app, aff) in enumerate(
+    incoming = [drawn_pod(10_000 + k, app, aff) for k, (app, aff) in enumerate(
         [("a", 1), ("b", 2), ("a", 3), ("c", 4), ("b", 0), ("a", 4)])]
-    spreading = [pod(20_000 + k, app, 0, spread=k) for k, app in enumerate(["a", "a", "b", "a", "c"])]
+    spreading = [drawn_pod(20_000 + k, app, 0, spread=k) for k, app in enumerate(["a", "a", "b", "a", "c"])]
     for n, event in enumerate(events):
         kind = event[0]
         if kind == "bind" and names:
             app, affinity, namespace = event[2]
-            p = pod(n, app, affinity, names[event[1] % len(names)], namespace)
+            p = drawn_pod(n, app, affinity, names[event[1] % len(names)], namespace)
             cache.add_pod(p)
             bound.append(p)
         elif kind == "delete-pod" and bound:
@@ -159,9 +157,9 @@ def test_kept_sums_equal_fresh_walks(nodes: list[tuple[int, int]], events: list[
         elif kind == "relabel" and names:
             name = names[event[1] % len(names)]
             i = int(name[1:])
-            cache.update_node(cache.get_node(name), node(i, event[2], event[3], rv=n + 2))
+            cache.update_node(cache.get_node(name), cluster_node(i, event[2], event[3], rv=n + 2))
         elif kind == "add-node":
-            cache.add_node(node(100 + n, event[1], event[2]))
+            cache.add_node(cluster_node(100 + n, event[1], event[2]))
             names.append(f"n{100 + n}")
         elif kind == "delete-node" and names:
             name = names.pop(event[1] % len(names))
@@ -184,7 +182,7 @@ def test_only_changed_positions_are_recomputed() -> None:
     """With a change log, a refresh after one pod lands recomputes that node alone."""
     cache = Cache()
     for i in range(5):
-        cache.add_node(node(i, i % 3, 0))
+        cache.add_node(cluster_node(i, i % 3, 0))
     snapshot = Snapshot()
     cache.update_snapshot(snapshot)
     seen: list[str] = []
@@ -198,7 +196,7 @@ def test_only_changed_positions_are_recomputed() -> None:
     assert totals.refresh(snapshot.list(), snapshot) == [{}]
     assert len(seen) == 5
     seen.clear()
-    cache.add_pod(pod(1, "a", 0, "n4"))
+    cache.add_pod(drawn_pod(1, "a", 0, "n4"))
     cache.update_snapshot(snapshot)
     assert totals.refresh(snapshot.list(), snapshot) == [{"z1": 1}]
     assert seen == ["n4"]

@@ -2,33 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code
 from scheduler.framework.types import ActionType, ClusterEvent, EventResource, NodeInfo, QueueingHint
-from scheduler.model.node import Node, node_from_api
-from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.node_unschedulable import NodeUnschedulable
+from scheduler.testing import make_node, make_pod
 
 UNSCHED_TOLERATION = {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}
 
 
-def pod(uid: str = "u", *tolerations: dict[str, Any]) -> Pod:
-    return pod_from_api(
-        {"metadata": {"name": "p", "uid": uid}, "spec": {"containers": [], "tolerations": list(tolerations)}}
-    )
-
-
-def node(unschedulable: bool) -> Node:
-    return node_from_api({"metadata": {"name": "n"}, "spec": {"unschedulable": unschedulable}})
-
-
 def info(unschedulable: bool) -> NodeInfo:
     ni = NodeInfo()
-    ni.set_node(node(unschedulable))
+    ni.set_node(make_node().name("n").unschedulable(unschedulable).obj())
     return ni
 
 
@@ -37,26 +24,28 @@ def plugin() -> NodeUnschedulable:
 
 
 def test_cordoned_node_rejects_pod() -> None:
-    s = plugin().filter(CycleState(), pod(), info(True))
+    s = plugin().filter(CycleState(), make_pod().uid("u").obj(), info(True))
     assert s is not None and s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert s.message == "node(s) were unschedulable"
 
 
 def test_schedulable_node_accepts_pod() -> None:
-    assert plugin().filter(CycleState(), pod(), info(False)) is None
+    assert plugin().filter(CycleState(), make_pod().uid("u").obj(), info(False)) is None
 
 
 def test_toleration_of_the_unschedulable_taint_allows_cordoned_node() -> None:
-    assert plugin().filter(CycleState(), pod("u", UNSCHED_TOLERATION), info(True)) is None
+    assert plugin().filter(CycleState(), make_pod().uid("u").tolerations([UNSCHED_TOLERATION]).obj(),
+                           info(True)) is None
     # A toleration for a different effect does not.
     other = {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoExecute"}
-    assert plugin().filter(CycleState(), pod("u", other), info(True)) is not None
+    assert plugin().filter(CycleState(), make_pod().uid("u").tolerations([other]).obj(), info(True)) is not None
     # An empty-key Exists toleration tolerates everything.
-    assert plugin().filter(CycleState(), pod("u", {"operator": "Exists"}), info(True)) is None
+    assert plugin().filter(CycleState(), make_pod().uid("u").tolerations([{"operator": "Exists"}]).obj(),
+                           info(True)) is None
 
 
 def test_missing_node_is_unknown_condition() -> None:
-    s = plugin().filter(CycleState(), pod(), NodeInfo())
+    s = plugin().filter(CycleState(), make_pod().uid("u").obj(), NodeInfo())
     assert s is not None and s.message == "node(s) had unknown conditions"
 
 
@@ -83,22 +72,26 @@ def test_events() -> None:
     ],
 )
 def test_node_change_hint(old: bool | None, new: bool, hint: QueueingHint) -> None:
-    old_obj = None if old is None else node(old)
-    assert plugin().is_schedulable_after_node_change(pod(), old_obj, node(new)) == hint
+    old_obj = None if old is None else make_node().name("n").unschedulable(old).obj()
+    assert plugin().is_schedulable_after_node_change(make_pod().uid("u").obj(), old_obj,
+                                                     make_node().name("n").unschedulable(new).obj()) == hint
 
 
 def test_node_change_hint_accepts_api_dicts_and_rejects_garbage() -> None:
     raw = {"metadata": {"name": "n"}, "spec": {"unschedulable": False}}
-    assert plugin().is_schedulable_after_node_change(pod(), None, raw) == QueueingHint.QUEUE
+    assert plugin().is_schedulable_after_node_change(make_pod().uid("u").obj(), None, raw) == QueueingHint.QUEUE
     with pytest.raises(TypeError):
-        plugin().is_schedulable_after_node_change(pod(), None, "not-a-node")
+        plugin().is_schedulable_after_node_change(make_pod().uid("u").obj(), None, "not-a-node")
 
 
 def test_pod_toleration_hint() -> None:
-    pl, waiting = plugin(), pod("u")
-    gained = pod("u", UNSCHED_TOLERATION)
-    assert pl.is_schedulable_after_pod_toleration_change(waiting, pod("u"), gained) == QueueingHint.QUEUE
-    unrelated = pod("u", {"key": "other", "operator": "Exists"})
-    assert pl.is_schedulable_after_pod_toleration_change(waiting, pod("u"), unrelated) == QueueingHint.QUEUE_SKIP
-    someone_else = pod("x", UNSCHED_TOLERATION)
-    assert pl.is_schedulable_after_pod_toleration_change(waiting, pod("x"), someone_else) == QueueingHint.QUEUE_SKIP
+    pl, waiting = plugin(), make_pod().uid("u").obj()
+    gained = make_pod().uid("u").tolerations([UNSCHED_TOLERATION]).obj()
+    assert pl.is_schedulable_after_pod_toleration_change(waiting, make_pod().uid("u").obj(),
+                                                         gained) == QueueingHint.QUEUE
+    unrelated = make_pod().uid("u").tolerations([{"key": "other", "operator": "Exists"}]).obj()
+    assert pl.is_schedulable_after_pod_toleration_change(waiting, make_pod().uid("u").obj(),
+                                                         unrelated) == QueueingHint.QUEUE_SKIP
+    someone_else = make_pod().uid("x").tolerations([UNSCHED_TOLERATION]).obj()
+    assert pl.is_schedulable_after_pod_toleration_change(waiting, make_pod().uid("x").obj(),
+                                                         someone_else) == QueueingHint.QUEUE_SKIP

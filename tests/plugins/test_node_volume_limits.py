@@ -14,7 +14,8 @@ from scheduler.framework.status import Code, Status
 from scheduler.framework.types import QueueingHint
 from scheduler.plugins.helper.volume_util import translate_inline_volume, translate_pv_to_csi
 from scheduler.plugins.node_volume_limits import ERR_REASON_MAX_VOLUME_COUNT, NodeVolumeLimits
-from tests.plugins.util import make_node
+from scheduler.testing import make_pod
+from tests.builders import make_node
 from tests.plugins.volume_objects import (
     VolumeHandle,
     claim_vol,
@@ -25,7 +26,6 @@ from tests.plugins.volume_objects import (
     pv,
     pvc,
     storage_class,
-    vol_pod,
 )
 
 EBS_CSI, GCE_CSI = "ebs.csi.aws.com", "pd.csi.storage.gke.io"
@@ -75,10 +75,11 @@ def filter_status(
     objs = base_objects() + list(extra)
     if limits is not None:
         objs.append(csi_node("node-1", limits, csinode_ann))
-    existing = [vol_pod(f"e{i}", v, node="node-1") for i, v in enumerate(existing_vols)]
+    existing = [make_pod().name(f"e{i}").spec_field("volumes", list(v)).node("node-1").obj() for i,
+                v in enumerate(existing_vols)]
     handle = VolumeHandle(objs, nodes=[node], pods=existing)
     pl = NodeVolumeLimits({}, handle)
-    pod = vol_pod(pod_name, new_vols)
+    pod = make_pod().name(pod_name).spec_field("volumes", list(new_vols)).obj()
     state = CycleState()
     _, pre = pl.pre_filter(state, pod, [])
     assert pre is None
@@ -176,11 +177,12 @@ def test_volume_attachments_count_unless_used_by_a_pod() -> None:
 
 def test_prefilter() -> None:
     pl = NodeVolumeLimits({}, VolumeHandle())
-    skip_pod = vol_pod("p", [{"name": "s", "secret": {"secretName": "x"}}, {"name": "c", "configMap": {"name": "y"}}])
+    skip_pod = (make_pod().name("p").volume({"name": "s", "secret": {"secretName": "x"}})
+                .volume({"name": "c", "configMap": {"name": "y"}}).obj())
     _, s = pl.pre_filter(CycleState(), skip_pod, [])
     assert s is not None and s.code == Code.SKIP
     for vols in ([claim_vol("a")], [ephemeral_vol("e")], [gce_vol("d")], [{"name": "f", "azureFile": {}}]):
-        _, s = pl.pre_filter(CycleState(), vol_pod("p", vols), [])
+        _, s = pl.pre_filter(CycleState(), make_pod().name("p").spec_field("volumes", list(vols)).obj(), [])
         assert s is None, vols
 
 
@@ -203,11 +205,13 @@ def test_translation() -> None:
 def test_hints() -> None:
     pl = NodeVolumeLimits({}, VolumeHandle())
     Q, SKIP = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP
-    pod = vol_pod("p", [claim_vol("c"), ephemeral_vol("e")])
-    assert pl.is_schedulable_after_pod_deleted(pod, vol_pod("d", [claim_vol("x")], node="n"), None) is Q
-    assert pl.is_schedulable_after_pod_deleted(pod, vol_pod("d", [ebs_vol("vol-1")], node="n"), None) is Q
-    assert pl.is_schedulable_after_pod_deleted(pod, vol_pod("d", [], node="n"), None) is SKIP
-    assert pl.is_schedulable_after_pod_deleted(pod, vol_pod("d", [claim_vol("x")]), None) is SKIP
+    pod = make_pod().name("p").volume(claim_vol("c")).volume(ephemeral_vol("e")).obj()
+    assert pl.is_schedulable_after_pod_deleted(pod, make_pod().name("d").volume(claim_vol("x")).node("n").obj(),
+                                               None) is Q
+    assert pl.is_schedulable_after_pod_deleted(pod, make_pod().name("d").volume(ebs_vol("vol-1")).node("n").obj(),
+                                               None) is Q
+    assert pl.is_schedulable_after_pod_deleted(pod, make_pod().name("d").node("n").obj(), None) is SKIP
+    assert pl.is_schedulable_after_pod_deleted(pod, make_pod().name("d").volume(claim_vol("x")).obj(), None) is SKIP
     assert pl.is_schedulable_after_pvc_added(pod, None, pvc("c")) is Q
     assert pl.is_schedulable_after_pvc_added(pod, None, pvc("p-e")) is Q
     assert pl.is_schedulable_after_pvc_added(pod, None, pvc("other")) is SKIP
@@ -248,9 +252,9 @@ def test_volume_attachment_deleted_hint() -> None:
                 "spec": {"attacher": attacher, "nodeName": "n", "source": {"persistentVolumeName": "pv"}}}
 
     hint = pl.is_schedulable_after_volume_attachment_deleted
-    assert hint(vol_pod("p", [claim_vol("c")]), va(GCE_CSI), None) is Q
-    assert hint(vol_pod("p", [ebs_vol("vol-1")]), va(EBS_CSI), None) is Q
-    assert hint(vol_pod("p", [ebs_vol("vol-1")]), va(GCE_CSI), None) is SKIP
-    assert hint(vol_pod("p", [gce_vol("d")]), va(GCE_CSI), None) is Q
-    assert hint(vol_pod("p", [ephemeral_vol("e")]), va(EBS_CSI), None) is SKIP
-    assert hint(vol_pod("p", []), va(EBS_CSI), None) is SKIP
+    assert hint(make_pod().name("p").volume(claim_vol("c")).obj(), va(GCE_CSI), None) is Q
+    assert hint(make_pod().name("p").volume(ebs_vol("vol-1")).obj(), va(EBS_CSI), None) is Q
+    assert hint(make_pod().name("p").volume(ebs_vol("vol-1")).obj(), va(GCE_CSI), None) is SKIP
+    assert hint(make_pod().name("p").volume(gce_vol("d")).obj(), va(GCE_CSI), None) is Q
+    assert hint(make_pod().name("p").volume(ephemeral_vol("e")).obj(), va(EBS_CSI), None) is SKIP
+    assert hint(make_pod().name("p").obj(), va(EBS_CSI), None) is SKIP

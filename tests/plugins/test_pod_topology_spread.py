@@ -19,11 +19,10 @@ from scheduler.plugins.pod_topology_spread import (
     PodTopologySpread,
     go_round,
 )
+from scheduler.testing import PodWrapper, make_node, make_pod
 from tests.plugins.pod_to_pod_util import (
     cluster,
     filter_nodes,
-    make_node,
-    make_pod,
     match,
     raw_scores,
     run_filter,
@@ -44,56 +43,62 @@ FOO = match(foo="bar")
 
 def four_nodes() -> list[Any]:
     """node-a, node-b in zone1; node-x, node-y in zone2."""
-    return [make_node(n, {ZONE: z, HOST: n}) for n, z in
+    return [make_node().name(n).labels({ZONE: z, HOST: n}).obj() for n, z in
             (("node-a", "zone1"), ("node-b", "zone1"), ("node-x", "zone2"), ("node-y", "zone2"))]
 
 
 def pods_on(counts: dict[str, int], labels: dict[str, str] | None = None, ns: str = "default",
-            prefix: str = "e", **kw: Any) -> list[Any]:
+            prefix: str = "e", deleting: bool = False) -> list[Any]:
+    """``counts[node]`` pods bound to each node, labelled foo=bar unless ``labels`` says, terminating if
+    ``deleting``."""
     labels = {"foo": "bar"} if labels is None else labels
-    return [make_pod(f"{prefix}-{node}-{i}", ns=ns, labels=labels, node=node, **kw)
+    pods = [make_pod().name(f"{prefix}-{node}-{i}").namespace(ns).uid(f"{ns}/{prefix}-{node}-{i}").labels(labels)
+            .node(node)
             for node, n in counts.items() for i in range(n)]
+    return [(p.terminating("2024-01-01T00:00:00Z") if deleting else p).obj() for p in pods]
 
 
 def plugin(handle: Any, **args: Any) -> PodTopologySpread:
     return PodTopologySpread(args, handle)
 
 
-def incoming(*constraints: dict[str, Any], labels: dict[str, str] | None = None, **kw: Any) -> Any:
-    return make_pod("p", labels={"foo": "bar"} if labels is None else labels, spread=list(constraints), **kw)
+def incoming(*constraints: dict[str, Any], labels: dict[str, str] | None = None) -> PodWrapper:
+    """The pod under test: ``labels`` (foo=bar unless given) and these spread constraints."""
+    w = make_pod().name("p").labels({"foo": "bar"} if labels is None else labels)
+    return w.spec_field("topologySpreadConstraints", list(constraints))
 
 
 # ----- Filter -----------------------------------------------------------------------------------------
 
 FILTER_CASES = [
-    pytest.param(incoming(spread(1, ZONE, FOO)), {"node-a": 2, "node-b": 1, "node-x": 1},
+    pytest.param(incoming(spread(1, ZONE, FOO)).obj(), {"node-a": 2, "node-b": 1, "node-x": 1},
                  {"node-a": SKEW, "node-b": SKEW, "node-x": OK, "node-y": OK},
                  id="zone: 3 vs 1 with maxSkew 1"),
-    pytest.param(incoming(spread(1, HOST, FOO)), {"node-a": 2, "node-b": 1, "node-x": 1},
+    pytest.param(incoming(spread(1, HOST, FOO)).obj(), {"node-a": 2, "node-b": 1, "node-x": 1},
                  {"node-a": SKEW, "node-b": SKEW, "node-x": SKEW, "node-y": OK},
                  id="hostname: global minimum 0 on node-y"),
-    pytest.param(incoming(spread(1, ZONE, FOO), labels={}), {"node-a": 2, "node-b": 1, "node-x": 1},
+    pytest.param(incoming(spread(1, ZONE, FOO), labels={}).obj(), {"node-a": 2, "node-b": 1, "node-x": 1},
                  {"node-a": SKEW, "node-b": SKEW, "node-x": OK, "node-y": OK},
                  id="pod not matching its own selector adds 0"),
-    pytest.param(incoming(spread(1, ZONE, FOO), labels={}), {"node-a": 1, "node-x": 0},
+    pytest.param(incoming(spread(1, ZONE, FOO), labels={}).obj(), {"node-a": 1, "node-x": 0},
                  {"node-a": OK, "node-b": OK, "node-x": OK, "node-y": OK},
                  id="skew 1 without self-match passes"),
-    pytest.param(incoming(spread(1, ZONE, FOO), spread(1, HOST, FOO)), {"node-a": 1, "node-x": 1},
+    pytest.param(incoming(spread(1, ZONE, FOO), spread(1, HOST, FOO)).obj(), {"node-a": 1, "node-x": 1},
                  {"node-a": SKEW, "node-b": OK, "node-x": SKEW, "node-y": OK},
                  id="two constraints: zone ok everywhere, host only on the empty nodes"),
-    pytest.param(incoming(spread(1, ZONE, FOO), spread(3, HOST, FOO)), {"node-a": 1, "node-x": 1, "node-y": 1},
+    pytest.param(incoming(spread(1, ZONE, FOO), spread(3, HOST, FOO)).obj(), {"node-a": 1, "node-x": 1, "node-y": 1},
                  {"node-a": OK, "node-b": OK, "node-x": SKEW, "node-y": SKEW},
                  id="two constraints: host ok everywhere, zone2 too full"),
-    pytest.param(incoming(spread(1, ZONE, FOO, minDomains=3)), {"node-a": 1, "node-x": 1},
+    pytest.param(incoming(spread(1, ZONE, FOO, minDomains=3)).obj(), {"node-a": 1, "node-x": 1},
                  {"node-a": SKEW, "node-b": SKEW, "node-x": SKEW, "node-y": SKEW},
                  id="minDomains 3 > 2 domains: global minimum treated as 0"),
-    pytest.param(incoming(spread(1, ZONE, FOO, minDomains=2)), {"node-a": 1, "node-x": 1},
+    pytest.param(incoming(spread(1, ZONE, FOO, minDomains=2)).obj(), {"node-a": 1, "node-x": 1},
                  {"node-a": OK, "node-b": OK, "node-x": OK, "node-y": OK},
                  id="minDomains 2 reached: global minimum 1"),
-    pytest.param(incoming(spread(2, ZONE, FOO)), {"node-a": 2, "node-x": 0},
+    pytest.param(incoming(spread(2, ZONE, FOO)).obj(), {"node-a": 2, "node-x": 0},
                  {"node-a": SKEW, "node-b": SKEW, "node-x": OK, "node-y": OK},
                  id="maxSkew 2: 2 + 1 - 0 > 2"),
-    pytest.param(incoming(spread(1, HOST, {})), {"node-a": 3},
+    pytest.param(incoming(spread(1, HOST, {})).obj(), {"node-a": 3},
                  {"node-a": OK, "node-b": OK, "node-x": OK, "node-y": OK},
                  id="empty selector counts no pod but the pod matches itself"),
 ]
@@ -107,30 +112,31 @@ def test_filter(pod: Any, counts: dict[str, int], want: dict[str, tuple[str, str
 
 def test_seed_even_pods_spread_example() -> None:
     """Seed 001: app=foo in zone1 and zone2 once each, zone3 empty; maxSkew 1 → only zone3, 2 → all."""
-    nodes = [make_node(f"n{i}", {ZONE: f"zone{i}"}) for i in (1, 2, 3)]
+    nodes = [make_node().name(f"n{i}").labels({ZONE: f"zone{i}"}).obj() for i in (1, 2, 3)]
     h = cluster(nodes, pods_on({"n1": 1, "n2": 1}, {"app": "foo"}))
     sel = match(app="foo")
-    assert run_filter(plugin(h), h, incoming(spread(1, ZONE, sel), labels={"app": "foo"})) == \
+    assert run_filter(plugin(h), h, incoming(spread(1, ZONE, sel), labels={"app": "foo"}).obj()) == \
         {"n1": SKEW, "n2": SKEW, "n3": OK}
-    assert run_filter(plugin(h), h, incoming(spread(2, ZONE, sel), labels={"app": "foo"})) == \
+    assert run_filter(plugin(h), h, incoming(spread(2, ZONE, sel), labels={"app": "foo"}).obj()) == \
         {"n1": OK, "n2": OK, "n3": OK}
 
 
 def test_node_without_the_key_is_unresolvable() -> None:
-    h = cluster([*four_nodes(), make_node("node-z", {HOST: "node-z"})], pods_on({"node-a": 1}))
-    assert run_filter(plugin(h), h, incoming(spread(1, ZONE, FOO)))["node-z"] == MISSING
+    h = cluster([*four_nodes(), make_node().name("node-z").labels({HOST: "node-z"}).obj()], pods_on({"node-a": 1}))
+    assert run_filter(plugin(h), h, incoming(spread(1, ZONE, FOO)).obj())["node-z"] == MISSING
 
 
 def test_terminating_and_other_namespace_pods_do_not_count() -> None:
     existing = [*pods_on({"node-a": 2}, deleting=True), *pods_on({"node-a": 2}, ns="other")]
     h = cluster(four_nodes(), existing)
-    assert run_filter(plugin(h), h, incoming(spread(1, HOST, FOO)))["node-a"] == OK
+    assert run_filter(plugin(h), h, incoming(spread(1, HOST, FOO)).obj())["node-a"] == OK
 
 
 def three_zone_nodes(taint_c: bool = False) -> list[Any]:
     taints = [{"key": "k", "value": "v", "effect": "NoSchedule"}] if taint_c else []
-    return [make_node("a", {ZONE: "z1", "ssd": "y"}), make_node("b", {ZONE: "z2", "ssd": "y"}),
-            make_node("c", {ZONE: "z3"}, taints)]
+    return [make_node().name("a").labels({ZONE: "z1", "ssd": "y"}).obj(),
+            make_node().name("b").labels({ZONE: "z2", "ssd": "y"}).obj(),
+            make_node().name("c").labels({ZONE: "z3"}).taints(taints).obj()]
 
 
 SSD = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
@@ -145,12 +151,12 @@ SSD = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"node
 def test_node_affinity_policy(policy: str | None, want: dict[str, tuple[str, str]]) -> None:
     h = cluster(three_zone_nodes(), pods_on({"a": 2, "b": 1}))
     extra = {} if policy is None else {"nodeAffinityPolicy": policy}
-    assert run_filter(plugin(h), h, incoming(spread(1, ZONE, FOO, **extra), affinity=SSD)) == want
+    assert run_filter(plugin(h), h, incoming(spread(1, ZONE, FOO, **extra)).affinity(SSD).obj()) == want
 
 
 def test_node_affinity_policy_honours_node_selector() -> None:
     h = cluster(three_zone_nodes(), pods_on({"a": 2, "b": 1}))
-    assert run_filter(plugin(h), h, incoming(spread(1, ZONE, FOO), node_selector={"ssd": "y"}))["b"] == OK
+    assert run_filter(plugin(h), h, incoming(spread(1, ZONE, FOO)).node_selector({"ssd": "y"}).obj())["b"] == OK
 
 
 @pytest.mark.parametrize(("policy", "tolerate", "want_b"), [
@@ -161,15 +167,15 @@ def test_node_affinity_policy_honours_node_selector() -> None:
 def test_node_taints_policy(policy: str | None, tolerate: bool, want_b: tuple[str, str]) -> None:
     h = cluster(three_zone_nodes(taint_c=True), pods_on({"a": 2, "b": 1}))
     extra = {} if policy is None else {"nodeTaintsPolicy": policy}
-    tol = [{"key": "k", "operator": "Exists"}] if tolerate else None
-    assert run_filter(plugin(h), h, incoming(spread(1, ZONE, FOO, **extra), tolerations=tol))["b"] == want_b
+    tol = [{"key": "k", "operator": "Exists"}] if tolerate else []
+    assert run_filter(plugin(h), h, incoming(spread(1, ZONE, FOO, **extra)).tolerations(tol).obj())["b"] == want_b
 
 
 def test_match_label_keys_restricts_to_the_pods_revision() -> None:
     h = cluster(four_nodes(), pods_on({"node-a": 2}, {"app": "web", "rev": "1"}))
     labels = {"app": "web", "rev": "2"}
-    without = incoming(spread(1, HOST, match(app="web")), labels=labels)
-    with_keys = incoming(spread(1, HOST, match(app="web"), matchLabelKeys=["rev"]), labels=labels)
+    without = incoming(spread(1, HOST, match(app="web")), labels=labels).obj()
+    with_keys = incoming(spread(1, HOST, match(app="web"), matchLabelKeys=["rev"]), labels=labels).obj()
     assert run_filter(plugin(h), h, without)["node-a"] == SKEW
     assert run_filter(plugin(h), h, with_keys)["node-a"] == OK
 
@@ -177,14 +183,15 @@ def test_match_label_keys_restricts_to_the_pods_revision() -> None:
 def test_malformed_selector_is_an_error_naming_the_field() -> None:
     h = cluster(four_nodes())
     bad = {"matchExpressions": [{"key": "foo", "operator": "Exists", "values": ["x"]}]}
-    _, s = plugin(h).pre_filter(CycleState(), incoming(spread(1, ZONE, bad)), h.snapshot().list())
+    _, s = plugin(h).pre_filter(CycleState(), incoming(spread(1, ZONE, bad)).obj(), h.snapshot().list())
     assert s is not None and s.code == Code.ERROR
     assert "spec.topologySpreadConstraints[0].labelSelector.matchExpressions[0].values" in s.message
 
 
 def test_schedule_anyway_only_pod_skips_pre_filter() -> None:
     h = cluster(four_nodes())
-    _, s = plugin(h).pre_filter(CycleState(), incoming(spread(1, ZONE, FOO, "ScheduleAnyway")), h.snapshot().list())
+    _, s = plugin(h).pre_filter(CycleState(), incoming(spread(1, ZONE, FOO, "ScheduleAnyway")).obj(),
+                                h.snapshot().list())
     assert s is not None and s.code == Code.SKIP
 
 
@@ -192,19 +199,20 @@ def test_schedule_anyway_only_pod_skips_pre_filter() -> None:
 
 
 def test_add_and_remove_pod_change_the_verdict() -> None:
-    nodes = [make_node("a", {HOST: "a"}), make_node("b", {HOST: "b"})]
-    on_a = make_pod("on-a", labels={"foo": "bar"}, node="a")
+    nodes = [make_node().name("a").labels({HOST: "a"}).obj(), make_node().name("b").labels({HOST: "b"}).obj()]
+    on_a = make_pod().name("on-a").labels({"foo": "bar"}).node("a").obj()
     h = cluster(nodes, [on_a])
-    pl, p, state = plugin(h), incoming(spread(1, HOST, FOO)), CycleState()
+    pl, p, state = plugin(h), incoming(spread(1, HOST, FOO)).obj(), CycleState()
     assert pl.pre_filter(state, p, h.snapshot().list())[1] is None
     assert filter_nodes(pl, state, h, p) == {"a": SKEW, "b": OK}
     a, b = h.snapshot().get("a"), h.snapshot().get("b")
     assert a is not None and b is not None
     copy = state.clone()
-    assert pl.add_pod(copy, p, make_pod("other-ns", ns="x", labels={"foo": "bar"}, node="b"), b) is None
-    assert pl.add_pod(copy, p, make_pod("no-match", labels={"foo": "baz"}, node="b"), b) is None
+    assert pl.add_pod(copy, p, make_pod().name("other-ns").namespace("x").labels({"foo": "bar"}).node("b").obj(),
+                      b) is None
+    assert pl.add_pod(copy, p, make_pod().name("no-match").labels({"foo": "baz"}).node("b").obj(), b) is None
     assert filter_nodes(pl, copy, h, p) == {"a": SKEW, "b": OK}
-    assert pl.add_pod(copy, p, make_pod("on-b", labels={"foo": "bar"}, node="b"), b) is None
+    assert pl.add_pod(copy, p, make_pod().name("on-b").labels({"foo": "bar"}).node("b").obj(), b) is None
     assert filter_nodes(pl, copy, h, p) == {"a": OK, "b": OK}  # 1 / 1: minimum 1
     assert pl.remove_pod(copy, p, on_a, a) is None
     assert filter_nodes(pl, copy, h, p) == {"a": OK, "b": SKEW}  # 0 / 1: minimum 0
@@ -213,10 +221,10 @@ def test_add_and_remove_pod_change_the_verdict() -> None:
 
 def test_remove_then_add_keeps_the_minimum_exact() -> None:
     """Three hosts at 1/1/2; remove from a (0), add back to a (1): minimum 0 then 1."""
-    nodes = [make_node(n, {HOST: n}) for n in "abc"]
+    nodes = [make_node().name(n).labels({HOST: n}).obj() for n in "abc"]
     existing = pods_on({"a": 1, "b": 1, "c": 2})
     h = cluster(nodes, existing)
-    pl, p, state = plugin(h), incoming(spread(1, HOST, FOO)), CycleState()
+    pl, p, state = plugin(h), incoming(spread(1, HOST, FOO)).obj(), CycleState()
     pl.pre_filter(state, p, h.snapshot().list())
     a = h.snapshot().get("a")
     assert a is not None
@@ -231,7 +239,7 @@ def test_remove_then_add_keeps_the_minimum_exact() -> None:
 
 def test_system_defaults_never_filter() -> None:
     h = cluster(four_nodes(), pods_on({"node-a": 5}, {"app": "web"}), [service("s", {"app": "web"})])
-    _, s = plugin(h).pre_filter(CycleState(), make_pod("p", labels={"app": "web"}), h.snapshot().list())
+    _, s = plugin(h).pre_filter(CycleState(), make_pod().name("p").labels({"app": "web"}).obj(), h.snapshot().list())
     assert s is not None and s.code == Code.SKIP
 
 
@@ -242,7 +250,7 @@ LIST_ARGS = {"defaultingType": "List",
 def test_list_defaulting_uses_the_service_selector() -> None:
     objects = [service("s", {"app": "web"})]
     h = cluster(four_nodes(), pods_on({"node-a": 2}, {"app": "web"}), objects)
-    p = make_pod("p", labels={"app": "web"})
+    p = make_pod().name("p").labels({"app": "web"}).obj()
     assert run_filter(plugin(h, **LIST_ARGS), h, p) == \
         {"node-a": SKEW, "node-b": SKEW, "node-x": OK, "node-y": OK}
     h2 = cluster(four_nodes(), pods_on({"node-a": 2}, {"app": "web"}))
@@ -252,7 +260,7 @@ def test_list_defaulting_uses_the_service_selector() -> None:
 def test_list_defaulting_uses_the_owning_replica_set() -> None:
     objects = [workload("ReplicaSet", "rs", {"matchLabels": {"app": "web"}})]
     h = cluster(four_nodes(), pods_on({"node-x": 2}, {"app": "web"}), objects)
-    p = make_pod("p", labels={"app": "web"}, owner=("apps/v1", "ReplicaSet", "rs"))
+    p = make_pod().name("p").labels({"app": "web"}).owner_reference("rs", "ReplicaSet").obj()
     assert run_filter(plugin(h, **LIST_ARGS), h, p) == \
         {"node-a": OK, "node-b": OK, "node-x": SKEW, "node-y": SKEW}
 
@@ -260,7 +268,9 @@ def test_list_defaulting_uses_the_owning_replica_set() -> None:
 def test_explicit_constraints_disable_defaults() -> None:
     objects = [service("s", {"app": "web"})]
     h = cluster(four_nodes(), pods_on({"node-a": 2}, {"app": "web"}), objects)
-    p = make_pod("p", labels={"app": "web"}, spread=[spread(5, ZONE, match(app="web"), "ScheduleAnyway")])
+    p = make_pod().name("p").labels({"app": "web"}).spec_field("topologySpreadConstraints",
+                                                               [spread(5, ZONE, match(app="web"),
+                                                                       "ScheduleAnyway")]).obj()
     _, s = plugin(h, **LIST_ARGS).pre_filter(CycleState(), p, h.snapshot().list())
     assert s is not None and s.code == Code.SKIP
 
@@ -283,7 +293,7 @@ def test_score_zone() -> None:
     """2 domains: w = ln 4 = 1.386. zone1 has 3 → 4.159 → 4, zone2 has 1 → 1.386 → 1.
     Normalized with max 4, min 1: zone1 100·1//4 = 25, zone2 100·4//4 = 100."""
     h = cluster(four_nodes(), pods_on({"node-a": 2, "node-b": 1, "node-x": 1}))
-    p = incoming(spread(1, ZONE, FOO, "ScheduleAnyway"))
+    p = incoming(spread(1, ZONE, FOO, "ScheduleAnyway")).obj()
     assert raw_scores(plugin(h), h, p) == {"node-a": 4, "node-b": 4, "node-x": 1, "node-y": 1}
     assert run_score(plugin(h), h, p) == {"node-a": 25, "node-b": 25, "node-x": 100, "node-y": 100}
 
@@ -291,9 +301,9 @@ def test_score_zone() -> None:
 def test_score_hostname() -> None:
     """3 filtered nodes: w = ln 5 = 1.609. a: 2·w = 3.22 → 3, b: 1.61 → 2, c: 0.
     Normalized (max 3, min 0): a 0, b 100·1//3 = 33, c 100."""
-    nodes = [make_node(n, {HOST: n}) for n in "abc"]
+    nodes = [make_node().name(n).labels({HOST: n}).obj() for n in "abc"]
     h = cluster(nodes, pods_on({"a": 2, "b": 1}))
-    p = incoming(spread(1, HOST, FOO, "ScheduleAnyway"))
+    p = incoming(spread(1, HOST, FOO, "ScheduleAnyway")).obj()
     assert raw_scores(plugin(h), h, p) == {"a": 3, "b": 2, "c": 0}
     assert run_score(plugin(h), h, p) == {"a": 0, "b": 33, "c": 100}
 
@@ -304,9 +314,9 @@ def test_score_two_constraints_five_nodes() -> None:
     c, d: 1.946 + 1 + 2·1.609 = 6.16 → 6; e: 0 + 1 + 0 → 1. Normalized (max 12, min 1):
     a 100·1//12 = 8, b/c/d 100·7//12 = 58, e 100."""
     zones = {"a": "z1", "b": "z1", "c": "z2", "d": "z2", "e": "z3"}
-    nodes = [make_node(n, {HOST: n, ZONE: z}) for n, z in zones.items()]
+    nodes = [make_node().name(n).labels({HOST: n, ZONE: z}).obj() for n, z in zones.items()]
     h = cluster(nodes, pods_on({"a": 3, "c": 1, "d": 1}))
-    p = incoming(spread(2, HOST, FOO, "ScheduleAnyway"), spread(1, ZONE, FOO, "ScheduleAnyway"))
+    p = incoming(spread(2, HOST, FOO, "ScheduleAnyway"), spread(1, ZONE, FOO, "ScheduleAnyway")).obj()
     assert raw_scores(plugin(h), h, p) == {"a": 12, "b": 6, "c": 6, "d": 6, "e": 1}
     assert run_score(plugin(h), h, p) == {"a": 8, "b": 58, "c": 58, "d": 58, "e": 100}
 
@@ -314,21 +324,21 @@ def test_score_two_constraints_five_nodes() -> None:
 def test_score_only_filtered_nodes_define_domains_but_all_nodes_count() -> None:
     """Scoring only node-a and node-x: still 2 domains; zone1 counts the pods of node-b too (3 → 4)."""
     h = cluster(four_nodes(), pods_on({"node-a": 1, "node-b": 2, "node-x": 1}))
-    p = incoming(spread(1, ZONE, FOO, "ScheduleAnyway"))
+    p = incoming(spread(1, ZONE, FOO, "ScheduleAnyway")).obj()
     assert run_score(plugin(h), h, p, names=["node-a", "node-x"]) == {"node-a": 25, "node-x": 100}
 
 
 def test_score_ignores_nodes_missing_a_key() -> None:
     """node-z lacks the zone: ignored (0) and not a domain; the others as in test_score_zone."""
-    h = cluster([*four_nodes(), make_node("node-z", {HOST: "node-z"})],
+    h = cluster([*four_nodes(), make_node().name("node-z").labels({HOST: "node-z"}).obj()],
                 pods_on({"node-a": 2, "node-b": 1, "node-x": 1}))
-    p = incoming(spread(1, ZONE, FOO, "ScheduleAnyway"))
+    p = incoming(spread(1, ZONE, FOO, "ScheduleAnyway")).obj()
     assert run_score(plugin(h), h, p) == {"node-a": 25, "node-b": 25, "node-x": 100, "node-y": 100, "node-z": 0}
 
 
 def test_score_all_equal_zero_gives_100() -> None:
     h = cluster(four_nodes())
-    assert run_score(plugin(h), h, incoming(spread(1, ZONE, FOO, "ScheduleAnyway"))) == \
+    assert run_score(plugin(h), h, incoming(spread(1, ZONE, FOO, "ScheduleAnyway")).obj()) == \
         {"node-a": 100, "node-b": 100, "node-x": 100, "node-y": 100}
 
 
@@ -337,17 +347,18 @@ def test_score_system_default_constraints() -> None:
     (node c has no zone, still a node of the "" domain: w = ln 4). z1 has 3 pods.
     a: 2·1.609 + 2 + 3·1.386 + 4 = 13.38 → 13; b: 1.609 + 2 + 8.16 = 11.77 → 12; c: 0 + 2 (no zone key) → 2.
     Normalized (max 13, min 2): a 100·2//13 = 15, b 100·3//13 = 23, c 100."""
-    nodes = [make_node("a", {HOST: "a", TOPOLOGY_ZONE: "z1"}), make_node("b", {HOST: "b", TOPOLOGY_ZONE: "z1"}),
-             make_node("c", {HOST: "c"})]
+    nodes = [make_node().name("a").labels({HOST: "a", TOPOLOGY_ZONE: "z1"}).obj(),
+             make_node().name("b").labels({HOST: "b", TOPOLOGY_ZONE: "z1"}).obj(),
+             make_node().name("c").labels({HOST: "c"}).obj()]
     h = cluster(nodes, pods_on({"a": 2, "b": 1}, {"app": "web"}), [service("s", {"app": "web"})])
-    p = make_pod("p", labels={"app": "web"})
+    p = make_pod().name("p").labels({"app": "web"}).obj()
     assert raw_scores(plugin(h), h, p) == {"a": 13, "b": 12, "c": 2}
     assert run_score(plugin(h), h, p) == {"a": 15, "b": 23, "c": 100}
 
 
 def test_score_system_defaults_need_a_workload() -> None:
     h = cluster(four_nodes(), pods_on({"node-a": 2}, {"app": "web"}), [service("s", {"app": "db"})])
-    assert run_score(plugin(h), h, make_pod("p", labels={"app": "web"})) is None
+    assert run_score(plugin(h), h, make_pod().name("p").labels({"app": "web"}).obj()) is None
 
 
 def test_go_round_is_half_away_from_zero() -> None:
@@ -357,46 +368,51 @@ def test_go_round_is_half_away_from_zero() -> None:
 # ----- hints ------------------------------------------------------------------------------------------
 
 Q, S = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP
-HARD = incoming(spread(1, ZONE, FOO))
+HARD = incoming(spread(1, ZONE, FOO)).obj()
 
 
 @pytest.mark.parametrize(("pod", "old", "new", "want"), [
-    (HARD, None, make_pod("o", labels={"foo": "bar"}, node="n"), Q),
-    (HARD, None, make_pod("o", labels={"foo": "baz"}, node="n"), S),
-    (HARD, None, make_pod("o", labels={"foo": "bar"}), S),  # unscheduled
-    (HARD, None, make_pod("o", ns="x", labels={"foo": "bar"}, node="n"), S),
-    (HARD, make_pod("o", labels={"foo": "bar"}, node="n"), None, Q),
-    (HARD, make_pod("o", labels={"foo": "bar"}, node="n"), make_pod("o", labels={"foo": "baz"}, node="n"), Q),
-    (HARD, make_pod("o", labels={"foo": "bar"}, node="n"), make_pod("o", labels={"foo": "bar", "x": "y"}, node="n"),
+    (HARD, None, make_pod().name("o").labels({"foo": "bar"}).node("n").obj(), Q),
+    (HARD, None, make_pod().name("o").labels({"foo": "baz"}).node("n").obj(), S),
+    (HARD, None, make_pod().name("o").labels({"foo": "bar"}).obj(), S),  # unscheduled
+    (HARD, None, make_pod().name("o").namespace("x").labels({"foo": "bar"}).node("n").obj(), S),
+    (HARD, make_pod().name("o").labels({"foo": "bar"}).node("n").obj(), None, Q),
+    (HARD, make_pod().name("o").labels({"foo": "bar"}).node("n").obj(),
+     make_pod().name("o").labels({"foo": "baz"}).node("n").obj(), Q),
+    (HARD, make_pod().name("o").labels({"foo": "bar"}).node("n").obj(),
+     make_pod().name("o").labels({"foo": "bar", "x": "y"}).node("n").obj(),
      S),
-    (incoming(spread(1, ZONE, FOO, nodeTaintsPolicy="Honor")), incoming(spread(1, ZONE, FOO)),
-     incoming(spread(1, ZONE, FOO), tolerations=[{"key": "k", "operator": "Exists"}]), Q),
-    (HARD, incoming(spread(1, ZONE, FOO)),
-     incoming(spread(1, ZONE, FOO), tolerations=[{"key": "k", "operator": "Exists"}]), S),
+    (incoming(spread(1, ZONE, FOO, nodeTaintsPolicy="Honor")).obj(), incoming(spread(1, ZONE, FOO)).obj(),
+     incoming(spread(1, ZONE, FOO)).tolerations([{"key": "k", "operator": "Exists"}]).obj(), Q),
+    (HARD, incoming(spread(1, ZONE, FOO)).obj(),
+     incoming(spread(1, ZONE, FOO)).tolerations([{"key": "k", "operator": "Exists"}]).obj(), S),
     # Tolerations compare as whole objects (equality.Semantic.DeepEqual): tolerationSeconds counts.
-    (incoming(spread(1, ZONE, FOO, nodeTaintsPolicy="Honor")),
-     incoming(spread(1, ZONE, FOO), tolerations=[{"key": "k", "operator": "Exists", "effect": "NoExecute"}]),
-     incoming(spread(1, ZONE, FOO), tolerations=[{"key": "k", "operator": "Exists", "effect": "NoExecute",
-                                                  "tolerationSeconds": 30}]), Q),
+    (incoming(spread(1, ZONE, FOO, nodeTaintsPolicy="Honor")).obj(),
+     incoming(spread(1, ZONE, FOO)).tolerations([{"key": "k", "operator": "Exists", "effect": "NoExecute"}]).obj(),
+     incoming(spread(1, ZONE, FOO)).tolerations([{"key": "k", "operator": "Exists", "effect": "NoExecute",
+                                                  "tolerationSeconds": 30}]).obj(), Q),
 ])
 def test_pod_change_hint(pod: Any, old: Any, new: Any, want: QueueingHint) -> None:
     assert plugin(cluster([])).is_schedulable_after_pod_change(pod, old, new) == want
 
 
 @pytest.mark.parametrize(("old", "new", "want"), [
-    (None, make_node("n", {ZONE: "z"}), Q),
-    (None, make_node("n"), S),
-    (make_node("n", {ZONE: "z"}), None, Q),
-    (make_node("n"), None, S),
-    (make_node("n", {ZONE: "z"}), make_node("n", {ZONE: "z", "x": "y"}), S),
-    (make_node("n", {ZONE: "z"}), make_node("n", {ZONE: "z2"}), Q),
-    (make_node("n"), make_node("n", {ZONE: "z"}), Q),
-    (make_node("n", {ZONE: "z"}), make_node("n", {ZONE: "z"}, [{"key": "k", "effect": "NoSchedule"}]), Q),
+    (None, make_node().name("n").labels({ZONE: "z"}).obj(), Q),
+    (None, make_node().name("n").obj(), S),
+    (make_node().name("n").labels({ZONE: "z"}).obj(), None, Q),
+    (make_node().name("n").obj(), None, S),
+    (make_node().name("n").labels({ZONE: "z"}).obj(), make_node().name("n").labels({ZONE: "z", "x": "y"}).obj(), S),
+    (make_node().name("n").labels({ZONE: "z"}).obj(), make_node().name("n").labels({ZONE: "z2"}).obj(), Q),
+    (make_node().name("n").obj(), make_node().name("n").labels({ZONE: "z"}).obj(), Q),
+    (make_node().name("n").labels({ZONE: "z"}).obj(),
+     make_node().name("n").labels({ZONE: "z"}).taints([{"key": "k", "effect": "NoSchedule"}]).obj(), Q),
     # Taints compare as whole objects: a changed timeAdded is a change.
-    (make_node("n", {ZONE: "z"}, [{"key": "k", "effect": "NoExecute", "timeAdded": "2025-01-01T00:00:00Z"}]),
-     make_node("n", {ZONE: "z"}, [{"key": "k", "effect": "NoExecute", "timeAdded": "2025-01-02T00:00:00Z"}]), Q),
-    (make_node("n", {ZONE: "z"}, [{"key": "k", "effect": "NoExecute"}]),
-     make_node("n", {ZONE: "z"}, [{"key": "k", "effect": "NoExecute"}]), S),
+    (make_node().name("n").labels({ZONE: "z"})
+     .taints([{"key": "k", "effect": "NoExecute", "timeAdded": "2025-01-01T00:00:00Z"}]).obj(),
+     make_node().name("n").labels({ZONE: "z"}).taints([{"key": "k", "effect": "NoExecute",
+                                                        "timeAdded": "2025-01-02T00:00:00Z"}]).obj(), Q),
+    (make_node().name("n").labels({ZONE: "z"}).taints([{"key": "k", "effect": "NoExecute"}]).obj(),
+     make_node().name("n").labels({ZONE: "z"}).taints([{"key": "k", "effect": "NoExecute"}]).obj(), S),
 ])
 def test_node_change_hint(old: Any, new: Any, want: QueueingHint) -> None:
     assert plugin(cluster([])).is_schedulable_after_node_change(HARD, old, new) == want
@@ -413,7 +429,7 @@ def test_system_default_constraints_follow_the_services() -> None:
     pl = plugin(h)
 
     def defaulted(name: str) -> tuple[Any, ...]:
-        return pl.get_constraints(make_pod(name, labels={"app": "web"}), "ScheduleAnyway")
+        return pl.get_constraints(make_pod().name(name).labels({"app": "web"}).obj(), "ScheduleAnyway")
 
     assert defaulted("p1") == ()  # no workload selects the pod
     store.upsert("Service", service("s", {"app": "web"}))
@@ -437,7 +453,7 @@ def test_a_pods_remembered_constraints_follow_the_services() -> None:
     store = ObjectStore()
     h._objects = store  # type: ignore[assignment]  # the scheduler's store, with its generation
     pl = plugin(h)
-    pod = make_pod("p", labels={"app": "web"})
+    pod = make_pod().name("p").labels({"app": "web"}).obj()
     assert pl.get_constraints(pod, "ScheduleAnyway") == ()
     store.upsert("Service", service("s", {"app": "web"}))
     first = pl.get_constraints(pod, "ScheduleAnyway")
@@ -451,8 +467,9 @@ def test_a_pods_remembered_constraints_follow_the_services() -> None:
 def test_signature_delta_names_the_nodes_of_the_domains_that_filled_or_freed() -> None:
     """One constraint (the common case) and two: a node is affected when its value of a changed constraint's
     key is a domain that became full or stopped being full; a fragment with another key relates to nothing."""
-    handle = cluster([*(make_node(n, {ZONE: z, HOST: n}) for n, z in (("a", "z1"), ("b", "z2"), ("c", "z3"))),
-                      make_node("d", {HOST: "d"})])  # d: without the zone key
+    handle = cluster([*(make_node().name(n).labels({ZONE: z, HOST: n}).obj() for n,
+                        z in (("a", "z1"), ("b", "z2"), ("c", "z3"))),
+                      make_node().name("d").labels({HOST: "d"}).obj()])  # d: without the zone key
     pl = PodTopologySpread({}, handle)
     nodes = handle.snapshot().list()
 

@@ -10,7 +10,8 @@ import pytest
 from scheduler.framework.types import NodeInfo
 from scheduler.plugins.node_resources_balanced_allocation import NodeResourcesBalancedAllocation
 from scheduler.plugins.node_resources_fit import NodeResourcesFit, ResourceAllocationScorer, pod_resource_requests
-from tests.plugins.util import FakeHandle, container, make_node, make_pod, node_info
+from tests.builders import container, make_node, make_pod
+from tests.plugins.util import FakeHandle, node_info
 
 SCORERS: dict[str, Any] = {
     "LeastAllocated": lambda: NodeResourcesFit({}, FakeHandle()).scorer,
@@ -19,7 +20,7 @@ SCORERS: dict[str, Any] = {
 }
 
 
-def _node(name: str, cpu: str, memory: str, used: list[tuple[str | None, str | None]]) -> NodeInfo:
+def loaded_node(name: str, cpu: str, memory: str, used: list[tuple[str | None, str | None]]) -> NodeInfo:
     """A node of allocatable ``cpu``/``memory`` holding a pod per (cpu, memory) request in ``used`` (None: no
     request, which counts as the non-zero default for LeastAllocated and MostAllocated, as 0 for Balanced)."""
     pods = [make_pod(f"{name}-{i}", [container(c, m)], node=name) for i, (c, m) in enumerate(used)]
@@ -43,10 +44,10 @@ def test_a_hit_and_a_miss_give_the_formulas_scores(kind: str) -> None:
     reqs = _requests(scorer)
     # n1 and its twin share the four amounts (different names, pods and objects): the twin is a hit.
     nodes = [
-        _node("n1", "4", "8Gi", [("1", "2Gi")]),
-        _node("n2", "8", "16Gi", [("3", "1Gi"), (None, None)]),
-        _node("twin", "4", "8Gi", [("500m", "1Gi"), ("500m", "1Gi")]),
-        _node("n3", "2", "4Gi", []),
+        loaded_node("n1", "4", "8Gi", [("1", "2Gi")]),
+        loaded_node("n2", "8", "16Gi", [("3", "1Gi"), (None, None)]),
+        loaded_node("twin", "4", "8Gi", [("500m", "1Gi"), ("500m", "1Gi")]),
+        loaded_node("n3", "2", "4Gi", []),
     ]
     expected = _reference(scorer, nodes, reqs)
     first = scorer.compute_nodes(nodes, reqs)
@@ -63,12 +64,12 @@ def test_a_hit_and_a_miss_give_the_formulas_scores(kind: str) -> None:
 def test_a_node_differing_in_any_one_amount_misses(kind: str) -> None:
     scorer = SCORERS[kind]()
     reqs = _requests(scorer)
-    base = _node("base", "4", "8Gi", [("1", "2Gi")])
+    base = loaded_node("base", "4", "8Gi", [("1", "2Gi")])
     variants = [
-        _node("alloc-cpu", "6", "8Gi", [("1", "2Gi")]),
-        _node("used-cpu", "4", "8Gi", [("2", "2Gi")]),
-        _node("alloc-memory", "4", "12Gi", [("1", "2Gi")]),
-        _node("used-memory", "4", "8Gi", [("1", "3Gi")]),
+        loaded_node("alloc-cpu", "6", "8Gi", [("1", "2Gi")]),
+        loaded_node("used-cpu", "4", "8Gi", [("2", "2Gi")]),
+        loaded_node("alloc-memory", "4", "12Gi", [("1", "2Gi")]),
+        loaded_node("used-memory", "4", "8Gi", [("1", "3Gi")]),
     ]
     keys = set()
     for ni in [base, *variants]:

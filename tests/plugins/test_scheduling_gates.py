@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from scheduler.framework.status import Code
 from scheduler.framework.types import ActionType, ClusterEvent, EventResource, QueueingHint
-from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.scheduling_gates import SchedulingGates
-
-
-def pod(uid: str, *gates: str) -> Pod:
-    spec: dict[str, Any] = {"containers": [{"name": "c"}], "schedulingGates": [{"name": g} for g in gates]}
-    return pod_from_api({"metadata": {"name": "p", "uid": uid}, "spec": spec})
+from scheduler.testing import make_pod
 
 
 def plugin() -> SchedulingGates:
@@ -22,11 +15,11 @@ def plugin() -> SchedulingGates:
 
 
 def test_ungated_pod_passes() -> None:
-    assert plugin().pre_enqueue(pod("u")) is None
+    assert plugin().pre_enqueue(make_pod().uid("u").obj()) is None
 
 
 def test_gated_pod_waits_with_gate_list() -> None:
-    s = plugin().pre_enqueue(pod("u", "example.com/a", "b"))
+    s = plugin().pre_enqueue(make_pod().uid("u").scheduling_gates("example.com/a", "b").obj())
     assert s is not None and s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
     assert s.message == "waiting for scheduling gates: [example.com/a b]"
 
@@ -41,9 +34,11 @@ def test_registers_gates_eliminated_on_the_pending_pod() -> None:
 
 def test_hint_queues_only_the_updated_pod_itself() -> None:
     pl = plugin()
-    waiting = pod("u", "g")
-    assert pl.is_schedulable_after_gates_eliminated(waiting, pod("u", "g"), pod("u")) == QueueingHint.QUEUE
-    assert pl.is_schedulable_after_gates_eliminated(waiting, pod("x", "g"), pod("x")) == QueueingHint.QUEUE_SKIP
+    waiting = make_pod().uid("u").scheduling_gates("g").obj()
+    assert pl.is_schedulable_after_gates_eliminated(waiting, make_pod().uid("u").scheduling_gates("g").obj(),
+                                                    make_pod().uid("u").obj()) == QueueingHint.QUEUE
+    assert pl.is_schedulable_after_gates_eliminated(waiting, make_pod().uid("x").scheduling_gates("g").obj(),
+                                                    make_pod().uid("x").obj()) == QueueingHint.QUEUE_SKIP
     raw = {"metadata": {"name": "p", "uid": "u"}, "spec": {"containers": []}}
     assert pl.is_schedulable_after_gates_eliminated(waiting, None, raw) == QueueingHint.QUEUE
     with pytest.raises(TypeError):

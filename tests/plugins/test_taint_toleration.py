@@ -11,7 +11,8 @@ from scheduler.framework.status import Code
 from scheduler.framework.types import ActionType, EventResource, QueueingHint
 from scheduler.model.node import Node, node_from_api
 from scheduler.plugins.taint_toleration import TaintToleration
-from tests.plugins.util import FakeHandle, make_node, make_pod, node_info, taint
+from tests.builders import make_node, make_pod, taint
+from tests.plugins.util import FakeHandle, node_info
 
 UNRES = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 Q, SKIP = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP

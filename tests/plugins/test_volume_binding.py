@@ -28,7 +28,8 @@ from scheduler.plugins.volume_binding.volume_binding import (
     StateData,
     VolumeBinding,
 )
-from tests.plugins.util import make_node
+from scheduler.testing import make_pod
+from tests.builders import make_node
 from tests.plugins.volume_objects import (
     VolumeHandle,
     capacity,
@@ -40,7 +41,6 @@ from tests.plugins.volume_objects import (
     pv,
     pvc,
     storage_class,
-    vol_pod,
 )
 
 HOST = "kubernetes.io/hostname"
@@ -112,7 +112,7 @@ class Env:
 
 
 def one(*claims: str, name: str = "pod") -> Pod:
-    return vol_pod(name, [claim_vol(c) for c in claims])
+    return make_pod().name(name).spec_field("volumes", [claim_vol(c) for c in claims]).obj()
 
 
 # --- PreFilter -------------------------------------------------------------------------------------
@@ -120,7 +120,7 @@ def one(*claims: str, name: str = "pod") -> Pod:
 
 def test_pod_without_claims_is_skipped_and_later_points_are_no_ops() -> None:
     env = Env()
-    pod = vol_pod("p", [{"name": "e", "emptyDir": {}}])
+    pod = make_pod().name("p").volume({"name": "e", "emptyDir": {}}).obj()
     state, s = env.prefilter(pod)
     assert s is not None and s.code == Code.SKIP
     assert isinstance(state.get(STATE_KEY), StateData)
@@ -132,10 +132,10 @@ def test_pod_without_claims_is_skipped_and_later_points_are_no_ops() -> None:
 
 PREFILTER_CASES: list[tuple[str, list[dict[str, Any]], Pod, tuple[Code, list[str]]]] = [
     ("claim missing", [], one("nope"), (UNRESOLVABLE, ['persistentvolumeclaim "nope" not found'])),
-    ("ephemeral claim not created yet", [], vol_pod("pod", [ephemeral_vol("data")]),
+    ("ephemeral claim not created yet", [], make_pod().name("pod").volume(ephemeral_vol("data")).obj(),
      (UNRESOLVABLE, ['waiting for ephemeral volume controller to create the persistentvolumeclaim "pod-data"'])),
     ("ephemeral claim of another pod", [pvc("pod-data", cls=WAIT, owner_uid="other")],
-     vol_pod("pod", [ephemeral_vol("data")]),
+     make_pod().name("pod").volume(ephemeral_vol("data")).obj(),
      (UNRESOLVABLE, ["PVC default/pod-data was not created for pod default/pod (pod is not owner)"])),
     ("claim lost", [pvc("c", volume="v", phase="Lost")], one("c"),
      (UNRESOLVABLE, ['persistentvolumeclaim "c" bound to non-existent persistentvolume "v"'])),
@@ -160,7 +160,7 @@ def test_prefilter_failures(objs: list[dict[str, Any]], pod: Pod, want: tuple[Co
 
 def test_owned_ephemeral_claim_goes_through() -> None:
     env = Env([pvc("pod-data", cls=WAIT, owner_uid="uid-pod"), pv("pv-a", cls=WAIT)])
-    assert env.verdicts(vol_pod("pod", [ephemeral_vol("data")])) == {"node-1": None, "node-2": None}
+    assert env.verdicts(make_pod().name("pod").volume(ephemeral_vol("data")).obj()) == {"node-1": None, "node-2": None}
 
 
 # --- Filter: bound claims --------------------------------------------------------------------------
@@ -452,7 +452,8 @@ def test_bound_pod_needs_no_prebind() -> None:
 def test_hints() -> None:
     pl = Env().pl
     Q, SKIP = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP
-    pod = vol_pod("p", [claim_vol("c"), ephemeral_vol("e"), {"name": "i", "csi": {"driver": "d"}}])
+    pod = make_pod().name("p").volume(claim_vol("c")).volume(ephemeral_vol("e")).volume({"name": "i",
+                                                                                         "csi": {"driver": "d"}}).obj()
     assert pl.is_schedulable_after_pvc_change(pod, None, pvc("c")) is Q
     assert pl.is_schedulable_after_pvc_change(pod, None, pvc("p-e")) is Q
     assert pl.is_schedulable_after_pvc_change(pod, None, pvc("x")) is SKIP

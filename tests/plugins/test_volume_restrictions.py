@@ -16,17 +16,10 @@ from scheduler.plugins.volume_restrictions import (
     ERR_REASON_RWOP_CONFLICT,
     VolumeRestrictions,
 )
-from tests.plugins.util import make_node, node_info
-from tests.plugins.volume_objects import (
-    VolumeHandle,
-    claim_vol,
-    ebs_vol,
-    gce_vol,
-    iscsi_vol,
-    pvc,
-    rbd_vol,
-    vol_pod,
-)
+from scheduler.testing import make_pod
+from tests.builders import make_node
+from tests.plugins.util import node_info
+from tests.plugins.volume_objects import VolumeHandle, claim_vol, ebs_vol, gce_vol, iscsi_vol, pvc, rbd_vol
 
 Q, SKIP = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP
 
@@ -35,12 +28,13 @@ def run(pod_vols: Sequence[Mapping[str, Any]], existing_vols: Sequence[Mapping[s
     """PreFilter + Filter of a pod against a node whose one pod has `existing_vols`."""
     pl = VolumeRestrictions({}, VolumeHandle())
     state = CycleState()
-    pod = vol_pod("new", pod_vols)
+    pod = make_pod().name("new").spec_field("volumes", list(pod_vols)).obj()
     _, s = pl.pre_filter(state, pod, [])
     if s is not None:
         assert s.code == Code.SKIP
         return None  # Filter is not run after Skip
-    existing = vol_pod("old", existing_vols, node="n") if existing_vols else None
+    existing = make_pod().name("old").spec_field("volumes",
+                                                 list(existing_vols)).node("n").obj() if existing_vols else None
     s = pl.filter(state, pod, node_info(make_node("n"), [existing] if existing else []))
     if s is None:
         return None
@@ -80,13 +74,14 @@ def test_disk_conflicts(mine: list[dict[str, Any]], theirs: list[dict[str, Any]]
 
 def test_prefilter_skips_without_relevant_volumes() -> None:
     pl = VolumeRestrictions({}, VolumeHandle([pvc("rwx", modes=["ReadWriteMany"])]))
-    _, s = pl.pre_filter(CycleState(), vol_pod("p", [claim_vol("rwx"), {"name": "e", "emptyDir": {}}]), [])
+    _, s = pl.pre_filter(CycleState(),
+                         make_pod().name("p").volume(claim_vol("rwx")).volume({"name": "e", "emptyDir": {}}).obj(), [])
     assert s is not None and s.code == Code.SKIP
 
 
 def test_prefilter_missing_pvc_is_unresolvable() -> None:
     pl = VolumeRestrictions({}, VolumeHandle())
-    _, s = pl.pre_filter(CycleState(), vol_pod("p", [claim_vol("claim-with-rwop-1")]), [])
+    _, s = pl.pre_filter(CycleState(), make_pod().name("p").volume(claim_vol("claim-with-rwop-1")).obj(), [])
     assert s is not None
     assert (s.code, s.reasons) == (Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                                    ['persistentvolumeclaim "claim-with-rwop-1" not found'])
@@ -98,14 +93,15 @@ RWX = pvc("rwx", modes=["ReadWriteMany"])
 
 def rwop_setup(existing: list[list[str]]) -> tuple[VolumeRestrictions, Any]:
     node = make_node("node-1")
-    pods = [vol_pod(f"e{i}", [claim_vol(c) for c in claims], node="node-1") for i, claims in enumerate(existing)]
+    pods = [make_pod().name(f"e{i}").spec_field("volumes", [claim_vol(c) for c in claims]).node("node-1").obj() for i,
+            claims in enumerate(existing)]
     handle = VolumeHandle([RWOP1, RWOP2, RWX], nodes=[node], pods=pods)
     return VolumeRestrictions({}, handle), handle
 
 
 def test_rwop_not_in_use_is_skipped() -> None:
     pl, _ = rwop_setup([["rwx"]])
-    _, s = pl.pre_filter(CycleState(), vol_pod("p", [claim_vol("rwop-1")]), [])
+    _, s = pl.pre_filter(CycleState(), make_pod().name("p").volume(claim_vol("rwop-1")).obj(), [])
     assert s is not None and s.code == Code.SKIP
 
 
@@ -113,7 +109,7 @@ def test_rwop_not_in_use_is_skipped() -> None:
 def test_rwop_in_use_rejects_every_node_as_unschedulable(existing: list[list[str]]) -> None:
     pl, handle = rwop_setup(existing)
     state = CycleState()
-    pod = vol_pod("p", [claim_vol("rwop-1"), claim_vol("rwop-2")])
+    pod = make_pod().name("p").volume(claim_vol("rwop-1")).volume(claim_vol("rwop-2")).obj()
     _, s = pl.pre_filter(state, pod, [])
     assert s is None
     s = pl.filter(state, pod, handle.snapshot().get("node-1"))
@@ -126,17 +122,18 @@ def test_rwop_in_use_rejects_every_node_as_unschedulable(existing: list[list[str
 
 def test_rwop_other_namespace_is_not_a_conflict() -> None:
     node = make_node("n")
-    other = vol_pod("e", [claim_vol("rwop-1")], node="n", namespace="other")
+    other = make_pod().name("e").namespace("other").volume(claim_vol("rwop-1")).node("n").obj()
     handle = VolumeHandle([RWOP1, pvc("rwop-1", namespace="other", modes=["ReadWriteOncePod"])], nodes=[node],
                           pods=[other])
-    _, s = VolumeRestrictions({}, handle).pre_filter(CycleState(), vol_pod("p", [claim_vol("rwop-1")]), [])
+    _, s = VolumeRestrictions({}, handle).pre_filter(CycleState(),
+                                                     make_pod().name("p").volume(claim_vol("rwop-1")).obj(), [])
     assert s is not None and s.code == Code.SKIP
 
 
 def test_add_and_remove_pod_adjust_the_conflict_count() -> None:
     """Preemption removes the user of the claim (RemovePod) → fits; a nominated user (AddPod) → conflict."""
     pl, handle = rwop_setup([["rwop-1"]])
-    pod = vol_pod("p", [claim_vol("rwop-1"), gce_vol("d")])
+    pod = make_pod().name("p").volume(claim_vol("rwop-1")).volume(gce_vol("d")).obj()
     user = next(iter(handle.snapshot().get("node-1").pods.values()))
     state = CycleState()
     _, s = pl.pre_filter(state, pod, [])
@@ -145,22 +142,23 @@ def test_add_and_remove_pod_adjust_the_conflict_count() -> None:
     assert pl.remove_pod(clone, pod, user, handle.snapshot().get("node-1")) is None
     assert pl.filter(clone, pod, node_info(make_node("x"))) is None
     assert pl.filter(state, pod, node_info(make_node("x"))) is not None  # the clone did not touch the original
-    assert pl.add_pod(clone, pod, vol_pod("nominated", [claim_vol("rwop-1")]), node_info(make_node("x"))) is None
+    assert pl.add_pod(clone, pod, make_pod().name("nominated").volume(claim_vol("rwop-1")).obj(),
+                      node_info(make_node("x"))) is None
     s = pl.filter(clone, pod, node_info(make_node("x")))
     assert s is not None and s.reasons == [ERR_REASON_RWOP_CONFLICT]
 
 
 def test_filter_without_prefilter_state_is_an_error() -> None:
     pl = VolumeRestrictions({}, VolumeHandle())
-    s = pl.filter(CycleState(), vol_pod("p", [gce_vol("a")]), node_info(make_node("n")))
+    s = pl.filter(CycleState(), make_pod().name("p").volume(gce_vol("a")).obj(), node_info(make_node("n")))
     assert s is not None and s.code == Code.ERROR
     assert s.reasons == ['cannot read "PreFilterVolumeRestrictions" from cycleState']
 
 
 def test_disk_conflict_is_checked_before_rwop_state() -> None:
     pl = VolumeRestrictions({}, VolumeHandle())
-    other = vol_pod("o", [gce_vol("a")], node="n")
-    s = pl.filter(CycleState(), vol_pod("p", [gce_vol("a")]), node_info(make_node("n"), [other]))
+    other = make_pod().name("o").volume(gce_vol("a")).node("n").obj()
+    s = pl.filter(CycleState(), make_pod().name("p").volume(gce_vol("a")).obj(), node_info(make_node("n"), [other]))
     assert s is not None and (s.code, s.reasons) == (Code.UNSCHEDULABLE, [ERR_REASON_DISK_CONFLICT])
 
 
@@ -187,8 +185,8 @@ def test_events() -> None:
 )
 def test_hint_pod_deleted(deleted_vols: list[dict[str, Any]], deleted_ns: str, want: QueueingHint) -> None:
     pl = VolumeRestrictions({}, VolumeHandle())
-    pod = vol_pod("p", [gce_vol("foo"), claim_vol("c1")])
-    deleted = vol_pod("d", deleted_vols, node="n", namespace=deleted_ns)
+    pod = make_pod().name("p").volume(gce_vol("foo")).volume(claim_vol("c1")).obj()
+    deleted = make_pod().name("d").namespace(deleted_ns).spec_field("volumes", list(deleted_vols)).node("n").obj()
     assert pl.is_schedulable_after_pod_deleted(pod, deleted, None) == want
 
 
@@ -196,5 +194,5 @@ def test_hint_pod_deleted(deleted_vols: list[dict[str, Any]], deleted_ns: str, w
                                                      ("c1", "other", SKIP)])
 def test_hint_pvc_added(claim: str, ns: str, want: QueueingHint) -> None:
     pl = VolumeRestrictions({}, VolumeHandle())
-    pod = vol_pod("p", [claim_vol("c1")])
+    pod = make_pod().name("p").volume(claim_vol("c1")).obj()
     assert pl.is_schedulable_after_pvc_added(pod, None, pvc(claim, namespace=ns)) == want

@@ -9,8 +9,10 @@ from scheduler.framework.interface import CycleState
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import QueueingHint
 from scheduler.plugins.volume_zone import ERR_REASON_CONFLICT, VolumeZone
-from tests.plugins.util import make_node, node_info
-from tests.plugins.volume_objects import VolumeHandle, claim_vol, pv, pvc, storage_class, vol_pod
+from scheduler.testing import make_pod
+from tests.builders import make_node
+from tests.plugins.util import node_info
+from tests.plugins.volume_objects import VolumeHandle, claim_vol, pv, pvc, storage_class
 
 BZ, BR = "failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region"
 Z, R = "topology.kubernetes.io/zone", "topology.kubernetes.io/region"
@@ -47,7 +49,7 @@ OBJECTS = [
 def run(claim: str, node_labels: dict[str, str]) -> tuple[Status | None, Status | None]:
     pl = VolumeZone({}, VolumeHandle(OBJECTS))
     state = CycleState()
-    pod = vol_pod("pod_1", [claim_vol(claim)])
+    pod = make_pod().name("pod_1").volume(claim_vol(claim)).obj()
     _, pre = pl.pre_filter(state, pod, [])
     if pre is not None and pre.code == Code.SKIP:
         return pre, None
@@ -114,13 +116,13 @@ def test_wait_for_first_consumer_claim_is_skipped() -> None:
 
 def test_pod_without_volumes_is_skipped() -> None:
     pl = VolumeZone({}, VolumeHandle(OBJECTS))
-    _, s = pl.pre_filter(CycleState(), vol_pod("p", []), [])
+    _, s = pl.pre_filter(CycleState(), make_pod().name("p").obj(), [])
     assert s is not None and s.code == Code.SKIP
 
 
 def test_hints() -> None:
     pl = VolumeZone({}, VolumeHandle())
-    pod = vol_pod("p", [claim_vol("c")])
+    pod = make_pod().name("p").volume(claim_vol("c")).obj()
     Q, SKIP = QueueingHint.QUEUE, QueueingHint.QUEUE_SKIP
     assert pl.is_schedulable_after_pvc_change(pod, None, pvc("c")) is Q
     assert pl.is_schedulable_after_pvc_change(pod, None, pvc("other")) is SKIP

@@ -10,7 +10,7 @@ from typing import Any
 from scheduler.cache import new_snapshot
 from scheduler.cache.objects import ObjectStore
 from scheduler.model.node import Node
-from scheduler.model.pod import Pod, pod_from_api
+from scheduler.model.pod import Pod
 from scheduler.whatif.offline import apply_offline_update
 from tests.plugins.util import FakeHandle
 
@@ -44,26 +44,6 @@ def rbd_vol(monitors: Sequence[str], image: str, pool: str | None = None, read_o
     if pool is not None:
         src["pool"] = pool
     return {"name": f"rbd-{image}", "rbd": src}
-
-
-def vol_pod(
-    name: str = "p",
-    volumes: Sequence[Mapping[str, Any]] = (),
-    node: str = "",
-    namespace: str = "default",
-    uid: str | None = None,
-    nominated: str = "",
-) -> Pod:
-    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "busybox"}], "volumes": [dict(v) for v in volumes]}
-    if node:
-        spec["nodeName"] = node
-    obj: dict[str, Any] = {
-        "metadata": {"name": name, "namespace": namespace, "uid": uid or f"uid-{name}"},
-        "spec": spec,
-    }
-    if nominated:
-        obj["status"] = {"nominatedNodeName": nominated}
-    return pod_from_api(obj)
 
 
 def node_affinity(*terms: Mapping[str, Sequence[str]]) -> dict[str, Any]:

@@ -1,11 +1,11 @@
-"""Pods (scheduler.testing's builders), a fake clock, a PrioritySort-like less and a SchedulingGates-like plugin."""
+"""A fake clock, a PrioritySort-like less and a SchedulingGates-like plugin for the queue tests (pods come from
+scheduler.testing)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from scheduler import testing as st
 from scheduler.framework.status import Status, unresolvable
 from scheduler.framework.types import ActionType, ClusterEvent, ClusterEventWithHint, EventResource, QueueingHint
 from scheduler.model.pod import Pod
@@ -25,42 +25,6 @@ class FakeClock:
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
-
-
-def make_pod(
-    name: str,
-    priority: int = 0,
-    *,
-    uid: str | None = None,
-    gates: tuple[str, ...] = (),
-    nominated: str = "",
-    rv: str = "",
-    labels: dict[str, str] | None = None,
-    node_name: str = "",
-    tolerations: list[dict[str, Any]] | None = None,
-    cpu: str | None = None,
-    scheduler_name: str = "default-scheduler",
-    namespace: str = "default",
-) -> Pod:
-    """A pod (scheduler.testing's make_pod) with the fields the queue reads."""
-    c = st.make_container().name("c").image("img")
-    if cpu is not None:
-        c.req(cpu=cpu)
-    w = (st.make_pod().name(name).uid(uid or f"uid-{name}").namespace(namespace).priority(priority)
-         .scheduler_name(scheduler_name).container(c))
-    if gates:
-        w.scheduling_gates(*gates)
-    if node_name:
-        w.node(node_name)
-    if tolerations:
-        w.tolerations(tolerations)
-    if rv:
-        w.resource_version(rv)
-    if labels:
-        w.labels(labels)
-    if nominated:
-        w.nominated_node_name(nominated)
-    return w.obj()
 
 
 def priority_less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from scheduler.framework.types import FORCE_ACTIVATE
 from scheduler.queue import DEFAULT_POD_INITIAL_BACKOFF, DEFAULT_POD_MAX_BACKOFF, backoff_duration
-from tests.queue.qhelpers import FakeClock, fail, make_pod, make_queue, pop_now
+from scheduler.testing import make_pod
+from tests.queue.qhelpers import FakeClock, fail, make_queue, pop_now
 
 
 def test_default_backoff_sequence() -> None:
@@ -23,7 +24,7 @@ def test_configured_backoff_sequence() -> None:
 
 def test_error_and_unschedulable_counts() -> None:
     q, clock = make_queue({"P": []})
-    q.add(make_pod("p"))
+    q.add(make_pod().name("p").obj())
     qpi = pop_now(q)
     fail(q, qpi)
     fail_again = q.pop(timeout=0)
@@ -42,7 +43,7 @@ def test_error_and_unschedulable_counts() -> None:
 
 def test_backoff_uses_error_count_when_errors_are_ongoing() -> None:
     q, clock = make_queue()
-    q.add(make_pod("p"))
+    q.add(make_pod().name("p").obj())
     qpi = pop_now(q)
     qpi.unschedulable_count = 4  # long history of rejections (would be 8 s)
     fail(q, qpi)  # first error: 1 s
@@ -52,7 +53,7 @@ def test_backoff_uses_error_count_when_errors_are_ongoing() -> None:
 def test_expiry_is_aligned_to_the_window() -> None:
     q, clock = make_queue({"P": []})
     clock.now = 1000.4
-    q.add(make_pod("p"))
+    q.add(make_pod().name("p").obj())
     qpi = pop_now(q)
     fail(q, qpi, "P")
     assert q.backoff_expiry(qpi) == 1001.0  # 1001.4 truncated to the second
@@ -60,7 +61,7 @@ def test_expiry_is_aligned_to_the_window() -> None:
 
 def test_error_backoff_flush_with_fake_clock_counts_1_to_6() -> None:
     q, clock = make_queue()
-    q.add(make_pod("p"))
+    q.add(make_pod().name("p").obj())
     qpi = pop_now(q)
     for count, expected in enumerate([1, 2, 4, 8, 10, 10], start=1):
         fail(q, qpi)
@@ -79,7 +80,7 @@ def test_error_backoff_flush_with_fake_clock_counts_1_to_6() -> None:
 
 def test_unschedulable_backoff_with_seed_values() -> None:
     q, clock = make_queue({"P": []}, pod_initial_backoff=1.0, pod_max_backoff=10.0)
-    q.add(make_pod("p"))
+    q.add(make_pod().name("p").obj())
     qpi = pop_now(q)
     got = []
     for _ in range(6):
@@ -92,7 +93,7 @@ def test_unschedulable_backoff_with_seed_values() -> None:
 
 def test_max_backoff_zero_disables_backoff() -> None:
     q, _ = make_queue(pod_max_backoff=0)
-    q.add(make_pod("p"))
+    q.add(make_pod().name("p").obj())
     qpi = pop_now(q)
     fail(q, qpi)  # error, would normally back off
     assert q.queue_of(qpi.pod) == "active"
@@ -100,8 +101,8 @@ def test_max_backoff_zero_disables_backoff() -> None:
 
 def test_error_pods_are_not_popped_before_expiry_but_rejected_pods_are() -> None:
     q, clock = make_queue({"P": []})
-    q.add(make_pod("err"))
-    q.add(make_pod("rej"))
+    q.add(make_pod().name("err").obj())
+    q.add(make_pod().name("rej").obj())
     err, rej = pop_now(q), pop_now(q)
     fail(q, err)
     fail(q, rej, "P")
@@ -118,7 +119,7 @@ def test_backoff_window_orders_by_priority_then_expiry() -> None:
     clock = FakeClock(1000.0)
     q, _ = make_queue({"P": []}, clock=clock)
     for name, prio in (("low", 1), ("high", 9), ("later", 100)):
-        q.add(make_pod(name, prio))
+        q.add(make_pod().name(name).priority(prio).obj())
     later = pop_now(q)
     high = pop_now(q)
     low = pop_now(q)

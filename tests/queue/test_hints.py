@@ -14,7 +14,8 @@ from scheduler.framework.types import (
 from scheduler.model.node import node_from_api
 from scheduler.model.pod import Pod
 from scheduler.queue import PriorityQueue
-from tests.queue.qhelpers import fail, make_pod, make_queue, pop_now
+from scheduler.testing import make_pod
+from tests.queue.qhelpers import fail, make_queue, pop_now
 
 NODE = node_from_api({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4"}}})
 TOLERATION_ADDED = ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_TOLERATION)
@@ -33,7 +34,7 @@ class Hint:
 
 
 def rejected(q: PriorityQueue, name: str, *plugins: str, pending: tuple[str, ...] = ()) -> Pod:
-    q.add(make_pod(name))
+    q.add(make_pod().name(name).obj())
     qpi = pop_now(q)
     assert fail(q, qpi, *plugins, pending=pending) is None
     return qpi.pod
@@ -43,9 +44,9 @@ def test_event_of_no_interest_moves_nothing_and_is_not_recorded() -> None:
     hint = Hint()
     q, _ = make_queue({"P": [ClusterEventWithHint(NODE_ADD, hint)]})
     pod = rejected(q, "a", "P")
-    q.add(make_pod("inflight"))
+    q.add(make_pod().name("inflight").obj())
     pop_now(q)
-    q.assigned_pod_deleted(make_pod("gone", node_name="n1"))
+    q.assigned_pod_deleted(make_pod().name("gone").node("n1").obj())
     assert q.queue_of(pod) == "unschedulable"
     assert hint.calls == []
     assert q.in_flight_event_count() == 0
@@ -104,7 +105,7 @@ def test_missing_or_failing_hint_means_queue() -> None:
 def test_pre_check_narrows_candidates() -> None:
     q, _ = make_queue({"P": [ClusterEventWithHint(ASSIGNED_POD_DELETE, Hint())]})
     low = rejected(q, "low", "P")
-    q.add(make_pod("high", 10))
+    q.add(make_pod().name("high").priority(10).obj())
     high = pop_now(q)
     fail(q, high, "P")
     q.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, None, None, pre_check=lambda p: p.priority <= 5)
@@ -114,7 +115,7 @@ def test_pre_check_narrows_candidates() -> None:
 def test_in_flight_event_is_replayed_when_pod_comes_back() -> None:
     hint = Hint()
     q, _ = make_queue({"P": [ClusterEventWithHint(NODE_ADD, hint)]})
-    q.add(make_pod("a"))
+    q.add(make_pod().name("a").obj())
     qpi = pop_now(q)
     q.node_added(NODE)  # arrives while "a" is being scheduled
     assert q.in_flight_event_count() == 1
@@ -126,8 +127,8 @@ def test_in_flight_event_is_replayed_when_pod_comes_back() -> None:
 
 def test_events_before_pop_are_not_replayed() -> None:
     q, _ = make_queue({"P": [ClusterEventWithHint(NODE_ADD, Hint())]})
-    q.add(make_pod("early"))
-    q.add(make_pod("late"))
+    q.add(make_pod().name("early").obj())
+    q.add(make_pod().name("late").obj())
     early = pop_now(q)
     q.node_added(NODE)  # recorded: "early" is in flight
     late = pop_now(q)
@@ -141,7 +142,7 @@ def test_events_before_pop_are_not_replayed() -> None:
 
 def test_replayed_skip_leaves_pod_unschedulable() -> None:
     q, _ = make_queue({"P": [ClusterEventWithHint(NODE_ADD, Hint(QueueingHint.QUEUE_SKIP))]})
-    q.add(make_pod("a"))
+    q.add(make_pod().name("a").obj())
     qpi = pop_now(q)
     q.node_added(NODE)
     fail(q, qpi, "P")
@@ -151,10 +152,10 @@ def test_replayed_skip_leaves_pod_unschedulable() -> None:
 def test_update_of_in_flight_pod_is_recorded_not_queued() -> None:
     hint = Hint()
     q, _ = make_queue({"TaintToleration": [ClusterEventWithHint(TOLERATION_ADDED, hint)]})
-    old = make_pod("a", rv="1")
+    old = make_pod().name("a").resource_version("1").obj()
     q.add(old)
     qpi = pop_now(q)
-    new = make_pod("a", rv="2", tolerations=[{"key": "k", "operator": "Exists"}])
+    new = make_pod().name("a").tolerations([{"key": "k", "operator": "Exists"}]).resource_version("2").obj()
     q.update(old, new)
     assert q.queue_of(new) is None  # still in flight, not re-added
     fail(q, qpi, "TaintToleration")
@@ -165,15 +166,16 @@ def test_update_of_in_flight_pod_is_recorded_not_queued() -> None:
 def test_update_in_unschedulable_with_spec_change_uses_the_hints() -> None:
     hint = Hint()
     q, clock = make_queue({"TaintToleration": [ClusterEventWithHint(TOLERATION_ADDED, hint)], "P": []})
-    old = make_pod("a", rv="1")
+    old = make_pod().name("a").resource_version("1").obj()
     q.add(old)
     fail(q, pop_now(q), "TaintToleration")
     clock.advance(5)
-    relabeled = make_pod("a", rv="2", labels={"x": "y"})
+    relabeled = make_pod().name("a").resource_version("2").labels({"x": "y"}).obj()
     q.update(old, relabeled)  # UpdatePodLabel: TaintToleration did not register it
     assert q.queue_of(old) == "unschedulable"
     assert q.get("default", "a").pod is relabeled  # type: ignore[union-attr]
-    tolerated = make_pod("a", rv="3", labels={"x": "y"}, tolerations=[{"key": "k", "operator": "Exists"}])
+    tolerated = (make_pod().name("a").tolerations([{"key": "k", "operator": "Exists"}]).resource_version("3")
+                 .labels({"x": "y"}).obj())
     q.update(relabeled, tolerated)
     assert q.queue_of(old) == "active"
     assert pop_now(q).pod is tolerated
@@ -191,8 +193,8 @@ def test_event_during_a_cycle_requeues_only_the_pods_in_flight_when_it_came() ->
     added during a's attempt is replayed through P's hint when a comes back, b popped after it never sees it."""
     hint = Hint(QueueingHint.QUEUE)
     q, _ = make_queue({"P": [ClusterEventWithHint(NODE_ADD, hint)]})
-    q.add(make_pod("a"))
-    q.add(make_pod("b"))
+    q.add(make_pod().name("a").obj())
+    q.add(make_pod().name("b").obj())
     a = pop_now(q)
     q.node_added(NODE)  # during a's cycle
     b = pop_now(q)
@@ -209,14 +211,14 @@ def test_only_a_spec_change_some_rejector_registered_moves_the_pod() -> None:
     label_hint = Hint(QueueingHint.QUEUE)
     q, _ = make_queue({"P": [ClusterEventWithHint(ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_LABEL),
                                                   label_hint)]})
-    old = make_pod("a", rv="1")
+    old = make_pod().name("a").resource_version("1").obj()
     q.add(old)
     qpi = pop_now(q)
     assert fail(q, qpi, "P") is None
-    status_only = make_pod("a", rv="2", nominated="n1")  # status change only
+    status_only = make_pod().name("a").resource_version("2").nominated_node_name("n1").obj()  # status change only
     q.update(old, status_only)
     assert q.queue_of(old) == "unschedulable"
     assert label_hint.calls == []
-    q.update(status_only, make_pod("a", rv="3", labels={"x": "y"}))
+    q.update(status_only, make_pod().name("a").resource_version("3").labels({"x": "y"}).obj())
     assert q.queue_of(old) == "backoff"
     assert [call[0] for call in label_hint.calls] == ["a"]

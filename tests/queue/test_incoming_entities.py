@@ -8,7 +8,8 @@ from __future__ import annotations
 from scheduler.framework.types import ActionType, ClusterEvent, ClusterEventWithHint, EventResource
 from scheduler.model.pod import Pod
 from scheduler.queue import PriorityQueue
-from tests.queue.qhelpers import FakeClock, fail, make_pod, make_queue, pop_now
+from scheduler.testing import make_pod
+from tests.queue.qhelpers import FakeClock, fail, make_queue, pop_now
 
 OWN_LABEL = ClusterEventWithHint(ClusterEvent(EventResource.UNSCHEDULED_POD, ActionType.UPDATE_POD_LABEL))
 
@@ -17,12 +18,12 @@ def requeued_by_its_own_update(backoff_over: bool) -> tuple[list[tuple[str, str,
     """A pod rejected by P (registered for its own label changes), then relabelled; the queue's records."""
     records: list[tuple[str, str, bool]] = []
     q, clock = make_queue({"P": [OWN_LABEL]}, metrics=lambda *record: records.append(record))
-    old = make_pod("a", rv="1")
+    old = make_pod().name("a").resource_version("1").obj()
     q.add(old)
     fail(q, pop_now(q), "P")
     if backoff_over:
         clock.advance(60)
-    new = make_pod("a", rv="2", labels={"x": "y"})
+    new = make_pod().name("a").resource_version("2").labels({"x": "y"}).obj()
     q.update(old, new)
     return records, q, new
 
@@ -47,7 +48,7 @@ def test_a_requeue_into_the_queue_its_strategy_names_is_no_incoming_entity() -> 
 def test_the_flush_marks_the_pods_it_moves_until_their_next_attempt() -> None:
     clock = FakeClock()
     q, _ = make_queue({"P": [OWN_LABEL]}, clock=clock, pod_max_in_unschedulable=60.0)
-    q.add(make_pod("a"))
+    q.add(make_pod().name("a").obj())
     qpi = pop_now(q)
     fail(q, qpi, "P")
     assert not qpi.was_flushed_from_unschedulable

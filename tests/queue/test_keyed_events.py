@@ -18,9 +18,10 @@ from scheduler.framework.types import (
     EventResource,
 )
 from scheduler.model.node import node_from_api
-from scheduler.model.pod import Pod, pod_from_api
+from scheduler.model.pod import Pod
 from scheduler.plugins.dynamic_resources import DynamicResources
 from scheduler.queue import PriorityQueue, QueuedPodInfo, QueueProfile
+from scheduler.testing import PodWrapper, make_pod
 from tests.queue.qhelpers import (
     GATES_EVENT,
     FakeClock,
@@ -68,21 +69,18 @@ def claim(name: str, uid: str, namespace: str = "default", allocated: bool = Fal
         {"name": "req", "exactly": {"deviceClassName": "gpu"}}]}}, "status": status}
 
 
-def pod(name: str, claims: Sequence[str] = (), template: bool = False, generated: str | None = None,
-        namespace: str = "default", gated: bool = False) -> Pod:
-    """A pod naming ``claims`` directly, or (``template``) one claim from a template, named in its status
-    once ``generated`` is given; ``gated``: with a scheduling gate."""
-    refs: list[dict[str, Any]] = [{"name": f"r{i}", "resourceClaimName": c} for i, c in enumerate(claims)]
-    raw: dict[str, Any] = {"metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}"},
-                           "spec": {"containers": [{"name": "c", "image": "x"}]}}
-    if gated:
-        raw["spec"]["schedulingGates"] = [{"name": "wait"}]
+def claiming_pod(w: PodWrapper, claims: Sequence[str], template: bool, generated: str | None, gated: bool) -> Pod:
+    """The random walk's pod: naming ``claims`` directly, or (``template``) one claim from a template, named
+    in its status once ``generated`` is given; ``gated``: with a scheduling gate."""
+    for i, c in enumerate(claims):
+        w.resource_claim(f"r{i}", c)
     if template:
-        refs.append({"name": "t", "resourceClaimTemplateName": "tmpl"})
+        w.resource_claim("t", template="tmpl")
         if generated is not None:
-            raw["status"] = {"resourceClaimStatuses": [{"name": "t", "resourceClaimName": generated}]}
-    raw["spec"]["resourceClaims"] = refs
-    return pod_from_api(raw)
+            w.resource_claim_status("t", generated)
+    if gated:
+        w.scheduling_gates("wait")
+    return w.obj()
 
 
 class World:
@@ -135,24 +133,24 @@ def test_a_claim_event_asks_only_the_pods_naming_the_claim() -> None:
     w = World(PriorityQueue)
     (q,) = w.queues
     for i in range(50):  # gated: their claims do not exist yet
-        q.add(pod(f"g{i}", [f"c{i}"]))
+        q.add(make_pod().name(f"g{i}").resource_claim("r0", f"c{i}").obj())
     w.put_claim(claim("other", "u-o"))
     for i in range(50):
         w.put_claim(claim(f"c{i + 100}", f"u{i + 100}"))  # 50 claims nobody names
     assert w.hint_calls == []
     w.put_claim(claim("c7", "u7"))
     assert w.hint_calls == [DRA]  # one pod asked, not 50
-    assert q.queue_of(pod("g7")) == "active" and q.lengths()["gated"] == 49
+    assert q.queue_of(make_pod().name("g7").obj()) == "active" and q.lengths()["gated"] == 49
 
 
 def test_a_template_pod_is_filed_under_its_claim_once_its_status_names_it() -> None:
     w = World(PriorityQueue, WalkAll)
-    before = pod("p", template=True)
+    before = make_pod().name("p").resource_claim("t", template="tmpl").obj()
     for q in w.queues:
         q.add(before)
     w.put_claim(claim("p-t", "u1", owner="p"))  # the controller creates the claim first ...
     assert w.where(before) == ["gated", "gated"]
-    after = pod("p", template=True, generated="p-t")
+    after = make_pod().name("p").resource_claim("t", template="tmpl").resource_claim_status("t", "p-t").obj()
     for q in w.queues:
         q.update(before, after)  # ... then names it in the pod's status: the pod's own event moves it
     assert w.where(after) == ["active", "active"]
@@ -161,7 +159,7 @@ def test_a_template_pod_is_filed_under_its_claim_once_its_status_names_it() -> N
 def test_a_template_pod_rejected_at_filter_is_requeued_by_its_claims_status_change() -> None:
     w = World(PriorityQueue, WalkAll)
     w.put_claim(claim("p-t", "u1", owner="p"))
-    p = pod("p", template=True, generated="p-t")
+    p = make_pod().name("p").resource_claim("t", template="tmpl").resource_claim_status("t", "p-t").obj()
     rejected(w, p, DRA)
     w.clock.advance(20)  # past its backoff
     w.put_claim(claim("x", "ux", allocated=True))
@@ -173,8 +171,8 @@ def test_a_template_pod_rejected_at_filter_is_requeued_by_its_claims_status_chan
 def test_a_deleted_pod_leaves_the_index() -> None:
     w = World(PriorityQueue)
     (q,) = w.queues
-    q.add(pod("a", ["c1"]))
-    q.delete(pod("a", ["c1"]))
+    q.add(make_pod().name("a").resource_claim("r0", "c1").obj())
+    q.delete(make_pod().name("a").resource_claim("r0", "c1").obj())
     w.put_claim(claim("c1", "u1"))
     assert w.hint_calls == [] and q.lengths() == {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
 
@@ -182,7 +180,7 @@ def test_a_deleted_pod_leaves_the_index() -> None:
 def test_a_recreated_claim_requeues_the_pod_naming_it() -> None:
     w = World(PriorityQueue, WalkAll)
     w.put_claim(claim("c1", "u1"))
-    p = pod("a", ["c1"])
+    p = make_pod().name("a").resource_claim("r0", "c1").obj()
     rejected(w, p, DRA)
     w.clock.advance(20)
     w.delete_claim("default", "c1")  # unallocated: helps nobody
@@ -195,7 +193,7 @@ def test_a_deallocation_asks_every_pod() -> None:
     w = World(PriorityQueue, WalkAll)
     w.put_claim(claim("c1", "u1"))
     w.put_claim(claim("busy", "ub", allocated=True))
-    p = pod("a", ["c1"])
+    p = make_pod().name("a").resource_claim("r0", "c1").obj()
     rejected(w, p, DRA)
     w.clock.advance(20)
     w.put_claim(claim("busy", "ub", rv=2))  # its device freed
@@ -206,7 +204,7 @@ def test_an_unkeyed_claim_hint_of_another_rejector_still_asks_the_pod() -> None:
     w = World(PriorityQueue, WalkAll, fit_claim_hint=True)
     w.put_claim(claim("c1", "u1"))
     w.put_claim(claim("other", "uo"))
-    p = pod("a", ["c1"])
+    p = make_pod().name("a").resource_claim("r0", "c1").obj()
     rejected(w, p, DRA, FIT)
     w.clock.advance(20)
     w.put_claim(claim("other", "uo", rv=2))  # not p's claim, but Fit's hint (none: Queue) is reached
@@ -216,13 +214,13 @@ def test_an_unkeyed_claim_hint_of_another_rejector_still_asks_the_pod() -> None:
 def test_reloaded_profiles_refile_the_pods() -> None:
     w = World(PriorityQueue)
     (q,) = w.queues
-    q.add(pod("a", ["c1"]))
+    q.add(make_pod().name("a").resource_claim("r0", "c1").obj())
     fresh = DynamicResources({}, Handle())  # type: ignore[arg-type]
     fresh.manager = w.plugin.manager
     q.set_profiles({"default-scheduler": QueueProfile(pre_enqueue_plugins=[fresh],
                                                       hints={DRA: fresh.events_to_register()})}, 1, 10)
     w.put_claim(claim("c1", "u1"))
-    assert q.queue_of(pod("a")) == "active"
+    assert q.queue_of(make_pod().name("a").obj()) == "active"
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -242,8 +240,8 @@ def test_random_events_move_the_same_pods_as_a_walk_over_all(seed: int) -> None:
         if op < 0.15 and len(pods) < 25:
             n = f"p{len(pods)}-{rng.randrange(1000)}"
             ns = rng.choice(namespaces)
-            p = pod(n, rng.sample(names, rng.randrange(0, 3)), template=rng.random() < 0.4, namespace=ns,
-                    gated=rng.random() < 0.3)
+            p = claiming_pod(make_pod().name(n).namespace(ns), rng.sample(names, rng.randrange(0, 3)),
+                             rng.random() < 0.4, None, rng.random() < 0.3)
             pods[p.key] = p
             for q in w.queues:
                 q.add(p)
@@ -258,15 +256,15 @@ def test_random_events_move_the_same_pods_as_a_walk_over_all(seed: int) -> None:
             w.delete_claim(*rng.choice(sorted(w.claims)))
         elif op < 0.60 and pods:
             old_pod = rng.choice(sorted(pods.values(), key=lambda p: p.key))
-            refs = old_pod.raw["spec"]["resourceClaims"]
+            refs = old_pod.raw["spec"].get("resourceClaims", [])
             template = any("resourceClaimTemplateName" in r for r in refs)
             named = "status" in old_pod.raw
             gated = bool(old_pod.scheduling_gates)
             if (template and not named) or gated:  # the controller names its claim, or the gate is lifted
                 lift = gated and (not template or named or rng.random() < 0.5)
-                new_pod = pod(old_pod.name, [r["resourceClaimName"] for r in refs if "resourceClaimName" in r],
-                              template=template, generated=f"{old_pod.name}-t" if named or not lift else None,
-                              namespace=old_pod.namespace, gated=gated and not lift)
+                new_pod = claiming_pod(make_pod().name(old_pod.name).namespace(old_pod.namespace),
+                                       [r["resourceClaimName"] for r in refs if "resourceClaimName" in r], template,
+                                       f"{old_pod.name}-t" if named or not lift else None, gated and not lift)
                 pods[new_pod.key] = new_pod
                 for q in w.queues:
                     q.update(old_pod, new_pod)

@@ -7,16 +7,8 @@ from scheduler.framework.types import NODE_ADD, ActionType, ClusterEvent, Cluste
 from scheduler.model.node import node_from_api
 from scheduler.model.pod import Pod
 from scheduler.queue import SEED_POD_MAX_IN_UNSCHEDULABLE, PriorityQueue, QueueProfile
-from tests.queue.qhelpers import (
-    FakeClock,
-    GatePlugin,
-    fail,
-    make_pod,
-    make_queue,
-    pop_now,
-    priority_less,
-    priority_rank,
-)
+from scheduler.testing import make_pod
+from tests.queue.qhelpers import FakeClock, GatePlugin, fail, make_queue, pop_now, priority_less, priority_rank
 
 NODE = node_from_api({"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4"}}})
 
@@ -24,14 +16,14 @@ NODE = node_from_api({"metadata": {"name": "n1"}, "status": {"allocatable": {"cp
 def test_priority_order_then_fifo() -> None:
     q, clock = make_queue()
     for name, prio in (("a", 1), ("b", 5), ("c", 1), ("d", 5)):
-        q.add(make_pod(name, prio))
+        q.add(make_pod().name(name).priority(prio).obj())
         clock.advance(0.1)
     assert [pop_now(q).pod.name for _ in range(4)] == ["b", "d", "a", "c"]
 
 
 def test_pop_counts_attempts_and_cycles() -> None:
     q, clock = make_queue()
-    q.add(make_pod("a"))
+    q.add(make_pod().name("a").obj())
     assert q.scheduling_cycle == 0
     qpi = pop_now(q)
     assert (qpi.attempts, q.scheduling_cycle, qpi.initial_attempt_timestamp) == (1, 1, clock.now)
@@ -57,7 +49,7 @@ def test_pop_blocks_until_add() -> None:
     t = threading.Thread(target=consumer)
     t.start()
     waiting.wait()
-    q.add(make_pod("a"))
+    q.add(make_pod().name("a").obj())
     t.join(timeout=10)
     assert got == ["a"]
 
@@ -71,14 +63,14 @@ def test_pop_times_out_and_close_wakes_waiters() -> None:
     q.close()
     t.join(timeout=10)
     assert got == [None]
-    q.add(make_pod("a"))
+    q.add(make_pod().name("a").obj())
     assert q.pop(timeout=0) is None  # closed
 
 
 def test_pop_from_backoff_when_active_is_empty() -> None:
     records: list[tuple[str, str]] = []
     q, _ = make_queue({"P": [ClusterEventWithHint(NODE_ADD)]}, metrics=lambda qu, ev, _entity: records.append((qu, ev)))
-    q.add(make_pod("a"))
+    q.add(make_pod().name("a").obj())
     qpi = pop_now(q)
     fail(q, qpi, "P")
     q.node_added(NODE)
@@ -89,17 +81,17 @@ def test_pop_from_backoff_when_active_is_empty() -> None:
 
 def test_active_pods_win_over_backoff_pods() -> None:
     q, _ = make_queue({"P": [ClusterEventWithHint(NODE_ADD)]})
-    q.add(make_pod("a", 100))
+    q.add(make_pod().name("a").priority(100).obj())
     qpi = pop_now(q)
     fail(q, qpi, "P")
     q.node_added(NODE)
-    q.add(make_pod("b", 0))
+    q.add(make_pod().name("b").priority(0).obj())
     assert pop_now(q).pod.name == "b"
 
 
 def test_leftover_flush_default_five_minutes() -> None:
     q, clock = make_queue({"P": []})
-    q.add(make_pod("a"))
+    q.add(make_pod().name("a").obj())
     qpi = pop_now(q)
     fail(q, qpi, "P")
     assert q.queue_of(qpi.pod) == "unschedulable"
@@ -113,7 +105,7 @@ def test_leftover_flush_default_five_minutes() -> None:
 
 def test_leftover_flush_seed_sixty_seconds() -> None:
     q, clock = make_queue({"P": []}, pod_max_in_unschedulable=SEED_POD_MAX_IN_UNSCHEDULABLE)
-    q.add(make_pod("a"))
+    q.add(make_pod().name("a").obj())
     qpi = pop_now(q)
     fail(q, qpi, "P")
     clock.advance(60)
@@ -126,7 +118,7 @@ def test_leftover_flush_seed_sixty_seconds() -> None:
 
 def test_leftover_flush_goes_to_backoff_if_still_backing_off() -> None:
     q, clock = make_queue({"P": []}, pod_max_in_unschedulable=1, pod_max_backoff=100, pod_initial_backoff=50)
-    q.add(make_pod("a"))
+    q.add(make_pod().name("a").obj())
     qpi = pop_now(q)
     fail(q, qpi, "P")
     clock.advance(2)
@@ -136,7 +128,7 @@ def test_leftover_flush_goes_to_backoff_if_still_backing_off() -> None:
 
 def test_leftover_flush_leaves_gated_pods_alone() -> None:
     q, clock = make_queue()
-    q.add(make_pod("g", gates=("wait",)))
+    q.add(make_pod().name("g").scheduling_gates(*("wait",)).obj())
     clock.advance(1000)
     q.flush_unschedulable_pods_leftover()
     assert q.lengths() == {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 1}
@@ -163,32 +155,32 @@ def test_leftover_flush_reruns_pre_enqueue_of_gated_pods_once_a_period() -> None
     node_add = ClusterEvent(EventResource.NODE, ActionType.ADD)
     profile = QueueProfile(pre_enqueue_plugins=[switch], hints={"Switch": [ClusterEventWithHint(node_add)]})
     q = PriorityQueue(priority_less, {"default-scheduler": profile}, clock=clock, rank=priority_rank)
-    q.add(make_pod("g"))
+    q.add(make_pod().name("g").obj())
     clock.advance(301)
     q.flush_unschedulable_pods_leftover()
-    assert (switch.calls, q.queue_of(make_pod("g"))) == (2, "gated")  # checked again, still closed
+    assert (switch.calls, q.queue_of(make_pod().name("g").obj())) == (2, "gated")  # checked again, still closed
     clock.advance(30)
     q.flush_unschedulable_pods_leftover()
     assert switch.calls == 2  # a full period from the last flush, not from when it entered
     switch.open = True
     clock.advance(271)
     q.flush_unschedulable_pods_leftover()
-    assert (switch.calls, q.queue_of(make_pod("g"))) == (3, "active")
+    assert (switch.calls, q.queue_of(make_pod().name("g").obj())) == (3, "active")
 
 
 def test_gated_pod_waits_until_gates_removed() -> None:
     q, _ = make_queue({"Other": [ClusterEventWithHint(NODE_ADD)]})
-    old = make_pod("g", gates=("a", "b"), rv="1")
+    old = make_pod().name("g").scheduling_gates(*("a", "b")).resource_version("1").obj()
     q.add(old)
     assert q.queue_of(old) == "gated"
     assert q.get("default", "g").gating_plugin == "SchedulingGates"  # type: ignore[union-attr]
     assert q.gating_message("default/g") == "waiting for scheduling gates: [a b]"
     q.move_all_to_active_or_backoff(NODE_ADD)  # not an event SchedulingGates registered
     assert q.queue_of(old) == "gated"
-    fewer = make_pod("g", gates=("a",), rv="2")
+    fewer = make_pod().name("g").scheduling_gates(*("a",)).resource_version("2").obj()
     q.update(old, fewer)
     assert q.queue_of(old) == "gated"
-    q.update(fewer, make_pod("g", rv="3"))
+    q.update(fewer, make_pod().name("g").resource_version("3").obj())
     assert q.queue_of(old) == "active"
     assert q.gating_message("default/g") == ""
     qpi = pop_now(q)
@@ -197,56 +189,56 @@ def test_gated_pod_waits_until_gates_removed() -> None:
 
 def test_delete_from_each_sub_queue() -> None:
     q, _ = make_queue({"P": []})
-    q.add(make_pod("backoff"))
-    q.add(make_pod("unsched"))
+    q.add(make_pod().name("backoff").obj())
+    q.add(make_pod().name("unsched").obj())
     b, u = pop_now(q), pop_now(q)
     fail(q, b)  # error -> backoff
     fail(q, u, "P")  # -> unschedulable
-    q.add(make_pod("active", nominated="n1"))
-    q.add(make_pod("gated", gates=("x",)))
+    q.add(make_pod().name("active").nominated_node_name("n1").obj())
+    q.add(make_pod().name("gated").scheduling_gates(*("x",)).obj())
     assert q.lengths() == {"active": 1, "backoff": 1, "unschedulable": 1, "gated": 1}
     assert [p.name for p in q.nominated_pods_for_node("n1")] == ["active"]
     for name in ("active", "backoff", "unsched", "gated"):
-        q.delete(make_pod(name))
+        q.delete(make_pod().name(name).obj())
     assert q.lengths() == {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
     assert q.nominated_pods_for_node("n1") == []
 
 
 def test_pod_bound_elsewhere_leaves_the_queue() -> None:
     q, _ = make_queue()
-    old = make_pod("a", rv="1", nominated="n1")
+    old = make_pod().name("a").resource_version("1").nominated_node_name("n1").obj()
     q.add(old)
-    q.update(old, make_pod("a", rv="2", node_name="n2"))
+    q.update(old, make_pod().name("a").node("n2").resource_version("2").obj())
     assert q.queue_of(old) is None
     assert q.nominated_pods_for_node("n1") == []
-    q.add(make_pod("b", node_name="n2"))  # assigned pods never enter the queue
+    q.add(make_pod().name("b").node("n2").obj())  # assigned pods never enter the queue
     assert q.pending_pods()[1] == "activeQ:0; backoffQ:0; unschedulablePods:0"
 
 
 def test_update_in_active_is_in_place_and_same_rv_ignored() -> None:
     q, clock = make_queue()
-    a = make_pod("a", 1, rv="1")
+    a = make_pod().name("a").priority(1).resource_version("1").obj()
     q.add(a)
     clock.advance(1)
-    q.add(make_pod("b", 2))
-    q.update(a, make_pod("a", 1, rv="1", labels={"ignored": "x"}))
+    q.add(make_pod().name("b").priority(2).obj())
+    q.update(a, make_pod().name("a").priority(1).resource_version("1").labels({"ignored": "x"}).obj())
     assert q.get("default", "a").pod is a  # type: ignore[union-attr]
-    q.update(a, make_pod("a", 3, rv="2"))
+    q.update(a, make_pod().name("a").priority(3).resource_version("2").obj())
     first = pop_now(q)
     assert (first.pod.name, first.pod.priority) == ("a", 3)
 
 
 def test_update_of_unknown_pod_adds_it() -> None:
     q, _ = make_queue()
-    q.update(make_pod("a", rv="1"), make_pod("a", rv="2"))
-    assert q.queue_of(make_pod("a")) == "active"
+    q.update(make_pod().name("a").resource_version("1").obj(), make_pod().name("a").resource_version("2").obj())
+    assert q.queue_of(make_pod().name("a").obj()) == "active"
 
 
 def test_add_unschedulable_if_already_present_is_an_error_and_still_done() -> None:
     q, _ = make_queue()
-    q.add(make_pod("a"))
+    q.add(make_pod().name("a").obj())
     qpi = pop_now(q)
-    q.add(make_pod("a"))  # the informer re-added it meanwhile
+    q.add(make_pod().name("a").obj())  # the informer re-added it meanwhile
     err = fail(q, qpi)
     assert err is not None and "active queue" in err
     assert q.in_flight_pods() == []
@@ -254,11 +246,11 @@ def test_add_unschedulable_if_already_present_is_an_error_and_still_done() -> No
 
 def test_pending_pods_summary_and_lengths() -> None:
     q, _ = make_queue({"P": []})
-    q.add(make_pod("a"))
-    q.add(make_pod("b"))
+    q.add(make_pod().name("a").obj())
+    q.add(make_pod().name("b").obj())
     qpi = pop_now(q)
     fail(q, qpi, "P")
-    q.add(make_pod("g", gates=("x",)))
+    q.add(make_pod().name("g").scheduling_gates(*("x",)).obj())
     pods, summary = q.pending_pods()
     assert summary == "activeQ:1; backoffQ:0; unschedulablePods:2"
     assert sorted(p.name for p in pods) == ["a", "b", "g"]
@@ -267,18 +259,18 @@ def test_pending_pods_summary_and_lengths() -> None:
 
 def test_activate_moves_unschedulable_and_backoff_pods() -> None:
     q, _ = make_queue({"P": []})
-    q.add(make_pod("u"))
-    q.add(make_pod("b"))
+    q.add(make_pod().name("u").obj())
+    q.add(make_pod().name("b").obj())
     u, b = pop_now(q), pop_now(q)
     fail(q, u, "P")
     fail(q, b)
-    q.activate([u.pod, b.pod, make_pod("unknown")])
+    q.activate([u.pod, b.pod, make_pod().name("unknown").obj()])
     assert (q.queue_of(u.pod), q.queue_of(b.pod)) == ("active", "active")
 
 
 def test_activate_in_flight_pod_requeues_it_when_it_comes_back() -> None:
     q, _ = make_queue({"P": []})
-    q.add(make_pod("a"))
+    q.add(make_pod().name("a").obj())
     qpi = pop_now(q)
     q.activate([qpi.pod])
     fail(q, qpi, "P")
@@ -287,8 +279,8 @@ def test_activate_in_flight_pod_requeues_it_when_it_comes_back() -> None:
 
 def test_force_activate_of_another_pod_does_not_requeue() -> None:
     q, _ = make_queue({"P": []})
-    q.add(make_pod("a"))
-    q.add(make_pod("b"))
+    q.add(make_pod().name("a").obj())
+    q.add(make_pod().name("b").obj())
     a, b = pop_now(q), pop_now(q)
     q.activate([b.pod])  # event recorded for b only
     fail(q, a, "P")
@@ -298,8 +290,8 @@ def test_force_activate_of_another_pod_does_not_requeue() -> None:
 def test_metrics_callback_sees_incoming_pods() -> None:
     records: list[tuple[str, str]] = []
     q, _ = make_queue(metrics=lambda queue, event, _entity: records.append((queue, event)))
-    q.add(make_pod("a"))
-    q.add(make_pod("g", gates=("x",)))
+    q.add(make_pod().name("a").obj())
+    q.add(make_pod().name("g").scheduling_gates(*("x",)).obj())
     # A gated pod enters unschedulablePods: upstream's queue_incoming_pods_total says "unschedulable"
     # (only scheduler_pending_pods tells gated pods apart).
     assert records == [("active", "UnscheduledPodAdd"), ("unschedulable", "UnscheduledPodAdd")]
@@ -311,9 +303,9 @@ def test_pre_enqueue_runs_only_for_the_pods_profile() -> None:
         {"default-scheduler": QueueProfile(), "gated": QueueProfile(pre_enqueue_plugins=[GatePlugin()])},
         clock=FakeClock(),
     )
-    q.add(make_pod("a", gates=("x",)))
-    q.add(make_pod("b", gates=("x",), scheduler_name="gated"))
-    assert (q.queue_of(make_pod("a")), q.queue_of(make_pod("b"))) == ("active", "gated")
+    q.add(make_pod().name("a").scheduling_gates(*("x",)).obj())
+    q.add(make_pod().name("b").scheduler_name("gated").scheduling_gates(*("x",)).obj())
+    assert (q.queue_of(make_pod().name("a").obj()), q.queue_of(make_pod().name("b").obj())) == ("active", "gated")
 
 
 def test_pre_enqueue_exception_gates_the_pod() -> None:
@@ -324,14 +316,14 @@ def test_pre_enqueue_exception_gates_the_pod() -> None:
             raise RuntimeError("boom")
 
     q = PriorityQueue(priority_less, {"default-scheduler": QueueProfile(pre_enqueue_plugins=[Broken()])})
-    q.add(make_pod("a"))
-    assert q.queue_of(make_pod("a")) == "gated"
+    q.add(make_pod().name("a").obj())
+    assert q.queue_of(make_pod().name("a").obj()) == "gated"
 
 
 def test_run_flushes_in_the_background() -> None:
     clock = FakeClock()
     q, _ = make_queue(clock=clock)
-    q.add(make_pod("a"))
+    q.add(make_pod().name("a").obj())
     qpi = pop_now(q)
     fail(q, qpi)  # error backoff: pop() does not take it early
     clock.advance(30)
@@ -354,21 +346,21 @@ def test_gated_pod_moves_only_on_its_gating_plugins_events() -> None:
     gate = WaitForNode()
     profile = QueueProfile(pre_enqueue_plugins=[gate], hints={"WaitForNode": [ClusterEventWithHint(NODE_ADD)]})
     q = PriorityQueue(priority_less, {"default-scheduler": profile}, clock=FakeClock())
-    q.add(make_pod("a"))
+    q.add(make_pod().name("a").obj())
     q.move_all_to_active_or_backoff(NODE_ADD, None, NODE)
-    assert q.queue_of(make_pod("a")) == "gated"  # PreEnqueue ran again and still says no
+    assert q.queue_of(make_pod().name("a").obj()) == "gated"  # PreEnqueue ran again and still says no
     gate.ready = True
     q.node_added(NODE)
-    assert q.queue_of(make_pod("a")) == "active"
+    assert q.queue_of(make_pod().name("a").obj()) == "active"
 
 
 def test_update_in_backoff_is_in_place() -> None:
     q, _ = make_queue()
-    old = make_pod("a", rv="1")
+    old = make_pod().name("a").resource_version("1").obj()
     q.add(old)
     qpi = pop_now(q)
     fail(q, qpi)
-    new = make_pod("a", rv="2", labels={"x": "y"})
+    new = make_pod().name("a").resource_version("2").labels({"x": "y"}).obj()
     q.update(old, new)
     assert q.queue_of(new) == "backoff"
     assert q.get("default", "a") is qpi and qpi.pod is new
@@ -380,7 +372,7 @@ def test_concurrent_producers_and_consumer_see_each_pod_once() -> None:
 
     def producer(i: int) -> None:
         for j in range(50):
-            q.add(make_pod(f"p{i}-{j}"))
+            q.add(make_pod().name(f"p{i}-{j}").obj())
 
     threads = [threading.Thread(target=producer, args=(i,)) for i in range(4)]
     for t in threads:

@@ -164,3 +164,30 @@ def test_containers_built_alone() -> None:
     c = make_container().name("web").image("nginx").req(cpu="1").lim(memory="1Gi").host_port(80).obj()
     assert c == {"name": "web", "image": "nginx", "resources": {"requests": {"cpu": "1"}, "limits": {"memory": "1Gi"}},
                  "ports": [{"containerPort": 80, "hostPort": 80}]}
+
+
+def test_res_sets_requests_and_limits_and_init_containers_keep_their_order() -> None:
+    pod = (make_pod().container(make_container().name("a").res({"example.com/gpu": 1}))
+           .init_containers(make_container().name("i0"), make_container().name("i1").restart_policy("Always")).api())
+    assert pod["spec"]["containers"][0]["resources"] == {"requests": {"example.com/gpu": "1"},
+                                                        "limits": {"example.com/gpu": "1"}}
+    assert [c["name"] for c in pod["spec"]["initContainers"]] == ["i0", "i1"]
+
+
+def test_metadata_and_status_escape_hatches() -> None:
+    node = make_node().name("n1").creation_timestamp("2026-01-01T00:00:00Z").resource_version("3").api()
+    meta = node["metadata"]
+    assert (meta["creationTimestamp"], meta["resourceVersion"]) == ("2026-01-01T00:00:00Z", "3")
+    claim = make_resource_claim().name("c").owner_reference("p", "Pod", "v1", uid="uid-p").obj()
+    assert claim.raw["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Pod", "name": "p", "controller": True, "uid": "uid-p"}]
+    conditions = [{"type": "DisruptionTarget", "status": "True", "message": "why"}]
+    assert make_pod().status_field("conditions", conditions).api()["status"]["conditions"] == conditions
+    cls = make_device_class().name("gpu").extended_resource_name("example.com/gpu").api()
+    assert cls["spec"]["extendedResourceName"] == "example.com/gpu"
+
+
+def test_no_uid_leaves_the_uid_to_the_api_server() -> None:
+    assert "uid" not in make_pod().name("p").no_uid().api()["metadata"]
+    assert "uid" not in make_node().name("n").no_uid().api()["metadata"]
+    assert make_pod().name("p").api()["metadata"]["uid"] == "uid-p"

@@ -14,17 +14,18 @@ import yaml
 from structlog.testing import capture_logs
 
 from scheduler.app.cli import dispatch, parser
+from scheduler.testing import make_pod
 from scheduler.whatif.capacity import capacity, format_capacity
 from scheduler.whatif.explain import explain, format_explain
 from scheduler.whatif.simulate import SimulationError
-from tests.framework.test_results import EXISTING, NODES, pod
+from tests.framework.test_results import EXISTING, NODES
 
 CLUSTER = [*NODES, EXISTING]
 DEFAULT = "default-scheduler"
 
 
 def test_unschedulable_pod_gets_the_failed_scheduling_message_and_grouped_reasons() -> None:
-    r = explain(pod("big", "7", scheduler=DEFAULT), CLUSTER, None)
+    r = explain(make_pod().name("big").scheduler_name(DEFAULT).req(cpu="7", memory="1Gi").api(), CLUSTER, None)
     assert r["node"] is None
     assert r["message"].startswith("0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu.")
     assert r["filtered"]["n1"] == {"plugin": "NodeResourcesFit", "reason": "Insufficient cpu"}
@@ -45,7 +46,7 @@ def test_bound_pod_is_explained_without_itself_on_its_node() -> None:
 
 
 def test_scores_are_sorted_by_total_limited_and_coloured_only_when_asked() -> None:
-    r = explain(pod("a", "1", scheduler=DEFAULT), CLUSTER, None)
+    r = explain(make_pod().name("a").scheduler_name(DEFAULT).req(cpu="1", memory="1Gi").api(), CLUSTER, None)
     assert r["node"] == "n3"
     totals = {n: s["total"] for n, s in r["scores"].items()}
     assert totals["n3"] > totals["n1"]
@@ -61,14 +62,15 @@ def test_scores_are_sorted_by_total_limited_and_coloured_only_when_asked() -> No
 
 
 def test_capacity_places_copies_until_the_first_failure() -> None:
-    r = capacity(pod("web", "1", scheduler=DEFAULT), CLUSTER, None)
+    r = capacity(make_pod().name("web").scheduler_name(DEFAULT).req(cpu="1", memory="1Gi").api(), CLUSTER, None)
     # n1: 4 - 3 = 1 cpu free, n3: 2; n2 is tainted.
     assert r == {"count": 3, "nodes": {"n1": 1, "n3": 2},
                  "message": "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."}
     assert format_capacity(r) == ("3 pod(s) fit.\n  n3  2\n  n1  1\nStopped: 0/3 nodes are available: "
                                   "1 node(s) had untolerated taint(s), 2 Insufficient cpu.\n")
     seen: list[int] = []
-    limited = capacity(pod("web", "1", scheduler=DEFAULT), CLUSTER, None, max_count=2, progress=seen.append)
+    limited = capacity(make_pod().name("web").scheduler_name(DEFAULT).req(cpu="1", memory="1Gi").api(), CLUSTER, None,
+                       max_count=2, progress=seen.append)
     assert (limited["count"], limited["message"], seen) == (2, "limit reached: --max 2", [1, 2])
     with pytest.raises(SimulationError, match="expected a Pod, got Node"):
         capacity(NODES[0], CLUSTER, None)
@@ -90,13 +92,16 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
 
 def test_capacity_cli_json_and_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cluster = write(tmp_path, "cluster.yaml", CLUSTER)
-    good = write(tmp_path, "pod.yaml", [pod("web", "1", scheduler=DEFAULT)])
+    good = write(tmp_path, "pod.yaml",
+                 [make_pod().name("web").scheduler_name(DEFAULT).req(cpu="1", memory="1Gi").api()])
     code, out, _ = run_cli(capsys, "capacity", "--pod", good, "--cluster", cluster, "--output", "json")
     assert code == 0 and yaml.safe_load(out)["count"] == 3
     bad = write(tmp_path, "bad.yaml", "kind: Pod\nmetadata: {name: [unclosed\n")
     code, out, err = run_cli(capsys, "capacity", "--pod", bad, "--cluster", cluster)
     assert code == 2 and out == "" and err.startswith(f"py-scheduler capacity: {bad}: invalid YAML")
-    two = write(tmp_path, "two.yaml", [pod("a", "1"), pod("b", "1")])
+    two = write(tmp_path, "two.yaml",
+                [make_pod().name("a").scheduler_name("py-scheduler").req(cpu="1", memory="1Gi").api(),
+                 make_pod().name("b").scheduler_name("py-scheduler").req(cpu="1", memory="1Gi").api()])
     code, _, err = run_cli(capsys, "capacity", "--pod", two, "--cluster", cluster)
     assert (code, err) == (2, f"py-scheduler capacity: {two}: expected exactly one Pod, found 2 objects\n")
     code, _, err = run_cli(capsys, "capacity", "--pod", good)
@@ -105,9 +110,8 @@ def test_capacity_cli_json_and_bad_input(tmp_path: Path, capsys: pytest.CaptureF
 
 def test_capacity_resolves_the_pods_priority_class(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """capacity's --cluster may hold PriorityClasses; a pod naming a missing one is refused as admission does."""
-    web = pod("web", "1", scheduler=DEFAULT)
-    del web["spec"]["priority"]  # as written by a user: admission fills it in
-    web["spec"]["priorityClassName"] = "gold"
+    # as written by a user, without spec.priority: admission fills it in
+    web = make_pod().name("web").scheduler_name(DEFAULT).req(cpu="1", memory="1Gi").priority_class_name("gold").api()
     path = write(tmp_path, "pod.yaml", [web])
     code, _, err = run_cli(capsys, "capacity", "--pod", path, "--cluster", write(tmp_path, "c.yaml", CLUSTER))
     assert (code, err) == (2, f'py-scheduler capacity: {path}: pods "web" is forbidden: '
@@ -137,7 +141,7 @@ def test_a_config_without_the_pods_profile_is_one_clear_error(tmp_path: Path) ->
     config = write(tmp_path, "config.yaml", "apiVersion: kubescheduler.config.k8s.io/v1\n"
                    "kind: KubeSchedulerConfiguration\nprofiles: [{schedulerName: other}]\n")
     with pytest.raises(SimulationError, match="no profile for the pod's schedulerName 'py-scheduler'"):
-        explain(pod("a", "1"), CLUSTER, config)
+        explain(make_pod().name("a").scheduler_name("py-scheduler").req(cpu="1", memory="1Gi").api(), CLUSTER, config)
 
 
 def test_invalid_yaml_is_reported_on_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -173,20 +177,22 @@ def test_progress_bar_only_on_a_terminal_and_after_a_second(monkeypatch: pytest.
 
 
 def test_a_pending_pods_nomination_holds_its_room() -> None:
-    nominated = pod("preemptor", "2", priority=100, scheduler=DEFAULT)
+    nominated = make_pod().name("preemptor").scheduler_name(DEFAULT).priority(100).req(cpu="2", memory="1Gi").api()
     nominated["status"] = {"nominatedNodeName": "n3"}
-    r = explain(pod("a", "1", scheduler=DEFAULT), [*CLUSTER, nominated], None)
+    r = explain(make_pod().name("a").scheduler_name(DEFAULT).req(cpu="1", memory="1Gi").api(), [*CLUSTER, nominated],
+                None)
     assert r["node"] == "n1"
     assert r["filtered"]["n3"] == {"plugin": "NodeResourcesFit", "reason": "Insufficient cpu"}
-    other = pod("other", "2", priority=100, scheduler="someone-else")
+    other = make_pod().name("other").scheduler_name("someone-else").priority(100).req(cpu="2", memory="1Gi").api()
     other["status"] = {"nominatedNodeName": "n3"}
-    assert explain(pod("a", "1", scheduler=DEFAULT), [*CLUSTER, other], None)["node"] == "n3", \
+    assert explain(make_pod().name("a").scheduler_name(DEFAULT).req(cpu="1", memory="1Gi").api(), [*CLUSTER, other],
+                   None)["node"] == "n3", \
         "another scheduler's nominations are not this scheduler's"
 
 
 def test_long_node_lists_are_cut_in_the_table_only() -> None:
     many = [{**NODES[2], "metadata": {"name": f"m{i:02d}", "uid": f"m{i}"}} for i in range(12)]
-    r = explain(pod("big", "7", scheduler=DEFAULT), many, None)
+    r = explain(make_pod().name("big").scheduler_name(DEFAULT).req(cpu="7", memory="1Gi").api(), many, None)
     assert len(r["filtered"]) == 12
     assert "Insufficient cpu (12): m00, m01, m02, m03, m04, m05, m06, m07, m08, m09 and 2 more\n" in format_explain(r)
 
@@ -195,7 +201,7 @@ def test_capacity_rejects_an_invalid_pod_and_leaves_out_invalid_cluster_objects(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """As simulate: what the API server would reject is named by its field path, never silently counted."""
-    bad_pod = pod("web", "1", scheduler=DEFAULT)
+    bad_pod = make_pod().name("web").scheduler_name(DEFAULT).req(cpu="1", memory="1Gi").api()
     bad_pod["spec"]["tolerations"] = [{"key": "k", "operator": "Sometimes"}]
     path = write(tmp_path, "pod.yaml", [bad_pod])
     code, out, err = run_cli(capsys, "capacity", "--pod", path, "--cluster", write(tmp_path, "c.yaml", CLUSTER))
@@ -203,7 +209,8 @@ def test_capacity_rejects_an_invalid_pod_and_leaves_out_invalid_cluster_objects(
     assert "default/web: spec.tolerations[0].operator: unsupported value 'Sometimes'" in err
     bad_node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n9"},
                 "status": {"allocatable": {"cpu": "-8", "memory": "8Gi", "pods": "110"}}}
-    good = write(tmp_path, "good.yaml", [pod("web", "1", scheduler=DEFAULT)])
+    good = write(tmp_path, "good.yaml",
+                 [make_pod().name("web").scheduler_name(DEFAULT).req(cpu="1", memory="1Gi").api()])
     code, out, err = run_cli(capsys, "capacity", "--pod", good, "--cluster",
                              write(tmp_path, "c2.yaml", [*CLUSTER, bad_node]), "--output", "json")
     assert code == 0 and yaml.safe_load(out)["count"] == 3  # n9 left out

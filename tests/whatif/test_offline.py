@@ -16,7 +16,7 @@ from scheduler.model.pod import pod_from_api
 from scheduler.plugins.helper.volume_util import ANN_SELECTED_NODE
 from scheduler.scheduler import Scheduler
 from scheduler.whatif.offline import OfflineWriter, RecordingBinder, RecordingEventSink
-from tests.test_scheduler import node, pod
+from tests.builders import api_node, api_pod
 
 
 def scheduler(writer: OfflineWriter | None) -> Scheduler:
@@ -32,8 +32,8 @@ def scheduler(writer: OfflineWriter | None) -> Scheduler:
 def test_status_patch_merges_conditions_by_type_and_removes_null_fields() -> None:
     w = OfflineWriter()
     s = scheduler(w)
-    s.on_node_event(ADDED, node("n1"))
-    obj = pod("v", node_name="n1")
+    s.on_node_event(ADDED, api_node("n1"))
+    obj = api_pod("v", node_name="n1")
     obj["status"] = {"nominatedNodeName": "n1", "conditions": [{"type": "Ready", "status": "True"}]}
     s.on_pod_event(ADDED, obj)
     w.patch_pod_status("default", "v", {"status": {"nominatedNodeName": None, "conditions": [
@@ -49,8 +49,8 @@ def test_status_patch_merges_conditions_by_type_and_removes_null_fields() -> Non
 def test_deletion_is_delivered_and_unknown_pods_are_not_found() -> None:
     w = OfflineWriter()
     s = scheduler(w)
-    s.on_node_event(ADDED, node("n1"))
-    s.on_pod_event(ADDED, pod("v", node_name="n1"))
+    s.on_node_event(ADDED, api_node("n1"))
+    s.on_pod_event(ADDED, api_pod("v", node_name="n1"))
     w.delete_pod("default", "v")
     assert s.cache.pod_count() == 0
     with pytest.raises(NotFoundError) as err:
@@ -74,11 +74,11 @@ def test_a_claim_update_is_followed_by_the_provisioner_and_pv_controller() -> No
 
 def test_without_a_writer_the_core_writes_fail_with_an_error_status() -> None:
     s = scheduler(None)
-    s.on_node_event(ADDED, node("n1"))
-    s.on_pod_event(ADDED, pod("v", node_name="n1"))
-    victim, preemptor = pod_from_api(pod("v", node_name="n1")), pod_from_api(pod("p", priority=9))
+    s.on_node_event(ADDED, api_node("n1"))
+    s.on_pod_event(ADDED, api_pod("v", node_name="n1"))
+    victim, preemptor = pod_from_api(api_pod("v", node_name="n1")), pod_from_api(api_pod("p", priority=9))
     status = s.preempt(victim, preemptor, "n1", "DefaultPreemption")
     assert status is not None and status.code == Code.ERROR and "no API writer" in status.message
     assert s.cache.pod_count() == 1, "nothing was evicted"
-    cleared = s.clear_nominated_node(pod_from_api({**pod("q"), "status": {"nominatedNodeName": "n1"}}))
+    cleared = s.clear_nominated_node(pod_from_api({**api_pod("q"), "status": {"nominatedNodeName": "n1"}}))
     assert cleared is not None and cleared.code == Code.ERROR

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from scheduler.model.validation import validate
+from scheduler.testing import PodWrapper, make_pod
 from scheduler.whatif.priority_admission import AdmissionError, PriorityAdmission
 
 
@@ -22,10 +23,6 @@ def pclass(name: str, value: int, *, default: bool = False, policy: str | None =
     return obj
 
 
-def pod(name: str = "p", **spec: Any) -> dict[str, Any]:
-    return {"kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": {"containers": [], **spec}}
-
-
 def resolved(admission: PriorityAdmission, p: dict[str, Any]) -> tuple[Any, Any, Any]:
     spec = admission.admit(p)["spec"]
     return spec.get("priorityClassName"), spec.get("priority"), spec.get("preemptionPolicy")
@@ -35,45 +32,46 @@ CLASSES = [pclass("high", 1000), pclass("polite", 500, policy="Never"), pclass("
 
 
 @pytest.mark.parametrize(
-    ("classes", "spec", "want"),
+    ("classes", "pod", "want"),
     [
-        (CLASSES, {"priorityClassName": "high"}, ("high", 1000, "PreemptLowerPriority")),
-        (CLASSES, {"priorityClassName": "polite"}, ("polite", 500, "Never")),
+        (CLASSES, make_pod().priority_class_name("high"), ("high", 1000, "PreemptLowerPriority")),
+        (CLASSES, make_pod().priority_class_name("polite"), ("polite", 500, "Never")),
         # no class named, no global default: priority 0, PreemptLowerPriority, no class name
-        (CLASSES, {}, (None, 0, "PreemptLowerPriority")),
+        (CLASSES, make_pod(), (None, 0, "PreemptLowerPriority")),
         # the global default is named in the pod; of two defaults the lower value wins
-        ([*CLASSES, pclass("d1", 7, default=True), pclass("d2", 5, default=True)], {},
+        ([*CLASSES, pclass("d1", 7, default=True), pclass("d2", 5, default=True)], make_pod(),
          ("d2", 5, "PreemptLowerPriority")),
         # the system classes exist without being listed
-        ([], {"priorityClassName": "system-node-critical"},
+        ([], make_pod().priority_class_name("system-node-critical"),
          ("system-node-critical", 2000001000, "PreemptLowerPriority")),
         # a matching policy or priority written in the pod is accepted
-        (CLASSES, {"priorityClassName": "polite", "preemptionPolicy": "Never"}, ("polite", 500, "Never")),
-        (CLASSES, {"priorityClassName": "high", "priority": 1000}, ("high", 1000, "PreemptLowerPriority")),
+        (CLASSES, make_pod().priority_class_name("polite").preemption_policy("Never"), ("polite", 500, "Never")),
+        (CLASSES, make_pod().priority_class_name("high").priority(1000), ("high", 1000, "PreemptLowerPriority")),
         # a pod written with a priority is taken as stored: kept, its unknown class too
-        (CLASSES, {"priority": 42}, (None, 42, None)),
-        (CLASSES, {"priorityClassName": "gone", "priority": 42}, ("gone", 42, None)),
+        (CLASSES, make_pod().priority(42), (None, 42, None)),
+        (CLASSES, make_pod().priority_class_name("gone").priority(42), ("gone", 42, None)),
     ],
 )
-def test_priority_from_the_class(classes: list[dict[str, Any]], spec: dict[str, Any], want: tuple[Any, ...]) -> None:
-    assert resolved(PriorityAdmission.from_objects(classes), pod(**spec)) == want
+def test_priority_from_the_class(classes: list[dict[str, Any]], pod: PodWrapper, want: tuple[Any, ...]) -> None:
+    assert resolved(PriorityAdmission.from_objects(classes), pod.api()) == want
 
 
 @pytest.mark.parametrize(
-    ("spec", "message"),
+    ("pod", "message"),
     [
-        ({"priorityClassName": "missing"}, 'pods "p" is forbidden: no PriorityClass with name missing was found'),
-        ({"priorityClassName": "high", "priority": 5},
+        (make_pod().priority_class_name("missing"),
+         'pods "p" is forbidden: no PriorityClass with name missing was found'),
+        (make_pod().priority_class_name("high").priority(5),
          'pods "p" is forbidden: the integer value of priority (5) must not be provided in pod spec; priority '
          "admission controller computed 1000 from the given PriorityClass name"),
-        ({"priorityClassName": "polite", "preemptionPolicy": "PreemptLowerPriority"},
+        (make_pod().priority_class_name("polite").preemption_policy("PreemptLowerPriority"),
          'pods "p" is forbidden: the string value of PreemptionPolicy (PreemptLowerPriority) must not be provided in '
          "pod spec; priority admission controller computed Never from the given PriorityClass name"),
     ],
 )
-def test_admission_refusals(spec: dict[str, Any], message: str) -> None:
+def test_admission_refusals(pod: PodWrapper, message: str) -> None:
     with pytest.raises(AdmissionError) as err:
-        PriorityAdmission.from_objects(CLASSES).admit(pod(**spec))
+        PriorityAdmission.from_objects(CLASSES).admit(pod.api())
     assert str(err.value) == message
 
 
@@ -86,9 +84,9 @@ def test_generate_name_in_the_refusal() -> None:
 def test_incomplete_class_set_leaves_unknown_classes_and_defaults_alone() -> None:
     """--from-cluster: the live cluster's classes are not read, so what the files do not define is kept."""
     admission = PriorityAdmission.from_objects(CLASSES, complete=False)
-    assert resolved(admission, pod(priorityClassName="elsewhere")) == ("elsewhere", None, None)
-    assert resolved(admission, pod()) == (None, None, None)
-    assert resolved(admission, pod(priorityClassName="high")) == ("high", 1000, "PreemptLowerPriority")
+    assert resolved(admission, make_pod().priority_class_name("elsewhere").api()) == ("elsewhere", None, None)
+    assert resolved(admission, make_pod().api()) == (None, None, None)
+    assert resolved(admission, make_pod().priority_class_name("high").api()) == ("high", 1000, "PreemptLowerPriority")
 
 
 @pytest.mark.parametrize(

@@ -11,14 +11,11 @@ from typing import Any
 import pytest
 
 from scheduler.app.cli import main
+from scheduler.testing import make_pod
 from scheduler.whatif.dra_offline import POD_CLAIM_ANNOTATION, generate_name, make_template_claims
+from tests.builders import sched_node
 
 DRIVER = "gpu.example.com"
-
-
-def node(name: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-            "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}}}
 
 
 def gpu_slice(node_name: str, *memory: str) -> dict[str, Any]:
@@ -42,18 +39,6 @@ def template(name: str, count: int = 1, selector: str | None = None) -> dict[str
                      "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}}
 
 
-def pod(name: str, **claims: str) -> dict[str, Any]:
-    """claims: pod claim name -> "template:<name>" or "claim:<name>"."""
-    entries = []
-    for claim, ref in claims.items():
-        how, target = ref.split(":")
-        entries.append({"name": claim, ("resourceClaimTemplateName" if how == "template" else "resourceClaimName"):
-                        target})
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
-            "spec": {"schedulerName": "default-scheduler", "containers": [{"name": "c", "image": "pause"}],
-                     "resourceClaims": entries}}
-
-
 def write(tmp_path: Path, name: str, objects: list[dict[str, Any]]) -> str:
     (tmp_path / name).write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
     return str(tmp_path / name)
@@ -66,7 +51,8 @@ def test_generate_name_as_the_controller() -> None:
 
 
 def test_template_claim_is_made_for_the_pod() -> None:
-    p, claims = make_template_claims(pod("w", gpu="template:one"), {("default", "one"): template("one")})
+    p, claims = make_template_claims(make_pod().name("w").resource_claim("gpu", template="one").api(),
+                                     {("default", "one"): template("one")})
     [claim] = claims
     name = claim["metadata"]["name"]
     assert name.startswith("w-gpu-") and len(name) == len("w-gpu-") + 5
@@ -77,10 +63,12 @@ def test_template_claim_is_made_for_the_pod() -> None:
     assert claim["metadata"]["labels"] == {"app": "train"}
     assert claim["spec"] == template("one")["spec"]["spec"]
     # the same pod again: the same name (repeatable); a claim already named in the status is not made again
-    assert make_template_claims(pod("w", gpu="template:one"), {("default", "one"): template("one")})[1] == claims
+    assert make_template_claims(make_pod().name("w").resource_claim("gpu", template="one").api(),
+                                {("default", "one"): template("one")})[1] == claims
     assert make_template_claims(p, {("default", "one"): template("one")}) == (p, [])
     # a missing template: no claim, no status (the pod waits for the controller)
-    assert make_template_claims(pod("w", gpu="template:gone"), {}) == (pod("w", gpu="template:gone"), [])
+    assert make_template_claims(make_pod().name("w").resource_claim("gpu", template="gone").api(),
+                                {}) == (make_pod().name("w").resource_claim("gpu", template="gone").api(), [])
 
 
 def run(tmp_path: Path, capsys: pytest.CaptureFixture[str], cluster: list[dict[str, Any]],
@@ -96,13 +84,19 @@ BIG = f'device.capacity["{DRIVER}"].memory.compareTo(quantity("64Gi")) >= 0'
 SHARED = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
           "metadata": {"name": "shared", "namespace": "default"},
           "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}}
-CLUSTER = [node("n1"), node("n2"), GPU_CLASS, gpu_slice("n1", "40Gi", "40Gi"), gpu_slice("n2", "80Gi"),
+CLUSTER = [sched_node("n1", "8", "32Gi").api(), sched_node("n2", "8", "32Gi").api(), GPU_CLASS,
+           gpu_slice("n1", "40Gi", "40Gi"), gpu_slice("n2", "80Gi"),
            template("one"), template("big", selector=BIG), SHARED]
 
 
 def test_devices_in_json_and_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    pods = [pod("large", gpu="template:big"), pod("a", gpu="template:one"), pod("b", gpu="template:one"),
-            pod("c", gpu="template:one"), pod("s1", gpu="claim:shared")]
+    pods = [make_pod().name("large").resource_claim("gpu", template="big").api(),
+            make_pod().name("a").resource_claim("gpu",
+                                                template="one").api(), make_pod().name("b").resource_claim("gpu",
+                                                                                                           template="one").api(),
+            make_pod().name("c").resource_claim("gpu",
+                                                template="one").api(), make_pod().name("s1").resource_claim("gpu",
+                                                                                                            "shared").api()]
     _, out = run(tmp_path, capsys, CLUSTER, pods, "--output", "json")
     res = {r["pod"]: r for r in json.loads(out)["results"]}
 
@@ -123,7 +117,9 @@ def test_devices_in_json_and_table(tmp_path: Path, capsys: pytest.CaptureFixture
 
 def test_capacity_gives_each_copy_its_own_template_claim(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["--log-level", "ERROR", "capacity", "--cluster", write(tmp_path, "c.json", CLUSTER),
-                 "--pod", write(tmp_path, "p.json", [pod("w", gpu="template:one")]), "--output", "json"])
+                 "--pod", write(tmp_path, "p.json",
+                                [make_pod().name("w").resource_claim("gpu", template="one")
+                                 .api()]), "--output", "json"])
     out, err = capsys.readouterr()
     assert code == 0, err
     assert json.loads(out)["nodes"] == {"n1": 2, "n2": 1}
@@ -134,7 +130,7 @@ def test_explain_of_a_bound_pod_chooses_its_devices_afresh() -> None:
     with the allocation that was made for it alone taken back, so node and devices are decided again."""
     from scheduler.whatif.explain import explain, format_explain
 
-    bound = pod("w", gpu="template:big")
+    bound = make_pod().name("w").resource_claim("gpu", template="big").api()
     bound["spec"]["nodeName"] = "n2"
     bound["status"] = {"phase": "Running", "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "w-gpu-x"}]}
     claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
@@ -145,7 +141,8 @@ def test_explain_of_a_bound_pod_chooses_its_devices_afresh() -> None:
              "status": {"allocation": {"devices": {"results": [
                  {"request": "gpu", "driver": DRIVER, "pool": "n2", "device": "gpu-0"}]}},
                  "reservedFor": [{"resource": "pods", "name": "w", "uid": "uid-w"}]}}
-    cluster = [node("n1"), node("n2"), GPU_CLASS, gpu_slice("n1", "40Gi"), gpu_slice("n2", "80Gi"), claim, bound]
+    cluster = [sched_node("n1", "8", "32Gi").api(), sched_node("n2", "8", "32Gi").api(), GPU_CLASS,
+               gpu_slice("n1", "40Gi"), gpu_slice("n2", "80Gi"), claim, bound]
     r = explain(bound, cluster, None)
     assert r["node"] == "n2" and r["boundTo"] == "n2"
     assert r["devices"] == [{"claim": "gpu", "resourceClaim": "w-gpu-x", "request": "gpu", "driver": DRIVER,

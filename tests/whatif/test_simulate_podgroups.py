@@ -9,6 +9,7 @@ import yaml
 
 from scheduler.plugins.helper.podgroup import POD_GROUP_LABEL
 from scheduler.whatif.simulate import Simulation, format_table, run_simulation
+from tests.builders import sched_node, sched_pod
 
 CONFIG = {
     "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
@@ -20,21 +21,9 @@ CONFIG = {
 }  # fmt: skip
 
 
-def node(name: str, cpu: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
-            "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}}}
-
-
 def podgroup(name: str, min_member: int) -> dict[str, Any]:
     return {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
             "metadata": {"name": name, "namespace": "default"}, "spec": {"minMember": min_member}}
-
-
-def member(name: str, group: str, cpu: str = "1") -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default", "labels": {POD_GROUP_LABEL: group}},
-            "spec": {"schedulerName": "py-scheduler",
-                     "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}]}}
 
 
 def simulate(tmp_path: Path, cluster: list[dict[str, Any]], pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -45,13 +34,16 @@ def simulate(tmp_path: Path, cluster: list[dict[str, Any]], pods: list[dict[str,
 
 
 def test_a_group_that_fits_is_placed_whole(tmp_path: Path) -> None:
-    results = simulate(tmp_path, [node("n1", "4"), podgroup("g", 3)], [member(f"g-{i}", "g") for i in range(3)])
+    results = simulate(tmp_path, [sched_node("n1", "4").api(), podgroup("g", 3)],
+                       [sched_pod(f"g-{i}", cpu="1").label(POD_GROUP_LABEL, "g").api() for i in range(3)])
     assert [r["node"] for r in results] == ["n1", "n1", "n1"]
 
 
 def test_a_group_that_does_not_fit_is_not_placed_and_says_why(tmp_path: Path) -> None:
-    cluster = [node("n1", "2"), podgroup("big", 3), podgroup("small", 2)]
-    pods = [member(f"big-{i}", "big") for i in range(3)] + [member(f"small-{i}", "small") for i in range(2)]
+    cluster = [sched_node("n1", "2").api(), podgroup("big", 3), podgroup("small", 2)]
+    pods = [sched_pod(f"big-{i}", cpu="1").label(POD_GROUP_LABEL, "big")
+            .api() for i in range(3)] + [sched_pod(f"small-{i}", cpu="1").label(POD_GROUP_LABEL, "small")
+                                         .api() for i in range(2)]
     results = simulate(tmp_path, cluster, pods)
     by_pod = {r["pod"]: r for r in results}
     assert [by_pod[f"default/big-{i}"]["node"] for i in range(3)] == [None, None, None]
@@ -64,7 +56,8 @@ def test_a_group_that_does_not_fit_is_not_placed_and_says_why(tmp_path: Path) ->
 
 
 def test_an_incomplete_group_is_not_placed(tmp_path: Path) -> None:
-    results = simulate(tmp_path, [node("n1", "4"), podgroup("g", 3)], [member(f"g-{i}", "g") for i in range(2)])
+    results = simulate(tmp_path, [sched_node("n1", "4").api(), podgroup("g", 3)],
+                       [sched_pod(f"g-{i}", cpu="1").label(POD_GROUP_LABEL, "g").api() for i in range(2)])
     assert [r["node"] for r in results] == [None, None]
     assert all('PodGroup "default/g"' in r["message"] for r in results)
     assert "current pods number: 2, minMember of group: 3" in results[0]["message"]
@@ -72,8 +65,9 @@ def test_an_incomplete_group_is_not_placed(tmp_path: Path) -> None:
 
 def test_members_still_waiting_at_the_end_are_rejected_with_the_group(tmp_path: Path) -> None:
     # 9 of 10 fit; a group missing only 10 % is not rejected at PostFilter, so 9 wait at Permit.
-    pods = [member(f"g-{i}", "g", cpu="100m") for i in range(9)] + [member("g-9", "g", cpu="64")]
-    results = simulate(tmp_path, [node("n1", "4"), podgroup("g", 10)], pods)
+    pods = [sched_pod(f"g-{i}", cpu="100m").label(POD_GROUP_LABEL, "g")
+            .api() for i in range(9)] + [sched_pod("g-9", cpu="64").label(POD_GROUP_LABEL, "g").api()]
+    results = simulate(tmp_path, [sched_node("n1", "4").api(), podgroup("g", 10)], pods)
     assert all(r["node"] is None for r in results)
     assert 'PodGroup "default/g" was not placed: only 9 of its members could be placed' in results[0]["message"]
     assert "Insufficient cpu" in results[9]["message"]

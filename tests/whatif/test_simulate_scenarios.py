@@ -22,66 +22,13 @@ from typing import Any
 import pytest
 
 from scheduler.app.cli import main
+from scheduler.testing import PodWrapper, make_container, make_pod
+from tests.builders import sched_node, sched_pod
 
 ZONE, REGION, HOSTNAME = "topology.kubernetes.io/zone", "topology.kubernetes.io/region", "kubernetes.io/hostname"
-PAUSE = "registry.k8s.io/pause:3.10"
 MiB = 1024 * 1024
 
 # ----- builders -----------------------------------------------------------------------------------
-
-
-def node(
-    name: str,
-    *,
-    cpu: str = "4",
-    memory: str = "8Gi",
-    labels: Mapping[str, str] | None = None,
-    taints: Sequence[Mapping[str, str]] = (),
-    unschedulable: bool = False,
-    conditions: Mapping[str, str] | None = None,
-    images: Sequence[tuple[Sequence[str], int]] = (),
-) -> dict[str, Any]:
-    spec: dict[str, Any] = {}
-    if taints:
-        spec["taints"] = [dict(t) for t in taints]
-    if unschedulable:
-        spec["unschedulable"] = True
-    status: dict[str, Any] = {"allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}}
-    status["capacity"] = dict(status["allocatable"])
-    if conditions is not None:
-        status["conditions"] = [{"type": t, "status": s} for t, s in conditions.items()]
-    if images:
-        status["images"] = [{"names": list(names), "sizeBytes": size} for names, size in images]
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {HOSTNAME: name, **(labels or {})}}, "spec": spec, "status": status}
-
-
-def pod(
-    name: str,
-    *,
-    cpu: str | None = None,
-    memory: str | None = None,
-    labels: Mapping[str, str] | None = None,
-    on: str | None = None,
-    image: str = PAUSE,
-    ports: Sequence[Mapping[str, Any]] = (),
-    owner: tuple[str, str, str] | None = None,
-    **spec: Any,
-) -> dict[str, Any]:
-    """A pod to schedule, or (``on=node``) one already bound there. ``owner`` = (apiVersion, kind, name)."""
-    requests = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v}
-    container: dict[str, Any] = {"name": "c", "image": image, "resources": {"requests": requests}}
-    if ports:
-        container["ports"] = [dict(p) for p in ports]
-    body: dict[str, Any] = {"schedulerName": "py-scheduler", "containers": [container], **spec}
-    if on:
-        body["nodeName"] = on
-    meta: dict[str, Any] = {"name": name, "namespace": "default", "labels": dict(labels or {})}
-    if owner:
-        api_version, kind, owner_name = owner
-        meta["ownerReferences"] = [{"apiVersion": api_version, "kind": kind, "name": owner_name,
-                                    "uid": f"uid-{owner_name}", "controller": True}]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": body}
 
 
 def service(name: str, selector: Mapping[str, str]) -> dict[str, Any]:
@@ -165,21 +112,24 @@ def placements(results: Mapping[str, Mapping[str, Any]]) -> dict[str, str | None
 def test_node_resources_fit_scoring_strategy(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], strategy: str, busy: int, empty: int, chosen: str
 ) -> None:
-    cluster = [node("n-busy"), node("n-empty"), pod("existing", cpu="2", memory="4Gi", on="n-busy")]
+    cluster = [sched_node("n-busy").api(), sched_node("n-empty").api(),
+               sched_pod("existing", cpu="2", memory="4Gi", node_name="n-busy").api()]
     config = profile("NodeResourcesFit", args={"NodeResourcesFit": {"scoringStrategy": {
         "type": strategy, "resources": [{"name": "cpu", "weight": 1}, {"name": "memory", "weight": 1}]}}})
-    r = simulate(tmp_path, capsys, cluster, [pod("p", cpu="1", memory="2Gi")], config)["p"]
+    r = simulate(tmp_path, capsys, cluster, [sched_pod("p", cpu="1", memory="2Gi").api()], config)["p"]
     assert plugin_scores(r, "NodeResourcesFit") == {"n-busy": busy, "n-empty": empty}
     assert r["node"] == chosen
 
 
 def test_node_resources_fit_weights_and_filter(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    cluster = [node("n-cpu-free", cpu="8", memory="8Gi"), node("n-mem-free", cpu="4", memory="32Gi"),
-               pod("existing", cpu="2", memory="6Gi", on="n-cpu-free")]
+    cluster = [sched_node("n-cpu-free", cpu="8", memory="8Gi").api(),
+               sched_node("n-mem-free", cpu="4", memory="32Gi").api(),
+               sched_pod("existing", cpu="2", memory="6Gi", node_name="n-cpu-free").api()]
     # LeastAllocated with cpu weight 3, memory weight 1: (3·cpu + mem) / 4, integer division.
     config = profile("NodeResourcesFit", args={"NodeResourcesFit": {"scoringStrategy": {
         "type": "LeastAllocated", "resources": [{"name": "cpu", "weight": 3}, {"name": "memory", "weight": 1}]}}})
-    pods = [pod("p", cpu="2", memory="2Gi"), pod("huge", cpu="9"), pod("fat", memory="40Gi")]
+    pods = [sched_pod("p", cpu="2", memory="2Gi").api(), sched_pod("huge", cpu="9").api(),
+            sched_pod("fat", memory="40Gi").api()]
     res = simulate(tmp_path, capsys, cluster, pods, config)
     # n-cpu-free: cpu (8-4)·100/8 = 50, memory (8-8)·100/8 = 0 -> (150 + 0)/4 = 37.
     # n-mem-free: cpu (4-2)·100/4 = 50, memory (32-2)·100/32 = 93 (93.75 truncated) -> (150 + 93)/4 = 60.
@@ -199,8 +149,9 @@ def test_node_resources_fit_weights_and_filter(tmp_path: Path, capsys: pytest.Ca
 def test_balanced_allocation_prefers_the_node_the_pod_balances(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    cluster = [node("n-empty"), node("n-memory-heavy"), pod("cache", cpu="0", memory="3Gi", on="n-memory-heavy")]
-    pods = [pod("cpu-heavy", cpu="2", memory="1Gi"), pod("best-effort")]
+    cluster = [sched_node("n-empty").api(), sched_node("n-memory-heavy").api(),
+               sched_pod("cache", cpu="0", memory="3Gi", node_name="n-memory-heavy").api()]
+    pods = [sched_pod("cpu-heavy", cpu="2", memory="1Gi").api(), sched_pod("best-effort").api()]
     res = simulate(tmp_path, capsys, cluster, pods, profile("NodeResourcesBalancedAllocation"))
     # balance b = int((1 - |f_cpu - f_mem|/2)·100) on fractions of allocatable (real requests); v1.37 scores
     # the change: 50 + (50 + b_with - b_without) / 2.
@@ -221,10 +172,11 @@ def test_balanced_allocation_prefers_the_node_the_pod_balances(
 def test_image_locality(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     size = 1023 * MiB
     cluster = [
-        node("n1", images=[(["registry.example/app:v1"], size)]),
-        node("n2", images=[(["docker.io/library/nginx@sha256:0123", "nginx:latest"], size)]),
+        sched_node("n1").image(["registry.example/app:v1"], size).api(),
+        sched_node("n2").image(["docker.io/library/nginx@sha256:0123", "nginx:latest"], size).api(),
     ]
-    pods = [pod("app", image="registry.example/app:v1"), pod("web", image="nginx"), pod("other", image="busybox")]
+    pods = [make_pod().name(n).scheduler_name("py-scheduler").container(make_container().image(image)).api()
+            for n, image in (("app", "registry.example/app:v1"), ("web", "nginx"), ("other", "busybox"))]
     res = simulate(tmp_path, capsys, cluster, pods, profile("ImageLocality"))
     # Image on 1 of 2 nodes: scaled size = 1023 MiB · 1/2 = 511.5 MiB; clamp to [23, 1000] MiB per container;
     # score = 100·(511.5 - 23)/(1000 - 23) = 50 exactly. A node without the image: below 23 MiB -> 0.
@@ -243,18 +195,19 @@ def test_taint_toleration_filter_and_prefer_no_schedule(tmp_path: Path, capsys: 
     soft1 = {"key": "soft1", "value": "x", "effect": "PreferNoSchedule"}
     soft2 = {"key": "soft2", "value": "y", "effect": "PreferNoSchedule"}
     cluster = [
-        node("n-clean"),
-        node("n-dedicated", labels={"pool": "gpu"},
-             taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]),
-        node("n-soft1", taints=[soft1]),
-        node("n-soft2", taints=[soft1, soft2]),
+        sched_node("n-clean").api(),
+        sched_node("n-dedicated").labels({"pool": "gpu"}).taints([{"key": "dedicated", "value": "gpu",
+                                                                   "effect": "NoSchedule"}]).api(),
+        sched_node("n-soft1").taints([soft1]).api(),
+        sched_node("n-soft2").taints([soft1, soft2]).api(),
     ]
     pods = [
-        pod("plain"),
-        pod("tolerates-soft1", tolerations=[{"key": "soft1", "operator": "Exists", "effect": "PreferNoSchedule"}]),
-        pod("gpu", nodeSelector={"pool": "gpu"}, tolerations=[{"key": "dedicated", "operator": "Equal",
-                                                                "value": "gpu", "effect": "NoSchedule"}]),
-        pod("gpu-no-toleration", nodeSelector={"pool": "gpu"}),
+        sched_pod("plain").api(),
+        sched_pod("tolerates-soft1").tolerations([{"key": "soft1", "operator": "Exists",
+                                                   "effect": "PreferNoSchedule"}]).api(),
+        sched_pod("gpu").node_selector({"pool": "gpu"}).tolerations([{"key": "dedicated", "operator": "Equal",
+                                                                "value": "gpu", "effect": "NoSchedule"}]).api(),
+        sched_pod("gpu-no-toleration").node_selector({"pool": "gpu"}).api(),
     ]
     res = simulate(tmp_path, capsys, cluster, pods, profile(("TaintToleration", 3), "NodeAffinity"))
     # Filter: the NoSchedule taint is not tolerated (UnschedulableAndUnresolvable).
@@ -278,10 +231,10 @@ def test_taint_toleration_filter_and_prefer_no_schedule(tmp_path: Path, capsys: 
 
 def test_node_affinity_required_and_preferred(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cluster = [
-        node("n1", labels={"disk": "ssd", ZONE: "a"}),
-        node("n2", labels={"disk": "hdd", ZONE: "b"}),
-        node("n3", labels={"disk": "ssd", ZONE: "b"}),
-        node("n4", labels={ZONE: "c"}),
+        sched_node("n1").labels({"disk": "ssd", ZONE: "a"}).api(),
+        sched_node("n2").labels({"disk": "hdd", ZONE: "b"}).api(),
+        sched_node("n3").labels({"disk": "ssd", ZONE: "b"}).api(),
+        sched_node("n4").labels({ZONE: "c"}).api(),
     ]
 
     def expr(key: str, op: str, *values: str) -> dict[str, Any]:
@@ -303,11 +256,12 @@ def test_node_affinity_required_and_preferred(tmp_path: Path, capsys: pytest.Cap
         return {"nodeAffinity": na}
 
     pods = [
-        pod("both", affinity=affinity([expr("disk", "In", "ssd", "hdd")],
-                                      [(20, expr("disk", "In", "ssd")), (60, expr(ZONE, "In", "b"))])),
-        pod("selector-and-affinity", nodeSelector={"disk": "ssd"}, affinity=affinity([expr(ZONE, "NotIn", "b")])),
-        pod("by-field", affinity=affinity(fields=[expr("metadata.name", "In", "n2")])),
-        pod("nowhere", nodeSelector={"disk": "nvme"}),
+        sched_pod("both").affinity(affinity([expr("disk", "In", "ssd", "hdd")],
+                                      [(20, expr("disk", "In", "ssd")), (60, expr(ZONE, "In", "b"))])).api(),
+        sched_pod("selector-and-affinity").affinity(affinity([expr(ZONE, "NotIn",
+                                                                   "b")])).node_selector({"disk": "ssd"}).api(),
+        sched_pod("by-field").affinity(affinity(fields=[expr("metadata.name", "In", "n2")])).api(),
+        sched_pod("nowhere").node_selector({"disk": "nvme"}).api(),
     ]
     res = simulate(tmp_path, capsys, cluster, pods, profile(("NodeAffinity", 2)))
     reason = ("NodeAffinity", "node(s) didn't match Pod's node affinity/selector")
@@ -329,14 +283,12 @@ def test_node_affinity_required_and_preferred(tmp_path: Path, capsys: pytest.Cap
 
 
 def test_node_ports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    tcp = {"containerPort": 8080, "hostPort": 8080, "protocol": "TCP"}
-    cluster = [node("n1"), node("n2"), pod("existing", on="n1", ports=[tcp])]
-    pods = [
-        pod("first", ports=[tcp]),
-        pod("second", ports=[tcp]),
-        pod("udp", ports=[{**tcp, "protocol": "UDP"}]),
-        pod("other-port", ports=[{"containerPort": 9090, "hostPort": 9090}]),
-    ]
+    def port_pod(name: str, port: int, protocol: str = "TCP") -> PodWrapper:
+        return make_pod().name(name).scheduler_name("py-scheduler").host_port(port, protocol=protocol)
+
+    cluster = [sched_node("n1").api(), sched_node("n2").api(), port_pod("existing", 8080).node("n1").api()]
+    pods = [port_pod("first", 8080).api(), port_pod("second", 8080).api(), port_pod("udp", 8080, "UDP").api(),
+            make_pod().name("other-port").scheduler_name("py-scheduler").host_port(9090).api()]
     res = simulate(tmp_path, capsys, cluster, pods, profile("NodePorts", EQUAL))
     reason = "node(s) didn't have free ports for the requested pod ports"
     assert filtered(res["first"]) == {"n1": ("NodePorts", reason)}
@@ -353,12 +305,12 @@ def test_node_ports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_node_unschedulable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    cluster = [node("n-cordoned", unschedulable=True), node("n-open", cpu="1")]
+    cluster = [sched_node("n-cordoned").unschedulable(True).api(), sched_node("n-open", cpu="1").api()]
     pods = [
-        pod("plain"),
-        pod("tolerant", cpu="2", tolerations=[{"key": "node.kubernetes.io/unschedulable", "operator": "Exists",
-                                              "effect": "NoSchedule"}]),
-        pod("big", cpu="2"),
+        sched_pod("plain").api(),
+        sched_pod("tolerant", cpu="2").tolerations([{"key": "node.kubernetes.io/unschedulable", "operator": "Exists",
+                                              "effect": "NoSchedule"}]).api(),
+        sched_pod("big", cpu="2").api(),
     ]
     res = simulate(tmp_path, capsys, cluster, pods, profile("NodeUnschedulable", "NodeResourcesFit"))
     assert filtered(res["plain"]) == {"n-cordoned": ("NodeUnschedulable", "node(s) were unschedulable")}
@@ -375,8 +327,8 @@ def test_node_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """NodeName rejects only nodes other than a non-empty spec.nodeName. A pod that already names its node is
     assigned: the scheduler never runs a cycle for it (no filter verdicts, no node chosen). An empty nodeName
     passes everywhere."""
-    cluster = [node("n1", cpu="1"), node("n2", cpu="1")]
-    pods = [pod("assigned", cpu="500m", nodeName="n2"), pod("free", cpu="500m", nodeName="")]
+    cluster = [sched_node("n1", cpu="1").api(), sched_node("n2", cpu="1").api()]
+    pods = [sched_pod("assigned", cpu="500m").node("n2").api(), sched_pod("free", cpu="500m").node("").api()]
     res = simulate(tmp_path, capsys, cluster, pods, profile("NodeName", EQUAL))
     assert res["assigned"]["node"] is None and res["assigned"]["filtered"] == {} and res["assigned"]["scores"] == {}
     assert res["free"]["node"] == "n1"
@@ -389,14 +341,14 @@ def test_node_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_inter_pod_affinity(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cluster = [
-        node("n1", labels={ZONE: "a"}), node("n2", labels={ZONE: "a"}),
-        node("n3", labels={ZONE: "b"}), node("n4", labels={ZONE: "b"}),
-        pod("db", labels={"app": "db"}, on="n1"),
-        pod("cache", labels={"app": "cache"}, on="n3"),
+        sched_node("n1").labels({ZONE: "a"}).api(), sched_node("n2").labels({ZONE: "a"}).api(),
+        sched_node("n3").labels({ZONE: "b"}).api(), sched_node("n4").labels({ZONE: "b"}).api(),
+        sched_pod("db", node_name="n1").labels({"app": "db"}).api(),
+        sched_pod("cache", node_name="n3").labels({"app": "cache"}).api(),
         # An existing pod that keeps app=anti pods off its node.
-        pod("loner", labels={"app": "loner"}, on="n4", affinity={"podAntiAffinity": {
+        sched_pod("loner", node_name="n4").labels({"app": "loner"}).affinity({"podAntiAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": [
-                {"labelSelector": {"matchLabels": {"app": "anti"}}, "topologyKey": HOSTNAME}]}}),
+                {"labelSelector": {"matchLabels": {"app": "anti"}}, "topologyKey": HOSTNAME}]}}).api(),
     ]
 
     def term(app: Sequence[str], key: str) -> dict[str, Any]:
@@ -404,17 +356,35 @@ def test_inter_pod_affinity(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
                 "topologyKey": key}
 
     pods = [
-        pod("web", labels={"app": "web"},
-            affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term(["db"], ZONE)]}}),
-        pod("pref", labels={"app": "pref"}, affinity={
-            "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-                {"weight": 10, "podAffinityTerm": term(["cache"], ZONE)}]},
-            "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-                {"weight": 5, "podAffinityTerm": term(["db"], HOSTNAME)}]}}),
-        pod("anti", labels={"app": "anti"}, affinity={"podAntiAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": [term(["db", "anti"], ZONE)]}}),
-        pod("anti-2", labels={"app": "anti"}, affinity={"podAntiAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": [term(["db", "anti"], ZONE)]}}),
+        sched_pod("web")
+        .labels({"app": "web"})
+        .affinity({"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term(["db"], ZONE)]}})
+        .api(),
+        sched_pod("pref")
+        .labels({"app": "pref"})
+        .affinity(
+            {
+                "podAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 10, "podAffinityTerm": term(["cache"], ZONE)}
+                    ]
+                },
+                "podAntiAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 5, "podAffinityTerm": term(["db"], HOSTNAME)}
+                    ]
+                },
+            }
+        )
+        .api(),
+        sched_pod("anti")
+        .labels({"app": "anti"})
+        .affinity({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term(["db", "anti"], ZONE)]}})
+        .api(),
+        sched_pod("anti-2")
+        .labels({"app": "anti"})
+        .affinity({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term(["db", "anti"], ZONE)]}})
+        .api(),
     ]
     res = simulate(tmp_path, capsys, cluster, pods, profile(("InterPodAffinity", 2)))
     # web: required affinity to app=db by zone: only zone a (db on n1). Unresolvable for zone b.
@@ -443,9 +413,13 @@ def test_inter_pod_affinity(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 def test_pod_topology_spread(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     web = {"app": "web"}
     cluster = [
-        node("n1", labels={ZONE: "a"}), node("n2", labels={ZONE: "a"}), node("n3", labels={ZONE: "b"}),
-        node("n-nozone"),
-        pod("w1", labels=web, on="n1"), pod("w2", labels=web, on="n1"), pod("w3", labels=web, on="n2"),
+        sched_node("n1").labels({ZONE: "a"}).api(),
+        sched_node("n2").labels({ZONE: "a"}).api(),
+        sched_node("n3").labels({ZONE: "b"}).api(),
+        sched_node("n-nozone").api(),
+        sched_pod("w1", node_name="n1").labels(web).api(),
+        sched_pod("w2", node_name="n1").labels(web).api(),
+        sched_pod("w3", node_name="n2").labels(web).api(),
     ]
 
     def constraint(key: str, when: str, skew: int = 1) -> dict[str, Any]:
@@ -453,9 +427,12 @@ def test_pod_topology_spread(tmp_path: Path, capsys: pytest.CaptureFixture[str])
                 "labelSelector": {"matchLabels": web}}
 
     pods = [
-        pod("zone-hard", labels=web, topologySpreadConstraints=[constraint(ZONE, "DoNotSchedule")]),
-        pod("host-soft", labels=web, topologySpreadConstraints=[constraint(HOSTNAME, "ScheduleAnyway")]),
-        pod("zone-hard-2", labels=web, topologySpreadConstraints=[constraint(ZONE, "DoNotSchedule")]),
+        sched_pod("zone-hard").labels(web).spec_field("topologySpreadConstraints",
+                                                      [constraint(ZONE, "DoNotSchedule")]).api(),
+        sched_pod("host-soft").labels(web).spec_field("topologySpreadConstraints",
+                                                      [constraint(HOSTNAME, "ScheduleAnyway")]).api(),
+        sched_pod("zone-hard-2").labels(web).spec_field("topologySpreadConstraints",
+                                                        [constraint(ZONE, "DoNotSchedule")]).api(),
     ]
     res = simulate(tmp_path, capsys, cluster, pods, profile(("PodTopologySpread", 2)))
     # zone-hard: zone a has 3 matching pods, zone b 0 (min). Zone a: 3 + 1 - 0 = 4 > maxSkew 1.
@@ -477,7 +454,7 @@ def test_pod_topology_spread(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
 # ----- SelectorSpread (seed era) ------------------------------------------------------------------
 
-SIX_NODES_THREE_ZONES = [node(f"n{i}", labels={ZONE: "zone-" + "abc"[(i - 1) // 2]}) for i in range(1, 7)]
+SIX_NODES_THREE_ZONES = [sched_node(f"n{i}").labels({ZONE: "zone-" + "abc"[(i - 1) // 2]}).api() for i in range(1, 7)]
 SELECTOR_SPREAD = profile(("SelectorSpread", 1))
 
 
@@ -491,7 +468,7 @@ def test_selector_spread_service_spreads_across_zones_first(
     sends the second pod to zone-b, the third to zone-c, then round again."""
     web = {"app": "web"}
     cluster = [*SIX_NODES_THREE_ZONES, service("web", web)]
-    pods = [pod(f"web-{i}", labels=web) for i in range(6)]
+    pods = [sched_pod(f"web-{i}").labels(web).api() for i in range(6)]
     res = simulate(tmp_path, capsys, cluster, pods, SELECTOR_SPREAD)
     assert placements(res) == {"web-0": "n1", "web-1": "n3", "web-2": "n5", "web-3": "n2", "web-4": "n4",
                                "web-5": "n6"}
@@ -512,18 +489,31 @@ def test_selector_spread_replicaset_and_pods_of_other_workloads(
     rs = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "api", "namespace": "default"},
           "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "api"}},
                    "template": {"metadata": {"labels": {"app": "api"}}, "spec": {"containers": []}}}}
-    owner = ("apps/v1", "ReplicaSet", "api")
     cluster = [
-        *SIX_NODES_THREE_ZONES, rs,
-        pod("api-old", labels={"app": "api"}, on="n3"),  # matches the selector: counts
-        pod("noise-1", labels={"app": "noise"}, on="n5"), pod("noise-2", labels={"app": "noise"}, on="n6"),
+        *SIX_NODES_THREE_ZONES,
+        rs,
+        sched_pod("api-old", node_name="n3").labels({"app": "api"}).api(),  # matches the selector: counts
+        sched_pod("noise-1", node_name="n5").labels({"app": "noise"}).api(),
+        sched_pod("noise-2", node_name="n6").labels({"app": "noise"}).api(),
     ]
     pods = [
-        pod("api-0", labels={"app": "api"}, owner=owner),
-        pod("api-1", labels={"app": "api"}, owner=owner),
-        pod("spread-own", labels={"app": "api"}, owner=owner, topologySpreadConstraints=[
-            {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway",
-             "labelSelector": {"matchLabels": {"app": "api"}}}]),
+        sched_pod("api-0").labels({"app": "api"}).owner_reference("api", "ReplicaSet", uid="uid-api").api(),
+        sched_pod("api-1").labels({"app": "api"}).owner_reference("api", "ReplicaSet", uid="uid-api").api(),
+        sched_pod("spread-own")
+        .labels({"app": "api"})
+        .owner_reference("api", "ReplicaSet", uid="uid-api")
+        .spec_field(
+            "topologySpreadConstraints",
+            [
+                {
+                    "maxSkew": 1,
+                    "topologyKey": ZONE,
+                    "whenUnsatisfiable": "ScheduleAnyway",
+                    "labelSelector": {"matchLabels": {"app": "api"}},
+                }
+            ],
+        )
+        .api(),
     ]
     res = simulate(tmp_path, capsys, cluster, pods, SELECTOR_SPREAD)
     # api-0: zone-b has api-old; n5 and n6 (zone-c, noise does not count) and n1, n2 tie at 100 -> n1.
@@ -542,14 +532,17 @@ def test_selector_spread_replicaset_and_pods_of_other_workloads(
 def test_service_affinity_keeps_a_service_in_one_region(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     svc = {"app": "svc"}
     cluster = [
-        node("n1", labels={REGION: "r1"}), node("n2", labels={REGION: "r1"}), node("n3", labels={REGION: "r2"}),
-        node("n4", labels={REGION: "r2"}),
-        service("svc", svc), pod("first", labels=svc, on="n3"),
+        sched_node("n1").labels({REGION: "r1"}).api(),
+        sched_node("n2").labels({REGION: "r1"}).api(),
+        sched_node("n3").labels({REGION: "r2"}).api(),
+        sched_node("n4").labels({REGION: "r2"}).api(),
+        service("svc", svc),
+        sched_pod("first", node_name="n3").labels(svc).api(),
     ]
     pods = [
-        pod("follower", labels=svc),
-        pod("pinned", labels=svc, nodeSelector={REGION: "r1"}),
-        pod("no-service", labels={"app": "lonely"}),
+        sched_pod("follower").labels(svc).api(),
+        sched_pod("pinned").labels(svc).node_selector({REGION: "r1"}).api(),
+        sched_pod("no-service").labels({"app": "lonely"}).api(),
     ]
     config = profile("ServiceAffinity", EQUAL, args={"ServiceAffinity": {"affinityLabels": [REGION]}})
     res = simulate(tmp_path, capsys, cluster, pods, config)
@@ -567,13 +560,17 @@ def test_service_affinity_keeps_a_service_in_one_region(tmp_path: Path, capsys: 
 def test_service_anti_affinity_spreads_over_a_label(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     svc = {"app": "svc"}
     cluster = [
-        node("n1", labels={ZONE: "a"}), node("n2", labels={ZONE: "a"}), node("n3", labels={ZONE: "b"}),
-        node("n4"),
+        sched_node("n1").labels({ZONE: "a"}).api(),
+        sched_node("n2").labels({ZONE: "a"}).api(),
+        sched_node("n3").labels({ZONE: "b"}).api(),
+        sched_node("n4").api(),
         service("svc", svc),
-        pod("s1", labels=svc, on="n1"), pod("s2", labels=svc, on="n1"), pod("s3", labels=svc, on="n3"),
+        sched_pod("s1", node_name="n1").labels(svc).api(),
+        sched_pod("s2", node_name="n1").labels(svc).api(),
+        sched_pod("s3", node_name="n3").labels(svc).api(),
     ]
     config = profile("ServiceAntiAffinity", args={"ServiceAntiAffinity": {"antiAffinityLabelsPreference": [ZONE]}})
-    res = simulate(tmp_path, capsys, cluster, [pod("new", labels=svc)], config)
+    res = simulate(tmp_path, capsys, cluster, [sched_pod("new").labels(svc).api()], config)
     # N = 3 service pods on scored nodes; zone a holds 2, zone b 1. Score 100·(N - C(zone))/N:
     # n1, n2 -> 33 (n2 is empty but its zone is not), n3 -> 66; n4 has no zone label -> 0.
     assert plugin_scores(res["new"], "ServiceAntiAffinity") == {"n1": 33, "n2": 33, "n3": 66, "n4": 0}
@@ -590,13 +587,15 @@ def test_seed_era_profile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     config = profile("CheckNodeCondition", "NodeResourcesFit", "LeastRequestedPriority", "BalancedResourceAllocation",
                      score={"disabled": [{"name": "NodeResourcesFit"}]})
     cluster = [
-        node("n1", conditions={"Ready": "True"}),
-        node("n2", conditions={"Ready": "False"}),
-        node("n3", cpu="2", memory="4Gi", conditions={"Ready": "True", "NetworkUnavailable": "True"}),
-        node("n4", memory="4Gi", conditions={"Ready": "True", "NetworkUnavailable": "False"}),
-        pod("existing", cpu="1", memory="6Gi", on="n1"),
+        sched_node("n1").condition("Ready", "True").api(),
+        sched_node("n2").condition("Ready", "False").api(),
+        sched_node("n3", cpu="2", memory="4Gi").condition("Ready", "True").condition("NetworkUnavailable",
+                                                                                     "True").api(),
+        sched_node("n4", memory="4Gi").condition("Ready", "True").condition("NetworkUnavailable", "False").api(),
+        sched_pod("existing", cpu="1", memory="6Gi", node_name="n1").api(),
     ]
-    pods = [pod("sized", cpu="1", memory="1Gi"), pod("best-effort"), pod("too-big", cpu="5")]
+    pods = [sched_pod("sized", cpu="1", memory="1Gi").api(), sched_pod("best-effort").api(),
+            sched_pod("too-big", cpu="5").api()]
     res = simulate(tmp_path, capsys, cluster, pods, config)
     assert filtered(res["sized"]) == {"n2": ("CheckNodeCondition", "node(s) were not ready"),
                                       "n3": ("CheckNodeCondition", "node(s) had unavailable network")}
@@ -651,8 +650,10 @@ def test_volume_restrictions_gce_pd(tmp_path: Path, capsys: pytest.CaptureFixtur
     def pd(read_only: bool) -> list[dict[str, Any]]:
         return [{"name": "data", "gcePersistentDisk": {"pdName": "disk-1", "readOnly": read_only}}]
 
-    cluster = [node("n1"), node("n2"), pod("writer", on="n1", volumes=pd(False))]
-    pods = [pod("second-writer", volumes=pd(False)), pod("third-writer", volumes=pd(False))]
+    cluster = [sched_node("n1").api(), sched_node("n2").api(),
+               sched_pod("writer", node_name="n1").spec_field("volumes", pd(False)).api()]
+    pods = [sched_pod("second-writer").spec_field("volumes", pd(False)).api(),
+            sched_pod("third-writer").spec_field("volumes", pd(False)).api()]
     res = simulate(tmp_path, capsys, cluster, pods, profile("VolumeRestrictions", EQUAL))
     # The same GCE PD mounted read-write elsewhere: that node is out.
     reason = "node(s) had no available disk"
@@ -662,9 +663,11 @@ def test_volume_restrictions_gce_pd(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 def test_volume_zone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    cluster = [node("n1", labels={ZONE: "a"}), node("n2", labels={ZONE: "b"}), node("n3", labels={ZONE: "b"}),
+    cluster = [sched_node("n1").labels({ZONE: "a"}).api(), sched_node("n2").labels({ZONE: "b"}).api(),
+               sched_node("n3").labels({ZONE: "b"}).api(),
                *bound_claim("data", "pv-b", {ZONE: "b"})]
-    res = simulate(tmp_path, capsys, cluster, [pod("user", volumes=[claim("data")])], profile("VolumeZone", EQUAL))
+    res = simulate(tmp_path, capsys, cluster, [sched_pod("user").spec_field("volumes", [claim("data")]).api()],
+                   profile("VolumeZone", EQUAL))
     # The bound PV is labelled zone b: zone-a nodes cannot attach it.
     assert filtered(res["user"]) == {"n1": ("VolumeZone", "node(s) had no available volume zone")}
     assert res["user"]["node"] == "n2"
@@ -674,10 +677,11 @@ def test_node_volume_limits(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     driver = "ebs.csi.aws.com"
     csinode = {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": "n1"},
                "spec": {"drivers": [{"name": driver, "nodeID": "n1", "allocatable": {"count": 1}}]}}
-    cluster = [node("n1"), node("n2"), csinode,
+    cluster = [sched_node("n1").api(), sched_node("n2").api(), csinode,
                *bound_claim("one", "pv-1", csi=(driver, "vol-1")), *bound_claim("two", "pv-2", csi=(driver, "vol-2")),
-               pod("holder", on="n1", volumes=[claim("one")])]
-    res = simulate(tmp_path, capsys, cluster, [pod("user", volumes=[claim("two")])], profile("NodeVolumeLimits", EQUAL))
+               sched_pod("holder", node_name="n1").spec_field("volumes", [claim("one")]).api()]
+    res = simulate(tmp_path, capsys, cluster, [sched_pod("user").spec_field("volumes", [claim("two")]).api()],
+                   profile("NodeVolumeLimits", EQUAL))
     # n1 allows one volume of the driver and already has vol-1; n2 has no CSINode (no limit).
     assert filtered(res["user"]) == {"n1": ("NodeVolumeLimits", "node(s) exceed max volume count")}
     assert res["user"]["node"] == "n2"
@@ -690,9 +694,10 @@ def test_node_volume_limits_counts_volume_attachments(tmp_path: Path, capsys: py
                 for n in ("n1", "n2")]
     attachment = {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment", "metadata": {"name": "va-1"},
                   "spec": {"attacher": driver, "nodeName": "n1", "source": {"persistentVolumeName": "pv-1"}}}
-    cluster = [node("n1"), node("n2"), *csinodes, attachment,
+    cluster = [sched_node("n1").api(), sched_node("n2").api(), *csinodes, attachment,
                *bound_claim("one", "pv-1", csi=(driver, "vol-1")), *bound_claim("two", "pv-2", csi=(driver, "vol-2"))]
-    res = simulate(tmp_path, capsys, cluster, [pod("user", volumes=[claim("two")])], profile("NodeVolumeLimits", EQUAL))
+    res = simulate(tmp_path, capsys, cluster, [sched_pod("user").spec_field("volumes", [claim("two")]).api()],
+                   profile("NodeVolumeLimits", EQUAL))
     # No pod uses vol-1, but it is still attached to n1 (e.g. being detached): n1's one slot is taken.
     assert filtered(res["user"]) == {"n1": ("NodeVolumeLimits", "node(s) exceed max volume count")}
     assert res["user"]["node"] == "n2"
@@ -708,14 +713,15 @@ def test_default_preemption_victims(tmp_path: Path, capsys: pytest.CaptureFixtur
     from the most important down while the preemptor still fits: n1 keeps low-b (800m + 1 cpu <= 2) and
     loses low-a; n2 loses mid. Between candidates the lowest highest-victim priority wins: n1 (10 < 500)."""
     cluster = [
-        node("n1", cpu="2"), node("n2", cpu="2"),
-        pod("low-a", cpu="1", on="n1", priority=10), pod("low-b", cpu="800m", on="n1", priority=20),
-        pod("mid", cpu="1500m", on="n2", priority=500),
+        sched_node("n1", cpu="2").api(), sched_node("n2", cpu="2").api(),
+        sched_pod("low-a", cpu="1", node_name="n1").priority(10).api(), sched_pod("low-b", cpu="800m",
+                                                                                  node_name="n1").priority(20).api(),
+        sched_pod("mid", cpu="1500m", node_name="n2").priority(500).api(),
     ]
     pods = [
-        pod("preemptor", cpu="1", priority=1000),
-        pod("equal", cpu="1500m", priority=0),
-        pod("polite", cpu="1500m", priority=2000, preemptionPolicy="Never"),
+        sched_pod("preemptor", cpu="1").priority(1000).api(),
+        sched_pod("equal", cpu="1500m").priority(0).api(),
+        sched_pod("polite", cpu="1500m").priority(2000).preemption_policy("Never").api(),
     ]
     res = simulate(tmp_path, capsys, cluster, pods)
     assert res["preemptor"]["victims"] == ["default/low-a"]
@@ -739,11 +745,15 @@ def test_priority_classes_resolve_pods_priorities(tmp_path: Path, capsys: pytest
         return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
                 "value": value, **extra}
 
-    cluster = [node("n1", cpu="2"), pclass("batch", 10, globalDefault=True), pclass("urgent", 1000),
+    cluster = [sched_node("n1", cpu="2").api(), pclass("batch", 10, globalDefault=True), pclass("urgent", 1000),
                pclass("urgent-polite", 1000, preemptionPolicy="Never"),
-               pod("running", cpu="2", on="n1")]  # no class: the global default's 10
-    pods = [pod("polite", cpu="1", priorityClassName="urgent-polite"), pod("same", cpu="1"),
-            pod("urgent", cpu="1", priorityClassName="urgent"), pod("typo", cpu="1", priorityClassName="urgnet")]
+               sched_pod("running", cpu="2", node_name="n1").api()]  # no class: the global default's 10
+    pods = [
+        sched_pod("polite", cpu="1").priority_class_name("urgent-polite").api(),
+        sched_pod("same", cpu="1").api(),
+        sched_pod("urgent", cpu="1").priority_class_name("urgent").api(),
+        sched_pod("typo", cpu="1").priority_class_name("urgnet").api(),
+    ]
     (tmp_path / "cluster.yaml").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": cluster}))
     (tmp_path / "pods.yaml").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": pods}))
     code = main(["--log-level", "ERROR", "simulate", "--cluster", str(tmp_path / "cluster.yaml"),

@@ -12,14 +12,8 @@ from scheduler.model.dra import (
     resource_claim_from_api,
     resource_slice_from_api,
 )
-from scheduler.model.node import Node, node_from_api
 
 DRIVER = "gpu.example.com"
-
-
-def node(name: str = "node-1", labels: dict[str, str] | None = None) -> Node:
-    return node_from_api({"metadata": {"name": name, "uid": name, "labels": labels or {}},
-                          "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"}}})
 
 
 def device(name: str, **fields: Any) -> dict[str, Any]:

@@ -26,7 +26,8 @@ from scheduler.plugins.helper.dynamicresources.allocator import (
 )
 from scheduler.plugins.helper.dynamicresources.cel import CelCache
 from scheduler.plugins.helper.dynamicresources.pools import apply_device_taint_rules
-from tests.plugins.dynamicresources.dra_objects import DRIVER, claim, device, device_class, exactly, node, slice_
+from scheduler.testing import make_node
+from tests.plugins.dynamicresources.dra_objects import DRIVER, claim, device, device_class, exactly, slice_
 
 GPU = device_class()
 
@@ -37,7 +38,7 @@ class Case:
     claims: list[ResourceClaim] = field(default_factory=lambda: [claim()])
     classes: list[DeviceClass] = field(default_factory=lambda: [GPU])
     state: AllocatedState = field(default_factory=AllocatedState)
-    node: Node = field(default_factory=node)
+    node: Node = field(default_factory=make_node().name("node-1").obj)
     # per claim: [(request, "pool/device")], or None when the claims do not fit
     want: list[list[tuple[str, str]]] | None = None
     error: str | None = None
@@ -76,11 +77,11 @@ CASES: dict[str, Case] = {
     "node selector matches label": Case(
         [slice_("s", _devices(1), node_name=None, nodeSelector={"nodeSelectorTerms": [{"matchExpressions": [
             {"key": "rack", "operator": "In", "values": ["r1"]}]}]})],
-        node=node(labels={"rack": "r1"}), want=[[("req", "pool-1/dev-0")]]),
+        node=make_node().name("node-1").label("rack", "r1").obj(), want=[[("req", "pool-1/dev-0")]]),
     "node selector does not match": Case(
         [slice_("s", _devices(1), node_name=None, nodeSelector={"nodeSelectorTerms": [{"matchExpressions": [
             {"key": "rack", "operator": "In", "values": ["r1"]}]}]})],
-        node=node(labels={"rack": "r2"})),
+        node=make_node().name("node-1").label("rack", "r2").obj()),
     "slices of a pool in name order": Case(
         [slice_("s-b", [device("b0")], count=2), slice_("s-a", [device("a0")], count=2)],
         claims=[claim(requests=[_req("req", count=2)])], want=[[("req", "pool-1/a0"), ("req", "pool-1/b0")]]),
@@ -231,7 +232,7 @@ def test_node_local_device_pins_the_claim_to_the_node() -> None:
 def test_node_selector_of_the_slice_is_the_claims() -> None:
     selector = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "rack", "operator": "In", "values": ["r1"]}]}]}
     slices = [slice_("s", _devices(1), node_name=None, nodeSelector=selector)]
-    [res] = _run(Case(slices, node=node(labels={"rack": "r1"})))
+    [res] = _run(Case(slices, node=make_node().name("node-1").label("rack", "r1").obj()))
     assert res.node_selector == selector
 
 
@@ -294,5 +295,5 @@ def test_device_taint_rule_without_selector_taints_nothing() -> None:
 def test_passed_deadline_aborts_the_search() -> None:
     allocator = Allocator(AllocatedState(), {"gpu": GPU}, [slice_("s", _devices(1))], CelCache())
     with pytest.raises(AllocationTimeout) as info:
-        allocator.allocate(node(), [claim()], deadline=0.0)
+        allocator.allocate(make_node().name("node-1").obj(), [claim()], deadline=0.0)
     assert str(info.value) == "filter operation aborted: context deadline exceeded"

@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.model.dra import ConsumerReference, resource_claim_from_api
-from scheduler.model.pod import Pod, pod_from_api
+from scheduler.model.dra import ConsumerReference
 from scheduler.plugins.helper.dynamicresources.claims import (
     ClaimNameError,
     PodClaim,
@@ -18,27 +17,21 @@ from scheduler.plugins.helper.dynamicresources.claims import (
     is_reserved_for_pod,
     pod_claims,
 )
-
-
-def _pod(claims: list[dict[str, Any]], statuses: list[dict[str, Any]] | None = None) -> Pod:
-    return pod_from_api({"metadata": {"name": "p", "namespace": "ns", "uid": "pod-uid"},
-                         "spec": {"schedulerName": "py-scheduler", "containers": [{"name": "c"}],
-                                  "resourceClaims": claims},
-                         "status": {"resourceClaimStatuses": statuses or []}})
+from scheduler.testing import make_pod, make_resource_claim
 
 
 def _claim(namespace: str = "ns", owner: str | None = "pod-uid", reserved: tuple[str, ...] = ()) -> Any:
-    meta: dict[str, Any] = {"name": "c", "namespace": namespace}
+    w = make_resource_claim().name("c").namespace(namespace)
     if owner is not None:
-        meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": owner, "controller": True}]
-    return resource_claim_from_api({"metadata": meta, "spec": {"devices": {"requests": []}},
-                                    "status": {"reservedFor": [{"resource": "pods", "name": "x", "uid": u}
-                                                               for u in reserved]}})
+        w.owner_reference("p", "Pod", "v1", uid=owner)
+    for u in reserved:
+        w.reserved_for_pod("x", u)
+    return w.obj()
 
 
 def test_claim_by_name_and_from_template() -> None:
-    pod = _pod([{"name": "a", "resourceClaimName": "shared"}, {"name": "b", "resourceClaimTemplateName": "t"}],
-               [{"name": "b", "resourceClaimName": "p-b-xyz"}])
+    pod = (make_pod().namespace("ns").uid("pod-uid").resource_claim("a", "shared").resource_claim("b", template="t")
+           .resource_claim_status("b", "p-b-xyz").obj())
     a, b = pod_claims(pod)
     assert a == PodClaim("a", "shared", None)
     assert claim_name(pod, a) == ("shared", False)
@@ -50,7 +43,7 @@ def test_claim_by_name_and_from_template() -> None:
     ({"name": "b"}, 'pod "ns/p", spec.resourceClaim "b": none of the supported fields are set', False),
 ])
 def test_claim_name_errors(entry: dict[str, Any], message: str, not_created: bool) -> None:
-    pod = _pod([entry])
+    pod = make_pod().namespace("ns").uid("pod-uid").spec_field("resourceClaims", [entry]).obj()
     with pytest.raises(ClaimNameError) as info:
         claim_name(pod, pod_claims(pod)[0])
     assert (str(info.value), info.value.not_created) == (message, not_created)
@@ -63,11 +56,11 @@ def test_claim_name_errors(entry: dict[str, Any], message: str, not_created: boo
     (_claim(owner=None), "ResourceClaim ns/c was not created for Pod ns/p (Pod is not owner)"),
 ])
 def test_is_for_pod(claim: Any, message: str | None) -> None:
-    assert is_for_pod(_pod([]), claim) == message
+    assert is_for_pod(make_pod().namespace("ns").uid("pod-uid").obj(), claim) == message
 
 
 def test_reservation() -> None:
-    pod = _pod([])
+    pod = make_pod().namespace("ns").uid("pod-uid").obj()
     assert is_reserved_for_pod(pod, _claim(reserved=("other", "pod-uid")))
     assert not is_reserved_for_pod(pod, _claim(reserved=("other",)))
     assert consumer_reference(pod) == ConsumerReference("", "pods", "p", "pod-uid")

@@ -105,7 +105,7 @@ bench-smoke: install binaries
 
 # The laboratory's tools (e2e/perf/lab: in-process measuring, no API server), each run tiny from its command line.
 lab-smoke: install
-	$(BIN)/pytest -q tests/test_perf_lab.py tests/test_perf_cgpython.py
+	$(BIN)/pytest -q tests/e2e/test_perf_lab.py tests/e2e/test_perf_cgpython.py
 
 # kube-scheduler v1.37.2 vs `simulate` on N random seeded scenarios (a small batch runs in `make integration`).
 N ?= 200

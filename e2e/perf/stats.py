@@ -1,5 +1,5 @@
 """Pure parts of the benchmark: per-run metrics from timestamps, medians, ratios, the JSON document and
-the markdown table. No I/O here, so ``tests/test_perf_harness.py`` covers all of it."""
+the markdown table. No I/O here, so ``tests/e2e/test_perf_harness.py`` covers all of it."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 The benchmark (``python -m e2e.perf``) answers how fast py-scheduler is against kube-scheduler; these answer
 where its time goes, repeatably on a loaded machine (callgrind counts instructions, not seconds). Each runs
-from ``python -m e2e.perf.lab.<tool>``; ``make lab-smoke`` runs every one tiny (tests/test_perf_lab.py).
+from ``python -m e2e.perf.lab.<tool>``; ``make lab-smoke`` runs every one tiny (tests/e2e/test_perf_lab.py).
 
 * ``inproc``: the scheduling loop (the offline writer), CPU or instructions a pod and a hash of the placements;
 * ``watchreplay``: the pod watch path, live-shaped watch lines replayed into a scheduler, CPU an event;

@@ -8,7 +8,7 @@ This module reads them as they are (nothing of upstream is copied into this repo
 case or workload cannot run here (:func:`skip_reason`), and adds the sizes of this harness: ``2-core`` (the
 first workload labelled ``performance``, its counts scaled down to :data:`TWO_CORE_NODES` nodes and
 :data:`TWO_CORE_PODS` pods) and ``tiny`` (upstream's smallest workload that can run, for the smoke test).
-Pure: no API server, so tests/test_perf_suite.py covers it with inline fixtures.
+Pure: no API server, so tests/e2e/test_perf_suite.py covers it with inline fixtures.
 """
 
 from __future__ import annotations

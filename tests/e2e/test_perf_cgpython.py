@@ -12,7 +12,7 @@ import pytest
 
 from e2e.perf.lab import cgpython
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # f (0x1000) calls g (0x2000) twice and h (0x3000) once; g calls h; g also recurses ('2); the top call of f
 # comes from outside any kept Python caller. Name compression as callgrind writes it: "(id) name" once.

@@ -1,5 +1,6 @@
-"""Every tool of the laboratory (e2e/perf/lab) run from its command line at a tiny size: it starts, measures and
-prints what docs/performance.md says it prints (``make lab-smoke``; cgpython's run is tests/test_perf_cgpython.py)."""
+"""Every tool of the laboratory (e2e/perf/lab) run from its command line at a tiny size: it starts, measures
+and prints what docs/performance.md says it prints (``make lab-smoke``; cgpython's run is
+tests/e2e/test_perf_cgpython.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HAS_CALLGRIND_H = Path("/usr/include/valgrind/callgrind.h").exists() and shutil.which("cc") is not None
 
 

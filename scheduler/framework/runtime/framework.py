@@ -713,9 +713,12 @@ class Framework:
         self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo
     ) -> Status | None:
         """Tell PreFilter plugins' state that `pod_to_add` now runs on the node (nominated pods, preemption)."""
+        skipped = state.skip_filter_plugins
         for pl in self._pre_filter:
+            if pl.name in skipped:  # first: most plugins skip a plain pod, and this runs per dry-run step
+                continue
             ext = pl.pre_filter_extensions()
-            if ext is None or pl.name in state.skip_filter_plugins:
+            if ext is None:
                 continue
             s = ext.add_pod(state, pod, pod_to_add, node_info)
             if not success(s):
@@ -727,9 +730,12 @@ class Framework:
         self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo
     ) -> Status | None:
         """Tell PreFilter plugins' state that `pod_to_remove` left the node (preemption victims)."""
+        skipped = state.skip_filter_plugins
         for pl in self._pre_filter:
+            if pl.name in skipped:  # first: most plugins skip a plain pod, and this runs per dry-run step
+                continue
             ext = pl.pre_filter_extensions()
-            if ext is None or pl.name in state.skip_filter_plugins:
+            if ext is None:
                 continue
             s = ext.remove_pod(state, pod, pod_to_remove, node_info)
             if not success(s):

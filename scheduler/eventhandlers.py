@@ -286,7 +286,8 @@ class EventHandlers(SchedulerState):
         """The pod object last heard of under this name (simulate's offline API server looks the
         targets of its writes up here)."""
         for _, obj in list(self._pod_seen.values()):
-            pod = pod_from_api(obj)
-            if pod.name == name and pod.namespace == namespace:
+            # The name fields as pod_from_api reads them, without building a view of every pod.
+            meta = obj.get("metadata") or {}
+            if (meta.get("name") or "") == name and (meta.get("namespace") or "default") == namespace:
                 return obj
         return None

@@ -203,7 +203,7 @@ class Scheduler(EventHandlers, ScheduleOne, BindingCycle, Reconfigure):
     # ----- SchedulerActions: what the scheduler does for plugins (through their Framework) -----
 
     def nominated_pods_for(self, node_name: str) -> list[Pod]:
-        return list(self.queue.nominator.nominated_pods_for_node(node_name))
+        return self.queue.nominator.nominated_pods_for_node(node_name)  # a fresh list, taken under its lock
 
     def extenders(self) -> Sequence[Extender]:
         return self.algorithm.extenders

@@ -47,6 +47,7 @@ def implements(value: object, protocol: type) -> bool:
 
 
 _NO_PLUGINS: frozenset[str] = frozenset()
+_new_state = object.__new__
 
 
 class CycleState:
@@ -76,8 +77,12 @@ class CycleState:
 
     def clone(self) -> CycleState:
         """Values that have a ``clone`` method are cloned, the rest shared (they are read-only)."""
-        c = CycleState()
-        c._data = {k: (v.clone() if implements(v, StateData) else v) for k, v in self._data.items()}
+        c = _new_state(CycleState)  # every slot is set below: __init__'s empty containers would be dropped
+        data = self._data.copy()
+        for k, v in data.items():
+            if implements(v, StateData):
+                data[k] = v.clone()
+        c._data = data
         c.skip_filter_plugins = set(self.skip_filter_plugins)
         c.skip_score_plugins = set(self.skip_score_plugins)
         c.skip_pre_bind_plugins = self.skip_pre_bind_plugins

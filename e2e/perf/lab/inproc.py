@@ -2,7 +2,10 @@
 
 A Scheduler with the offline writer (scheduler/whatif/offline.py) gets ``--nodes`` nodes shaped like
 scheduler_perf's node-default.yaml (3 zones) and SchedulingBasic's pods (init pods, then the measured
-ones); every binding is confirmed by the MODIFIED event the watch would deliver. It reports the CPU
+ones); every binding is confirmed by the MODIFIED event the watch would deliver. A workload with
+PriorityClasses (PreemptionBasic) gets its pods' ``spec.priority`` set as the Priority admission plugin
+would, and preempts synchronously (the victims' deletions delivered at once, as ``simulate`` does), so the
+loop measures the preemptors' dry runs and evictions without a worker thread. It reports the CPU
 seconds per 1000 measured pods, the number the scheduling-loop optimisations are judged by; the
 machine is shared, so compare variants alternately over several runs (``--repeat``) and take medians.
 """
@@ -29,6 +32,7 @@ from scheduler.app import gcpolicy
 from scheduler.app.logging import configure
 from scheduler.config.load import build_registry, load, load_dict
 from scheduler.eventhandlers import ADDED, MODIFIED
+from scheduler.framework.features import Features
 from scheduler.metrics import Metrics
 from scheduler.scheduler import Scheduler
 from scheduler.whatif.offline import OfflineWriter, RecordingBinder, RecordingEventSink
@@ -38,10 +42,13 @@ SCHEDULER_NAME = "py-scheduler"
 CALLGRIND_HOUSEKEEPING = 250
 
 
-def _pod(template: dict[str, Any], namespace: str, i: int) -> dict[str, Any]:
+def _pod(template: dict[str, Any], namespace: str, i: int, priorities: dict[str, int] | None = None) -> dict[str, Any]:
     meta = {**template.get("metadata", {}), "name": f"pod-{i}", "namespace": namespace,
             "uid": f"uid-{namespace}-{i}", "resourceVersion": "1", "creationTimestamp": "2026-01-01T00:00:00Z"}
-    return {**template, "metadata": meta, "spec": {**template["spec"], "schedulerName": SCHEDULER_NAME}}
+    spec = {**template["spec"], "schedulerName": SCHEDULER_NAME}
+    if priorities and spec.get("priorityClassName") in priorities:  # what the Priority admission plugin sets
+        spec["priority"] = priorities[spec["priorityClassName"]]
+    return {**template, "metadata": meta, "spec": spec}
 
 
 def build(nodes: int, config_path: str | None, seed: int, workload: str = "SchedulingBasic",
@@ -57,7 +64,8 @@ def build(nodes: int, config_path: str | None, seed: int, workload: str = "Sched
     writer = OfflineWriter()
     sched = Scheduler(cfg, build_registry(cfg), RecordingBinder(), RecordingEventSink(),
                       Metrics(rng=random.Random(seed)) if metrics else None, writer=writer,
-                      synchronous_binding=True, rng=random.Random(seed))
+                      synchronous_binding=True, rng=random.Random(seed),
+                      features=Features(enable_async_preemption=not w.priority_classes))
     writer.connect(sched)
     for i in range(nodes):
         sched.on_node_event(ADDED, node_manifest(f"node-{i}", i, zones=3, now="2026-01-01T00:00:00Z"))
@@ -143,9 +151,10 @@ def run(workload: str, nodes: int, pods: int, config_path: str | None, seed: int
     sched = build(nodes, config_path, seed, workload, metrics)
     policy = gcpolicy.install()  # as the live scheduler once synced: without it full collections weigh in
     try:
-        schedule(sched, [_pod(w.init_template(), INIT_NAMESPACE, i) for i in range(n_init)], lag, running,
-                 housekeeping_every=every)
-        measured = [_pod(w.measure_template(), MEASURE_NAMESPACE, i) for i in range(n_pods)]
+        priorities = dict(w.priority_classes)
+        schedule(sched, [_pod(w.init_template(), INIT_NAMESPACE, i, priorities) for i in range(n_init)], lag,
+                 running, housekeeping_every=every)
+        measured = [_pod(w.measure_template(), MEASURE_NAMESPACE, i, priorities) for i in range(n_pods)]
         cost = LoopCost()
         if marks is not None:
             marks.cgmark_start()

@@ -713,9 +713,12 @@ class Framework:
         self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo
     ) -> Status | None:
         """Tell PreFilter plugins' state that `pod_to_add` now runs on the node (nominated pods, preemption)."""
+        skipped = state.skip_filter_plugins
         for pl in self._pre_filter:
+            if pl.name in skipped:  # first: most plugins skip a plain pod, and this runs per dry-run step
+                continue
             ext = pl.pre_filter_extensions()
-            if ext is None or pl.name in state.skip_filter_plugins:
+            if ext is None:
                 continue
             s = ext.add_pod(state, pod, pod_to_add, node_info)
             if not success(s):
@@ -727,9 +730,12 @@ class Framework:
         self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo
     ) -> Status | None:
         """Tell PreFilter plugins' state that `pod_to_remove` left the node (preemption victims)."""
+        skipped = state.skip_filter_plugins
         for pl in self._pre_filter:
+            if pl.name in skipped:  # first: most plugins skip a plain pod, and this runs per dry-run step
+                continue
             ext = pl.pre_filter_extensions()
-            if ext is None or pl.name in state.skip_filter_plugins:
+            if ext is None:
                 continue
             s = ext.remove_pod(state, pod, pod_to_remove, node_info)
             if not success(s):
@@ -745,22 +751,27 @@ class Framework:
         A node whose object could not be parsed is rejected as UnschedulableAndUnresolvable with the
         parse error (our addition: upstream never sees malformed nodes, the API server validates).
         ``observe``: the CycleObserver is told each verdict; only the scheduling algorithm's own runs
-        are observed, not the dry runs plugins make through the Handle (preemption's)."""
-        return self.filter_runner(state, pod, observe=observe)(node_info)
+        are observed, not the dry runs plugins make through the Handle (preemption's).
+
+        One node is filtered with each plugin's plain ``filter``: specialising a check to the pod (filter_for)
+        pays off over many nodes, and the node-at-a-time callers (preemption's dry runs, nominated nodes'
+        two passes) call this with a fresh CycleState or NodeInfo each time."""
+        return self.filter_runner(state, pod, observe=observe, specialise=False)(node_info)
 
     def filter_runner(
-        self, state: CycleState, pod: Pod, *, observe: bool = False
+        self, state: CycleState, pod: Pod, *, observe: bool = False, specialise: bool = True
     ) -> Callable[[NodeInfo], Status | None]:
         """run_filter_plugins for one pod with this cycle's non-skipped filters bound once: the filter loop
         calls it for hundreds of nodes, so per-pod work is hoisted out of it, and plugins that are
-        FilterForPlugins run their check specialised to this pod."""
+        FilterForPlugins run their check specialised to this pod (unless ``specialise`` is False: the
+        check equals ``filter``, interface.FilterForPlugin)."""
         active: list[tuple[str, Callable[..., Status | None], bool]] = []
         skipped = state.skip_filter_plugins
         rows = self._timed_filter_rows if self._timed(state) else self._filter_rows
         for name, pl, for_pod in rows:
             if name in skipped:
                 continue
-            if not for_pod:
+            if not (for_pod and specialise):
                 active.append((name, pl.filter, False))
                 continue
             check = pl.filter_for(state, pod)

@@ -290,7 +290,10 @@ class Executor:
             elif unique:
                 labels[unique["labelKey"]] = str(uuid.uuid4())
             elif alloc:
-                node.setdefault("status", {}).setdefault("allocatable", {}).update(alloc.get("nodeAllocatable") or {})
+                # Upstream patches the created node, whose allocatable the API server defaulted to its capacity.
+                status = node.setdefault("status", {})
+                status["allocatable"] = {**(status.get("allocatable") or status.get("capacity") or {}),
+                                         **(alloc.get("nodeAllocatable") or {})}  # fmt: skip
 
     def _csi_nodes(self, op: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]]) -> None:
         """NodeAllocatableStrategy's PrepareDependentObjects: a CSINode per node with the drivers'

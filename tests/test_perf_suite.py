@@ -237,7 +237,8 @@ class FakeRest:
         self.calls.append(("update", name, namespace, subresource))
         self.sent.append(copy.deepcopy(dict(obj)))
         for i, o in enumerate(self.objects):
-            if o["kind"] == obj["kind"] and o["metadata"]["name"] == name and o["metadata"].get("namespace") == namespace:
+            meta = o["metadata"]
+            if o["kind"] == obj["kind"] and meta["name"] == name and meta.get("namespace") == namespace:
                 self.objects[i] = copy.deepcopy(dict(obj))
 
 
@@ -298,7 +299,7 @@ def test_alloc_resource_claims() -> None:
     assert "status" not in api.list("resource.k8s.io/v1", "ResourceClaim", "test")[0]  # only its namespace
     assert allocate_claims(api, "init", {}) == 0  # nothing left to allocate
     with pytest.raises(AllocationFailed):  # the cluster is full: upstream's test fails the same way
-        allocate_claims(FakeRest(api.objects + [_claim(9)]), "init", {})
+        allocate_claims(FakeRest([*api.objects, _claim(9)]), "init", {})
     assert features({"DRAPrioritizedList": False}).prioritized_list is False
     assert features({}).prioritized_list is True
 
@@ -321,8 +322,7 @@ def test_update_any(tmp_path: Path) -> None:
                         "subresources": ["resize"], "updatePerSecond": 20})  # fmt: skip
     assert time.monotonic() - t0 >= 0.09  # a tick of 1/20 s before each update
     assert all(o["spec"]["schedulerName"] == "py-scheduler" for o in api.sent)  # else the spec would change
-    assert api.calls == [("update", "pod-blocker-0", "blocker", "resize"), ("update", "pod-blocker-0", "blocker", "status"),
-                         ("update", "pod-blocker-1", "blocker", "resize"), ("update", "pod-blocker-1", "blocker", "status")]  # fmt: skip
+    assert api.calls == [("update", f"pod-blocker-{i}", "blocker", sub) for i in (0, 1) for sub in ("resize", "status")]
 
 
 class SteadyCluster(FakeRest):
@@ -374,3 +374,11 @@ def test_steady_state_keeps_count_in_flight(tmp_path: Path, monkeypatch: pytest.
     assert len(cluster.created) > 3  # each scheduled pod was replaced by a new one
     assert sum(not gone for gone in cluster.live.values()) == 3  # and deleted: three in flight, always
     assert len(set(cluster.created)) == len(cluster.created) and ex.steady_made["namespace-2"] == len(cluster.created)
+
+
+def test_node_allocatable_strategy_keeps_capacity(tmp_path: Path) -> None:
+    ex = _executor(tmp_path, FakeRest([]), None)
+    node = {"metadata": {"name": "n"}, "status": {"capacity": {"cpu": "4", "pods": "110"}}}
+    ex._prepare_nodes({"nodeAllocatableStrategy": {"nodeAllocatable": {"attachable-volumes-csi-x": "39"}}}, [node])
+    # upstream patches a node whose allocatable the API server defaulted to its capacity
+    assert node["status"]["allocatable"] == {"cpu": "4", "pods": "110", "attachable-volumes-csi-x": "39"}

@@ -254,23 +254,15 @@ DRA_OBJECTS = """
   metadata: {name: test-class}
   spec:
     selectors: [{cel: {expression: device.driver == "test-driver.cdi.k8s.io"}}]
-- apiVersion: resource.k8s.io/v1
-  kind: ResourceSlice
-  metadata: {name: slice-a}
-  spec:
-    driver: test-driver.cdi.k8s.io
-    nodeName: node-a
-    pool: {name: pool-a, generation: 1, resourceSliceCount: 1}
-    devices: [{name: dev-0}, {name: dev-1}]
-- apiVersion: resource.k8s.io/v1
-  kind: ResourceSlice
-  metadata: {name: slice-b}
-  spec:
-    driver: test-driver.cdi.k8s.io
-    nodeName: node-b
-    pool: {name: pool-b, generation: 1, resourceSliceCount: 1}
-    devices: [{name: dev-0}]
 """
+
+
+def _slice(node: str, devices: int) -> dict[str, Any]:
+    """One ResourceSlice of node-<node>, its pool pool-<node>, with ``devices`` devices dev-<i>."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"slice-{node}"},
+            "spec": {"driver": "test-driver.cdi.k8s.io", "nodeName": f"node-{node}",
+                     "pool": {"name": f"pool-{node}", "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": f"dev-{i}"} for i in range(devices)]}}  # fmt: skip
 
 
 def _claim(i: int, ns: str = "init") -> dict[str, Any]:
@@ -284,7 +276,8 @@ def _claim(i: int, ns: str = "init") -> dict[str, Any]:
 def test_alloc_resource_claims() -> None:
     from e2e.perf.suite.allocate import AllocationFailed, allocate_claims, features
 
-    objects = yaml.safe_load(DRA_OBJECTS) + [_claim(i) for i in range(3)] + [_claim(0, "test")]
+    objects = [*yaml.safe_load(DRA_OBJECTS), _slice("a", 2), _slice("b", 1), *(_claim(i) for i in range(3)),
+               _claim(0, "test")]  # fmt: skip
     api = FakeRest(objects)
     assert allocate_claims(api, "init", {}) == 3
     assert [c[3] for c in api.calls] == ["status"] * 3  # written as upstream's UpdateStatus

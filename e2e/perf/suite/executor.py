@@ -141,10 +141,10 @@ class Rest:
             raise ApiError(resp.status, resp.data.decode(errors="replace"))
         return json.loads(resp.data) if resp.data else {}
 
-    def path(self, obj: Mapping[str, Any], namespace: str | None) -> str:
+    def path(self, obj: Mapping[str, Any], namespace: str | None, every_namespace: bool = False) -> str:
         plural, namespaced = self._resource(obj["apiVersion"], obj["kind"])
         prefix = f"/api/{obj['apiVersion']}" if "/" not in obj["apiVersion"] else f"/apis/{obj['apiVersion']}"
-        if namespaced:
+        if namespaced and not (every_namespace and not namespace):
             if not namespace:
                 raise ExecutionError(f"{obj['kind']} is namespaced but no namespace was given")
             return f"{prefix}/namespaces/{namespace}/{plural}"
@@ -176,7 +176,8 @@ class Rest:
 
     def list(self, api_version: str, kind: str, namespace: str | None = None,
              selector: str = "") -> list[dict[str, Any]]:  # fmt: skip
-        path = self.path({"apiVersion": api_version, "kind": kind}, namespace)
+        """The objects of ``namespace``, or of every namespace when it is None."""
+        path = self.path({"apiVersion": api_version, "kind": kind}, namespace, every_namespace=True)
         return list(self._call("GET", path, query=[("labelSelector", selector)] if selector else ()).get("items", []))
 
 

@@ -375,3 +375,20 @@ def test_node_allocatable_strategy_keeps_capacity(tmp_path: Path) -> None:
     ex._prepare_nodes({"nodeAllocatableStrategy": {"nodeAllocatable": {"attachable-volumes-csi-x": "39"}}}, [node])
     # upstream patches a node whose allocatable the API server defaulted to its capacity
     assert node["status"]["allocatable"] == {"cpu": "4", "pods": "110", "attachable-volumes-csi-x": "39"}
+
+
+def test_rest_paths() -> None:
+    import threading
+
+    from e2e.perf.suite.executor import ExecutionError, Rest
+
+    rest = object.__new__(Rest)  # discovery answered in advance: no API server
+    rest._lock = threading.Lock()
+    rest._mapping = {("resource.k8s.io/v1", "ResourceClaim"): ("resourceclaims", True),
+                     ("v1", "Node"): ("nodes", False)}
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim"}
+    assert rest.path(claim, "init") == "/apis/resource.k8s.io/v1/namespaces/init/resourceclaims"
+    assert rest.path(claim, None, every_namespace=True) == "/apis/resource.k8s.io/v1/resourceclaims"  # a list
+    assert rest.path({"apiVersion": "v1", "kind": "Node"}, None) == "/api/v1/nodes"
+    with pytest.raises(ExecutionError):  # creating a namespaced object needs its namespace
+        rest.path(claim, None)

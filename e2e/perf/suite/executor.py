@@ -176,9 +176,11 @@ class Rest:
 
     def list(self, api_version: str, kind: str, namespace: str | None = None,
              selector: str = "") -> list[dict[str, Any]]:  # fmt: skip
-        """The objects of ``namespace``, or of every namespace when it is None."""
+        """The objects of ``namespace``, or of every namespace when it is None, each with its apiVersion and
+        kind (a list's items come without them)."""
         path = self.path({"apiVersion": api_version, "kind": kind}, namespace, every_namespace=True)
-        return list(self._call("GET", path, query=[("labelSelector", selector)] if selector else ()).get("items", []))
+        items = self._call("GET", path, query=[("labelSelector", selector)] if selector else ()).get("items", [])
+        return [{"apiVersion": api_version, "kind": kind, **o} for o in items]
 
 
 def _rand5() -> str:

@@ -388,13 +388,20 @@ class Executor:
             raise ExecutionError(f"op {index}: creating pods: {errors[:3]}")
         deadline = time.monotonic() + float(op.get("duration") or 0)
         seen: set[str] = set()
-        made = n
+        made = n  # names handed out
+        created = [n]  # pods that exist or existed
+        lock = threading.Lock()
         pod = {"apiVersion": "v1", "kind": "Pod"}
 
         def replace(i: int, name: str) -> None:
-            self.rest._call("DELETE", f"{self.rest.path(pod, ns)}/{name}",
-                            {"gracePeriodSeconds": 0, "propagationPolicy": "Background"})  # fmt: skip
-            self.rest.create(make(i), ns)
+            try:
+                self.rest._call("DELETE", f"{self.rest.path(pod, ns)}/{name}",
+                                {"gracePeriodSeconds": 0, "propagationPolicy": "Background"})  # fmt: skip
+                self.rest.create(make(i), ns)
+                with lock:
+                    created[0] += 1
+            except Exception as e:  # reported with the row; the drain then waits for what exists
+                self.errors.append(f"steady state {ns}/{name}: {e}"[:200])
 
         with ThreadPoolExecutor(max_workers=8) as pool:
             while time.monotonic() < deadline and not self.stop.is_set():
@@ -406,8 +413,8 @@ class Executor:
                 time.sleep(0.02)
         if not seen:
             raise ExecutionError(f"op {index}: no pod at all got scheduled in steady state")
-        self.log(f"  op {index}: {len(seen)} pods scheduled in steady state, {made} created")
-        self.steady_made[ns] = made
+        self.log(f"  op {index}: {len(seen)} pods scheduled in steady state, {created[0]} created")
+        self.steady_made[ns] = created[0]
 
     def _drain(self, index: int, ns: str) -> None:
         """After a steady-state op: the pods still in flight get scheduled too (upstream stops watching;

@@ -233,6 +233,10 @@ class FakeRest:
         return [copy.deepcopy(o) for o in self.objects if o["apiVersion"] == api_version and o["kind"] == kind
                 and (namespace is None or o["metadata"].get("namespace") == namespace)]  # fmt: skip
 
+    def create(self, obj: Mapping[str, Any], namespace: str | None = None, tries: int = 20) -> dict[str, Any]:
+        self.calls.append(("create", obj["metadata"]["name"], namespace, ""))
+        return dict(obj)
+
     def update(self, obj: Mapping[str, Any], name: str, namespace: str | None = None, subresource: str = "") -> None:
         self.calls.append(("update", name, namespace, subresource))
         self.sent.append(copy.deepcopy(dict(obj)))
@@ -392,3 +396,15 @@ def test_rest_paths() -> None:
     assert rest.path({"apiVersion": "v1", "kind": "Node"}, None) == "/api/v1/nodes"
     with pytest.raises(ExecutionError):  # creating a namespaced object needs its namespace
         rest.path(claim, None)
+
+
+def test_create_any_count(tmp_path: Path) -> None:
+    (tmp_path / "claim.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c-{{.Index}}\n")
+    api = FakeRest([])
+    ex = _executor(tmp_path, api, None)
+    ex.namespaces.add("init")
+    ex.op_createAny(0, {"templatePath": "claim.yaml", "count": 0, "namespace": "init"})  # $initClaims: 0
+    assert api.calls == []
+    ex.op_createAny(1, {"templatePath": "claim.yaml", "namespace": "init"})  # no count: one object
+    ex.op_createAny(2, {"templatePath": "claim.yaml", "count": 2})
+    assert [c[:3] for c in api.calls] == [("create", "c-0", "init"), ("create", "c-0", None), ("create", "c-1", None)]

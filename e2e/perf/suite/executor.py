@@ -431,7 +431,7 @@ class Executor:
         ns = op.get("namespace")
         if ns:
             self.ensure_namespace(ns)
-        n = int(op.get("count") or 1)
+        n = 1 if op.get("count") is None else int(op["count"])  # countParam may resolve to 0: none
         tp = dict(op.get("templateParams") or {})
         objs = [self.for_scheduler(self.render(op["templatePath"], {**tp, "Index": i, "Count": n})) for i in range(n)]
         self._parallel(lambda i: self.rest.create(objs[i], ns), n)
@@ -441,7 +441,7 @@ class Executor:
         the stored one without a resourceVersion, through the op's subresources, then its status; at
         ``updatePerSecond`` (a tick before each) or all at once."""
         ns = op.get("namespace")
-        n = int(op.get("count") or 1)
+        n = 1 if op.get("count") is None else int(op["count"])  # countParam may resolve to 0: none
         rate = int(op.get("updatePerSecond") or 0)
         sub = "/".join(op.get("subresources") or ())
         tp = dict(op.get("templateParams") or {})

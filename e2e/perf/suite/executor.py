@@ -33,6 +33,8 @@ from e2e.perf.suite.tracker import PodTracker
 # makeBasePod and makeBaseNode (util.go, runners.go): what an op without a template creates.
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"
 WAIT_TIMEOUT = 600.0  # upstream's waitUntilPodsScheduledInNamespace: 10 minutes
+MIGRATED_PLUGINS = "storage.alpha.kubernetes.io/migrated-plugins"
+VOLUME_WORKERS = 30  # CreatePodWithPersistentVolume's parallelism
 
 
 def base_pod() -> dict[str, Any]:
@@ -41,6 +43,34 @@ def base_pod() -> dict[str, Any]:
                  "resources": {"limits": dict(req), "requests": dict(req)}}  # fmt: skip
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "pod-"},
             "spec": {"containers": [container]}}
+
+
+def csi_node(name: str, drivers: Mapping[str, Any], migrated: str) -> dict[str, Any]:
+    """The CSINode NodeAllocatableStrategy creates for a node (runners.go createCSINode)."""
+    spec = {"drivers": [{"name": d, "allocatable": a, "nodeID": name} for d, a in drivers.items()]}
+    return {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
+            "metadata": {"name": name, "annotations": {MIGRATED_PLUGINS: migrated}}, "spec": spec}  # fmt: skip
+
+
+def volume_pair(pvc_template: Mapping[str, Any], pv_template: Mapping[str, Any], ns: str,
+                i: int) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
+    """The i-th claim and volume of CreatePodWithPersistentVolume (bindVolume: bound to each other, with
+    the statuses to write after creating): ``pvc-<i>``, and ``<ns>-vol-<i>`` from getCustomVolumeFactory
+    (an EBS volume's ID ``vol-<i>``, a CSI volume's handle its full name)."""
+    pvc, pv = copy.deepcopy(dict(pvc_template)), copy.deepcopy(dict(pv_template))
+    pvc.setdefault("metadata", {})["name"] = f"pvc-{i}"
+    pv_name = f"{ns}-vol-{i}"
+    pv.setdefault("metadata", {})["name"] = pv_name
+    spec = pv.setdefault("spec", {})
+    if "csi" in spec:
+        spec["csi"]["volumeHandle"] = pv_name
+    elif "awsElasticBlockStore" in spec:
+        spec["awsElasticBlockStore"]["volumeID"] = f"vol-{i}"
+    spec["claimRef"] = {"kind": "PersistentVolumeClaim", "namespace": ns, "name": f"pvc-{i}", "apiVersion": "v1"}
+    pv["status"] = {"phase": "Bound"}
+    pvc.setdefault("spec", {})["volumeName"] = pv_name
+    pvc["status"] = {"phase": "Bound"}
+    return pvc, pv
 
 
 def base_node(prefix: str) -> dict[str, Any]:
@@ -63,6 +93,7 @@ class Window:
     selector: dict[str, str]
     start: float
     probe: Any
+    steady: bool = False  # a steady-state createPods: pods are still in flight when it closes
     result: dict[str, Any] = field(default_factory=dict)
 
 
@@ -110,10 +141,10 @@ class Rest:
             raise ApiError(resp.status, resp.data.decode(errors="replace"))
         return json.loads(resp.data) if resp.data else {}
 
-    def path(self, obj: Mapping[str, Any], namespace: str | None) -> str:
+    def path(self, obj: Mapping[str, Any], namespace: str | None, every_namespace: bool = False) -> str:
         plural, namespaced = self._resource(obj["apiVersion"], obj["kind"])
         prefix = f"/api/{obj['apiVersion']}" if "/" not in obj["apiVersion"] else f"/apis/{obj['apiVersion']}"
-        if namespaced:
+        if namespaced and not (every_namespace and not namespace):
             if not namespace:
                 raise ExecutionError(f"{obj['kind']} is namespaced but no namespace was given")
             return f"{prefix}/namespaces/{namespace}/{plural}"
@@ -145,8 +176,11 @@ class Rest:
 
     def list(self, api_version: str, kind: str, namespace: str | None = None,
              selector: str = "") -> list[dict[str, Any]]:  # fmt: skip
-        path = self.path({"apiVersion": api_version, "kind": kind}, namespace)
-        return list(self._call("GET", path, query=[("labelSelector", selector)] if selector else ()).get("items", []))
+        """The objects of ``namespace``, or of every namespace when it is None, each with its apiVersion and
+        kind (a list's items come without them)."""
+        path = self.path({"apiVersion": api_version, "kind": kind}, namespace, every_namespace=True)
+        items = self._call("GET", path, query=[("labelSelector", selector)] if selector else ()).get("items", [])
+        return [{"apiVersion": api_version, "kind": kind, **o} for o in items]
 
 
 def _rand5() -> str:
@@ -158,8 +192,10 @@ class Executor:
 
     def __init__(self, case: config.TestCase, ops: Sequence[Mapping[str, Any]], rest: Rest, conn: Conn,
                  tracker: PodTracker, scheduler_name: str, probe: Callable[[], Any],
-                 log: Callable[[str], None], creators: int = 32) -> None:  # fmt: skip
+                 log: Callable[[str], None], creators: int = 32,
+                 gates: Mapping[str, bool] | None = None) -> None:  # fmt: skip
         self.case, self.ops, self.rest, self.conn, self.tracker = case, ops, rest, conn, tracker
+        self.gates = dict(gates or {})
         self.scheduler_name, self.probe, self.log, self.creators = scheduler_name, probe, log, creators
         self.pending: dict[str, int] = {}  # numPodsScheduledPerNamespace
         self.namespaces: set[str] = set()
@@ -169,6 +205,8 @@ class Executor:
         self.background: list[threading.Thread] = []
         self.errors: list[str] = []
         self._templates: dict[Path, Template] = {}
+        self._plain: dict[str, dict[str, Any]] = {}
+        self.steady_made: dict[str, int] = {}  # namespace -> pods a steady-state op created
         self.nodes_created = 0
 
     # ---- helpers
@@ -204,7 +242,7 @@ class Executor:
             obj.setdefault("spec", {})["schedulerName"] = self.scheduler_name
         return obj
 
-    def _parallel(self, fn: Callable[[int], None], n: int, workers: int = 16) -> None:
+    def _parallel(self, fn: Callable[[int], object], n: int, workers: int = 16) -> None:
         with ThreadPoolExecutor(max_workers=max(1, min(workers, n))) as pool:
             list(pool.map(fn, range(n)))
 
@@ -240,6 +278,7 @@ class Executor:
             bodies.append(node)
         self._prepare_nodes(op, bodies)
         self._parallel(lambda i: self.rest.create(bodies[i]), n)
+        self._csi_nodes(op, bodies)
         self.nodes_created += n
 
     def _prepare_nodes(self, op: Mapping[str, Any], nodes: list[dict[str, Any]]) -> None:
@@ -254,9 +293,21 @@ class Executor:
             elif unique:
                 labels[unique["labelKey"]] = str(uuid.uuid4())
             elif alloc:
-                node.setdefault("status", {}).setdefault("allocatable", {}).update(alloc.get("nodeAllocatable") or {})
-        if alloc and (alloc.get("csiNodeAllocatable") or alloc.get("migratedPlugins")):
-            raise ExecutionError("nodeAllocatableStrategy with CSINode objects is not interpreted yet")
+                # Upstream patches the created node, whose allocatable the API server defaulted to its capacity.
+                status = node.setdefault("status", {})
+                status["allocatable"] = {**(status.get("allocatable") or status.get("capacity") or {}),
+                                         **(alloc.get("nodeAllocatable") or {})}  # fmt: skip
+
+    def _csi_nodes(self, op: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]]) -> None:
+        """NodeAllocatableStrategy's PrepareDependentObjects: a CSINode per node with the drivers'
+        allocatable counts and the migrated in-tree plugins (what NodeVolumeLimits counts against)."""
+        alloc = op.get("nodeAllocatableStrategy") or {}
+        if not alloc or op.get("labelNodePrepareStrategy") or op.get("uniqueNodeLabelStrategy"):
+            return
+        drivers = dict(alloc.get("csiNodeAllocatable") or {})
+        migrated = ",".join(alloc.get("migratedPlugins") or ())
+        bodies = [csi_node(str(n["metadata"]["name"]), drivers, migrated) for n in nodes]
+        self._parallel(lambda i: self.rest.create(bodies[i]), len(bodies))
 
     def op_createNamespaces(self, index: int, op: Mapping[str, Any]) -> None:
         spec = None
@@ -269,28 +320,108 @@ class Executor:
         ns = namespace or op.get("namespace") or f"namespace-{index}"
         self.ensure_namespace(ns)
         n = int(op.get("count") or 0)
+        make = self._pod_maker(index, op, ns, n)
+        steady = bool(op.get("steadyState"))
+        if op.get("collectMetrics"):
+            self._start_window(str(index), [ns], {}, steady)
+        if steady:
+            self._steady(index, op, ns, make)
+        elif op.get("persistentVolumeClaimTemplatePath"):
+            self._parallel(lambda i: self._create_with_volume(op, ns, make(i), i), n, VOLUME_WORKERS)
+        else:
+            _, errors = create_pods(self.conn, [make(i) for i in range(n)], concurrency=self.creators)
+            if errors:
+                raise ExecutionError(f"op {index}: creating pods: {errors[:3]}")
+        if op.get("skipWaitToCompletion"):
+            self.pending[ns] = self.pending.get(ns, 0) + n
+        elif not steady:
+            self._wait(index, [ns], {}, {ns: n}, attempted=False)
+        if op.get("collectMetrics"):
+            self._stop_window()
+        if steady:
+            self._drain(index, ns)
+
+    def _pod_maker(self, index: int, op: Mapping[str, Any], ns: str, n: int) -> Callable[[int], dict[str, Any]]:
+        """The op's i-th pod (its template or makeBasePod, upstream's signature label, a name unique in
+        the namespace, the scheduler under test)."""
         rel = op.get("podTemplatePath") or self.case.default_pod_template
         batch = int(op.get("signatureBatchSize") or 1) or 1
         tp = dict(op.get("templateParams") or {})
-        bodies = []
-        for i in range(n):
+
+        def make(i: int) -> dict[str, Any]:
             pod = self.render(rel, {**tp, "Index": i, "Count": n}) if rel else base_pod()
             meta = pod.setdefault("metadata", {})
             meta.setdefault("labels", {})["signature"] = f"signature-label-{i // batch}"
             meta["name"] = meta.get("name") or f"{meta.pop('generateName', 'pod-')}{index}-{i}"
             meta["namespace"] = ns
-            bodies.append(self.for_scheduler(pod))
-        if op.get("collectMetrics"):
-            self._start_window(str(index), [ns], {})
-        _, errors = create_pods(self.conn, bodies, concurrency=self.creators)
+            return self.for_scheduler(pod)
+
+        return make
+
+    def _create_with_volume(self, op: Mapping[str, Any], ns: str, pod: dict[str, Any], i: int) -> None:
+        """CreatePodWithPersistentVolume with bindVolume: the claim ``pvc-<i>`` and the volume
+        ``<namespace>-vol-<i>`` created already bound to each other (no volume controller takes part), then
+        the pod using the claim as its only volume."""
+        pvc, pv = volume_pair(self._yaml(op["persistentVolumeClaimTemplatePath"]),
+                              self._yaml(op["persistentVolumeTemplatePath"]), ns, i)  # fmt: skip
+        # Creating resets the status; it is written separately, as upstream does.
+        created = self.rest.create(pvc, ns)
+        self.rest.update({**created, "status": pvc["status"]}, pvc["metadata"]["name"], ns, "status")
+        created = self.rest.create(pv)
+        self.rest.update({**created, "status": pv["status"]}, pv["metadata"]["name"], None, "status")
+        pod.setdefault("spec", {})["volumes"] = [{"name": "vol", "persistentVolumeClaim": {"claimName": f"pvc-{i}"}}]
+        self.rest.create(pod, ns)
+
+    def _yaml(self, rel: str) -> dict[str, Any]:
+        if rel not in self._plain:
+            self._plain[rel] = yaml.safe_load(self.case.path(rel).read_text())
+        return copy.deepcopy(dict(self._plain[rel]))
+
+    def _steady(self, index: int, op: Mapping[str, Any], ns: str, make: Callable[[int], dict[str, Any]]) -> None:
+        """createPodsSteadily: ``count`` pods, then for ``duration`` each pod seen scheduled is deleted
+        (grace period 0) and one new pod created, so the scheduler always has ``count`` pods in flight."""
+        n = int(op.get("count") or 0)
+        if op.get("persistentVolumeClaimTemplatePath"):
+            raise ExecutionError(f"op {index}: steady state with persistent volumes is not interpreted")
+        _, errors = create_pods(self.conn, [make(i) for i in range(n)], concurrency=self.creators)
         if errors:
             raise ExecutionError(f"op {index}: creating pods: {errors[:3]}")
-        if op.get("skipWaitToCompletion"):
-            self.pending[ns] = self.pending.get(ns, 0) + n
-        else:
-            self._wait(index, [ns], {}, {ns: n}, attempted=False)
-        if op.get("collectMetrics"):
-            self._stop_window()
+        deadline = time.monotonic() + float(op.get("duration") or 0)
+        seen: set[str] = set()
+        made = n  # names handed out
+        created = [n]  # pods that exist or existed
+        lock = threading.Lock()
+        pod = {"apiVersion": "v1", "kind": "Pod"}
+
+        def replace(i: int, name: str) -> None:
+            try:
+                self.rest._call("DELETE", f"{self.rest.path(pod, ns)}/{name}",
+                                {"gracePeriodSeconds": 0, "propagationPolicy": "Background"})  # fmt: skip
+                self.rest.create(make(i), ns)
+                with lock:
+                    created[0] += 1
+            except Exception as e:  # reported with the row; the drain then waits for what exists
+                self.errors.append(f"steady state {ns}/{name}: {e}"[:200])
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            while time.monotonic() < deadline and not self.stop.is_set():
+                fresh = [p.key for p in self.tracker.pods([ns]) if p.bound is not None and p.key not in seen]
+                for key in fresh:
+                    seen.add(key)
+                    pool.submit(replace, made, key.split("/", 1)[1])
+                    made += 1
+                time.sleep(0.02)
+        if not seen:
+            raise ExecutionError(f"op {index}: no pod at all got scheduled in steady state")
+        self.log(f"  op {index}: {len(seen)} pods scheduled in steady state, {created[0]} created")
+        self.steady_made[ns] = created[0]
+
+    def _drain(self, index: int, ns: str) -> None:
+        """After a steady-state op: the pods still in flight get scheduled too (upstream stops watching;
+        this is the check that none is left unschedulable). Every pod it made counts, deleted or not."""
+        self._wait(index, [ns], {}, {ns: self.steady_made[ns]}, attempted=False)
+        if self.windows and self.windows[-1].steady and ns in self.windows[-1].namespaces:
+            self.windows[-1].result["drained"] = True
 
     def op_createPodSets(self, index: int, op: Mapping[str, Any]) -> None:
         for i in range(int(op.get("count") or 0)):
@@ -300,10 +431,36 @@ class Executor:
         ns = op.get("namespace")
         if ns:
             self.ensure_namespace(ns)
-        n = int(op.get("count") or 1)
+        n = 1 if op.get("count") is None else int(op["count"])  # countParam may resolve to 0: none
         tp = dict(op.get("templateParams") or {})
         objs = [self.for_scheduler(self.render(op["templatePath"], {**tp, "Index": i, "Count": n})) for i in range(n)]
         self._parallel(lambda i: self.rest.create(objs[i], ns), n)
+
+    def op_updateAny(self, index: int, op: Mapping[str, Any]) -> None:
+        """updateAny: each of ``count`` objects rendered from the template (``Index``, ``Count``) replaces
+        the stored one without a resourceVersion, through the op's subresources, then its status; at
+        ``updatePerSecond`` (a tick before each) or all at once."""
+        ns = op.get("namespace")
+        n = 1 if op.get("count") is None else int(op["count"])  # countParam may resolve to 0: none
+        rate = int(op.get("updatePerSecond") or 0)
+        sub = "/".join(op.get("subresources") or ())
+        tp = dict(op.get("templateParams") or {})
+        for i in range(n):
+            if rate and self.stop.wait(1.0 / rate):
+                return
+            obj = self.for_scheduler(self.render(op["templatePath"], {**tp, "Index": i, "Count": n}))
+            name = str(obj["metadata"]["name"])
+            try:
+                self.rest.update(obj, name, ns, sub)
+                self.rest.update(obj, name, ns, "status")
+            except ApiError as e:
+                raise ExecutionError(f"op {index}: updating {obj['kind']} {name}: {e}") from e
+
+    def op_allocResourceClaims(self, index: int, op: Mapping[str, Any]) -> None:
+        from e2e.perf.suite.allocate import allocate_claims
+
+        done = allocate_claims(self.rest, op.get("namespace") or None, self.gates)
+        self.log(f"  op {index}: allocated {done} ResourceClaims")
 
     def op_churn(self, index: int, op: Mapping[str, Any]) -> None:
         ns = op.get("namespace") or f"namespace-{index}"
@@ -421,10 +578,11 @@ class Executor:
                 last_log = now
             time.sleep(0.1)
 
-    def _start_window(self, name: str, namespaces: list[str], selector: dict[str, str]) -> None:
+    def _start_window(self, name: str, namespaces: list[str], selector: dict[str, str],
+                      steady: bool = False) -> None:  # fmt: skip
         if self.open is not None:
             raise ExecutionError("metrics collection is overlapping")
-        self.open = Window(name, namespaces, selector, time.monotonic(), self.probe())
+        self.open = Window(name, namespaces, selector, time.monotonic(), self.probe(), steady)
 
     def _stop_window(self) -> None:
         if self.open is None:

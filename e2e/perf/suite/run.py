@@ -95,6 +95,8 @@ def window_row(w: Window, pid: int) -> dict[str, Any]:
         if p.bound is not None and p.bound <= w.result["stop"]:
             bound[p.key] = p.bound
     row = batch_metrics(created, bound, len(created))
+    if w.steady:  # pods still in flight at the close are not missing: the drain after it saw them bound
+        row["all_bound"] = bool(row["bound"]) and bool(w.result.get("drained"))
     before, after = w.probe, w.result["probe"]
     per = 1000.0 / max(row["bound"], 1)
     row["cpu_seconds_per_1000"] = round((after["scheduler"] - before["scheduler"]) * per, 3)
@@ -138,7 +140,7 @@ def run_once(case: config.TestCase, size: config.Size, which: str, repeat: int, 
                                     feature_gates=gate_flag(gates), config=scheduler_config)  # fmt: skip
             api_pid = int((cluster.state() or {}).get("pids", {}).get("kube-apiserver") or 0) or None
             ex = Executor(case, config.resolve_ops(case, size.params), Rest(conn), conn, tracker,
-                          opts.scheduler_name, Probe(proc.pid, api_pid), log, opts.creators)  # fmt: skip
+                          opts.scheduler_name, Probe(proc.pid, api_pid), log, opts.creators, gates)  # fmt: skip
             windows = ex.run()
             rss = procstat.peak_rss_mb(proc.pid)
             if proc.poll() is not None:

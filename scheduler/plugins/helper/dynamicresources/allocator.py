@@ -61,7 +61,7 @@ from scheduler.plugins.helper.dynamicresources.pools import (
     Features,
     Pool,
     PoolError,
-    gather_pools,
+    SliceIndex,
     node_matches,
 )
 
@@ -282,10 +282,12 @@ class Allocator:
     """``structured.NewAllocator`` + ``Allocate``: reusable for many nodes with the same inputs.
 
     ``slices`` are those the scheduler sees (DeviceTaintRules already applied, see
-    :func:`..pools.apply_device_taint_rules`); ``classes`` by name; ``state`` the devices already in use.
+    :func:`..pools.apply_device_taint_rules`), or their :class:`..pools.SliceIndex` (kept across cycles);
+    ``classes`` by name; ``state`` the devices already in use.
     """
 
-    def __init__(self, state: AllocatedState, classes: Mapping[str, DeviceClass], slices: Sequence[ResourceSlice],
+    def __init__(self, state: AllocatedState, classes: Mapping[str, DeviceClass],
+                 slices: Sequence[ResourceSlice] | SliceIndex,
                  cel_cache: CelCache, features: Features = DEFAULT_FEATURES,
                  new_share_id: Callable[[], str] = lambda: str(uuid.uuid4())) -> None:
         self.state = state
@@ -293,14 +295,7 @@ class Allocator:
         self.cel_cache = cel_cache
         self.features = features
         self.new_share_id = new_share_id
-        self.all_slices = list(slices)
-        self.slices_on_node: dict[str, list[ResourceSlice]] = {}
-        self.slices_shared: list[ResourceSlice] = []
-        for s in slices:
-            if s.node_name:
-                self.slices_on_node.setdefault(s.node_name, []).append(s)
-            else:
-                self.slices_shared.append(s)
+        self.slices = slices if isinstance(slices, SliceIndex) else SliceIndex(slices)
         self.available_counters: dict[str, dict[str, dict[str, Decimal]]] = {}
 
     def allocate(self, node: Node, claims: Sequence[ResourceClaim],
@@ -336,9 +331,8 @@ class _Run:
     # --- setup -------------------------------------------------------------------------------------
 
     def run(self) -> list[AllocationResult] | None:
-        slices = self.a.slices_on_node.get(self.node.name, []) + self.a.slices_shared
         try:
-            self.pools = gather_pools(slices, self.node, self.f, self.a.all_slices)
+            self.pools = self.a.slices.pools(self.node, self.f)
         except PoolError as exc:
             raise AllocationError(f"gather pool information: {exc}") from None
         for ci, claim in enumerate(self.claims):

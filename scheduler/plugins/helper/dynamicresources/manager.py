@@ -43,7 +43,7 @@ from scheduler.model.dra import (
 from scheduler.model.errors import InvalidObjectError
 from scheduler.plugins.helper.dynamicresources.allocator import AllocatedState, DeviceID
 from scheduler.plugins.helper.dynamicresources.extended import ExtendedResourceCache
-from scheduler.plugins.helper.dynamicresources.pools import apply_device_taint_rules
+from scheduler.plugins.helper.dynamicresources.pools import SliceIndex, apply_device_taint_rules
 
 log = structlog.get_logger(__name__)
 
@@ -141,6 +141,7 @@ class DraManager:
         self._extended = ExtendedResourceCache()
         self._rules: dict[str, DeviceTaintRule] = {}
         self._tainted: list[ResourceSlice] | None = None
+        self._index: SliceIndex | None = None  # of _tainted, with each node's pools
         # (kind, namespace, name) -> the resourceVersion last parsed: a relist's unchanged objects are skipped,
         # which also keeps the slices' device objects (and the selector outcomes remembered on them).
         self._versions: dict[tuple[str, str, str], str] = {}
@@ -252,9 +253,21 @@ class DraManager:
     def slices_with_taint_rules(self) -> list[ResourceSlice]:
         """All slices, each device carrying the taints DeviceTaintRules add (``ListWithDeviceTaintRules``)."""
         with self._lock:
-            if self._tainted is None:
-                self._tainted = apply_device_taint_rules(list(self._slices.values()), list(self._rules.values()))
-            return self._tainted
+            return self._tainted_slices()
+
+    def _tainted_slices(self) -> list[ResourceSlice]:
+        if self._tainted is None:
+            self._tainted = apply_device_taint_rules(list(self._slices.values()), list(self._rules.values()))
+            self._index = None
+        return self._tainted
+
+    def slice_index(self) -> SliceIndex:
+        """``slices_with_taint_rules`` indexed by node, the same object until a slice or rule changes."""
+        with self._lock:
+            slices = self._tainted_slices()
+            if self._index is None:
+                self._index = SliceIndex(slices)
+            return self._index
 
     def allocated_state(self) -> AllocatedState:
         """``GatherAllocatedState``: the devices allocated claims and in-flight allocations take."""

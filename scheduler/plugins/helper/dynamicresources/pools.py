@@ -229,6 +229,33 @@ def gather_pools(slices_for_node: Sequence[ResourceSlice], node: Node, features:
     return plain + with_bindings
 
 
+class SliceIndex:
+    """The slices the scheduler sees, by node, and each node's pools (``GatherPools``) remembered per Node
+    object: built once per change of the slices, so that a cycle's Filter calls do not regroup every slice.
+    A Node object is never changed in place (an update brings a new one), and the allocator only reads
+    pools, so a remembered list stands for as long as this index and that Node object do."""
+
+    def __init__(self, slices: Sequence[ResourceSlice]) -> None:
+        self.all_slices = list(slices)
+        self.on_node: dict[str, list[ResourceSlice]] = {}
+        self.shared: list[ResourceSlice] = []
+        for s in self.all_slices:
+            if s.node_name:
+                self.on_node.setdefault(s.node_name, []).append(s)
+            else:
+                self.shared.append(s)
+        self._pools: dict[str, tuple[Node, Features, list[Pool]]] = {}
+
+    def pools(self, node: Node, features: Features) -> list[Pool]:
+        """``gather_pools`` for the node; raises PoolError as it does (an error is not remembered)."""
+        cached = self._pools.get(node.name)
+        if cached is not None and cached[0] is node and cached[1] == features:
+            return cached[2]
+        pools = gather_pools(self.on_node.get(node.name, []) + self.shared, node, features, self.all_slices)
+        self._pools[node.name] = (node, features, pools)
+        return pools
+
+
 def apply_device_taint_rules(slices: Sequence[ResourceSlice], rules: Sequence[DeviceTaintRule]) -> list[ResourceSlice]:
     """Each rule's taint appended to the devices it selects (by driver, pool and device name; a rule
     without a selector selects nothing), as the scheduler's slice tracker patches slices."""

@@ -297,6 +297,10 @@ class Allocator:
         self.new_share_id = new_share_id
         self.slices = slices if isinstance(slices, SliceIndex) else SliceIndex(slices)
         self.available_counters: dict[str, dict[str, dict[str, Decimal]]] = {}
+        self._classes = tuple(classes.values())  # compared by identity with a remembered outcome's
+        self._class_names = tuple(classes)
+        # id(claim) -> (claim, the text of what the search reads of it: requests, constraints, config)
+        self._specs: dict[int, tuple[ResourceClaim, str]] = {}
 
     def allocate(self, node: Node, claims: Sequence[ResourceClaim],
                  deadline: float | None = None) -> list[AllocationResult] | None:
@@ -305,8 +309,40 @@ class Allocator:
         Raises :class:`AllocationError` for a problem of the inputs, :class:`FailedOnNodeError`
         when this node only has invalid pools to offer, and :class:`AllocationTimeout` once
         ``time.monotonic()`` passes ``deadline`` (checked at every step, as upstream checks its context).
+
+        An outcome is remembered in the slice index (errors are not): the same claims on the same node
+        with the same devices taken get it again without the search.
         """
-        return _Run(self, node, claims, deadline).run()
+        key = self._memo_key(node, claims)
+        if key is not None:
+            inputs = (node, self.features, *self._classes)
+            found, outcome = self.slices.remembered(node, key, inputs)
+            if found:
+                return None if outcome is None else list(outcome)
+        result = _Run(self, node, claims, deadline).run()
+        if key is not None:
+            self.slices.remember(node, key, inputs, None if result is None else tuple(result))
+        return result
+
+    def _memo_key(self, node: Node, claims: Sequence[ResourceClaim]) -> tuple[Any, ...] | None:
+        """What, beside the Node, the features and the classes, decides the outcome on this node: the
+        claims' specs and which of the node's devices are taken. None where more could (shared devices,
+        counters, share IDs drawn at random)."""
+        st = self.state
+        if st.shared_device_ids or st.aggregated_capacity:
+            return None
+        devices = self.slices.plain_devices(node, self.features)
+        if devices is None:
+            return None
+        specs = []
+        for claim in claims:
+            known = self._specs.get(id(claim))
+            if known is None or known[0] is not claim:
+                known = (claim, repr((claim.requests, claim.constraints, claim.config)))
+                self._specs[id(claim)] = known
+            specs.append(known[1])
+        taken = st.allocated_devices
+        return (self._class_names, tuple(specs), tuple(d for d in devices if d in taken))
 
 
 class _Run:

@@ -233,7 +233,14 @@ class SliceIndex:
     """The slices the scheduler sees, by node, and each node's pools (``GatherPools``) remembered per Node
     object: built once per change of the slices, so that a cycle's Filter calls do not regroup every slice.
     A Node object is never changed in place (an update brings a new one), and the allocator only reads
-    pools, so a remembered list stands for as long as this index and that Node object do."""
+    pools, so a remembered list stands for as long as this index and that Node object do.
+
+    It also holds the allocator's remembered outcomes per node (``remembered`` / ``remember``): the
+    allocator's answer is a function of the node's pools, the Node, the claims' specs, the classes and
+    which of the node's devices are taken, so the next pod with the same claims on an unchanged node
+    gets the same answer without the search."""
+
+    MEMO_PER_NODE = 8  # outcomes kept per node (a pod's claims rarely come in many shapes)
 
     def __init__(self, slices: Sequence[ResourceSlice]) -> None:
         self.all_slices = list(slices)
@@ -244,16 +251,60 @@ class SliceIndex:
                 self.on_node.setdefault(s.node_name, []).append(s)
             else:
                 self.shared.append(s)
-        self._pools: dict[str, tuple[Node, Features, list[Pool]]] = {}
+        # node name -> (the Node, features, its pools, its devices' ids when outcomes may be remembered)
+        self._pools: dict[str, tuple[Node, Features, list[Pool], tuple[tuple[str, str, str], ...] | None]] = {}
+        self._memo: dict[str, dict[Any, tuple[tuple[Any, ...], Any]]] = {}
+
+    def _entry(self, node: Node, features: Features
+               ) -> tuple[Node, Features, list[Pool], tuple[tuple[str, str, str], ...] | None]:
+        cached = self._pools.get(node.name)
+        if cached is not None and cached[0] is node and cached[1] == features:
+            return cached
+        pools = gather_pools(self.on_node.get(node.name, []) + self.shared, node, features, self.all_slices)
+        entry = (node, features, pools, _plain_devices(pools))
+        self._pools[node.name] = entry
+        return entry
 
     def pools(self, node: Node, features: Features) -> list[Pool]:
         """``gather_pools`` for the node; raises PoolError as it does (an error is not remembered)."""
-        cached = self._pools.get(node.name)
-        if cached is not None and cached[0] is node and cached[1] == features:
-            return cached[2]
-        pools = gather_pools(self.on_node.get(node.name, []) + self.shared, node, features, self.all_slices)
-        self._pools[node.name] = (node, features, pools)
-        return pools
+        return self._entry(node, features)[2]
+
+    def plain_devices(self, node: Node, features: Features) -> tuple[tuple[str, str, str], ...] | None:
+        """The ids of the devices the node's pools offer when nothing but their being taken can change an
+        allocation there (no shared counters, no pool slices elsewhere, no shared devices); else None."""
+        try:
+            return self._entry(node, features)[3]
+        except PoolError:
+            return None
+
+    def remembered(self, node: Node, key: Any, inputs: tuple[Any, ...]) -> tuple[bool, Any]:
+        """(found, outcome) for ``key`` on the node; ``inputs`` are objects compared by identity with those
+        the outcome was remembered with (the Node, the classes)."""
+        found = self._memo.get(node.name, {}).get(key)
+        if found is None or len(found[0]) != len(inputs):
+            return False, None
+        if any(a is not b for a, b in zip(found[0], inputs, strict=True)):
+            return False, None
+        return True, found[1]
+
+    def remember(self, node: Node, key: Any, inputs: tuple[Any, ...], outcome: Any) -> None:
+        per_node = self._memo.setdefault(node.name, {})
+        if len(per_node) >= self.MEMO_PER_NODE:
+            per_node.clear()
+        per_node[key] = (inputs, outcome)
+
+
+def _plain_devices(pools: Sequence[Pool]) -> tuple[tuple[str, str, str], ...] | None:
+    out = []
+    for pool in pools:
+        if pool.slices_not_targeting_node or pool.counter_sets:
+            return None
+        for s in pool.slices_targeting_node:
+            for d in s.devices:
+                if d.consumes_counters or d.allow_multiple_allocations:
+                    return None
+                out.append((s.driver, s.pool_name, d.name))
+    return tuple(out)
 
 
 def apply_device_taint_rules(slices: Sequence[ResourceSlice], rules: Sequence[DeviceTaintRule]) -> list[ResourceSlice]:

@@ -26,20 +26,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from e2e.cluster.cluster import node_manifest
+from e2e.perf import workloads as wl
 from e2e.perf.dra import plan_allocations
 from e2e.perf.lab.shims import build_shim
 from e2e.perf.schedulers import py_scheduler_config
-from e2e.perf.workloads import (
-    INIT_NAMESPACE,
-    MEASURE_NAMESPACE,
-    WORKLOADS,
-    Dra,
-    claim_allocation,
-    device_class,
-    resource_claim,
-    resource_claim_template,
-    resource_slice,
-)
+from e2e.perf.workloads import INIT_NAMESPACE, MEASURE_NAMESPACE, WORKLOADS
 from scheduler.app import gcpolicy
 from scheduler.app.logging import configure
 from scheduler.config.load import build_registry, load, load_dict
@@ -91,18 +82,18 @@ def _stamped(obj: dict[str, Any], uid: str) -> dict[str, Any]:
                                 "creationTimestamp": "2026-01-01T00:00:00Z"}}
 
 
-def _dra_setup(sched: Scheduler, dra: Dra, nodes: int) -> None:
+def _dra_setup(sched: Scheduler, dra: wl.Dra, nodes: int) -> None:
     """The class, one slice per node, the claim template and the claims allocated without pods (dra.setup)."""
-    sched.on_object_event("DeviceClass", ADDED, _stamped(device_class(), "class-uid"))
+    sched.on_object_event("DeviceClass", ADDED, _stamped(wl.device_class(), "class-uid"))
     for i in range(nodes):
-        sched.on_object_event("ResourceSlice", ADDED, _stamped(resource_slice(i, f"node-{i}", dra.devices),
+        sched.on_object_event("ResourceSlice", ADDED, _stamped(wl.resource_slice(i, f"node-{i}", dra.devices),
                                                                f"slice-uid-{i}"))
     sched.on_object_event("ResourceClaimTemplate", ADDED,
-                          _stamped(resource_claim_template(MEASURE_NAMESPACE), "template-uid"))
+                          _stamped(wl.resource_claim_template(MEASURE_NAMESPACE), "template-uid"))
     names = [f"node-{i}" for i in range(nodes)]
     for k, (node, device) in enumerate(plan_allocations(names, dra.devices, dra.allocated_claims(nodes))):
-        claim = _stamped(resource_claim(k, INIT_NAMESPACE), f"init-claim-uid-{k}")
-        claim["status"] = {"allocation": claim_allocation(names[node], f"resourceslice-{node}",
+        claim = _stamped(wl.resource_claim(k, INIT_NAMESPACE), f"init-claim-uid-{k}")
+        claim["status"] = {"allocation": wl.claim_allocation(names[node], f"resourceslice-{node}",
                                                           f"basic-device-{device}")}
         sched.on_object_event("ResourceClaim", ADDED, claim)
 

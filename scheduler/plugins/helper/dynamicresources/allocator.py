@@ -341,8 +341,7 @@ class Allocator:
                 known = (claim, repr((claim.requests, claim.constraints, claim.config)))
                 self._specs[id(claim)] = known
             specs.append(known[1])
-        taken = st.allocated_devices
-        return (self._class_names, tuple(specs), tuple(d for d in devices if d in taken))
+        return (self._class_names, tuple(specs), frozenset(st.allocated_devices.intersection(devices)))
 
 
 class _Run:

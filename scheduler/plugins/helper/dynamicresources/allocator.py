@@ -297,10 +297,12 @@ class Allocator:
         self.new_share_id = new_share_id
         self.slices = slices if isinstance(slices, SliceIndex) else SliceIndex(slices)
         self.available_counters: dict[str, dict[str, dict[str, Decimal]]] = {}
-        self._classes = tuple(classes.values())  # compared by identity with a remembered outcome's
-        self._class_names = tuple(classes)
-        # id(claim) -> (claim, the text of what the search reads of it: requests, constraints, config)
-        self._specs: dict[int, tuple[ResourceClaim, str]] = {}
+        # What the search reads besides the node and the claims, by identity: a remembered outcome's key holds
+        # their ids, its entry the objects themselves (so that those ids stay theirs).
+        self._held = (features, tuple(classes.values()))
+        self._inputs = (id(features), tuple(classes), tuple(map(id, classes.values())))
+        # the claims' ids -> (the claims, the text of what the search reads of them: requests, constraints, config)
+        self._specs: dict[tuple[int, ...], tuple[tuple[ResourceClaim, ...], str]] = {}
 
     def allocate(self, node: Node, claims: Sequence[ResourceClaim],
                  deadline: float | None = None) -> list[AllocationResult] | None:
@@ -315,33 +317,30 @@ class Allocator:
         """
         key = self._memo_key(node, claims)
         if key is not None:
-            inputs = (node, self.features, *self._classes)
-            found, outcome = self.slices.remembered(node, key, inputs)
+            found, outcome = self.slices.remembered(node, key)
             if found:
                 return None if outcome is None else list(outcome)
         result = _Run(self, node, claims, deadline).run()
         if key is not None:
-            self.slices.remember(node, key, inputs, None if result is None else tuple(result))
+            self.slices.remember(node, key, self._held, None if result is None else tuple(result))
         return result
 
     def _memo_key(self, node: Node, claims: Sequence[ResourceClaim]) -> tuple[Any, ...] | None:
-        """What, beside the Node, the features and the classes, decides the outcome on this node: the
-        claims' specs and which of the node's devices are taken. None where more could (shared devices,
-        counters, share IDs drawn at random)."""
+        """What, beside the Node, decides the outcome on this node: the features and classes, the claims'
+        specs and which of the node's devices are taken. None where more could (shared devices, counters,
+        share IDs drawn at random)."""
         st = self.state
         if st.shared_device_ids or st.aggregated_capacity:
             return None
         devices = self.slices.plain_devices(node, self.features)
         if devices is None:
             return None
-        specs = []
-        for claim in claims:
-            known = self._specs.get(id(claim))
-            if known is None or known[0] is not claim:
-                known = (claim, repr((claim.requests, claim.constraints, claim.config)))
-                self._specs[id(claim)] = known
-            specs.append(known[1])
-        return (self._class_names, tuple(specs), frozenset(st.allocated_devices.intersection(devices)))
+        ids = tuple(map(id, claims))
+        known = self._specs.get(ids)
+        if known is None:  # (the claims held with their text keep their ids from being reused meanwhile)
+            known = (tuple(claims), repr([(c.requests, c.constraints, c.config) for c in claims]))
+            self._specs[ids] = known
+        return (self._inputs, known[1], frozenset(st.allocated_devices.intersection(devices)))
 
 
 class _Run:

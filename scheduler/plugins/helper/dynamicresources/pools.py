@@ -253,12 +253,12 @@ class SliceIndex:
                 self.shared.append(s)
         # node name -> (the Node, features, its pools, its devices' ids when outcomes may be remembered)
         self._pools: dict[str, tuple[Node, Features, list[Pool], tuple[tuple[str, str, str], ...] | None]] = {}
-        self._memo: dict[str, dict[Any, tuple[tuple[Any, ...], Any]]] = {}
+        self._memo: dict[str, tuple[Node, dict[Any, tuple[Any, Any]]]] = {}  # node name -> (Node, key -> outcome)
 
     def _entry(self, node: Node, features: Features
                ) -> tuple[Node, Features, list[Pool], tuple[tuple[str, str, str], ...] | None]:
         cached = self._pools.get(node.name)
-        if cached is not None and cached[0] is node and cached[1] == features:
+        if cached is not None and cached[0] is node and (cached[1] is features or cached[1] == features):
             return cached
         pools = gather_pools(self.on_node.get(node.name, []) + self.shared, node, features, self.all_slices)
         entry = (node, features, pools, _plain_devices(pools))
@@ -277,21 +277,23 @@ class SliceIndex:
         except PoolError:
             return None
 
-    def remembered(self, node: Node, key: Any, inputs: tuple[Any, ...]) -> tuple[bool, Any]:
-        """(found, outcome) for ``key`` on the node; ``inputs`` are objects compared by identity with those
-        the outcome was remembered with (the Node, the classes)."""
-        found = self._memo.get(node.name, {}).get(key)
-        if found is None or len(found[0]) != len(inputs):
+    def remembered(self, node: Node, key: Any) -> tuple[bool, Any]:
+        """(found, outcome) for ``key`` on this Node object (another object of the same name finds nothing)."""
+        per_node = self._memo.get(node.name)
+        if per_node is None or per_node[0] is not node:
             return False, None
-        if any(a is not b for a, b in zip(found[0], inputs, strict=True)):
-            return False, None
-        return True, found[1]
+        found = per_node[1].get(key)
+        return (False, None) if found is None else (True, found[1])
 
-    def remember(self, node: Node, key: Any, inputs: tuple[Any, ...], outcome: Any) -> None:
-        per_node = self._memo.setdefault(node.name, {})
-        if len(per_node) >= self.MEMO_PER_NODE:
-            per_node.clear()
-        per_node[key] = (inputs, outcome)
+    def remember(self, node: Node, key: Any, held: Any, outcome: Any) -> None:
+        """Keep ``outcome`` for ``key``; ``held`` stays referenced as long as the entry (the objects whose ids
+        the key holds, so that no other object can take one of those ids meanwhile)."""
+        per_node = self._memo.get(node.name)
+        if per_node is None or per_node[0] is not node:
+            per_node = self._memo[node.name] = (node, {})
+        if len(per_node[1]) >= self.MEMO_PER_NODE:
+            per_node[1].clear()
+        per_node[1][key] = (held, outcome)
 
 
 def _plain_devices(pools: Sequence[Pool]) -> tuple[tuple[str, str, str], ...] | None:

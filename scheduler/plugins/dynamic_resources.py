@@ -289,7 +289,7 @@ class DynamicResources(SignsByTemplate, PodGroupPostFilterPoint):
                 return None, status
         if to_allocate:
             s.allocator = Allocator(self.manager.allocated_state(), self.manager.device_classes(),
-                                    self.manager.slices_with_taint_rules(), self.cel_cache)
+                                    self.manager.slice_index(), self.cel_cache)
         s.claims = claims
         return None, None
 

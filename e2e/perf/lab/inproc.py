@@ -1,11 +1,15 @@
 """``python -m e2e.perf.lab.inproc``: the scheduling loop alone, in process, without an API server.
 
 A Scheduler with the offline writer (scheduler/whatif/offline.py) gets ``--nodes`` nodes shaped like
-scheduler_perf's node-default.yaml (3 zones) and SchedulingBasic's pods (init pods, then the measured
+scheduler_perf's node-default.yaml (3 zones) and the workload's pods (init pods, then the measured
 ones); every binding is confirmed by the MODIFIED event the watch would deliver. A workload with
 PriorityClasses (PreemptionBasic) gets its pods' ``spec.priority`` set as the Priority admission plugin
 would, and preempts synchronously (the victims' deletions delivered at once, as ``simulate`` does), so the
-loop measures the preemptors' dry runs and evictions without a worker thread. It reports the CPU
+loop measures the preemptors' dry runs and evictions without a worker thread. A DRA workload also gets
+its DeviceClass, one ResourceSlice per node and the claims allocated at set-up (e2e/perf/dra.py's shapes);
+a pod made from the claim template arrives as live: the pod, its claim (what the resourceclaim controller
+makes, scheduler/whatif/dra_offline.py), then the pod naming it in ``status.resourceClaimStatuses``. The
+claim status writes of PreBind come back at once as the watch's MODIFIED events. It reports the CPU
 seconds per 1000 measured pods, the number the scheduling-loop optimisations are judged by; the
 machine is shared, so compare variants alternately over several runs (``--repeat``) and take medians.
 """
@@ -25,6 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from e2e.cluster.cluster import node_manifest
+from e2e.perf import workloads as wl
+from e2e.perf.dra import plan_allocations
 from e2e.perf.lab.shims import build_shim
 from e2e.perf.schedulers import py_scheduler_config
 from e2e.perf.workloads import INIT_NAMESPACE, MEASURE_NAMESPACE, WORKLOADS
@@ -35,6 +41,7 @@ from scheduler.eventhandlers import ADDED, MODIFIED
 from scheduler.framework.features import Features
 from scheduler.metrics import Metrics
 from scheduler.scheduler import Scheduler
+from scheduler.whatif.dra_offline import make_template_claims
 from scheduler.whatif.offline import OfflineWriter, RecordingBinder, RecordingEventSink
 
 SCHEDULER_NAME = "py-scheduler"
@@ -73,7 +80,30 @@ def build(nodes: int, config_path: str | None, seed: int, workload: str = "Sched
         svc = make()
         svc["metadata"] = {**svc["metadata"], "namespace": MEASURE_NAMESPACE, "uid": "svc-uid", "resourceVersion": "1"}
         sched.on_object_event("Service", ADDED, svc)
+    if w.dra is not None:
+        _dra_setup(sched, w.dra, nodes)
     return sched
+
+
+def _stamped(obj: dict[str, Any], uid: str) -> dict[str, Any]:
+    return {**obj, "metadata": {**obj["metadata"], "uid": uid, "resourceVersion": "1",
+                                "creationTimestamp": "2026-01-01T00:00:00Z"}}
+
+
+def _dra_setup(sched: Scheduler, dra: wl.Dra, nodes: int) -> None:
+    """The class, one slice per node, the claim template and the claims allocated without pods (dra.setup)."""
+    sched.on_object_event("DeviceClass", ADDED, _stamped(wl.device_class(), "class-uid"))
+    for i in range(nodes):
+        sched.on_object_event("ResourceSlice", ADDED, _stamped(wl.resource_slice(i, f"node-{i}", dra.devices),
+                                                               f"slice-uid-{i}"))
+    sched.on_object_event("ResourceClaimTemplate", ADDED,
+                          _stamped(wl.resource_claim_template(MEASURE_NAMESPACE), "template-uid"))
+    names = [f"node-{i}" for i in range(nodes)]
+    for k, (node, device) in enumerate(plan_allocations(names, dra.devices, dra.allocated_claims(nodes))):
+        claim = _stamped(wl.resource_claim(k, INIT_NAMESPACE), f"init-claim-uid-{k}")
+        claim["status"] = {"allocation": wl.claim_allocation(names[node], f"resourceslice-{node}",
+                                                          f"basic-device-{device}")}
+        sched.on_object_event("ResourceClaim", ADDED, claim)
 
 
 def _running(obj: dict[str, Any], node: str) -> dict[str, Any]:
@@ -104,8 +134,16 @@ def schedule(sched: Scheduler, pods: list[dict[str, Any]], lag: int = 0, running
     node, so the next snapshot clones that NodeInfo and the batch re-evaluates it). ``housekeeping_every``: the
     housekeeping runs every that many cycles instead of once a second (a count that is the same however
     slowly the loop runs, as under callgrind)."""
-    for obj in pods:
+    templates = {(t["metadata"]["namespace"], t["metadata"]["name"]): t
+                 for t in sched.objects.list("ResourceClaimTemplate")}
+    for i, obj in enumerate(pods):
+        with_claims, claims = make_template_claims(obj, templates) if templates else (obj, [])
         sched.on_pod_event(ADDED, obj)
+        if claims:  # the resourceclaim controller's claim, then the pod's status naming it
+            for claim in claims:
+                sched.on_object_event("ResourceClaim", ADDED, claim)
+            pods[i] = {**with_claims, "metadata": {**obj["metadata"], "resourceVersion": "2"}}
+            sched.on_pod_event(MODIFIED, pods[i])
     by_key = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": p for p in pods}
     binder = sched.binder
     assert isinstance(binder, RecordingBinder)

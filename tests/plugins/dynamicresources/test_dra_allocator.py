@@ -25,7 +25,7 @@ from scheduler.plugins.helper.dynamicresources.allocator import (
     FailedOnNodeError,
 )
 from scheduler.plugins.helper.dynamicresources.cel import CelCache
-from scheduler.plugins.helper.dynamicresources.pools import apply_device_taint_rules
+from scheduler.plugins.helper.dynamicresources.pools import SliceIndex, apply_device_taint_rules
 from scheduler.testing import make_node
 from tests.plugins.dynamicresources.dra_objects import DRIVER, claim, device, device_class, exactly, slice_
 
@@ -297,3 +297,34 @@ def test_passed_deadline_aborts_the_search() -> None:
     with pytest.raises(AllocationTimeout) as info:
         allocator.allocate(make_node().name("node-1").obj(), [claim()], deadline=0.0)
     assert str(info.value) == "filter operation aborted: context deadline exceeded"
+
+
+def _devices_of(result: Any) -> list[list[str]]:
+    return [[f"{r.pool}/{r.device}" for r in a.results] for a in result]
+
+
+def test_remembered_outcome_follows_taken_devices_and_claim_specs() -> None:
+    """Allocators of successive cycles share one slice index: the same claims on the same node with the same
+    devices taken get the remembered outcome (no search: a passed deadline is not even looked at); a device
+    taken since, another spec, another class or another Node object is searched again."""
+    index = SliceIndex([slice_("s", _devices(3))])
+    n = make_node().name("node-1").obj()
+
+    def allocate(state: AllocatedState, claims: list[ResourceClaim], deadline: float | None = None,
+                 classes: tuple[DeviceClass, ...] = (GPU,), on: Node = n) -> Any:
+        return Allocator(state, {k.name: k for k in classes}, index, CelCache()).allocate(on, claims, deadline)
+
+    assert _devices_of(allocate(AllocatedState(), [claim("a")])) == [["pool-1/dev-0"]]
+    assert _devices_of(allocate(AllocatedState(), [claim("b")], deadline=0.0)) == [["pool-1/dev-0"]]
+    taken = AllocatedState({(DRIVER, "pool-1", "dev-0")})
+    with pytest.raises(AllocationTimeout):
+        allocate(taken, [claim("c")], deadline=0.0)
+    assert _devices_of(allocate(taken, [claim("c")])) == [["pool-1/dev-1"]]
+    two = claim("d", [_req("req", count=2)])
+    assert _devices_of(allocate(AllocatedState(), [two])) == [["pool-1/dev-0", "pool-1/dev-1"]]
+    assert allocate(AllocatedState(), [claim("e", [_req("req", count=4)])]) is None
+    assert allocate(AllocatedState(), [claim("e", [_req("req", count=4)])], deadline=0.0) is None
+    with pytest.raises(AllocationTimeout):  # the class as a new object: it may have changed
+        allocate(AllocatedState(), [claim("f")], deadline=0.0, classes=(device_class(),))
+    with pytest.raises(AllocationTimeout):
+        allocate(AllocatedState(), [claim("g")], deadline=0.0, on=make_node().name("node-1").obj())

@@ -61,7 +61,7 @@ from scheduler.plugins.helper.dynamicresources.pools import (
     Features,
     Pool,
     PoolError,
-    gather_pools,
+    SliceIndex,
     node_matches,
 )
 
@@ -282,10 +282,12 @@ class Allocator:
     """``structured.NewAllocator`` + ``Allocate``: reusable for many nodes with the same inputs.
 
     ``slices`` are those the scheduler sees (DeviceTaintRules already applied, see
-    :func:`..pools.apply_device_taint_rules`); ``classes`` by name; ``state`` the devices already in use.
+    :func:`..pools.apply_device_taint_rules`), or their :class:`..pools.SliceIndex` (kept across cycles);
+    ``classes`` by name; ``state`` the devices already in use.
     """
 
-    def __init__(self, state: AllocatedState, classes: Mapping[str, DeviceClass], slices: Sequence[ResourceSlice],
+    def __init__(self, state: AllocatedState, classes: Mapping[str, DeviceClass],
+                 slices: Sequence[ResourceSlice] | SliceIndex,
                  cel_cache: CelCache, features: Features = DEFAULT_FEATURES,
                  new_share_id: Callable[[], str] = lambda: str(uuid.uuid4())) -> None:
         self.state = state
@@ -293,15 +295,14 @@ class Allocator:
         self.cel_cache = cel_cache
         self.features = features
         self.new_share_id = new_share_id
-        self.all_slices = list(slices)
-        self.slices_on_node: dict[str, list[ResourceSlice]] = {}
-        self.slices_shared: list[ResourceSlice] = []
-        for s in slices:
-            if s.node_name:
-                self.slices_on_node.setdefault(s.node_name, []).append(s)
-            else:
-                self.slices_shared.append(s)
+        self.slices = slices if isinstance(slices, SliceIndex) else SliceIndex(slices)
         self.available_counters: dict[str, dict[str, dict[str, Decimal]]] = {}
+        # What the search reads besides the node and the claims, by identity: a remembered outcome's key holds
+        # their ids, its entry the objects themselves (so that those ids stay theirs).
+        self._held = (features, tuple(classes.values()))
+        self._inputs = (id(features), tuple(classes), tuple(map(id, classes.values())))
+        # the claims' ids -> (the claims, the text of what the search reads of them: requests, constraints, config)
+        self._specs: dict[tuple[int, ...], tuple[tuple[ResourceClaim, ...], str]] = {}
 
     def allocate(self, node: Node, claims: Sequence[ResourceClaim],
                  deadline: float | None = None) -> list[AllocationResult] | None:
@@ -310,8 +311,36 @@ class Allocator:
         Raises :class:`AllocationError` for a problem of the inputs, :class:`FailedOnNodeError`
         when this node only has invalid pools to offer, and :class:`AllocationTimeout` once
         ``time.monotonic()`` passes ``deadline`` (checked at every step, as upstream checks its context).
+
+        An outcome is remembered in the slice index (errors are not): the same claims on the same node
+        with the same devices taken get it again without the search.
         """
-        return _Run(self, node, claims, deadline).run()
+        key = self._memo_key(node, claims)
+        if key is not None:
+            found, outcome = self.slices.remembered(node, key)
+            if found:
+                return None if outcome is None else list(outcome)
+        result = _Run(self, node, claims, deadline).run()
+        if key is not None:
+            self.slices.remember(node, key, self._held, None if result is None else tuple(result))
+        return result
+
+    def _memo_key(self, node: Node, claims: Sequence[ResourceClaim]) -> tuple[Any, ...] | None:
+        """What, beside the Node, decides the outcome on this node: the features and classes, the claims'
+        specs and which of the node's devices are taken. None where more could (shared devices, counters,
+        share IDs drawn at random)."""
+        st = self.state
+        if st.shared_device_ids or st.aggregated_capacity:
+            return None
+        devices = self.slices.plain_devices(node, self.features)
+        if devices is None:
+            return None
+        ids = tuple(map(id, claims))
+        known = self._specs.get(ids)
+        if known is None:  # (the claims held with their text keep their ids from being reused meanwhile)
+            known = (tuple(claims), repr([(c.requests, c.constraints, c.config) for c in claims]))
+            self._specs[ids] = known
+        return (self._inputs, known[1], frozenset(st.allocated_devices.intersection(devices)))
 
 
 class _Run:
@@ -336,9 +365,8 @@ class _Run:
     # --- setup -------------------------------------------------------------------------------------
 
     def run(self) -> list[AllocationResult] | None:
-        slices = self.a.slices_on_node.get(self.node.name, []) + self.a.slices_shared
         try:
-            self.pools = gather_pools(slices, self.node, self.f, self.a.all_slices)
+            self.pools = self.a.slices.pools(self.node, self.f)
         except PoolError as exc:
             raise AllocationError(f"gather pool information: {exc}") from None
         for ci, claim in enumerate(self.claims):

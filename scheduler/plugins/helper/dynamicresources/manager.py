@@ -43,7 +43,7 @@ from scheduler.model.dra import (
 from scheduler.model.errors import InvalidObjectError
 from scheduler.plugins.helper.dynamicresources.allocator import AllocatedState, DeviceID
 from scheduler.plugins.helper.dynamicresources.extended import ExtendedResourceCache
-from scheduler.plugins.helper.dynamicresources.pools import apply_device_taint_rules
+from scheduler.plugins.helper.dynamicresources.pools import SliceIndex, apply_device_taint_rules
 
 log = structlog.get_logger(__name__)
 
@@ -103,8 +103,11 @@ class _InUse:
         self.exclusive: Counter[DeviceID] = Counter()
         self.shared: Counter[tuple[DeviceID, str]] = Counter()
         self.capacity: dict[DeviceID, dict[str, Decimal]] = {}
+        self._state: AllocatedState | None = None  # the sets as of the last change, handed out read-only
 
     def apply(self, c: _Contribution, sign: int) -> None:
+        if c is not _NONE:
+            self._state = None
         for did in c.exclusive:
             self.exclusive[did] += sign
             if self.exclusive[did] <= 0:
@@ -122,8 +125,12 @@ class _InUse:
                 del self.capacity[did]
 
     def state(self) -> AllocatedState:
-        return AllocatedState(set(self.exclusive), set(self.shared),
-                              {did: dict(per) for did, per in self.capacity.items()})
+        """The devices in use, one object until the next change: most cycles follow no claim change, and
+        none of its readers changes it (``DraManager.allocated_state`` adds in-flight devices to copies)."""
+        if self._state is None:
+            self._state = AllocatedState(set(self.exclusive), set(self.shared),
+                                         {did: dict(per) for did, per in self.capacity.items()})
+        return self._state
 
 
 class DraManager:
@@ -141,6 +148,7 @@ class DraManager:
         self._extended = ExtendedResourceCache()
         self._rules: dict[str, DeviceTaintRule] = {}
         self._tainted: list[ResourceSlice] | None = None
+        self._index: SliceIndex | None = None  # of _tainted, with each node's pools
         # (kind, namespace, name) -> the resourceVersion last parsed: a relist's unchanged objects are skipped,
         # which also keeps the slices' device objects (and the selector outcomes remembered on them).
         self._versions: dict[tuple[str, str, str], str] = {}
@@ -252,23 +260,38 @@ class DraManager:
     def slices_with_taint_rules(self) -> list[ResourceSlice]:
         """All slices, each device carrying the taints DeviceTaintRules add (``ListWithDeviceTaintRules``)."""
         with self._lock:
-            if self._tainted is None:
-                self._tainted = apply_device_taint_rules(list(self._slices.values()), list(self._rules.values()))
-            return self._tainted
+            return self._tainted_slices()
+
+    def _tainted_slices(self) -> list[ResourceSlice]:
+        if self._tainted is None:
+            self._tainted = apply_device_taint_rules(list(self._slices.values()), list(self._rules.values()))
+            self._index = None
+        return self._tainted
+
+    def slice_index(self) -> SliceIndex:
+        """``slices_with_taint_rules`` indexed by node, the same object until a slice or rule changes."""
+        with self._lock:
+            slices = self._tainted_slices()
+            if self._index is None:
+                self._index = SliceIndex(slices)
+            return self._index
 
     def allocated_state(self) -> AllocatedState:
-        """``GatherAllocatedState``: the devices allocated claims and in-flight allocations take."""
+        """``GatherAllocatedState``: the devices allocated claims and in-flight allocations take (read-only:
+        without in-flight allocations it is the cache's own object)."""
         with self._lock:
             state = self._in_use.state()
             in_flight = [c for c in self._in_flight.values() if not self._allocated_in_cache(c)]
+        if not in_flight:
+            return state
         extra = AllocatedState.from_claims(in_flight)
-        state.allocated_devices |= extra.allocated_devices
-        state.shared_device_ids |= extra.shared_device_ids
+        capacity = {did: dict(per) for did, per in state.aggregated_capacity.items()}
         for did, per in extra.aggregated_capacity.items():
-            agg = state.aggregated_capacity.setdefault(did, {})
+            agg = capacity.setdefault(did, {})
             for name, q in per.items():
                 agg[name] = agg.get(name, Decimal(0)) + q
-        return state
+        return AllocatedState(state.allocated_devices | extra.allocated_devices,
+                              state.shared_device_ids | extra.shared_device_ids, capacity)
 
     def _allocated_in_cache(self, claim: ResourceClaim) -> bool:
         """An in-flight claim whose allocation the cache already counts (PreBind wrote it, success

@@ -229,6 +229,86 @@ def gather_pools(slices_for_node: Sequence[ResourceSlice], node: Node, features:
     return plain + with_bindings
 
 
+class SliceIndex:
+    """The slices the scheduler sees, by node, and each node's pools (``GatherPools``) remembered per Node
+    object: built once per change of the slices, so that a cycle's Filter calls do not regroup every slice.
+    A Node object is never changed in place (an update brings a new one), and the allocator only reads
+    pools, so a remembered list stands for as long as this index and that Node object do.
+
+    It also holds the allocator's remembered outcomes per node (``remembered`` / ``remember``): the
+    allocator's answer is a function of the node's pools, the Node, the claims' specs, the classes and
+    which of the node's devices are taken, so the next pod with the same claims on an unchanged node
+    gets the same answer without the search."""
+
+    MEMO_PER_NODE = 8  # outcomes kept per node (a pod's claims rarely come in many shapes)
+
+    def __init__(self, slices: Sequence[ResourceSlice]) -> None:
+        self.all_slices = list(slices)
+        self.on_node: dict[str, list[ResourceSlice]] = {}
+        self.shared: list[ResourceSlice] = []
+        for s in self.all_slices:
+            if s.node_name:
+                self.on_node.setdefault(s.node_name, []).append(s)
+            else:
+                self.shared.append(s)
+        # node name -> (the Node, features, its pools, its devices' ids when outcomes may be remembered)
+        self._pools: dict[str, tuple[Node, Features, list[Pool], tuple[tuple[str, str, str], ...] | None]] = {}
+        self._memo: dict[str, tuple[Node, dict[Any, tuple[Any, Any]]]] = {}  # node name -> (Node, key -> outcome)
+
+    def _entry(self, node: Node, features: Features
+               ) -> tuple[Node, Features, list[Pool], tuple[tuple[str, str, str], ...] | None]:
+        cached = self._pools.get(node.name)
+        if cached is not None and cached[0] is node and (cached[1] is features or cached[1] == features):
+            return cached
+        pools = gather_pools(self.on_node.get(node.name, []) + self.shared, node, features, self.all_slices)
+        entry = (node, features, pools, _plain_devices(pools))
+        self._pools[node.name] = entry
+        return entry
+
+    def pools(self, node: Node, features: Features) -> list[Pool]:
+        """``gather_pools`` for the node; raises PoolError as it does (an error is not remembered)."""
+        return self._entry(node, features)[2]
+
+    def plain_devices(self, node: Node, features: Features) -> tuple[tuple[str, str, str], ...] | None:
+        """The ids of the devices the node's pools offer when nothing but their being taken can change an
+        allocation there (no shared counters, no pool slices elsewhere, no shared devices); else None."""
+        try:
+            return self._entry(node, features)[3]
+        except PoolError:
+            return None
+
+    def remembered(self, node: Node, key: Any) -> tuple[bool, Any]:
+        """(found, outcome) for ``key`` on this Node object (another object of the same name finds nothing)."""
+        per_node = self._memo.get(node.name)
+        if per_node is None or per_node[0] is not node:
+            return False, None
+        found = per_node[1].get(key)
+        return (False, None) if found is None else (True, found[1])
+
+    def remember(self, node: Node, key: Any, held: Any, outcome: Any) -> None:
+        """Keep ``outcome`` for ``key``; ``held`` stays referenced as long as the entry (the objects whose ids
+        the key holds, so that no other object can take one of those ids meanwhile)."""
+        per_node = self._memo.get(node.name)
+        if per_node is None or per_node[0] is not node:
+            per_node = self._memo[node.name] = (node, {})
+        if len(per_node[1]) >= self.MEMO_PER_NODE:
+            per_node[1].clear()
+        per_node[1][key] = (held, outcome)
+
+
+def _plain_devices(pools: Sequence[Pool]) -> tuple[tuple[str, str, str], ...] | None:
+    out = []
+    for pool in pools:
+        if pool.slices_not_targeting_node or pool.counter_sets:
+            return None
+        for s in pool.slices_targeting_node:
+            for d in s.devices:
+                if d.consumes_counters or d.allow_multiple_allocations:
+                    return None
+                out.append((s.driver, s.pool_name, d.name))
+    return tuple(out)
+
+
 def apply_device_taint_rules(slices: Sequence[ResourceSlice], rules: Sequence[DeviceTaintRule]) -> list[ResourceSlice]:
     """Each rule's taint appended to the devices it selects (by driver, pool and device name; a rule
     without a selector selects nothing), as the scheduler's slice tracker patches slices."""

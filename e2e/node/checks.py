@@ -123,11 +123,11 @@ def create_kwok_nodes(ctx: Ctx, count: int) -> set[str]:
     for node in kwok_nodes(count):
         ctx.core.create_node(node)
         names.append(node["metadata"]["name"])
-    wait("kwok nodes Ready", lambda: all(_ready(ctx.core.read_node(n)) for n in names), 60)
+    wait("kwok nodes Ready", lambda: all(node_ready(ctx.core.read_node(n)) for n in names), 60)
     return set(names)
 
 
-def _ready(obj: Any) -> bool:
+def node_ready(obj: Any) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in (obj.status.conditions or []))
 
 
@@ -342,7 +342,7 @@ def _config_map(ctx: Ctx) -> Any:
     return ctx.core.read_namespaced_config_map(name, NAMESPACE)
 
 
-def _edit_config(ctx: Ctx, edit: Callable[[dict[str, Any]], None]) -> float:
+def edit_config(ctx: Ctx, edit: Callable[[dict[str, Any]], None]) -> float:
     """Change config.yaml in the mounted ConfigMap in place (as ``kubectl edit`` does); returns when."""
     cm = _config_map(ctx)
     config = yaml.safe_load(cm.data["config.yaml"])
@@ -381,7 +381,7 @@ def check_reload(ctx: Ctx) -> None:
     def weight(config: dict[str, Any]) -> None:
         config["profiles"][0]["plugins"] = RELOAD_PLUGINS
 
-    since = _edit_config(ctx, weight)
+    since = edit_config(ctx, weight)
     wait("ConfigurationReloaded from both replicas",
          lambda: set(reload_events(ctx, "ConfigurationReloaded", since)) >= set(replicas), 180, 2)  # fmt: skip
     after = probe_node(ctx, "probe-weighted")
@@ -392,7 +392,7 @@ def check_reload(ctx: Ctx) -> None:
     def invalid(config: dict[str, Any]) -> None:
         config["percentageOfNodesToScore"] = 250
 
-    since = _edit_config(ctx, invalid)
+    since = edit_config(ctx, invalid)
     refused = wait("ConfigurationRefused from both replicas",
                    lambda: (r := reload_events(ctx, "ConfigurationRefused", since)) and set(r) >= set(replicas) and r,
                    180, 2)  # fmt: skip

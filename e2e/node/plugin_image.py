@@ -84,7 +84,7 @@ def check(ctx: Ctx, apply_overlay: Callable[[], object], timings: dict[str, floa
     """Default placement, the plugin's image deployed, its placement, and a refused module."""
     for node in nodes():
         ctx.core.create_node(node)
-    wait("plugin nodes Ready", lambda: all(checks._ready(ctx.core.read_node(n)) for n in (BIG, SMALL)), 60)
+    wait("plugin nodes Ready", lambda: all(checks.node_ready(ctx.core.read_node(n)) for n in (BIG, SMALL)), 60)
     default = _placed(ctx, ["plugin-default"])
     if default != {"plugin-default": BIG}:
         raise CheckFailed(f"the default profile should place the probe on {BIG}: {default}")
@@ -102,14 +102,14 @@ def check(ctx: Ctx, apply_overlay: Callable[[], object], timings: dict[str, floa
 def _check_refused_module(ctx: Ctx, replicas: list[str]) -> None:
     """docs/security.md: a reload naming a module that is neither --plugin-module nor an entry point's is
     refused (the module is not imported) and the running configuration stays."""
-    restarts = checks._restarts(ctx)
+    restarts = checks.restart_counts(ctx)
 
     def register(config: dict[str, Any]) -> None:
         config.setdefault("pyScheduler", {}).setdefault("registry", {})["Shell"] = f"{REFUSED_MODULE}:system"
 
-    since = checks._edit_config(ctx, register)
+    since = checks.edit_config(ctx, register)
     refused = wait("ConfigurationRefused from both replicas",
-                   lambda: (r := checks._reload_events(ctx, "ConfigurationRefused", since)) and set(r) >= set(replicas)
+                   lambda: (r := checks.reload_events(ctx, "ConfigurationRefused", since)) and set(r) >= set(replicas)
                    and r, 180, 2)  # fmt: skip
     notes = {pod: e.note for pod, e in refused.items()}
     want = f"module {REFUSED_MODULE!r} is not an allowed plugin module"
@@ -118,6 +118,6 @@ def _check_refused_module(ctx: Ctx, replicas: list[str]) -> None:
     still = _placed(ctx, ["plugin-after-refusal"])
     if still != {"plugin-after-refusal": SMALL}:
         raise CheckFailed(f"after the refused edit NodeLabelScore should still place on {SMALL}: {still}")
-    if checks._restarts(ctx) != restarts:
-        raise CheckFailed(f"replicas restarted during the refused reload: {restarts} -> {checks._restarts(ctx)}")
+    if checks.restart_counts(ctx) != restarts:
+        raise CheckFailed(f"replicas restarted during the refused reload: {restarts} -> {checks.restart_counts(ctx)}")
     log(f"configuration naming {REFUSED_MODULE}:system refused by {sorted(refused)}; the plugin keeps placing")

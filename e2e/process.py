@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,6 +25,21 @@ def start_scheduler(
     env = {**os.environ, "KUBECONFIG": str(kubeconfig), "PYTHONUNBUFFERED": "1"}
     cmd = [sys.executable, "-m", "scheduler.app.cli", "run", "--kubeconfig", str(kubeconfig), *extra]
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=cwd)
+
+
+STARTED = "py-scheduler started"  # scheduler/app/server.py logs it once its caches are synced
+
+
+def wait_started(proc: subprocess.Popen[bytes], log_path: str | os.PathLike[str], timeout: float = 120.0,
+                 poll: float = 0.05) -> None:
+    """Return once the scheduler started by :func:`start_scheduler` logs that it runs (caches synced);
+    RuntimeError if it exits or ``timeout`` seconds pass first."""
+    deadline = time.monotonic() + timeout
+    path = Path(log_path)
+    while STARTED not in (path.read_text(errors="replace") if path.exists() else ""):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"py-scheduler did not start; see {path}")
+        time.sleep(poll)
 
 
 def stop_scheduler(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> int:

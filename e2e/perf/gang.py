@@ -29,7 +29,7 @@ from e2e.cluster.cluster import LocalCluster, create_nodes
 from e2e.perf.kubeio import Conn, PodWatcher, create_pods, list_resource_version
 from e2e.perf.runner import ensure_binaries, log
 from e2e.perf.workloads import MEASURE_NAMESPACE, NODE_CPU, NODE_MEMORY, NODE_PODS, ZONES, pod_body, pod_default
-from e2e.process import start_scheduler, stop_scheduler
+from e2e.process import start_scheduler, stop_scheduler, wait_started
 from e2e.rbac import apply_podgroup_crd
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,11 +94,7 @@ def run(nodes: int, groups: int, size: int, unfit: int, qps: float, burst: int, 
             cfg.write_text(yaml.safe_dump(scheduler_config(qps, burst)))
             sched_log = Path(tmp) / "py-scheduler.log"
             proc = start_scheduler(kubeconfig, sched_log, ["--config", str(cfg)])
-            deadline = time.monotonic() + 120
-            while "py-scheduler started" not in sched_log.read_text(errors="replace"):
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError(f"py-scheduler did not start; see {sched_log}")
-                time.sleep(0.2)
+            wait_started(proc, sched_log)
             conn = Conn.from_kubeconfig(kubeconfig)
             watcher = PodWatcher(conn, list_resource_version(conn))
             bodies, unfit_groups = members(groups, size, unfit)

@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from e2e.process import start_scheduler, stop_scheduler
+from e2e.process import start_scheduler, stop_scheduler, wait_started
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -153,6 +153,14 @@ def start(
     log = open(log_path, "ab")  # noqa: SIM115 - owned by the child for its lifetime
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO, start_new_session=True)
+
+
+def wait_ready(which: str, proc: subprocess.Popen[bytes], workdir: Path, timeout: float = 120.0) -> None:
+    """Return once scheduler ``which`` started by :func:`start` schedules: py-scheduler once it logs that its
+    caches are synced (about a CPU second of imports and set-up before); the others at once (kube-scheduler
+    logs no such line at its default verbosity, and a Go binary is up in a fraction of that)."""
+    if is_py(which):
+        wait_started(proc, workdir / f"{which}.log", timeout)
 
 
 def stop(proc: subprocess.Popen[bytes]) -> int:

@@ -4,7 +4,10 @@ shape, the markdown table, workload templates and sizes, /proc parsing and py-sp
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -14,7 +17,7 @@ from e2e.perf import goals, procstat, stats, sysprofile, workloads
 from e2e.perf.__main__ import parse_sizes, plan
 from e2e.perf.profile import area, by_thread, parse_raw, summarize
 from e2e.perf.runner import cpu_breakdown, per_pod, per_thread_group, round_order
-from e2e.perf.schedulers import kube_scheduler_config, py_scheduler_config
+from e2e.perf.schedulers import kube_scheduler_config, py_scheduler_config, wait_ready
 
 # ---- percentile / batch metrics
 
@@ -654,3 +657,30 @@ def test_cgparts_evaluates_each_part_between_marks() -> None:
     assert marks.events == ["start", "stop", "start", "stop"]
     assert seen == [f"pod-{i}" for i in range(4, 4 + cgparts.WARMUP)] + [f"pod-{i}" for i in range(4)]
     assert [n for n, _ in reported] == [1, 2]
+
+
+def _child(log: Path, code: str) -> subprocess.Popen[bytes]:
+    with open(log, "ab") as out:
+        return subprocess.Popen([sys.executable, "-c", code], stdout=out, stderr=subprocess.STDOUT)
+
+
+def test_wait_ready_waits_for_py_schedulers_start_line(tmp_path: Path) -> None:
+    """The suite measures nothing of py-scheduler's start-up: it waits for the line logged once the caches
+    are synced; a scheduler that exits first is an error, and kube-scheduler is not waited for."""
+    proc = _child(tmp_path / "py.log", "import time; time.sleep(0.3); print('py-scheduler started', flush=True); "
+                  "time.sleep(5)")
+    t0 = time.monotonic()
+    try:
+        wait_ready("py", proc, tmp_path)
+        assert time.monotonic() - t0 >= 0.3
+        assert "py-scheduler started" in (tmp_path / "py.log").read_text()
+    finally:
+        proc.kill()
+        proc.wait()
+    gone = _child(tmp_path / "py-w0.log", "print('starting')")
+    gone.wait()
+    with pytest.raises(RuntimeError, match="did not start"):
+        wait_ready("py-w0", gone, tmp_path)
+    t0 = time.monotonic()
+    wait_ready("kube", gone, tmp_path)
+    assert time.monotonic() - t0 < 0.1

@@ -32,6 +32,15 @@ def test_inproc_prints_cpu_a_pod_and_the_median() -> None:
     assert re.search(r"^median \d+\.\d{3} CPU s per 1000 pods over 2 runs$", out, re.M)
 
 
+@pytest.mark.parametrize("shape", ["first-available", "partitionable", "partitionable-backtracking"])
+def test_inproc_dra_shapes_place_every_pod(shape: str) -> None:
+    """Upstream's other DRA cases' objects: a partitionable node takes one pod (its two partitions, or 7 of 8
+    with backtracking), so 6 pods on 6 nodes are all placed only if the shared counters are counted right."""
+    out = lab("inproc", "--workload", "SchedulingWithResourceClaimTemplate", "--nodes", "6", "--pods", "6",
+              "--repeat", "1", "--dra-shape", shape)
+    assert re.search(r"^SchedulingWithResourceClaimTemplate 6/6: \d+\.\d{3} CPU s per 1000 pods", out, re.M)
+
+
 @pytest.mark.skipif(not HAS_CALLGRIND_H, reason="cgmark.c needs cc and valgrind's headers")
 def test_inproc_callgrind_prints_the_placements_hash_and_same_seed_same_hash() -> None:
     hashes = [re.findall(r"^placements ([0-9a-f]{12})$", lab("inproc", "--nodes", "30", "--pods", "40", "--repeat",

@@ -9,8 +9,9 @@ loop measures the preemptors' dry runs and evictions without a worker thread. A 
 its DeviceClass, one ResourceSlice per node and the claims allocated at set-up (e2e/perf/dra.py's shapes);
 a pod made from the claim template arrives as live: the pod, its claim (what the resourceclaim controller
 makes, scheduler/whatif/dra_offline.py), then the pod naming it in ``status.resourceClaimStatuses``. The
-claim status writes of PreBind come back at once as the watch's MODIFIED events. It reports the CPU
-seconds per 1000 measured pods, the number the scheduling-loop optimisations are judged by; the
+claim status writes of PreBind come back at once as the watch's MODIFIED events. ``--dra-shape`` gives the
+template workload the objects of upstream's FirstAvailable, Partitionable or PartitionableBacktracking. It
+reports the CPU seconds per 1000 measured pods, the number the scheduling-loop optimisations are judged by; the
 machine is shared, so compare variants alternately over several runs (``--repeat``) and take medians.
 """
 
@@ -45,6 +46,10 @@ from scheduler.whatif.dra_offline import make_template_claims
 from scheduler.whatif.offline import OfflineWriter, RecordingBinder, RecordingEventSink
 
 SCHEDULER_NAME = "py-scheduler"
+NO_DEVICES_CLASS = "no-devices-class"
+# --dra-shape: upstream's DRA cases beside SchedulingWithResourceClaimTemplate (dra/prioritizedlist and
+# dra/partitionabledevices), with the template workload's pods
+DRA_SHAPES = ("basic", "first-available", "partitionable", "partitionable-backtracking")
 # --callgrind: cycles between two housekeepings (live, once a second: 150-350 pods/s on 2 cores).
 CALLGRIND_HOUSEKEEPING = 250
 
@@ -59,7 +64,7 @@ def _pod(template: dict[str, Any], namespace: str, i: int, priorities: dict[str,
 
 
 def build(nodes: int, config_path: str | None, seed: int, workload: str = "SchedulingBasic",
-          metrics: bool = False) -> Scheduler:
+          metrics: bool = False, dra_shape: str = "basic") -> Scheduler:
     """A Scheduler that binds synchronously into its own cache, with ``nodes`` default-shaped nodes and the
     workload's Services; without ``config_path``, the profile the live benchmark gives py-scheduler.
     ``metrics``: with the live scheduler's Prometheus metrics (recorded, folded once a second)."""
@@ -81,7 +86,7 @@ def build(nodes: int, config_path: str | None, seed: int, workload: str = "Sched
         svc["metadata"] = {**svc["metadata"], "namespace": MEASURE_NAMESPACE, "uid": "svc-uid", "resourceVersion": "1"}
         sched.on_object_event("Service", ADDED, svc)
     if w.dra is not None:
-        _dra_setup(sched, w.dra, nodes)
+        _dra_setup(sched, w.dra, nodes, dra_shape)
     return sched
 
 
@@ -90,14 +95,66 @@ def _stamped(obj: dict[str, Any], uid: str) -> dict[str, Any]:
                                 "creationTimestamp": "2026-01-01T00:00:00Z"}}
 
 
-def _dra_setup(sched: Scheduler, dra: wl.Dra, nodes: int) -> None:
-    """The class, one slice per node, the claim template and the claims allocated without pods (dra.setup)."""
+def _counters(names: list[str], value: str = "1") -> dict[str, dict[str, str]]:
+    return {name: {"value": value} for name in names}
+
+
+def _partitionable_slices(index: int, node: str, backtracking: bool) -> list[dict[str, Any]]:
+    """templates/resourceslice-partitionable{,-backtracking}-{countersets,devices}.yaml: one pool of two
+    slices, the counter sets and the devices consuming them (2 devices of 2 counters each; or 8 devices of
+    one cpu counter and 10Gi of 70Gi memory, the first 20Gi)."""
+    pool = {"name": f"resourceslice-{index}", "generation": 1, "resourceSliceCount": 2}
+    if backtracking:
+        sets = [{"name": "counter-set-for-cpu", "counters": _counters([f"cpu{k}" for k in range(1, 9)])},
+                {"name": "counter-set-for-mem", "counters": _counters(["mem"], "70Gi")}]
+        devices = [{"name": f"device-{k}", "consumesCounters": [
+            {"counterSet": "counter-set-for-cpu", "counters": _counters([f"cpu{k}"])},
+            {"counterSet": "counter-set-for-mem", "counters": _counters(["mem"], "20Gi" if k == 1 else "10Gi")}]}
+            for k in range(1, 9)]
+    else:
+        sets = [{"name": "counter-set", "counters": _counters([f"counter{k}" for k in range(1, 5)])}]
+        devices = [{"name": f"device-{d}", "consumesCounters": [
+            {"counterSet": "counter-set", "counters": _counters([f"counter{2 * d - 1}", f"counter{2 * d}"])}]}
+            for d in (1, 2)]
+    spec = {"pool": pool, "driver": wl.DRA_DRIVER, "nodeName": node}
+    return [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{name}-{index}"},
+             "spec": {**spec, **extra}}
+            for name, extra in (("resourceslice-countersets", {"sharedCounters": sets}),
+                                ("resourceslice-devices", {"devices": devices}))]
+
+
+def _template_requests(shape: str) -> list[dict[str, Any]]:
+    """The claim template's requests: resourceclaimtemplate-first-available.yaml (a class without devices
+    first), -for-two-devices.yaml (Partitionable), -backtracking.yaml (7 of the 8 partitions)."""
+    if shape == "first-available":
+        return [{"name": wl.CLAIM_REQUEST, "firstAvailable": [{"name": "sub-0", "deviceClassName": NO_DEVICES_CLASS},
+                                                              {"name": "sub-1", "deviceClassName": wl.DEVICE_CLASS}]}]
+    count = {"partitionable": 2, "partitionable-backtracking": 7}[shape]
+    return [{"name": wl.CLAIM_REQUEST, "exactly": {"deviceClassName": wl.DEVICE_CLASS, "count": count}}]
+
+
+def _dra_setup(sched: Scheduler, dra: wl.Dra, nodes: int, shape: str = "basic") -> None:
+    """The class, one slice per node, the claim template and the claims allocated without pods (dra.setup).
+    Another ``shape`` than ``basic``: that upstream case's classes, slices and template instead
+    (partitionable ones without claims allocated at set-up, as their empty sizes)."""
     sched.on_object_event("DeviceClass", ADDED, _stamped(wl.device_class(), "class-uid"))
+    template = wl.resource_claim_template(MEASURE_NAMESPACE)
+    if shape != "basic":
+        template["spec"]["spec"]["devices"]["requests"] = _template_requests(shape)
+    if shape == "first-available":  # templates/deviceclass-no-devices.yaml
+        no_devices = {**wl.device_class(), "metadata": {"name": NO_DEVICES_CLASS}, "spec": {"selectors": [
+            {"cel": {"expression": 'device.driver == "no-such-driver.cdi.k8s.io"'}}]}}
+        sched.on_object_event("DeviceClass", ADDED, _stamped(no_devices, "no-devices-class-uid"))
     for i in range(nodes):
-        sched.on_object_event("ResourceSlice", ADDED, _stamped(wl.resource_slice(i, f"node-{i}", dra.devices),
-                                                               f"slice-uid-{i}"))
-    sched.on_object_event("ResourceClaimTemplate", ADDED,
-                          _stamped(wl.resource_claim_template(MEASURE_NAMESPACE), "template-uid"))
+        if shape.startswith("partitionable"):
+            for k, obj in enumerate(_partitionable_slices(i, f"node-{i}", shape == "partitionable-backtracking")):
+                sched.on_object_event("ResourceSlice", ADDED, _stamped(obj, f"slice-uid-{i}-{k}"))
+        else:
+            sched.on_object_event("ResourceSlice", ADDED, _stamped(wl.resource_slice(i, f"node-{i}", dra.devices),
+                                                                   f"slice-uid-{i}"))
+    sched.on_object_event("ResourceClaimTemplate", ADDED, _stamped(template, "template-uid"))
+    if shape.startswith("partitionable"):
+        return
     names = [f"node-{i}" for i in range(nodes)]
     for k, (node, device) in enumerate(plan_allocations(names, dra.devices, dra.allocated_claims(nodes))):
         claim = _stamped(wl.resource_claim(k, INIT_NAMESPACE), f"init-claim-uid-{k}")
@@ -179,14 +236,14 @@ def schedule(sched: Scheduler, pods: list[dict[str, Any]], lag: int = 0, running
 
 def run(workload: str, nodes: int, pods: int, config_path: str | None, seed: int,
         metrics: bool = False, lag: int = 0, running: bool = False,
-        marks: Any = None) -> tuple[float, list[str], LoopCost]:
+        marks: Any = None, dra_shape: str = "basic") -> tuple[float, list[str], LoopCost]:
     """CPU seconds per 1000 measured pods, where they went, and the split between cycles and events.
     ``marks``: the loaded cgmark shim (``--callgrind``): its counters cover the measured pods alone, and the
     housekeeping runs every CALLGRIND_HOUSEKEEPING cycles."""
     every = CALLGRIND_HOUSEKEEPING if marks is not None else 0
     w = WORKLOADS[workload]
     n_init, n_pods = w.sizes(nodes, pods)
-    sched = build(nodes, config_path, seed, workload, metrics)
+    sched = build(nodes, config_path, seed, workload, metrics, dra_shape)
     policy = gcpolicy.install()  # as the live scheduler once synced: without it full collections weigh in
     try:
         priorities = dict(w.priority_classes)
@@ -226,6 +283,9 @@ def main() -> None:
     ap.add_argument("--callgrind", action="store_true",
                     help="under `valgrind --tool=callgrind --instr-atstart=no`: count the measured pods alone "
                     f"(cgmark.c; housekeeping every {CALLGRIND_HOUSEKEEPING} cycles), printing the placements' hash")
+    ap.add_argument("--dra-shape", default="basic", choices=DRA_SHAPES,
+                    help="with SchedulingWithResourceClaimTemplate: the slices, classes and claim template of "
+                    "FirstAvailable, Partitionable or PartitionableBacktracking instead of its own")
     args = ap.parse_args()
     configure(args.log_level, json_lines=True)
     marks = None
@@ -235,7 +295,7 @@ def main() -> None:
     results = []
     for _ in range(args.repeat):
         per_1000, placed, split = run(args.workload, args.nodes, args.pods, args.config, args.seed, args.metrics,
-                                      args.lag, args.running, marks)
+                                      args.lag, args.running, marks, args.dra_shape)
         results.append(per_1000)
         if marks is not None:  # decisions must not move: compare this between variants
             print(f"placements {hashlib.sha1(','.join(placed).encode()).hexdigest()[:12]}", flush=True)

@@ -138,6 +138,9 @@ def run_once(case: config.TestCase, size: config.Size, which: str, repeat: int, 
             proc = schedulers.start(which, kubeconfig=kubeconfig, bin_dir=bin_dir, workdir=run_dir,
                                     scheduler_name=opts.scheduler_name, qps=opts.qps, burst=opts.burst,
                                     feature_gates=gate_flag(gates), config=scheduler_config)  # fmt: skip
+            # upstream's harness runs the workload once the scheduler's informers are synced: its start-up
+            # is no part of a measured window
+            schedulers.wait_ready(which, proc, run_dir)
             api_pid = int((cluster.state() or {}).get("pids", {}).get("kube-apiserver") or 0) or None
             ex = Executor(case, config.resolve_ops(case, size.params), Rest(conn), conn, tracker,
                           opts.scheduler_name, Probe(proc.pid, api_pid), log, opts.creators, gates)  # fmt: skip

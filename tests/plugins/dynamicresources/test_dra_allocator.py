@@ -328,3 +328,22 @@ def test_remembered_outcome_follows_taken_devices_and_claim_specs() -> None:
         allocate(AllocatedState(), [claim("f")], deadline=0.0, classes=(device_class(),))
     with pytest.raises(AllocationTimeout):
         allocate(AllocatedState(), [claim("g")], deadline=0.0, on=make_node().name("node-1").obj())
+
+
+def test_remembered_outcome_with_shared_counters_follows_taken_partitions() -> None:
+    """With the whole pool on the node, what is left of its counters follows from the partitions taken: the
+    outcome is remembered, and a partition taken since (4Gi of the 8Gi gone) is searched again."""
+    index = SliceIndex(_partitioned())
+    n = make_node().name("node-1").obj()
+    two = [claim("a", [_req("req", count=2)])]
+
+    def allocate(state: AllocatedState, deadline: float | None = None) -> Any:
+        return Allocator(state, {"gpu": GPU}, index, CelCache()).allocate(n, two, deadline)
+
+    assert _devices_of(allocate(AllocatedState())) == [["pool-1/p0", "pool-1/p1"]]
+    assert _devices_of(allocate(AllocatedState(), deadline=0.0)) == [["pool-1/p0", "pool-1/p1"]]
+    taken = AllocatedState({(DRIVER, "pool-1", "p0")})
+    with pytest.raises(AllocationTimeout):
+        allocate(taken, deadline=0.0)
+    assert allocate(taken) is None
+    assert allocate(taken, deadline=0.0) is None

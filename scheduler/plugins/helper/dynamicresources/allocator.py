@@ -327,8 +327,8 @@ class Allocator:
 
     def _memo_key(self, node: Node, claims: Sequence[ResourceClaim]) -> tuple[Any, ...] | None:
         """What, beside the Node, decides the outcome on this node: the features and classes, the claims'
-        specs and which of the node's devices are taken. None where more could (shared devices, counters,
-        share IDs drawn at random)."""
+        specs and which of the node's devices are taken (what is left of a pool's shared counters follows from
+        them). None where more could (shared devices, pools with slices elsewhere, share IDs drawn at random)."""
         st = self.state
         if st.shared_device_ids or st.aggregated_capacity:
             return None

@@ -271,7 +271,7 @@ class SliceIndex:
 
     def plain_devices(self, node: Node, features: Features) -> tuple[tuple[str, str, str], ...] | None:
         """The ids of the devices the node's pools offer when nothing but their being taken can change an
-        allocation there (no shared counters, no pool slices elsewhere, no shared devices); else None."""
+        allocation there (no pool slices elsewhere, no shared devices); else None."""
         try:
             return self._entry(node, features)[3]
         except PoolError:
@@ -297,13 +297,15 @@ class SliceIndex:
 
 
 def _plain_devices(pools: Sequence[Pool]) -> tuple[tuple[str, str, str], ...] | None:
+    # A pool's shared counters are its own and what is left of them follows from which of its devices are
+    # taken: with every slice of the pool on this node, those devices are all in the list.
     out = []
     for pool in pools:
-        if pool.slices_not_targeting_node or pool.counter_sets:
+        if pool.slices_not_targeting_node:
             return None
         for s in pool.slices_targeting_node:
             for d in s.devices:
-                if d.consumes_counters or d.allow_multiple_allocations:
+                if d.allow_multiple_allocations:
                     return None
                 out.append((s.driver, s.pool_name, d.name))
     return tuple(out)

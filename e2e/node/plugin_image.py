@@ -97,6 +97,17 @@ def check(ctx: Ctx, apply_overlay: Callable[[], object], timings: dict[str, floa
     log(f"NodeLabelScore placed {sorted(placed)} on {SMALL}; the default profile chose {BIG}")
     _check_refused_module(ctx, replicas)
     checks.check_logs(ctx)
+    _remove(ctx, ["plugin-default", *placed, "plugin-after-refusal"])
+
+
+def _remove(ctx: Ctx, probes: list[str]) -> None:
+    """The probes and the two plugin nodes go, so the checks after this one meet the kwok nodes they made."""
+    for name in probes:
+        ctx.core.delete_namespaced_pod(name, checks.WORKLOAD_NS, grace_period_seconds=0)
+    for node in (BIG, SMALL):
+        ctx.core.delete_node(node)
+    names = {BIG, SMALL}
+    wait("plugin nodes deleted", lambda: not names & {n.metadata.name for n in ctx.core.list_node().items}, 60)
 
 
 def _check_refused_module(ctx: Ctx, replicas: list[str]) -> None:

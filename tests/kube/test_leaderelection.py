@@ -31,6 +31,7 @@ from scheduler.kube.leaderelection import (
     renew_deadline_passed,
 )
 from scheduler.serving.health import HealthServer, event_check
+from scheduler.whatif.offline import RecordingBinder
 
 CFG = LeaderElection(
     leader_elect=True,
@@ -405,14 +406,6 @@ def test_thread_campaigns_leads_and_releases_on_stop() -> None:
 # the binding gate
 
 
-class RecordingBinder:
-    def __init__(self) -> None:
-        self.bound: list[tuple[str, str]] = []
-
-    def bind(self, pod: Any, node_name: str) -> None:
-        self.bound.append((pod.key, node_name))
-
-
 class Flag:
     def __init__(self, value: bool) -> None:
         self.is_leader = value
@@ -429,7 +422,7 @@ def test_gated_binder_binds_only_while_leading() -> None:
     flag.is_leader = False
     with pytest.raises(NotLeaderError, match="ns/p"):
         gate.bind(FakePod(), "n2")  # type: ignore[arg-type]
-    assert inner.bound == [("ns/p", "n1")]
+    assert inner.bindings == [("ns/p", "n1")]
 
 
 class RecordingWriter:
@@ -482,7 +475,7 @@ def test_gate_closes_with_the_elector_at_the_renew_deadline() -> None:
     clock.advance(CFG.renew_deadline_seconds)
     with pytest.raises(NotLeaderError):
         gate.bind(FakePod(), "n2")  # type: ignore[arg-type]
-    assert len(inner.bound) == 1
+    assert len(inner.bindings) == 1
 
 
 # ---------------------------------------------------------------------------------------------------

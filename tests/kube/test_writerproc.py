@@ -29,6 +29,7 @@ from scheduler.kube.writerproc import (
 from scheduler.model.apierrors import ConflictError, NotFoundError
 from scheduler.model.pod import Pod
 from scheduler.testing import make_pod
+from scheduler.whatif.offline import RecordingBinder
 
 FAKE_CHILD = Path(__file__).with_name("writer_fake_child.py")
 
@@ -64,14 +65,6 @@ def test_ok_raises_nothing() -> None:
     raise_outcome("ns/p", *outcome_of(None))
 
 
-class RecordingBinder:
-    def __init__(self) -> None:
-        self.bound: list[tuple[str, str]] = []
-
-    def bind(self, pod: Pod, node_name: str) -> None:
-        self.bound.append((pod.key, node_name))
-
-
 class RecordingSink:
     def __init__(self) -> None:
         self.events: list[tuple[str, str, str, str | None]] = []
@@ -90,7 +83,7 @@ def test_child_binds_answers_and_gates_on_leadership() -> None:
               + encode(["l", 0]) + encode(["b", 2, "ns", "c", "uc", "n1"]) + encode(["q"]))
     assert child.serve(io.BytesIO(frames)) is True
     child.finish()
-    assert binder.bound == [("ns/a", "n1")]  # c arrived after leadership was lost
+    assert binder.bindings == [("ns/a", "n1")]  # c arrived after leadership was lost
     assert sink.events == [("ns/a", "42", "Scheduled", "ns/b")]
     out.seek(0)
     answers = {r[1]: r[2] for r in iter(lambda: read_frame(out), None)}

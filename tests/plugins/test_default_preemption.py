@@ -31,7 +31,7 @@ from scheduler.model.pod import Pod, pod_from_api
 from scheduler.plugins.default_preemption import DefaultPreemption
 from scheduler.scheduler import Scheduler, disruption_target_condition
 from scheduler.testing import make_label_selector
-from scheduler.whatif.offline import OfflineWriter, RecordingEventSink
+from scheduler.whatif.offline import OfflineWriter, RecordingBinder, RecordingEventSink
 from scheduler.whatif.simulate import OutcomeRecorder
 from tests.builders import api_pod, sched_node, sched_pod
 
@@ -47,14 +47,6 @@ def pdb(name: str, selector: Mapping[str, Any] | None, allowed: int, disrupted: 
             "metadata": {"name": name, "namespace": namespace},
             "spec": {"selector": selector} if selector is not None else {},
             "status": {"disruptionsAllowed": allowed, "disruptedPods": {p: "2026-01-01T00:00:00Z" for p in disrupted}}}
-
-
-class Binder:
-    def __init__(self) -> None:
-        self.bound: list[tuple[str, str]] = []
-
-    def bind(self, p: Pod, node_name: str) -> None:
-        self.bound.append((p.key, node_name))
 
 
 class Writer:
@@ -89,7 +81,7 @@ class Cluster:
         cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                          "profiles": [profile]})
         self.sink = RecordingEventSink()
-        self.binder = Binder()
+        self.binder = RecordingBinder()
         self.observer = OutcomeRecorder()
         offline = OfflineWriter() if writer is None else None  # victims go away as their deletion would
         self.s = Scheduler(cfg, build_registry(cfg), self.binder, self.sink, None, synchronous_binding=True,
@@ -154,7 +146,7 @@ def test_high_priority_pod_preempts_the_least_important_victim_and_binds_on_its_
     # The status update carrying nominatedNodeName comes back; the next attempt uses that node.
     c.s.on_pod_event(MODIFIED, sched_pod("high", cpu="1", rv="2", priority=100).nominated_node_name("n2").api())
     c.retry("high")
-    assert c.binder.bound == [("default/high", "n2")]
+    assert c.binder.bindings == [("default/high", "n2")]
 
 
 def test_default_profile_message_when_preemption_cannot_help() -> None:
@@ -632,7 +624,7 @@ def test_async_preemption_nominates_at_once_gates_the_pod_until_done_then_binds_
     assert c.preempted() == [("default/low-b", "Preempted by pod uid-high on node n2")]
     c.s.on_pod_event(MODIFIED, sched_pod("high", cpu="1", rv="2", priority=100).nominated_node_name("n2").api())
     assert c.s.schedule_one(timeout=0)
-    assert c.binder.bound == [("default/high", "n2")]
+    assert c.binder.bindings == [("default/high", "n2")]
 
 
 def test_async_preemption_holds_the_preemptor_while_victims_before_the_last_are_evicted() -> None:
@@ -655,7 +647,7 @@ def test_async_preemption_holds_the_preemptor_while_victims_before_the_last_are_
     c.s.queue.flush_backoff_completed()
     c.s.on_pod_event(MODIFIED, sched_pod("high", cpu="2", rv="2", priority=100).nominated_node_name("n1").api())
     c.retry("high")
-    assert c.binder.bound == [("default/high", "n1")]
+    assert c.binder.bindings == [("default/high", "n1")]
 
 
 class HeldFailingWriter(Writer):

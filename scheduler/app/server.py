@@ -27,7 +27,7 @@ from scheduler.config.types import SchedulerConfiguration
 from scheduler.edge import APIWriter, Binder, EventRecorder
 from scheduler.kube.binder import ApiBinder
 from scheduler.kube.client import ApiWriter, RawApi, load_api_client
-from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS
+from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS, gated_kinds
 from scheduler.kube.leaderelection import LeaderElector, LeaderGatedWriter, leader_gated_binder
 from scheduler.kube.operator import run_operator
 from scheduler.kube.podgroups import PODGROUP_KINDS, ApiPodGroupWriter, podgroups_served
@@ -97,7 +97,7 @@ def setup(args: argparse.Namespace, cfg: SchedulerConfiguration, reload_source: 
         binder = leader_gated_binder(binder, elector)  # a replica that is not leading never binds
         api_writer = LeaderGatedWriter(writer, elector)  # nor evicts pods or binds volumes
         writer.may_retry = lambda: elector.is_leader  # nor retries a write once it no longer leads
-    kinds = dict(OBJECT_KINDS)
+    kinds = {**OBJECT_KINDS, **gated_kinds(args.feature_gates)}  # the Workload API's PodGroups with GenericWorkload
     podgroup_writer = None
     if podgroups_served(raw):  # Coscheduling's PodGroups; a cluster without the CRD starts as before
         kinds.update(PODGROUP_KINDS)

@@ -26,6 +26,9 @@ from e2e.cluster.cluster import WORKLOAD_GATES, LocalCluster, build_binaries
 from e2e.kube import create_namespace, delete_namespace, events_for, gone, pod_manifest, wait_for
 from e2e.process import start_kube_scheduler, start_scheduler, stop_scheduler, wait_started
 from e2e.rbac import forbidden_lines, render_manifests, service_account_kubeconfig, write_scheduler_config
+from scheduler.kube.client import ApiWriter, RawApi, load_api_client
+from scheduler.kube.podgroupstatus import ApiPodGroupStatusWriter
+from scheduler.kube.ratelimit import TokenBucket
 from tests.integration.conftest import create_priority_classes, free_port, temporary_nodes
 
 KUBE, PY = "kube-workload", "py-workload"
@@ -46,7 +49,15 @@ class Env:
     workdir: Path
     py_log: Path | None = None
     _py: Any = None
+    _sa: Path | None = None
     started: list[Any] = field(default_factory=list)
+
+    def sa_kubeconfig(self) -> Path:
+        """A kubeconfig of py-scheduler's ServiceAccount with exactly manifests/' RBAC applied."""
+        if self._sa is None:
+            self._sa = service_account_kubeconfig(self.cluster, self.workdir / "workload-sa.kubeconfig",
+                                                  render_manifests())
+        return self._sa
 
     def ensure_py(self) -> None:
         """py-scheduler with the gates, as its ServiceAccount; started at a case's py half so every case's
@@ -54,13 +65,11 @@ class Env:
         if self._py is not None:
             assert self._py.poll() is None, f"py-scheduler exited; see {self.py_log}"
             return
-        docs = render_manifests()
-        kubeconfig = service_account_kubeconfig(self.cluster, self.workdir / "workload-sa.kubeconfig", docs)
-        cfg = write_scheduler_config(docs, self.workdir / "py-workload.yaml", scheduler_name=PY,
+        cfg = write_scheduler_config(render_manifests(), self.workdir / "py-workload.yaml", scheduler_name=PY,
                                      leader_election={"leaderElect": False})
         self.py_log = self.workdir / "py-workload.log"
-        self._py = start_scheduler(kubeconfig, self.py_log, ["--config", str(cfg), "--metrics-port", str(free_port())],
-                                   feature_gates=WORKLOAD_GATES)
+        flags = ["--config", str(cfg), "--metrics-port", str(free_port())]
+        self._py = start_scheduler(self.sa_kubeconfig(), self.py_log, flags, feature_gates=WORKLOAD_GATES)
         self.started.append(self._py)
         wait_started(self._py, self.py_log)
 
@@ -70,7 +79,7 @@ def env(workdir: Path) -> Iterator[Env]:
     cluster = LocalCluster(workdir / "workload-cluster", feature_gates=WORKLOAD_GATES)
     cluster.up()
     api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
-    create_priority_classes(api, [("wl-low", 10), ("wl-mid", 100), ("wl-high", 1000)])
+    create_priority_classes(api, [("wl-low", 10), ("wl-mid", 100), ("wl-high", 1000), ("wl-top", 2000)])
     e = Env(cluster, client.CoreV1Api(api), client.CustomObjectsApi(api), workdir)
     kube = start_kube_scheduler(build_binaries(build=False), cluster.kubeconfig, workdir, KUBE,
                                 feature_gates=WORKLOAD_GATES)
@@ -297,29 +306,56 @@ def test_topology_constraint_places_the_gang_in_one_rack(env: Env) -> None:
         assert_same(kube, py(), same_nodes=False)
 
 
-def test_gang_preempts_the_lowest_priority_pods(env: Env) -> None:
-    """Three full 2-CPU nodes (two 1-CPU pods each, of priorities 10, 100 and 10); a gang of two 2-CPU members
-    at priority 1000 evicts the pods of the two priority-10 nodes and binds there."""
-    placed = ("low-a-0", "low-a-1", "mid-b-0", "mid-b-1", "low-c-0", "low-c-1")
+def test_gang_preempts_the_pods_in_its_way_and_reprieves_the_rest(env: Env) -> None:
+    """Three full 2-CPU nodes of 1-CPU pods: a (two at priority 10), b (one at 2000, one at 10), c (two at 100). A
+    gang of two 2-CPU members at 1000 cannot use b (its 2000 pod stays), so it takes a and c: their pods are the
+    victims and b's priority-10 pod is reprieved (upstream removes every lower pod, places the group, then gives
+    back whatever the placement does not need, most important first)."""
+    placed = {"low-a-0": ("a", "wl-low"), "low-a-1": ("a", "wl-low"), "top-b-0": ("b", "wl-top"),
+              "low-b-1": ("b", "wl-low"), "mid-c-0": ("c", "wl-mid"), "mid-c-1": ("c", "wl-mid")}
 
     def case(env: Env, ns: str, sched: str) -> Outcome:
-        for name in placed:
-            kind, rack, _ = name.split("-")
-            place(env, ns, name, f"wl-pre-{'abc'.index(rack)}", "1", "wl-low" if kind == "low" else "wl-mid")
+        for name, (node, priority_class) in placed.items():
+            place(env, ns, name, f"wl-pre-{'abc'.index(node)}", "1", priority_class)
         wait_for(lambda: all(env.core.read_namespaced_pod(p, ns).status.phase == "Running" for p in placed) or None,
                  60, what="the placed pods running")
         create_group(env, ns, pod_group("big", min_count=2, priority_class="wl-high"))
         members = create_members(env, ns, sched, "big", 2, cpu="2", priority_class="wl-high")
         wait_for(lambda: all(env.core.read_namespaced_pod(m, ns).spec.node_name for m in members) or None, 90,
                  interval=0.5, what="the gang bound after preemption")
-        return observe(env, ns, members, "big", placed)
+        return observe(env, ns, members, "big", tuple(placed))
 
     with temporary_nodes(str(env.cluster.kubeconfig), 3, "wl-pre", cpu="2", zones=0, regions=0):
         kube, py = run_case(env, case)
-        assert kube.gone == {"low-a-0", "low-a-1", "low-c-0", "low-c-1"}
+        assert kube.gone == {"low-a-0", "low-a-1", "mid-c-0", "mid-c-1"}
         assert sorted(map(str, kube.nodes.values())) == ["wl-pre-0", "wl-pre-2"]
         assert kube.condition is not None and kube.condition[0] == "True"
         assert_same(kube, py(), same_nodes=False)
+
+
+def test_status_writer_sets_the_condition_as_the_service_account(env: Env) -> None:
+    """The edge alone: py-scheduler's PodGroup status writer, authenticated as its ServiceAccount, patches the
+    condition onto podgroups/status (strategic merge by type: the second patch replaces the first's condition)."""
+    ns = create_namespace(env.core, "wl-status")
+    writer = None
+    try:
+        create_group(env, ns, pod_group("g", min_count=2))
+        api = load_api_client(str(env.sa_kubeconfig()))
+        writer = ApiPodGroupStatusWriter(ApiWriter(RawApi(api), TokenBucket(50, 100)))
+        for status, reason, message in (("False", "Unschedulable", "0/1 placements are available"),
+                                        ("True", "Scheduled", "")):
+            cond = {"type": CONDITION, "status": status, "reason": reason, "message": message,
+                    "observedGeneration": 1, "lastTransitionTime": "2026-01-01T00:00:00Z"}
+            writer.patch_pod_group_status(ns, "g", {"status": {"conditions": [cond]}})
+            assert writer.flush()
+            assert group_condition(env, ns, "g") == (status, reason, message)
+        assert writer.failed == 0
+        obj = env.custom.get_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, "g")
+        assert [c["type"] for c in obj["status"]["conditions"]] == [CONDITION]
+    finally:
+        if writer is not None:
+            writer.close()
+        delete_namespace(env.core, ns)
 
 
 def test_py_scheduler_needed_no_permission_the_role_lacks(env: Env) -> None:

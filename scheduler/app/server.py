@@ -31,6 +31,7 @@ from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS, gated_kinds
 from scheduler.kube.leaderelection import LeaderElector, LeaderGatedWriter, leader_gated_binder
 from scheduler.kube.operator import run_operator
 from scheduler.kube.podgroups import PODGROUP_KINDS, ApiPodGroupWriter, podgroups_served
+from scheduler.kube.podgroupstatus import ApiPodGroupStatusWriter
 from scheduler.kube.podstream import PodStream, wait_synced
 from scheduler.kube.ratelimit import TokenBucket
 from scheduler.kube.recorder import ApiEventSink
@@ -107,12 +108,18 @@ def setup(args: argparse.Namespace, cfg: SchedulerConfiguration, reload_source: 
         stack.callback(podgroup_writer.close)
     else:
         log.info("PodGroup CRD (scheduling.x-k8s.io/v1alpha1) not served; Coscheduling sees no PodGroups")
+    status_writer = None
+    if args.feature_gates.enable_generic_workload:  # the PodGroupInitiallyScheduled condition, off the cycle
+        status_writer = ApiPodGroupStatusWriter(
+            writer, leading=(lambda: elector.is_leader) if elector is not None else (lambda: True))
+        stack.callback(status_writer.close)
     results = None
     if args.record_results:
         results = ResultWriter(writer)
         stack.callback(results.close)
     sched = Scheduler(cfg, build_registry(cfg), binder, sink, metrics, writer=api_writer,
                       bind_workers=args.bind_workers, podgroup_writer=podgroup_writer, observer=results,
+                      pod_group_status_writer=status_writer,
                       cycle_observer=results.recorder if results is not None else None, features=args.feature_gates,
                       leading=(lambda: elector.is_leader) if elector is not None else None)
     stack.callback(sched.stop)

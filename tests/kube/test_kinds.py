@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from scheduler.framework.features import Features
 from scheduler.framework.types import EventResource
-from scheduler.kube.kinds import OBJECT_KINDS, WATCHED_KINDS, WORKLOAD_POD_GROUP_KIND, gated_kinds, watched_kind
+from scheduler.kube.kinds import (
+    OBJECT_KINDS,
+    WATCHED_KINDS,
+    WORKLOAD_POD_GROUP_KIND,
+    deliver,
+    gated_kinds,
+    watched_kind,
+)
 from scheduler.kube.podgroups import PODGROUP_KINDS
 from scheduler.plugins.helper import podgroup
 
@@ -41,3 +48,21 @@ def test_the_workload_apis_pod_groups_are_watched_only_with_generic_workload() -
         "scheduling.k8s.io/PodGroup": ("scheduling.k8s.io", "v1beta1", "podgroups")}
     assert watched_kind(WORKLOAD_POD_GROUP_KIND).event is EventResource.WORKLOAD_POD_GROUP
     assert watched_kind("PodGroup").gvr == ("scheduling.x-k8s.io", "v1alpha1", "podgroups")
+
+
+class Intake:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, ...]] = []
+
+    def on_pod_group_event(self, type_: str, obj: object) -> None:
+        self.calls.append(("pod group", type_))
+
+    def on_object_event(self, kind: str, type_: str, obj: object) -> None:
+        self.calls.append(("object", kind, type_))
+
+
+def test_the_workload_apis_pod_groups_reach_the_pod_group_intake_and_coschedulings_the_store() -> None:
+    sched = Intake()
+    deliver(sched, WORKLOAD_POD_GROUP_KIND, "ADDED", {})  # type: ignore[arg-type]
+    deliver(sched, "PodGroup", "DELETED", {})  # type: ignore[arg-type]
+    assert sched.calls == [("pod group", "ADDED"), ("object", "PodGroup", "DELETED")]

@@ -237,3 +237,29 @@ def test_placement_algorithm_with_one_placement(parts: tuple[Binder, RecordingEv
     s.queue.activate([s._pending["uid-p0"]])
     run(s)
     assert len(b.bound) == 3
+
+
+def test_a_bound_member_arriving_last_completes_a_gated_gang(
+        parts: tuple[Binder, RecordingEventSink, StatusWriter]) -> None:
+    b, sink, w = parts
+    s = make(b, sink, w)
+    s.on_node_event(ADDED, api_node("n1"))
+    s.on_pod_group_event(ADDED, pod_group("g", min_count=3))
+    s.on_pod_event(ADDED, member("p1", "g", cpu="1"))
+    s.on_pod_event(ADDED, member("p2", "g", cpu="1"))
+    assert not s.schedule_one(timeout=0)
+    bound = member("p0", "g", cpu="1")
+    bound["spec"]["nodeName"] = "n1"
+    s.on_pod_event(ADDED, bound)
+    run(s)
+    assert sorted(k for k, _ in b.bound) == ["default/p1", "default/p2"]
+
+
+def test_pod_groups_arrive_through_on_object_event(parts: tuple[Binder, RecordingEventSink, StatusWriter]) -> None:
+    b, sink, w = parts
+    s = make(b, sink, w)
+    s.on_node_event(ADDED, api_node("n1"))
+    s.on_pod_event(ADDED, member("p0", "g", cpu="1"))
+    s.on_object_event("scheduling.k8s.io/PodGroup", ADDED, pod_group("g", min_count=1))
+    run(s)
+    assert b.bound == [("default/p0", "n1")]

@@ -168,17 +168,26 @@ class GangRun(Run):
         self.bound_now = bound
         return [g for g in self.gangs if exist.get(g.name) == g.size and 0 < bound.get(g.name, 0) < g.size]
 
-    def wait_torn(self, timeout: float) -> list[Gang]:
-        """List the pods as fast as the API answers until a gang is half bound (or `timeout`): the moment to
-        strike. Returns the torn gangs of the last listing."""
+    def wait_torn(self, timeout: float, stale: set[tuple[str, int]]) -> list[Gang]:
+        """List the pods as fast as the API answers until a gang is half bound, other than as `stale` (gang,
+        bound) pairs say (a gang the last strike left torn and nobody moved since), or `timeout`: the moment
+        to strike. Returns the torn gangs of the last listing."""
         deadline = time.monotonic() + timeout
+        torn: list[Gang] = []
         while time.monotonic() < deadline:
             with contextlib.suppress(Exception):
                 torn = self.torn(self.list_pods())
-                if torn:
+                if any((g.name, self.bound_now.get(g.name, 0)) not in stale for g in torn):
                     return torn
             time.sleep(0.02)
-        return []
+        return torn
+
+    def wait_progress(self, timeout: float) -> None:
+        """Until one more pod is bound (the healed side schedules again) or every pod created is bound."""
+        before = len(self.bound_at)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and len(self.bound_at) == before < self.pods:
+            time.sleep(0.1)
 
     # ----- verdict ----------------------------------------------------------------------------------
 
@@ -252,10 +261,13 @@ def run_gang_scenario(cluster: LocalCluster, workdir: Path, name: str, members: 
     try:
         with run.running():
             injected_at = healed_at = time.monotonic()
+            stale: set[tuple[str, int]] = set()
             for k in range(faults if fault is not None else 0):
                 assert fault is not None
                 run.wait_bound(run.pods * (k + 1) // (faults + 2), timeout=120)
-                torn = run.wait_torn(20)
+                if k:
+                    run.wait_progress(60)
+                torn = run.wait_torn(20, stale)
                 run.left_torn = None
                 struck_at = time.monotonic()
                 heal = fault(run)
@@ -267,6 +279,7 @@ def run_gang_scenario(cluster: LocalCluster, workdir: Path, name: str, members: 
                 run.figures.below_min_at_fault += len(below)
                 run.figures.notes += [f"fault {k + 1}: {g.name} {run.bound_now.get(g.name, 0)}/{g.size} bound, "
                                       f"minCount {g.min_count}" for g in torn]
+                stale = {(g.name, run.bound_now.get(g.name, 0)) for g in torn}
                 if k == 0:
                     injected_at = struck_at
                 heal()

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from e2e.chaos.gangs import GANG_SCENARIOS, gang_line, run_gang_scenario
-from e2e.chaos.harness import Figures, Run, as_json
+from e2e.chaos.harness import Figures, Run, as_json, summary
 from e2e.cluster.cluster import WORKLOAD_GATES, LocalCluster
 
 Heal = Callable[[], None]
@@ -146,11 +146,7 @@ def run_scenario(cluster: LocalCluster, workdir: Path, name: str, nodes: int, po
 
 
 def line(f: Figures) -> str:
-    conv = f"{f.converge_s:.1f} s" if f.converge_s is not None else "NOT CONVERGED"
-    return (f"{f.scenario:<17} lost={f.lost} overcommitted={f.overcommitted_nodes} "
-            f"bound-to-missing={f.bound_to_missing_nodes} false-unschedulable={f.false_unschedulable} "
-            f"errors-after={f.error_lines_after_convergence} converge={conv} "
-            f"fault-to-all-bound={f.fault_to_all_bound_s} s "
+    return (f"{f.scenario:<17} {summary(f)} fault-to-all-bound={f.fault_to_all_bound_s} s "
             f"(removed with deleted nodes: {f.removed_with_deleted_nodes})")
 
 

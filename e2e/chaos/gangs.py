@@ -24,7 +24,7 @@ from typing import Any
 
 from kubernetes import client
 
-from e2e.chaos.harness import SCHEDULER, Figures, Run
+from e2e.chaos.harness import SCHEDULER, Figures, Run, summary
 from e2e.cluster.cluster import WORKLOAD_GATES, LocalCluster
 from e2e.process import gate_flag
 
@@ -121,38 +121,22 @@ class GangRun(Run):
         return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "PodGroup", "metadata": {"name": gang.name},
                 "spec": {"schedulingPolicy": {"gang": {"minCount": gang.min_count}}}}
 
-    def _create(self, call: Callable[[], object]) -> None:
-        """One create, retried through API outages (409: an earlier try was committed)."""
-        while not self.stop.is_set():
-            try:
-                call()
-                return
-            except client.ApiException as exc:
-                if exc.status == 409:
-                    return
-                time.sleep(0.5)
-            except Exception:
-                time.sleep(0.5)
-
     def _create_all(self) -> None:
         """Each gang's PodGroup then its members (or the members first), ~40 pods/s."""
         for gang in self.gangs:
             if not gang.members_first:
-                self._create(self._group_creator(gang))
+                self.create(self._group_creator(gang))
             for name in gang.members():
-                self._create(self._pod_creator(self._member(gang, name)))
+                self.create(self.pod_creator(self._member(gang, name)))
                 self.created.add(name)
                 time.sleep(0.025)
             if gang.members_first:
-                self._create(self._group_creator(gang))
+                self.create(self._group_creator(gang))
 
     def _group_creator(self, gang: Gang) -> Callable[[], object]:
         body = self._pod_group(gang)
         return lambda: self.custom.create_namespaced_custom_object(GROUP, VERSION, self.ns, PLURAL, body,
                                                                    _request_timeout=10)
-
-    def _pod_creator(self, body: Any) -> Callable[[], object]:
-        return lambda: self.core.create_namespaced_pod(self.ns, body, _request_timeout=10)
 
     # ----- faults -----------------------------------------------------------------------------------
 
@@ -291,10 +275,7 @@ def run_gang_scenario(cluster: LocalCluster, workdir: Path, name: str, members: 
 
 
 def gang_line(f: GangFigures) -> str:
-    conv = f"{f.converge_s:.1f} s" if f.converge_s is not None else "NOT CONVERGED"
     return (f"{f.scenario:<21} seed={f.seed} groups={f.groups} pods={f.pods} nodes={f.nodes} faults={f.faults} "
             f"torn-at-fault={f.torn_at_fault} (below minCount {f.below_min_at_fault}) "
-            f"below-minCount={f.below_min_count} incomplete={f.incomplete} "
-            f"lost={f.lost} overcommitted={f.overcommitted_nodes} bound-to-missing={f.bound_to_missing_nodes} "
-            f"false-unschedulable={f.false_unschedulable} errors-after={f.error_lines_after_convergence} "
-            f"condition-not-true={f.condition_not_true} converge={conv}")
+            f"below-minCount={f.below_min_count} incomplete={f.incomplete} {summary(f)} "
+            f"condition-not-true={f.condition_not_true}")

@@ -84,3 +84,17 @@ def test_gate_off_queues_members_as_pods() -> None:
     q.add(make_pod().name("a").pod_group("g").obj())
     qpi = q.pop(timeout=0)
     assert qpi is not None and not isinstance(qpi, QueuedPodGroupInfo)
+
+
+def test_groups_pop_by_priority_then_timestamp() -> None:
+    q, clock = make_queue()
+    q.generic_workload = True
+    for name, prio in (("g1", 1), ("g2", 1), ("g3", 9)):
+        q.add_pod_group(parse_pod_group(group(name, priority=prio)))
+        q.add(make_pod().name(f"{name}-a").priority(prio).pod_group(name).obj())
+        clock.advance(1)
+    order = []
+    while (entity := q.pop(timeout=0)) is not None:
+        assert isinstance(entity, QueuedPodGroupInfo)
+        order.append(entity.info.name)
+    assert order == ["g3", "g1", "g2"]

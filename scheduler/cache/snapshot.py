@@ -11,7 +11,13 @@ import builtins
 from bisect import bisect_left
 from collections.abc import Sequence, Set
 
+from scheduler.cache.podgroupstate import GroupKey, PodGroupObjects, PodGroupStateData, PodGroupStates
+from scheduler.framework.podgroup import Placement
 from scheduler.framework.types import NodeInfo
+from scheduler.model.pod import Pod
+
+# A mutation session: the journal (added or not, the pod as placed, its node) and the pod-group states at its start.
+_Session = tuple[builtins.list[tuple[bool, Pod, NodeInfo]], dict[GroupKey, PodGroupStateData]]
 
 
 class Snapshot:
@@ -26,13 +32,19 @@ class Snapshot:
         "_affinity_at",
         "_anti_affinity",
         "_anti_affinity_at",
+        "_assumed",
         "_changed",
         "_epoch",
         "_infos",
         "_list",
+        "_mutations",
+        "_placement",
+        "_placement_names",
+        "_pod_group_objects",
         "_pos",
         "_pvc_users",
         "generation",
+        "pod_group_states_data",
     )
 
     def __init__(self) -> None:
@@ -50,6 +62,16 @@ class Snapshot:
         # (epoch): opportunistic batching re-evaluates just those.
         self._epoch = 0
         self._changed: builtins.list[int] = []
+        # GenericWorkload: clones of the cache's pod-group states (Cache.update_snapshot), the pods the pod-group
+        # cycle assumed here (LIFO, by uid: the pod as assumed), and the placement it evaluates (None: all nodes).
+        self.pod_group_states_data = PodGroupStates()
+        self._pod_group_objects = PodGroupObjects(self.pod_group_states_data)
+        self._assumed: dict[str, Pod] = {}
+        self._placement: Placement | None = None
+        self._placement_names: frozenset[str] = frozenset()
+        # A mutation session (PodGroupPostFilter's what-if): the pods added (True) or removed (False), in order, and
+        # the pod-group states as they were at its start; None outside one.
+        self._mutations: _Session | None = None
 
     # --- SharedLister -------------------------------------------------------------------------
 
@@ -90,6 +112,159 @@ class Snapshot:
             self._epoch += 1
             self._changed = []
         self._changed.append(self._pos[name])
+
+    # --- PodGroupManager (framework.podgroup) ------------------------------------------------------
+
+    def pod_group_states(self) -> PodGroupStates:
+        return self.pod_group_states_data
+
+    def pod_groups(self) -> PodGroupObjects:
+        return self._pod_group_objects
+
+    # --- the pod-group cycle's assume and forget (upstream Snapshot.AssumePod / ForgetPod) ----------
+
+    def assume_pod(self, pod: Pod) -> None:
+        """Put an assumed member (``pod.node_name`` set) on its node in this snapshot only (the cache's copy does
+        not change), the affinity lists and claim counts in step; its group's state counts it as assumed. Undone
+        by ``forget_pod``, last assumed first."""
+        info = self._infos.get(pod.node_name)
+        if info is None:
+            raise KeyError(f"node {pod.node_name!r} not found in the snapshot")
+        self._mutate(info, pod, add=True)
+        self._assumed[pod.uid] = pod
+        group = pod.pod_group_name
+        if group:
+            st = self.pod_group_states_data.lookup((pod.namespace, group))
+            if st is not None:
+                st.assume_pod(pod)
+
+    def forget_pod(self, pod: Pod) -> None:
+        """Undo ``assume_pod`` of this pod (by uid)."""
+        assumed = self._assumed.pop(pod.uid, None)
+        if assumed is None:
+            raise KeyError(f"pod {pod.key} was not assumed in the snapshot")
+        info = self._infos.get(assumed.node_name)
+        if info is not None:
+            self._mutate(info, assumed, add=False)
+        group = assumed.pod_group_name
+        if group:
+            st = self.pod_group_states_data.lookup((assumed.namespace, group))
+            if st is not None:
+                st.forget_pod(assumed.uid)
+
+    def forget_all_assumed_pods(self) -> int:
+        """Forget what a cycle left assumed (a bug upstream logs); returns how many."""
+        left = builtins.list(self._assumed.values())
+        for pod in reversed(left):
+            self.forget_pod(pod)
+        return len(left)
+
+    def _mutate(self, info: NodeInfo, pod: Pod, add: bool) -> None:
+        """The node's generation moves (upstream keeps it): plugins here remember per-node results by it."""
+        if info.pvc_ref_counts:
+            self._count_pvcs(info, -1)
+        if add:
+            info.add_pod(pod)
+        else:
+            info.remove_pod(pod)
+        if info.pvc_ref_counts:
+            self._count_pvcs(info, 1)
+        if info.name in self._pos:
+            self.patch(info.name, info)
+
+    # --- the mutation session (upstream Snapshot.StartMutations / EndMutations / AddPod / RemovePod) --------
+
+    def start_mutations(self) -> None:
+        """Begin changes that ``end_mutations`` undoes (a journal, where upstream copies the whole snapshot)."""
+        if self._mutations is not None:
+            raise RuntimeError("cannot stack mutations")
+        self._mutations = ([], {k: st.clone() for k, st in self.pod_group_states_data.items()})
+
+    def end_mutations(self) -> None:
+        """Undo every add_pod / remove_pod of the session, last first, and restore the pod-group states."""
+        if self._mutations is None:
+            raise RuntimeError("no mutation session started")
+        journal, states = self._mutations
+        self._mutations = None
+        for added, pod, info in reversed(journal):
+            self._mutate(info, pod, add=not added)
+        held = self.pod_group_states_data
+        for key in [k for k, _ in held.items() if k not in states]:
+            held.remove(key)
+        for key, st in states.items():
+            held.put(key, st)
+
+    def add_pod(self, pod: Pod, node_name: str) -> None:
+        """Put ``pod`` on ``node_name`` for the session (its group's state counts it)."""
+        if self._mutations is None:
+            raise RuntimeError("AddPod() called outside of mutation session")
+        info = self._infos.get(node_name)
+        if info is None:
+            raise KeyError(f'node "{node_name}" not found in the snapshot')
+        placed = pod if pod.node_name == node_name else pod.with_node(node_name)
+        self._mutate(info, placed, add=True)
+        self._mutations[0].append((True, placed, info))
+        group = placed.pod_group_name
+        st = self.pod_group_states_data.lookup((placed.namespace, group)) if group else None
+        if st is not None:
+            st.add_pod(placed)
+
+    def remove_pod(self, pod: Pod, node_name: str) -> None:
+        """Take ``pod`` (by uid) off ``node_name`` for the session (a preemption victim; its group forgets it)."""
+        if self._mutations is None:
+            raise RuntimeError("RemovePod() called outside of mutation session")
+        info = self._infos.get(node_name)
+        if info is None:
+            raise KeyError(f'node "{node_name}" not found in the snapshot')
+        held = info.pods.get(pod.uid)
+        if held is None:
+            raise KeyError(f"pod {pod.key} not found on node {node_name}")
+        self._mutate(info, held, add=False)
+        self._mutations[0].append((False, held, info))
+        group = held.pod_group_name
+        st = self.pod_group_states_data.lookup((held.namespace, group)) if group else None
+        if st is not None:
+            st.delete_pod(held.uid)
+
+    # --- placements (upstream Snapshot.GetPlacement, AssumePlacement, ForgetPlacement, ...InPlacement) ---
+
+    def get_placement(self) -> Placement | None:
+        return self._placement
+
+    def assume_placement(self, placement: Placement | None) -> None:
+        """Limit the candidates to the placement's nodes (the snapshot's own NodeInfos). One holding every node
+        is no limit; raises ValueError, with no placement set, for a node not in the snapshot or another object."""
+        if placement is None or len(placement.nodes) == len(self._list):
+            self.forget_placement()
+            return
+        names = set()
+        for info in placement.nodes:
+            held = self._infos.get(info.name)
+            if held is None:
+                self.forget_placement()
+                raise ValueError(f"node {info.name} in placement is not present in snapshot")
+            if held is not info:
+                self.forget_placement()
+                raise ValueError(f"node {info.name} in placement is not the same instance as in the snapshot")
+            names.add(info.name)
+        self._placement = placement
+        self._placement_names = frozenset(names)
+
+    def forget_placement(self) -> None:
+        self._placement = None
+        self._placement_names = frozenset()
+
+    def list_nodes_in_placement(self) -> Sequence[NodeInfo]:
+        """The placement's nodes, or every node (``list()``) when none is assumed."""
+        return self._list if self._placement is None else self._placement.nodes
+
+    def num_nodes_in_placement(self) -> int:
+        return len(self._list) if self._placement is None else len(self._placement.nodes)
+
+    def get_node_in_placement(self, name: str) -> NodeInfo | None:
+        if self._placement is not None and name not in self._placement_names:
+            return None
+        return self._infos.get(name)
 
     # --- volumes ------------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from scheduler.config.registry import Registry
 from scheduler.config.types import EXTENSION_POINTS, PluginRef, Profile, SchedulerConfiguration
 from scheduler.framework.extender import Extender
 from scheduler.framework.features import Features
+from scheduler.framework.preemption import GroupPreemptor
 from scheduler.framework.interface import (
     EXTENSION_POINT_PROTOCOLS,
     CycleState,
@@ -99,9 +100,12 @@ class TestActions:
     def latest_pod(self, pod: Pod) -> Pod | None:
         return None if pod.uid in self.deleted_pods else pod
 
-    def preempt(self, victim: Pod, preemptor: Pod, node_name: str, plugin: str) -> Status | None:
-        """Recorded as (victim, preemptor, node); the victim counts as deleted from then on."""
-        self.preempted.append((victim.key, preemptor.key, node_name))
+    def preempt(
+        self, victim: Pod, preemptor: Pod, node_name: str, plugin: str, *, group: GroupPreemptor | None = None
+    ) -> Status | None:
+        """Recorded as (victim, preemptor, node), the preemptor being the pod group's key when a group
+        preempts; the victim counts as deleted from then on."""
+        self.preempted.append((victim.key, preemptor.key if group is None else group.pod_group.key, node_name))
         self.deleted_pods.add(victim.uid)
         return None
 

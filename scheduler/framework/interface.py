@@ -329,6 +329,10 @@ class Handle(ClusterHandle, Protocol):
     def run_pre_filter_extension_remove_pod(
         self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo
     ) -> Status | None: ...
+    def run_reserve_plugins_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Reserve, as the pod-group preemption's reprieve simulates a member's placement."""
+        ...
+    def run_reserve_plugins_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
     def volume_scheduling_stage_failed(self, operation: str) -> None:
         """Count a VolumeBinding binder error (scheduler_volume_scheduling_stage_error_total;
         operation predicate, assume or bind, as upstream's volumebinding metrics)."""

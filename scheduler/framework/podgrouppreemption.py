@@ -46,7 +46,7 @@ from scheduler.framework.preemption_victims import (
     cross_nodes_victims,
     filter_victims_with_pdb_violation,
     get_pod_priority,
-    victim_importance_key,
+    victim_importance,
 )
 from scheduler.framework.status import Code, Status, success, unresolvable, unschedulable
 from scheduler.framework.types import NodeInfo
@@ -156,13 +156,13 @@ class PodGroupEvaluator:
     def _pod_group(self, namespace: str, name: str) -> PodGroup | None:
         try:
             return self.handle.pod_group_manager().pod_groups().get(namespace, name)
-        except KeyError:
+        except LookupError:
             return None
 
     def _scheduled_pods(self, namespace: str, name: str) -> list[Pod]:
         try:
             return self.handle.pod_group_manager().pod_group_states().get(namespace, name).scheduled_pods()
-        except KeyError:
+        except LookupError:
             return []
 
     # ----- the whole flow -----------------------------------------------------------------------
@@ -227,7 +227,7 @@ class PodGroupEvaluator:
         assignments, status = scheduling_func()
         if not success(status):
             return None, status
-        potential.sort(key=victim_importance_key(now))
+        potential.sort(key=victim_importance)
         violating, non_violating = filter_victims_with_pdb_violation(potential, pdbs)
         valid = [a for a in assignments.proposed_assignments if a.node_name]
         to_preempt: list[Victim] = []
@@ -239,7 +239,7 @@ class PodGroupEvaluator:
         for v in non_violating:
             if not self._reprieve(v, valid, mutations):
                 to_preempt.append(v)
-        to_preempt.sort(key=victim_importance_key(now))
+        to_preempt.sort(key=victim_importance)
         return _Selection({a.pod.key: a.node_name for a in valid}, to_preempt, num_violations), None
 
     def _reprieve(self, victim: Victim, assignments: Sequence[ProposedAssignment],

@@ -15,13 +15,13 @@ Differences from upstream, on purpose:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from scheduler.framework.preemption import PodDisruptionBudget, pod_start_time
 from scheduler.framework.types import NodeInfo
 from scheduler.model.pod import Pod
+from scheduler.model.workload import DISRUPTION_ALL, PodGroup
 
 # fwk.EntityKeyType values: what a victim (or a preemptor) is.
 POD_KEY_TYPE = "pod"
@@ -31,40 +31,19 @@ COMPOSITE_POD_GROUP_KEY_TYPE = "compositepodgroup"
 _RANK = {COMPOSITE_POD_GROUP_KEY_TYPE: 3, POD_GROUP_KEY_TYPE: 2}
 
 
-class PodGroupLike(Protocol):
-    """What preemption reads of a scheduling.k8s.io/v1beta1 PodGroup."""
-
-    @property
-    def priority(self) -> int | None: ...
-    @property
-    def disruption_mode_all(self) -> bool: ...
-
-
 # (namespace, name) -> the PodGroup, or None when it is unknown.
-PodGroupGetter = Callable[[str, str], PodGroupLike | None]
+PodGroupGetter = Callable[[str, str], PodGroup | None]
 # (namespace, name) -> the group's scheduled (assumed or bound) pods.
 ScheduledPodsGetter = Callable[[str, str], Sequence[Pod]]
 
 
-def pod_group_priority(pg: PodGroupLike) -> int:
-    """util.PodGroupPriority: spec.priority, or 0 for a group created without a priority class."""
-    return pg.priority if pg.priority is not None else 0
-
-
-def pod_group_name(pod: Pod) -> str:
-    """spec.schedulingGroup.podGroupName ("" for a pod outside any group)."""
-    sg = (pod.raw.get("spec") or {}).get("schedulingGroup") or {}
-    name = sg.get("podGroupName") if isinstance(sg, Mapping) else None
-    return name if isinstance(name, str) else ""
-
-
 def get_pod_priority(pod: Pod, pod_groups: PodGroupGetter | None) -> int:
     """GetPodPriority: the priority of the pod's PodGroup when it has one that is known, else its own."""
-    name = pod_group_name(pod)
+    name = pod.pod_group_name
     if not name or pod_groups is None:
         return pod.priority
     pg = pod_groups(pod.namespace, name)
-    return pod.priority if pg is None else pod_group_priority(pg)
+    return pod.priority if pg is None else pg.effective_priority
 
 
 @dataclass(slots=True)
@@ -100,11 +79,10 @@ def new_victim(
     return Victim(list(pods), priority, min(pod_start_time(p, now) for p in pods), key_type, affected)
 
 
-def victim_importance_key(now: float) -> Callable[[Victim], tuple[int, int, int, float]]:
+def victim_importance(v: Victim) -> tuple[int, int, int, float]:
     """MoreImportantVictim as a sort key, most important first: higher priority, then CompositePodGroup over
     PodGroup over a pod, then more pods, then the earlier start."""
-    del now  # the start times were fixed when the victims were built
-    return lambda v: (-v.priority, -_RANK.get(v.key_type, 1), -len(v.pods), v.earliest_start)
+    return -v.priority, -_RANK.get(v.key_type, 1), -len(v.pods), v.earliest_start
 
 
 def cross_nodes_victims(
@@ -120,9 +98,9 @@ def cross_nodes_victims(
     victims: list[Victim] = []
     for info in nodes:
         for p in info.pods.values():
-            name = pod_group_name(p) if pod_groups is not None else ""
+            name = p.pod_group_name if pod_groups is not None else ""
             pg = pod_groups(p.namespace, name) if pod_groups is not None and name else None
-            if pg is None or not pg.disruption_mode_all:
+            if pg is None or pg.disruption_mode != DISRUPTION_ALL:
                 key = (POD_KEY_TYPE, p.namespace, p.name)
                 if key not in seen:
                     seen.add(key)
@@ -135,7 +113,7 @@ def cross_nodes_victims(
             seen.add(key)
             # No scheduled pods known for the group (its state lags the node): this pod alone.
             members = list(scheduled_pods(p.namespace, name)) or [p]
-            victims.append(new_victim(members, pod_group_priority(pg), POD_GROUP_KEY_TYPE, node_by_name, now))
+            victims.append(new_victim(members, pg.effective_priority, POD_GROUP_KEY_TYPE, node_by_name, now))
     return victims
 
 

@@ -303,8 +303,9 @@ class ProcessEventSink:
     def event(self, pod: Pod, type_: str, reason: str, action: str, note: str, controller: str,
               related: Pod | RelatedObject | None = None) -> None:
         rel = None if related is None else [related.namespace, related.name, related.uid, related.resource_version]
-        if isinstance(related, RelatedObject):
-            rel += [related.kind, related.api_version]
+        if isinstance(related, RelatedObject):  # a PodGroup preempting: its kind travels too
+            rel = [related.namespace, related.name, related.uid, related.resource_version, related.kind,
+                   related.api_version]
         self.binder.writer_for(pod.uid).send(
             ["e", pod.namespace, pod.name, pod.uid, pod.resource_version, type_, reason, action, note, controller,
              rel])

@@ -33,6 +33,8 @@ from scheduler.framework.interface import (
     NodeToStatus,
     PostFilterResult,
 )
+from scheduler.framework.podgroup import PodGroupInfo, PodGroupPostFilterResult, PodGroupSchedulingFunc
+from scheduler.framework.podgrouppreemption import PodGroupEvaluator, SnapshotMutations
 from scheduler.framework.preemption import (
     Evaluator,
     PodDisruptionBudget,
@@ -52,13 +54,13 @@ from scheduler.framework.types import (
     QueueingHint,
 )
 from scheduler.model.pod import Pod
-from scheduler.plugins.helper.podgroup_points import PodGroupPostFilterPoint
 
 NAME = "DefaultPreemption"
 
 NOT_ELIGIBLE_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
+WAITING_FOR_GROUP_PREEMPTION = "waiting for the preemption for this pod group to be finished"
 
 # (node, victim, preemptor) -> may the victim be preempted, besides having a lower priority.
 IsEligiblePod = Callable[[NodeInfo, Pod, Pod], bool]
@@ -73,8 +75,8 @@ def _skip(pod: Pod, old: Any, new: Any) -> QueueingHint:
     return QueueingHint.QUEUE_SKIP
 
 
-class DefaultPreemption(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostFilter plugin (helper/podgroup_points)
-    """Preempts lower-priority pods for a pod that fits nowhere."""
+class DefaultPreemption:
+    """Preempts lower-priority pods for a pod that fits nowhere, or for a pod group whose cycle failed."""
 
     name = NAME
 
@@ -85,6 +87,9 @@ class DefaultPreemption(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostF
         self.handle = handle
         self.enable_async_preemption = handle.features().enable_async_preemption
         self.evaluator = Evaluator(NAME, self.handle, self, enable_async=self.enable_async_preemption)
+        self.enable_generic_workload = handle.features().enable_generic_workload
+        # PodGroupPreemptionPolicy (alpha, off by default, not accepted as a gate): members' policies decide.
+        self.pod_group_evaluator = PodGroupEvaluator(handle, self.evaluator) if self.enable_generic_workload else None
         self.is_eligible_pod: IsEligiblePod = _always
 
     # ----- extension points ---------------------------------------------------------------------
@@ -97,9 +102,35 @@ class DefaultPreemption(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostF
             return result, Status(status.code, [f"preemption: {status.message}"], error=status.error)
         return result, status
 
+    def pod_group_post_filter(
+        self, state: CycleState, pod_group: PodGroupInfo, scheduling_func: PodGroupSchedulingFunc
+    ) -> tuple[PodGroupPostFilterResult | None, Status | None]:
+        """Workload-aware preemption for a group whose cycle failed (podgrouppreemption.PodGroupEvaluator), on
+        the cycle's snapshot, which is as it was again when this returns."""
+        if self.pod_group_evaluator is None:  # no pod-group cycle runs without GenericWorkload
+            return None, Status(Code.UNSCHEDULABLE, ["pod group preemption: GenericWorkload is off"])
+        mutations = SnapshotMutations(self.handle.snapshot())
+        try:
+            result, status = self.pod_group_evaluator.preempt(pod_group, scheduling_func, mutations)
+        finally:
+            mutations.end()
+        if status is not None and status.message:
+            return result, Status(status.code, [f"pod group preemption: {status.message}"], error=status.error)
+        return result, status
+
     def pre_enqueue(self, pod: Pod) -> Status | None:
-        """Holds a pod back while its asynchronous preemption runs."""
-        if self.enable_async_preemption and self.evaluator.is_pod_running_preemption(pod.uid):
+        """Holds a pod back while its asynchronous preemption runs, or its pod group's."""
+        if not self.enable_async_preemption:
+            return None
+        if self.enable_generic_workload and pod.pod_group_name:
+            try:
+                pg = self.handle.pod_group_manager().pod_groups().get(pod.namespace, pod.pod_group_name)
+            except LookupError:  # not this plugin's job to hold back the pods of an unknown group
+                return None
+            if self.evaluator.is_pod_running_preemption(pg.uid):
+                return unresolvable(WAITING_FOR_GROUP_PREEMPTION)
+            return None
+        if self.evaluator.is_pod_running_preemption(pod.uid):
             return unresolvable(WAITING_FOR_PREEMPTION)
         return None
 

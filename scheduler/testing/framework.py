@@ -26,7 +26,6 @@ from scheduler.config.registry import Registry
 from scheduler.config.types import EXTENSION_POINTS, PluginRef, Profile, SchedulerConfiguration
 from scheduler.framework.extender import Extender
 from scheduler.framework.features import Features
-from scheduler.framework.preemption import GroupPreemptor
 from scheduler.framework.interface import (
     EXTENSION_POINT_PROTOCOLS,
     CycleState,
@@ -35,6 +34,7 @@ from scheduler.framework.interface import (
     PostFilterResult,
     PreFilterResult,
 )
+from scheduler.framework.preemption import GroupPreemptor
 from scheduler.framework.results import AttemptResult, ResultRecorder
 from scheduler.framework.runtime import Framework, FrameworkOptions
 from scheduler.framework.status import Code, Status

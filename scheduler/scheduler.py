@@ -31,7 +31,8 @@ from scheduler.framework.batch import plugins_without_sign_pod
 from scheduler.framework.extender import Extender
 from scheduler.framework.features import Features
 from scheduler.framework.interface import CycleObserver, PodGroupWriter
-from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER, GroupPreemptor
+from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
+from scheduler.framework.preemptor import GroupPreemptor
 from scheduler.framework.runtime import Framework, FrameworkOptions, Plugins
 from scheduler.framework.runtime.permit_timer import PermitTimer
 from scheduler.framework.status import Status

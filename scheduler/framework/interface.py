@@ -36,7 +36,7 @@ from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 
 if TYPE_CHECKING:
-    from scheduler.framework.preemption import GroupPreemptor
+    from scheduler.framework.preemptor import GroupPreemptor
 
 MIN_NODE_SCORE = 0
 

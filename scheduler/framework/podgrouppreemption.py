@@ -36,7 +36,6 @@ from scheduler.framework.podgroup import (
 from scheduler.framework.preemption import (
     Candidate,
     Evaluator,
-    GroupPreemptor,
     PodDisruptionBudget,
     pdbs_from_objects,
     terminating_by_preemption,
@@ -48,6 +47,7 @@ from scheduler.framework.preemption_victims import (
     get_pod_priority,
     victim_importance,
 )
+from scheduler.framework.preemptor import GroupPreemptor
 from scheduler.framework.status import Code, Status, success, unresolvable, unschedulable
 from scheduler.framework.types import NodeInfo
 from scheduler.model.pod import Pod

@@ -49,12 +49,12 @@ from scheduler.framework.extender import ExtenderError
 from scheduler.framework.extenderv1 import Victims
 from scheduler.framework.fit_error import Diagnosis, FitError, new_default_node_to_status
 from scheduler.framework.interface import CycleState, Handle, NodeToStatus, PostFilterResult
+from scheduler.framework.preemptor import GroupPreemptor
 from scheduler.framework.status import Code, Status, code_of, error, success, unresolvable, unschedulable
 from scheduler.framework.types import NodeInfo
 from scheduler.model.errors import InvalidObjectError
 from scheduler.model.labels import LabelSelector, parse_label_selector
 from scheduler.model.pod import Pod, parse_time
-from scheduler.model.workload import PodGroup
 
 log = structlog.get_logger(__name__)
 
@@ -72,22 +72,6 @@ ASYNC_PREEMPTION_WORKERS = 8
 
 
 # --- victims, candidates, PDBs ------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class GroupPreemptor:
-    """podGroupExecutorPreemptor: a pod group preempting as one. Its uid marks the preemption under way (the
-    members wait for it in PreEnqueue), its members are activated if the evictions fail, and the victims'
-    condition and event name it."""
-
-    pod_group: PodGroup
-    pods: Sequence[Pod]
-    priority: int
-    type: str = "podgroup"
-
-    @property
-    def uid(self) -> str:
-        return self.pod_group.uid
 
 
 @dataclass(slots=True)

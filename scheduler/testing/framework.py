@@ -34,7 +34,7 @@ from scheduler.framework.interface import (
     PostFilterResult,
     PreFilterResult,
 )
-from scheduler.framework.preemption import GroupPreemptor
+from scheduler.framework.preemptor import GroupPreemptor
 from scheduler.framework.results import AttemptResult, ResultRecorder
 from scheduler.framework.runtime import Framework, FrameworkOptions
 from scheduler.framework.status import Code, Status

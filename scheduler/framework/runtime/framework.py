@@ -88,7 +88,7 @@ from scheduler.model.pod import Pod
 
 if TYPE_CHECKING:
     from scheduler.framework.extender import Extender
-    from scheduler.framework.preemption import GroupPreemptor
+    from scheduler.framework.preemptor import GroupPreemptor
 
 # callable(extension_point, status_code_string, seconds): wired to scheduler_framework_extension_point_duration.
 MetricsHook = Callable[[str, str, float], None]

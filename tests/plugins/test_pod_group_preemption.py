@@ -11,6 +11,7 @@ from typing import Any
 
 from scheduler.cache import Snapshot
 from scheduler.config.types import PluginRef, Profile
+from scheduler.edge import RelatedObject
 from scheduler.framework.features import Features
 from scheduler.framework.interface import CycleState
 from scheduler.framework.podgroup import (
@@ -26,15 +27,19 @@ from scheduler.framework.preemption_victims import (
     cross_nodes_victims,
     victim_importance,
 )
+from scheduler.framework.preemptor import GroupPreemptor
 from scheduler.framework.runtime import Framework, FrameworkOptions
 from scheduler.framework.status import Code, Status, success, unschedulable
+from scheduler.kube.recorder import _pod_ref
 from scheduler.model.pod import Pod, pod_from_api
-from scheduler.model.workload import PodGroup, parse_pod_group
+from scheduler.model.workload import API_VERSION, KIND_POD_GROUP, PodGroup, parse_pod_group
 from scheduler.plugins.default_preemption import DefaultPreemption
 from scheduler.plugins.node_resources_fit import NodeResourcesFit
 from scheduler.scheduler import disruption_target_condition
 from scheduler.testing.framework import TestActions, make_object_store, make_snapshot
-from tests.builders import sched_node, sched_pod
+from tests.builders import api_pod, sched_node, sched_pod
+from tests.plugins.test_default_preemption import Cluster as SchedulerCluster
+from tests.plugins.test_default_preemption import Writer
 
 NOW = "2026-01-01T00:00:00Z"
 
@@ -314,3 +319,24 @@ def test_disruption_condition_names_a_preempting_group() -> None:
     assert cond is not None
     assert cond["message"] == "py-scheduler: preempting to accommodate a higher priority podgroup"
     assert cond["reason"] == "PreemptionByScheduler"
+
+
+def test_scheduler_evicts_for_a_group_and_names_it() -> None:
+    w = Writer()
+    c = SchedulerCluster(writer=w).add(sched_node("n1", "2").api(), api_pod("v", node_name="n1", priority=1))
+    victim = pod_from_api(api_pod("v", node_name="n1", priority=1))
+    member = pod("m0", "1", priority=9, pod_group="g")
+    g = group("g", 9)
+    assert c.s.preempt(victim, member, "cluster", "DefaultPreemption", group=GroupPreemptor(g, [member], 9)) is None
+    (patch_call, delete_call) = w.calls
+    (cond,) = patch_call[3]["status"]["conditions"]
+    assert cond["message"] == "py-scheduler: preempting to accommodate a higher priority podgroup"
+    assert delete_call[:3] == ("delete", "default", "v")
+    assert c.preempted() == [("default/v", "Preempted by podgroup uid-g on node cluster")]
+
+
+def test_event_related_object_of_a_group_is_the_pod_group() -> None:
+    ref = _pod_ref(RelatedObject("default", "g", "uid-g", "7", KIND_POD_GROUP, API_VERSION))
+    assert ref == {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "namespace": "default",
+                   "name": "g", "uid": "uid-g", "resourceVersion": "7"}
+    assert _pod_ref(pod("p", "1"))["kind"] == "Pod"

@@ -44,6 +44,13 @@ from scheduler.framework.preemption import (
     importance_key,
     terminating_by_preemption,
 )
+from scheduler.framework.preemption_victims import (
+    Victim,
+    cross_nodes_victims,
+    filter_victims_with_pdb_violation,
+    get_pod_priority,
+    victim_importance,
+)
 from scheduler.framework.status import Code, Status, code_of, success, unresolvable
 from scheduler.framework.types import (
     ActionType,
@@ -54,6 +61,7 @@ from scheduler.framework.types import (
     QueueingHint,
 )
 from scheduler.model.pod import Pod
+from scheduler.model.workload import PodGroup
 
 NAME = "DefaultPreemption"
 
@@ -163,9 +171,25 @@ class DefaultPreemption:
             node_info = self.handle.snapshot().get(nominated)
             if node_info is not None:
                 for p in node_info.pods.values():
-                    if self._preemption_allowed(node_info, p, pod) and terminating_by_preemption(p):
+                    # With GenericWorkload a group's member counts with its group's priority (NewPodVictim).
+                    allowed = (self._preemption_allowed(node_info, p, pod) if not self.enable_generic_workload else
+                               get_pod_priority(p, self._pod_group) < pod.priority
+                               and self.is_eligible_pod(node_info, p, pod))
+                    if allowed and terminating_by_preemption(p):
                         return False, NOT_ELIGIBLE_TERMINATING
         return True, ""
+
+    def _pod_group(self, namespace: str, name: str) -> PodGroup | None:
+        try:
+            return self.handle.pod_group_manager().pod_groups().get(namespace, name)
+        except LookupError:
+            return None
+
+    def _scheduled_pods(self, namespace: str, name: str) -> list[Pod]:
+        try:
+            return self.handle.pod_group_manager().pod_group_states().get(namespace, name).scheduled_pods()
+        except LookupError:
+            return []
 
     def select_victims_on_node(
         self, state: CycleState, pod: Pod, node_info: NodeInfo, pdbs: Sequence[PodDisruptionBudget]
@@ -173,6 +197,8 @@ class DefaultPreemption:
         """The fewest pods (by reprieving the most important first) whose removal lets ``pod`` pass
         the filters on ``node_info``, and how many of them violate a PDB. ``state`` and
         ``node_info`` are copies this method may change."""
+        if self.enable_generic_workload:
+            return self._select_victims_with_groups(state, pod, node_info, pdbs)
         h = self.handle
 
         def remove(p: Pod) -> Status | None:
@@ -217,6 +243,66 @@ class DefaultPreemption:
         if violating and non_violating:
             victims.sort(key=key)
         return victims, num_violating, None
+
+    def _select_victims_with_groups(
+        self, state: CycleState, pod: Pod, node_info: NodeInfo, pdbs: Sequence[PodDisruptionBudget]
+    ) -> tuple[list[Pod], int, Status | None]:
+        """select_victims_on_node with GenericWorkload (v1.37): the victims are units (a PodGroup with
+        disruptionMode all is one, with its members on other nodes), of the group's priority for a member. Only
+        this node's copy changes; a member elsewhere is removed from (added to) the PreFilter state alone."""
+        h = self.handle
+        main = node_info.name
+        snapshot = h.snapshot()
+        try:
+            victims = cross_nodes_victims([snapshot.get(main) or node_info], self._pod_group, self._scheduled_pods,
+                                          snapshot.get, self.evaluator.clock())
+        except LookupError as exc:
+            return [], 0, Status(Code.ERROR, [str(exc)])
+
+        def move(v: Victim, add: bool) -> Status | None:
+            for p in v.pods:
+                info = node_info if p.node_name == main else v.affected_nodes[p.node_name]
+                if p.node_name == main:
+                    if add:
+                        node_info.add_pod(p)
+                    else:
+                        node_info.remove_pod(p)
+                ext = h.run_pre_filter_extension_add_pod if add else h.run_pre_filter_extension_remove_pod
+                s = ext(state, pod, p, info)
+                if not success(s):
+                    return s
+            return None
+
+        potential = [v for v in victims if v.priority < pod.priority and all(
+            self.is_eligible_pod(node_info if p.node_name == main else v.affected_nodes[p.node_name], p, pod)
+            for p in v.pods)]
+        if not potential:
+            return [], 0, unresolvable("No preemption victims found for incoming pod")
+        for v in potential:
+            s = move(v, add=False)
+            if not success(s):
+                return [], 0, s
+        s = h.run_filter_plugins_with_nominated_pods(state, pod, node_info)
+        if not success(s):
+            return [], 0, s
+        potential.sort(key=victim_importance)
+        violating, non_violating = filter_victims_with_pdb_violation(potential, pdbs)
+        chosen: list[Victim] = []
+        num_violating = 0
+        for v, count in [*violating, *((v, 0) for v in non_violating)]:
+            s = move(v, add=True)
+            if not success(s):
+                return [], 0, s
+            if success(h.run_filter_plugins_with_nominated_pods(state, pod, node_info)):
+                continue  # reprieved
+            s = move(v, add=False)
+            if not success(s):
+                return [], 0, s
+            chosen.append(v)
+            num_violating += count
+        if violating and non_violating:
+            chosen.sort(key=victim_importance)
+        return [p for v in chosen for p in v.pods], num_violating, None
 
     def ordered_score_funcs(self, nodes_to_victims: Mapping[str, Victims]) -> list[ScoreFunc] | None:
         """None: the evaluator's default ordering."""

@@ -13,7 +13,7 @@ from scheduler.cache import Snapshot
 from scheduler.config.types import PluginRef, Profile
 from scheduler.edge import RelatedObject
 from scheduler.framework.features import Features
-from scheduler.framework.interface import CycleState
+from scheduler.framework.interface import CycleState, NodeToStatus
 from scheduler.framework.podgroup import (
     PodGroupAssignments,
     PodGroupInfo,
@@ -340,3 +340,37 @@ def test_event_related_object_of_a_group_is_the_pod_group() -> None:
     assert ref == {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "namespace": "default",
                    "name": "g", "uid": "uid-g", "resourceVersion": "7"}
     assert _pod_ref(pod("p", "1"))["kind"] == "Pod"
+
+
+def test_a_pod_preempting_a_member_of_a_group_with_mode_all_evicts_the_whole_group() -> None:
+    victims = group("victims", 1, mode="all")
+    bound = [pod("v1", "4", "n1", pod_group="victims", start=NOW),
+             pod("v2", "1", "n2", pod_group="victims", start=NOW), pod("high", "3", "n2", priority=20, start=NOW)]
+    c = Cluster([("n1", "4"), ("n2", "4")], bound, [victims])
+    preemptor = pod("p", "4", priority=10)
+    state = CycleState()
+    _, s, _ = c.fwk.run_pre_filter_plugins(state, preemptor, c.snapshot.list())
+    assert success(s)
+    statuses = NodeToStatus({n.name: st for n in c.snapshot.list()
+                             if (st := c.fwk.run_filter_plugins(state, preemptor, n)) is not None})
+    assert set(statuses.statuses) == {"n1", "n2"}
+    result, status = c.fwk.run_post_filter_plugins(state, preemptor, statuses)
+    assert status is not None and status.code == Code.SUCCESS, status
+    assert result is not None and result.nominated_node_name == "n1"
+    assert c.preempted() == ["v1", "v2"]  # v2 on n2 goes with its group
+
+
+def test_a_pod_sees_a_group_members_priority_as_the_groups() -> None:
+    # The member's own priority (0) is below the preemptor's, its group's (50) is not.
+    bound = [pod("member", "4", "n1", pod_group="strong", start=NOW)]
+    c = Cluster([("n1", "4")], bound, [group("strong", 50)])
+    preemptor = pod("p", "4", priority=10)
+    state = CycleState()
+    c.fwk.run_pre_filter_plugins(state, preemptor, c.snapshot.list())
+    rejected = c.fwk.run_filter_plugins(state, preemptor, c.snapshot.list()[0])
+    assert rejected is not None and rejected.code == Code.UNSCHEDULABLE
+    result, status = c.fwk.run_post_filter_plugins(state, preemptor, NodeToStatus({"n1": rejected}))
+    assert result is not None and result.nominated_node_name == ""
+    assert status is not None and status.code == Code.UNSCHEDULABLE
+    assert "No preemption victims found for incoming pod" in status.message
+    assert c.preempted() == []

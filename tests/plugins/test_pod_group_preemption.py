@@ -21,10 +21,13 @@ from scheduler.framework.podgroup import (
     ProposedAssignment,
 )
 from scheduler.framework.podgrouppreemption import SnapshotMutations, resolve_preemption_policy
+from scheduler.framework.preemption import PodDisruptionBudget, filter_pods_with_pdb_violation, pdb_from_api
 from scheduler.framework.preemption_victims import (
     POD_GROUP_KEY_TYPE,
     POD_KEY_TYPE,
+    Victim,
     cross_nodes_victims,
+    filter_victims_with_pdb_violation,
     victim_importance,
 )
 from scheduler.framework.preemptor import GroupPreemptor
@@ -292,7 +295,7 @@ def test_victims_across_nodes_group_whole_units_in_importance_order() -> None:
     c = Cluster([("n1", "4"), ("n2", "4")], bound, [victims, group("single", 3)])
     m = c.plugin.pod_group_evaluator
     assert m is not None
-    vs = cross_nodes_victims(c.snapshot.list(), m._pod_group, m._scheduled_pods, c.snapshot.get, 0.0)
+    vs = cross_nodes_victims(c.snapshot.list(), m.lookups.pod_group, m.lookups.scheduled_pods, c.snapshot.get, 0.0)
     assert [sorted(p.name for p in v.pods) for v in vs] == [["a1", "a2"], ["solo"], ["member"]]
     assert [v.key_type for v in vs] == [POD_GROUP_KEY_TYPE, POD_KEY_TYPE, POD_GROUP_KEY_TYPE]
     assert sorted(v.affected_nodes for v in vs[:1]) == [{"n1": c.snapshot.get("n1"), "n2": c.snapshot.get("n2")}]
@@ -374,3 +377,22 @@ def test_a_pod_sees_a_group_members_priority_as_the_groups() -> None:
     assert status is not None and status.code == Code.UNSCHEDULABLE
     assert "No preemption victims found for incoming pod" in status.message
     assert c.preempted() == []
+
+
+def test_a_pod_stops_at_the_first_pdb_it_exceeds() -> None:
+    def budget(name: str, labels: Mapping[str, str], allowed: int) -> PodDisruptionBudget:
+        return pdb_from_api({"metadata": {"name": name, "namespace": "default"},
+                             "spec": {"selector": {"matchLabels": dict(labels)}},
+                             "status": {"disruptionsAllowed": allowed}})
+    pdbs = [budget("apps", {"app": "x"}, 0), budget("tiers", {"tier": "y"}, 1)]
+    both, tier_only = pod("both", "1", labels={"app": "x", "tier": "y"}), pod("tier", "1", labels={"tier": "y"})
+    # v1.37: "both" exceeds "apps" and stops there, so "tiers" keeps its budget for "tier" (before, "both" spent
+    # it too and "tier" was counted as violating).
+    assert filter_pods_with_pdb_violation([both, tier_only], pdbs) == ([both], [tier_only])
+    violating, fine = filter_victims_with_pdb_violation(
+        [_unit(both), _unit(tier_only)], pdbs)
+    assert [(v.pods[0].name, n) for v, n in violating] == [("both", 1)] and [v.pods[0].name for v in fine] == ["tier"]
+
+
+def _unit(p: Pod) -> Victim:
+    return Victim([p], p.priority, 0.0, POD_KEY_TYPE)

@@ -189,6 +189,7 @@ class PodGroupEvaluator:
             return None, status
         pods = selection.pods
         log.info("pod group preemption victims chosen", preemptor=pg.key, victims=[p.key for p in pods])
+        self.handle.workload_victims_selected(len(pods), selection.num_pod_group_disruptions)
         status = self.evaluator.actuate(Candidate(CLUSTER_DOMAIN, Victims(pods, selection.num_pdb_violations)),
                                         members[0], GroupPreemptor(pg, members, priority))
         if success(status):

@@ -52,7 +52,7 @@ from scheduler.framework.preemption_victims import (
     get_pod_priority,
     victim_importance,
 )
-from scheduler.framework.status import Code, Status, code_of, success, unresolvable
+from scheduler.framework.status import Code, Status, code_name, code_of, success, unresolvable
 from scheduler.framework.types import (
     ActionType,
     ClusterEvent,
@@ -123,6 +123,7 @@ class DefaultPreemption:
             result, status = self.pod_group_evaluator.preempt(pod_group, scheduling_func, mutations)
         finally:
             mutations.end()
+        self.handle.workload_preemption_attempted(code_name(status))
         if status is not None and status.message:
             return result, Status(status.code, [f"pod group preemption: {status.message}"], error=status.error)
         return result, status

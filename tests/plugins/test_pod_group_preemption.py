@@ -36,6 +36,7 @@ from scheduler.framework.preemptor import GroupPreemptor
 from scheduler.framework.runtime import Framework, FrameworkOptions
 from scheduler.framework.status import Code, Status, success, unschedulable
 from scheduler.kube.recorder import _pod_ref
+from scheduler.metrics import Metrics
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.model.workload import API_VERSION, KIND_POD_GROUP, PodGroup, parse_pod_group
 from scheduler.plugins.default_preemption import DefaultPreemption
@@ -420,8 +421,8 @@ def test_group_cycle_unschedulable_then_victims_evicted_then_members_nominated_a
     cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                      "profiles": [{"schedulerName": "py-scheduler",
                                    "plugins": {"multiPoint": {"enabled": [{"name": "GangScheduling"}]}}}]})
-    sink, binder, writer = RecordingEventSink(), RecordingBinder(), OfflineWriter()
-    s = Scheduler(cfg, build_registry(cfg), binder, sink, None, synchronous_binding=True, rng=random.Random(1),
+    sink, binder, writer, metrics = RecordingEventSink(), RecordingBinder(), OfflineWriter(), Metrics()
+    s = Scheduler(cfg, build_registry(cfg), binder, sink, metrics, synchronous_binding=True, rng=random.Random(1),
                   tie_break="name", writer=writer,
                   features=Features(enable_async_preemption=False, enable_generic_workload=True))
     writer.connect(s)
@@ -446,6 +447,10 @@ def test_group_cycle_unschedulable_then_victims_evicted_then_members_nominated_a
         ("default/b2", "Preempted by podgroup uid-gang on node cluster")]
     assert sink.nominated == {"default/m0": "n1", "default/m1": "n2"}
     assert binder.bindings == []
+    sample = metrics.registry.get_sample_value
+    assert sample("scheduler_workload_preemption_attempts_total", {"result": "Success"}) == 1
+    assert sample("scheduler_workload_preemption_victims_sum") == 2
+    assert sample("scheduler_preemption_workload_disruptions_sum", {"preemptor": "podgroup"}) == 1
 
     s.queue.activate([s._pending["uid-m0"], s._pending["uid-m1"]])
     assert s.schedule_one(timeout=0)

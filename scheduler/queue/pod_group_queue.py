@@ -150,9 +150,11 @@ class PodGroupQueue:
     # ----- the group entities
 
     def new_group(self, key: GroupKey, qpi: QueuedPodInfo | None = None) -> QueuedPodGroupInfo:
+        """newQueuedPodGroupInfoFromRootLookup: a group made for its first member takes that member's timestamps."""
         g = QueuedPodGroupInfo(PodGroupInfo(key[0], key[1], self.forest.get(key)), timestamp=self._clock())
         if qpi is not None:
             g.add_pod(qpi)
+            g.timestamp, g.initial_attempt_timestamp = qpi.timestamp, qpi.initial_attempt_timestamp
         return g
 
     def put(self, g: QueuedPodGroupInfo, state: str) -> None:

@@ -347,6 +347,10 @@ class ResourceAllocationScorer:
 
     def _compute(self, ni: NodeInfo, plan: list[tuple[int, int, str, int]]) -> int:
         """The formula on one node (``_plan``'s resources)."""
+        return self.fn(*self._amounts(ni, plan))
+
+    def _amounts(self, ni: NodeInfo, plan: _Plan) -> tuple[list[int], list[int], list[int]]:
+        """calculateNodeAllocatableRequest: (requested, allocated, allocatable) per resource of one node."""
         n = len(self.resources)
         alloc = ni.allocatable
         used = ni.requested if self.use_requested else ni.non_zero_requested
@@ -366,7 +370,7 @@ class ResourceAllocationScorer:
                 allocatable[i] = a
                 allocated[i] = u
                 requested[i] = u + pr
-        return self.fn(requested, allocated, allocatable)
+        return requested, allocated, allocatable
 
     def score_placement(self, nodes: Sequence[NodeInfo], pods: Sequence[Pod]) -> int:
         """scorePlacement: the formula once over a placement, its nodes summed as one: requested is the pods'
@@ -384,21 +388,11 @@ class ResourceAllocationScorer:
         allocatable = [0] * n
         plan = self._plan(requested)
         for ni in nodes:
-            alloc = ni.allocatable
-            used = ni.requested if use_requested else ni.non_zero_requested
-            for i, src, name, _ in plan:
-                if src == 0:
-                    a, u = alloc.milli_cpu, used.milli_cpu
-                elif src == 1:
-                    a, u = alloc.memory, used.memory
-                elif src == 2:
-                    a, u = alloc.ephemeral_storage, ni.requested.ephemeral_storage
-                else:
-                    a, u = alloc.scalar.get(name, 0), ni.requested.scalar.get(name, 0)
-                if a:
-                    allocatable[i] += a
-                    allocated[i] += u
-                    requested[i] += u
+            _, node_allocated, node_allocatable = self._amounts(ni, plan)
+            for i in range(n):
+                allocatable[i] += node_allocatable[i]
+                allocated[i] += node_allocated[i]
+                requested[i] += node_allocated[i]
         return self.fn(requested, allocated, allocatable)
 
 

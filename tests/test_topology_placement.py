@@ -9,8 +9,6 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-import pytest
-
 from scheduler.config.load import build_registry, load_dict
 from scheduler.eventhandlers import ADDED, MODIFIED
 from scheduler.framework.features import Features
@@ -100,14 +98,6 @@ def rack_of(node: str) -> str:
     return node.split("-")[0]
 
 
-# Snapshot.assume_pod keeps the NodeInfo's generation (as upstream's does), but NodeResourcesFit's filter memo is keyed
-# by it, so a second member assumed on a full node is still told it fits (see /work/brief/REQUESTS.md, h-topo ->
-# h-core): these fail for that reason alone until the snapshot gives an assumed-on node a fresh generation.
-ASSUMED_GENERATION = pytest.mark.xfail(strict=True, reason="Snapshot.assume_pod keeps the generation the filter "
-                                       "memo is keyed by: members overcommit a node")
-
-
-@ASSUMED_GENERATION
 def test_a_gang_that_fits_only_in_one_rack_lands_there() -> None:
     # Rack a: 2 nodes of 1 cpu; rack b: 2 nodes of 2 cpu. Three 1-cpu members need rack b, though spreading
     # alone (the members' own scores) would put some on rack a's empty nodes.
@@ -140,7 +130,6 @@ def test_bound_members_pin_the_rest_to_their_rack() -> None:
     assert {rack_of(n) for n in bindings.values()} == {"b"}
 
 
-@ASSUMED_GENERATION
 def test_no_rack_holds_the_gang_and_nothing_binds() -> None:
     nodes = [node_obj("a-1", "a", "2"), node_obj("b-1", "b", "2"), node_obj("c-1", None, "8")]
     world = World(nodes)

@@ -210,3 +210,56 @@ def test_gate_off_schedules_members_one_by_one(parts: tuple[Binder, RecordingEve
     run(s)
     assert b.bound == [("default/p0", "n1")], "without the gate schedulingGroup means nothing"
     assert w.patches == []
+
+
+def test_placement_algorithm_with_one_placement(parts: tuple[Binder, RecordingEventSink, StatusWriter]) -> None:
+    """TopologyAwareWorkloadScheduling on: the placement algorithm runs (the generator proposes the whole cluster);
+    an infeasible gang says how many placements it tried."""
+    set_workload_gates(True, True)
+    b, sink, w = parts
+    cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                     "profiles": [{"schedulerName": "py-scheduler"}]})
+    s = Scheduler(cfg, build_registry(cfg), b, sink, None, synchronous_binding=True, rng=random.Random(1),
+                  tie_break="name", pod_group_status_writer=w,
+                  features=Features(enable_generic_workload=True, enable_topology_aware_workload_scheduling=True))
+    s.on_node_event(ADDED, api_node("n1"))
+    s.on_pod_group_event(ADDED, pod_group("g", min_count=3))
+    for i in range(3):
+        s.on_pod_event(ADDED, member(f"p{i}", "g"))
+    assert s.schedule_one(timeout=0)
+    assert b.bound == []
+    assert s.algorithm.placement_nodes is None, "the placement's limit is lifted after the cycle"
+    group = ("pod group is unschedulable, 0/1 placements are available, first placement status: "
+             "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining, ")
+    assert w.last_condition()["message"] == group
+    assert _failed(sink)["default/p0"] == f"pod group is unschedulable, {group}"
+    s.on_node_event(ADDED, api_node("n2"))
+    s.queue.activate([s._pending["uid-p0"]])
+    run(s)
+    assert len(b.bound) == 3
+
+
+def test_a_bound_member_arriving_last_completes_a_gated_gang(
+        parts: tuple[Binder, RecordingEventSink, StatusWriter]) -> None:
+    b, sink, w = parts
+    s = make(b, sink, w)
+    s.on_node_event(ADDED, api_node("n1"))
+    s.on_pod_group_event(ADDED, pod_group("g", min_count=3))
+    s.on_pod_event(ADDED, member("p1", "g", cpu="1"))
+    s.on_pod_event(ADDED, member("p2", "g", cpu="1"))
+    assert not s.schedule_one(timeout=0)
+    bound = member("p0", "g", cpu="1")
+    bound["spec"]["nodeName"] = "n1"
+    s.on_pod_event(ADDED, bound)
+    run(s)
+    assert sorted(k for k, _ in b.bound) == ["default/p1", "default/p2"]
+
+
+def test_pod_groups_arrive_through_on_object_event(parts: tuple[Binder, RecordingEventSink, StatusWriter]) -> None:
+    b, sink, w = parts
+    s = make(b, sink, w)
+    s.on_node_event(ADDED, api_node("n1"))
+    s.on_pod_event(ADDED, member("p0", "g", cpu="1"))
+    s.on_object_event("scheduling.k8s.io/PodGroup", ADDED, pod_group("g", min_count=1))
+    run(s)
+    assert b.bound == [("default/p0", "n1")]

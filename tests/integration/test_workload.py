@@ -343,6 +343,27 @@ def test_gang_preempts_the_pods_in_its_way_and_reprieves_the_rest(env: Env) -> N
         assert_same(kube, py(), same_nodes=False)
 
 
+def test_the_control_plane_serves_the_workload_api(env: Env) -> None:
+    """LocalCluster(feature_gates=WORKLOAD_GATES): scheduling.k8s.io/v1beta1 Workloads and PodGroups are stored (the
+    API server defaults a PodGroup's disruption mode), and a pod keeps spec.schedulingGroup (dropped with the gate
+    off)."""
+    ns = create_namespace(env.core, "wl-api")
+    try:
+        workload = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Workload", "metadata": {"name": "job"},
+                    "spec": {"podGroupTemplates": [{"name": "workers", "schedulingPolicy": {"gang": {"minCount": 2}}}]}}
+        env.custom.create_namespaced_custom_object(GROUP, VERSION, ns, "workloads", workload)
+        group = pod_group("job-workers", min_count=2)
+        group["spec"]["workloadRef"] = {"workloadName": "job", "templateName": "workers"}
+        create_group(env, ns, group)
+        got = env.custom.get_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, "job-workers")
+        assert got["spec"]["workloadRef"] == {"workloadName": "job", "templateName": "workers"}
+        assert got["spec"]["disruptionMode"] == {"single": {}}
+        env.core.create_namespaced_pod(ns, member("m", NOBODY, "job-workers", "100m"))
+        assert env.core.read_namespaced_pod("m", ns).spec.scheduling_group.pod_group_name == "job-workers"
+    finally:
+        delete_namespace(env.core, ns)
+
+
 def test_status_writer_sets_the_condition_as_the_service_account(env: Env) -> None:
     """The edge alone: py-scheduler's PodGroup status writer, authenticated as its ServiceAccount, patches the
     condition onto podgroups/status (strategic merge by type: the second patch replaces the first's condition)."""

@@ -12,6 +12,7 @@ from scheduler.model.taints import Taint, parse_taints
 
 ZONE_LABELS = ("failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone")
 REGION_LABELS = ("failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region")
+_ZONE_KEY_MEMO = "zone_key"
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,8 +38,12 @@ class Node:
 
     @property
     def zone_key(self) -> str:
-        """region + ":\\x00:" + zone, beta labels first (component-helpers GetZoneKey)."""
-        return zone_key(self.labels)
+        """region + ":\\x00:" + zone, beta labels first (component-helpers GetZoneKey). Kept in ``memo``: a
+        Node's labels never change (an update is a new Node), and zone spreading reads it per node per pod."""
+        key: str | None = self.memo.get(_ZONE_KEY_MEMO)
+        if key is None:
+            key = self.memo[_ZONE_KEY_MEMO] = zone_key(self.labels)
+        return key
 
 
 def _first(labels: Mapping[str, str], keys: tuple[str, ...]) -> str:

@@ -12,7 +12,6 @@ from scheduler.model.taints import Taint, parse_taints
 
 ZONE_LABELS = ("failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone")
 REGION_LABELS = ("failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region")
-_ZONE_KEY_MEMO = "zone_key"
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,14 +35,12 @@ class Node:
     parse_error: InvalidObjectError | None = None
     memo: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def zone_key(self) -> str:
-        """region + ":\\x00:" + zone, beta labels first (component-helpers GetZoneKey). Kept in ``memo``: a
-        Node's labels never change (an update is a new Node), and zone spreading reads it per node per pod."""
-        key: str | None = self.memo.get(_ZONE_KEY_MEMO)
-        if key is None:
-            key = self.memo[_ZONE_KEY_MEMO] = zone_key(self.labels)
-        return key
+    # region + ":\x00:" + zone, beta labels first (component-helpers GetZoneKey): an attribute, set once (a
+    # Node's labels never change; an update is a new Node), as zone spreading reads it per node per pod.
+    zone_key: str = field(init=False, default="")
+
+    def __post_init__(self) -> None:
+        self.zone_key = zone_key(self.labels)
 
 
 def _first(labels: Mapping[str, str], keys: tuple[str, ...]) -> str:

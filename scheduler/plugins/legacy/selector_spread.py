@@ -153,12 +153,11 @@ class SelectorSpread(SignsByTemplate):
             return error(f'Error reading "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
         if len(s.nodes) != len(values):
             return error(f"{len(values)} scores for the {len(s.nodes)} nodes of PreScore")
-        zones = []
-        for ni in s.nodes:
-            node = ni.node
-            if node is None:
-                return error(f'getting node "{ni.name}" from Snapshot: not found')
-            zones.append(node.zone_key)
+        try:
+            zones = [ni.node.zone_key for ni in s.nodes]  # type: ignore[union-attr]  # None: AttributeError
+        except AttributeError:  # a NodeInfo without its node
+            missing = next(ni.name for ni in s.nodes if ni.node is None)
+            return error(f'getting node "{missing}" from Snapshot: not found')
         values[:] = spread_scores(values.tolist(), zones)
         return None
 

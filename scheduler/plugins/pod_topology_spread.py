@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from operator import attrgetter
 from typing import Any, cast
 
 import numpy as np
@@ -80,8 +79,6 @@ LABEL_HOSTNAME = "kubernetes.io/hostname"
 LABEL_TOPOLOGY_ZONE = "topology.kubernetes.io/zone"
 DO_NOT_SCHEDULE = "DoNotSchedule"
 SCHEDULE_ANYWAY = "ScheduleAnyway"
-_NODE_OF = attrgetter("node")
-
 # pod.memo keys of get_constraints' answers, by action.
 _CONSTRAINTS_BY_ACTION = {action: f"{NAME}.constraints.{action}" for action in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY)}
 HONOR = "Honor"
@@ -653,7 +650,7 @@ class PodTopologySpread:
     ) -> None:
         s.constraints = constraints
         s.nodes = nodes
-        present = [node for node in map(_NODE_OF, nodes) if node is not None]
+        present = [ni.node for ni in nodes if ni.node is not None]
         if require_all:
             ignored = [node for node in present if not _node_has_all_keys(node.labels, constraints)]
             if ignored:

@@ -10,6 +10,7 @@ off) so that the victims are gone before that attempt.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -147,10 +148,13 @@ class Offline:
 def build_scheduler(
     config_path: str | None, pod_objs: list[dict[str, Any]], *, seed: int | None = None,
     tie_break: Literal["heap", "name"] = "heap", preemption: bool = True, policy_path: str | None = None,
+    features: Features | None = None,
 ) -> Offline:
     """The scheduler with the profiles the pods name (from ``config_path``, a Policy at ``policy_path`` or
     the defaults) and the offline stand-ins. ``preemption=False`` drops the PostFilter plugins (capacity
-    must not evict what it counts on)."""
+    must not evict what it counts on). ``features``: the gates of ``--feature-gates`` (default v1.37's);
+    preemption stays synchronous whatever SchedulerAsyncPreemption says, so that a preemptor's victims are
+    gone before its next attempt."""
     from scheduler.config.load import ConfigError, build_registry, load
     from scheduler.config.policy import load_policy
 
@@ -169,7 +173,7 @@ def build_scheduler(
     writer, outcomes, results = OfflineWriter(), OutcomeRecorder(), ResultRecorder()
     sched = Scheduler(cfg, registry, RecordingBinder(), RecordingEventSink(), None, writer=writer, observer=outcomes,
                       cycle_observer=results, synchronous_binding=True, rng=rng, tie_break=tie_break,
-                      features=Features(enable_async_preemption=False))
+                      features=dataclasses.replace(features or Features(), enable_async_preemption=False))
     writer.connect(sched)
     return Offline(sched, outcomes, results)
 
@@ -267,7 +271,7 @@ def invalid_fields(o: Mapping[str, Any]) -> list[str]:
 def run_simulation(
     cluster_path: str | None, pods_path: str, config_path: str | None = None, *, seed: int | None = None,
     tie_break: Literal["heap", "name"] = "heap", live: list[dict[str, Any]] | None = None,
-    policy_path: str | None = None,
+    policy_path: str | None = None, features: Features | None = None,
 ) -> Simulation:
     """Place the pods of ``pods_path`` one by one. The cluster: ``live`` (a snapshot of a live cluster)
     if given, with the objects of ``cluster_path`` on top. Objects of the files the API server would
@@ -294,7 +298,8 @@ def run_simulation(
     valid = with_claims([p for i, p in enumerate(pods) if i not in rejected], templates)
     claims = [o for o in valid if o.get("kind") != "Pod"]
     valid = valid[:len(valid) - len(claims)]
-    off = build_scheduler(config_path, valid, seed=seed, tie_break=tie_break, policy_path=policy_path)
+    off = build_scheduler(config_path, valid, seed=seed, tie_break=tie_break, policy_path=policy_path,
+                          features=features)
     if live is not None:
         add_cluster(off.sched, live, "the live cluster", live=True)
     add_cluster(off.sched, cluster + claims, cluster_path or "")
@@ -497,16 +502,17 @@ class Comparison:
 def run_comparison(
     cluster_path: str | None, pods_path: str, running_config: str | None, candidate_config: str | None, *,
     seed: int | None = None, tie_break: Literal["heap", "name"] = "heap", live: list[dict[str, Any]] | None = None,
-    candidate_policy: str | None = None,
+    candidate_policy: str | None = None, features: Features | None = None,
 ) -> Comparison:
     """The pods placed twice, each time from the same cluster (the same ``live`` snapshot, read once, so
     both sides see one state) and in the same order: once under ``running_config`` (None: the default
     profile), once under the candidate (``candidate_config`` or the Policy ``candidate_policy``). Each side
     is a whole `simulate` run, so an earlier pod placed differently changes what later pods meet, as it
     would in the cluster. Same seed on both sides: only the configurations differ."""
-    running = run_simulation(cluster_path, pods_path, running_config, seed=seed, tie_break=tie_break, live=live)
+    running = run_simulation(cluster_path, pods_path, running_config, seed=seed, tie_break=tie_break, live=live,
+                             features=features)
     candidate = run_simulation(cluster_path, pods_path, candidate_config, seed=seed, tie_break=tie_break, live=live,
-                               policy_path=candidate_policy)
+                               policy_path=candidate_policy, features=features)
     rows = [_compared(a, b) for a, b in zip(running.results, candidate.results, strict=True)]
     default = "(default profile)"
     return Comparison(running_config or default, candidate_config or candidate_policy or default, rows,

@@ -66,6 +66,7 @@ from scheduler.framework.interface import (
     TemplateSignPlugin,
     implements,
 )
+from scheduler.framework.podgroup import PodGroupManager
 from scheduler.framework.runtime.instrumented_plugins import PluginMetrics, instrument
 from scheduler.framework.runtime.waiting_pods_map import WaitingPod, WaitingPodsMap
 from scheduler.framework.score_rows import score_rows
@@ -354,6 +355,10 @@ class Framework:
 
     def snapshot(self) -> SharedLister:
         return self._options.snapshot
+
+    def pod_group_manager(self) -> PodGroupManager:
+        """The snapshot is the PodGroupManager too (cache/snapshot.py), as upstream's."""
+        return cast(PodGroupManager, self._options.snapshot)
 
     def objects(self) -> ObjectLister:
         return self._options.objects

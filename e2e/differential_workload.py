@@ -128,8 +128,9 @@ def _pod(name: str, requests: dict[str, str], spec: dict[str, Any]) -> dict[str,
                      "containers": [{"name": "c", "image": IMAGE, "resources": {"requests": requests}}]}}
 
 
-def _priority(r: random.Random) -> dict[str, str]:
-    name = r.choice([None, *PRIORITIES])
+def _priority(r: random.Random, high: int = 1) -> dict[str, str]:
+    """A PriorityClass (or none); ``high`` weighs diff-high, so that groups outrank bound pods often."""
+    name = r.choice([None, *PRIORITIES, *["diff-high"] * (high - 1)])
     return {"priorityClassName": name} if name else {}
 
 
@@ -147,7 +148,7 @@ def _group(r: random.Random, seed: int, g: int) -> GroupSpec:
         spec["schedulingConstraints"] = {"topology": [{"key": r.choice([RACK, RACK, BLOCK])}]}
     if r.random() < 0.3:
         spec["disruptionMode"] = {r.choice(["single", "all"]): {}}
-    priority = _priority(r)
+    priority = _priority(r, high=3)
     spec |= priority
     name = f"g{g}"
     cpus = r.choice([("250m", "500m", "1"), ("1", "2"), ("2", "3", "4")])
@@ -163,7 +164,7 @@ def generate(seed: int) -> WorkloadScenario:
     """The scenario of `seed`: the same objects on every machine."""
     r = random.Random(seed)
     nodes = _nodes(r, seed)
-    bound = [_bound(r, i, r.choice(nodes)["metadata"]["name"]) for i in range(r.randint(0, 2 * len(nodes)))]
+    bound = [_bound(r, i, r.choice(nodes)["metadata"]["name"]) for i in range(r.randint(0, 3 * len(nodes)))]
     return WorkloadScenario(seed, nodes, bound, [_group(r, seed, g) for g in range(r.randint(1, 3))])
 
 

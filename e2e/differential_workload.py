@@ -42,7 +42,7 @@ from e2e.differential import IMAGE, KUBE, NOBODY, SCENARIO_LABEL, batch_args
 from e2e.kube import create_namespace, delete_if_present, delete_namespace, wait_for
 from e2e.process import gate_flag, start_kube_scheduler, stop_scheduler
 from scheduler.framework.features import Features, parse_feature_gates
-from scheduler.whatif.simulate import run_simulation
+from scheduler.whatif.simulate import SimulationError, run_simulation
 
 GROUP, VERSION, PLURAL = "scheduling.k8s.io", "v1beta1", "podgroups"
 PODGROUP_API = f"{GROUP}/{VERSION}"
@@ -349,7 +349,11 @@ class WorkloadDifferential:
         if self.features is None:
             v.problems.append(f"simulate refuses the gates: {self.features_error}")
             return v
-        sim = self._simulate(before, created, tmp)
+        try:
+            sim = self._simulate(before, created, tmp)
+        except SimulationError as exc:
+            v.problems.append(f"simulate refused the files: {exc}")
+            return v
         v.problems.extend(f"simulate rejected {e}" for e in sim.invalid)
         results = {r["pod"]: r for r in sim.results}
         v.py = {n: (results[f"{ns}/{n}"]["node"], results[f"{ns}/{n}"]["message"]) for n in kube

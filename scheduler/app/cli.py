@@ -141,7 +141,7 @@ def _simulate(args: argparse.Namespace) -> int:
         sim = run_simulation(args.cluster, args.pods, args.config, seed=args.seed, tie_break=args.tie_break,
                              live=live, policy_path=args.policy_config_file, features=args.feature_gates)
         if args.output == "json":
-            _print_json({"results": sim.results, "invalid": sim.invalid})
+            _print_json(sim.to_json())
         else:
             sys.stdout.write(format_table(sim))
         return 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,8 +47,10 @@ def test_the_batch_covers_gangs_topology_arrival_order_and_priorities() -> None:
     assert any(t["key"] == RACK for g in groups for t in g.podgroup["spec"].get("schedulingConstraints", {})
                .get("topology", []))
     assert any(g.pods_first for g in groups)
-    outranks = [sc for s in SEEDS for sc in [generate(s)]
-                if any(PRIORITIES.get(g.podgroup["spec"].get("priorityClassName", ""), 0)
-                       > min(PRIORITIES.get(p["spec"].get("priorityClassName", ""), 0) for p in sc.bound or [{"spec": {}}])
-                       for g in sc.groups)]
+
+    def priority(o: dict[str, Any]) -> int:
+        return PRIORITIES.get(o["spec"].get("priorityClassName", ""), 0)
+
+    outranks = [sc for sc in map(generate, SEEDS)
+                if sc.bound and any(priority(g.podgroup) > min(map(priority, sc.bound)) for g in sc.groups)]
     assert len(outranks) >= 3

@@ -13,7 +13,7 @@ import pytest
 from e2e.cluster.cluster import WORKLOAD_GATES, LocalCluster
 from e2e.differential_workload import PRIORITIES, RACK, WorkloadDifferential, generate
 
-SEEDS = range(1, 9)
+SEEDS = (2, 3, 7, 13, 15, 19)  # unschedulable gangs, topology, pods before their PodGroup, preemption
 
 
 @pytest.fixture(scope="module")

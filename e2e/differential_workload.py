@@ -386,7 +386,9 @@ def compare_group(v: GroupVerdict, py_scores: dict[str, dict[str, dict[str, int]
         if kn in best:
             tied = True
         else:
-            v.problems.append(f"{name}: kube chose {kn}, py {pn} (py totals {totals})")
+            hint = "" if kn in totals else "; kube's node is outside py's placement (kube breaks equal placement " \
+                                           "scores at random: check the placements' scores)"
+            v.problems.append(f"{name}: kube chose {kn}, py {pn} (py totals {totals}){hint}")
     if v.kube_condition != v.py_condition:
         v.problems.append(f"PodGroup condition differs:\n  kube: {v.kube_condition}\n  py:   {v.py_condition}")
     if v.kube_victims != v.py_victims:

@@ -484,6 +484,58 @@ class Metrics:
     def hint_executed(self, plugin: str, event: str, hint: str, seconds: float) -> None:
         self.queueing_hint_duration.record((plugin, event, hint), seconds)
 
+    # ----- pod groups (registered only with GenericWorkload / TopologyAwareWorkloadScheduling on, as upstream)
+
+    def enable_pod_groups(self, topology: bool) -> None:
+        """Register the pod-group series (podgroup_*), and with ``topology`` the placement series."""
+        if hasattr(self, "podgroup_attempts"):
+            return
+        r = self.registry
+        self.podgroup_attempts = Counter(
+            "scheduler_podgroup_schedule_attempts_total",
+            "Number of attempts to schedule pod group, by the result. 'unschedulable' means a pod group could not be "
+            "scheduled, while 'error' means an internal scheduler problem.", ["result", "profile"], registry=r)
+        self.podgroup_attempt_duration = Histogram(
+            "scheduler_podgroup_scheduling_attempt_duration_seconds", "Pod group scheduling attempt latency in seconds",
+            ["result", "profile"], buckets=exponential_buckets(0.001, 2, 15), registry=r)
+        self.podgroup_algorithm_duration = Histogram(
+            "scheduler_podgroup_scheduling_algorithm_duration_seconds", "Pod group scheduling algorithm latency in "
+            "seconds", buckets=exponential_buckets(0.001, 2, 15), registry=r)
+        if topology:
+            self.generated_placements_total = Counter(
+                "scheduler_generated_placements_total",
+                "Number of candidate placements generated when scheduling pod groups.", ["profile"], registry=r)
+            self.placement_evaluations = Counter(
+                "scheduler_placement_evaluations_total",
+                "Number of candidate placements evaluated when scheduling pod groups, by result. 'feasible' means the "
+                "pod group fit into the placement, while 'infeasible' means it did not.", ["result", "profile"],
+                registry=r)
+            self.placement_evaluation_duration = Histogram(
+                "scheduler_placement_evaluation_duration_seconds",
+                "Latency in seconds of evaluating a single candidate placement when scheduling pod groups, by result. "
+                "'feasible' means the pod group fit into the placement, while 'infeasible' means it did not.",
+                ["result", "profile"], buckets=exponential_buckets(0.001, 2, 15), registry=r)
+
+    def pod_group_attempt(self, profile: str, result: str, seconds: float) -> None:
+        """result: scheduled, unschedulable, waiting_on_preemption or error."""
+        if hasattr(self, "podgroup_attempts"):
+            self.podgroup_attempts.labels(result, profile).inc()
+            self.podgroup_attempt_duration.labels(result, profile).observe(seconds)
+
+    def pod_group_algorithm_done(self, seconds: float) -> None:
+        if hasattr(self, "podgroup_algorithm_duration"):
+            self.podgroup_algorithm_duration.observe(seconds)
+
+    def generated_placements(self, profile: str, count: int) -> None:
+        if hasattr(self, "generated_placements_total"):
+            self.generated_placements_total.labels(profile).inc(count)
+
+    def placement_evaluated(self, profile: str, feasible: bool, seconds: float) -> None:
+        if hasattr(self, "placement_evaluations"):
+            result = "feasible" if feasible else "infeasible"
+            self.placement_evaluations.labels(result, profile).inc()
+            self.placement_evaluation_duration.labels(result, profile).observe(seconds)
+
     def algorithm_done(self, seconds: float) -> None:
         self._algorithm_values.append(seconds)
 

@@ -101,6 +101,9 @@ class PodGroupStateData:
         c.generation = self.generation
         return c
 
+    def pod(self, uid: str) -> Pod | None:
+        return self._all.get(uid)
+
     # ----- PodGroupState
 
     def all_pods(self) -> Set[str]:

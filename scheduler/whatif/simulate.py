@@ -182,10 +182,9 @@ def build_scheduler(
     writer, outcomes, results = OfflineWriter(), OutcomeRecorder(), ResultRecorder()
     features = dataclasses.replace(features or Features(), enable_async_preemption=False)
     pod_groups = RecordingPodGroupStatusWriter() if features.enable_generic_workload else None
-    extra: dict[str, Any] = {"pod_group_status_writer": pod_groups} if pod_groups is not None else {}
     sched = Scheduler(cfg, registry, RecordingBinder(), RecordingEventSink(), None, writer=writer, observer=outcomes,
                       cycle_observer=results, synchronous_binding=True, rng=rng, tie_break=tie_break,
-                      features=features, **extra)
+                      features=features, pod_group_status_writer=pod_groups)
     writer.connect(sched)
     if pod_groups is not None:
         pod_groups.connect(sched)

@@ -68,7 +68,7 @@ class RecordingPodGroupStatusWriter:
         meta["resourceVersion"] = str(int(version) + 1) if version.isdigit() else f"{version}+status"
         self.pod_groups[key] = written
         if self._sched is not None:
-            self._sched.on_pod_group_event(MODIFIED, written)  # type: ignore[attr-defined]
+            self._sched.on_pod_group_event(MODIFIED, written)
 
     def conditions(self, key: str) -> list[dict[str, Any]]:
         return list((self.pod_groups.get(key, {}).get("status") or {}).get("conditions") or [])
@@ -84,4 +84,4 @@ def feed(sched: Scheduler, writer: RecordingPodGroupStatusWriter, o: Mapping[str
     would have stamped from the template)."""
     if o.get("kind") == KIND_POD_GROUP:
         writer.seen(o)
-        sched.on_pod_group_event(type_, o)  # type: ignore[attr-defined]
+        sched.on_pod_group_event(type_, o)

@@ -26,9 +26,9 @@ def podgroup(name: str, min_count: int | None = None, **spec: Any) -> dict[str, 
             "metadata": {"name": name, "namespace": "default"}, "spec": {"schedulingPolicy": policy, **spec}}
 
 
-def member(name: str, group: str, cpu: str = "1") -> dict[str, Any]:
+def member(name: str, group: str, cpu: str = "1", **spec: Any) -> dict[str, Any]:
     pod = sched_pod(name, cpu=cpu, scheduler="default-scheduler").api()
-    pod["spec"]["schedulingGroup"] = {"podGroupName": group}
+    pod["spec"] |= {"schedulingGroup": {"podGroupName": group}, **spec}
     return pod
 
 
@@ -94,3 +94,46 @@ def test_the_offline_status_writer_merges_conditions_by_type() -> None:
         {"type": "PodGroupInitiallyScheduled", "status": "True", "reason": "Scheduled", "message": ""}]}]
     with pytest.raises(LookupError, match=r'podgroups\.scheduling\.k8s\.io "other" not found'):
         writer.patch_pod_group_status("default", "other", {"status": {}})
+
+
+def place(tmp_path: Path, cluster: list[dict[str, Any]], pods: list[dict[str, Any]],
+          features: Features = GATES) -> Any:
+    return run_simulation(*files(tmp_path, cluster, pods), tie_break="name", features=features)
+
+
+def two_nodes() -> list[dict[str, Any]]:
+    return [sched_node("n1", "2").api(), sched_node("n2", "2").api()]
+
+
+def test_a_gang_that_fits_is_placed_whole_and_its_podgroup_says_so(tmp_path: Path) -> None:
+    sim = place(tmp_path, two_nodes(), [podgroup("g", 3), *(member(f"g-{i}", "g") for i in range(3))])
+    assert sorted(r["node"] for r in sim.results) == ["n1", "n1", "n2"]
+    (group,) = sim.pod_groups
+    assert group["podGroup"] == "default/g"
+    assert [(c["type"], c["status"], c["reason"]) for c in group["conditions"]] == [
+        ("PodGroupInitiallyScheduled", "True", "Scheduled")]
+    assert sim.to_json()["podGroups"] == sim.pod_groups
+
+
+def test_members_listed_before_their_podgroup_wait_for_it(tmp_path: Path) -> None:
+    sim = place(tmp_path, two_nodes(), [*(member(f"g-{i}", "g") for i in range(3)), podgroup("g", 3)])
+    assert sorted(r["node"] for r in sim.results) == ["n1", "n1", "n2"]
+
+
+def test_members_whose_podgroup_never_arrives_stay_pending(tmp_path: Path) -> None:
+    sim = place(tmp_path, two_nodes(), [member(f"g-{i}", "g") for i in range(2)])
+    assert [r["node"] for r in sim.results] == [None, None]
+    assert all(r["message"] for r in sim.results)
+    assert sim.pod_groups == []
+
+
+def test_a_higher_priority_gang_preempts_and_lists_its_victims(tmp_path: Path) -> None:
+    low = [sched_pod(f"low-{i}", cpu="2", node_name=f"n{i + 1}", scheduler="default-scheduler").api()
+           for i in range(2)]
+    high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
+            "value": 1000}
+    sim = place(tmp_path, [*two_nodes(), high, *low], [
+        podgroup("g", 2, priorityClassName="high"),
+        *(member(f"g-{i}", "g", cpu="2", priorityClassName="high") for i in range(2))])
+    assert sorted(r["node"] for r in sim.results) == ["n1", "n2"]
+    assert sorted(v for r in sim.results for v in r["victims"]) == ["default/low-0", "default/low-1"]

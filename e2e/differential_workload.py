@@ -359,7 +359,7 @@ class WorkloadDifferential:
         v.py = {n: (results[f"{ns}/{n}"]["node"], results[f"{ns}/{n}"]["message"]) for n in kube
                 if f"{ns}/{n}" in results}
         v.py_victims = sorted({vic for r in sim.results for vic in r.get("victims") or []})
-        pg = next((x for x in getattr(sim, "podgroups", []) if x.get("podGroup") == f"{ns}/{g.name}"), None)
+        pg = next((x for x in sim.pod_groups if x.get("podGroup") == f"{ns}/{g.name}"), None)
         v.py_condition = _condition(pg)
         compare_group(v, {n: results.get(f"{ns}/{n}", {}).get("scores", {}) for n in kube})
         return v

@@ -430,7 +430,7 @@ def schedule_in_arrival_order(
     return [results[pod_from_api(o).key] for o in objects if o.get("kind") == "Pod"]
 
 
-RETRIES_AFTER_PREEMPTION = 3  # a group's attempts after it preempted, per object that arrives
+RETRIES_AFTER_PREEMPTION = 3  # extra attempts (after a preemption or a backoff) per object that arrives
 
 
 def _run_until_idle(
@@ -438,7 +438,8 @@ def _run_until_idle(
 ) -> None:
     """Scheduling cycles until none is left: members that were bound are confirmed (what the watch would
     deliver) and leave ``grouped`` with their result. A group that preempted has its members' nomination
-    delivered and is tried again once its victims are gone, as the victims' deletion would requeue it."""
+    delivered and is tried again once its victims are gone, as the victims' deletion would requeue it; a
+    group backing off with members no cycle has seen is tried once its backoff would have passed."""
     sched = off.sched
     binder = sched.binder
     retries = 0
@@ -456,11 +457,19 @@ def _run_until_idle(
                 results[key] = (last or Outcome(pod, node, ""), victims_of(off, pod))
         if ran:
             continue
-        nominated = _deliver_nominations(sched, grouped)
-        if not nominated or retries >= RETRIES_AFTER_PREEMPTION:
+        waiting = _deliver_nominations(sched, grouped) or _never_tried(off, grouped)
+        if not waiting or retries >= RETRIES_AFTER_PREEMPTION:
             return
         retries += 1
-        sched.queue.activate(nominated)
+        sched.queue.activate(waiting)
+
+
+def _never_tried(off: Offline, grouped: dict[str, dict[str, Any]]) -> list[Pod]:
+    """Pending members no cycle has taken yet. One that joined a group while the group was backing off
+    after a failed cycle waits for the backoff to pass: on a live cluster the group is tried again a
+    second later, so here it is activated at once."""
+    tried = {o.pod.key for o in off.outcomes.outcomes}
+    return [pod_from_api(obj) for key, obj in grouped.items() if key not in tried]
 
 
 def _deliver_nominations(sched: Scheduler, grouped: dict[str, dict[str, Any]]) -> list[Pod]:

@@ -139,8 +139,10 @@ class EventHandlers(SchedulerState):
         bound for the first time (ours was only assumed) is the cache handler's add, as upstream's
         filtered informer handlers see the transition."""
         labels: Labels = ()
-        if self.cache.generic_workload:
+        if self.cache.generic_workload and pod.pod_group_name:
             self.cache.pod_group_member_seen(pod)
+            # GangScheduling's AssignedPod/Add hint: a bound member may complete a gang that waits at PreEnqueue.
+            self.queue.pod_group_member_assigned(pod)
         if pod.uid in self._pending:
             del self._pending[pod.uid]
             self.queue.delete(pod)
@@ -245,6 +247,8 @@ class EventHandlers(SchedulerState):
         return self._handled(self._object_event(kind, type_, obj), start)
 
     def _object_event(self, kind: str, type_: str, obj: Mapping[str, Any]) -> Labels:
+        if kind == WORKLOAD_POD_GROUP_KIND:  # the edge delivers every watched kind through here
+            return self._pod_group_event(type_, obj)
         if type_ != DELETED and self._replayed(kind, obj):
             return ()
         for fwk in self.frameworks.values():

@@ -35,6 +35,7 @@ PLUGIN_METRICS_SAMPLE_PERCENT = 10
 SCHEDULED, UNSCHEDULABLE, ERROR = "scheduled", "unschedulable", "error"
 BINDING = "binding"  # scheduler_goroutines{operation}
 POD = "pod"  # the entity type of scheduler_queued_entities / scheduler_queue_incoming_entities_total
+POD_GROUP_TYPE = "podgroup"  # the other entity type (GenericWorkload)
 POD_GROUP_MEMBER_QUEUES = ("incomplete", "pending")  # scheduler_pending_pods' queues of pod-group members
 SLI_ATTEMPTS_CAP = 15  # attempts label "15+" from there on (upstream getAttemptsLabel)
 
@@ -317,8 +318,8 @@ class Metrics:
             "in incompletePodGroupPods; 'pending' means number of pods in pendingPodGroupPods.",
             ["queue"], registry=r,
         )
-        # Upstream's queue creates these two series with the queue (pods of Workload API pod groups, which
-        # need GenericWorkload, off): here they stay 0.
+        # Upstream's queue creates these two series with the queue (pods of Workload API pod groups: 0 while
+        # GenericWorkload is off; refresh sets them when it is on).
         for queue in POD_GROUP_MEMBER_QUEUES:
             self.pending_pods.labels(queue).set(0)
         self.queued_entities = Gauge(
@@ -603,12 +604,25 @@ class Metrics:
         self.cache_size.labels("assumed_pods").set(cache.assumed_count())
         for queue_name, n in queue.lengths().items():
             self.pending_pods.labels(queue_name).set(n)
-            # Every queued entity is a pod here; upstream's series appears with its queue's first pod.
+            # Pods of no group are entities of type pod; upstream's series appears with its queue's first pod.
             if n or queue_name in self._entity_queues:
                 self._entity_queues.add(queue_name)
                 self.queued_entities.labels(queue_name, POD).set(n)
+        if getattr(queue, "generic_workload", False):
+            self._refresh_pod_groups(queue)
         self._set_all(self.inflight_events, {(e,): n for e, n in queue.in_flight_counts().items()})
         self._set_all(self.unschedulable_pods, queue.unschedulable_by_plugin())
+
+    def _refresh_pod_groups(self, queue: Any) -> None:
+        """GenericWorkload: the members waiting for their PodGroup or for their group's cycle to end, and the
+        queued groups (a gated group counts as gated, as upstream's unschedulableEntities)."""
+        for queue_name, n in zip(POD_GROUP_MEMBER_QUEUES, queue.pod_group_member_counts(), strict=True):
+            self.pending_pods.labels(queue_name).set(n)
+        for queue_name, n in queue.pod_group_entities().items():
+            key = f"{POD_GROUP_TYPE}/{queue_name}"
+            if n or key in self._entity_queues:
+                self._entity_queues.add(key)
+                self.queued_entities.labels(queue_name, POD_GROUP_TYPE).set(n)
 
     def _set_all(self, gauge: Gauge, values: dict[tuple[str, ...], int]) -> None:
         """Set every series of ``gauge``; series seen before but absent now go to 0 (upstream decrements)."""

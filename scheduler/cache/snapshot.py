@@ -117,9 +117,9 @@ class Snapshot:
     # --- the pod-group cycle's assume and forget (upstream Snapshot.AssumePod / ForgetPod) ----------
 
     def assume_pod(self, pod: Pod) -> None:
-        """Put an assumed member (``pod.node_name`` set) on its node in this snapshot only, keeping the node's
-        generation (the cache's copy did not change) and the affinity lists and claim counts in step; its
-        group's state counts it as assumed. Undone by ``forget_pod``, last assumed first."""
+        """Put an assumed member (``pod.node_name`` set) on its node in this snapshot only (the cache's copy does
+        not change), the affinity lists and claim counts in step; its group's state counts it as assumed. Undone
+        by ``forget_pod``, last assumed first."""
         info = self._infos.get(pod.node_name)
         if info is None:
             raise KeyError(f"node {pod.node_name!r} not found in the snapshot")
@@ -153,14 +153,13 @@ class Snapshot:
         return len(left)
 
     def _mutate(self, info: NodeInfo, pod: Pod, add: bool) -> None:
-        generation = info.generation
+        """The node's generation moves (upstream keeps it): plugins here remember per-node results by it."""
         if info.pvc_ref_counts:
             self._count_pvcs(info, -1)
         if add:
             info.add_pod(pod)
         else:
             info.remove_pod(pod)
-        info.generation = generation
         if info.pvc_ref_counts:
             self._count_pvcs(info, 1)
         if info.name in self._pos:

@@ -138,6 +138,13 @@ class PodGroupPaths:
         if not entity.members:
             groups.take(key)
 
+    def pod_group_member_assigned(self, pod: Pod) -> None:
+        """A member was seen bound (takes the lock): its gang, if gated, runs PreEnqueue again."""
+        with self._lock:
+            key = group_key_of(pod)
+            if self._groups.where.get(key) == GATED:
+                self._retry_gated(key)
+
     def _retry_gated(self, key: GroupKey) -> None:
         entity, state = self._groups.take(key)
         if entity is not None:

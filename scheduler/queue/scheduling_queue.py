@@ -254,6 +254,8 @@ class PriorityQueue(PodGroupPaths):
     def queue_of(self, pod: Pod) -> str | None:
         """Which sub-queue holds the pod: active, backoff, unschedulable, gated, or None."""
         with self._lock:
+            if self.generic_workload and pod.pod_group_name:
+                return self._groups.holds(pod)  # its group's state, or incomplete / pending
             k = pod.key
             if k in self._active:
                 return ACTIVE

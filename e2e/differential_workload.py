@@ -43,8 +43,8 @@ import yaml
 from kubernetes import client, config
 
 from e2e.cluster.cluster import WORKLOAD_GATES, LocalCluster, build_binaries, node_manifest
-from e2e.differential import IMAGE, KUBE, NOBODY, SCENARIO_LABEL, batch_args
-from e2e.kube import create_namespace, delete_if_present, delete_namespace, wait_for
+from e2e.differential import IMAGE, KUBE, NOBODY, SCENARIO_LABEL, batch_args, scenario_namespace
+from e2e.kube import delete_if_present, wait_for
 from e2e.process import gate_flag, start_kube_scheduler, stop_scheduler
 from scheduler.framework.features import Features, parse_feature_gates
 from scheduler.whatif.simulate import SimulationError, run_simulation
@@ -229,26 +229,6 @@ class WorkloadDifferential:
         stop_scheduler(self.proc)
         self.api.close()
 
-    @contextmanager
-    def _placed(self, sc: WorkloadScenario) -> Iterator[str]:
-        """The scenario's nodes and bound pods in a fresh namespace; removed afterwards."""
-        ns = create_namespace(self.core, f"wl-{sc.seed}")
-        try:
-            for n in sc.nodes:
-                self.core.create_node(n)
-            for p in sc.bound:
-                self.core.create_namespaced_pod(ns, p)
-            for p in sc.bound:  # kwok runs them: kube-scheduler's watch has seen them by now
-                wait_for(lambda p=p: self.core.read_namespaced_pod(p["metadata"]["name"], ns).status.phase
-                         == "Running", 60, what=f"{p['metadata']['name']} running")
-            time.sleep(1.0)
-            yield ns
-        finally:
-            delete_namespace(self.core, ns)
-            for n in sc.nodes:
-                delete_if_present(lambda n=n: self.core.delete_node(n["metadata"]["name"]))
-            time.sleep(1.0)  # kube-scheduler's cache forgets them before the next scenario counts nodes
-
     def _pods(self, ns: str) -> list[dict[str, Any]]:
         return _items(self.core.list_namespaced_pod(ns, _preload_content=False), "Pod")
 
@@ -336,7 +316,8 @@ class WorkloadDifferential:
 
     def run(self, sc: WorkloadScenario) -> list[GroupVerdict]:
         verdicts = []
-        with self._placed(sc) as ns, tempfile.TemporaryDirectory(prefix="diff-wl-") as tmp:
+        placed = scenario_namespace(self.core, f"wl-{sc.seed}", sc.nodes, sc.bound)
+        with placed as ns, tempfile.TemporaryDirectory(prefix="diff-wl-") as tmp:
             for g in sc.groups:
                 before = self._snapshot(ns)
                 before_pods = {p["metadata"]["name"] for p in before

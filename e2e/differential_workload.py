@@ -353,7 +353,7 @@ class WorkloadDifferential:
                     if order == 0 and s == 0:
                         continue
                     w = GroupVerdict(seed, g.name, kube, {}, cond, None, victims, [])
-                    self._verdict(w, ns, g, self._simulate(before, _reordered(created, order), tmp, seed=s))
+                    self._verdict(w, ns, g, self._simulate(before, reordered(created, order), tmp, seed=s))
                     if not w.problems:
                         return w
         except SimulationError as exc:
@@ -377,7 +377,7 @@ class WorkloadDifferential:
                       messages=not placements_random)
 
 
-def _reordered(created: list[dict[str, Any]], order: int) -> list[dict[str, Any]]:
+def reordered(created: list[dict[str, Any]], order: int) -> list[dict[str, Any]]:
     """The group's objects with its pods in the ``order``-th seeded permutation (0: as created); the PodGroup
     keeps its place."""
     if order == 0:

@@ -666,6 +666,8 @@ class PriorityQueue(PodGroupPaths):
     def _move_all(self, event: ClusterEvent, old: Any, new: Any, pre_check: Callable[[Pod], bool] | None) -> None:
         if not self._is_event_of_interest(event):
             return
+        if self._groups.where:
+            self._wake_gated_groups(event)
         if not self._unschedulable:  # no pod waits for a hint (every pod watch event comes here): as _move_pods
             self._active.add_event_if_any_in_flight(event, old, new)
             return

@@ -3,11 +3,15 @@ group, wait while it is in flight (pending) and come back with it; a deleted Pod
 
 from __future__ import annotations
 
-from scheduler.framework.status import unschedulable
+from scheduler.framework.status import Status, unresolvable, unschedulable
+from scheduler.framework.types import NODE_ADD, ClusterEventWithHint
+from scheduler.model.node import node_from_api
+from scheduler.model.pod import Pod
 from scheduler.model.workload import parse_pod_group
+from scheduler.queue import PriorityQueue, QueueProfile
 from scheduler.queue.pod_group_queue import QueuedPodGroupInfo
 from scheduler.testing import make_pod
-from tests.queue.qhelpers import make_queue
+from tests.queue.qhelpers import FakeClock, make_queue, priority_less, priority_rank
 
 
 def group(name: str = "g", priority: int = 0) -> dict:
@@ -84,3 +88,44 @@ def test_gate_off_queues_members_as_pods() -> None:
     q.add(make_pod().name("a").pod_group("g").obj())
     qpi = q.pop(timeout=0)
     assert qpi is not None and not isinstance(qpi, QueuedPodGroupInfo)
+
+
+def test_groups_pop_by_priority_then_timestamp() -> None:
+    q, clock = make_queue()
+    q.generic_workload = True
+    for name, prio in (("g1", 1), ("g2", 1), ("g3", 9)):
+        q.add_pod_group(parse_pod_group(group(name, priority=prio)))
+        q.add(make_pod().name(f"{name}-a").priority(prio).pod_group(name).obj())
+        clock.advance(1)
+    order = []
+    while (entity := q.pop(timeout=0)) is not None:
+        assert isinstance(entity, QueuedPodGroupInfo)
+        order.append(entity.info.name)
+    assert order == ["g3", "g1", "g2"]
+
+
+class Hold:
+    """A PreEnqueue plugin that holds every pod until told, registered for NodeAdd."""
+
+    name = "Hold"
+
+    def __init__(self) -> None:
+        self.holding = True
+
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        return unresolvable("held") if self.holding else None
+
+
+def test_a_gated_group_wakes_on_an_event_its_gating_plugin_registered() -> None:
+    hold = Hold()
+    q = PriorityQueue(priority_less, {"default-scheduler": QueueProfile(
+        pre_enqueue_plugins=[hold], hints={"Hold": [ClusterEventWithHint(NODE_ADD)]})}, clock=FakeClock(),
+        rank=priority_rank)
+    q.generic_workload = True
+    q.add_pod_group(parse_pod_group(group()))
+    q.add(make_pod().name("a").pod_group("g").obj())
+    assert q.pop(timeout=0) is None and q.pod_group_entities()["gated"] == 1
+    hold.holding = False
+    q.node_added(node_from_api({"metadata": {"name": "n1"}}))
+    entity = q.pop(timeout=0)
+    assert isinstance(entity, QueuedPodGroupInfo) and entity.members[0].pod.name == "a"

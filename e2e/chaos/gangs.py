@@ -33,6 +33,7 @@ CONDITION = "PodGroupInitiallyScheduled"
 NODE_CPU = Decimal(4)
 MAX_DEMAND = Decimal("0.75")  # of all nodes' cpu: with members of at most 400m, every member fits somewhere
 CPUS = ("200m", "400m")
+PACE_S = 0.06  # between two creates: 200 members arrive over ~12 s, so gangs still arrive at the later strikes
 # The node lifecycle taints a late kwok heartbeat brings while kube-apiserver is down: the environment's, not
 # the gang's; tolerated so that a group waits for capacity only.
 TOLERATIONS = [{"key": key, "operator": "Exists", "effect": "NoSchedule"}
@@ -122,14 +123,14 @@ class GangRun(Run):
                 "spec": {"schedulingPolicy": {"gang": {"minCount": gang.min_count}}}}
 
     def _create_all(self) -> None:
-        """Each gang's PodGroup then its members (or the members first), ~40 pods/s."""
+        """Each gang's PodGroup then its members (or the members first), one every PACE_S."""
         for gang in self.gangs:
             if not gang.members_first:
                 self.create(self._group_creator(gang))
             for name in gang.members():
                 self.create(self.pod_creator(self._member(gang, name)))
                 self.created.add(name)
-                time.sleep(0.025)
+                time.sleep(PACE_S)
             if gang.members_first:
                 self.create(self._group_creator(gang))
 

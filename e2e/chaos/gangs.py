@@ -1,6 +1,6 @@
 """Gang chaos: py-scheduler binds Workload API gangs (scheduling.k8s.io/v1beta1 PodGroups with the gang policy)
 on a control plane with the Workload gates on, while kube-apiserver and/or py-scheduler are killed with SIGKILL
-at moments when a gang is seen half bound, then restarted.
+right after py-scheduler logs a gang scheduled (its members' Bindings just started), then restarted.
 
 What the run checks is what kube-scheduler v1.37.2 guarantees (docs/robustness.md#gangs-under-faults): a gang's
 members are bound by one Binding each, after GangScheduling's Permit saw minCount of them assumed, so a kill can
@@ -30,6 +30,7 @@ from e2e.process import gate_flag
 
 GROUP, VERSION, PLURAL = "scheduling.k8s.io", "v1beta1", "podgroups"
 CONDITION = "PodGroupInitiallyScheduled"
+CYCLE_DONE = b'"Successfully scheduled a pod group"'  # py-scheduler's (and upstream's) log of a group's success
 NODE_CPU = Decimal(4)
 MAX_DEMAND = Decimal("0.75")  # of all nodes' cpu: with members of at most 400m, every member fits somewhere
 CPUS = ("200m", "400m")
@@ -59,8 +60,10 @@ class GangFigures(Figures):
     seed: int = 0
     groups: int = 0
     faults: int = 0
-    torn_at_fault: int = 0  # gangs seen with 0 < bound < size at a fault, all members created: the window aimed at
-    below_min_at_fault: int = 0  # of those, gangs with fewer than minCount bound at the fault
+    # Gangs with 0 < bound < size (all members created) just after a strike (a scheduler kill) or just after the API
+    # server's restart (its kill alone): the window aimed at; and of those, the gangs below minCount.
+    torn_at_fault: int = 0
+    below_min_at_fault: int = 0
     below_min_count: int = 0  # gangs with 0 < bound < minCount once settled: the guarantee broken
     incomplete: int = 0  # gangs with bound < size once settled (every member fits)
     condition_not_true: int = 0  # fully bound gangs whose PodGroupInitiallyScheduled is not True (not a failure)
@@ -91,7 +94,7 @@ def nodes_for(gangs: list[Gang]) -> int:
 
 
 class GangRun(Run):
-    """A Run whose pods are gang members, with a PodGroup per gang; faults land while a gang is half bound."""
+    """A Run whose pods are gang members, with a PodGroup per gang; faults land while a gang is being bound."""
 
     figures: GangFigures
 
@@ -160,19 +163,25 @@ class GangRun(Run):
         self.bound_now = bound
         return [g for g in self.gangs if exist.get(g.name) == g.size and 0 < bound.get(g.name, 0) < g.size]
 
-    def wait_torn(self, timeout: float, stale: set[tuple[str, int]]) -> list[Gang]:
-        """List the pods as fast as the API answers until a gang is half bound, other than as `stale` (gang,
-        bound) pairs say (a gang the last strike left torn and nobody moved since), or `timeout`: the moment
-        to strike. Returns the torn gangs of the last listing."""
+    def wait_group_cycle(self, timeout: float) -> bool:
+        """Read the scheduler's log every 5 ms until it reports a gang of two or more members scheduled (its
+        members' bindings have just started, so a strike now tears it), or `timeout`: the moment to strike."""
+        log = self.schedulers[0].log
+        offset = log.stat().st_size if log.exists() else 0
         deadline = time.monotonic() + timeout
-        torn: list[Gang] = []
         while time.monotonic() < deadline:
-            with contextlib.suppress(Exception):
-                torn = self.torn(self.list_pods())
-                if any((g.name, self.bound_now.get(g.name, 0)) not in stale for g in torn):
-                    return torn
-            time.sleep(0.02)
-        return torn
+            with open(log, "rb") as f:
+                f.seek(offset)
+                chunk = f.read()
+            end = chunk.rfind(b"\n") + 1  # whole lines only; the rest is read again next time
+            offset += end
+            for line in chunk[:end].splitlines():
+                if CYCLE_DONE in line:
+                    with contextlib.suppress(ValueError):
+                        if json.loads(line).get("scheduledPods", 0) >= 2:
+                            return True
+            time.sleep(0.005)
+        return False
 
     def wait_progress(self, timeout: float) -> None:
         """Until one more pod is bound (the healed side schedules again) or every pod created is bound."""
@@ -247,35 +256,36 @@ GANG_SCENARIOS: dict[str, Fault | None] = {
 
 def run_gang_scenario(cluster: LocalCluster, workdir: Path, name: str, members: int, seed: int,
                       faults: int = 3) -> GangFigures:
-    """`faults` strikes, each when a gang is seen half bound (or when a fifth more of the pods are bound)."""
+    """`faults` strikes, the k-th once k fifths of the pods are bound (and, after the first, the healed side bound
+    one more), right after py-scheduler logs a gang of two or more scheduled (or 20 s later)."""
     fault = GANG_SCENARIOS[name]
     run = GangRun(cluster, workdir, name, members=members, seed=seed)
     try:
         with run.running():
             injected_at = healed_at = time.monotonic()
-            stale: set[tuple[str, int]] = set()
             for k in range(faults if fault is not None else 0):
                 assert fault is not None
                 run.wait_bound(run.pods * (k + 1) // (faults + 2), timeout=120)
                 if k:
                     run.wait_progress(60)
-                torn = run.wait_torn(20, stale)
+                run.wait_group_cycle(20)
                 run.left_torn = None
                 struck_at = time.monotonic()
                 heal = fault(run)
-                if run.left_torn is not None:
-                    torn = run.left_torn
-                run.figures.faults += 1
-                run.figures.torn_at_fault += len(torn)
-                below = [g for g in torn if run.bound_now.get(g.name, 0) < g.min_count]
-                run.figures.below_min_at_fault += len(below)
-                run.figures.notes += [f"fault {k + 1}: {g.name} {run.bound_now.get(g.name, 0)}/{g.size} bound, "
-                                      f"minCount {g.min_count}" for g in torn]
-                stale = {(g.name, run.bound_now.get(g.name, 0)) for g in torn}
                 if k == 0:
                     injected_at = struck_at
                 heal()
                 healed_at = time.monotonic()
+                torn = run.left_torn
+                if torn is None:  # the API server was down: what the first listing after its restart shows
+                    with contextlib.suppress(Exception):
+                        torn = run.torn(run.list_pods())
+                run.figures.faults += 1
+                for g in torn or []:
+                    n = run.bound_now.get(g.name, 0)
+                    run.figures.torn_at_fault += 1
+                    run.figures.below_min_at_fault += n < g.min_count
+                    run.figures.notes.append(f"fault {k + 1}: {g.name} {n}/{g.size} bound, minCount {g.min_count}")
             run.converge(injected_at, healed_at)
         return run.check()
     finally:

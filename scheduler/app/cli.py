@@ -140,9 +140,9 @@ def _simulate(args: argparse.Namespace) -> int:
         if args.compare:
             return _compare(args, live)
         sim = run_simulation(args.cluster, args.pods, args.config, seed=args.seed, tie_break=args.tie_break,
-                             live=live, policy_path=args.policy_config_file)
+                             live=live, policy_path=args.policy_config_file, features=args.feature_gates)
         if args.output == "json":
-            _print_json({"results": sim.results, "invalid": sim.invalid})
+            _print_json(sim.to_json())
         else:
             sys.stdout.write(format_table(sim))
         return 0
@@ -156,7 +156,7 @@ def _compare(args: argparse.Namespace, live: list[dict[str, Any]] | None) -> int
     from scheduler.whatif.simulate import format_comparison, run_comparison
 
     cmp = run_comparison(args.cluster, args.pods, args.compare, args.config, seed=args.seed, tie_break=args.tie_break,
-                         live=live, candidate_policy=args.policy_config_file)
+                         live=live, candidate_policy=args.policy_config_file, features=args.feature_gates)
     if args.output == "json":
         _print_json(cmp.to_json())
     else:
@@ -333,11 +333,8 @@ def _run_options(r: argparse.ArgumentParser) -> None:
                    help="post Bindings and events from N child processes, off the scheduling process's GIL "
                         "(default 0: threads of this process; opt-in until a 16-core "
                         "measurement shows the gain, docs/performance.md)")
-    r.add_argument("--feature-gates", type=_feature_gates, default=Features(), metavar="GATE=BOOL,...",
-                   help="kube-scheduler v1.37's scheduler feature gates; both values of SchedulerAsyncPreemption "
-                        "(default true; false evicts preemption victims on the scheduling thread) and "
-                        "StorageCapacityScoring (default true; false: VolumeBinding does not score), the others "
-                        "only at v1.37's default (see docs/kube-scheduler-v1.37.md)")
+    _feature_gates_option(r, "both values of SchedulerAsyncPreemption (default true; false evicts preemption "
+                             "victims on the scheduling thread) and ")
     r.add_argument("--gc-full-scan-seconds", type=float, default=3600.0,
                    help="freeze what survives each middle or full garbage collection, and collect the frozen "
                         "objects once this often (default 3600; 0 leaves CPython's default collector)")
@@ -357,6 +354,14 @@ def _run_options(r: argparse.ArgumentParser) -> None:
                         "(needs patch on pods: manifests/record-results/)")
 
 
+def _feature_gates_option(p: argparse.ArgumentParser, async_preemption: str) -> None:
+    """--feature-gates, one parser and one set of refusals for `run` and `simulate`."""
+    p.add_argument("--feature-gates", type=_feature_gates, default=Features(), metavar="GATE=BOOL,...",
+                   help=f"kube-scheduler v1.37's scheduler feature gates; {async_preemption}"
+                        "StorageCapacityScoring (default true; false: VolumeBinding does not score), the others "
+                        "only at v1.37's default (see docs/kube-scheduler-v1.37.md)")
+
+
 def _simulate_options(s: argparse.ArgumentParser) -> None:
     _cluster_source(s)
     s.add_argument("--pods", required=True, help="YAML/JSON file of pods to place, in order")
@@ -366,6 +371,8 @@ def _simulate_options(s: argparse.ArgumentParser) -> None:
                    help="place the pods twice, under this KubeSchedulerConfiguration (the one running) and under "
                         "--config (the candidate), and show per pod where each puts it and whether they differ")
     plugin_modules.add_module_flag(s, "as in `run` (given, plugins load only from these and the entry points): ")
+    _feature_gates_option(s, "as `run` takes them: SchedulerAsyncPreemption (accepted; preemption is always "
+                             "synchronous here), ")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--seed", type=int, default=None,
                    help="seed the random draws (preemption's offset, extenders' tie-break), for repeatable output")

@@ -34,6 +34,7 @@ from scheduler.framework.interface import (
     PostFilterResult,
     PreFilterResult,
 )
+from scheduler.framework.preemptor import GroupPreemptor
 from scheduler.framework.results import AttemptResult, ResultRecorder
 from scheduler.framework.runtime import Framework, FrameworkOptions
 from scheduler.framework.status import Code, Status
@@ -99,9 +100,12 @@ class TestActions:
     def latest_pod(self, pod: Pod) -> Pod | None:
         return None if pod.uid in self.deleted_pods else pod
 
-    def preempt(self, victim: Pod, preemptor: Pod, node_name: str, plugin: str) -> Status | None:
-        """Recorded as (victim, preemptor, node); the victim counts as deleted from then on."""
-        self.preempted.append((victim.key, preemptor.key, node_name))
+    def preempt(
+        self, victim: Pod, preemptor: Pod, node_name: str, plugin: str, *, group: GroupPreemptor | None = None
+    ) -> Status | None:
+        """Recorded as (victim, preemptor, node), the preemptor being the pod group's key when a group
+        preempts; the victim counts as deleted from then on."""
+        self.preempted.append((victim.key, preemptor.key if group is None else group.pod_group.key, node_name))
         self.deleted_pods.add(victim.uid)
         return None
 

@@ -20,8 +20,9 @@ import urllib3
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config import ConfigException
 
+from scheduler.framework.features import Features
 from scheduler.kube.client import RawApi, Requester, list_all, load_api_client, pod_path
-from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS, collection_path
+from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS, collection_path, gated_kinds
 from scheduler.model.apierrors import NotFoundError
 
 NODES = ("", "v1", "nodes")
@@ -89,12 +90,16 @@ def list_objects(
                 for item in list_all(raw, collection_path(group, version, plural), field_selector)]
 
 
-def read_snapshot(raw: Requester) -> ClusterSnapshot:
-    """Nodes, non-terminal pods and every OBJECT_KINDS kind, as the live scheduler's initial list sees them."""
+def read_snapshot(raw: Requester, features: Features | None = None) -> ClusterSnapshot:
+    """Nodes, non-terminal pods and every OBJECT_KINDS kind, as the live scheduler's initial list sees them; with
+    ``features`` also the kinds their gates add (GenericWorkload: the Workload API's PodGroups, kind ``PodGroup``
+    and apiVersion scheduling.k8s.io/v1beta1 as the API server writes them)."""
     snap = ClusterSnapshot()
     snap.nodes = list_objects(raw, "Node", NODES)
     for kind, gvr in OBJECT_KINDS.items():
         snap.objects.extend(list_objects(raw, kind, gvr))
+    for kind, gvr in gated_kinds(features or Features()).items():
+        snap.objects.extend(list_objects(raw, kind.rpartition("/")[2], gvr))
     snap.pods = list_objects(raw, "Pod", PODS, NON_TERMINAL_PODS)
     return snap
 

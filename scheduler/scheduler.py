@@ -108,6 +108,7 @@ class Scheduler(EventHandlers, ScheduleOne, SchedulePodGroup, BindingCycle, Reco
         self.cache.generic_workload = self.features.enable_generic_workload
         if metrics is not None and self.features.enable_generic_workload:
             metrics.enable_pod_groups(self.features.enable_topology_aware_workload_scheduling)
+            metrics.enable_workload_preemption()
         self.objects = ObjectStore()
         self.snapshot = Snapshot()
         self.frameworks = self.build_frameworks(config, registry)
@@ -241,6 +242,14 @@ class Scheduler(EventHandlers, ScheduleOne, SchedulePodGroup, BindingCycle, Reco
     def victims_selected(self, count: int) -> None:
         if self.metrics is not None:
             self.metrics.victims_selected(count)
+
+    def workload_preemption_attempted(self, result: str) -> None:
+        if self.metrics is not None:
+            self.metrics.workload_preemption_attempted(result)
+
+    def workload_victims_selected(self, victims: int, disruptions: int) -> None:
+        if self.metrics is not None:
+            self.metrics.workload_victims_selected(victims, disruptions)
 
     def async_preemption_done(self, ok: bool, seconds: float) -> None:
         if self.metrics is not None:

@@ -232,6 +232,16 @@ class ClusterHandle(Protocol):
         """An asynchronous preemption's API calls ended, all succeeding or not (the goroutine metrics)."""
         ...
 
+    def workload_preemption_attempted(self, result: str) -> None:
+        """DefaultPreemption's PodGroupPostFilter ended with this status code name
+        (scheduler_workload_preemption_attempts_total)."""
+        ...
+
+    def workload_victims_selected(self, victims: int, disruptions: int) -> None:
+        """A pod group's preemption evicts ``victims`` pods in ``disruptions`` pod-group units (the workload
+        preemption histograms)."""
+        ...
+
     def clear_nominated_node(self, pod: Pod) -> Status | None:
         """Remove status.nominatedNodeName of a pod (lower-priority pods nominated to a preempted node)."""
         ...

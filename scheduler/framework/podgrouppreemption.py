@@ -41,6 +41,7 @@ from scheduler.framework.preemption import (
     terminating_by_preemption,
 )
 from scheduler.framework.preemption_victims import (
+    PodGroupLookups,
     Victim,
     cross_nodes_victims,
     filter_victims_with_pdb_violation,
@@ -150,20 +151,7 @@ class PodGroupEvaluator:
         self.handle = handle
         self.evaluator = evaluator
         self.enable_pod_group_preemption_policy = enable_pod_group_preemption_policy
-
-    # ----- lookups the victims need -------------------------------------------------------------
-
-    def _pod_group(self, namespace: str, name: str) -> PodGroup | None:
-        try:
-            return self.handle.pod_group_manager().pod_groups().get(namespace, name)
-        except LookupError:
-            return None
-
-    def _scheduled_pods(self, namespace: str, name: str) -> list[Pod]:
-        try:
-            return self.handle.pod_group_manager().pod_group_states().get(namespace, name).scheduled_pods()
-        except LookupError:
-            return []
+        self.lookups = PodGroupLookups(lambda: handle.pod_group_manager())
 
     # ----- the whole flow -----------------------------------------------------------------------
 
@@ -188,8 +176,8 @@ class PodGroupEvaluator:
                 Code.SUCCESS, [ONGOING_PREEMPTION])
         now = self.evaluator.clock()
         try:
-            victims = cross_nodes_victims(self.handle.snapshot().list(), self._pod_group, self._scheduled_pods,
-                                          mutations.node, now)
+            victims = cross_nodes_victims(self.handle.snapshot().list(), self.lookups.pod_group,
+                                          self.lookups.scheduled_pods, mutations.node, now)
         except LookupError as exc:
             return None, Status(Code.ERROR, [f"failed to create domain: {exc}"])
         pdbs = pdbs_from_objects(self.handle.objects().list("PodDisruptionBudget"))
@@ -201,6 +189,7 @@ class PodGroupEvaluator:
             return None, status
         pods = selection.pods
         log.info("pod group preemption victims chosen", preemptor=pg.key, victims=[p.key for p in pods])
+        self.handle.workload_victims_selected(len(pods), selection.num_pod_group_disruptions)
         status = self.evaluator.actuate(Candidate(CLUSTER_DOMAIN, Victims(pods, selection.num_pdb_violations)),
                                         members[0], GroupPreemptor(pg, members, priority))
         if success(status):
@@ -293,7 +282,7 @@ class PodGroupEvaluator:
             if info is None:
                 continue
             for p in info.pods.values():
-                if get_pod_priority(p, self._pod_group) < priority and terminating_by_preemption(p):
+                if get_pod_priority(p, self.lookups.pod_group) < priority and terminating_by_preemption(p):
                     return True
         return False
 

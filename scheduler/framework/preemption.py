@@ -119,30 +119,42 @@ def pdbs_from_objects(objs: Iterable[Mapping[str, Any]]) -> list[PodDisruptionBu
     return [pdb_from_api(o) for o in objs]
 
 
+def pdb_violation_check(pdbs: Sequence[PodDisruptionBudget]) -> Callable[[Pod], bool]:
+    """FilterVictimsWithPDBViolation's podIsViolating over one set of budgets: called pod by pod, it spends
+    each matching PDB's remaining budget and says whether the pod's eviction exceeds one. A pod stops at the
+    first PDB it exceeds (v1.37; the PDBs after it keep their budget); one already listed in a PDB's
+    disruptedPods has been counted by the API server and spends nothing there."""
+    allowed = [p.disruptions_allowed for p in pdbs]
+
+    def violates(pod: Pod) -> bool:
+        if not pod.labels:
+            return False
+        for i, pdb in enumerate(pdbs):
+            if pdb.namespace != pod.namespace or pdb.selector is None:
+                continue
+            # An empty selector matches nothing here (policy semantics), unlike label selectors elsewhere.
+            if pdb.selector.empty or not pdb.selector.matches(pod.labels):
+                continue
+            if pod.name in pdb.disrupted_pods:
+                continue
+            allowed[i] -= 1
+            if allowed[i] < 0:
+                return True
+        return False
+
+    return violates
+
+
 def filter_pods_with_pdb_violation(
     pods: Sequence[Pod], pdbs: Sequence[PodDisruptionBudget]
 ) -> tuple[list[Pod], list[Pod]]:
     """Split ``pods`` (order kept) into those whose eviction would exceed a PDB's remaining budget and
-    the rest. Each matching PDB's budget is spent pod by pod, in the given order; a pod already
-    listed in the PDB's disruptedPods has been counted by the API server and spends nothing."""
-    allowed = [p.disruptions_allowed for p in pdbs]
+    the rest (budgets spent in that order, pdb_violation_check)."""
+    violates = pdb_violation_check(pdbs)
     violating: list[Pod] = []
     non_violating: list[Pod] = []
     for pod in pods:
-        violated = False
-        if pod.labels:
-            for i, pdb in enumerate(pdbs):
-                if pdb.namespace != pod.namespace or pdb.selector is None:
-                    continue
-                # An empty selector matches nothing here (policy semantics), unlike label selectors elsewhere.
-                if pdb.selector.empty or not pdb.selector.matches(pod.labels):
-                    continue
-                if pod.name in pdb.disrupted_pods:
-                    continue
-                allowed[i] -= 1
-                if allowed[i] < 0:
-                    violated = True
-        (violating if violated else non_violating).append(pod)
+        (violating if violates(pod) else non_violating).append(pod)
     return violating, non_violating
 
 

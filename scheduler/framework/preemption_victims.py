@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from scheduler.framework.preemption import PodDisruptionBudget, pod_start_time
+from scheduler.framework.podgroup import PodGroupManager
+from scheduler.framework.preemption import PodDisruptionBudget, pdb_violation_check, pod_start_time
 from scheduler.framework.types import NodeInfo
 from scheduler.model.pod import Pod
 from scheduler.model.workload import DISRUPTION_ALL, PodGroup
@@ -35,6 +36,26 @@ _RANK = {COMPOSITE_POD_GROUP_KEY_TYPE: 3, POD_GROUP_KEY_TYPE: 2}
 PodGroupGetter = Callable[[str, str], PodGroup | None]
 # (namespace, name) -> the group's scheduled (assumed or bound) pods.
 ScheduledPodsGetter = Callable[[str, str], Sequence[Pod]]
+
+
+class PodGroupLookups:
+    """The PodGroup objects and the groups' scheduled pods, read from the cycle's snapshot through the Handle's
+    PodGroupManager; a group it does not know is None / no pods."""
+
+    def __init__(self, manager: Callable[[], PodGroupManager]) -> None:
+        self._manager = manager
+
+    def pod_group(self, namespace: str, name: str) -> PodGroup | None:
+        try:
+            return self._manager().pod_groups().get(namespace, name)
+        except LookupError:
+            return None
+
+    def scheduled_pods(self, namespace: str, name: str) -> list[Pod]:
+        try:
+            return self._manager().pod_group_states().get(namespace, name).scheduled_pods()
+        except LookupError:
+            return []
 
 
 def get_pod_priority(pod: Pod, pod_groups: PodGroupGetter | None) -> int:
@@ -122,26 +143,8 @@ def filter_victims_with_pdb_violation(
 ) -> tuple[list[tuple[Victim, int]], list[Victim]]:
     """FilterVictimsWithPDBViolation: split ``victims`` (order kept) into those with a pod whose eviction
     would exceed a PDB's remaining budget (with the number of such pods) and the rest. A victim is atomic: one
-    violating pod makes the whole unit violating. Budgets are spent pod by pod in order; a pod stops at the
-    first PDB it exceeds (v1.37), and one already in a PDB's disruptedPods spends nothing."""
-    allowed = [p.disruptions_allowed for p in pdbs]
-
-    def violates(pod: Pod) -> bool:
-        if not pod.labels:
-            return False
-        for i, pdb in enumerate(pdbs):
-            if pdb.namespace != pod.namespace or pdb.selector is None:
-                continue
-            # An empty selector matches nothing here (policy semantics), unlike label selectors elsewhere.
-            if pdb.selector.empty or not pdb.selector.matches(pod.labels):
-                continue
-            if pod.name in pdb.disrupted_pods:
-                continue
-            allowed[i] -= 1
-            if allowed[i] < 0:
-                return True
-        return False
-
+    violating pod makes the whole unit violating. Budgets are spent pod by pod in order (pdb_violation_check)."""
+    violates = pdb_violation_check(pdbs)
     violating: list[tuple[Victim, int]] = []
     non_violating: list[Victim] = []
     for v in victims:

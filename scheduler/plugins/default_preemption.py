@@ -45,13 +45,14 @@ from scheduler.framework.preemption import (
     terminating_by_preemption,
 )
 from scheduler.framework.preemption_victims import (
+    PodGroupLookups,
     Victim,
     cross_nodes_victims,
     filter_victims_with_pdb_violation,
     get_pod_priority,
     victim_importance,
 )
-from scheduler.framework.status import Code, Status, code_of, success, unresolvable
+from scheduler.framework.status import Code, Status, code_name, code_of, success, unresolvable
 from scheduler.framework.types import (
     ActionType,
     ClusterEvent,
@@ -61,7 +62,6 @@ from scheduler.framework.types import (
     QueueingHint,
 )
 from scheduler.model.pod import Pod
-from scheduler.model.workload import PodGroup
 
 NAME = "DefaultPreemption"
 
@@ -98,6 +98,7 @@ class DefaultPreemption:
         self.enable_generic_workload = handle.features().enable_generic_workload
         # PodGroupPreemptionPolicy (alpha, off by default, not accepted as a gate): members' policies decide.
         self.pod_group_evaluator = PodGroupEvaluator(handle, self.evaluator) if self.enable_generic_workload else None
+        self.lookups = PodGroupLookups(lambda: handle.pod_group_manager())
         self.is_eligible_pod: IsEligiblePod = _always
 
     # ----- extension points ---------------------------------------------------------------------
@@ -122,6 +123,7 @@ class DefaultPreemption:
             result, status = self.pod_group_evaluator.preempt(pod_group, scheduling_func, mutations)
         finally:
             mutations.end()
+        self.handle.workload_preemption_attempted(code_name(status))
         if status is not None and status.message:
             return result, Status(status.code, [f"pod group preemption: {status.message}"], error=status.error)
         return result, status
@@ -173,23 +175,11 @@ class DefaultPreemption:
                 for p in node_info.pods.values():
                     # With GenericWorkload a group's member counts with its group's priority (NewPodVictim).
                     allowed = (self._preemption_allowed(node_info, p, pod) if not self.enable_generic_workload else
-                               get_pod_priority(p, self._pod_group) < pod.priority
+                               get_pod_priority(p, self.lookups.pod_group) < pod.priority
                                and self.is_eligible_pod(node_info, p, pod))
                     if allowed and terminating_by_preemption(p):
                         return False, NOT_ELIGIBLE_TERMINATING
         return True, ""
-
-    def _pod_group(self, namespace: str, name: str) -> PodGroup | None:
-        try:
-            return self.handle.pod_group_manager().pod_groups().get(namespace, name)
-        except LookupError:
-            return None
-
-    def _scheduled_pods(self, namespace: str, name: str) -> list[Pod]:
-        try:
-            return self.handle.pod_group_manager().pod_group_states().get(namespace, name).scheduled_pods()
-        except LookupError:
-            return []
 
     def select_victims_on_node(
         self, state: CycleState, pod: Pod, node_info: NodeInfo, pdbs: Sequence[PodDisruptionBudget]
@@ -254,7 +244,8 @@ class DefaultPreemption:
         main = node_info.name
         snapshot = h.snapshot()
         try:
-            victims = cross_nodes_victims([snapshot.get(main) or node_info], self._pod_group, self._scheduled_pods,
+            victims = cross_nodes_victims([snapshot.get(main) or node_info], self.lookups.pod_group,
+                                          self.lookups.scheduled_pods,
                                           snapshot.get, self.evaluator.clock())
         except LookupError as exc:
             return [], 0, Status(Code.ERROR, [str(exc)])

@@ -115,6 +115,12 @@ class TestActions:
     def async_preemption_done(self, ok: bool, seconds: float) -> None:
         return None
 
+    def workload_preemption_attempted(self, result: str) -> None:
+        return None
+
+    def workload_victims_selected(self, victims: int, disruptions: int) -> None:
+        return None
+
     def clear_nominated_node(self, pod: Pod) -> Status | None:
         return None
 

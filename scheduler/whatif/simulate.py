@@ -163,6 +163,7 @@ def build_scheduler(
     must not evict what it counts on). ``features``: the gates of ``--feature-gates`` (default v1.37's);
     preemption stays synchronous whatever SchedulerAsyncPreemption says, so that a preemptor's victims are
     gone before its next attempt."""
+    from scheduler.config.defaults import set_workload_gates
     from scheduler.config.load import ConfigError, build_registry, load
     from scheduler.config.policy import load_policy
 
@@ -170,17 +171,22 @@ def build_scheduler(
         raise SimulationError("--config and --policy-config-file cannot be used together")
     names = sorted({(p.get("spec") or {}).get("schedulerName") or "default-scheduler" for p in pod_objs
                     if p.get("kind", "Pod") == "Pod"})
+    features = dataclasses.replace(features or Features(), enable_async_preemption=False)
+    # The workload gates add plugins to the default profile (process-wide, as upstream's DefaultFeatureGate):
+    # this run's gates while its configuration loads, v1.37's defaults again afterwards.
+    set_workload_gates(features.enable_generic_workload, features.enable_topology_aware_workload_scheduling)
     try:
         cfg = load_policy(policy_path, names or None) if policy_path else load(config_path, names or None)
     except ConfigError as exc:
         raise SimulationError(f"{policy_path or config_path or 'configuration'}: {exc}") from None
+    finally:
+        set_workload_gates(False, False)
     if not preemption:
         for profile in cfg.profiles:
             profile.plugins["postFilter"] = []
     registry = build_registry(cfg)
     rng = random.Random(seed) if seed is not None else random.Random()
     writer, outcomes, results = OfflineWriter(), OutcomeRecorder(), ResultRecorder()
-    features = dataclasses.replace(features or Features(), enable_async_preemption=False)
     pod_groups = RecordingPodGroupStatusWriter() if features.enable_generic_workload else None
     sched = Scheduler(cfg, registry, RecordingBinder(), RecordingEventSink(), None, writer=writer, observer=outcomes,
                       cycle_observer=results, synchronous_binding=True, rng=rng, tie_break=tie_break,

@@ -77,22 +77,18 @@ def test_pods_already_on_the_nodes_count() -> None:
     assert score(CPU_MEM, TWO, ["node1", "node2"], [(FOO, "node1"), (BAR, "node2")], [baz]) == 30
 
 
-def test_a_scalar_counts_when_a_member_requests_it() -> None:
-    nodes = [node("node1", gpu="5"), node("node2", gpu="5")]
-    foo = pod("foo", {"cpu": "1000m", "memory": "0", GPU: "0"})
-    bar = pod("bar", {"cpu": "1000m", "memory": "2000", GPU: "1"})
-    baz = pod("baz", {"cpu": "1000m", "memory": "0", GPU: "0"}, "node1")
+@pytest.mark.parametrize(("gpus", "want"), [
     # cpu 3000/10000 -> 30, memory 20, gpu 1/10 -> 10: 20
-    assert score(CPU_MEM_GPU, nodes, ["node1", "node2"], [(foo, "node1"), (bar, "node2")], [baz]) == 20
-
-
-def test_a_scalar_no_member_requests_is_left_out_even_where_used() -> None:
+    (("0", "1", "0"), 20),
+    # no member requests a gpu: left out though baz uses one, (30 + 20) / 2
+    (("0", "0", "1"), 25),
+], ids=["requested by a member", "requested by none"])
+def test_a_scalar_counts_only_when_a_member_requests_it(gpus: tuple[str, str, str], want: int) -> None:
     nodes = [node("node1", gpu="5"), node("node2", gpu="5")]
-    foo = pod("foo", {"cpu": "1000m", "memory": "0", GPU: "0"})
-    bar = pod("bar", {"cpu": "1000m", "memory": "2000", GPU: "0"})
-    baz = pod("baz", {"cpu": "1000m", "memory": "0", GPU: "1"}, "node1")
-    # gpu not counted: (30 + 20) / 2
-    assert score(CPU_MEM_GPU, nodes, ["node1", "node2"], [(foo, "node1"), (bar, "node2")], [baz]) == 25
+    foo = pod("foo", {"cpu": "1000m", "memory": "0", GPU: gpus[0]})
+    bar = pod("bar", {"cpu": "1000m", "memory": "2000", GPU: gpus[1]})
+    baz = pod("baz", {"cpu": "1000m", "memory": "0", GPU: gpus[2]}, "node1")
+    assert score(CPU_MEM_GPU, nodes, ["node1", "node2"], [(foo, "node1"), (bar, "node2")], [baz]) == want
 
 
 def test_a_node_without_the_scalar_adds_nothing_for_it() -> None:

@@ -10,8 +10,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.cache import Snapshot
+from scheduler.config.load import build_registry, load_dict
 from scheduler.config.types import PluginRef, Profile
 from scheduler.edge import RelatedObject
+from scheduler.eventhandlers import ADDED
 from scheduler.framework.features import Features
 from scheduler.framework.interface import CycleState, NodeToStatus
 from scheduler.framework.podgroup import (
@@ -21,22 +23,27 @@ from scheduler.framework.podgroup import (
     ProposedAssignment,
 )
 from scheduler.framework.podgrouppreemption import SnapshotMutations, resolve_preemption_policy
+from scheduler.framework.preemption import PodDisruptionBudget, filter_pods_with_pdb_violation, pdb_from_api
 from scheduler.framework.preemption_victims import (
     POD_GROUP_KEY_TYPE,
     POD_KEY_TYPE,
+    Victim,
     cross_nodes_victims,
+    filter_victims_with_pdb_violation,
     victim_importance,
 )
 from scheduler.framework.preemptor import GroupPreemptor
 from scheduler.framework.runtime import Framework, FrameworkOptions
 from scheduler.framework.status import Code, Status, success, unschedulable
 from scheduler.kube.recorder import _pod_ref
+from scheduler.metrics import Metrics
 from scheduler.model.pod import Pod, pod_from_api
 from scheduler.model.workload import API_VERSION, KIND_POD_GROUP, PodGroup, parse_pod_group
 from scheduler.plugins.default_preemption import DefaultPreemption
 from scheduler.plugins.node_resources_fit import NodeResourcesFit
-from scheduler.scheduler import disruption_target_condition
+from scheduler.scheduler import Scheduler, disruption_target_condition
 from scheduler.testing.framework import TestActions, make_object_store, make_snapshot
+from scheduler.whatif.offline import OfflineWriter, RecordingBinder, RecordingEventSink
 from tests.builders import api_pod, sched_node, sched_pod
 from tests.plugins.test_default_preemption import Cluster as SchedulerCluster
 from tests.plugins.test_default_preemption import Writer
@@ -292,7 +299,7 @@ def test_victims_across_nodes_group_whole_units_in_importance_order() -> None:
     c = Cluster([("n1", "4"), ("n2", "4")], bound, [victims, group("single", 3)])
     m = c.plugin.pod_group_evaluator
     assert m is not None
-    vs = cross_nodes_victims(c.snapshot.list(), m._pod_group, m._scheduled_pods, c.snapshot.get, 0.0)
+    vs = cross_nodes_victims(c.snapshot.list(), m.lookups.pod_group, m.lookups.scheduled_pods, c.snapshot.get, 0.0)
     assert [sorted(p.name for p in v.pods) for v in vs] == [["a1", "a2"], ["solo"], ["member"]]
     assert [v.key_type for v in vs] == [POD_GROUP_KEY_TYPE, POD_KEY_TYPE, POD_GROUP_KEY_TYPE]
     assert sorted(v.affected_nodes for v in vs[:1]) == [{"n1": c.snapshot.get("n1"), "n2": c.snapshot.get("n2")}]
@@ -374,3 +381,77 @@ def test_a_pod_sees_a_group_members_priority_as_the_groups() -> None:
     assert status is not None and status.code == Code.UNSCHEDULABLE
     assert "No preemption victims found for incoming pod" in status.message
     assert c.preempted() == []
+
+
+def test_a_pod_stops_at_the_first_pdb_it_exceeds() -> None:
+    def budget(name: str, labels: Mapping[str, str], allowed: int) -> PodDisruptionBudget:
+        return pdb_from_api({"metadata": {"name": name, "namespace": "default"},
+                             "spec": {"selector": {"matchLabels": dict(labels)}},
+                             "status": {"disruptionsAllowed": allowed}})
+    pdbs = [budget("apps", {"app": "x"}, 0), budget("tiers", {"tier": "y"}, 1)]
+    both, tier_only = pod("both", "1", labels={"app": "x", "tier": "y"}), pod("tier", "1", labels={"tier": "y"})
+    # v1.37: "both" exceeds "apps" and stops there, so "tiers" keeps its budget for "tier" (before, "both" spent
+    # it too and "tier" was counted as violating).
+    assert filter_pods_with_pdb_violation([both, tier_only], pdbs) == ([both], [tier_only])
+    violating, fine = filter_victims_with_pdb_violation(
+        [_unit(both), _unit(tier_only)], pdbs)
+    assert [(v.pods[0].name, n) for v, n in violating] == [("both", 1)] and [v.pods[0].name for v in fine] == ["tier"]
+
+
+def _unit(p: Pod) -> Victim:
+    return Victim([p], p.priority, 0.0, POD_KEY_TYPE)
+
+
+# --- through the scheduler's pod-group cycle ---------------------------------------------------------------
+
+
+def _pod_group_obj(name: str, priority: int, spec: Mapping[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}", "resourceVersion": "1"},
+            "spec": {**spec, "priority": priority}}
+
+
+def _member(name: str, cpu: str, group_name: str, priority: int, node: str = "") -> dict[str, Any]:
+    p = api_pod(name, cpu=cpu, node_name=node, priority=priority)
+    p["spec"]["schedulingGroup"] = {"podGroupName": group_name}
+    return p
+
+
+def test_group_cycle_unschedulable_then_victims_evicted_then_members_nominated_and_bound() -> None:
+    cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                     "profiles": [{"schedulerName": "py-scheduler",
+                                   "plugins": {"multiPoint": {"enabled": [{"name": "GangScheduling"}]}}}]})
+    sink, binder, writer, metrics = RecordingEventSink(), RecordingBinder(), OfflineWriter(), Metrics()
+    s = Scheduler(cfg, build_registry(cfg), binder, sink, metrics, synchronous_binding=True, rng=random.Random(1),
+                  tie_break="name", writer=writer,
+                  features=Features(enable_async_preemption=False, enable_generic_workload=True))
+    writer.connect(s)
+    for n in ("n1", "n2"):
+        s.on_node_event(ADDED, sched_node(n, "4").api())
+    # A batch group (disruptionMode all) across both nodes, and a plain pod on n2; all of priority 1.
+    s.on_pod_group_event(ADDED, _pod_group_obj("batch", 1, {"schedulingPolicy": {"basic": {}},
+                                                            "disruptionMode": {"all": {}}}))
+    s.on_pod_event(ADDED, _member("b1", "3", "batch", 1, node="n1"))
+    s.on_pod_event(ADDED, _member("b2", "1", "batch", 1, node="n2"))
+    s.on_pod_event(ADDED, api_pod("keep", cpu="3", node_name="n2", priority=1))
+    s.on_pod_group_event(ADDED, _pod_group_obj("gang", 10, {"schedulingPolicy": {"gang": {"minCount": 2}},
+                                                           "disruptionMode": {"single": {}}}))
+    s.on_pod_event(ADDED, _member("m0", "4", "gang", 10))
+    s.on_pod_event(ADDED, _member("m1", "1", "gang", 10))
+
+    assert s.schedule_one(timeout=0)
+    # Without victims m0 takes n1 and m1 n2; "batch" cannot come back (b1 blocks m0) and goes whole, b2 with it;
+    # "keep" fits beside m1 and stays.
+    assert sorted((k, note) for k, _, reason, note in sink.events if reason == "Preempted") == [
+        ("default/b1", "Preempted by podgroup uid-gang on node cluster"),
+        ("default/b2", "Preempted by podgroup uid-gang on node cluster")]
+    assert sink.nominated == {"default/m0": "n1", "default/m1": "n2"}
+    assert binder.bindings == []
+    sample = metrics.registry.get_sample_value
+    assert sample("scheduler_workload_preemption_attempts_total", {"result": "Success"}) == 1
+    assert sample("scheduler_workload_preemption_victims_sum") == 2
+    assert sample("scheduler_preemption_workload_disruptions_sum", {"preemptor": "podgroup"}) == 1
+
+    s.queue.activate([s._pending["uid-m0"], s._pending["uid-m1"]])
+    assert s.schedule_one(timeout=0)
+    assert sorted(binder.bindings) == [("default/m0", "n1"), ("default/m1", "n2")]

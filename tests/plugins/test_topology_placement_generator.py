@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
+
 from scheduler import testing as st
 from scheduler.framework.interface import CycleState
 from scheduler.framework.podgroup import Placement
@@ -13,7 +15,15 @@ from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.model.workload import PodGroup
 from scheduler.plugins.topology_placement_generator import TopologyPlacementGenerator
-from tests.plugins.podgroup_util import group_handle, group_info, member, placement_of, pod_group, snapshot_of
+from tests.plugins.podgroup_util import (
+    EmptyCache,
+    group_handle,
+    group_info,
+    member,
+    placement_of,
+    pod_group,
+    snapshot_of,
+)
 
 
 def node(name: str, **labels: str) -> Node:
@@ -97,6 +107,15 @@ def test_an_assumed_member_pins_its_domain_too() -> None:
     assert names(placements) == [("b", ["b1", "b2"])]
 
 
+def test_the_snapshot_is_read_not_the_live_cache() -> None:
+    nodes = [node("a1", rack="a"), node("b1", rack="b")]
+    handle, _ = group_handle(nodes, [member("p0", "b1"), member("p1")], pod_group("rack"), cache=EmptyCache())
+    placements, status = TopologyPlacementGenerator({}, handle).generate_placements(
+        CycleState(), group_info(pod_group("rack")), None)
+    assert status is None
+    assert names(placements) == [("b", ["b1"])]
+
+
 def test_the_pinned_domain_outside_the_parent_placement_gives_no_placement() -> None:
     nodes = [node("node0", topology="d2"), node("node2", topology="d1"), node("node3", topology="d1")]
     members = [member("p0", "node2"), member("p1", "node3")]
@@ -105,31 +124,21 @@ def test_the_pinned_domain_outside_the_parent_placement_gives_no_placement() -> 
     assert placements == []
 
 
-def test_members_in_two_domains_are_an_error() -> None:
-    nodes = [node("node0", topology="d2"), node("node1", topology="d1"), node("node2", topology="d0"),
-             node("node3", topology="d1")]
+NODES = [node("node0", topology="d2"), node("node1", topology="d1"), node("node2", topology="d0"),
+         node("node3", topology="d1"), node("node5", foo="bar")]
+
+
+@pytest.mark.parametrize(("members", "assumed", "why"), [
     # One assigned, one assumed: the state lists assigned members first, so the message's order is fixed.
-    members = [member("p0", "node2"), member("p1")]
-    placements, status, _ = generate(nodes, pod_group("topology"), members, assumed=[member("p1", "node3")])
+    ([member("p0", "node2"), member("p1")], [member("p1", "node3")],
+     "more than 1 domain found for pod group: d0, d1"),
+    ([member("p0", "node4")], [], 'getting node for pod default/p0: nodeinfo not found for node name "node4"'),
+    ([member("p0", "node5")], [], "no topology domain found for pod default/p0"),
+], ids=["two domains", "node outside the snapshot", "node without the key"])
+def test_members_not_in_one_domain_are_an_error(members: list[Pod], assumed: list[Pod], why: str) -> None:
+    placements, status, _ = generate(NODES, pod_group("topology"), members, assumed=assumed)
     assert placements == [] and status is not None and status.code == Code.ERROR
-    assert status.message == ("cannot determine domain for already scheduled pods: "
-                              "more than 1 domain found for pod group: d0, d1")
-
-
-def test_a_member_on_a_node_outside_the_snapshot_is_an_error() -> None:
-    nodes = [node("node0", topology="d2"), node("node1", topology="d1")]
-    placements, status, _ = generate(nodes, pod_group("topology"), [member("p0", "node4")])
-    assert placements == [] and status is not None and status.code == Code.ERROR
-    assert status.message == ("cannot determine domain for already scheduled pods: "
-                              'getting node for pod default/p0: nodeinfo not found for node name "node4"')
-
-
-def test_a_member_on_a_node_without_the_key_is_an_error() -> None:
-    nodes = [node("node1", topology="d2"), node("node2", foo="bar")]
-    placements, status, _ = generate(nodes, pod_group("topology"), [member("p0", "node2")])
-    assert placements == [] and status is not None and status.code == Code.ERROR
-    assert status.message == ("cannot determine domain for already scheduled pods: "
-                              "no topology domain found for pod default/p0")
+    assert status.message == f"cannot determine domain for already scheduled pods: {why}"
 
 
 def test_a_group_without_state_is_an_error() -> None:

@@ -13,7 +13,7 @@ import yaml
 from scheduler.app.cli import main
 from scheduler.framework.features import Features
 from scheduler.whatif.priority_admission import AdmissionError, PriorityAdmission, PriorityClass
-from scheduler.whatif.simulate import SimulationError, run_simulation
+from scheduler.whatif.simulate import SimulationError, format_table, run_simulation
 from scheduler.whatif.workload_offline import RecordingPodGroupStatusWriter, is_grouped_pod, is_workload_object
 from tests.builders import sched_node, sched_pod
 
@@ -113,6 +113,16 @@ def test_a_gang_that_fits_is_placed_whole_and_its_podgroup_says_so(tmp_path: Pat
     assert [(c["type"], c["status"], c["reason"]) for c in group["conditions"]] == [
         ("PodGroupInitiallyScheduled", "True", "Scheduled")]
     assert sim.to_json()["podGroups"] == sim.pod_groups
+
+
+def test_a_gang_that_does_not_fit_places_no_member(tmp_path: Path) -> None:
+    sim = place(tmp_path, two_nodes(), [podgroup("g", 5), *(member(f"g-{i}", "g") for i in range(5))])
+    assert [r["node"] for r in sim.results] == [None] * 5
+    (cond,) = sim.pod_groups[0]["conditions"]
+    assert (cond["status"], cond["reason"]) == ("False", "Unschedulable")
+    assert "minCount (5) cannot be satisfied" in cond["message"]
+    assert all(r["message"] for r in sim.results)
+    assert "podgroup default/g: PodGroupInitiallyScheduled=False Unschedulable: " in format_table(sim)
 
 
 def test_members_listed_before_their_podgroup_wait_for_it(tmp_path: Path) -> None:

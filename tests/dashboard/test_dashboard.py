@@ -449,12 +449,10 @@ class _WorkloadApi(FakeApi):
 
 
 def test_the_pod_group_pages_are_explains_answer_with_the_gate_on() -> None:
-    from scheduler.config.defaults import set_workload_gates
     from scheduler.framework.features import Features
 
     api = _WorkloadApi([*(dict(o) for o in CLUSTER if o["kind"] == "Node"), _pod_group("train", 3),
                         *(_member(f"t{i}", "train", cpu="2") for i in range(3))])
-    set_workload_gates(True, False)
     srv = DashboardServer(("127.0.0.1", 0), Source(api, None, [PY], features=Features(enable_generic_workload=True)))
     srv.start()
     try:
@@ -469,4 +467,3 @@ def test_the_pod_group_pages_are_explains_answer_with_the_gate_on() -> None:
     finally:
         srv.shutdown()
         srv.server_close()
-        set_workload_gates(False, False)

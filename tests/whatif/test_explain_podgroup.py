@@ -4,12 +4,10 @@ that fits, one that would preempt, a bound member, and the gate off."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from scheduler.config.defaults import set_workload_gates
 from scheduler.framework.features import Features
 from scheduler.whatif.explain import explain, format_explain
 from scheduler.whatif.explain_podgroup import (
@@ -25,13 +23,6 @@ from tests.builders import sched_node, sched_pod
 
 GATES = Features(enable_generic_workload=True)
 NODES = [sched_node("n1", cpu="2").api(), sched_node("n2", cpu="2").api()]
-
-
-@pytest.fixture(autouse=True)
-def workload_gates() -> Iterator[None]:
-    set_workload_gates(True, False)  # the default profile gains GangScheduling, as `--feature-gates` does
-    yield
-    set_workload_gates(False, False)
 
 
 def podgroup(name: str, min_count: int | None = None, priority: int = 0, **status: Any) -> dict[str, Any]:

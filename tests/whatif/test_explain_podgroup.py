@@ -1,14 +1,19 @@
 """`explain` for the Workload API's pod groups (GenericWorkload on) on hand-made clusters: the PodGroup missing,
 too few members, a gang that cannot fit (which member failed where, the condition the cycle would write), one
-that fits, one that would preempt, a bound member, and the gate off."""
+that fits, one that would preempt, a bound member, the gate off; and the example of docs/gang-scheduling.md."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from scheduler.framework.features import Features
+from scheduler.model.pod import pod_from_api
+from scheduler.model.validation import validate
+from scheduler.model.workload import parse_pod_group
 from scheduler.whatif.explain import explain, format_explain
 from scheduler.whatif.explain_podgroup import (
     NO_POD_GROUP,
@@ -18,7 +23,7 @@ from scheduler.whatif.explain_podgroup import (
     WAITING_ON_PREEMPTION,
     explain_pod_group,
 )
-from scheduler.whatif.simulate import SimulationError
+from scheduler.whatif.simulate import SimulationError, run_simulation
 from tests.builders import sched_node, sched_pod
 
 GATES = Features(enable_generic_workload=True)
@@ -114,3 +119,22 @@ def test_a_bound_group_is_explained_as_if_pending_and_the_gate_off_explains_a_po
     assert alone["node"] in ("n1", "n2") and "ignored with GenericWorkload off" in alone["note"]
     with pytest.raises(SimulationError, match="GenericWorkload=true"):
         explain_pod_group("default", "g", cluster, None, Features())
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "manifests" / "examples" / "workload-gang.yaml"
+
+
+def test_the_docs_example_gang_parses_and_is_placed_whole_only_where_four_fit(tmp_path: Path) -> None:
+    docs = [d for d in yaml.safe_load_all(EXAMPLE.read_text()) if d]
+    (pg,) = [parse_pod_group(d) for d in docs if d["kind"] == "PodGroup"]
+    pods = [pod_from_api(d) for d in docs if d["kind"] == "Pod"]
+    assert (pg.policy.is_gang, pg.policy.min_count) == (True, 4)
+    assert {p.pod_group_name for p in pods} == {pg.name} and len(pods) == pg.policy.min_count
+    assert [e for d in docs if d["kind"] == "Pod" for e in validate(d)] == []
+    for cpus, placed in (("2", 4), ("1", 0)):  # two nodes: 4 cpu in all hold the gang, 2 cpu hold none of it
+        cluster = tmp_path / f"cluster-{cpus}.yaml"
+        cluster.write_text(yaml.safe_dump_all([sched_node(f"n{i}", cpu=cpus).api() for i in (1, 2)]))
+        sim = run_simulation(str(cluster), str(EXAMPLE), features=GATES)
+        assert sum(1 for r in sim.results if r["node"]) == placed
+        (group,) = sim.pod_groups
+        assert group["conditions"][0]["reason"] == ("Scheduled" if placed else "Unschedulable")

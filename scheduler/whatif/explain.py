@@ -211,6 +211,11 @@ def _condition_line(c: dict[str, Any]) -> str:
             + (f": {c['message']}" if c.get("message") else ""))
 
 
+def _same_condition(a: dict[str, Any], b: dict[str, Any] | None) -> bool:
+    """The same verdict (its time and generation aside)."""
+    return b is not None and all(a.get(k) == b.get(k) for k in ("type", "status", "reason", "message"))
+
+
 def format_pod_group(r: dict[str, Any], color: bool = False) -> str:
     """A pod group for people: the verdict, its live condition (its last cycle), what a cycle now would write, the
     placement and victims, then each member's node or message with its nodes' filter reasons."""
@@ -225,7 +230,7 @@ def format_pod_group(r: dict[str, Any], color: bool = False) -> str:
     live = r["liveCondition"]
     lines.append("Last cycle (live): " + (_condition_line(live) if live else "no PodGroupInitiallyScheduled "
                                                                               "condition (no group cycle has run)"))
-    if r["condition"] and r["condition"] != live:
+    if r["condition"] and not _same_condition(r["condition"], live):
         lines.append("A cycle now would write: " + _condition_line(r["condition"]))
     if r["placement"]:
         lines.append("Placement: " + ", ".join(f"{k}={v}" for k, v in r["placement"].items()))

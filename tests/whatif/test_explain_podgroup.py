@@ -80,6 +80,11 @@ def test_a_gang_that_cannot_fit_names_the_member_that_failed_and_the_condition()
     assert "A cycle now would write: PodGroupInitiallyScheduled=False Unschedulable: minCount (3)" in table
     assert "  default/w2: 0/2 nodes are available: 2 Insufficient cpu.\n    NodeResourcesFit: Insufficient cpu (2)" \
         in table
+    live = {**cond, "lastTransitionTime": "2026-01-01T00:00:00Z"}  # the live scheduler decided the same before
+    again = explain_pod_group("default", "g", [*NODES, podgroup("g", 3, conditions=[live]), *cluster[3:]], None, GATES)
+    table = format_explain(again)
+    assert f"Last cycle (live): PodGroupInitiallyScheduled=False Unschedulable: {cond['message']}\n" in table
+    assert "A cycle now would write" not in table
 
 
 def test_a_gang_that_fits_is_placed_whole_and_a_member_shows_its_group() -> None:

@@ -251,7 +251,7 @@ const pages = {
         el("p", { class: "summary", id: "group-verdict" }, el("strong", {}, `${g.verdict}: `), g.message),
         el("p", {}, el("strong", {}, "Last cycle (live): "), conditionText(g.liveCondition)),
       ];
-      if (g.condition && JSON.stringify(g.condition) !== JSON.stringify(g.liveCondition)) out.push(el("p", {}, el("strong", {}, "A cycle now would write: "), conditionText(g.condition)));
+      if (g.condition && conditionText(g.condition) !== conditionText(g.liveCondition)) out.push(el("p", {}, el("strong", {}, "A cycle now would write: "), conditionText(g.condition)));
       const placement = Object.entries(g.placement).map(([k, v]) => `${k}=${v}`).join(", ");
       if (placement) out.push(el("p", {}, el("strong", {}, "Placement: "), placement));
       if (g.victims.length) out.push(el("p", { id: "group-victims" }, el("strong", {}, "Would preempt: "), g.victims.join(", ")));

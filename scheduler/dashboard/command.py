@@ -12,7 +12,6 @@ import argparse
 import os
 import sys
 
-from scheduler.config.defaults import set_workload_gates
 from scheduler.framework.features import Features, parse_feature_gates
 
 DEFAULT_ADDRESS = "127.0.0.1:8080"
@@ -47,13 +46,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def _feature_gates(spec: str) -> Features:
-    """--feature-gates as `run` parses them; the workload gates change the default profile, as there."""
+    """--feature-gates as `run` parses them (the engines' build_scheduler applies them to the default profile)."""
     try:
-        features = parse_feature_gates(spec)
+        return parse_feature_gates(spec)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
-    set_workload_gates(features.enable_generic_workload, features.enable_topology_aware_workload_scheduling)
-    return features
 
 
 def _address(text: str) -> tuple[str, int]:

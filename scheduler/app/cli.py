@@ -177,13 +177,14 @@ def _explain(args: argparse.Namespace) -> int:
     from scheduler.whatif.explain_podgroup import explain_pod_group
 
     def body() -> int:
-        raw = connect(args.kubeconfig)
         kind, _, name = args.pod.rpartition("/")
-        if f"{kind}/" in POD_GROUP_PREFIXES:
-            if not args.feature_gates.enable_generic_workload:
-                print("py-scheduler explain: pod groups need --feature-gates GenericWorkload=true (as the scheduler "
-                      "runs)", file=sys.stderr)
-                return 2
+        group = f"{kind}/" in POD_GROUP_PREFIXES
+        if group and not args.feature_gates.enable_generic_workload:
+            print("py-scheduler explain: pod groups need --feature-gates GenericWorkload=true (as the scheduler "
+                  "runs)", file=sys.stderr)
+            return 2
+        raw = connect(args.kubeconfig)
+        if group:
             cluster = read_snapshot(raw, args.feature_gates).all()
             result = explain_pod_group(args.namespace, name, cluster, args.config, args.feature_gates)
         else:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from scheduler.app.cli import dispatch, parser
 from scheduler.framework.features import Features
 from scheduler.model.pod import pod_from_api
 from scheduler.model.validation import validate
@@ -143,3 +144,9 @@ def test_the_docs_example_gang_parses_and_is_placed_whole_only_where_four_fit(tm
         assert sum(1 for r in sim.results if r["node"]) == placed
         (group,) = sim.pod_groups
         assert group["conditions"][0]["reason"] == ("Scheduled" if placed else "Unschedulable")
+
+
+def test_explain_podgroup_without_the_gate_is_one_line_and_exit_status_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert dispatch(parser().parse_args(["explain", "podgroup/g", "--kubeconfig", "/nonexistent"])) == 2
+    assert capsys.readouterr().err == ("py-scheduler explain: pod groups need --feature-gates GenericWorkload=true "
+                                       "(as the scheduler runs)\n")

@@ -74,8 +74,8 @@ def explain_pod_group(
     """Explain the group ``namespace/name`` on ``cluster`` (a live snapshot). Keys: ``podGroup``, ``exists``,
     ``policy``, ``minCount``, ``topologyKeys``, ``profile``, ``liveCondition`` (the PodGroupInitiallyScheduled
     condition on the cluster), ``verdict`` and ``message`` (why it is pending, or what a cycle would do),
-    ``condition`` (the one that cycle would write), ``members`` (per member simulate's schema plus ``boundTo`` and
-    ``nominatedNode``), ``victims`` and ``placement`` (the topology domain the members would land in)."""
+    ``condition`` (the one that cycle would write), ``members`` (per member simulate's schema plus ``boundTo``,
+    ``nominatedNode`` and ``gatedBy``), ``victims`` and ``placement`` (the topology domain the members would share)."""
     if not features.enable_generic_workload:
         raise SimulationError("pod groups need --feature-gates GenericWorkload=true (as the scheduler runs)")
     key = f"{namespace}/{name}"

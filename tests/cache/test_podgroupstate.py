@@ -3,6 +3,8 @@ pod-group cycle's assume and forget on the snapshot leave the cache alone and un
 
 from __future__ import annotations
 
+import pytest
+
 from scheduler.cache.cache import Cache
 from scheduler.cache.snapshot import Snapshot
 from scheduler.model.workload import parse_pod_group
@@ -63,3 +65,26 @@ def test_a_cycle_left_assumed_is_forgotten_at_the_next_update() -> None:
     snap.assume_pod(a.with_node("n1"))
     c.update_snapshot(snap)
     assert snap.get("n1").requested.milli_cpu == 0  # type: ignore[union-attr]
+
+
+def test_a_mutation_session_is_undone_whole() -> None:
+    c = _cache()
+    victim = make_pod().name("v").uid("uv").pod_group("g").req(cpu="2").node("n1").obj()
+    c.add_bound_pod(victim)
+    c.pod_group_member_seen(victim)
+    snap = Snapshot()
+    c.update_snapshot(snap)
+    info = snap.get("n1")
+    assert info is not None and info.requested.milli_cpu == 2000
+    snap.start_mutations()
+    with pytest.raises(RuntimeError, match="cannot stack mutations"):
+        snap.start_mutations()
+    snap.remove_pod(victim, "n1")
+    snap.add_pod(make_pod().name("x").uid("ux").req(cpu="1").obj(), "n1")
+    assert info.requested.milli_cpu == 1000 and "uv" not in info.pods
+    assert snap.pod_group_states().get("default", "g").all_pods_count() == 0
+    snap.end_mutations()
+    assert info.requested.milli_cpu == 2000 and set(info.pods) == {"uv"}
+    assert snap.pod_group_states().get("default", "g").all_pods_count() == 1
+    with pytest.raises(RuntimeError, match="no mutation session started"):
+        snap.end_mutations()

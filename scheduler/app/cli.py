@@ -372,8 +372,10 @@ def _feature_gates_option(p: argparse.ArgumentParser, async_preemption: str) -> 
     """--feature-gates, one parser and one set of refusals for `run` and `simulate`."""
     p.add_argument("--feature-gates", type=_feature_gates, default=Features(), metavar="GATE=BOOL,...",
                    help=f"kube-scheduler v1.37's scheduler feature gates; {async_preemption}"
-                        "StorageCapacityScoring (default true; false: VolumeBinding does not score), the others "
-                        "only at v1.37's default (see docs/kube-scheduler-v1.37.md)")
+                        "StorageCapacityScoring (default true; false: VolumeBinding does not score), "
+                        "GenericWorkload and TopologyAwareWorkloadScheduling (default false; true: the Workload API's "
+                        "pod groups, docs/gang-scheduling.md), the others only at v1.37's default (see "
+                        "docs/kube-scheduler-v1.37.md)")
 
 
 def _simulate_options(s: argparse.ArgumentParser) -> None:

@@ -150,3 +150,21 @@ def test_explain_podgroup_without_the_gate_is_one_line_and_exit_status_2(capsys:
     assert dispatch(parser().parse_args(["explain", "podgroup/g", "--kubeconfig", "/nonexistent"])) == 2
     assert capsys.readouterr().err == ("py-scheduler explain: pod groups need --feature-gates GenericWorkload=true "
                                        "(as the scheduler runs)\n")
+
+
+def test_a_topology_constrained_gang_names_its_rack_or_the_placements_that_failed() -> None:
+    rack = "example.com/rack"
+    nodes = [sched_node(n, cpu=cpu).label(rack, n[0]).api() for n, cpu in
+             (("a1", "1"), ("a2", "1"), ("b1", "2"), ("b2", "2"))]
+    topology = Features(enable_generic_workload=True, enable_topology_aware_workload_scheduling=True)
+    group = podgroup("g", 3)
+    group["spec"]["schedulingConstraints"] = {"topology": [{"key": rack}]}
+    r = explain_pod_group("default", "g", [*nodes, group, *(member(f"w{i}", "g") for i in range(3))], None, topology)
+    assert (r["verdict"], r["placement"], r["topologyKeys"]) == (SCHEDULED, {rack: "b"}, [rack])
+    assert {m["node"] for m in r["members"]} <= {"b1", "b2"}
+    assert f"Placement: {rack}=b" in format_explain(r)
+    big = explain_pod_group("default", "g", [*nodes, group, *(member(f"w{i}", "g", cpu="2") for i in range(3))],
+                            None, topology)
+    assert big["verdict"] == UNSCHEDULABLE and big["placement"] == {}
+    assert "0/2 placements are available, first placement status: minCount (3)" in big["condition"]["message"]
+    assert big["message"] == big["condition"]["message"]

@@ -1,7 +1,8 @@
-"""`explain` for the Workload API's pod groups on a control plane with the gates on (kube-apiserver, KCM and
-kube-scheduler v1.37.2): run as the CLI a person would run, its answer for a gang kube-scheduler could not place
-is what kube-scheduler did (the PodGroup's condition, each member's message), and it says why a group whose
-PodGroup is missing, or whose members are too few, never reached a cycle.
+"""`explain` and the dashboard for the Workload API's pod groups on a control plane with the gates on
+(kube-apiserver, KCM and kube-scheduler v1.37.2): run as the CLI a person would run, explain's answer for a gang
+kube-scheduler could not place is what kube-scheduler did (the PodGroup's condition, each member's message), and
+it says why a group whose PodGroup is missing, or whose members are too few, never reached a cycle. The dashboard,
+as the read-only role's ServiceAccount, shows the same in a real headless browser.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from kubernetes import client, config
 from e2e.cluster.cluster import WORKLOAD_GATES, LocalCluster, build_binaries
 from e2e.kube import create_namespace, pod_manifest, wait_for
 from e2e.process import gate_flag, start_kube_scheduler, stop_scheduler
+from tests.integration.browser import Browser
 from tests.integration.conftest import temporary_nodes
+from tests.integration.test_dashboard import Dashboard, reader_kubeconfig, table
 
 KUBE = "kube-explain-workload"
 GROUP, VERSION, PLURAL = "scheduling.k8s.io", "v1beta1", "podgroups"
@@ -71,17 +74,18 @@ def create(core: client.CoreV1Api, custom: client.CustomObjectsApi, ns: str, gro
     return names
 
 
+def condition_of(custom: client.CustomObjectsApi, ns: str, group: str) -> dict[str, Any] | None:
+    pg = custom.get_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, group)
+    return next((c for c in (pg.get("status") or {}).get("conditions") or []
+                 if c["type"] == "PodGroupInitiallyScheduled"), None)
+
+
 def test_explain_of_a_gang_that_does_not_fit_is_what_kube_scheduler_did(
     gated: LocalCluster, apis: tuple[client.CoreV1Api, client.CustomObjectsApi]
 ) -> None:
     core, custom = apis
     ns = create_namespace(core, "xpg")
     members = create(core, custom, ns, "big", 3, 3, cpu="2")  # 2 cpu per node, 2 nodes: 2 of 3 fit
-
-    def condition() -> dict[str, Any] | None:
-        pg = custom.get_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, "big")
-        return next((c for c in (pg.get("status") or {}).get("conditions") or []
-                     if c["type"] == "PodGroupInitiallyScheduled"), None)
 
     def messages() -> dict[str, str] | None:
         got = {}
@@ -93,7 +97,7 @@ def test_explain_of_a_gang_that_does_not_fit_is_what_kube_scheduler_did(
             got[name] = cond.message
         return got
 
-    live = wait_for(condition, 60, what="kube-scheduler's PodGroup condition")
+    live = wait_for(lambda: condition_of(custom, ns, "big"), 60, what="kube-scheduler's PodGroup condition")
     by_kube = wait_for(messages, 60, what="kube-scheduler's member messages")
     assert (live["status"], live["reason"]) == ("False", "Unschedulable")
     r = explain(gated, ns, "podgroup/big")
@@ -123,3 +127,33 @@ def test_explain_says_why_a_group_never_reached_a_cycle(
     assert {m["gatedBy"] for m in few["members"]} == {"GangScheduling"}
     pods = {p.metadata.name: p.spec.node_name for p in core.list_namespaced_pod(ns).items}
     assert pods == {"ghost-0": None, "ghost-1": None, "few-0": None, "few-1": None}  # kube-scheduler agrees
+
+
+def test_the_dashboards_pod_group_pages_show_the_group_as_the_read_only_role(
+    gated: LocalCluster, apis: tuple[client.CoreV1Api, client.CustomObjectsApi], tmp_path: Path
+) -> None:
+    core, custom = apis
+    ns = create_namespace(core, "xpg")
+    create(core, custom, ns, "wide", 2, 2, cpu="3")  # no node has 3 cpu
+    live = wait_for(lambda: condition_of(custom, ns, "wide"), 60, what="kube-scheduler's PodGroup condition")
+    dash = Dashboard(reader_kubeconfig(gated, tmp_path / "reader.kubeconfig"), tmp_path / "dashboard.log",
+                     "--scheduler-name", KUBE, "--feature-gates", gate_flag(WORKLOAD_GATES))
+    browser = Browser()
+    try:
+        browser.open(dash.url + "#/podgroups")
+
+        def row() -> dict[str, str] | None:
+            rows = [r for r in table(browser, "podgroups") if r["Pod group"] == f"{ns}/wide"]
+            return rows[0] if rows else None
+
+        shown = browser.wait(row, 60, what="the group's row")
+        assert shown["Policy"] == "gang, minCount 2" and shown["Bound"] == "0 of 2"
+        assert live["message"] in shown["PodGroupInitiallyScheduled"]
+        browser.open(dash.url + f"#/podgroup/{ns}/wide")
+        verdict = browser.wait_text("#group-verdict")
+        assert verdict.startswith("unschedulable: ") and live["message"] in verdict
+        members = browser.wait(lambda: table(browser, "group-members") or None, 60, what="the members' table")
+        assert sorted(m["Member"] for m in members) == [f"{ns}/wide-0", f"{ns}/wide-1"]
+    finally:
+        browser.close()
+        dash.stop()

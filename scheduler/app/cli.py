@@ -104,7 +104,7 @@ def _live_cluster(args: argparse.Namespace) -> list[dict[str, Any]]:
     """The read-only snapshot of the cluster of --kubeconfig (raises ClusterReadError)."""
     from scheduler.kube.snapshot import connect, read_snapshot
 
-    return read_snapshot(connect(args.kubeconfig), getattr(args, "feature_gates", None)).all()
+    return read_snapshot(connect(args.kubeconfig)).all()
 
 
 def _print_json(value: Any) -> None:
@@ -185,11 +185,11 @@ def _explain(args: argparse.Namespace) -> int:
             return 2
         raw = connect(args.kubeconfig)
         if group:
-            cluster = read_snapshot(raw, args.feature_gates).all()
+            cluster = read_snapshot(raw).all()
             result = explain_pod_group(args.namespace, name, cluster, args.config, args.feature_gates)
         else:
             pod = get_pod(raw, args.namespace, name if kind == "pod" else args.pod)
-            result = explain(pod, read_snapshot(raw, args.feature_gates).all(), args.config, args.feature_gates)
+            result = explain(pod, read_snapshot(raw).all(), args.config, args.feature_gates)
         if args.output == "json":
             _print_json(result)
         else:

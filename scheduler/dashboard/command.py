@@ -39,8 +39,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     d.add_argument("--metrics-token-file", default=None, metavar="FILE",
                    help="a bearer token for --metrics-url (e.g. behind kube-rbac-proxy)")
     d.add_argument("--feature-gates", type=_feature_gates, default=None, metavar="GATE=BOOL,...",
-                   help="the scheduler's feature gates, as `run` takes them: GenericWorkload=true lists the Workload "
-                        "API's pod groups and explains a member with its group")
+                   help="the scheduler's feature gates, as `run` takes them: with GenericWorkload=true a pod group's "
+                        "page and its members' decisions are explained with the group")
     d.add_argument("--refresh-seconds", type=float, default=5.0,
                    help="how often an open page refreshes itself (default 5)")
 

@@ -56,7 +56,7 @@ class Source:
         clock: Callable[[], float] = time.monotonic, features: Features | None = None,
     ) -> None:
         self.raw = raw
-        self.features = features or Features()  # GenericWorkload on: PodGroups listed, groups explained
+        self.features = features or Features()  # GenericWorkload on: members explained with their group
         self.config_path = config_path
         self.scheduler_names = scheduler_names
         self.metrics_url = metrics_url
@@ -76,7 +76,7 @@ class Source:
             if self._snapshot is not None and now - self._snapshot[0] < SNAPSHOT_SECONDS:
                 return self._snapshot[1]
             try:
-                snap = read_snapshot(self.raw, self.features)
+                snap = read_snapshot(self.raw)
             except ClusterReadError as exc:
                 self._snapshot = None
                 raise DashboardError(str(exc)) from None
@@ -123,12 +123,13 @@ class Source:
         return views.decision(result, self._filter_order(str(result.get("profile") or "")))
 
     def pod_groups(self) -> dict[str, Any]:
-        """The Workload API's pod groups with their members (GenericWorkload on; else none are listed)."""
+        """The Workload API's pod groups with their members (the PodGroups where the API server serves them)."""
         snap = self.snapshot()
         events, note = self.failed_scheduling_events()
         groups = views.pod_groups(snap.objects, snap.pods, events)
-        if not self.features.enable_generic_workload:
-            note = "pod groups are listed with --feature-gates GenericWorkload=true (as the scheduler runs)"
+        if groups and not self.features.enable_generic_workload:
+            note = (f"{note} " if note else "") + ("a group's page and its members' decisions need --feature-gates "
+                                                    "GenericWorkload=true (as the scheduler runs)")
         return {"podGroups": groups, "note": note}
 
     def pod_group(self, namespace: str, name: str) -> dict[str, Any]:

@@ -443,7 +443,10 @@ class _WorkloadApi(FakeApi):
 
     def request(self, method: str, path: str, body: Any = None, content_type: str = "",
                 timeout: float | None = None, accept: str = "") -> bytes:
-        if path.split("?")[0] == "/apis/scheduling.k8s.io/v1beta1/podgroups":
+        base = path.split("?")[0]
+        if base == "/apis/scheduling.k8s.io/v1beta1":  # discovery: served, as with GenericWorkload on
+            return orjson.dumps({"resources": [{"name": "podgroups"}]})
+        if base == "/apis/scheduling.k8s.io/v1beta1/podgroups":
             return orjson.dumps({"items": [o for o in self.objects if o["kind"] == "PodGroup"]})
         return super().request(method, path, body, content_type, timeout, accept)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scheduler.framework.events import event_matches
 from scheduler.framework.interface import PreEnqueuePlugin
@@ -32,6 +32,7 @@ from scheduler.queue.pod_group_queue import (
     group_key_of,
 )
 from scheduler.queue.queued_pod_info import QueuedPodInfo
+from scheduler.queue.queueing_strategy import Strategy
 
 if TYPE_CHECKING:
     from scheduler.queue.nominator import Nominator
@@ -54,6 +55,7 @@ class PodGroupPaths:
         def _wake(self) -> None: ...
         def _pre_enqueue_loop(self, qpi: QueuedPodInfo) -> Status | None: ...
         def _new_qpi(self, pod: Pod) -> QueuedPodInfo: ...
+        def _worth_requeuing(self, qpi: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> Strategy: ...
 
     def is_pod_group_member(self, pod: Pod) -> bool:
         """isPodGroupMember: GenericWorkload on and the pod names a group."""
@@ -147,15 +149,32 @@ class PodGroupPaths:
             if self._groups.where.get(key) == GATED:
                 self._retry_gated(key)
 
-    def _wake_gated_groups(self, event: ClusterEvent) -> None:
-        """moveEntitiesToActiveOrBackoffQueue for gated groups: an event the gating plugin registered runs the
-        group's PreEnqueue again (the plugin's hint is not asked: PreEnqueue decides, as it does upstream once the
-        entity moves)."""
-        for key in [k for k, w in self._groups.where.items() if w == GATED]:
-            gating = next((m for m in self._groups.queued[key].members if m.gating_plugin is not None), None)
-            events = gating.gating_plugin_events if gating is not None else ()
-            if event.is_wildcard or any(event_matches(event, e) for e in events):
-                self._retry_gated(key)
+    def _wake_gated_groups(self, event: ClusterEvent, old: Any, new: Any) -> None:
+        """moveEntitiesToActiveOrBackoffQueue for gated groups: only an event the gating plugin registered (or a
+        wildcard) is looked at; then the members' rejectors' hints decide (isEntityWorthRequeuing: the best
+        strategy of any member), and PreEnqueue runs again as the group moves."""
+        groups = self._groups
+        for key in [k for k, w in groups.where.items() if w == GATED]:
+            entity = groups.queued[key]
+            if not event.is_wildcard:
+                gating = next((m for m in entity.members if m.gating_plugin is not None), None)
+                events = gating.gating_plugin_events if gating is not None else ()
+                if not any(event_matches(event, e) for e in events):
+                    continue
+            strategy = Strategy.SKIP
+            for m in entity.members:
+                s = self._worth_requeuing(m, event, old, new)
+                if s.value > strategy.value:
+                    strategy = s
+                    if s is Strategy.IMMEDIATELY:
+                        break
+            if strategy is Strategy.SKIP:
+                continue
+            groups.take(key)
+            if strategy is Strategy.AFTER_BACKOFF and self._group_backing_off(entity):
+                self._group_to(entity, BACKOFF)
+            else:
+                self._group_to_active(entity)
 
     def _retry_gated(self, key: GroupKey) -> None:
         entity, state = self._groups.take(key)

@@ -78,6 +78,7 @@ from scheduler.queue.nominator import Nominator
 from scheduler.queue.pod_group_paths import PodGroupPaths
 from scheduler.queue.pod_group_queue import PodGroupQueue, QueuedPodGroupInfo
 from scheduler.queue.queued_pod_info import QueuedPodInfo
+from scheduler.queue.queueing_strategy import Strategy
 from scheduler.queue.unschedulable_pods import (
     DEFAULT_POD_MAX_IN_UNSCHEDULABLE,
     UNSCHEDULABLE_FLUSH_INTERVAL,
@@ -112,14 +113,6 @@ class QueueProfile:
     pre_enqueue_plugins: Sequence[PreEnqueuePlugin] = field(default_factory=list)
     # plugin name -> the events it registered (EnqueueExtensions), each with its hint fn or None.
     hints: Mapping[str, Sequence[ClusterEventWithHint]] = field(default_factory=dict)
-
-
-class Strategy(Enum):
-    """Where a hint evaluation sends an unschedulable pod (upstream queueingStrategy)."""
-
-    SKIP = 0  # stay in unschedulablePods
-    AFTER_BACKOFF = 1  # backoffQ if still backing off, else activeQ
-    IMMEDIATELY = 2  # activeQ now (a Pending plugin said Queue)
 
 
 # The queue each strategy names (v1.37 strategyToQueueLabel).
@@ -667,7 +660,7 @@ class PriorityQueue(PodGroupPaths):
         if not self._is_event_of_interest(event):
             return
         if self._groups.where:
-            self._wake_gated_groups(event)
+            self._wake_gated_groups(event, old, new)
         if not self._unschedulable:  # no pod waits for a hint (every pod watch event comes here): as _move_pods
             self._active.add_event_if_any_in_flight(event, old, new)
             return

@@ -4,7 +4,7 @@ group, wait while it is in flight (pending) and come back with it; a deleted Pod
 from __future__ import annotations
 
 from scheduler.framework.status import Status, unresolvable, unschedulable
-from scheduler.framework.types import NODE_ADD, ClusterEventWithHint
+from scheduler.framework.types import NODE_ADD, ClusterEventWithHint, QueueingHint
 from scheduler.model.node import node_from_api
 from scheduler.model.pod import Pod
 from scheduler.model.workload import parse_pod_group
@@ -127,5 +127,32 @@ def test_a_gated_group_wakes_on_an_event_its_gating_plugin_registered() -> None:
     assert q.pop(timeout=0) is None and q.pod_group_entities()["gated"] == 1
     hold.holding = False
     q.node_added(node_from_api({"metadata": {"name": "n1"}}))
+    entity = q.pop(timeout=0)
+    assert isinstance(entity, QueuedPodGroupInfo) and entity.members[0].pod.name == "a"
+
+
+def test_a_gated_group_moves_only_when_a_members_rejectors_hint_says_queue() -> None:
+    """isEntityWorthRequeuing: the event reaches the gated group through its gating plugin's registration, then
+    the members' rejectors' hints decide (here the gating plugin's, which PreEnqueue made a rejector)."""
+    hold = Hold()
+    answers: list[QueueingHint] = []
+
+    def hint(pod: Pod, old: object, new: object) -> QueueingHint:
+        return answers.pop(0)
+
+    q = PriorityQueue(priority_less, {"default-scheduler": QueueProfile(
+        pre_enqueue_plugins=[hold], hints={"Hold": [ClusterEventWithHint(NODE_ADD, hint)]})}, clock=FakeClock(),
+        rank=priority_rank)
+    q.generic_workload = True
+    q.add_pod_group(parse_pod_group(group()))
+    q.add(make_pod().name("a").pod_group("g").obj())
+    assert q.pop(timeout=0) is None and q.pod_group_entities()["gated"] == 1
+    hold.holding = False
+    answers.append(QueueingHint.QUEUE_SKIP)
+    q.node_added(node_from_api({"metadata": {"name": "n1"}}))
+    assert not answers, "the member's rejector was asked"
+    assert q.pop(timeout=0) is None and q.pod_group_entities()["gated"] == 1, "Skip: PreEnqueue is not run again"
+    answers.append(QueueingHint.QUEUE)
+    q.node_added(node_from_api({"metadata": {"name": "n2"}}))
     entity = q.pop(timeout=0)
     assert isinstance(entity, QueuedPodGroupInfo) and entity.members[0].pod.name == "a"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,7 @@ from e2e.perf.runner import Options, log, per_process, round_order
 from e2e.perf.stats import batch_metrics
 from e2e.perf.suite import config
 from e2e.perf.suite.executor import Executor, Rest, Window
-from e2e.perf.suite.tracker import PodTracker
+from e2e.perf.suite.tracker import PodTracker, PodView
 
 DRA_CONTROLLERS = "serviceaccount-controller,resourceclaim-controller"
 
@@ -59,6 +59,8 @@ def cluster_flags(gates: Mapping[str, bool], opts: Options, kcm: bool) -> dict[s
     flags: dict[str, dict[str, str | None]] = {"kube-apiserver": api}
     if gate:
         api["feature-gates"] = gate
+    if config.serves_workload_api(gates):
+        api["runtime-config"] = ",".join(f"{v}=true" for v in config.WORKLOAD_API_VERSIONS)
     if kcm:
         kcm_flags: dict[str, str | None] = {"controllers": DRA_CONTROLLERS, "kube-api-qps": str(opts.qps),
                                             "kube-api-burst": str(opts.burst)}  # fmt: skip
@@ -83,6 +85,23 @@ class Probe:
                 "apiserver": procstat.cpu_seconds(self.api_pid) if self.api_pid else 0.0}  # fmt: skip
 
 
+def group_metrics(pods: Iterable[PodView], created: Mapping[str, float],
+                  bound: Mapping[str, float]) -> dict[str, Any]:  # fmt: skip
+    """PodGroups of a window's pods (``spec.schedulingGroup``): how many had every pod bound, and those per
+    second over the window's first creation -> the last group's completion (its last pod bound); nothing
+    when its pods belong to no group."""
+    members: dict[str, list[str]] = {}
+    for p in pods:
+        if p.group and p.key in created:
+            members.setdefault(f"{p.key.split('/', 1)[0]}/{p.group}", []).append(p.key)
+    if not members:
+        return {}
+    done = [max(bound[k] for k in keys) for keys in members.values() if all(k in bound for k in keys)]
+    span = max(done) - min(created.values()) if done else 0.0
+    return {"groups": len(members), "groups_bound": len(done),
+            "groups_per_second": round(len(done) / span, 2) if span > 0 else None}  # fmt: skip
+
+
 def window_row(w: Window, pid: int) -> dict[str, Any]:
     """The harness's metrics of one window: pods of its namespaces not yet bound at its start, created (or
     the window opened, whichever is later) -> bound."""
@@ -95,6 +114,7 @@ def window_row(w: Window, pid: int) -> dict[str, Any]:
         if p.bound is not None and p.bound <= w.result["stop"]:
             bound[p.key] = p.bound
     row = batch_metrics(created, bound, len(created))
+    row.update(group_metrics(w.result["pods"], created, bound))
     if w.steady:  # pods still in flight at the close are not missing: the drain after it saw them bound
         row["all_bound"] = bool(row["bound"]) and bool(w.result.get("drained"))
     before, after = w.probe, w.result["probe"]

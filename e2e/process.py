@@ -7,17 +7,20 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 
 def start_scheduler(
     kubeconfig: str | os.PathLike[str], log_path: str | os.PathLike[str], extra: Sequence[str] = (),
-    cwd: str | os.PathLike[str] | None = None,
+    cwd: str | os.PathLike[str] | None = None, feature_gates: Mapping[str, bool] | None = None,
 ) -> subprocess.Popen[bytes]:
     """Run the scheduler with this interpreter, logging JSON lines to `log_path`. Its secure port is off
     unless `extra` names one: the harnesses run several schedulers on one host, and 10259 is one port.
-    ``cwd``: run the ``scheduler`` package of another checkout (``-m`` imports from the working directory)."""
+    ``cwd``: run the ``scheduler`` package of another checkout (``-m`` imports from the working directory).
+    ``feature_gates`` become ``--feature-gates``, as for kube-scheduler (start_kube_scheduler)."""
+    if feature_gates:
+        extra = [*extra, "--feature-gates", gate_flag(feature_gates)]
     if not any(a == "--secure-port" or a.startswith("--secure-port=") for a in extra):
         extra = [*extra, "--secure-port", "0"]
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
@@ -25,6 +28,11 @@ def start_scheduler(
     env = {**os.environ, "KUBECONFIG": str(kubeconfig), "PYTHONUNBUFFERED": "1"}
     cmd = [sys.executable, "-m", "scheduler.app.cli", "run", "--kubeconfig", str(kubeconfig), *extra]
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=cwd)
+
+
+def gate_flag(gates: Mapping[str, bool]) -> str:
+    """``Gate=true,Other=false`` (sorted): every Kubernetes component's ``--feature-gates`` syntax."""
+    return ",".join(f"{name}={str(on).lower()}" for name, on in sorted(gates.items()))
 
 
 STARTED = "py-scheduler started"  # scheduler/app/server.py logs it once its caches are synced
@@ -68,12 +76,13 @@ def pid_runs(pid: int, binary: str) -> bool:
 def start_kube_scheduler(
     bin_dir: Path, kubeconfig: str | os.PathLike[str], workdir: Path, scheduler_name: str,
     plugins: dict[str, object] | None = None, qps: int = 50, burst: int = 100,
-    log_flags: Sequence[str] = ("--v=2",), secure_port: int = 0,
+    log_flags: Sequence[str] = ("--v=2",), secure_port: int = 0, feature_gates: Mapping[str, bool] | None = None,
 ) -> subprocess.Popen[bytes]:
     """Run upstream kube-scheduler (built by e2e/cluster) serving `scheduler_name`, for parity tests
     and benchmarks. `plugins` is a profile's `plugins` stanza; `log_flags` set klog's verbosity (the
     differential test reads per-plugin scores at --vmodule=schedule_one=10); `secure_port` (0: none)
-    serves /metrics there to anyone, as the metrics parity test reads it."""
+    serves /metrics there to anyone, as the metrics parity test reads it; `feature_gates` become its
+    ``--feature-gates`` (e2e.cluster's WORKLOAD_GATES for the Workload API)."""
     import json
 
     cfg = {
@@ -91,5 +100,7 @@ def start_kube_scheduler(
     if secure_port:
         serving = [f"--secure-port={secure_port}", "--bind-address=127.0.0.1",
                    "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"]
-    cmd = [str(bin_dir / "kube-scheduler"), f"--config={path}", *serving, *log_flags]
+    gates = gate_flag(feature_gates or {})
+    cmd = [str(bin_dir / "kube-scheduler"), f"--config={path}", *serving, *log_flags,
+           *([f"--feature-gates={gates}"] if gates else [])]
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

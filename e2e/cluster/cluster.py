@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from e2e.process import pid_runs
+from e2e.process import gate_flag, pid_runs
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -160,6 +160,32 @@ def override_flags(args: Sequence[str], overrides: Mapping[str, str | None]) -> 
             out.append(f"--{name}={value}")
     out.extend(f"--{name}={value}" for name, value in overrides.items() if name not in seen and value is not None)
     return out
+
+
+# API versions kube-apiserver v1.37 serves only when asked (--runtime-config), per gate that needs them: the
+# storage of workloads/podgroups also checks GenericWorkload, so both the gate and the version must be on.
+GATED_APIS = {"GenericWorkload": ("scheduling.k8s.io/v1beta1",), "CompositePodGroup": ("scheduling.k8s.io/v1alpha3",)}
+
+
+def served_apis(gates: Mapping[str, bool]) -> list[str]:
+    """``--runtime-config`` entries (``group/version=true``) for the API versions the enabled gates need."""
+    return [f"{gv}=true" for gate, versions in GATED_APIS.items() if gates.get(gate) for gv in versions]
+
+
+def parse_gates(spec: str) -> dict[str, bool]:
+    """``Gate=true,Other=false`` into a dict; ValueError on an entry that is not ``name=bool``."""
+    gates: dict[str, bool] = {}
+    for item in filter(None, (part.strip() for part in spec.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep or value.strip().lower() not in ("true", "false"):
+            raise ValueError(f"bad feature gate {item!r}: want Name=true|false")
+        gates[name.strip()] = value.strip().lower() == "true"
+    return gates
+
+
+# The gates of the Workload API as the live tests run them (kube-apiserver, kube-controller-manager and both
+# schedulers): pod groups and gang scheduling, topology-constrained placement.
+WORKLOAD_GATES = {"GenericWorkload": True, "TopologyAwareWorkloadScheduling": True}
 
 
 def _http_status(url: str, token: str | None = None, timeout: float = 2.0) -> int:
@@ -284,6 +310,7 @@ class LocalCluster:
         profiling: bool = False,
         flags: Mapping[str, Mapping[str, str | None]] | None = None,
         audit: bool = False,
+        feature_gates: Mapping[str, bool] | None = None,
     ) -> None:
         """``profiling`` serves kube-apiserver's /debug/pprof (the benchmark's ``--profile apiserver``).
 
@@ -293,12 +320,17 @@ class LocalCluster:
 
         ``flags`` overrides command-line flags per component (``{"kube-apiserver": {"bind-address":
         "0.0.0.0"}}``; None drops a flag): e2e-node's real kubelet needs an API server its pods can reach.
+
+        ``feature_gates`` go to kube-apiserver and kube-controller-manager, with the API groups they need served
+        (``served_apis``): ``{"GenericWorkload": True}`` serves scheduling.k8s.io/v1beta1's workloads and
+        podgroups and keeps pods' ``spec.schedulingGroup``. A running cluster is reused only with the same gates.
         """
         self.dir = Path(state_dir).resolve()
         self._bin_dir = Path(bin_dir) if bin_dir else None
         self._profiling = profiling
         self._audit = audit
         self._flags = {name: dict(values) for name, values in (flags or {}).items()}
+        self._gates = dict(sorted((feature_gates or {}).items()))
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
 
     # ---- paths and state ----
@@ -328,6 +360,16 @@ class LocalCluster:
         policy.write_text(AUDIT_POLICY)
         return [f"--audit-policy-file={policy}", f"--audit-log-path={self.audit_log}", "--audit-log-mode=blocking",
                 "--audit-log-format=json"]
+
+    def _gate_flags(self, gates: Mapping[str, bool] | None = None) -> list[str]:
+        """``--feature-gates`` for kube-apiserver and kube-controller-manager (none when no gate is set)."""
+        flag = gate_flag(self._gates if gates is None else gates)
+        return [f"--feature-gates={flag}"] if flag else []
+
+    def _runtime_config(self) -> list[str]:
+        """kube-apiserver's ``--runtime-config`` for the API versions the gates need (none otherwise)."""
+        apis = served_apis(self._gates)
+        return [f"--runtime-config={','.join(apis)}"] if apis else []
 
     def _pid_file(self, name: str) -> Path:
         return self.dir / "pids" / f"{name}.pid"
@@ -394,6 +436,10 @@ class LocalCluster:
         with self._lock():
             st = self.state()
             if st is not None and self.is_up():
+                if st.get("feature_gates", {}) != self._gates:
+                    raise ClusterError(f"the cluster in {self.dir} runs with feature gates "
+                                       f"{gate_flag(st.get('feature_gates', {})) or 'none'}, not "
+                                       f"{gate_flag(self._gates) or 'none'}: take it down first")
                 missing = [] if lean else [c for c in EXTRAS if not self._alive(c)]
                 if not missing:
                     _log(f"already up: {st['server']} (kubeconfig {self.kubeconfig})")
@@ -502,6 +548,7 @@ class LocalCluster:
             "etcd_data_dir": str(etcd_data),
             "tls_verified": has_ca,
             "lean": lean,
+            "feature_gates": self._gates,
             "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
         self._write_state(st)
@@ -528,6 +575,7 @@ class LocalCluster:
             "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
             "--allow-privileged=true", f"--profiling={str(self._profiling).lower()}",
             "--max-requests-inflight=400", "--max-mutating-requests-inflight=200", *self._audit_flags(),
+            *self._gate_flags(), *self._runtime_config(),
         ])  # fmt: skip
         self._wait("kube-apiserver", lambda: _http_status(f"{server}/readyz", token) == 200, 120)
         self._write_kubeconfig(st, pki / ("ca.crt" if has_ca else ""))
@@ -565,7 +613,7 @@ class LocalCluster:
                 "--kube-api-qps=100", "--kube-api-burst=200",
                 # kwok renews every node's lease; on a loaded 2-core machine a renewal can come late, and
                 # the default 50 s grace would taint a healthy simulated node unreachable (seen once in CI).
-                "--node-monitor-grace-period=3m",
+                "--node-monitor-grace-period=3m", *self._gate_flags(st.get("feature_gates")),
             ])  # fmt: skip
         if "kwok" in names:
             (kwok_port,) = _free_ports(1)
@@ -877,6 +925,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     up.add_argument("--lean", action="store_true", help="etcd + kube-apiserver only")
     up.add_argument("--no-build", action="store_true", help="do not run build.sh, only use its cache")
     up.add_argument("--nodes", type=int, default=0, metavar="N", help="also create N nodes")
+    up.add_argument("--feature-gates", default="", metavar="GATE=BOOL,...",
+                    help="for kube-apiserver and kube-controller-manager (GenericWorkload=true also serves "
+                         "scheduling.k8s.io/v1beta1); --workload is the Workload API's gates")
+    up.add_argument("--workload", action="store_true",
+                    help=f"the Workload API's gates: {gate_flag(WORKLOAD_GATES)}")
     down = sub.add_parser("down", parents=[common], help="stop and remove state")
     down.add_argument("--keep-logs", action="store_true")
     nodes = sub.add_parser("nodes", parents=[common, _node_options()], help="create fake nodes")
@@ -885,7 +938,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("status", parents=[common], help="print cluster.json; exit 1 when down")
     args = parser.parse_args(argv)
 
-    cluster = LocalCluster(args.dir)
+    gates: dict[str, bool] = {}
+    if args.cmd == "up":
+        try:
+            gates = {**(WORKLOAD_GATES if args.workload else {}), **parse_gates(args.feature_gates)}
+        except ValueError as e:
+            parser.error(str(e))
+    cluster = LocalCluster(args.dir, feature_gates=gates)
     try:
         if args.cmd == "up":
             cluster.up(lean=args.lean, build=not args.no_build)

@@ -164,20 +164,10 @@ def test_workload_api_sizes_and_skips(cases: dict[str, config.TestCase]) -> None
     assert (two.params["initNodes"], two.params["groups"], two.params["podsPerGroup"]) == (500.0, 100.0, 3.0)
     assert (two.nodes, two.pods) == (500, 300)
     assert config.workload_skip_reason(gang, gang.workload("10Nodes"), lambda g: "no gate") == "no gate"
-    assert "scheduling.k8s.io/v1alpha3" in str(config.case_skip_reason(cases["AlphaGang"]))
-    assert config.sizes(cases["AlphaGang"]) == {}
-    assert config.serves_workload_api(gang.gates(gang.workloads[0]))
-    assert not config.serves_workload_api(cases["SchedulingBasic"].gates(cases["SchedulingBasic"].workloads[0]))
-
-
-def test_workload_api_served_with_the_gate() -> None:
-    from e2e.perf.runner import Options
-    from e2e.perf.suite.run import cluster_flags
-
-    flags = cluster_flags({"GenericWorkload": True}, Options(), kcm=False)["kube-apiserver"]
-    assert flags["feature-gates"] == "GenericWorkload=true"
-    assert flags["runtime-config"] == "scheduling.k8s.io/v1beta1=true"
-    assert "runtime-config" not in cluster_flags({"GenericWorkload": False}, Options(), kcm=False)["kube-apiserver"]
+    # GenericWorkload serves v1beta1 only: a v1alpha3 PodGroup would be refused
+    alpha = cases["AlphaGang"]
+    assert "PodGroups of scheduling.k8s.io/v1alpha3" in str(config.workload_skip_reason(alpha, alpha.workloads[0]))
+    assert config.sizes(alpha) == {}
 
 
 def test_plan_judges_py_gates_only_for_py(cases: dict[str, config.TestCase], monkeypatch: pytest.MonkeyPatch) -> None:

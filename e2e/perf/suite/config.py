@@ -36,10 +36,6 @@ SUPPORTED_OPS = frozenset({
     "deletePods", "allocResourceClaims", "sleep", "startCollectingMetrics", "stopCollectingMetrics",
     "startCollectingProfile", "stopCollectingProfile", "createPodGroups",
 })  # fmt: skip
-WORKLOAD_API_GATE = "GenericWorkload"
-# The Workload API versions this harness asks kube-apiserver to serve when a case turns its gate on (beta
-# and alpha APIs are off by default); a case using another version is skipped with its name.
-WORKLOAD_API_VERSIONS = ("scheduling.k8s.io/v1beta1",)
 
 
 class ConfigError(ValueError):
@@ -267,14 +263,22 @@ def case_skip_reason(case: TestCase) -> str | None:
     unsupported = sorted(codes - SUPPORTED_OPS)
     if unsupported:
         return f"op {', '.join(unsupported)} is not interpreted by e2e/perf/suite yet"
-    for version in sorted(_api_versions(case) - set(WORKLOAD_API_VERSIONS)):
-        return f"creates objects of {version}, which this harness does not ask kube-apiserver to serve"
     return None
 
 
-def _api_versions(case: TestCase) -> set[str]:
-    """The scheduling.k8s.io versions of the objects its createPodGroups ops create (read from the templates
-    only for that group: the rest of the API is served by default)."""
+def _unserved(case: TestCase, gates: Mapping[str, bool]) -> str | None:
+    """Why kube-apiserver with these gates would refuse the case's PodGroups (LocalCluster serves only the
+    API versions its gates need), or None."""
+    from e2e.cluster.cluster import served_apis
+
+    served = {entry.removesuffix("=true") for entry in served_apis(gates)}
+    for version in sorted(_pod_group_versions(case) - served):
+        return f"creates PodGroups of {version}, which kube-apiserver does not serve with its gates"
+    return None
+
+
+def _pod_group_versions(case: TestCase) -> set[str]:
+    """The API versions of the objects its createPodGroups ops create (read from their templates)."""
     out = set()
     for op in case.ops:
         if op.get("opcode") == "createPodGroups" and op.get("templatePath"):
@@ -283,11 +287,6 @@ def _api_versions(case: TestCase) -> set[str]:
                 if line.startswith("apiVersion:"):
                     out.add(line.split(":", 1)[1].strip())
     return out
-
-
-def serves_workload_api(gates: Mapping[str, bool]) -> bool:
-    """Whether a workload with these gates needs the Workload API served."""
-    return bool(gates.get(WORKLOAD_API_GATE))
 
 
 GateCheck = Callable[[Mapping[str, bool]], str | None]
@@ -300,6 +299,9 @@ def workload_skip_reason(case: TestCase, w: UpstreamWorkload, gate_check: GateCh
     if reason:
         return reason
     gates = case.gates(w)
+    reason = _unserved(case, gates)
+    if reason:
+        return reason
     try:
         ops = resolve_ops(case, w.params)
     except ConfigError as e:  # upstream's patchParams fails such a workload too (none is labelled for a run)

@@ -29,12 +29,9 @@ from e2e.perf.stats import batch_metrics
 from e2e.perf.suite import config
 from e2e.perf.suite.executor import Executor, Rest, Window
 from e2e.perf.suite.tracker import PodTracker, PodView
+from e2e.process import gate_flag
 
 DRA_CONTROLLERS = "serviceaccount-controller,resourceclaim-controller"
-
-
-def gate_flag(gates: Mapping[str, bool]) -> str:
-    return ",".join(f"{k}={str(v).lower()}" for k, v in sorted(gates.items()))
 
 
 def py_gate_check(gates: Mapping[str, bool]) -> str | None:
@@ -53,20 +50,14 @@ def needs_claim_controller(case: config.TestCase) -> bool:
     return case.group.split("/")[0] == "dra"
 
 
-def cluster_flags(gates: Mapping[str, bool], opts: Options, kcm: bool) -> dict[str, dict[str, str | None]]:
-    gate = gate_flag(gates)
+def cluster_flags(opts: Options, kcm: bool) -> dict[str, dict[str, str | None]]:
+    """The lean control plane's flags beyond LocalCluster's (which adds the feature gates, and the API
+    versions they need, to kube-apiserver and kube-controller-manager)."""
     api: dict[str, str | None] = {"disable-admission-plugins": "ServiceAccount,TaintNodesByCondition,Priority"}
     flags: dict[str, dict[str, str | None]] = {"kube-apiserver": api}
-    if gate:
-        api["feature-gates"] = gate
-    if config.serves_workload_api(gates):
-        api["runtime-config"] = ",".join(f"{v}=true" for v in config.WORKLOAD_API_VERSIONS)
     if kcm:
-        kcm_flags: dict[str, str | None] = {"controllers": DRA_CONTROLLERS, "kube-api-qps": str(opts.qps),
+        flags["kube-controller-manager"] = {"controllers": DRA_CONTROLLERS, "kube-api-qps": str(opts.qps),
                                             "kube-api-burst": str(opts.burst)}  # fmt: skip
-        if gate:
-            kcm_flags["feature-gates"] = gate
-        flags["kube-controller-manager"] = kcm_flags
     return flags
 
 
@@ -145,7 +136,8 @@ def run_once(case: config.TestCase, size: config.Size, which: str, repeat: int, 
     run_dir = opts.out_dir / "logs" / f"{label.replace('/', '_')}" / f"{which}-{repeat}"
     run_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="py-scheduler-suite-") as tmp:
-        cluster = LocalCluster(Path(tmp) / "cluster", bin_dir=str(bin_dir), flags=cluster_flags(gates, opts, kcm))
+        cluster = LocalCluster(Path(tmp) / "cluster", bin_dir=str(bin_dir), flags=cluster_flags(opts, kcm),
+                               feature_gates=gates)  # fmt: skip
         tracker: PodTracker | None = None
         proc = None
         try:

@@ -36,13 +36,19 @@ from scheduler.framework.types import (
     ClusterEvent,
     EventResource,
 )
+from scheduler.model.errors import InvalidObjectError
 from scheduler.model.node import node_from_api
 from scheduler.model.pod import DEFAULT_SCHEDULER_NAME, Pod, pod_from_api, pod_uid
+from scheduler.model.workload import API_VERSION, KIND_POD_GROUP, KIND_WORKLOAD, parse_pod_group, pod_group_name_of
 from scheduler.schedule_one import SchedulerState
 
 log = structlog.get_logger(__name__)
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+
+# The object store's kinds of the Workload API's objects: group-qualified, as Coscheduling's "PodGroup" is taken.
+WORKLOAD_POD_GROUP_KIND = f"{API_VERSION.split('/')[0]}/{KIND_POD_GROUP}"
+WORKLOAD_KIND = f"{API_VERSION.split('/')[0]}/{KIND_WORKLOAD}"
 
 # What a handler returns: the labels of its scheduler_event_handling_duration_seconds samples.
 Labels = tuple[str, ...]
@@ -115,6 +121,8 @@ class EventHandlers(SchedulerState):
                 self._assumed_pod_deleted(pod)
             return _unscheduled_update_labels(unscheduled_pod_update_events(old, pod))
         self._pending[pod.uid] = pod
+        if self.cache.generic_workload:  # AddPodGroupMember / UpdatePodGroupMember
+            self.cache.pod_group_member_seen(pod)
         if old is None:
             self.queue.add(pod)
             return _UNSCHEDULED_POD_ADD
@@ -131,6 +139,10 @@ class EventHandlers(SchedulerState):
         bound for the first time (ours was only assumed) is the cache handler's add, as upstream's
         filtered informer handlers see the transition."""
         labels: Labels = ()
+        if self.cache.generic_workload and pod.pod_group_name:
+            self.cache.pod_group_member_seen(pod)
+            # GangScheduling's AssignedPod/Add hint: a bound member may complete a gang that waits at PreEnqueue.
+            self.queue.pod_group_member_assigned(pod)
         if pod.uid in self._pending:
             del self._pending[pod.uid]
             self.queue.delete(pod)
@@ -149,6 +161,10 @@ class EventHandlers(SchedulerState):
         cached copy alone, so no view is built for it."""
         uid = pod_uid(obj)
         self._pod_seen.pop(uid, None)
+        if self.cache.generic_workload:  # RemovePodGroupMember
+            meta = obj.get("metadata") or {}
+            self.cache.remove_pod_group_member(meta.get("namespace") or "default",
+                                               pod_group_name_of(obj.get("spec") or {}), uid)
         if uid in self._pending:
             pod = pod_from_api(obj, self._last_view(uid))
             self._pending_pod_deleted(pod)
@@ -231,6 +247,8 @@ class EventHandlers(SchedulerState):
         return self._handled(self._object_event(kind, type_, obj), start)
 
     def _object_event(self, kind: str, type_: str, obj: Mapping[str, Any]) -> Labels:
+        if kind == WORKLOAD_POD_GROUP_KIND:  # the edge delivers every watched kind through here
+            return self._pod_group_event(type_, obj)
         if type_ != DELETED and self._replayed(kind, obj):
             return ()
         for fwk in self.frameworks.values():
@@ -263,6 +281,46 @@ class EventHandlers(SchedulerState):
             return False
         held = self.objects.get(kind, *object_key(obj))
         return held is not None and (held.get("metadata") or {}).get("resourceVersion") == rv
+
+    def on_pod_group_event(self, type_: str, obj: Mapping[str, Any]) -> Labels:
+        """addPodGroup / updatePodGroup / deletePodGroup: a scheduling.k8s.io/v1beta1 PodGroup (GenericWorkload), to
+        the cache and the queue's forest, and to the object store under its own kind (not Coscheduling's)."""
+        start = time.perf_counter()
+        return self._handled(self._pod_group_event(type_, obj), start)
+
+    def _pod_group_event(self, type_: str, obj: Mapping[str, Any]) -> Labels:
+        if not self.cache.generic_workload:
+            return ()
+        if type_ != DELETED and self._replayed(WORKLOAD_POD_GROUP_KIND, obj):
+            return ()
+        try:
+            pg = parse_pod_group(obj)
+        except InvalidObjectError as exc:
+            log.error("PodGroup not understood; ignored", error=str(exc))
+            return ()
+        if type_ == DELETED:
+            self.objects.delete(WORKLOAD_POD_GROUP_KIND, obj)
+            self.cache.remove_pod_group(pg.namespace, pg.name)
+            self.queue.delete_pod_group(pg.namespace, pg.name)
+            return (make_event(EventResource.WORKLOAD_POD_GROUP, ActionType.DELETE).label,)
+        old = self.objects.upsert(WORKLOAD_POD_GROUP_KIND, obj)
+        self.cache.set_pod_group(pg)
+        if old is None:
+            self.queue.add_pod_group(pg)
+            return (make_event(EventResource.WORKLOAD_POD_GROUP, ActionType.ADD).label,)
+        self.queue.update_pod_group(pg)
+        return (make_event(EventResource.WORKLOAD_POD_GROUP, ActionType.UPDATE_OTHER).label,)
+
+    def on_workload_event(self, type_: str, obj: Mapping[str, Any]) -> Labels:
+        """A scheduling.k8s.io/v1beta1 Workload: kept in the object store for plugins (the scheduler places
+        PodGroups; a Workload is their template)."""
+        if not self.cache.generic_workload:
+            return ()
+        if type_ == DELETED:
+            self.objects.delete(WORKLOAD_KIND, obj)
+        else:
+            self.objects.upsert(WORKLOAD_KIND, obj)
+        return ()
 
     def on_group_pod_event(self, type_: str, obj: Mapping[str, Any]) -> None:
         """A pod of a pod group, from a watch that also sees terminal pods (Coscheduling's members)."""

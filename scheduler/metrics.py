@@ -35,6 +35,7 @@ PLUGIN_METRICS_SAMPLE_PERCENT = 10
 SCHEDULED, UNSCHEDULABLE, ERROR = "scheduled", "unschedulable", "error"
 BINDING = "binding"  # scheduler_goroutines{operation}
 POD = "pod"  # the entity type of scheduler_queued_entities / scheduler_queue_incoming_entities_total
+POD_GROUP_TYPE = "podgroup"  # the other entity type (GenericWorkload)
 POD_GROUP_MEMBER_QUEUES = ("incomplete", "pending")  # scheduler_pending_pods' queues of pod-group members
 SLI_ATTEMPTS_CAP = 15  # attempts label "15+" from there on (upstream getAttemptsLabel)
 
@@ -317,8 +318,8 @@ class Metrics:
             "in incompletePodGroupPods; 'pending' means number of pods in pendingPodGroupPods.",
             ["queue"], registry=r,
         )
-        # Upstream's queue creates these two series with the queue (pods of Workload API pod groups, which
-        # need GenericWorkload, off): here they stay 0.
+        # Upstream's queue creates these two series with the queue (pods of Workload API pod groups: 0 while
+        # GenericWorkload is off; refresh sets them when it is on).
         for queue in POD_GROUP_MEMBER_QUEUES:
             self.pending_pods.labels(queue).set(0)
         self.queued_entities = Gauge(
@@ -484,6 +485,58 @@ class Metrics:
     def hint_executed(self, plugin: str, event: str, hint: str, seconds: float) -> None:
         self.queueing_hint_duration.record((plugin, event, hint), seconds)
 
+    # ----- pod groups (registered only with GenericWorkload / TopologyAwareWorkloadScheduling on, as upstream)
+
+    def enable_pod_groups(self, topology: bool) -> None:
+        """Register the pod-group series (podgroup_*), and with ``topology`` the placement series."""
+        if hasattr(self, "podgroup_attempts"):
+            return
+        r = self.registry
+        self.podgroup_attempts = Counter(
+            "scheduler_podgroup_schedule_attempts_total",
+            "Number of attempts to schedule pod group, by the result. 'unschedulable' means a pod group could not be "
+            "scheduled, while 'error' means an internal scheduler problem.", ["result", "profile"], registry=r)
+        self.podgroup_attempt_duration = Histogram(
+            "scheduler_podgroup_scheduling_attempt_duration_seconds", "Pod group scheduling attempt latency in seconds",
+            ["result", "profile"], buckets=exponential_buckets(0.001, 2, 15), registry=r)
+        self.podgroup_algorithm_duration = Histogram(
+            "scheduler_podgroup_scheduling_algorithm_duration_seconds", "Pod group scheduling algorithm latency in "
+            "seconds", buckets=exponential_buckets(0.001, 2, 15), registry=r)
+        if topology:
+            self.generated_placements_total = Counter(
+                "scheduler_generated_placements_total",
+                "Number of candidate placements generated when scheduling pod groups.", ["profile"], registry=r)
+            self.placement_evaluations = Counter(
+                "scheduler_placement_evaluations_total",
+                "Number of candidate placements evaluated when scheduling pod groups, by result. 'feasible' means the "
+                "pod group fit into the placement, while 'infeasible' means it did not.", ["result", "profile"],
+                registry=r)
+            self.placement_evaluation_duration = Histogram(
+                "scheduler_placement_evaluation_duration_seconds",
+                "Latency in seconds of evaluating a single candidate placement when scheduling pod groups, by result. "
+                "'feasible' means the pod group fit into the placement, while 'infeasible' means it did not.",
+                ["result", "profile"], buckets=exponential_buckets(0.001, 2, 15), registry=r)
+
+    def pod_group_attempt(self, profile: str, result: str, seconds: float) -> None:
+        """result: scheduled, unschedulable, waiting_on_preemption or error."""
+        if hasattr(self, "podgroup_attempts"):
+            self.podgroup_attempts.labels(result, profile).inc()
+            self.podgroup_attempt_duration.labels(result, profile).observe(seconds)
+
+    def pod_group_algorithm_done(self, seconds: float) -> None:
+        if hasattr(self, "podgroup_algorithm_duration"):
+            self.podgroup_algorithm_duration.observe(seconds)
+
+    def generated_placements(self, profile: str, count: int) -> None:
+        if hasattr(self, "generated_placements_total"):
+            self.generated_placements_total.labels(profile).inc(count)
+
+    def placement_evaluated(self, profile: str, feasible: bool, seconds: float) -> None:
+        if hasattr(self, "placement_evaluations"):
+            result = "feasible" if feasible else "infeasible"
+            self.placement_evaluations.labels(result, profile).inc()
+            self.placement_evaluation_duration.labels(result, profile).observe(seconds)
+
     def algorithm_done(self, seconds: float) -> None:
         self._algorithm_values.append(seconds)
 
@@ -551,10 +604,23 @@ class Metrics:
         self.cache_size.labels("assumed_pods").set(cache.assumed_count())
         for queue_name, n in queue.lengths().items():
             self.pending_pods.labels(queue_name).set(n)
-            # Every queued entity is a pod here; upstream's series appears with its queue's first pod.
+            # Pods of no group are entities of type pod; upstream's series appears with its queue's first pod.
             if n or queue_name in self._entity_queues:
                 self._entity_queues.add(queue_name)
                 self.queued_entities.labels(queue_name, POD).set(n)
+        if getattr(queue, "generic_workload", False):
+            self._refresh_pod_groups(queue)
+
+    def _refresh_pod_groups(self, queue: Any) -> None:
+        """GenericWorkload: the members waiting for their PodGroup or for their group's cycle to end, and the
+        queued groups (a gated group counts as gated, as upstream's unschedulableEntities)."""
+        for queue_name, n in zip(POD_GROUP_MEMBER_QUEUES, queue.pod_group_member_counts(), strict=True):
+            self.pending_pods.labels(queue_name).set(n)
+        for queue_name, n in queue.pod_group_entities().items():
+            key = f"{POD_GROUP_TYPE}/{queue_name}"
+            if n or key in self._entity_queues:
+                self._entity_queues.add(key)
+                self.queued_entities.labels(queue_name, POD_GROUP_TYPE).set(n)
         self._set_all(self.inflight_events, {(e,): n for e, n in queue.in_flight_counts().items()})
         self._set_all(self.unschedulable_pods, queue.unschedulable_by_plugin())
 

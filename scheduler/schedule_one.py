@@ -66,6 +66,7 @@ from scheduler.framework.status import error as error_status
 from scheduler.framework.types import NodeInfo
 from scheduler.metrics import Metrics
 from scheduler.model.pod import Pod
+from scheduler.queue.pod_group_queue import QueuedPodGroupInfo
 from scheduler.queue.queued_pod_info import QueuedPodInfo
 from scheduler.queue.scheduling_queue import PriorityQueue
 
@@ -205,6 +206,10 @@ class SchedulingAlgorithm:
         # False: a batched walk that found a feasible node leaves the rejected nodes out of the diagnosis' map
         # (only counted): the pod fits, so no message, requeue or preemption reads their statuses.
         self.list_rejections_on_success = True
+        # A pod group's cycle evaluating a placement (TopologyAwareWorkloadScheduling): the nodes it may use, whose
+        # positions are not the snapshot's (so the batch, which remembers by position, stays out); None: all nodes.
+        self.placement_nodes: Sequence[NodeInfo] | None = None
+        self.placement_names: frozenset[str] = frozenset()
         self._latest_num_to_find: tuple[tuple[int | None, int, bool] | None, int] = (None, 0)
         self.configure(percentage_of_nodes_to_score, extenders, batching)
 
@@ -230,7 +235,8 @@ class SchedulingAlgorithm:
     ) -> ScheduleResult:
         """Choose a node. Raises NoNodesAvailableError, FitError (no node fits; the diagnosis
         says why per node) or FrameworkError (a plugin errored)."""
-        all_nodes = snapshot.list()  # read-only; the snapshot changes only at the next cycle start
+        # read-only; the snapshot changes only at the next cycle start (a pod group's cycle: its placement's nodes)
+        all_nodes = snapshot.list() if self.placement_nodes is None else self.placement_nodes
         if not all_nodes:
             raise NoNodesAvailableError()
         feasible, diagnosis, positions = self.find_nodes_that_fit_pod(fwk, state, pod, snapshot, all_nodes, nominator)
@@ -315,7 +321,7 @@ class SchedulingAlgorithm:
 
         Nodes holding nominated pods that count for this pod (priority >= its own) get the two-pass
         filter afresh, as in the per-node walk; the batch answers for every other node."""
-        if not self.batching or self.extenders or not fwk.has_filter_plugins():
+        if not self.batching or self.extenders or not fwk.has_filter_plugins() or self.placement_nodes is not None:
             return None
         signature = fwk.sign_pod(pod)
         if signature is None:
@@ -410,7 +416,7 @@ class SchedulingAlgorithm:
         """Try status.nominatedNodeName alone first: after preemption it is likely the only fit.
         Errors here are ignored (upstream logs them) and the full search runs instead."""
         node_info = snapshot.get(pod.nominated_node_name)
-        if node_info is None:
+        if node_info is None or (self.placement_nodes is not None and node_info.name not in self.placement_names):
             return []
         feasible, failure = self._filter_nodes(fwk, state, pod, diagnosis, [node_info], nominator)
         if failure is not None:
@@ -685,6 +691,8 @@ class ScheduleOne(SchedulerState):
 
         def run_decided_parked(self) -> None: ...
 
+        def schedule_one_pod_group(self, entity: QueuedPodGroupInfo) -> None: ...
+
     def schedule_one(self, timeout: float | None = None) -> bool:
         """ScheduleOne: pop one pod and run its scheduling cycle. False when nothing was popped.
 
@@ -695,6 +703,11 @@ class ScheduleOne(SchedulerState):
         if qpi is None:
             return False
         self.apply_next_config()
+        if isinstance(qpi, QueuedPodGroupInfo):
+            self.schedule_one_pod_group(qpi)
+            if self.parked:
+                self.run_decided_parked()
+            return True
         pod = qpi.pod
         fwk = self.frameworks.get(pod.scheduler_name)
         if fwk is None:
@@ -733,6 +746,14 @@ class ScheduleOne(SchedulerState):
             return
         if self.metrics is not None:
             self.metrics.algorithm_done(self.clock() - start)
+        self.prepare_for_binding_cycle(fwk, state, qpi, result, cycle, start)
+
+    def prepare_for_binding_cycle(self, fwk: Framework, state: CycleState, qpi: QueuedPodInfo, result: ScheduleResult,
+                                  cycle: int, start: float) -> bool:
+        """prepareForBindingCycle: assume the pod on the chosen node, Reserve and Permit, then hand it to the binding
+        cycle (True); a failure is handled (handleSchedulingFailure) and False returned. A pod group's members come
+        here once their group's cycle succeeded."""
+        pod = qpi.pod
         host = result.suggested_host
         assumed = pod.with_node(host)
         self.queue.nominator.delete_nominated_pod_if_exists(pod)
@@ -740,23 +761,24 @@ class ScheduleOne(SchedulerState):
             self.cache.assume_pod(assumed)
         except Exception as exc:
             self.handle_scheduling_failure(fwk, qpi, error_status(exc), cycle, start, message=str(exc), plugins=set())
-            return
+            return False
         reserve = fwk.run_reserve_plugins_reserve(state, assumed, host)
         if reserve is not None and reserve.code != Code.SUCCESS:
             self._undo(fwk, state, assumed, host)
             self.handle_scheduling_failure(fwk, qpi, reserve, cycle, start, message=reserve.message,
                                            plugins={reserve.plugin} - {""})
-            return
+            return False
         permit = fwk.run_permit_plugins(state, assumed, host)
         if permit is not None and permit.code not in (Code.SUCCESS, Code.WAIT):
             self._undo(fwk, state, assumed, host)
             self.handle_scheduling_failure(fwk, qpi, permit, cycle, start, message=permit.message,
                                            plugins={permit.plugin} - {""})
-            return
+            return False
         if self.observer is not None:
             self.observer.scheduled(pod, host, result.diagnosis.node_to_status)
         self.start_binding_cycle(fwk, state, qpi, assumed, host, cycle, start,
                                  permit is not None and permit.code == Code.WAIT)
+        return True
 
     def _undo(self, fwk: Framework, state: CycleState, assumed: Pod, host: str) -> None:
         fwk.run_reserve_plugins_unreserve(state, assumed, host)

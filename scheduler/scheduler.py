@@ -31,6 +31,7 @@ from scheduler.framework.batch import plugins_without_sign_pod
 from scheduler.framework.extender import Extender
 from scheduler.framework.features import Features
 from scheduler.framework.interface import CycleObserver, PodGroupWriter
+from scheduler.framework.podgroup import PodGroupStatusWriter
 from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
 from scheduler.framework.runtime import Framework, FrameworkOptions, Plugins
 from scheduler.framework.runtime.permit_timer import PermitTimer
@@ -43,6 +44,7 @@ from scheduler.model.pod import Pod
 from scheduler.queue.scheduling_queue import PriorityQueue
 from scheduler.reconfigure import Reconfigure, queue_profiles
 from scheduler.schedule_one import ScheduleOne, SchedulingAlgorithm
+from scheduler.schedule_one_podgroup import SchedulePodGroup
 from scheduler.workerpool import BatchWorker, Slots, WorkerPool
 
 log = structlog.get_logger(__name__)
@@ -57,7 +59,7 @@ class NoAPIWriterError(RuntimeError):
 BIND_BATCH_MOST = 32
 
 
-class Scheduler(EventHandlers, ScheduleOne, BindingCycle, Reconfigure):
+class Scheduler(EventHandlers, ScheduleOne, SchedulePodGroup, BindingCycle, Reconfigure):
     def __init__(
         self,
         config: SchedulerConfiguration,
@@ -77,15 +79,18 @@ class Scheduler(EventHandlers, ScheduleOne, BindingCycle, Reconfigure):
         clock: Callable[[], float] = time.monotonic,
         podgroup_writer: PodGroupWriter | None = None,
         features: Features | None = None,
+        pod_group_status_writer: PodGroupStatusWriter | None = None,
     ) -> None:
         """``writer`` makes preemption's and VolumeBinding's API writes; without one they fail with an
         error status. ``observer`` sees every attempt's outcome (simulate, --record-results);
         ``cycle_observer`` every plugin's result in it (framework/results.py's recorder). ``podgroup_writer``
         keeps PodGroup status and events current (Coscheduling); without one they are not written.
-        ``features``: the feature gates, v1.37's defaults if None."""
+        ``features``: the feature gates, v1.37's defaults if None. ``pod_group_status_writer`` writes the Workload
+        API's PodGroup conditions (GenericWorkload); without one they are not written."""
         self.features = features if features is not None else Features()
         self.config = config
         self.podgroup_writer = podgroup_writer
+        self.pod_group_status_writer = pod_group_status_writer
         self.binder = binder
         self.writer = writer
         # Plugin state shared by all profiles and kept across reloads (shared_plugin_state).
@@ -98,6 +103,9 @@ class Scheduler(EventHandlers, ScheduleOne, BindingCycle, Reconfigure):
         self.metrics = metrics
         self.clock = clock
         self.cache = Cache(ttl=config.assumed_pod_ttl_seconds, clock=clock)
+        self.cache.generic_workload = self.features.enable_generic_workload
+        if metrics is not None and self.features.enable_generic_workload:
+            metrics.enable_pod_groups(self.features.enable_topology_aware_workload_scheduling)
         self.objects = ObjectStore()
         self.snapshot = Snapshot()
         self.frameworks = self.build_frameworks(config, registry)
@@ -114,6 +122,7 @@ class Scheduler(EventHandlers, ScheduleOne, BindingCycle, Reconfigure):
             hint_metrics=metrics.hint_executed if metrics is not None else None,
             pre_enqueue_metrics=metrics.pre_enqueue_ran if metrics is not None else None,
         )
+        self.queue.generic_workload = self.features.enable_generic_workload
         self.algorithm = SchedulingAlgorithm(
             percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
             rng=self.rng,
@@ -145,6 +154,7 @@ class Scheduler(EventHandlers, ScheduleOne, BindingCycle, Reconfigure):
         options = FrameworkOptions(
             scheduler=self, snapshot=self.snapshot, objects=self.objects, parallelism=config.parallelism,
             rng=self.rng, features=self.features, podgroup_writer=self.podgroup_writer,
+            pod_group_manager=self.cache if self.features.enable_generic_workload else None,
         )
         out: dict[str, Framework] = {}
         for p in config.profiles:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from scheduler import KUBE_SCHEDULER_TARGET, version
 from scheduler.app import logging as sched_logging
 from scheduler.app import plugin_modules
+from scheduler.config.defaults import set_workload_gates
 from scheduler.dashboard import command as dashboard
 from scheduler.framework.features import Features, parse_feature_gates
 from scheduler.serving import endpoints
@@ -251,10 +252,13 @@ def _capacity(args: argparse.Namespace) -> int:
 
 
 def _feature_gates(spec: str) -> Features:
+    """--feature-gates; the workload gates also change the default profile (set before any config is loaded)."""
     try:
-        return parse_feature_gates(spec)
+        features = parse_feature_gates(spec)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
+    set_workload_gates(features.enable_generic_workload, features.enable_topology_aware_workload_scheduling)
+    return features
 
 
 KUBECONFIG_HELP = "kubeconfig file (default: $KUBECONFIG, else in-cluster)"

@@ -17,10 +17,12 @@ from dataclasses import dataclass
 import structlog
 
 from scheduler.cache.node_tree import NodeTree
+from scheduler.cache.podgroupstate import PodGroupObjects, PodGroupStates
 from scheduler.cache.snapshot import Snapshot
 from scheduler.framework.types import ImageStateSummary, NodeInfo
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
+from scheduler.model.workload import PodGroup
 
 log = structlog.get_logger(__name__)
 
@@ -59,6 +61,10 @@ class Cache:
         self._pods: dict[str, _PodState] = {}  # by uid, bound and assumed
         self._assumed: set[str] = set()
         self._images: dict[str, ImageStateSummary] = {}  # image name -> summary shared by NodeInfos
+        # GenericWorkload: the pod groups' member states and PodGroup objects (podgroupstate.py); untouched while the
+        # gate is off (``generic_workload``), so pods pay nothing for it.
+        self.generic_workload = False
+        self._pod_groups = PodGroupStates()
 
     # --- nodes --------------------------------------------------------------------------------
 
@@ -249,6 +255,8 @@ class Cache:
             if pod.uid in self._pods:
                 raise CacheError(f"pod {pod.key}({pod.uid}) is in the cache, so can't be assumed")
             self._add(pod, assumed=True)
+            if self.generic_workload and pod.pod_group_name:
+                self._pod_group_assumed(pod)
 
     def finish_binding(self, pod: Pod, now: float | None = None) -> None:
         """Binding ended (either way): from now the assumed pod may expire, if a TTL is set."""
@@ -275,6 +283,10 @@ class Cache:
             if pod.uid not in self._assumed:
                 raise CacheError(f"pod {pod.key}({pod.uid}) is not assumed, so it cannot be removed or forgotten")
             self._remove(state.pod)
+            if self.generic_workload and pod.pod_group_name:
+                st = self._pod_groups.lookup((pod.namespace, pod.pod_group_name))
+                if st is not None:
+                    st.forget_pod(pod.uid)
 
     def is_assumed(self, uid: str) -> bool:
         """Without the lock: one set lookup is atomic under the GIL, and answers as it would just before or after
@@ -299,6 +311,71 @@ class Cache:
                     expired.append(state.pod)
                     self._remove(state.pod)
             return expired
+
+    # --- pod groups (GenericWorkload; upstream cache.go's *PodGroupMember and *PodGroup) ------------------
+
+    def pod_group_member_seen(self, pod: Pod) -> None:
+        """A member's add or update event (pending or bound): AddPodGroupMember, or UpdatePodGroupMember against
+        the version the state holds."""
+        group = pod.pod_group_name
+        if not group:
+            return
+        with self._lock:
+            st = self._pod_groups.state((pod.namespace, group))
+            held = st.pod(pod.uid)
+            if held is not None:
+                st.update_pod(held, pod)
+            else:
+                st.add_pod(pod)
+
+    def remove_pod_group_member(self, namespace: str, group: str, uid: str) -> None:
+        """RemovePodGroupMember: the member ``uid`` of ``group`` ("" for none) was deleted."""
+        if not group:
+            return
+        with self._lock:
+            key = (namespace, group)
+            st = self._pod_groups.lookup(key)
+            if st is not None:
+                st.delete_pod(uid)
+                self._pod_groups.drop_if_empty(key)
+
+    def _pod_group_assumed(self, pod: Pod) -> None:
+        st = self._pod_groups.lookup((pod.namespace, pod.pod_group_name))
+        if st is None:  # assumed before its add event was seen (upstream records the pod with the state)
+            st = self._pod_groups.state((pod.namespace, pod.pod_group_name))
+            st.add_pod(pod.with_node(""))
+        st.assume_pod(pod)
+
+    def set_pod_group(self, pod_group: PodGroup) -> None:
+        """AddPodGroup / UpdatePodGroup."""
+        with self._lock:
+            self._pod_groups.state((pod_group.namespace, pod_group.name)).set_pod_group(pod_group)
+
+    def remove_pod_group(self, namespace: str, name: str) -> None:
+        """RemovePodGroup: the object is gone; the state stays while members remain."""
+        with self._lock:
+            st = self._pod_groups.lookup((namespace, name))
+            if st is not None:
+                st.set_pod_group(None)
+                self._pod_groups.drop_if_empty((namespace, name))
+
+    def pod_group_states(self) -> PodGroupStates:
+        """The live states (PodGroupManager): read on the scheduling thread, as upstream's plugins read the cache."""
+        return self._pod_groups
+
+    def pod_groups(self) -> PodGroupObjects:
+        return PodGroupObjects(self._pod_groups)
+
+    def _update_pod_group_snapshot(self, snapshot: Snapshot) -> None:
+        """updatePodGroupStateSnapshot: drop states gone from the cache, clone those whose generation moved."""
+        held = snapshot.pod_group_states_data
+        live = self._pod_groups
+        for key in [k for k, _ in held.items() if live.lookup(k) is None]:
+            held.remove(key)
+        for key, st in live.items():
+            mine = held.lookup(key)
+            if mine is None or mine.generation != st.generation:
+                held.put(key, st.clone())
 
     # --- relist reconciliation ----------------------------------------------------------------
 
@@ -332,6 +409,11 @@ class Cache:
         SnapshotInconsistentError after repairing the snapshot if it disagreed with the node tree.
         """
         with self._lock:
+            if self.generic_workload:
+                left = snapshot.forget_all_assumed_pods()
+                if left:
+                    log.error("Found assumed pods in the snapshot that were not forgotten", assumedPodsCount=left)
+                self._update_pod_group_snapshot(snapshot)
             since = snapshot.generation
             nodes = self._nodes
             rebuild_all = False

@@ -11,7 +11,10 @@ import builtins
 from bisect import bisect_left
 from collections.abc import Sequence, Set
 
+from scheduler.cache.podgroupstate import PodGroupObjects, PodGroupStates
+from scheduler.framework.podgroup import Placement
 from scheduler.framework.types import NodeInfo
+from scheduler.model.pod import Pod
 
 
 class Snapshot:
@@ -26,13 +29,18 @@ class Snapshot:
         "_affinity_at",
         "_anti_affinity",
         "_anti_affinity_at",
+        "_assumed",
         "_changed",
         "_epoch",
         "_infos",
         "_list",
+        "_placement",
+        "_placement_names",
+        "_pod_group_objects",
         "_pos",
         "_pvc_users",
         "generation",
+        "pod_group_states_data",
     )
 
     def __init__(self) -> None:
@@ -50,6 +58,13 @@ class Snapshot:
         # (epoch): opportunistic batching re-evaluates just those.
         self._epoch = 0
         self._changed: builtins.list[int] = []
+        # GenericWorkload: clones of the cache's pod-group states (Cache.update_snapshot), the pods the pod-group
+        # cycle assumed here (LIFO, by uid: the pod as assumed), and the placement it evaluates (None: all nodes).
+        self.pod_group_states_data = PodGroupStates()
+        self._pod_group_objects = PodGroupObjects(self.pod_group_states_data)
+        self._assumed: dict[str, Pod] = {}
+        self._placement: Placement | None = None
+        self._placement_names: frozenset[str] = frozenset()
 
     # --- SharedLister -------------------------------------------------------------------------
 
@@ -90,6 +105,105 @@ class Snapshot:
             self._epoch += 1
             self._changed = []
         self._changed.append(self._pos[name])
+
+    # --- PodGroupManager (framework.podgroup) ------------------------------------------------------
+
+    def pod_group_states(self) -> PodGroupStates:
+        return self.pod_group_states_data
+
+    def pod_groups(self) -> PodGroupObjects:
+        return self._pod_group_objects
+
+    # --- the pod-group cycle's assume and forget (upstream Snapshot.AssumePod / ForgetPod) ----------
+
+    def assume_pod(self, pod: Pod) -> None:
+        """Put an assumed member (``pod.node_name`` set) on its node in this snapshot only (the cache's copy does
+        not change), the affinity lists and claim counts in step; its group's state counts it as assumed. Undone
+        by ``forget_pod``, last assumed first."""
+        info = self._infos.get(pod.node_name)
+        if info is None:
+            raise KeyError(f"node {pod.node_name!r} not found in the snapshot")
+        self._mutate(info, pod, add=True)
+        self._assumed[pod.uid] = pod
+        group = pod.pod_group_name
+        if group:
+            st = self.pod_group_states_data.lookup((pod.namespace, group))
+            if st is not None:
+                st.assume_pod(pod)
+
+    def forget_pod(self, pod: Pod) -> None:
+        """Undo ``assume_pod`` of this pod (by uid)."""
+        assumed = self._assumed.pop(pod.uid, None)
+        if assumed is None:
+            raise KeyError(f"pod {pod.key} was not assumed in the snapshot")
+        info = self._infos.get(assumed.node_name)
+        if info is not None:
+            self._mutate(info, assumed, add=False)
+        group = assumed.pod_group_name
+        if group:
+            st = self.pod_group_states_data.lookup((assumed.namespace, group))
+            if st is not None:
+                st.forget_pod(assumed.uid)
+
+    def forget_all_assumed_pods(self) -> int:
+        """Forget what a cycle left assumed (a bug upstream logs); returns how many."""
+        left = builtins.list(self._assumed.values())
+        for pod in reversed(left):
+            self.forget_pod(pod)
+        return len(left)
+
+    def _mutate(self, info: NodeInfo, pod: Pod, add: bool) -> None:
+        """The node's generation moves (upstream keeps it): plugins here remember per-node results by it."""
+        if info.pvc_ref_counts:
+            self._count_pvcs(info, -1)
+        if add:
+            info.add_pod(pod)
+        else:
+            info.remove_pod(pod)
+        if info.pvc_ref_counts:
+            self._count_pvcs(info, 1)
+        if info.name in self._pos:
+            self.patch(info.name, info)
+
+    # --- placements (upstream Snapshot.GetPlacement, AssumePlacement, ForgetPlacement, ...InPlacement) ---
+
+    def get_placement(self) -> Placement | None:
+        return self._placement
+
+    def assume_placement(self, placement: Placement | None) -> None:
+        """Limit the candidates to the placement's nodes (the snapshot's own NodeInfos). One holding every node
+        is no limit; raises ValueError, with no placement set, for a node not in the snapshot or another object."""
+        if placement is None or len(placement.nodes) == len(self._list):
+            self.forget_placement()
+            return
+        names = set()
+        for info in placement.nodes:
+            held = self._infos.get(info.name)
+            if held is None:
+                self.forget_placement()
+                raise ValueError(f"node {info.name} in placement is not present in snapshot")
+            if held is not info:
+                self.forget_placement()
+                raise ValueError(f"node {info.name} in placement is not the same instance as in the snapshot")
+            names.add(info.name)
+        self._placement = placement
+        self._placement_names = frozenset(names)
+
+    def forget_placement(self) -> None:
+        self._placement = None
+        self._placement_names = frozenset()
+
+    def list_nodes_in_placement(self) -> Sequence[NodeInfo]:
+        """The placement's nodes, or every node (``list()``) when none is assumed."""
+        return self._list if self._placement is None else self._placement.nodes
+
+    def num_nodes_in_placement(self) -> int:
+        return len(self._list) if self._placement is None else len(self._placement.nodes)
+
+    def get_node_in_placement(self, name: str) -> NodeInfo | None:
+        if self._placement is not None and name not in self._placement_names:
+            return None
+        return self._infos.get(name)
 
     # --- volumes ------------------------------------------------------------------------------
 

@@ -15,8 +15,39 @@ from scheduler.plugins.names import IN_TREE_PLUGINS, PluginSpec
 # Plugins upstream removed from v1 configs: naming them is an error there ("was invalid in version").
 INVALID_IN_V1: frozenset[str] = frozenset({"AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits"})
 
-# Upstream's default MultiPoint list, in order (getDefaultPlugins; a view of the table).
+# Upstream's default MultiPoint list, in order (getDefaultPlugins; a view of the table), with its gates at their
+# v1.37 defaults.
 DEFAULT_MULTIPOINT: tuple[PluginSpec, ...] = tuple(p for p in IN_TREE_PLUGINS if p.default_weight is not None)
+_BY_NAME = {p.name: p for p in IN_TREE_PLUGINS}
+
+# applyFeatureGates' workload part, process-wide as upstream's DefaultFeatureGate: set from --feature-gates before
+# any configuration is loaded (set_workload_gates).
+_workload_gates = (False, False)
+
+
+def set_workload_gates(generic_workload: bool, topology_aware: bool) -> None:
+    """GenericWorkload appends GangScheduling to the default MultiPoint set; TopologyAwareWorkloadScheduling
+    TopologyPlacementGenerator and PodGroupPodsCount (weight 1), as upstream's applyFeatureGates."""
+    global _workload_gates
+    _workload_gates = (generic_workload, topology_aware)
+
+
+def default_multipoint() -> tuple[PluginSpec, ...]:
+    """DEFAULT_MULTIPOINT with the plugins the workload gates in force add."""
+    generic, topology = _workload_gates
+    if not generic and not topology:
+        return DEFAULT_MULTIPOINT
+    extra: list[PluginSpec] = []
+    if generic:
+        extra.append(_with_weight(_BY_NAME["GangScheduling"], 0))
+    if topology:
+        extra += [_with_weight(_BY_NAME["TopologyPlacementGenerator"], 0),
+                  _with_weight(_BY_NAME["PodGroupPodsCount"], 1)]
+    return DEFAULT_MULTIPOINT + tuple(extra)
+
+
+def _with_weight(spec: PluginSpec, weight: int) -> PluginSpec:
+    return PluginSpec(spec.name, spec.points, weight)
 
 
 def extension_points_of_class(cls: type) -> frozenset[str]:
@@ -38,7 +69,7 @@ def expand_default_plugins() -> dict[str, list[tuple[str, int]]]:
     Score weights are the MultiPoint weights; other points carry weight 0.
     """
     out: dict[str, list[tuple[str, int]]] = {p: [] for p in EXTENSION_POINTS}
-    for plugin in DEFAULT_MULTIPOINT:
+    for plugin in default_multipoint():
         for point in EXTENSION_POINTS:
             if point in plugin.points:
                 out[point].append((plugin.name, (plugin.default_weight or 1) if point == "score" else 0))

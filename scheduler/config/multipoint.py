@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.config.args import API_VERSION, check_keys, named_items, want_int, want_map
-from scheduler.config.defaults import DEFAULT_MULTIPOINT, INVALID_IN_V1, extension_points_of_class
+from scheduler.config.defaults import INVALID_IN_V1, default_multipoint, extension_points_of_class
 from scheduler.config.errors import ErrorList
 from scheduler.config.registry import DeclaresExtensionPoints, PluginNotAvailable, Registry
 from scheduler.config.types import EXTENSION_POINTS, MAX_NODE_SCORE, MAX_TOTAL_SCORE, WEIGHTED_POINTS, PluginRef
@@ -130,7 +130,7 @@ class PluginResolver:
         replaced: set[int] = set()
         multipoint: list[_Entry] = []
         if "*" not in mp_disabled:
-            for default in DEFAULT_MULTIPOINT:
+            for default in default_multipoint():
                 name = default.name
                 if name in mp_disabled:
                     continue

@@ -17,15 +17,21 @@ class Features:
     """enable_async_preemption: victims are evicted off the scheduling thread (SchedulerAsyncPreemption,
     beta and on by default since 1.33). enable_storage_capacity_scoring: VolumeBinding scores nodes by
     the free storage of the pod's classes (StorageCapacityScoring, beta and on since 1.37; off, it neither
-    scores nor accepts a shape, as v1.34)."""
+    scores nor accepts a shape, as v1.34). enable_generic_workload: the Workload API's pod groups are queued and
+    placed as groups (GenericWorkload, beta, off). enable_topology_aware_workload_scheduling: a group's cycle
+    tries the PlacementGenerate plugins' placements (TopologyAwareWorkloadScheduling, alpha, off)."""
 
     enable_async_preemption: bool = True
     enable_storage_capacity_scoring: bool = True
+    enable_generic_workload: bool = False
+    enable_topology_aware_workload_scheduling: bool = False
 
 
 # gate name -> Features field
 GATES = {"SchedulerAsyncPreemption": "enable_async_preemption",
-         "StorageCapacityScoring": "enable_storage_capacity_scoring"}
+         "StorageCapacityScoring": "enable_storage_capacity_scoring",
+         "GenericWorkload": "enable_generic_workload",
+         "TopologyAwareWorkloadScheduling": "enable_topology_aware_workload_scheduling"}
 
 
 def parse_feature_gates(spec: str, base: Features | None = None) -> Features:

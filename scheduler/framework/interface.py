@@ -20,6 +20,16 @@ from scheduler.config.types import EXTENSION_POINT_METHODS, MAX_NODE_SCORE
 from scheduler.framework.extender import Extender
 from scheduler.framework.features import Features
 from scheduler.framework.listers import SharedLister
+from scheduler.framework.podgroup import (
+    Placement,
+    PlacementProgress,
+    PlacementScore,
+    PodGroupAssignments,
+    PodGroupInfo,
+    PodGroupManager,
+    PodGroupPostFilterResult,
+    PodGroupSchedulingFunc,
+)
 from scheduler.framework.status import Status
 from scheduler.framework.types import ClusterEventWithHint, NodeInfo
 from scheduler.model.node import Node
@@ -53,7 +63,8 @@ _new_state = object.__new__
 class CycleState:
     """Per-cycle plugin scratch space. Cloned for the nominated-pods pass and preemption dry runs."""
 
-    __slots__ = ("_data", "record_plugin_metrics", "skip_filter_plugins", "skip_pre_bind_plugins", "skip_score_plugins")
+    __slots__ = ("_data", "_placement_state", "_pod_group_cycle", "record_plugin_metrics", "skip_filter_plugins",
+                 "skip_pre_bind_plugins", "skip_score_plugins")
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
@@ -64,6 +75,10 @@ class CycleState:
         self.skip_pre_bind_plugins: frozenset[str] = _NO_PLUGINS
         # This cycle times every plugin call (upstream samples 10 % of cycles for plugin durations).
         self.record_plugin_metrics = False
+        # The pod-group cycle (GenericWorkload): upstream's framework.CycleState is also the PodGroupCycleState and
+        # the PlacementCycleState, so these are CycleStates too; None outside a pod group's cycle.
+        self._pod_group_cycle: CycleState | None = None
+        self._placement_state: CycleState | None = None
 
     def read(self, key: str) -> Any:
         """Raise KeyError when a plugin's PreFilter/PreScore did not run (an Error status upstream)."""
@@ -87,7 +102,34 @@ class CycleState:
         c.skip_score_plugins = set(self.skip_score_plugins)
         c.skip_pre_bind_plugins = self.skip_pre_bind_plugins
         c.record_plugin_metrics = self.record_plugin_metrics
+        c._pod_group_cycle = self._pod_group_cycle
+        c._placement_state = self._placement_state
         return c
+
+    # ----- the pod-group cycle's accessors (fwk.CycleState's IsPodGroupSchedulingCycle ...)
+
+    def is_pod_group_scheduling_cycle(self) -> bool:
+        """This pod is being placed in its pod group's cycle (not yet in its binding cycle)."""
+        return self._pod_group_cycle is not None
+
+    def get_pod_group_scheduling_cycle(self) -> CycleState | None:
+        """The group's PodGroupCycleState (of a pod's state, or of a placement's)."""
+        return self._pod_group_cycle
+
+    def set_pod_group_scheduling_cycle(self, state: CycleState | None) -> None:
+        self._pod_group_cycle = state
+
+    def get_placement_cycle_state(self) -> CycleState | None:
+        """The PlacementCycleState of the placement this pod is evaluated in."""
+        return self._placement_state
+
+    def set_placement_cycle_state(self, state: CycleState | None) -> None:
+        self._placement_state = state
+
+
+# upstream's fwk.PodGroupCycleState and fwk.PlacementCycleState: the same type as CycleState there and here.
+PodGroupCycleState = CycleState
+PlacementCycleState = CycleState
 
 
 @dataclass(slots=True)
@@ -147,6 +189,12 @@ class ClusterHandle(Protocol):
 
     def snapshot(self) -> SharedLister: ...
     def objects(self) -> ObjectLister: ...
+
+    def pod_group_manager(self) -> PodGroupManager:
+        """This cycle's pod-group states and PodGroup objects (upstream Handle.PodGroupManager); empty while
+        GenericWorkload is off."""
+        ...
+
     def nominated_pods_for(self, node_name: str) -> Sequence[Pod]: ...
     def bind(self, pod: Pod, node_name: str) -> Status | None: ...
     def parallelism(self) -> int: ...
@@ -410,28 +458,58 @@ class PostBindPlugin(Protocol):
     def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
 
 
-# The pod-group cycle's points (v1.37): only a pod group's scheduling cycle calls them, which needs the
-# Workload API (GenericWorkload, beta, off); py-scheduler has no such cycle, so the framework only checks
-# that a plugin listed there implements the point, as upstream's NewFramework does.
+# The pod-group cycle's points (v1.37, GenericWorkload): only a pod group's scheduling cycle
+# (schedule_one_podgroup.py) calls them.
 @runtime_checkable
 class PlacementGeneratePlugin(Protocol):
     name: str
 
-    def generate_placements(self, state: CycleState, pod_group: Any, parent_placement: Any) -> Any: ...
+    def generate_placements(self, state: CycleState, pod_group: PodGroupInfo,
+                            parent_placement: Placement | None) -> tuple[list[Placement], Status | None]:
+        """GeneratePlacements: candidate node sets for the group within ``parent_placement`` (None: all nodes);
+        an empty list means no placement can hold it."""
+        ...
 
 
 @runtime_checkable
 class PlacementScorePlugin(Protocol):
     name: str
 
-    def score_placement(self, state: CycleState, pod_group: Any, placement: Any) -> tuple[int, Status | None]: ...
+    def score_placement(self, state: CycleState, pod_group: PodGroupInfo,
+                        assignments: PodGroupAssignments) -> tuple[int, Status | None]:
+        """ScorePlacement of a feasible placement; ``state`` is that placement's PlacementCycleState."""
+        ...
+
+
+@runtime_checkable
+class PlacementScoreExtensions(Protocol):
+    """Optional on a PlacementScore plugin (upstream's PlacementScoreExtensions())."""
+
+    def normalize_placement_score(self, state: CycleState, pod_group: PodGroupInfo,
+                                  scores: list[PlacementScore]) -> Status | None: ...
+
+
+@runtime_checkable
+class PlacementFeasiblePlugin(Protocol):
+    """Not a configured point: upstream calls it on the GangScheduling plugin (a Permit plugin) only."""
+
+    name: str
+
+    def placement_feasible(self, state: CycleState, pod_group: PodGroupInfo,
+                           progress: PlacementProgress) -> Status | None:
+        """Wait (may become feasible with more pods), Unschedulable (give the placement up), or success."""
+        ...
 
 
 @runtime_checkable
 class PodGroupPostFilterPlugin(Protocol):
     name: str
 
-    def pod_group_post_filter(self, state: CycleState, pod_group: Any, scheduling_func: Any) -> Any: ...
+    def pod_group_post_filter(
+        self, state: CycleState, pod_group: PodGroupInfo, scheduling_func: PodGroupSchedulingFunc,
+    ) -> tuple[PodGroupPostFilterResult | None, Status | None]:
+        """After a group's cycle failed: make room (preemption) and nominate its members, or say it cannot."""
+        ...
 
 
 # Extension point (as configs name it) -> the method that marks it on a plugin class (the config's
@@ -615,7 +693,14 @@ __all__ = [
     "NormalizeValuesExtension",
     "ObjectLister",
     "PermitPlugin",
+    "PlacementCycleState",
+    "PlacementFeasiblePlugin",
+    "PlacementGeneratePlugin",
+    "PlacementScoreExtensions",
+    "PlacementScorePlugin",
     "PluginFactory",
+    "PodGroupCycleState",
+    "PodGroupPostFilterPlugin",
     "PodGroupWriter",
     "PostBindPlugin",
     "PostFilterPlugin",

@@ -172,6 +172,7 @@ class EventResource(StrEnum):
     NAMESPACE = "Namespace"
     POD_DISRUPTION_BUDGET = "PodDisruptionBudget"
     POD_GROUP = "PodGroup"  # scheduling.x-k8s.io PodGroup (Coscheduling)
+    WORKLOAD_POD_GROUP = "scheduling.k8s.io/PodGroup"  # the Workload API's PodGroup (GenericWorkload)
     RESOURCE_CLAIM = "ResourceClaim"  # resource.k8s.io (DynamicResources)
     RESOURCE_SLICE = "ResourceSlice"
     DEVICE_CLASS = "DeviceClass"

@@ -14,6 +14,7 @@ import orjson
 from scheduler.model.errors import InvalidObjectError
 from scheduler.model.resources import Resource, pod_resources, status_resource_key
 from scheduler.model.taints import Toleration, parse_tolerations
+from scheduler.model.workload import pod_group_name_of
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
@@ -74,6 +75,13 @@ class Pod:
     def has_required_anti_affinity(self) -> bool:
         anti = self.affinity.get("podAntiAffinity") or {}
         return bool(anti.get("requiredDuringSchedulingIgnoredDuringExecution"))
+
+    @property
+    def pod_group_name(self) -> str:
+        """spec.schedulingGroup.podGroupName, "" when the pod is in no group (core/v1 PodSchedulingGroup). Read
+        from ``raw`` on demand: only the queue and the pod-group cycle ask (GenericWorkload on), so parsing a pod
+        costs no more."""
+        return pod_group_name_of(self.raw.get("spec") or {})
 
     @property
     def terminating(self) -> bool:

@@ -72,6 +72,9 @@ class ActiveQueue:
     def delete(self, key: str) -> QueuedPodInfo | None:
         return self._heap.delete(key)
 
+    def peek(self) -> QueuedPodInfo | None:
+        return self._heap.peek()
+
     def pop(self) -> QueuedPodInfo | None:
         """The head of the heap; it is not yet marked in flight (see ``popped``)."""
         return self._heap.pop()

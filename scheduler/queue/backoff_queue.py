@@ -56,6 +56,14 @@ class BackoffQueue:
         self._error_backoff: KeyedHeap[QueuedPodInfo] = KeyedHeap(_key, self._less_by_expiry)
         self._backoff_keys, self._error_keys = self._backoff.keys(), self._error_backoff.keys()  # live views
 
+    @property
+    def initial(self) -> float:
+        return self._initial
+
+    @property
+    def maximum(self) -> float:
+        return self._max
+
     def set_bounds(self, initial: float, maximum: float) -> None:
         """podInitialBackoffSeconds / podMaxBackoffSeconds of a reloaded configuration."""
         self._initial, self._max = initial, maximum

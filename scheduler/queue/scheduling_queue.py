@@ -75,6 +75,8 @@ from scheduler.queue.backoff_queue import (
     align_to_window,
 )
 from scheduler.queue.nominator import Nominator
+from scheduler.queue.pod_group_paths import PodGroupPaths
+from scheduler.queue.pod_group_queue import PodGroupQueue, QueuedPodGroupInfo
 from scheduler.queue.queued_pod_info import QueuedPodInfo
 from scheduler.queue.unschedulable_pods import (
     DEFAULT_POD_MAX_IN_UNSCHEDULABLE,
@@ -150,7 +152,7 @@ _MAX_PLANS = 4096  # (group, event) plans remembered before starting afresh
 _ANY_KEY = object()  # a pod whose keys could not be read is filed under it: every keyed event asks it
 
 
-class PriorityQueue:
+class PriorityQueue(PodGroupPaths):
     """The scheduling queue. All public methods are thread-safe."""
 
     def __init__(
@@ -199,6 +201,10 @@ class PriorityQueue:
         self._unschedulable_keys = self._unschedulable.keys()  # a live view: activeQ's entry asks it for every pod
         self._strategy_queue: str | None = None  # the queue the strategy of the requeue under way names
 
+        # GenericWorkload (set by the Scheduler): members of pod groups are queued as their group (pod_group_paths.py).
+        self.generic_workload = False
+        self._groups = PodGroupQueue(clock)
+
         self._cycle = 0
         self._closed = False
         self._stop = threading.Event()
@@ -218,6 +224,11 @@ class PriorityQueue:
             active = [q.pod for q in self._active]
             backoff = [q.pod for q in self._backoff]
             unsched = [q.pod for q in self._unschedulable]
+            if self._groups:
+                g = self._groups
+                unsched.extend(m.pod for m in g.members())
+                for pool in (g.incomplete, g.pending):
+                    unsched.extend(q.pod for pods in pool.values() for q in pods.values())
         summary = f"activeQ:{len(active)}; backoffQ:{len(backoff)}; unschedulablePods:{len(unsched)}"
         return active + backoff + unsched, summary
 
@@ -294,6 +305,9 @@ class PriorityQueue:
         if pod.node_name:
             return  # assigned pods belong to the cache, never to the queue
         with self._lock:
+            if self.generic_workload and pod.pod_group_name:
+                self._add_group_member(self._new_qpi(pod))
+                return
             if self._move_to_active(self._new_qpi(pod), UNSCHEDULED_POD_ADD.label) and self._waiters:
                 self._cond.notify_all()
 
@@ -307,6 +321,10 @@ class PriorityQueue:
             events = unscheduled_pod_update_events(old, new)
             if not events:
                 return events  # periodic resync, nothing changed
+            if self.generic_workload and new.pod_group_name:
+                if not self._active.add_events_if_pod_in_flight(new, old, new, as_target_pod_events(events)):
+                    self._update_group_member(old, new)
+                return events
             own = as_target_pod_events(events)
             if self._active.add_events_if_pod_in_flight(new, old, new, own):
                 return events  # it is being scheduled; the update is replayed if it comes back
@@ -324,6 +342,9 @@ class PriorityQueue:
     def delete(self, pod: Pod) -> None:
         """The pod is gone (or bound): remove it from every sub-queue and from the nominator."""
         with self._lock:
+            if self.generic_workload and pod.pod_group_name:
+                self._delete_group_member(pod)
+                return
             self._delete_unlocked(pod)
 
     def activate(self, pods: Iterable[Pod]) -> None:
@@ -334,6 +355,12 @@ class PriorityQueue:
         with self._lock:
             activated = False
             for pod in pods:
+                if self.generic_workload and pod.pod_group_name:
+                    if self._activate_group_of(pod):
+                        activated = True
+                    else:
+                        self._active.add_events_if_pod_in_flight(pod, None, pod, [FORCE_ACTIVATE])
+                    continue
                 if self._activate_one(pod):
                     activated = True
                     continue
@@ -343,7 +370,7 @@ class PriorityQueue:
 
     # ---------------------------------------------------------------------------------- pop / done
 
-    def pop(self, timeout: float | None = None) -> QueuedPodInfo | None:
+    def pop(self, timeout: float | None = None) -> QueuedPodInfo | QueuedPodGroupInfo | None:
         """Block until a pod is available; None on timeout or once the queue is closed.
 
         Each pop counts an attempt, increments the scheduling cycle and marks the pod in flight.
@@ -353,6 +380,11 @@ class PriorityQueue:
             while True:
                 if self._closed:
                     return None
+                if self._groups.where:
+                    group = self._pop_group_if_first()
+                    if group is not None:
+                        self._popped_group(group)
+                        return group
                 qpi = self._pop_head()
                 if qpi is not None:
                     break
@@ -384,6 +416,9 @@ class PriorityQueue:
         always on, the in-flight events decide instead of the cycle of the last move request.)
         """
         with self._lock:
+            if self.generic_workload and qpi.pod.pod_group_name:
+                self._unschedulable_group_member(qpi)
+                return None
             try:
                 return self._add_unschedulable(qpi)
             finally:
@@ -452,6 +487,8 @@ class PriorityQueue:
             activated = False
             for qpi in self._backoff.pop_all_backoff_completed():
                 activated = self._move_to_active(qpi, BACKOFF_COMPLETE, from_backoff=True) or activated
+            if self._groups.where:
+                activated = self._flush_group_backoff() or activated
             if activated:
                 self._wake()
 
@@ -465,6 +502,8 @@ class PriorityQueue:
                 qpi.flush_timestamp = now  # one gated again waits another full period
             if stale:
                 self._move_pods(stale, UNSCHEDULABLE_TIMEOUT, None, None)
+            if self._groups.where:
+                self._flush_gated_groups()
 
     def run(self) -> None:
         """Start the daemon thread flushing backoffQ every 1 s (window-aligned) and leftovers every 30 s."""

@@ -28,7 +28,7 @@ def test_accepted(spec: str, want: Features) -> None:
 @pytest.mark.parametrize(("spec", "message"), [
     ("NodeDeclaredFeatures=false", "cannot set feature gate NodeDeclaredFeatures to false, feature is locked to true"),
     ("DynamicResourceAllocation=false", "feature is locked to true"),
-    ("GenericWorkload=true", "py-scheduler does not implement GenericWorkload=true"),
+    ("DRAWorkloadResourceClaims=true", "py-scheduler does not implement DRAWorkloadResourceClaims=true"),
     ("OpportunisticBatching=false", "py-scheduler does not implement OpportunisticBatching=false"),
     ("AllAlpha=true", "py-scheduler does not implement AllAlpha=true"),
     ("NoSuchGate=true", "unrecognized feature gate: NoSuchGate"),

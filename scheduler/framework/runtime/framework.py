@@ -66,7 +66,9 @@ from scheduler.framework.interface import (
     TemplateSignPlugin,
     implements,
 )
+from scheduler.framework.podgroup import PodGroupManager
 from scheduler.framework.runtime.instrumented_plugins import PluginMetrics, instrument
+from scheduler.framework.runtime.podgroup_points import PodGroupPoints
 from scheduler.framework.runtime.waiting_pods_map import WaitingPod, WaitingPodsMap
 from scheduler.framework.score_rows import score_rows
 from scheduler.framework.status import (
@@ -170,6 +172,9 @@ class FrameworkOptions:
     rng: random.Random = field(default_factory=random.Random)
     features: Features = field(default_factory=Features)
     podgroup_writer: PodGroupWriter | None = None
+    # The cache's pod-group states (GenericWorkload): what Handle.pod_group_manager() answers, as upstream's
+    # WithPodGroupManager(schedulerCache); None: the snapshot's.
+    pod_group_manager: PodGroupManager | None = None
 
 
 def _failure(message: str, plugin: str = "", cause: Status | None = None) -> Status:
@@ -201,7 +206,7 @@ class PluginInitError(ValueError):
         super().__init__(f"profile {profile!r}: initializing plugin {plugin!r}: {detail}")
 
 
-class Framework:
+class Framework(PodGroupPoints):
     """The plugins of one profile, instantiated once each, listed per extension point in config order;
     the Handle they get (upstream frameworkImpl implements framework.Handle)."""
 
@@ -235,6 +240,7 @@ class Framework:
         self.plugins: dict[str, Any] = {}
         self._by_point: dict[str, list[Any]] = {}
         self.score_plugin_weight: dict[str, int] = {}
+        self.placement_score_plugin_weight: dict[str, int] = {}
         self._score_lists: dict[tuple[Any, ...], _ScoreList] = {}
         # active_score_plugins' lists by (timed, skipped plugins), and the latest of them _score_list described.
         self._active_scores: dict[tuple[bool, frozenset[str]], list[ScorePlugin]] = {}
@@ -323,6 +329,8 @@ class Framework:
                 listed.append(plugin)
                 if point == "score":
                     self._set_score_weight(ref.name, plugin, ref.weight)
+                elif point == "placementScore":
+                    self.placement_score_plugin_weight[str(getattr(plugin, "name", ref.name))] = max(ref.weight, 1)
             self._by_point[point] = listed
         if len(self._by_point["queueSort"]) > 1:
             raise ValueError(f"profile {self.profile_name!r}: only one queueSort plugin can be enabled")
@@ -354,6 +362,11 @@ class Framework:
 
     def snapshot(self) -> SharedLister:
         return self._options.snapshot
+
+    def pod_group_manager(self) -> PodGroupManager:
+        """The cache's pod-group states (upstream hands plugins the cache); the snapshot's without a cache."""
+        manager = self._options.pod_group_manager
+        return manager if manager is not None else cast(PodGroupManager, self._options.snapshot)
 
     def objects(self) -> ObjectLister:
         return self._options.objects

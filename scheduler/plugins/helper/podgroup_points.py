@@ -1,35 +1,42 @@
 """The pod-group cycle's extension points on plugins that upstream gives them (kube-scheduler v1.37):
 DefaultPreemption and DynamicResources are PodGroupPostFilter plugins, NodeResourcesFit a PlacementScore
 plugin, so a configuration may list them there and the default profile does. Only a pod group's
-scheduling cycle calls these points; it needs GenericWorkload (beta, off), which py-scheduler refuses to
-turn on, so the methods exist for the configuration and are never called."""
+scheduling cycle calls these points (GenericWorkload on). Until a plugin's lane implements its point, these
+mixins answer as a plugin that cannot help: no placements, a zero score, Unschedulable after a group failed."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from scheduler.framework.interface import CycleState
-from scheduler.framework.status import Status
-
-NO_POD_GROUP_CYCLE = "pod-group scheduling cycles need GenericWorkload, which is off"
+from scheduler.framework.podgroup import (
+    Placement,
+    PodGroupAssignments,
+    PodGroupInfo,
+    PodGroupPostFilterResult,
+    PodGroupSchedulingFunc,
+)
+from scheduler.framework.status import Status, unschedulable
 
 
 class PodGroupPostFilterPoint:
-    """Implements podGroupPostFilter for the configuration (see the module)."""
+    """podGroupPostFilter that cannot make the group schedulable."""
 
-    def pod_group_post_filter(self, state: CycleState, pod_group: Any, scheduling_func: Any) -> Any:
-        raise NotImplementedError(NO_POD_GROUP_CYCLE)
+    def pod_group_post_filter(
+        self, state: CycleState, pod_group: PodGroupInfo, scheduling_func: PodGroupSchedulingFunc,
+    ) -> tuple[PodGroupPostFilterResult | None, Status | None]:
+        return None, unschedulable()
 
 
 class PlacementScorePoint:
-    """Implements placementScore for the configuration (see the module)."""
+    """placementScore that scores every placement 0."""
 
-    def score_placement(self, state: CycleState, pod_group: Any, placement: Any) -> tuple[int, Status | None]:
-        raise NotImplementedError(NO_POD_GROUP_CYCLE)
+    def score_placement(self, state: CycleState, pod_group: PodGroupInfo,
+                        assignments: PodGroupAssignments) -> tuple[int, Status | None]:
+        return 0, None
 
 
 class PlacementGeneratePoint:
-    """Implements placementGenerate for the configuration (see the module)."""
+    """placementGenerate that proposes the parent placement itself (all nodes when none)."""
 
-    def generate_placements(self, state: CycleState, pod_group: Any, parent_placement: Any) -> Any:
-        raise NotImplementedError(NO_POD_GROUP_CYCLE)
+    def generate_placements(self, state: CycleState, pod_group: PodGroupInfo,
+                            parent_placement: Placement | None) -> tuple[list[Placement], Status | None]:
+        return ([parent_placement] if parent_placement is not None else []), None

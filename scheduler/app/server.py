@@ -27,10 +27,11 @@ from scheduler.config.types import SchedulerConfiguration
 from scheduler.edge import APIWriter, Binder, EventRecorder
 from scheduler.kube.binder import ApiBinder
 from scheduler.kube.client import ApiWriter, RawApi, load_api_client
-from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS
+from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS, gated_kinds
 from scheduler.kube.leaderelection import LeaderElector, LeaderGatedWriter, leader_gated_binder
 from scheduler.kube.operator import run_operator
 from scheduler.kube.podgroups import PODGROUP_KINDS, ApiPodGroupWriter, podgroups_served
+from scheduler.kube.podgroupstatus import ApiPodGroupStatusWriter
 from scheduler.kube.podstream import PodStream, wait_synced
 from scheduler.kube.ratelimit import TokenBucket
 from scheduler.kube.recorder import ApiEventSink
@@ -97,7 +98,7 @@ def setup(args: argparse.Namespace, cfg: SchedulerConfiguration, reload_source: 
         binder = leader_gated_binder(binder, elector)  # a replica that is not leading never binds
         api_writer = LeaderGatedWriter(writer, elector)  # nor evicts pods or binds volumes
         writer.may_retry = lambda: elector.is_leader  # nor retries a write once it no longer leads
-    kinds = dict(OBJECT_KINDS)
+    kinds = {**OBJECT_KINDS, **gated_kinds(args.feature_gates)}  # the Workload API's PodGroups with GenericWorkload
     podgroup_writer = None
     if podgroups_served(raw):  # Coscheduling's PodGroups; a cluster without the CRD starts as before
         kinds.update(PODGROUP_KINDS)
@@ -107,12 +108,18 @@ def setup(args: argparse.Namespace, cfg: SchedulerConfiguration, reload_source: 
         stack.callback(podgroup_writer.close)
     else:
         log.info("PodGroup CRD (scheduling.x-k8s.io/v1alpha1) not served; Coscheduling sees no PodGroups")
+    status_writer = None
+    if args.feature_gates.enable_generic_workload:  # the PodGroupInitiallyScheduled condition, off the cycle
+        status_writer = ApiPodGroupStatusWriter(
+            writer, leading=(lambda: elector.is_leader) if elector is not None else (lambda: True))
+        stack.callback(status_writer.close)
     results = None
     if args.record_results:
         results = ResultWriter(writer)
         stack.callback(results.close)
     sched = Scheduler(cfg, build_registry(cfg), binder, sink, metrics, writer=api_writer,
                       bind_workers=args.bind_workers, podgroup_writer=podgroup_writer, observer=results,
+                      pod_group_status_writer=status_writer,
                       cycle_observer=results.recorder if results is not None else None, features=args.feature_gates,
                       leading=(lambda: elector.is_leader) if elector is not None else None)
     stack.callback(sched.stop)

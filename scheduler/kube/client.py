@@ -487,6 +487,12 @@ class ApiWriter:
         """DELETE one object of a writable kind with default options."""
         self._request("DELETE", object_path(kind, namespace, name))
 
+    def patch_pod_group_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        """Strategic-merge-patch a Workload API PodGroup's status subresource, as util.PatchPodGroupStatus: its
+        conditions merge by type, so the patch names only the condition it sets."""
+        path = f"/apis/scheduling.k8s.io/v1beta1/namespaces/{segment(namespace)}/podgroups/{segment(name)}/status"
+        self._request("PATCH", path, patch, STRATEGIC_MERGE)
+
     def patch_custom_status(self, group: str, version: str, plural: str, namespace: str, name: str,
                             status: Mapping[str, Any]) -> None:
         """Merge-patch the status subresource of a namespaced custom resource (PodGroups)."""

@@ -10,9 +10,18 @@ EventResource list and the system:kube-scheduler ClusterRole.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from scheduler.framework.features import Features
 from scheduler.framework.types import EventResource
+
+if TYPE_CHECKING:
+    from scheduler.scheduler import Scheduler
+
+# The object-store key of the Workload API's PodGroups: upstream's EventResource name ("PodGroup" is Coscheduling's).
+WORKLOAD_POD_GROUP_KIND = EventResource.WORKLOAD_POD_GROUP.value
 
 # The field selector of the pod list-watch: finished pods hold no resources and are never scheduled.
 NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
@@ -33,6 +42,9 @@ class WatchedKind:
     verbs: tuple[str, ...] = LIST_WATCH
     # Served only where its CustomResourceDefinition is installed: watched when discovery lists it.
     crd: bool = False
+    # Watched only with this feature gate on (Features field name), as upstream adds the informer: the API server
+    # serves the kind only with the same gate, and a scheduler with the gate off must not list it.
+    gate: str = ""
 
     @property
     def gvr(self) -> tuple[str, str, str]:
@@ -74,13 +86,32 @@ WATCHED_KINDS: tuple[WatchedKind, ...] = (
     # Coscheduling's PodGroup (scheduler-plugins' CRD; plugins/podgroup.py), read as scheduler-plugins' role does.
     WatchedKind("PodGroup", "scheduling.x-k8s.io", "v1alpha1", "podgroups", EventResource.POD_GROUP,
                 ("get", "list", "watch"), crd=True),
+    # The Workload API's PodGroup (GenericWorkload); its status gets the PodGroupInitiallyScheduled condition.
+    # Workloads are not watched: kube-scheduler v1.37 has no Workload informer and its role grants none.
+    WatchedKind(WORKLOAD_POD_GROUP_KIND, "scheduling.k8s.io", "v1beta1", "podgroups", EventResource.WORKLOAD_POD_GROUP,
+                ("get", "list", "watch"), gate="enable_generic_workload"),
 )
+
 
 # kind -> (group, version, plural) of the objects plugins read; watched in addition to pods and nodes
 # (the CRD kinds are added when served).
 OBJECT_KINDS: dict[str, tuple[str, str, str]] = {
-    k.kind: k.gvr for k in WATCHED_KINDS if k.kind not in ("Pod", "Node") and not k.crd
+    k.kind: k.gvr for k in WATCHED_KINDS if k.kind not in ("Pod", "Node") and not k.crd and not k.gate
 }
+
+
+def gated_kinds(features: Features) -> dict[str, tuple[str, str, str]]:
+    """The kinds watched besides OBJECT_KINDS because their feature gate is on in ``features``."""
+    return {k.kind: k.gvr for k in WATCHED_KINDS if k.gate and getattr(features, k.gate)}
+
+
+def deliver(sched: Scheduler, kind: str, type_: str, obj: Mapping[str, Any]) -> None:
+    """One watch event of a listed kind to the scheduler: the Workload API's PodGroups to its pod-group intake (the
+    cache's group state and the queue's groups, as upstream's PodGroup informer handlers), the rest to the store."""
+    if kind == WORKLOAD_POD_GROUP_KIND:
+        sched.on_pod_group_event(type_, obj)
+    else:
+        sched.on_object_event(kind, type_, obj)
 
 
 def watched_kind(kind: str) -> WatchedKind:

@@ -34,6 +34,8 @@ WRITES_BESIDES_WATCHED_KINDS: dict[tuple[str, str], set[str]] = {
     ("", "events"): {"create", "patch"},
     ("events.k8s.io", "events"): {"create", "patch"},
     ("scheduling.x-k8s.io", "podgroups/status"): {"update", "patch"},
+    # The Workload API: the PodGroupInitiallyScheduled condition (upstream's role: patch and update).
+    ("scheduling.k8s.io", "podgroups/status"): {"update", "patch"},
     # DynamicResources: PreBind and PostFilter update the claim status, Unreserve patches reservedFor;
     # DRAResourceClaimGranularStatusAuthorization (beta, on) also checks the binding pseudo-subresource.
     ("resource.k8s.io", "resourceclaims/status"): {"update", "patch"},
@@ -345,7 +347,7 @@ def test_cluster_role_file_grants_the_watched_kinds_table_and_the_writes() -> No
 def test_read_only_role_lists_what_the_snapshot_lists_and_writes_nothing() -> None:
     (role,) = optional_docs("readonly/clusterrole.yaml")
     granted = {(g, res, v) for g, res, v, _ in expand(role["rules"])}
-    wanted = {(k.group, k.plural, "list") for k in WATCHED_KINDS if not k.crd}
+    wanted = {(k.group, k.plural, "list") for k in WATCHED_KINDS if not k.crd and not k.gate}
     dashboard = {("events.k8s.io", "events", "list")}  # its pending pods' attempts (FailedScheduling events)
     assert granted == wanted | {("", "pods", "get")} | dashboard, "exactly the reads of kube/snapshot.py"
 

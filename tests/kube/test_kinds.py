@@ -3,8 +3,16 @@ the rest of the scheduler (the ClusterRoles are checked against it in test_manif
 
 from __future__ import annotations
 
+from scheduler.framework.features import Features
 from scheduler.framework.types import EventResource
-from scheduler.kube.kinds import OBJECT_KINDS, WATCHED_KINDS, watched_kind
+from scheduler.kube.kinds import (
+    OBJECT_KINDS,
+    WATCHED_KINDS,
+    WORKLOAD_POD_GROUP_KIND,
+    deliver,
+    gated_kinds,
+    watched_kind,
+)
 from scheduler.kube.podgroups import PODGROUP_KINDS
 from scheduler.plugins.helper import podgroup
 
@@ -26,7 +34,35 @@ def test_every_event_resource_of_an_api_kind_is_watched() -> None:
 
 def test_kinds_are_unique_and_the_informer_maps_follow_from_the_table() -> None:
     assert len({k.kind for k in WATCHED_KINDS}) == len(WATCHED_KINDS)
-    assert set(OBJECT_KINDS) == {k.kind for k in WATCHED_KINDS} - {"Pod", "Node", "PodGroup"}
+    assert set(OBJECT_KINDS) == {k.kind for k in WATCHED_KINDS} - {"Pod", "Node", "PodGroup", WORKLOAD_POD_GROUP_KIND}
     assert all(OBJECT_KINDS[name] == watched_kind(name).gvr for name in OBJECT_KINDS)
     assert PODGROUP_KINDS == {"PodGroup": (podgroup.GROUP, podgroup.VERSION, podgroup.PLURAL)}
     assert watched_kind(podgroup.KIND).crd
+
+
+def test_the_workload_apis_pod_groups_are_watched_only_with_generic_workload() -> None:
+    """Upstream adds the PodGroup informer only with the gate on (the API server serves podgroups only then); the
+    Coscheduling CRD's PodGroup keeps its own row and name."""
+    assert gated_kinds(Features()) == {}
+    assert gated_kinds(Features(enable_generic_workload=True)) == {
+        "scheduling.k8s.io/PodGroup": ("scheduling.k8s.io", "v1beta1", "podgroups")}
+    assert watched_kind(WORKLOAD_POD_GROUP_KIND).event is EventResource.WORKLOAD_POD_GROUP
+    assert watched_kind("PodGroup").gvr == ("scheduling.x-k8s.io", "v1alpha1", "podgroups")
+
+
+class Intake:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, ...]] = []
+
+    def on_pod_group_event(self, type_: str, obj: object) -> None:
+        self.calls.append(("pod group", type_))
+
+    def on_object_event(self, kind: str, type_: str, obj: object) -> None:
+        self.calls.append(("object", kind, type_))
+
+
+def test_the_workload_apis_pod_groups_reach_the_pod_group_intake_and_coschedulings_the_store() -> None:
+    sched = Intake()
+    deliver(sched, WORKLOAD_POD_GROUP_KIND, "ADDED", {})  # type: ignore[arg-type]
+    deliver(sched, "PodGroup", "DELETED", {})  # type: ignore[arg-type]
+    assert sched.calls == [("pod group", "ADDED"), ("object", "PodGroup", "DELETED")]

@@ -1,0 +1,116 @@
+"""The Workload API's PodGroup status on the API server: the PodGroupInitiallyScheduled condition the pod-group
+cycle sets (framework.podgroup.PodGroupStatusWriter).
+
+Upstream patches from the scheduling goroutine and waits for the answer; here the patch leaves the cycle at once
+and one worker sends the patches in order, so a slow or failing API server never holds a group's cycle (nor the
+members' binding). Patches for a PodGroup still queued are merged into one (later conditions win by type, as the
+API server would merge them), so a group retried in a burst costs one write. Failures are logged, not raised:
+the condition is informational and the next cycle of the group writes it again.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+import structlog
+
+from scheduler.model.apierrors import NotFoundError
+
+log = structlog.get_logger(__name__)
+
+
+class PodGroupStatusPatcher(Protocol):
+    """The synchronous write (kube.client.ApiWriter.patch_pod_group_status): raises on failure."""
+
+    def patch_pod_group_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None: ...
+
+
+def merge_status_patches(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, Any]:
+    """``second`` applied over ``first`` as a strategic merge would: maps merge key by key, ``conditions`` merge
+    by ``type`` (a later condition replaces the earlier one of its type), other values are replaced."""
+    out = dict(first)
+    for key, value in second.items():
+        old = out.get(key)
+        if key == "conditions" and isinstance(old, list) and isinstance(value, list):
+            by_type: dict[str, Any] = {c.get("type"): c for c in old}
+            by_type.update((c.get("type"), c) for c in value)
+            out[key] = list(by_type.values())
+        elif isinstance(old, Mapping) and isinstance(value, Mapping):
+            out[key] = merge_status_patches(old, value)
+        else:
+            out[key] = value
+    return out
+
+
+class ApiPodGroupStatusWriter:
+    """PodGroupStatusWriter over the API: asynchronous, ordered per PodGroup, bounded, leader-gated."""
+
+    def __init__(self, patcher: PodGroupStatusPatcher, backlog: int = 5000,
+                 leading: Callable[[], bool] = lambda: True) -> None:
+        """Patches are dropped while not ``leading`` (a standby computes the same conditions; the leader alone
+        writes) and beyond ``backlog`` PodGroups waiting (counted in ``dropped``, logged)."""
+        self._patcher = patcher
+        self._leading = leading
+        self._backlog = backlog
+        self._cond = threading.Condition()
+        self._pending: OrderedDict[tuple[str, str], dict[str, Any]] = OrderedDict()
+        self._closed = False
+        self._busy = False  # a patch is being sent
+        self.dropped = 0
+        self.failed = 0
+        self._thread = threading.Thread(target=self._work, name="podgroup-status-writer", daemon=True)
+        self._thread.start()
+
+    def patch_pod_group_status(self, namespace: str, name: str, patch: Mapping[str, object]) -> None:
+        """Queue the patch and return at once; never raises."""
+        key = (namespace, name)
+        with self._cond:
+            if self._closed:
+                return
+            queued = self._pending.get(key)
+            if queued is not None:
+                self._pending[key] = merge_status_patches(queued, patch)
+            elif len(self._pending) >= self._backlog:
+                self.dropped += 1
+                if self.dropped % 100 == 1:
+                    log.warning("PodGroup status backlog full, dropping patches", dropped=self.dropped)
+                return
+            else:
+                self._pending[key] = dict(patch)
+            self._cond.notify()
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait until every queued patch was sent (or failed); False on timeout."""
+        with self._cond:
+            return self._cond.wait_for(lambda: not self._pending and not self._busy, timeout)
+
+    def close(self) -> None:
+        """Send what is queued, then stop the worker."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        self._thread.join(timeout=10)
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._pending or self._closed)
+                if not self._pending:
+                    return
+                (namespace, name), patch = self._pending.popitem(last=False)
+                self._busy = True
+            try:
+                if self._leading():
+                    self._patcher.patch_pod_group_status(namespace, name, patch)
+            except NotFoundError:
+                pass  # the PodGroup was deleted meanwhile: nothing to report on
+            except Exception as exc:
+                self.failed += 1
+                log.error("Failed to update PodGroup status", pod_group=f"{namespace}/{name}", error=str(exc))
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()

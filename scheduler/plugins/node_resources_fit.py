@@ -7,7 +7,9 @@ largest init need, plus overhead) with ``Allocatable - Requested`` of the node a
 the code is UnschedulableAndUnresolvable when one request exceeds the node's whole allocatable
 (preemption cannot help), else Unschedulable. Score uses the strategy from ``scoringStrategy``:
 LeastAllocated (default), MostAllocated or RequestedToCapacityRatio, on non-zero requests (100m / 200Mi
-per container without a request) for cpu and memory and real requests for the rest.
+per container without a request) for cpu and memory and real requests for the rest. In a pod group's cycle
+(TopologyAwareWorkloadScheduling) ScorePlacement scores a candidate placement as MostAllocated over its nodes taken
+together, the group's proposed members included.
 
 The resource-allocation scorer below is shared with NodeResourcesBalancedAllocation, as upstream's
 ``pkg/scheduler/framework/plugins/noderesources/resource_allocation.go`` is shared by both plugins.
@@ -30,6 +32,7 @@ from scheduler.config.types_pluginargs import (
     UtilizationShapePoint,
 )
 from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, PreFilterResult
+from scheduler.framework.podgroup import PodGroupAssignments, PodGroupInfo
 from scheduler.framework.status import Code, Status, error, unresolvable
 from scheduler.framework.types import (
     ActionType,
@@ -53,7 +56,6 @@ from scheduler.model.resources import (
 from scheduler.plugins.helper.dynamicresources.manager import MANAGER_KEY, DraManager
 from scheduler.plugins.helper.generation_memo import LIMIT, GenerationMemo
 from scheduler.plugins.helper.gomath import go_div, go_round
-from scheduler.plugins.helper.podgroup_points import PlacementScorePoint
 from scheduler.plugins.helper.shape_score import build_broken_linear_function
 
 NAME = "NodeResourcesFit"
@@ -345,6 +347,10 @@ class ResourceAllocationScorer:
 
     def _compute(self, ni: NodeInfo, plan: list[tuple[int, int, str, int]]) -> int:
         """The formula on one node (``_plan``'s resources)."""
+        return self.fn(*self._amounts(ni, plan))
+
+    def _amounts(self, ni: NodeInfo, plan: _Plan) -> tuple[list[int], list[int], list[int]]:
+        """calculateNodeAllocatableRequest: (requested, allocated, allocatable) per resource of one node."""
         n = len(self.resources)
         alloc = ni.allocatable
         used = ni.requested if self.use_requested else ni.non_zero_requested
@@ -364,6 +370,29 @@ class ResourceAllocationScorer:
                 allocatable[i] = a
                 allocated[i] = u
                 requested[i] = u + pr
+        return requested, allocated, allocatable
+
+    def score_placement(self, nodes: Sequence[NodeInfo], pods: Sequence[Pod]) -> int:
+        """scorePlacement: the formula once over a placement, its nodes summed as one: requested is the pods'
+        requests plus every node's allocated, allocated and allocatable the nodes' sums. A node counts a
+        resource only where it has some allocatable, and a scalar resource none of the pods requests not at all
+        (as in a node's score)."""
+        n = len(self.resources)
+        use_requested = self.use_requested
+        key = request_memo_key(self.resources, use_requested)
+        requested = [0] * n
+        for pod in pods:
+            for i, amount in enumerate(pod_resource_requests(pod, self.resources, use_requested, key)):
+                requested[i] += amount
+        allocated = [0] * n
+        allocatable = [0] * n
+        plan = self._plan(requested)
+        for ni in nodes:
+            _, node_allocated, node_allocatable = self._amounts(ni, plan)
+            for i in range(n):
+                allocatable[i] += node_allocatable[i]
+                allocated[i] += node_allocated[i]
+                requested[i] += node_allocated[i]
         return self.fn(requested, allocated, allocatable)
 
 
@@ -444,8 +473,9 @@ def _is_resource_error(pod: Pod) -> bool:
     return err is not None and not err.field.startswith("spec.tolerations")
 
 
-class NodeResourcesFit(PlacementScorePoint):  # v1.37: also a PlacementScore plugin (helper/podgroup_points)
-    """Checks that the node has room for the pod's requests and scores by the configured strategy."""
+class NodeResourcesFit:
+    """Checks that the node has room for the pod's requests and scores by the configured strategy; in a pod
+    group's cycle (v1.37) also a PlacementScore plugin, scoring a placement by MostAllocated."""
 
     name = NAME
 
@@ -471,9 +501,23 @@ class NodeResourcesFit(PlacementScorePoint):  # v1.37: also a PlacementScore plu
         self.scorer = _build_scorer(a.scoring_strategy)
         self.resources = self.scorer.resources
         self._request_key = request_memo_key(self.resources, False)
+        # Upstream builds it only with TopologyAwareWorkloadScheduling on, which alone calls ScorePlacement: always
+        # MostAllocated over the configured resources (a placement that packs the group scores higher), without
+        # the feature flags the node scorer gets (none changes what this one reads here).
+        self.placement_scorer = _build_scorer(ScoringStrategy(MOST_ALLOCATED, a.scoring_strategy.resources))
         self._fits: GenerationMemo[bool] = GenerationMemo()
         # The DRA manager's DeviceClass index tells which extended resources DynamicResources allocates.
         self.dra: DraManager = handle.shared_plugin_state(MANAGER_KEY, DraManager)
+
+    # PlacementScore (a pod group's cycle)
+
+    def score_placement(self, state: CycleState, pod_group: PodGroupInfo,
+                        assignments: PodGroupAssignments) -> tuple[int, Status | None]:
+        """ScorePlacement: the placement's nodes (every node when it has none) with the members it places."""
+        placement = assignments.placement
+        nodes = placement.nodes if placement is not None else self.handle.snapshot().list()
+        pods = [a.pod for a in assignments.proposed_assignments]
+        return self.placement_scorer.score_placement(nodes, pods), None
 
     # PreFilter / Filter
 

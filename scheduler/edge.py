@@ -7,10 +7,28 @@ scheduler.whatif.offline. The scheduler never probes what it was given: each obj
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from scheduler.framework.interface import NodeToStatus
 from scheduler.model.pod import Pod
+
+
+@dataclass(frozen=True, slots=True)
+class RelatedObject:
+    """An event's related object that is not a pod (a PodGroup preempting: upstream names it as the related
+    object of the victims' Preempted events)."""
+
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    kind: str
+    api_version: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
 
 
 class BoundElsewhereError(Exception):
@@ -83,7 +101,8 @@ class EventRecorder(Protocol):
     """Where Kubernetes Events and PodScheduled condition updates go."""
 
     def event(
-        self, pod: Pod, type_: str, reason: str, action: str, note: str, controller: str, related: Pod | None = None
+        self, pod: Pod, type_: str, reason: str, action: str, note: str, controller: str,
+        related: Pod | RelatedObject | None = None,
     ) -> None:
         """``pod`` is the object the event is about; ``related`` a second one (e.g. the preemptor)."""
         ...

@@ -517,6 +517,36 @@ class Metrics:
                 "'feasible' means the pod group fit into the placement, while 'infeasible' means it did not.",
                 ["result", "profile"], buckets=exponential_buckets(0.001, 2, 15), registry=r)
 
+    def enable_workload_preemption(self) -> None:
+        """Register workload-aware preemption's series (GenericWorkload on, as upstream)."""
+        if hasattr(self, "workload_preemption_attempts"):
+            return
+        r = self.registry
+        self.workload_preemption_attempts = Counter(
+            "scheduler_workload_preemption_attempts_total",
+            "Total preemption attempts initiated by workload (including pod groups) in the cluster till now.",
+            ["result"], registry=r)
+        self.workload_preemption_victims = Histogram(
+            "scheduler_workload_preemption_victims", "Number of pod preemption victims caused by workload preemption.",
+            buckets=exponential_buckets(1, 2, 11), registry=r)
+        self.preemption_workload_disruptions = Histogram(
+            "scheduler_preemption_workload_disruptions",
+            "Number of workload preemption units being preempted. A single preemption unit can be all pods in a pod "
+            "group (in case of DisruptionMode=all), or a single pod (in case of DisruptionMode=single).",
+            ["preemptor"], buckets=exponential_buckets(1, 2, 11), registry=r)
+
+    def workload_preemption_attempted(self, result: str) -> None:
+        """A PodGroupPostFilter of DefaultPreemption ended with ``result`` (the status code's name)."""
+        if hasattr(self, "workload_preemption_attempts"):
+            self.workload_preemption_attempts.labels(result).inc()
+
+    def workload_victims_selected(self, victims: int, disruptions: int) -> None:
+        """A pod group's preemption is evicting ``victims`` pods in ``disruptions`` units of pod groups."""
+        if hasattr(self, "workload_preemption_victims"):
+            self.workload_preemption_victims.observe(victims)
+            if disruptions > 0:
+                self.preemption_workload_disruptions.labels("podgroup").observe(disruptions)
+
     def pod_group_attempt(self, profile: str, result: str, seconds: float) -> None:
         """result: scheduled, unschedulable, waiting_on_preemption or error."""
         if hasattr(self, "podgroup_attempts"):

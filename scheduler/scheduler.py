@@ -24,7 +24,7 @@ from scheduler.cache.cache import Cache
 from scheduler.cache.objects import ObjectStore
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config.types import SchedulerConfiguration
-from scheduler.edge import APIWriter, BatchBinder, Binder, EventRecorder, ScheduleObserver
+from scheduler.edge import APIWriter, BatchBinder, Binder, EventRecorder, RelatedObject, ScheduleObserver
 from scheduler.eventhandlers import EventHandlers
 from scheduler.extender import build_extenders
 from scheduler.framework.batch import plugins_without_sign_pod
@@ -33,6 +33,7 @@ from scheduler.framework.features import Features
 from scheduler.framework.interface import CycleObserver, PodGroupWriter
 from scheduler.framework.podgroup import PodGroupStatusWriter
 from scheduler.framework.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
+from scheduler.framework.preemptor import GroupPreemptor
 from scheduler.framework.runtime import Framework, FrameworkOptions, Plugins
 from scheduler.framework.runtime.permit_timer import PermitTimer
 from scheduler.framework.status import Status
@@ -41,6 +42,7 @@ from scheduler.metrics import Metrics
 from scheduler.model.apierrors import NotFoundError
 from scheduler.model.conditions import pod_condition
 from scheduler.model.pod import Pod
+from scheduler.model.workload import API_VERSION, KIND_POD_GROUP
 from scheduler.queue.scheduling_queue import PriorityQueue
 from scheduler.reconfigure import Reconfigure, queue_profiles
 from scheduler.schedule_one import ScheduleOne, SchedulingAlgorithm
@@ -106,6 +108,7 @@ class Scheduler(EventHandlers, ScheduleOne, SchedulePodGroup, BindingCycle, Reco
         self.cache.generic_workload = self.features.enable_generic_workload
         if metrics is not None and self.features.enable_generic_workload:
             metrics.enable_pod_groups(self.features.enable_topology_aware_workload_scheduling)
+            metrics.enable_workload_preemption()
         self.objects = ObjectStore()
         self.snapshot = Snapshot()
         self.frameworks = self.build_frameworks(config, registry)
@@ -240,6 +243,14 @@ class Scheduler(EventHandlers, ScheduleOne, SchedulePodGroup, BindingCycle, Reco
         if self.metrics is not None:
             self.metrics.victims_selected(count)
 
+    def workload_preemption_attempted(self, result: str) -> None:
+        if self.metrics is not None:
+            self.metrics.workload_preemption_attempted(result)
+
+    def workload_victims_selected(self, victims: int, disruptions: int) -> None:
+        if self.metrics is not None:
+            self.metrics.workload_victims_selected(victims, disruptions)
+
     def async_preemption_done(self, ok: bool, seconds: float) -> None:
         if self.metrics is not None:
             self.metrics.preemption_goroutine_done(ok, seconds)
@@ -269,18 +280,21 @@ class Scheduler(EventHandlers, ScheduleOne, SchedulePodGroup, BindingCycle, Reco
             raise NoAPIWriterError("this scheduler has no API writer")
         return self.writer
 
-    def preempt(self, victim: Pod, preemptor: Pod, node_name: str, plugin: str) -> Status | None:
-        """Evict one preemption victim (upstream Evaluator.PreemptPod): a pod waiting at Permit in the
+    def preempt(
+        self, victim: Pod, preemptor: Pod, node_name: str, plugin: str, *, group: GroupPreemptor | None = None
+    ) -> Status | None:
+        """Evict one preemption victim (upstream Executor.PreemptPod): a pod waiting at Permit in the
         preemptor's profile is rejected; any other gets DisruptionTarget=True (reason
         PreemptionByScheduler) and is deleted. A victim already deleted counts as preempted, with no
-        event; otherwise the victim gets a Preempted event."""
+        event; otherwise the victim gets a Preempted event. ``group``: a pod group preempts (``preemptor``
+        is its first member, whose profile is the group's); the condition and the event name the group."""
         fwk = self.frameworks.get(preemptor.scheduler_name)
         waiting = fwk.get_waiting_pod(victim.uid) if fwk is not None else None
         if waiting is not None:
             waiting.reject(plugin, "preempted")
             log.info("preemptor rejected a waiting pod", preemptor=preemptor.key, victim=victim.key, node=node_name)
         else:
-            condition = disruption_target_condition(victim, preemptor)
+            condition = disruption_target_condition(victim, preemptor, "pod" if group is None else group.type)
             try:
                 if condition is not None:
                     self.api_writer().patch_pod_status(victim.namespace, victim.name,
@@ -300,8 +314,13 @@ class Scheduler(EventHandlers, ScheduleOne, SchedulePodGroup, BindingCycle, Reco
         if self.observer is not None:
             self.observer.preempted(victim, preemptor, node_name)
         controller = fwk.profile_name if fwk is not None else preemptor.scheduler_name
-        self.recorder.event(victim, "Normal", "Preempted", "Preempting",
-                            f"Preempted by pod {preemptor.uid} on node {node_name}", controller, related=preemptor)
+        if group is None:
+            self.recorder.event(victim, "Normal", "Preempted", "Preempting",
+                                f"Preempted by pod {preemptor.uid} on node {node_name}", controller, related=preemptor)
+        else:
+            self.recorder.event(victim, "Normal", "Preempted", "Preempting",
+                                f"Preempted by {group.type} {group.uid} on node {node_name}", controller,
+                                related=_pod_group_ref(group))
         return None
 
     def nominate_for_expectation(self, pod: Pod, node_name: str) -> None:
@@ -341,9 +360,15 @@ class Scheduler(EventHandlers, ScheduleOne, SchedulePodGroup, BindingCycle, Reco
         return None
 
 
-def disruption_target_condition(victim: Pod, preemptor: Pod) -> dict[str, Any] | None:
-    """The DisruptionTarget condition preemption puts on a victim; None when it already has it."""
-    message = f"{preemptor.scheduler_name}: preempting to accommodate a higher priority pod"
+def _pod_group_ref(group: GroupPreemptor) -> RelatedObject:
+    pg = group.pod_group
+    return RelatedObject(pg.namespace, pg.name, pg.uid, pg.resource_version, KIND_POD_GROUP, API_VERSION)
+
+
+def disruption_target_condition(victim: Pod, preemptor: Pod, preemptor_type: str = "pod") -> dict[str, Any] | None:
+    """The DisruptionTarget condition preemption puts on a victim; None when it already has it. ``preemptor_type``
+    is "podgroup" when a pod group preempts (``preemptor`` then its first member, whose scheduler it names)."""
+    message = f"{preemptor.scheduler_name}: preempting to accommodate a higher priority {preemptor_type}"
     for c in (victim.raw.get("status") or {}).get("conditions") or []:
         if c.get("type") == DISRUPTION_TARGET and c.get("status") == "True" and (
                 c.get("reason") == REASON_PREEMPTION_BY_SCHEDULER and c.get("message") == message):

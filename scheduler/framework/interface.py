@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +34,9 @@ from scheduler.framework.status import Status
 from scheduler.framework.types import ClusterEventWithHint, NodeInfo
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
+
+if TYPE_CHECKING:
+    from scheduler.framework.preemptor import GroupPreemptor
 
 MIN_NODE_SCORE = 0
 
@@ -212,9 +215,12 @@ class ClusterHandle(Protocol):
         """The most recent version of a pending pod the scheduler has seen; None if it is gone."""
         ...
 
-    def preempt(self, victim: Pod, preemptor: Pod, node_name: str, plugin: str) -> Status | None:
+    def preempt(
+        self, victim: Pod, preemptor: Pod, node_name: str, plugin: str, *, group: GroupPreemptor | None = None
+    ) -> Status | None:
         """Evict one victim: reject it if it waits at Permit, else set DisruptionTarget and delete
-        it; record the Preempted event. A victim already gone is a success."""
+        it; record the Preempted event. A victim already gone is a success. ``group``: the preemptor is a
+        pod group (``preemptor`` its first member)."""
         ...
 
     def victims_selected(self, count: int) -> None:
@@ -224,6 +230,16 @@ class ClusterHandle(Protocol):
 
     def async_preemption_done(self, ok: bool, seconds: float) -> None:
         """An asynchronous preemption's API calls ended, all succeeding or not (the goroutine metrics)."""
+        ...
+
+    def workload_preemption_attempted(self, result: str) -> None:
+        """DefaultPreemption's PodGroupPostFilter ended with this status code name
+        (scheduler_workload_preemption_attempts_total)."""
+        ...
+
+    def workload_victims_selected(self, victims: int, disruptions: int) -> None:
+        """A pod group's preemption evicts ``victims`` pods in ``disruptions`` pod-group units (the workload
+        preemption histograms)."""
         ...
 
     def clear_nominated_node(self, pod: Pod) -> Status | None:
@@ -323,6 +339,10 @@ class Handle(ClusterHandle, Protocol):
     def run_pre_filter_extension_remove_pod(
         self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo
     ) -> Status | None: ...
+    def run_reserve_plugins_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """Reserve, as the pod-group preemption's reprieve simulates a member's placement."""
+        ...
+    def run_reserve_plugins_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
     def volume_scheduling_stage_failed(self, operation: str) -> None:
         """Count a VolumeBinding binder error (scheduler_volume_scheduling_stage_error_total;
         operation predicate, assume or bind, as upstream's volumebinding metrics)."""

@@ -49,6 +49,7 @@ from scheduler.framework.extender import ExtenderError
 from scheduler.framework.extenderv1 import Victims
 from scheduler.framework.fit_error import Diagnosis, FitError, new_default_node_to_status
 from scheduler.framework.interface import CycleState, Handle, NodeToStatus, PostFilterResult
+from scheduler.framework.preemptor import GroupPreemptor
 from scheduler.framework.status import Code, Status, code_of, error, success, unresolvable, unschedulable
 from scheduler.framework.types import NodeInfo
 from scheduler.model.errors import InvalidObjectError
@@ -118,30 +119,42 @@ def pdbs_from_objects(objs: Iterable[Mapping[str, Any]]) -> list[PodDisruptionBu
     return [pdb_from_api(o) for o in objs]
 
 
+def pdb_violation_check(pdbs: Sequence[PodDisruptionBudget]) -> Callable[[Pod], bool]:
+    """FilterVictimsWithPDBViolation's podIsViolating over one set of budgets: called pod by pod, it spends
+    each matching PDB's remaining budget and says whether the pod's eviction exceeds one. A pod stops at the
+    first PDB it exceeds (v1.37; the PDBs after it keep their budget); one already listed in a PDB's
+    disruptedPods has been counted by the API server and spends nothing there."""
+    allowed = [p.disruptions_allowed for p in pdbs]
+
+    def violates(pod: Pod) -> bool:
+        if not pod.labels:
+            return False
+        for i, pdb in enumerate(pdbs):
+            if pdb.namespace != pod.namespace or pdb.selector is None:
+                continue
+            # An empty selector matches nothing here (policy semantics), unlike label selectors elsewhere.
+            if pdb.selector.empty or not pdb.selector.matches(pod.labels):
+                continue
+            if pod.name in pdb.disrupted_pods:
+                continue
+            allowed[i] -= 1
+            if allowed[i] < 0:
+                return True
+        return False
+
+    return violates
+
+
 def filter_pods_with_pdb_violation(
     pods: Sequence[Pod], pdbs: Sequence[PodDisruptionBudget]
 ) -> tuple[list[Pod], list[Pod]]:
     """Split ``pods`` (order kept) into those whose eviction would exceed a PDB's remaining budget and
-    the rest. Each matching PDB's budget is spent pod by pod, in the given order; a pod already
-    listed in the PDB's disruptedPods has been counted by the API server and spends nothing."""
-    allowed = [p.disruptions_allowed for p in pdbs]
+    the rest (budgets spent in that order, pdb_violation_check)."""
+    violates = pdb_violation_check(pdbs)
     violating: list[Pod] = []
     non_violating: list[Pod] = []
     for pod in pods:
-        violated = False
-        if pod.labels:
-            for i, pdb in enumerate(pdbs):
-                if pdb.namespace != pod.namespace or pdb.selector is None:
-                    continue
-                # An empty selector matches nothing here (policy semantics), unlike label selectors elsewhere.
-                if pdb.selector.empty or not pdb.selector.matches(pod.labels):
-                    continue
-                if pod.name in pdb.disrupted_pods:
-                    continue
-                allowed[i] -= 1
-                if allowed[i] < 0:
-                    violated = True
-        (violating if violated else non_violating).append(pod)
+        (violating if violates(pod) else non_violating).append(pod)
     return violating, non_violating
 
 
@@ -304,14 +317,9 @@ class Evaluator:
             return None, unschedulable("no candidate node for preemption")
         log.info("preemption target chosen", pod=pod.key, node=best.name,
                  victims=[v.key for v in best.victims.pods])
-        if self.enable_async:
-            self.handle.victims_selected(len(best.victims.pods))
-            self.prepare_candidate_async(best, pod)
-        else:
-            status = self.prepare_candidate(best, pod)
-            if not success(status):
-                return None, status
-            self.handle.victims_selected(len(best.victims.pods))
+        status = self.actuate(best, pod)
+        if not success(status):
+            return None, status
         return PostFilterResult(best.name), Status(Code.SUCCESS, [
             f"found a potential placement for pod on node {best.name}, preempting {len(best.victims.pods)} victims"])
 
@@ -413,77 +421,101 @@ class Evaluator:
         log.error("no preemption candidate was selected; taking the first", candidates=list(victims))
         return candidates[0]
 
-    # ----- acting on it -------------------------------------------------------------------------
+    # ----- acting on it (upstream executor.go) -----------------------------------------------------
 
-    def prepare_candidate(self, candidate: Candidate, pod: Pod) -> Status | None:
+    def actuate(self, candidate: Candidate, pod: Pod, group: GroupPreemptor | None = None) -> Status | None:
+        """actuatePodPreemption / actuatePodGroupPreemption: evict the candidate's victims, on a worker thread
+        with asynchronous preemption. ``group``: a pod group preempts, ``pod`` being its first member."""
+        if self.enable_async:
+            if group is None:
+                self.handle.victims_selected(len(candidate.victims.pods))
+            self.prepare_candidate_async(candidate, pod, group)
+            return None
+        status = self.prepare_candidate(candidate, pod, group)
+        if success(status) and group is None:
+            self.handle.victims_selected(len(candidate.victims.pods))
+        return status
+
+    def prepare_candidate(self, candidate: Candidate, pod: Pod, group: GroupPreemptor | None = None) -> Status | None:
         """Evict every victim not already being deleted (stop at the first failure), then clear the
         nomination of the lower-priority pods nominated to the node: they may no longer fit there."""
         for victim in candidate.victims.pods:
             if victim.terminating:  # v1.37: graceful deletion has started, another call is unnecessary
                 continue
-            status = self.handle.preempt(victim, pod, candidate.name, self.plugin_name)
+            status = self._preempt(victim, pod, candidate.name, group)
             if not success(status):
                 return status
-        self._clear_lower_priority_nominations(candidate.name, pod)
+        self._clear_lower_priority_nominations(candidate.name, pod, group)
         return None
 
-    def prepare_candidate_async(self, candidate: Candidate, pod: Pod) -> None:
-        """Mark the pod as preempting and hand the API calls to a worker thread. Victims already being
-        deleted need no call (v1.37); with none left there is nothing to do and no mark."""
+    def _preempt(self, victim: Pod, pod: Pod, node_name: str, group: GroupPreemptor | None) -> Status | None:
+        if group is None:
+            return self.handle.preempt(victim, pod, node_name, self.plugin_name)
+        return self.handle.preempt(victim, pod, node_name, self.plugin_name, group=group)
+
+    def prepare_candidate_async(self, candidate: Candidate, pod: Pod, group: GroupPreemptor | None = None) -> None:
+        """Mark the pod (or its group) as preempting and hand the API calls to a worker thread. Victims
+        already being deleted need no call (v1.37); with none left there is nothing to do and no mark."""
         victims = [v for v in candidate.victims.pods if not v.terminating]
         if not victims:
             return
+        uid = pod.uid if group is None else group.uid
         with self._mu:
-            self._preempting.add(pod.uid)
+            self._preempting.add(uid)
         try:
-            self.executor().submit(self._prepare_candidate_in_background, candidate.name, victims, pod)
+            self.executor().submit(self._prepare_candidate_in_background, candidate.name, victims, pod, group)
         except RuntimeError:  # the pool was shut down: nothing will clear the mark
             with self._mu:
-                self._preempting.discard(pod.uid)
+                self._preempting.discard(uid)
             raise
 
-    def _prepare_candidate_in_background(self, node_name: str, victims: list[Pod], pod: Pod) -> None:
+    def _prepare_candidate_in_background(
+        self, node_name: str, victims: list[Pod], pod: Pod, group: GroupPreemptor | None = None
+    ) -> None:
         """Clear lower-priority nominations, evict all victims but the last (stop at a failure), then
         the last one, which the preempting mark now waits for (v1.37; v1.34 dropped the mark before
-        it); the mark goes when its call returns. After a failure the pod is activated, since no deletion
-        event may come to requeue it."""
+        it); the mark goes when its call returns. After a failure the pod (or the group's members) is
+        activated, since no deletion event may come to requeue it."""
         began = time.monotonic()
+        uid = pod.uid if group is None else group.uid
         ok = False
         try:
-            ok = self._clear_lower_priority_nominations(node_name, pod)
+            ok = self._clear_lower_priority_nominations(node_name, pod, group)
             for victim in victims[:-1]:
-                if not self._preempt_logged(victim, pod, node_name):
+                if not self._preempt_logged(victim, pod, node_name, group):
                     ok = False
                     break
             else:
                 with self._mu:
-                    self._last_victims[pod.uid] = victims[-1]
-                ok = self._preempt_logged(victims[-1], pod, node_name) and ok
+                    self._last_victims[uid] = victims[-1]
+                ok = self._preempt_logged(victims[-1], pod, node_name, group) and ok
         except Exception:
             log.exception("asynchronous preemption failed", preemptor=pod.key, node=node_name)
             ok = False
         finally:
             with self._mu:
-                self._preempting.discard(pod.uid)
-                self._last_victims.pop(pod.uid, None)
+                self._preempting.discard(uid)
+                self._last_victims.pop(uid, None)
         log.debug("asynchronous preemption finished", preemptor=pod.key, node=node_name, ok=ok)
         self.handle.async_preemption_done(ok, time.monotonic() - began)
         if not ok:
-            self.handle.activate_pods([pod])
+            self.handle.activate_pods([pod] if group is None else list(group.pods))
 
-    def _preempt_logged(self, victim: Pod, pod: Pod, node_name: str) -> bool:
-        status = self.handle.preempt(victim, pod, node_name, self.plugin_name)
+    def _preempt_logged(self, victim: Pod, pod: Pod, node_name: str, group: GroupPreemptor | None = None) -> bool:
+        status = self._preempt(victim, pod, node_name, group)
         if success(status):
             return True
         assert status is not None
         log.error("could not preempt a victim", preemptor=pod.key, victim=victim.key, error=status.message)
         return False
 
-    def _clear_lower_priority_nominations(self, node_name: str, pod: Pod) -> bool:
-        """Lower-priority pods nominated to the node may no longer fit there; False if a clear failed."""
+    def _clear_lower_priority_nominations(self, node_name: str, pod: Pod, group: GroupPreemptor | None = None) -> bool:
+        """Lower-priority pods nominated to the node may no longer fit there; False if a clear failed. (For a
+        group the node is the domain's name, "cluster", to which no pod is nominated: upstream's as well.)"""
         ok = True
+        priority = pod.priority if group is None else group.priority
         for other in self.handle.nominated_pods_for(node_name):
-            if other.priority < pod.priority:
+            if other.priority < priority:
                 status = self.handle.clear_nominated_node(other)
                 if not success(status):
                     assert status is not None

@@ -313,9 +313,10 @@ class ApiEventSink:
 
 
 def _pod_ref(pod: PodIdentity) -> dict[str, Any]:
+    """A pod's reference, or a RelatedObject's (a PodGroup's), which says its own kind."""
     return {
-        "apiVersion": "v1",
-        "kind": "Pod",
+        "apiVersion": getattr(pod, "api_version", "v1"),
+        "kind": getattr(pod, "kind", "Pod"),
         "namespace": pod.namespace,
         "name": pod.name,
         "uid": pod.uid,

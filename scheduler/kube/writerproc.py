@@ -45,7 +45,7 @@ from typing import IO, Any, Protocol
 import orjson
 import structlog
 
-from scheduler.edge import BoundElsewhereError, NotLeaderError
+from scheduler.edge import BoundElsewhereError, NotLeaderError, RelatedObject
 from scheduler.kube.client import ApiError, PodIdentity, api_error, error_of
 from scheduler.kube.recorder import ApiEventSink
 from scheduler.model.pod import Pod
@@ -301,8 +301,11 @@ class ProcessEventSink:
         self.local = local
 
     def event(self, pod: Pod, type_: str, reason: str, action: str, note: str, controller: str,
-              related: Pod | None = None) -> None:
+              related: Pod | RelatedObject | None = None) -> None:
         rel = None if related is None else [related.namespace, related.name, related.uid, related.resource_version]
+        if isinstance(related, RelatedObject):  # a PodGroup preempting: its kind travels too
+            rel = [related.namespace, related.name, related.uid, related.resource_version, related.kind,
+                   related.api_version]
         self.binder.writer_for(pod.uid).send(
             ["e", pod.namespace, pod.name, pod.uid, pod.resource_version, type_, reason, action, note, controller,
              rel])
@@ -367,7 +370,9 @@ class ChildWriter:
 
     def _event(self, record: list[Any]) -> None:
         _, ns, name, uid, rv, type_, reason, action, note, controller, rel = record
-        related = None if rel is None else _pod_ref(*rel)
+        related: PodRef | RelatedObject | None = None
+        if rel is not None:
+            related = _pod_ref(*rel[:4]) if len(rel) == 4 else RelatedObject(*rel)
         self.sink.event(_pod_ref(ns, name, uid, rv), type_, reason, action, note, controller, related)
 
     def finish(self) -> None:

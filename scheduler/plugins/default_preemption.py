@@ -33,6 +33,8 @@ from scheduler.framework.interface import (
     NodeToStatus,
     PostFilterResult,
 )
+from scheduler.framework.podgroup import PodGroupInfo, PodGroupPostFilterResult, PodGroupSchedulingFunc
+from scheduler.framework.podgrouppreemption import PodGroupEvaluator, SnapshotMutations
 from scheduler.framework.preemption import (
     Evaluator,
     PodDisruptionBudget,
@@ -42,7 +44,15 @@ from scheduler.framework.preemption import (
     importance_key,
     terminating_by_preemption,
 )
-from scheduler.framework.status import Code, Status, code_of, success, unresolvable
+from scheduler.framework.preemption_victims import (
+    PodGroupLookups,
+    Victim,
+    cross_nodes_victims,
+    filter_victims_with_pdb_violation,
+    get_pod_priority,
+    victim_importance,
+)
+from scheduler.framework.status import Code, Status, code_name, code_of, success, unresolvable
 from scheduler.framework.types import (
     ActionType,
     ClusterEvent,
@@ -52,13 +62,13 @@ from scheduler.framework.types import (
     QueueingHint,
 )
 from scheduler.model.pod import Pod
-from scheduler.plugins.helper.podgroup_points import PodGroupPostFilterPoint
 
 NAME = "DefaultPreemption"
 
 NOT_ELIGIBLE_POLICY_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
+WAITING_FOR_GROUP_PREEMPTION = "waiting for the preemption for this pod group to be finished"
 
 # (node, victim, preemptor) -> may the victim be preempted, besides having a lower priority.
 IsEligiblePod = Callable[[NodeInfo, Pod, Pod], bool]
@@ -73,8 +83,8 @@ def _skip(pod: Pod, old: Any, new: Any) -> QueueingHint:
     return QueueingHint.QUEUE_SKIP
 
 
-class DefaultPreemption(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostFilter plugin (helper/podgroup_points)
-    """Preempts lower-priority pods for a pod that fits nowhere."""
+class DefaultPreemption:
+    """Preempts lower-priority pods for a pod that fits nowhere, or for a pod group whose cycle failed."""
 
     name = NAME
 
@@ -85,6 +95,10 @@ class DefaultPreemption(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostF
         self.handle = handle
         self.enable_async_preemption = handle.features().enable_async_preemption
         self.evaluator = Evaluator(NAME, self.handle, self, enable_async=self.enable_async_preemption)
+        self.enable_generic_workload = handle.features().enable_generic_workload
+        # PodGroupPreemptionPolicy (alpha, off by default, not accepted as a gate): members' policies decide.
+        self.pod_group_evaluator = PodGroupEvaluator(handle, self.evaluator) if self.enable_generic_workload else None
+        self.lookups = PodGroupLookups(lambda: handle.pod_group_manager())
         self.is_eligible_pod: IsEligiblePod = _always
 
     # ----- extension points ---------------------------------------------------------------------
@@ -97,9 +111,36 @@ class DefaultPreemption(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostF
             return result, Status(status.code, [f"preemption: {status.message}"], error=status.error)
         return result, status
 
+    def pod_group_post_filter(
+        self, state: CycleState, pod_group: PodGroupInfo, scheduling_func: PodGroupSchedulingFunc
+    ) -> tuple[PodGroupPostFilterResult | None, Status | None]:
+        """Workload-aware preemption for a group whose cycle failed (podgrouppreemption.PodGroupEvaluator), on
+        the cycle's snapshot, which is as it was again when this returns."""
+        if self.pod_group_evaluator is None:  # no pod-group cycle runs without GenericWorkload
+            return None, Status(Code.UNSCHEDULABLE, ["pod group preemption: GenericWorkload is off"])
+        mutations = SnapshotMutations(self.handle.snapshot())
+        try:
+            result, status = self.pod_group_evaluator.preempt(pod_group, scheduling_func, mutations)
+        finally:
+            mutations.end()
+        self.handle.workload_preemption_attempted(code_name(status))
+        if status is not None and status.message:
+            return result, Status(status.code, [f"pod group preemption: {status.message}"], error=status.error)
+        return result, status
+
     def pre_enqueue(self, pod: Pod) -> Status | None:
-        """Holds a pod back while its asynchronous preemption runs."""
-        if self.enable_async_preemption and self.evaluator.is_pod_running_preemption(pod.uid):
+        """Holds a pod back while its asynchronous preemption runs, or its pod group's."""
+        if not self.enable_async_preemption:
+            return None
+        if self.enable_generic_workload and pod.pod_group_name:
+            try:
+                pg = self.handle.pod_group_manager().pod_groups().get(pod.namespace, pod.pod_group_name)
+            except LookupError:  # not this plugin's job to hold back the pods of an unknown group
+                return None
+            if self.evaluator.is_pod_running_preemption(pg.uid):
+                return unresolvable(WAITING_FOR_GROUP_PREEMPTION)
+            return None
+        if self.evaluator.is_pod_running_preemption(pod.uid):
             return unresolvable(WAITING_FOR_PREEMPTION)
         return None
 
@@ -132,7 +173,11 @@ class DefaultPreemption(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostF
             node_info = self.handle.snapshot().get(nominated)
             if node_info is not None:
                 for p in node_info.pods.values():
-                    if self._preemption_allowed(node_info, p, pod) and terminating_by_preemption(p):
+                    # With GenericWorkload a group's member counts with its group's priority (NewPodVictim).
+                    allowed = (self._preemption_allowed(node_info, p, pod) if not self.enable_generic_workload else
+                               get_pod_priority(p, self.lookups.pod_group) < pod.priority
+                               and self.is_eligible_pod(node_info, p, pod))
+                    if allowed and terminating_by_preemption(p):
                         return False, NOT_ELIGIBLE_TERMINATING
         return True, ""
 
@@ -142,6 +187,8 @@ class DefaultPreemption(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostF
         """The fewest pods (by reprieving the most important first) whose removal lets ``pod`` pass
         the filters on ``node_info``, and how many of them violate a PDB. ``state`` and
         ``node_info`` are copies this method may change."""
+        if self.enable_generic_workload:
+            return self._select_victims_with_groups(state, pod, node_info, pdbs)
         h = self.handle
 
         def remove(p: Pod) -> Status | None:
@@ -186,6 +233,67 @@ class DefaultPreemption(PodGroupPostFilterPoint):  # v1.37: also a PodGroupPostF
         if violating and non_violating:
             victims.sort(key=key)
         return victims, num_violating, None
+
+    def _select_victims_with_groups(
+        self, state: CycleState, pod: Pod, node_info: NodeInfo, pdbs: Sequence[PodDisruptionBudget]
+    ) -> tuple[list[Pod], int, Status | None]:
+        """select_victims_on_node with GenericWorkload (v1.37): the victims are units (a PodGroup with
+        disruptionMode all is one, with its members on other nodes), of the group's priority for a member. Only
+        this node's copy changes; a member elsewhere is removed from (added to) the PreFilter state alone."""
+        h = self.handle
+        main = node_info.name
+        snapshot = h.snapshot()
+        try:
+            victims = cross_nodes_victims([snapshot.get(main) or node_info], self.lookups.pod_group,
+                                          self.lookups.scheduled_pods,
+                                          snapshot.get, self.evaluator.clock())
+        except LookupError as exc:
+            return [], 0, Status(Code.ERROR, [str(exc)])
+
+        def move(v: Victim, add: bool) -> Status | None:
+            for p in v.pods:
+                info = node_info if p.node_name == main else v.affected_nodes[p.node_name]
+                if p.node_name == main:
+                    if add:
+                        node_info.add_pod(p)
+                    else:
+                        node_info.remove_pod(p)
+                ext = h.run_pre_filter_extension_add_pod if add else h.run_pre_filter_extension_remove_pod
+                s = ext(state, pod, p, info)
+                if not success(s):
+                    return s
+            return None
+
+        potential = [v for v in victims if v.priority < pod.priority and all(
+            self.is_eligible_pod(node_info if p.node_name == main else v.affected_nodes[p.node_name], p, pod)
+            for p in v.pods)]
+        if not potential:
+            return [], 0, unresolvable("No preemption victims found for incoming pod")
+        for v in potential:
+            s = move(v, add=False)
+            if not success(s):
+                return [], 0, s
+        s = h.run_filter_plugins_with_nominated_pods(state, pod, node_info)
+        if not success(s):
+            return [], 0, s
+        potential.sort(key=victim_importance)
+        violating, non_violating = filter_victims_with_pdb_violation(potential, pdbs)
+        chosen: list[Victim] = []
+        num_violating = 0
+        for v, count in [*violating, *((v, 0) for v in non_violating)]:
+            s = move(v, add=True)
+            if not success(s):
+                return [], 0, s
+            if success(h.run_filter_plugins_with_nominated_pods(state, pod, node_info)):
+                continue  # reprieved
+            s = move(v, add=False)
+            if not success(s):
+                return [], 0, s
+            chosen.append(v)
+            num_violating += count
+        if violating and non_violating:
+            chosen.sort(key=victim_importance)
+        return [p for v in chosen for p in v.pods], num_violating, None
 
     def ordered_score_funcs(self, nodes_to_victims: Mapping[str, Victims]) -> list[ScoreFunc] | None:
         """None: the evaluator's default ordering."""

@@ -58,7 +58,8 @@ from scheduler.framework.interface import (
     PreFilterResult,
     ScoreRow,
 )
-from scheduler.framework.status import Status, error, skip, unresolvable, unschedulable
+from scheduler.framework.podgroup import PodGroupInfo, PodGroupPostFilterResult, PodGroupSchedulingFunc
+from scheduler.framework.status import Code, Status, error, skip, unresolvable, unschedulable
 from scheduler.framework.types import (
     ActionType,
     ClusterEvent,
@@ -99,13 +100,14 @@ from scheduler.plugins.helper.dynamicresources.manager import MANAGER_KEY, RESOU
 from scheduler.plugins.helper.dynamicresources.score import ScoreError, prioritized_list_score
 from scheduler.plugins.helper.nodeaffinity import parse_required_terms
 from scheduler.plugins.helper.normalize_score import default_normalize_score, default_normalize_values
-from scheduler.plugins.helper.podgroup_points import PodGroupPostFilterPoint
 
 T = TypeVar("T")
 log = structlog.get_logger(__name__)
 
 NAME = "DynamicResources"
 STATE_KEY = "PreFilter" + NAME
+# In a pod group's cycle state: its members' states by "namespace/name" (upstream's podGroupStateData).
+POD_GROUP_STATE_KEY = STATE_KEY + "/podGroup"
 
 STATE_NOT_FOUND_MSG = "not found"  # fwk.ErrNotFound, what CycleState.Read returns upstream
 FINALIZER = "resource.kubernetes.io/delete-protection"  # resourceapi.Finalizer
@@ -176,8 +178,7 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-# v1.37: also a PodGroupPostFilter plugin (helper/podgroup_points)
-class DynamicResources(SignsByTemplate, PodGroupPostFilterPoint):
+class DynamicResources(SignsByTemplate):
     """Allocates devices for pods' ResourceClaims as kube-scheduler v1.37.2 does."""
 
     name = NAME
@@ -257,6 +258,13 @@ class DynamicResources(SignsByTemplate, PodGroupPostFilterPoint):
             return None, skip()
         s = _State()
         state.write(STATE_KEY, s)
+        group_cycle = state.get_pod_group_scheduling_cycle()
+        if group_cycle is not None:  # a group's member: PodGroupPostFilter reads its state
+            states = group_cycle.get(POD_GROUP_STATE_KEY)
+            if not isinstance(states, dict):
+                states = {}
+                group_cycle.write(POD_GROUP_STATE_KEY, states)
+            states[pod.key] = s
         try:
             claims = self._pod_claims(pod)
         except _Unschedulable as exc:
@@ -466,6 +474,31 @@ class DynamicResources(SignsByTemplate, PodGroupPostFilterPoint):
             return None, error(STATE_NOT_FOUND_MSG)
         if not s.claims:
             return None, unschedulable()
+        return None, self._deallocate_or_delete_pod_claims(pod, s)[1]
+
+    def pod_group_post_filter(
+        self, state: CycleState, pod_group: PodGroupInfo, scheduling_func: PodGroupSchedulingFunc
+    ) -> tuple[PodGroupPostFilterResult | None, Status | None]:
+        """After a group's cycle failed: for each unscheduled member that had claims, what PostFilter does for a
+        pod (deallocate one claim unavailable on some node, or delete the extended-resource claim), so the next
+        cycle may find devices. Never makes the group schedulable itself. (Groups with topology constraints are
+        left alone, as upstream; PodGroup-level claims need DRAWorkloadResourceClaims, which is not built.)"""
+        if self.handle.features().enable_topology_aware_workload_scheduling and pod_group.pod_group is not None \
+                and pod_group.pod_group.topology_keys:
+            return None, unschedulable()
+        states = state.get(POD_GROUP_STATE_KEY)
+        if isinstance(states, dict):
+            for pod in pod_group.unscheduled_pods:
+                s = states.get(pod.key)
+                if not isinstance(s, _State) or not s.claims:
+                    continue
+                _, status = self._deallocate_or_delete_pod_claims(pod, s)
+                if status is not None and status.code == Code.ERROR:
+                    return None, status
+        return None, unschedulable("deallocation and deletion of ResourceClaims completed")
+
+    def _deallocate_or_delete_pod_claims(self, pod: Pod, s: _State) -> tuple[bool, Status | None]:
+        """deallocateOrDeletePodClaims: (whether a claim was deallocated or deleted, the status to return)."""
         # Upstream picks one at random (map order): there is no better heuristic. The scheduler's
         # random source keeps a seeded run (simulate --seed) reproducible.
         candidates = sorted(s.unavailable)
@@ -485,15 +518,15 @@ class DynamicResources(SignsByTemplate, PodGroupPostFilterPoint):
                 try:
                     self.handle.update_object(RESOURCE_CLAIM, obj, "status")
                 except Exception as exc:  # the API edge's failure, whatever it is, is the pod's error
-                    return None, error(exc)
-                return None, unschedulable("deallocation of ResourceClaim completed")
+                    return True, error(exc)
+                return True, unschedulable("deallocation of ResourceClaim completed")
         if created_ext and s.extended is not None:
             try:
                 self._delete_claim(s.extended)
             except Exception as exc:  # the API edge's failure is the pod's error
-                return None, error(exc)
-            return None, unschedulable("deletion of ResourceClaim completed")
-        return None, unschedulable()
+                return True, error(exc)
+            return True, unschedulable("deletion of ResourceClaim completed")
+        return False, unschedulable()
 
     # ----- Score ----------------------------------------------------------------------------------
 

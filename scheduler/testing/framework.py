@@ -34,6 +34,7 @@ from scheduler.framework.interface import (
     PostFilterResult,
     PreFilterResult,
 )
+from scheduler.framework.preemptor import GroupPreemptor
 from scheduler.framework.results import AttemptResult, ResultRecorder
 from scheduler.framework.runtime import Framework, FrameworkOptions
 from scheduler.framework.status import Code, Status
@@ -99,9 +100,12 @@ class TestActions:
     def latest_pod(self, pod: Pod) -> Pod | None:
         return None if pod.uid in self.deleted_pods else pod
 
-    def preempt(self, victim: Pod, preemptor: Pod, node_name: str, plugin: str) -> Status | None:
-        """Recorded as (victim, preemptor, node); the victim counts as deleted from then on."""
-        self.preempted.append((victim.key, preemptor.key, node_name))
+    def preempt(
+        self, victim: Pod, preemptor: Pod, node_name: str, plugin: str, *, group: GroupPreemptor | None = None
+    ) -> Status | None:
+        """Recorded as (victim, preemptor, node), the preemptor being the pod group's key when a group
+        preempts; the victim counts as deleted from then on."""
+        self.preempted.append((victim.key, preemptor.key if group is None else group.pod_group.key, node_name))
         self.deleted_pods.add(victim.uid)
         return None
 
@@ -109,6 +113,12 @@ class TestActions:
         return None
 
     def async_preemption_done(self, ok: bool, seconds: float) -> None:
+        return None
+
+    def workload_preemption_attempted(self, result: str) -> None:
+        return None
+
+    def workload_victims_selected(self, victims: int, disruptions: int) -> None:
         return None
 
     def clear_nominated_node(self, pod: Pod) -> Status | None:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler.edge import RelatedObject
 from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
 from scheduler.framework.fit_error import truncate_message as truncate_note
 from scheduler.framework.interface import ObjectLister
@@ -54,7 +55,8 @@ class RecordingEventSink:
         self.nominated: dict[str, str] = {}  # pod key -> nominatedNodeName written ("" = cleared)
 
     def event(
-        self, pod: Pod, type_: str, reason: str, action: str, note: str, controller: str, related: Pod | None = None
+        self, pod: Pod, type_: str, reason: str, action: str, note: str, controller: str,
+        related: Pod | RelatedObject | None = None,
     ) -> None:
         self.events.append((pod.key, type_, reason, truncate_note(note)))
 

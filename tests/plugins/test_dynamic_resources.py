@@ -13,7 +13,9 @@ import pytest
 
 from scheduler.config.load import build_registry, load_dict
 from scheduler.eventhandlers import ADDED, MODIFIED
+from scheduler.framework.features import Features
 from scheduler.framework.interface import CycleState, NodeToStatus
+from scheduler.framework.podgroup import PodGroupAssignments, PodGroupInfo
 from scheduler.framework.status import Code
 from scheduler.framework.types import QueueingHint
 from scheduler.model.apierrors import ConflictError
@@ -120,6 +122,9 @@ class Handle:
 
     def rng(self) -> random.Random:
         return random.Random(1)
+
+    def features(self) -> Features:
+        return Features(enable_generic_workload=True)
 
 
 def plugin(*objs: tuple[str, dict[str, Any]], args: dict[str, Any] | None = None) -> tuple[DynamicResources, Handle]:
@@ -372,6 +377,32 @@ def test_postfilter_deallocates_an_unavailable_claim_no_other_pod_uses() -> None
     assert status is not None and (status.code, status.message) == (
         Code.UNSCHEDULABLE, "deallocation of ResourceClaim completed")
     assert h.writes == [("status", "c1")] and "allocation" not in h.objects["c1"]["status"]
+
+
+def test_pod_group_postfilter_deallocates_each_members_unavailable_claim() -> None:
+    pl, h = plugin(("DeviceClass", class_obj()), ("ResourceClaim", claim_obj("c1", **allocated("gone", ["gpu-0"]))),
+                   ("ResourceClaim", claim_obj("c2", **allocated("gone", ["gpu-0"]))))
+    group_state = CycleState()
+    members = [pod_with("p1", "c1"), pod_with("p2", "c2"), make_pod("no-claims")]
+    for pod in members:
+        state = CycleState()
+        state.set_pod_group_scheduling_cycle(group_state)
+        pl.pre_filter(state, pod, NODES)
+        for ni in NODES:
+            pl.filter(state, pod, ni)
+    info = PodGroupInfo(NS, "g", None, members)
+    result, status = pl.pod_group_post_filter(group_state, info, lambda: (PodGroupAssignments(None, []), None))
+    assert result is None
+    assert status is not None and (status.code, status.message) == (
+        Code.UNSCHEDULABLE, "deallocation and deletion of ResourceClaims completed")
+    assert h.writes == [("status", "c1"), ("status", "c2")]
+
+
+def test_pod_group_postfilter_without_member_states_changes_nothing() -> None:
+    pl, h = plugin(("DeviceClass", class_obj()))
+    result, status = pl.pod_group_post_filter(CycleState(), PodGroupInfo(NS, "g", None, [pod_with()]),
+                                              lambda: (PodGroupAssignments(None, []), None))
+    assert result is None and status is not None and status.code == Code.UNSCHEDULABLE and not h.writes
 
 
 def test_postfilter_keeps_a_claim_another_pod_uses() -> None:

@@ -89,6 +89,7 @@ from scheduler.model.pod import Pod
 
 if TYPE_CHECKING:
     from scheduler.framework.extender import Extender
+    from scheduler.framework.preemptor import GroupPreemptor
 
 # callable(extension_point, status_code_string, seconds): wired to scheduler_framework_extension_point_duration.
 MetricsHook = Callable[[str, str, float], None]
@@ -133,9 +134,13 @@ class SchedulerActions(Protocol):
     def bind(self, pod: Pod, node_name: str) -> Status | None: ...
     def extenders(self) -> Sequence[Extender]: ...
     def latest_pod(self, pod: Pod) -> Pod | None: ...
-    def preempt(self, victim: Pod, preemptor: Pod, node_name: str, plugin: str) -> Status | None: ...
+    def preempt(
+        self, victim: Pod, preemptor: Pod, node_name: str, plugin: str, *, group: GroupPreemptor | None = None
+    ) -> Status | None: ...
     def victims_selected(self, count: int) -> None: ...
     def async_preemption_done(self, ok: bool, seconds: float) -> None: ...
+    def workload_preemption_attempted(self, result: str) -> None: ...
+    def workload_victims_selected(self, victims: int, disruptions: int) -> None: ...
     def clear_nominated_node(self, pod: Pod) -> Status | None: ...
     def update_object(self, kind: str, obj: Mapping[str, Any], subresource: str = "") -> Mapping[str, Any]: ...
     def get_object(self, kind: str, namespace: str, name: str) -> Mapping[str, Any]: ...
@@ -395,14 +400,24 @@ class Framework(PodGroupPoints):
     def latest_pod(self, pod: Pod) -> Pod | None:
         return self._scheduler.latest_pod(pod)
 
-    def preempt(self, victim: Pod, preemptor: Pod, node_name: str, plugin: str) -> Status | None:
-        return self._scheduler.preempt(victim, preemptor, node_name, plugin)
+    def preempt(
+        self, victim: Pod, preemptor: Pod, node_name: str, plugin: str, *, group: GroupPreemptor | None = None
+    ) -> Status | None:
+        if group is None:
+            return self._scheduler.preempt(victim, preemptor, node_name, plugin)
+        return self._scheduler.preempt(victim, preemptor, node_name, plugin, group=group)
 
     def victims_selected(self, count: int) -> None:
         self._scheduler.victims_selected(count)
 
     def async_preemption_done(self, ok: bool, seconds: float) -> None:
         self._scheduler.async_preemption_done(ok, seconds)
+
+    def workload_preemption_attempted(self, result: str) -> None:
+        self._scheduler.workload_preemption_attempted(result)
+
+    def workload_victims_selected(self, victims: int, disruptions: int) -> None:
+        self._scheduler.workload_victims_selected(victims, disruptions)
 
     def clear_nominated_node(self, pod: Pod) -> Status | None:
         return self._scheduler.clear_nominated_node(pod)

@@ -252,7 +252,7 @@ def suite_markdown(doc: Mapping[str, Any]) -> str:
             f"| {wl} | {first['size']} ({first.get('upstream_workload')}) | {nodes} | {pods} "
             f"| {_fmt(py['pods_per_second'])} | {_fmt(kube['pods_per_second'])} "
             f"| {_fmt(ratio(py['pods_per_second'], kube['pods_per_second']), 2)} "
-            f"| {_fmt(py['groups_per_second'])} | {_fmt(kube['groups_per_second'])} "
+            f"| {_fmt(py['groups_per_second'], 2)} | {_fmt(kube['groups_per_second'], 2)} "
             f"| {_fmt(busiest, 2)} "
             f"| {_fmt(kube['cpu_seconds_per_1000'], 2)} | {_fmt(py['peak_rss_mb'], 0)} "
             f"| {_fmt(kube['peak_rss_mb'], 0)} "

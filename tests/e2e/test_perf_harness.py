@@ -132,7 +132,7 @@ def test_suite_markdown_reports_groups_per_second() -> None:
                                                                          **suite)]  # fmt: skip
     (row,) = [line for line in stats.suite_markdown(stats.document({}, runs)).splitlines()
               if line.startswith("| GangScheduling")]  # fmt: skip
-    assert "| 50.0 | 100.0 | 0.50 | 16.0 | 32.5 |" in row
+    assert "| 50.0 | 100.0 | 0.50 | 16.00 | 32.50 |" in row
     plain = [_run(s, 1, 10.0, size="tiny", upstream_workload="5Nodes") for s in ("py", "kube")]
     assert "| 1.00 | - | - |" in stats.suite_markdown(stats.document({}, plain))  # no groups: no groups/s
 

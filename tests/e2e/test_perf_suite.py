@@ -515,3 +515,13 @@ def test_group_metrics() -> None:
     # group a complete at 2.0 (its last pod), b incomplete: 1 group over 0.0 -> 2.0
     assert group_metrics(pods, created, bound) == {"groups": 2, "groups_bound": 1, "groups_per_second": 0.5}
     assert group_metrics([pod("x", None, 0.5)], created, bound) == {}
+
+
+def test_generated_node_names_never_collide(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from e2e.perf.suite import executor
+
+    draws = iter(["aaaaa", "aaaaa", "bbbbb", "aaaaa", "bbbbb", "ccccc"])
+    monkeypatch.setattr(executor, "_rand5", lambda: next(draws))
+    api = FakeRest([])
+    _executor(tmp_path, api, None).op_createNodes(0, {"count": 3})
+    assert sorted(c[1] for c in api.calls) == ["node-0-aaaaa", "node-0-bbbbb", "node-0-ccccc"]

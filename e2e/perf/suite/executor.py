@@ -267,6 +267,7 @@ class Executor:
         n = int(op.get("count") or 0)
         tp = dict(op.get("templateParams") or {})
         bodies = []
+        taken: set[str] = set()
         for i in range(n):
             if op.get("nodeTemplatePath"):
                 node = self.render(op["nodeTemplatePath"], {**tp, "Index": i, "Count": n})
@@ -274,7 +275,12 @@ class Executor:
                 node = base_node(f"node-{index}-")
             meta = node.setdefault("metadata", {})
             if not meta.get("name"):
-                meta["name"] = meta.pop("generateName", f"node-{index}-") + _rand5()
+                # five random characters, as the API server's generateName; among 5000 nodes two draws would
+                # collide in about one run of five, so a name already drawn is drawn again
+                prefix = meta.pop("generateName", f"node-{index}-")
+                while not meta.get("name") or meta["name"] in taken:
+                    meta["name"] = prefix + _rand5()
+            taken.add(meta["name"])
             meta.setdefault("labels", {})["kubernetes.io/hostname"] = meta["name"]
             bodies.append(node)
         self._prepare_nodes(op, bodies)

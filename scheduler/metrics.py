@@ -640,6 +640,8 @@ class Metrics:
                 self.queued_entities.labels(queue_name, POD).set(n)
         if getattr(queue, "generic_workload", False):
             self._refresh_pod_groups(queue)
+        self._set_all(self.inflight_events, {(e,): n for e, n in queue.in_flight_counts().items()})
+        self._set_all(self.unschedulable_pods, queue.unschedulable_by_plugin())
 
     def _refresh_pod_groups(self, queue: Any) -> None:
         """GenericWorkload: the members waiting for their PodGroup or for their group's cycle to end, and the
@@ -651,8 +653,6 @@ class Metrics:
             if n or key in self._entity_queues:
                 self._entity_queues.add(key)
                 self.queued_entities.labels(queue_name, POD_GROUP_TYPE).set(n)
-        self._set_all(self.inflight_events, {(e,): n for e, n in queue.in_flight_counts().items()})
-        self._set_all(self.unschedulable_pods, queue.unschedulable_by_plugin())
 
     def _set_all(self, gauge: Gauge, values: dict[tuple[str, ...], int]) -> None:
         """Set every series of ``gauge``; series seen before but absent now go to 0 (upstream decrements)."""

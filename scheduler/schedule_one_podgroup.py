@@ -553,7 +553,8 @@ class SchedulePodGroup(SchedulerState):
             self.queue.nominator.add_nominated_pod(latest, nominated)
         self.handle_scheduling_failure(
             fwk, member.qpi, st, cycle, start, message=st.message,
-            plugins=set(diagnosis.unschedulable_plugins) if diagnosis else ({st.plugin} - {""}),
+            # handleSchedulingFailure clears the rejectors and takes them only from a FitError's diagnosis.
+            plugins=set(diagnosis.unschedulable_plugins) if diagnosis else set(),
             pending_plugins=set(diagnosis.pending_plugins) if diagnosis else set(),
             nominated=nominated, statuses=diagnosis.node_to_status if diagnosis else member.statuses)
 

@@ -109,7 +109,8 @@ def test_gang_that_does_not_fit_binds_nothing(parts: tuple[Binder, RecordingEven
     assert b.bound == []
     assert s.cache.assumed_count() == 0 and s.cache.pod_count() == 0
     assert all(not info.pods for info in s.snapshot.list()), "every simulated assumption is reverted"
-    group = "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining, "
+    group = ("minCount (3) cannot be satisfied: 2 scheduled, 0 remaining, "
+             "pod group preemption: No preemption victims found for incoming preemptor")
     got = _failed(sink)
     assert got["default/p0"] == f"pod group is unschedulable, {group}"
     assert got["default/p1"] == f"pod group is unschedulable, {group}"
@@ -161,10 +162,11 @@ def test_placement_feasible_ends_a_hopeless_gang_early(parts: tuple[Binder, Reco
     assert s.schedule_one(timeout=0)
     got = _failed(sink)
     # p0 fails; with one pod left minCount 2 cannot be met: p1 is never evaluated and gets the group's status as it
-    # was before PodGroupPostFilter appended its (empty) message.
+    # was before PodGroupPostFilter appended its message.
     assert got["default/p0"] == "0/1 nodes are available: 1 Insufficient cpu."
     assert got["default/p1"] == "minCount (2) cannot be satisfied: 0 scheduled, 1 remaining"
-    assert w.last_condition()["message"] == "minCount (2) cannot be satisfied: 0 scheduled, 1 remaining, "
+    assert w.last_condition()["message"] == ("minCount (2) cannot be satisfied: 0 scheduled, 1 remaining, "
+                                             "pod group preemption: No preemption victims found for incoming preemptor")
     assert b.bound == []
 
 
@@ -230,7 +232,8 @@ def test_placement_algorithm_with_one_placement(parts: tuple[Binder, RecordingEv
     assert b.bound == []
     assert s.algorithm.placement_nodes is None, "the placement's limit is lifted after the cycle"
     group = ("pod group is unschedulable, 0/1 placements are available, first placement status: "
-             "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining, ")
+             "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining, "
+             "pod group preemption: No preemption victims found for incoming preemptor")
     assert w.last_condition()["message"] == group
     assert _failed(sink)["default/p0"] == f"pod group is unschedulable, {group}"
     s.on_node_event(ADDED, api_node("n2"))

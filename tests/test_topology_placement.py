@@ -9,6 +9,8 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
+
 from scheduler.config.load import build_registry, load_dict
 from scheduler.eventhandlers import ADDED, MODIFIED
 from scheduler.framework.features import Features
@@ -119,12 +121,16 @@ def test_the_fuller_rack_wins_when_both_hold_the_gang() -> None:
     assert len(bindings) == 2 and {rack_of(n) for n in bindings.values()} == {"a"}
 
 
-def test_bound_members_pin_the_rest_to_their_rack() -> None:
-    # One member already runs in rack b (its event before the others'); rack a is fuller and would win the score,
-    # but only rack b is offered.
+@pytest.mark.parametrize("bound_first", [True, False], ids=["bound member seen first", "bound member seen last"])
+def test_bound_members_pin_the_rest_to_their_rack(bound_first: bool) -> None:
+    # One member already runs in rack b; rack a is fuller and would win the score, but only rack b is offered.
+    # Seen last, the bound member is what completes the gang (GangScheduling's AssignedPod/Add hint wakes it).
     nodes = [node_obj(f"{r}-{i}", r, "4") for r in "ab" for i in (1, 2)]
-    world = World(nodes, [pod_obj("busy", "2", node="a-1"), pod_obj("w0", "1", "train", node="b-1")])
+    bound = pod_obj("w0", "1", "train", node="b-1")
+    world = World(nodes, [pod_obj("busy", "2", node="a-1")] + ([bound] if bound_first else []))
     world.group("train", 3, [pod_obj(f"w{i}", "1", "train") for i in (1, 2)])
+    if not bound_first:
+        world.sched.on_pod_event(ADDED, bound)
     bindings = world.run()
     assert sorted(bindings) == ["default/w1", "default/w2"]
     assert {rack_of(n) for n in bindings.values()} == {"b"}

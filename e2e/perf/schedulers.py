@@ -131,7 +131,7 @@ def start(
             body = (py_scheduler_config(scheduler_name, py_score_plugins) if py_score_plugins
                     else with_scheduler_name(config, scheduler_name))  # fmt: skip
             cfg.write_text(yaml.safe_dump(body, sort_keys=False))
-            extra += ["--config", str(cfg)]
+            extra += ["--config", str(cfg.resolve())]  # py-base runs in its own checkout
         return start_scheduler(kubeconfig, log_path, extra, cwd=base_repo() if which == "py-base" else None)
     if which == "kube":
         cfg = workdir / "kube-scheduler-config.yaml"

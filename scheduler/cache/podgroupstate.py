@@ -107,23 +107,27 @@ class PodGroupStateData:
     # ----- PodGroupState
 
     def all_pods(self) -> Set[str]:
-        return self._all.keys()
+        return frozenset(self._all)
 
     def all_pods_count(self) -> int:
         return len(self._all)
 
     def unscheduled_pods(self) -> Mapping[str, Pod]:
-        """Pod name -> pod (the shape PodActivator.Activate takes), as upstream's UnscheduledPods."""
-        return {self._all[uid].name: self._all[uid] for uid in self._unscheduled}
+        """Pod name -> pod (the shape PodActivator.Activate takes), as upstream's UnscheduledPods. Plugins read the
+        cache's states on the scheduling thread while the watch changes them (under the cache's lock): the
+        containers are copied first, each copy one C call (atomic under the GIL)."""
+        pods = dict(self._all)
+        return {pods[uid].name: pods[uid] for uid in list(self._unscheduled) if uid in pods}
 
     def assumed_pods(self) -> Set[str]:
-        return self._assumed.keys()
+        return frozenset(self._assumed)
 
     def assigned_pods(self) -> Set[str]:
         return frozenset(self._assigned)
 
     def scheduled_pods(self) -> list[Pod]:
-        return [self._all[uid] for uid in self._assigned] + list(self._assumed.values())
+        pods = dict(self._all)
+        return [pods[uid] for uid in list(self._assigned) if uid in pods] + list(self._assumed.values())
 
     def scheduled_pods_count(self) -> int:
         return len(self._assumed) + len(self._assigned)

@@ -11,10 +11,13 @@ import builtins
 from bisect import bisect_left
 from collections.abc import Sequence, Set
 
-from scheduler.cache.podgroupstate import PodGroupObjects, PodGroupStates
+from scheduler.cache.podgroupstate import GroupKey, PodGroupObjects, PodGroupStateData, PodGroupStates
 from scheduler.framework.podgroup import Placement
 from scheduler.framework.types import NodeInfo
 from scheduler.model.pod import Pod
+
+# A mutation session: the journal (added or not, the pod as placed, its node) and the pod-group states at its start.
+_Session = tuple[builtins.list[tuple[bool, Pod, NodeInfo]], dict[GroupKey, PodGroupStateData]]
 
 
 class Snapshot:
@@ -34,6 +37,7 @@ class Snapshot:
         "_epoch",
         "_infos",
         "_list",
+        "_mutations",
         "_placement",
         "_placement_names",
         "_pod_group_objects",
@@ -65,6 +69,9 @@ class Snapshot:
         self._assumed: dict[str, Pod] = {}
         self._placement: Placement | None = None
         self._placement_names: frozenset[str] = frozenset()
+        # A mutation session (PodGroupPostFilter's what-if): the pods added (True) or removed (False), in order, and
+        # the pod-group states as they were at its start; None outside one.
+        self._mutations: _Session | None = None
 
     # --- SharedLister -------------------------------------------------------------------------
 
@@ -164,6 +171,60 @@ class Snapshot:
             self._count_pvcs(info, 1)
         if info.name in self._pos:
             self.patch(info.name, info)
+
+    # --- the mutation session (upstream Snapshot.StartMutations / EndMutations / AddPod / RemovePod) --------
+
+    def start_mutations(self) -> None:
+        """Begin changes that ``end_mutations`` undoes (a journal, where upstream copies the whole snapshot)."""
+        if self._mutations is not None:
+            raise RuntimeError("cannot stack mutations")
+        self._mutations = ([], {k: st.clone() for k, st in self.pod_group_states_data.items()})
+
+    def end_mutations(self) -> None:
+        """Undo every add_pod / remove_pod of the session, last first, and restore the pod-group states."""
+        if self._mutations is None:
+            raise RuntimeError("no mutation session started")
+        journal, states = self._mutations
+        self._mutations = None
+        for added, pod, info in reversed(journal):
+            self._mutate(info, pod, add=not added)
+        held = self.pod_group_states_data
+        for key in [k for k, _ in held.items() if k not in states]:
+            held.remove(key)
+        for key, st in states.items():
+            held.put(key, st)
+
+    def add_pod(self, pod: Pod, node_name: str) -> None:
+        """Put ``pod`` on ``node_name`` for the session (its group's state counts it)."""
+        if self._mutations is None:
+            raise RuntimeError("AddPod() called outside of mutation session")
+        info = self._infos.get(node_name)
+        if info is None:
+            raise KeyError(f'node "{node_name}" not found in the snapshot')
+        placed = pod if pod.node_name == node_name else pod.with_node(node_name)
+        self._mutate(info, placed, add=True)
+        self._mutations[0].append((True, placed, info))
+        group = placed.pod_group_name
+        st = self.pod_group_states_data.lookup((placed.namespace, group)) if group else None
+        if st is not None:
+            st.add_pod(placed)
+
+    def remove_pod(self, pod: Pod, node_name: str) -> None:
+        """Take ``pod`` (by uid) off ``node_name`` for the session (a preemption victim; its group forgets it)."""
+        if self._mutations is None:
+            raise RuntimeError("RemovePod() called outside of mutation session")
+        info = self._infos.get(node_name)
+        if info is None:
+            raise KeyError(f'node "{node_name}" not found in the snapshot')
+        held = info.pods.get(pod.uid)
+        if held is None:
+            raise KeyError(f"pod {pod.key} not found on node {node_name}")
+        self._mutate(info, held, add=False)
+        self._mutations[0].append((False, held, info))
+        group = held.pod_group_name
+        st = self.pod_group_states_data.lookup((held.namespace, group)) if group else None
+        if st is not None:
+            st.delete_pod(held.uid)
 
     # --- placements (upstream Snapshot.GetPlacement, AssumePlacement, ForgetPlacement, ...InPlacement) ---
 

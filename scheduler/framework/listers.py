@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from scheduler.framework.podgroup import PodGroupLister, PodGroupStateLister
 from scheduler.framework.types import NodeInfo
 
 
@@ -22,4 +23,13 @@ class SharedLister(Protocol):
 
     def is_pvc_used_by_pods(self, key: str) -> bool:
         """Some scheduled pod uses the claim ``namespace/name`` (upstream StorageInfos().IsPVCUsedByPods)."""
+        ...
+
+    def pod_group_states(self) -> PodGroupStateLister:
+        """This cycle's pod-group states (upstream SharedLister.PodGroupStates(); empty while GenericWorkload is
+        off); in a pod group's cycle they count the members assumed so far."""
+        ...
+
+    def pod_groups(self) -> PodGroupLister:
+        """This cycle's PodGroup objects (upstream SharedLister.PodGroups())."""
         ...

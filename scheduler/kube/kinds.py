@@ -10,15 +10,10 @@ EventResource list and the system:kube-scheduler ClusterRole.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from scheduler.framework.features import Features
 from scheduler.framework.types import EventResource
-
-if TYPE_CHECKING:
-    from scheduler.scheduler import Scheduler
 
 # The object-store key of the Workload API's PodGroups: upstream's EventResource name ("PodGroup" is Coscheduling's).
 WORKLOAD_POD_GROUP_KIND = EventResource.WORKLOAD_POD_GROUP.value
@@ -103,15 +98,6 @@ OBJECT_KINDS: dict[str, tuple[str, str, str]] = {
 def gated_kinds(features: Features) -> dict[str, tuple[str, str, str]]:
     """The kinds watched besides OBJECT_KINDS because their feature gate is on in ``features``."""
     return {k.kind: k.gvr for k in WATCHED_KINDS if k.gate and getattr(features, k.gate)}
-
-
-def deliver(sched: Scheduler, kind: str, type_: str, obj: Mapping[str, Any]) -> None:
-    """One watch event of a listed kind to the scheduler: the Workload API's PodGroups to its pod-group intake (the
-    cache's group state and the queue's groups, as upstream's PodGroup informer handlers), the rest to the store."""
-    if kind == WORKLOAD_POD_GROUP_KIND:
-        sched.on_pod_group_event(type_, obj)
-    else:
-        sched.on_object_event(kind, type_, obj)
 
 
 def watched_kind(kind: str) -> WatchedKind:

@@ -20,7 +20,7 @@ import structlog
 
 from scheduler.eventhandlers import ADDED
 from scheduler.kube.client import authorization
-from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS, deliver
+from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS
 from scheduler.kube.podstream import READ_GRACE_S, WATCH_TIMEOUT_S
 from scheduler.kube.transform import trimmed
 from scheduler.scheduler import Scheduler
@@ -110,7 +110,7 @@ def register_handlers(
             async def object_event(event: Any, **_: Any) -> None:
                 if event.get("type") is None:
                     on_listed(k)
-                deliver(sched, k, _event_type(event), trimmed(event["object"]))
+                sched.on_object_event(k, _event_type(event), trimmed(event["object"]))
             return object_event
         kopf.on.event(group, version, plural, registry=reg)(make(kind))
     return reg

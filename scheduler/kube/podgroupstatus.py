@@ -6,11 +6,17 @@ and one worker sends the patches in order, so a slow or failing API server never
 members' binding). Patches for a PodGroup still queued are merged into one (later conditions win by type, as the
 API server would merge them), so a group retried in a burst costs one write. Failures are logged, not raised:
 the condition is informational and the next cycle of the group writes it again.
+
+Upstream never regresses a True PodGroupInitiallyScheduled: the cycle reads the condition from its informer, which
+its synchronous write has updated by the next cycle. Here the write is asynchronous, and a group's next cycle (a
+basic group's remaining member, a millisecond later) still sees no True condition and asks for False: the writer
+drops such a patch itself for a while after it wrote True (``settle`` seconds, ample for the watch to deliver it).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
@@ -20,6 +26,16 @@ import structlog
 from scheduler.model.apierrors import NotFoundError
 
 log = structlog.get_logger(__name__)
+
+INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
+
+
+def initially_scheduled(patch: Mapping[str, Any]) -> str | None:
+    """The status the patch gives PodGroupInitiallyScheduled ("True", "False"), None when it leaves it alone."""
+    for c in (patch.get("status") or {}).get("conditions") or []:
+        if c.get("type") == INITIALLY_SCHEDULED:
+            return str(c.get("status"))
+    return None
 
 
 class PodGroupStatusPatcher(Protocol):
@@ -49,10 +65,15 @@ class ApiPodGroupStatusWriter:
     """PodGroupStatusWriter over the API: asynchronous, ordered per PodGroup, bounded, leader-gated."""
 
     def __init__(self, patcher: PodGroupStatusPatcher, backlog: int = 5000,
-                 leading: Callable[[], bool] = lambda: True) -> None:
+                 leading: Callable[[], bool] = lambda: True, settle: float = 30.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         """Patches are dropped while not ``leading`` (a standby computes the same conditions; the leader alone
-        writes) and beyond ``backlog`` PodGroups waiting (counted in ``dropped``, logged)."""
+        writes), beyond ``backlog`` PodGroups waiting (counted in ``dropped``, logged), and when they would turn
+        PodGroupInitiallyScheduled back from the True this writer took less than ``settle`` seconds ago."""
         self._patcher = patcher
+        self._settle = settle
+        self._clock = clock
+        self._scheduled: dict[tuple[str, str], float] = {}  # PodGroup -> when it was last given True
         self._leading = leading
         self._backlog = backlog
         self._cond = threading.Condition()
@@ -67,8 +88,9 @@ class ApiPodGroupStatusWriter:
     def patch_pod_group_status(self, namespace: str, name: str, patch: Mapping[str, object]) -> None:
         """Queue the patch and return at once; never raises."""
         key = (namespace, name)
+        state = initially_scheduled(patch)
         with self._cond:
-            if self._closed:
+            if self._closed or (state is not None and self._regresses(key, state)):
                 return
             queued = self._pending.get(key)
             if queued is not None:
@@ -81,6 +103,17 @@ class ApiPodGroupStatusWriter:
             else:
                 self._pending[key] = dict(patch)
             self._cond.notify()
+
+    def _regresses(self, key: tuple[str, str], state: str) -> bool:
+        """Remember a True; a False within ``settle`` seconds of one regresses it. Called under the lock."""
+        now = self._clock()
+        if state == "True":
+            self._scheduled[key] = now
+            if len(self._scheduled) > self._backlog:  # forget the ones old enough for the watch to have them
+                self._scheduled = {k: t for k, t in self._scheduled.items() if now - t < self._settle}
+            return False
+        since = self._scheduled.get(key)
+        return since is not None and now - since < self._settle
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Wait until every queued patch was sent (or failed); False on timeout."""

@@ -21,7 +21,7 @@ from kubernetes.client.exceptions import ApiException
 from scheduler.cache.objects import object_key
 from scheduler.eventhandlers import ADDED, DELETED
 from scheduler.kube.client import METADATA_LIST, Requester, list_all
-from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS, collection_path, deliver
+from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS, collection_path
 from scheduler.scheduler import Scheduler
 
 log = structlog.get_logger(__name__)
@@ -39,7 +39,7 @@ def initial_sync(
     for kind, (group, version, plural) in kinds.items():
         try:
             for obj in list_all(api, collection_path(group, version, plural)):
-                deliver(sched, kind, ADDED, obj)
+                sched.on_object_event(kind, ADDED, obj)
         except ApiException as exc:
             log.warning("cannot list objects; plugins reading them see none", kind=kind, status=exc.status)
     count = 0
@@ -125,7 +125,7 @@ def reconcile(api: Requester, sched: Scheduler, kind: str,
         present = {object_key(o) for o in _listed(api, collection_path(*kinds[kind]))}
         gone = [o for key, o in before.items() if key not in present]
         for obj in gone:
-            deliver(sched, kind, DELETED, obj)
+            sched.on_object_event(kind, DELETED, obj)
     for obj in gone:
         log.info("relist: removed an object deleted while the watch was down", kind=kind,
                  name=(obj.get("metadata") or {}).get("name"))

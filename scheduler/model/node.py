@@ -35,10 +35,12 @@ class Node:
     parse_error: InvalidObjectError | None = None
     memo: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def zone_key(self) -> str:
-        """region + ":\\x00:" + zone, beta labels first (component-helpers GetZoneKey)."""
-        return zone_key(self.labels)
+    # region + ":\x00:" + zone, beta labels first (component-helpers GetZoneKey): an attribute, set once (a
+    # Node's labels never change; an update is a new Node), as zone spreading reads it per node per pod.
+    zone_key: str = field(init=False, default="")
+
+    def __post_init__(self) -> None:
+        self.zone_key = zone_key(self.labels)
 
 
 def _first(labels: Mapping[str, str], keys: tuple[str, ...]) -> str:

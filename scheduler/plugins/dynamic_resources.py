@@ -160,6 +160,19 @@ class _State:
 _NO_CLAIMS = _State()  # read-only: every point returns before touching it when ``claims`` is empty
 
 
+def _join_group_state(state: CycleState, pod: Pod, s: _State) -> None:
+    """In a pod group's cycle, keep the member's state in the group's (upstream's podGroupStateData, made at
+    every member's PreFilter): PodGroupPostFilter reads it."""
+    group_cycle = state.get_pod_group_scheduling_cycle()
+    if group_cycle is None:
+        return
+    states = group_cycle.get(POD_GROUP_STATE_KEY)
+    if not isinstance(states, dict):
+        states = {}
+        group_cycle.write(POD_GROUP_STATE_KEY, states)
+    states[pod.key] = s
+
+
 def _node_selector(selector: Mapping[str, Any], claim: ResourceClaim) -> Callable[[Node], bool]:
     """``nodeaffinity.NewNodeSelector(allocation.nodeSelector).Match``; a malformed selector is an error."""
     terms = parse_required_terms(selector, f"ResourceClaim {claim.key}", "status.allocation.nodeSelector")
@@ -255,16 +268,11 @@ class DynamicResources(SignsByTemplate):
         if not backed and not (pod.raw.get("spec") or {}).get("resourceClaims"):
             # The common case costs one shared, never-written state: later points see "no claims".
             state.write(STATE_KEY, _NO_CLAIMS)
+            _join_group_state(state, pod, _NO_CLAIMS)
             return None, skip()
         s = _State()
         state.write(STATE_KEY, s)
-        group_cycle = state.get_pod_group_scheduling_cycle()
-        if group_cycle is not None:  # a group's member: PodGroupPostFilter reads its state
-            states = group_cycle.get(POD_GROUP_STATE_KEY)
-            if not isinstance(states, dict):
-                states = {}
-                group_cycle.write(POD_GROUP_STATE_KEY, states)
-            states[pod.key] = s
+        _join_group_state(state, pod, s)
         try:
             claims = self._pod_claims(pod)
         except _Unschedulable as exc:
@@ -487,14 +495,15 @@ class DynamicResources(SignsByTemplate):
                 and pod_group.pod_group.topology_keys:
             return None, unschedulable()
         states = state.get(POD_GROUP_STATE_KEY)
-        if isinstance(states, dict):
-            for pod in pod_group.unscheduled_pods:
-                s = states.get(pod.key)
-                if not isinstance(s, _State) or not s.claims:
-                    continue
-                _, status = self._deallocate_or_delete_pod_claims(pod, s)
-                if status is not None and status.code == Code.ERROR:
-                    return None, status
+        if not isinstance(states, dict):  # no member reached PreFilter: upstream's read of the state fails
+            return None, error("not found")
+        for pod in pod_group.unscheduled_pods:
+            s = states.get(pod.key)
+            if not isinstance(s, _State) or not s.claims:
+                continue
+            _, status = self._deallocate_or_delete_pod_claims(pod, s)
+            if status is not None and status.code == Code.ERROR:
+                return None, status
         return None, unschedulable("deallocation and deletion of ResourceClaims completed")
 
     def _deallocate_or_delete_pod_claims(self, pod: Pod, s: _State) -> tuple[bool, Status | None]:

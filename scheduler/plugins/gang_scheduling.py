@@ -75,8 +75,8 @@ class GangScheduling:
         if not group:
             return None, 0.0
         manager = self._handle.pod_group_manager()
-        try:
-            pg = manager.pod_groups().get(pod.namespace, group)
+        try:  # the object from the cycle's snapshot, the states from the cache, as upstream's Permit
+            pg = self._handle.snapshot().pod_groups().get(pod.namespace, group)
         except LookupError as exc:
             return error(f"failed to get podGroup {pod.namespace}/{group}: {exc}"), 0.0
         try:

@@ -15,6 +15,7 @@ from scheduler.config.types import MAX_NODE_SCORE
 from scheduler.framework.interface import MIN_NODE_SCORE, CycleState, Handle
 from scheduler.framework.podgroup import PlacementScore, PodGroupAssignments, PodGroupInfo
 from scheduler.framework.status import Status, error
+from scheduler.plugins.helper.podgroup_states import snapshot_pod_group_states
 
 NAME = "PodGroupPodsCount"
 
@@ -35,7 +36,7 @@ class PodGroupPodsCount:
         """Scheduled members plus the placement's proposed ones; an error status when the group's state is
         missing from the snapshot."""
         try:
-            scheduled = self.handle.pod_group_manager().pod_group_states().get(
+            scheduled = snapshot_pod_group_states(self.handle).get(
                 pod_group.namespace, pod_group.name).scheduled_pods_count()
         except LookupError as exc:
             return 0, error(exc)

@@ -18,6 +18,8 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
+import numpy as np
+
 from scheduler.config.args import plugin_args
 from scheduler.config.types_pluginargs import SYSTEM_DEFAULTING, PodTopologySpreadArgs
 from scheduler.framework.batch import TemplateMemo, template_key
@@ -28,6 +30,7 @@ from scheduler.framework.interface import (
     NodeScore,
     ObjectLister,
     PreFilterResult,
+    ScoreRow,
     score_by_batch,
 )
 from scheduler.framework.status import Status, error, skip, unresolvable, unschedulable
@@ -349,12 +352,14 @@ class _PreFilterState:
 class _PreScoreState:
     """Constraints for scoring, ignored nodes, per-domain counts and ln(#domains + 2) weights."""
 
-    __slots__ = ("constraints", "counters", "ignored_nodes", "topology_normalizing_weight", "value_counts")
+    __slots__ = ("constraints", "counters", "ignored_nodes", "nodes", "topology_normalizing_weight", "value_counts")
 
     def __init__(self) -> None:
         self.constraints: tuple[TopologySpreadConstraint, ...] = ()
         self.counters: list[Callable[[NodeInfo], int]] = []  # matching pods per node, one per constraint
         self.ignored_nodes: set[str] = set()
+        # PreScore's nodes, which Score and NormalizeScore get in the same order (the ignored ones' places)
+        self.nodes: Sequence[NodeInfo] = ()
         self.value_counts: list[dict[str, int]] = []
         self.topology_normalizing_weight: list[float] = []
 
@@ -644,17 +649,17 @@ class PodTopologySpread:
         require_all: bool,
     ) -> None:
         s.constraints = constraints
-        s.value_counts = [{} for _ in s.constraints]
-        for ni in nodes:
-            node = ni.node
-            if node is None:
-                continue
-            if require_all and not _node_has_all_keys(node.labels, s.constraints):
-                s.ignored_nodes.add(node.name)
-                continue
-            for i, c in enumerate(s.constraints):
-                if c.topology_key != LABEL_HOSTNAME:
-                    s.value_counts[i].setdefault(node.labels.get(c.topology_key, ""), 0)
+        s.nodes = nodes
+        present = [ni.node for ni in nodes if ni.node is not None]
+        if require_all:
+            ignored = [node for node in present if not _node_has_all_keys(node.labels, constraints)]
+            if ignored:
+                s.ignored_nodes = {node.name for node in ignored}
+                present = [node for node in present if node.name not in s.ignored_nodes]
+        # The domains of each constraint among the nodes (hostname ones are counted node by node in Score)
+        s.value_counts = [{} if c.topology_key == LABEL_HOSTNAME else
+                          dict.fromkeys([node.labels.get(c.topology_key, "") for node in present], 0)
+                          for c in constraints]
         weights = []
         for i, c in enumerate(s.constraints):
             size = len(nodes) - len(s.ignored_nodes) if c.topology_key == LABEL_HOSTNAME else len(s.value_counts[i])
@@ -670,8 +675,10 @@ class PodTopologySpread:
         if not isinstance(s, _PreScoreState):
             return [], error(f'error reading "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
         ignored = s.ignored_nodes
+        # score_for_count and go_round inlined (the same float operations in the same order): a total is
+        # never negative (weights > 0, maxSkew >= 1), so Go's rounding is a truncation plus the half step.
         plan = tuple(
-            (c.topology_key, c.topology_key == LABEL_HOSTNAME, s.counters[i], c.max_skew,
+            (c.topology_key, c.topology_key == LABEL_HOSTNAME, s.counters[i], float(c.max_skew - 1),
              s.topology_normalizing_weight[i], s.value_counts[i])
             for i, c in enumerate(s.constraints)
         )
@@ -681,18 +688,18 @@ class PodTopologySpread:
             node = ni.node
             if node is None:
                 return [], error("node not found")
-            if node.name in ignored:
+            if ignored and node.name in ignored:
                 append(0)
                 continue
             labels = node.labels
             total = 0.0
-            for key, is_hostname, counter, max_skew, weight, counts in plan:
+            for key, is_hostname, counter, tolerance, weight, counts in plan:
                 value = labels.get(key)
                 if value is None:
                     continue
-                cnt = counter(ni) if is_hostname else counts.get(value, 0)
-                total += score_for_count(cnt, max_skew, weight)
-            append(go_round(total))
+                total += float(counter(ni) if is_hostname else counts.get(value, 0)) * weight + tolerance
+            rounded = int(total)
+            append(rounded + 1 if total - rounded >= 0.5 else rounded)
         return out, None
 
     def score_extensions(self) -> PodTopologySpread:
@@ -714,6 +721,30 @@ class PodTopologySpread:
                 ns.score = MAX_NODE_SCORE
             else:
                 ns.score = MAX_NODE_SCORE * (hi + lo - ns.score) // hi
+        return None
+
+    def normalize_values(self, state: CycleState, pod: Pod, values: ScoreRow) -> Status | None:
+        """``normalize_score`` on the framework's score row (the same integer arithmetic); the ignored nodes'
+        places are those of PreScore's nodes."""
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, _PreScoreState):
+            return error(f'error reading "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
+        if not values.size:
+            return None
+        ignored = None
+        if s.ignored_nodes:
+            if len(s.nodes) != len(values):
+                return error(f"{len(values)} scores for the {len(s.nodes)} nodes of PreScore")
+            ignored = np.fromiter((ni.name in s.ignored_nodes for ni in s.nodes), dtype=np.bool_, count=len(values))
+        valid = values if ignored is None else values[~ignored]
+        lo = int(valid.min()) if valid.size else 0
+        hi = max(int(valid.max()) if valid.size else 0, 0)
+        if hi == 0:
+            values[:] = MAX_NODE_SCORE
+        else:
+            values[:] = MAX_NODE_SCORE * (hi + lo - values) // hi
+        if ignored is not None:
+            values[ignored] = 0
         return None
 
     # --- queueing hints --------------------------------------------------------------------------

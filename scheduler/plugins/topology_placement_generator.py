@@ -18,6 +18,7 @@ from scheduler.framework.podgroup import Placement, PodGroupInfo
 from scheduler.framework.status import Status, error
 from scheduler.framework.types import NodeInfo
 from scheduler.model.pod import Pod
+from scheduler.plugins.helper.podgroup_states import snapshot_pod_group_states
 
 NAME = "TopologyPlacementGenerator"
 
@@ -50,7 +51,7 @@ class TopologyPlacementGenerator:
         if key is None:
             return [parent_placement], None
         try:
-            scheduled = self.handle.pod_group_manager().pod_group_states().get(
+            scheduled = snapshot_pod_group_states(self.handle).get(
                 pod_group.namespace, pod_group.name).scheduled_pods()
         except LookupError as exc:
             return [], error(exc)

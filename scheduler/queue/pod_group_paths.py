@@ -14,8 +14,10 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from scheduler.framework.events import event_matches
 from scheduler.framework.interface import PreEnqueuePlugin
 from scheduler.framework.status import CODE_SUCCESS, Status
+from scheduler.framework.types import ClusterEvent
 from scheduler.model.pod import Pod
 from scheduler.model.workload import PodGroup
 from scheduler.queue.active_queue import ActiveQueue
@@ -143,6 +145,16 @@ class PodGroupPaths:
         with self._lock:
             key = group_key_of(pod)
             if self._groups.where.get(key) == GATED:
+                self._retry_gated(key)
+
+    def _wake_gated_groups(self, event: ClusterEvent) -> None:
+        """moveEntitiesToActiveOrBackoffQueue for gated groups: an event the gating plugin registered runs the
+        group's PreEnqueue again (the plugin's hint is not asked: PreEnqueue decides, as it does upstream once the
+        entity moves)."""
+        for key in [k for k, w in self._groups.where.items() if w == GATED]:
+            gating = next((m for m in self._groups.queued[key].members if m.gating_plugin is not None), None)
+            events = gating.gating_plugin_events if gating is not None else ()
+            if event.is_wildcard or any(event_matches(event, e) for e in events):
                 self._retry_gated(key)
 
     def _retry_gated(self, key: GroupKey) -> None:

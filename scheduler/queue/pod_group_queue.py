@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import bisect
 import functools
+import heapq
+import itertools
 from collections.abc import Callable, Iterator, Set
 from dataclasses import dataclass, field
 
@@ -77,6 +79,10 @@ class QueuedPodGroupInfo:
 
     def add_pod(self, qpi: QueuedPodInfo) -> None:
         """AddPod: in member order, mirrored in the PodGroupInfo's unscheduled pods."""
+        if not self.members or member_order(self.members[-1], qpi) <= 0:  # members mostly arrive in order
+            self.members.append(qpi)
+            self.info.unscheduled_pods.append(qpi.pod)
+            return
         i = bisect.bisect_left([_member_key(m) for m in self.members], _member_key(qpi))
         self.members.insert(i, qpi)
         self.info.unscheduled_pods.insert(i, qpi.pod)
@@ -118,6 +124,10 @@ class PodGroupQueue:
         self.queued: dict[GroupKey, QueuedPodGroupInfo] = {}
         self.where: dict[GroupKey, str] = {}
         self.in_flight: GroupKey | None = None  # upstream's last popped entity, while it is a group
+        # The active groups by PrioritySort's order, with lazy deletion: an entry whose group left, changed
+        # priority or timestamp, or is not active any more is dropped when it surfaces.
+        self._active_heap: list[tuple[int, float, int, GroupKey, QueuedPodGroupInfo]] = []
+        self._seq = itertools.count()
 
     # ----- read access
 
@@ -150,29 +160,33 @@ class PodGroupQueue:
     # ----- the group entities
 
     def new_group(self, key: GroupKey, qpi: QueuedPodInfo | None = None) -> QueuedPodGroupInfo:
+        """newQueuedPodGroupInfoFromRootLookup: a group made for its first member takes that member's timestamps."""
         g = QueuedPodGroupInfo(PodGroupInfo(key[0], key[1], self.forest.get(key)), timestamp=self._clock())
         if qpi is not None:
             g.add_pod(qpi)
+            g.timestamp, g.initial_attempt_timestamp = qpi.timestamp, qpi.initial_attempt_timestamp
         return g
 
     def put(self, g: QueuedPodGroupInfo, state: str) -> None:
         self.queued[g.key] = g
         self.where[g.key] = state
+        if state == ACTIVE:
+            heapq.heappush(self._active_heap, (-g.priority, g.timestamp, next(self._seq), g.key, g))
 
     def take(self, key: GroupKey) -> tuple[QueuedPodGroupInfo | None, str | None]:
         g = self.queued.pop(key, None)
         return g, self.where.pop(key, None)
 
     def best_active(self) -> QueuedPodGroupInfo | None:
-        """The active group PrioritySort puts first (higher priority, then earlier timestamp)."""
-        best: QueuedPodGroupInfo | None = None
-        for key, state in self.where.items():
-            if state != ACTIVE:
-                continue
-            g = self.queued[key]
-            if best is None or (g.priority, -g.timestamp) > (best.priority, -best.timestamp):
-                best = g
-        return best
+        """The active group PrioritySort puts first (higher priority, then earlier timestamp; then the first put)."""
+        heap = self._active_heap
+        while heap:
+            neg_priority, timestamp, _, key, g = heap[0]
+            if (self.queued.get(key) is g and self.where.get(key) == ACTIVE and g.priority == -neg_priority
+                    and g.timestamp == timestamp):
+                return g
+            heapq.heappop(heap)
+        return None
 
     def backoff_expiry(self, g: QueuedPodGroupInfo, initial: float, maximum: float) -> float:
         """getBackoffTime of the group entity, window-aligned, cached until its counts change."""

@@ -254,6 +254,8 @@ class PriorityQueue(PodGroupPaths):
     def queue_of(self, pod: Pod) -> str | None:
         """Which sub-queue holds the pod: active, backoff, unschedulable, gated, or None."""
         with self._lock:
+            if self.generic_workload and pod.pod_group_name:
+                return self._groups.holds(pod)  # its group's state, or incomplete / pending
             k = pod.key
             if k in self._active:
                 return ACTIVE
@@ -664,6 +666,8 @@ class PriorityQueue(PodGroupPaths):
     def _move_all(self, event: ClusterEvent, old: Any, new: Any, pre_check: Callable[[Pod], bool] | None) -> None:
         if not self._is_event_of_interest(event):
             return
+        if self._groups.where:
+            self._wake_gated_groups(event)
         if not self._unschedulable:  # no pod waits for a hint (every pod watch event comes here): as _move_pods
             self._active.add_event_if_any_in_flight(event, old, new)
             return

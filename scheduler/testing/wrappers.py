@@ -358,6 +358,11 @@ class PodWrapper(_Namespaced):
         self._spec["priority"] = value
         return self
 
+    def pod_group(self, name: str) -> Self:
+        """spec.schedulingGroup.podGroupName: a member of the Workload API's PodGroup ``name`` (GenericWorkload)."""
+        self._spec["schedulingGroup"] = {"podGroupName": name}
+        return self
+
     def priority_class_name(self, name: str) -> Self:
         self._spec["priorityClassName"] = name
         return self

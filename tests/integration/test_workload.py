@@ -6,7 +6,8 @@ PodGroupInitiallyScheduled condition, the members' PodScheduled messages and Fai
 The kube half of each case also asserts what the binary did as first observed from it, so a case that stops
 exercising what it names (a gang that fits after all) fails there rather than comparing two empty outcomes.
 
-The control plane is this module's own (the session's runs with the gates off). py-scheduler runs as its
+The control plane is this module's own (the session's runs with the gates off), with Coscheduling's PodGroup CRD
+installed too, so py-scheduler watches both PodGroup kinds throughout. py-scheduler runs as its
 ServiceAccount with manifests/' RBAC, so a permission the Workload API needs and the role lacks (podgroups,
 podgroups/status) fails the module's last test.
 """
@@ -25,7 +26,13 @@ from kubernetes import client, config
 from e2e.cluster.cluster import WORKLOAD_GATES, LocalCluster, build_binaries
 from e2e.kube import create_namespace, delete_namespace, events_for, gone, pod_manifest, wait_for
 from e2e.process import start_kube_scheduler, start_scheduler, stop_scheduler, wait_started
-from e2e.rbac import forbidden_lines, render_manifests, service_account_kubeconfig, write_scheduler_config
+from e2e.rbac import (
+    apply_podgroup_crd,
+    forbidden_lines,
+    render_manifests,
+    service_account_kubeconfig,
+    write_scheduler_config,
+)
 from scheduler.kube.client import ApiWriter, RawApi, load_api_client
 from scheduler.kube.podgroupstatus import ApiPodGroupStatusWriter
 from scheduler.kube.ratelimit import TokenBucket
@@ -78,6 +85,9 @@ class Env:
 def env(workdir: Path) -> Iterator[Env]:
     cluster = LocalCluster(workdir / "workload-cluster", feature_gates=WORKLOAD_GATES)
     cluster.up()
+    # Coscheduling's PodGroup CRD too: py-scheduler then watches both PodGroup kinds (scheduling.x-k8s.io and
+    # scheduling.k8s.io), which share a kind name and a plural, through every case.
+    apply_podgroup_crd(cluster.kubeconfig)
     api = config.new_client_from_config(config_file=str(cluster.kubeconfig))
     create_priority_classes(api, [("wl-low", 10), ("wl-mid", 100), ("wl-high", 1000), ("wl-top", 2000)])
     e = Env(cluster, client.CoreV1Api(api), client.CustomObjectsApi(api), workdir)
@@ -333,6 +343,27 @@ def test_gang_preempts_the_pods_in_its_way_and_reprieves_the_rest(env: Env) -> N
         assert_same(kube, py(), same_nodes=False)
 
 
+def test_the_control_plane_serves_the_workload_api(env: Env) -> None:
+    """LocalCluster(feature_gates=WORKLOAD_GATES): scheduling.k8s.io/v1beta1 Workloads and PodGroups are stored (the
+    API server defaults a PodGroup's disruption mode), and a pod keeps spec.schedulingGroup (dropped with the gate
+    off)."""
+    ns = create_namespace(env.core, "wl-api")
+    try:
+        workload = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Workload", "metadata": {"name": "job"},
+                    "spec": {"podGroupTemplates": [{"name": "workers", "schedulingPolicy": {"gang": {"minCount": 2}}}]}}
+        env.custom.create_namespaced_custom_object(GROUP, VERSION, ns, "workloads", workload)
+        group = pod_group("job-workers", min_count=2)
+        group["spec"]["workloadRef"] = {"workloadName": "job", "templateName": "workers"}
+        create_group(env, ns, group)
+        got = env.custom.get_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, "job-workers")
+        assert got["spec"]["workloadRef"] == {"workloadName": "job", "templateName": "workers"}
+        assert got["spec"]["disruptionMode"] == {"single": {}}
+        env.core.create_namespaced_pod(ns, member("m", NOBODY, "job-workers", "100m"))
+        assert env.core.read_namespaced_pod("m", ns).spec.scheduling_group.pod_group_name == "job-workers"
+    finally:
+        delete_namespace(env.core, ns)
+
+
 def test_status_writer_sets_the_condition_as_the_service_account(env: Env) -> None:
     """The edge alone: py-scheduler's PodGroup status writer, authenticated as its ServiceAccount, patches the
     condition onto podgroups/status (strategic merge by type: the second patch replaces the first's condition)."""
@@ -363,3 +394,4 @@ def test_py_scheduler_needed_no_permission_the_role_lacks(env: Env) -> None:
     assert env.py_log is not None
     text = env.py_log.read_text(errors="replace")
     assert not forbidden_lines(text), forbidden_lines(text)[:5]
+    assert "Coscheduling sees no PodGroups" not in text  # both PodGroup kinds were watched

@@ -9,7 +9,6 @@ from scheduler.kube.kinds import (
     OBJECT_KINDS,
     WATCHED_KINDS,
     WORKLOAD_POD_GROUP_KIND,
-    deliver,
     gated_kinds,
     watched_kind,
 )
@@ -49,20 +48,3 @@ def test_the_workload_apis_pod_groups_are_watched_only_with_generic_workload() -
     assert watched_kind(WORKLOAD_POD_GROUP_KIND).event is EventResource.WORKLOAD_POD_GROUP
     assert watched_kind("PodGroup").gvr == ("scheduling.x-k8s.io", "v1alpha1", "podgroups")
 
-
-class Intake:
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, ...]] = []
-
-    def on_pod_group_event(self, type_: str, obj: object) -> None:
-        self.calls.append(("pod group", type_))
-
-    def on_object_event(self, kind: str, type_: str, obj: object) -> None:
-        self.calls.append(("object", kind, type_))
-
-
-def test_the_workload_apis_pod_groups_reach_the_pod_group_intake_and_coschedulings_the_store() -> None:
-    sched = Intake()
-    deliver(sched, WORKLOAD_POD_GROUP_KIND, "ADDED", {})  # type: ignore[arg-type]
-    deliver(sched, "PodGroup", "DELETED", {})  # type: ignore[arg-type]
-    assert sched.calls == [("pod group", "ADDED"), ("object", "PodGroup", "DELETED")]

@@ -110,3 +110,22 @@ def test_the_api_write_is_a_strategic_merge_patch_of_the_status_subresource() ->
     assert (method, path) == ("PATCH", "/apis/scheduling.k8s.io/v1beta1/namespaces/ns/podgroups/g/status")
     assert content_type == "application/strategic-merge-patch+json"
     assert body == patch(condition("True", "Scheduled"))
+
+
+def test_a_true_condition_is_not_regressed_by_a_cycle_that_has_not_seen_it_yet() -> None:
+    """A basic group's next cycle runs before the watch brought back the True just written and asks for False:
+    the writer drops that, for ``settle`` seconds; later (or for another group) False is written as asked."""
+    now = [0.0]
+    p = Patcher()
+    p.release.set()
+    w = ApiPodGroupStatusWriter(p, settle=30.0, clock=lambda: now[0])
+    w.patch_pod_group_status("ns", "g", patch(condition("True", "Scheduled")))
+    w.patch_pod_group_status("ns", "g", patch(condition("False", "Unschedulable", "later member")))
+    w.patch_pod_group_status("ns", "h", patch(condition("False", "Unschedulable", "other group")))
+    assert w.flush()
+    now[0] = 31.0
+    w.patch_pod_group_status("ns", "g", patch(condition("False", "Unschedulable", "much later")))
+    assert w.flush()
+    w.close()
+    assert [(name, body["status"]["conditions"][0]["message"]) for _, name, body in p.calls] == [
+        ("g", ""), ("h", "other group"), ("g", "much later")]

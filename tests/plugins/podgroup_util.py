@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from typing import cast
 
 from scheduler import testing as st
-from scheduler.cache.podgroupstate import PodGroupStateData, PodGroupStates
+from scheduler.cache.podgroupstate import PodGroupObjects, PodGroupStateData, PodGroupStates
 from scheduler.cache.snapshot import Snapshot
-from scheduler.framework.podgroup import Placement, PodGroupInfo
-from scheduler.framework.runtime.framework import Framework
+from scheduler.config.types import Profile
+from scheduler.framework.podgroup import Placement, PodGroupInfo, PodGroupManager
+from scheduler.framework.runtime.framework import Framework, FrameworkOptions
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.model.workload import API_VERSION, KIND_POD_GROUP, PodGroup, parse_pod_group
@@ -37,11 +38,15 @@ def member(name: str, node: str = "", cpu: str | None = None, memory: str | None
 
 
 def group_handle(nodes: Sequence[Node], members: Sequence[Pod], group: PodGroup | None,
-                 others: Sequence[Pod] = ()) -> tuple[Framework, PodGroupStateData]:
+                 others: Sequence[Pod] = (),
+                 cache: PodGroupManager | None = None) -> tuple[Framework, PodGroupStateData]:
     """A handle over ``nodes`` (with the bound ``members`` and ``others`` on them) whose snapshot holds the group's
-    state: every member added as the cache adds it."""
-    handle = st.new_handle(nodes, [*members, *others])
-    states = cast(PodGroupStates, handle.pod_group_manager().pod_group_states())
+    state: every member added as the cache adds it. ``cache``: what ``Handle.pod_group_manager()`` answers (the
+    live cache's states, in a scheduler), else the snapshot."""
+    snapshot = st.make_snapshot(nodes, [*members, *others])
+    handle = Framework(Profile("default-scheduler", {}), {}, FrameworkOptions(
+        scheduler=st.TestActions(), snapshot=snapshot, objects=st.make_object_store(), pod_group_manager=cache))
+    states = snapshot.pod_group_states()
     state = states.state((NS, GROUP))
     state.set_pod_group(group)
     for pod in members:
@@ -66,3 +71,13 @@ def placement_of(handle: Framework, name: str, nodes: Sequence[str]) -> Placemen
         assert info is not None, node
         infos.append(info)
     return Placement(name, infos)
+
+
+class EmptyCache:
+    """A live cache's PodGroupManager that knows no group: the placement plugins must not read it."""
+
+    def pod_group_states(self) -> PodGroupStates:
+        return PodGroupStates()
+
+    def pod_groups(self) -> PodGroupObjects:
+        return PodGroupObjects(PodGroupStates())

@@ -398,11 +398,13 @@ def test_pod_group_postfilter_deallocates_each_members_unavailable_claim() -> No
     assert h.writes == [("status", "c1"), ("status", "c2")]
 
 
-def test_pod_group_postfilter_without_member_states_changes_nothing() -> None:
+def test_pod_group_postfilter_without_member_states_is_an_error_as_upstream() -> None:
+    # No member reached PreFilter (upstream: reading the group's state fails with fwk.ErrNotFound).
     pl, h = plugin(("DeviceClass", class_obj()))
     result, status = pl.pod_group_post_filter(CycleState(), PodGroupInfo(NS, "g", None, [pod_with()]),
                                               lambda: (PodGroupAssignments(None, []), None))
-    assert result is None and status is not None and status.code == Code.UNSCHEDULABLE and not h.writes
+    assert result is None and status is not None and (status.code, status.message) == (Code.ERROR, "not found")
+    assert not h.writes
 
 
 def test_postfilter_keeps_a_claim_another_pod_uses() -> None:

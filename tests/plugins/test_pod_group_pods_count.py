@@ -13,7 +13,7 @@ from scheduler.framework.podgroup import (
 )
 from scheduler.framework.status import Code
 from scheduler.plugins.pod_group_pods_count import PodGroupPodsCount
-from tests.plugins.podgroup_util import group_handle, group_info, member, pod_group, snapshot_of
+from tests.plugins.podgroup_util import EmptyCache, group_handle, group_info, member, pod_group, snapshot_of
 
 NODES = [st.make_node().name(f"node{i}").allocatable(cpu="4", memory="8Gi", pods="110").obj() for i in (1, 2, 3)]
 
@@ -37,6 +37,13 @@ def test_only_proposed_members() -> None:
     handle, _ = group_handle(NODES, [member("proposed-1"), member("proposed-2")], pod_group())
     score, status = PodGroupPodsCount({}, handle).score_placement(CycleState(), group_info(pod_group()), TWO_PROPOSED)
     assert (score, status) == (2, None)
+
+
+def test_the_snapshot_is_read_not_the_live_cache() -> None:
+    handle, _ = group_handle(NODES, [member("a1", "node2"), member("proposed-1"), member("proposed-2")], pod_group(),
+                             cache=EmptyCache())
+    score, status = PodGroupPodsCount({}, handle).score_placement(CycleState(), group_info(pod_group()), TWO_PROPOSED)
+    assert (score, status) == (3, None)
 
 
 def test_a_group_without_state_is_an_error() -> None:

@@ -455,3 +455,14 @@ def test_group_cycle_unschedulable_then_victims_evicted_then_members_nominated_a
     s.queue.activate([s._pending["uid-m0"], s._pending["uid-m1"]])
     assert s.schedule_one(timeout=0)
     assert sorted(binder.bindings) == [("default/m0", "n1"), ("default/m1", "n2")]
+
+
+def test_a_plain_pod_goes_before_a_group_member_of_the_same_priority() -> None:
+    # Upstream's "Priority: mix of no groups and pod groups": the member (a pod-group unit) is more important.
+    bound = [pod("plain", "1", "n1", priority=1, start=NOW), pod("member", "1", "n1", pod_group="pg1", start=NOW)]
+    g = group("g", 10)
+    c = Cluster([("n1", "2")], bound, [group("pg1", 1), g])
+    result, status = c.post_filter(g, [pod("m0", "1", priority=10, pod_group="g")])
+    assert status is not None and status.code == Code.SUCCESS
+    assert c.preempted() == ["plain"]
+    assert result.nominating_infos == {"default/m0": "n1"}

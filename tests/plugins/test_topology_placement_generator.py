@@ -15,7 +15,15 @@ from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.model.workload import PodGroup
 from scheduler.plugins.topology_placement_generator import TopologyPlacementGenerator
-from tests.plugins.podgroup_util import group_handle, group_info, member, placement_of, pod_group, snapshot_of
+from tests.plugins.podgroup_util import (
+    EmptyCache,
+    group_handle,
+    group_info,
+    member,
+    placement_of,
+    pod_group,
+    snapshot_of,
+)
 
 
 def node(name: str, **labels: str) -> Node:
@@ -97,6 +105,15 @@ def test_an_assumed_member_pins_its_domain_too() -> None:
     placements, status, _ = generate(nodes, pod_group("rack"), members, assumed=[member("p0", "b1")])
     assert status is None
     assert names(placements) == [("b", ["b1", "b2"])]
+
+
+def test_the_snapshot_is_read_not_the_live_cache() -> None:
+    nodes = [node("a1", rack="a"), node("b1", rack="b")]
+    handle, _ = group_handle(nodes, [member("p0", "b1"), member("p1")], pod_group("rack"), cache=EmptyCache())
+    placements, status = TopologyPlacementGenerator({}, handle).generate_placements(
+        CycleState(), group_info(pod_group("rack")), None)
+    assert status is None
+    assert names(placements) == [("b", ["b1"])]
 
 
 def test_the_pinned_domain_outside_the_parent_placement_gives_no_placement() -> None:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from scheduler.framework.batch import SignsByTemplate
-from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, NodeScore
+from scheduler.framework.interface import MAX_NODE_SCORE, CycleState, Handle, NodeScore, ScoreRow
 from scheduler.framework.status import Status, error, skip
 from scheduler.framework.types import ClusterEventWithHint, NodeInfo
 from scheduler.model.labels import LabelSelector
@@ -40,11 +40,13 @@ ZONE_WEIGHTING = 2.0 / 3.0
 
 
 class _PreScoreState:
-    __slots__ = ("count", "selector")
+    __slots__ = ("count", "nodes", "selector")
 
-    def __init__(self, selector: LabelSelector, count: Callable[[NodeInfo], int]) -> None:
+    def __init__(self, selector: LabelSelector, count: Callable[[NodeInfo], int], nodes: Sequence[NodeInfo]) -> None:
         self.selector = selector
         self.count = count  # matching pods on a node (matching_pod_counter)
+        # PreScore's nodes, which Score and NormalizeScore get in the same order: the score row's zones
+        self.nodes = nodes
 
     def clone(self) -> _PreScoreState:
         return self
@@ -59,7 +61,8 @@ def skip_selector_spread(pod: Pod) -> bool:
 def spread_scores(counts: Sequence[int], zones: Sequence[str]) -> list[int]:
     """The Reduce step on 0-100: ``counts[i]`` pods on node i, ``zones[i]`` its zone key ("" = none).
 
-    Float arithmetic in the same order as upstream so truncation lands on the same integers.
+    Float arithmetic in the same order as upstream so truncation lands on the same integers. A node's score
+    follows from its (count, zone) alone, and a cycle's nodes have few distinct ones: each is computed once.
     """
     max_node = max(counts, default=0)
     by_zone: dict[str, int] = {}
@@ -67,19 +70,23 @@ def spread_scores(counts: Sequence[int], zones: Sequence[str]) -> list[int]:
         if z:
             by_zone[z] = by_zone.get(z, 0) + c
     max_zone = max(by_zone.values(), default=0)
-    have_zones = bool(by_zone)
     top = float(MAX_NODE_SCORE)
+    known: dict[tuple[int, str], int] = {}
     out = []
-    for c, z in zip(counts, zones, strict=True):
-        f = top
-        if max_node > 0:
-            f = top * (float(max_node - c) / float(max_node))
-        if have_zones and z:
-            zone_score = top
-            if max_zone > 0:
-                zone_score = top * (float(max_zone - by_zone[z]) / float(max_zone))
-            f = (f * (1.0 - ZONE_WEIGHTING)) + (ZONE_WEIGHTING * zone_score)
-        out.append(int(f))
+    for pair in zip(counts, zones, strict=True):
+        value = known.get(pair)
+        if value is None:
+            c, z = pair
+            f = top
+            if max_node > 0:
+                f = top * (float(max_node - c) / float(max_node))
+            if z:  # a zone of its own implies some scored node has one
+                zone_score = top
+                if max_zone > 0:
+                    zone_score = top * (float(max_zone - by_zone[z]) / float(max_zone))
+                f = (f * (1.0 - ZONE_WEIGHTING)) + (ZONE_WEIGHTING * zone_score)
+            value = known[pair] = int(f)
+        out.append(value)
     return out
 
 
@@ -106,7 +113,7 @@ class SelectorSpread(SignsByTemplate):
             return skip()
         selector = default_selector(pod, self.handle.objects())
         counter = matching_pod_counter(self._counts, selector, pod.namespace, len(self.handle.snapshot().list()))
-        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(selector, counter))
+        state.write(PRE_SCORE_STATE_KEY, _PreScoreState(selector, counter, nodes))
         return None
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
@@ -115,6 +122,13 @@ class SelectorSpread(SignsByTemplate):
         if not isinstance(s, _PreScoreState):
             return 0, error(f'Error reading "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
         return s.count(node_info), None
+
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> tuple[list[int], Status | None]:
+        """``score`` for every node in one call."""
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, _PreScoreState):
+            return [], error(f'Error reading "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
+        return list(map(s.count, nodes)), None
 
     def score_extensions(self) -> SelectorSpread:
         return self
@@ -129,6 +143,22 @@ class SelectorSpread(SignsByTemplate):
             zones.append(ni.node.zone_key)
         for ns, value in zip(scores, spread_scores([ns.score for ns in scores], zones), strict=True):
             ns.score = value
+        return None
+
+    def normalize_values(self, state: CycleState, pod: Pod, values: ScoreRow) -> Status | None:
+        """``normalize_score`` on the framework's score row, the zones read from PreScore's nodes (the row's,
+        in its order) instead of a snapshot lookup by name per node."""
+        s = state.get(PRE_SCORE_STATE_KEY)
+        if not isinstance(s, _PreScoreState):
+            return error(f'Error reading "{PRE_SCORE_STATE_KEY}" from cycleState: not found')
+        if len(s.nodes) != len(values):
+            return error(f"{len(values)} scores for the {len(s.nodes)} nodes of PreScore")
+        try:
+            zones = [ni.node.zone_key for ni in s.nodes]  # type: ignore[union-attr]  # None: AttributeError
+        except AttributeError:  # a NodeInfo without its node
+            missing = next(ni.name for ni in s.nodes if ni.node is None)
+            return error(f'getting node "{missing}" from Snapshot: not found')
+        values[:] = spread_scores(values.tolist(), zones)
         return None
 
     def events_to_register(self) -> list[ClusterEventWithHint]:

@@ -1,0 +1,131 @@
+"""The queue's pod-group paths (GenericWorkload on): members wait for their PodGroup (incomplete), join their queued
+group, wait while it is in flight (pending) and come back with it; a deleted PodGroup sends them back to incomplete."""
+
+from __future__ import annotations
+
+from scheduler.framework.status import Status, unresolvable, unschedulable
+from scheduler.framework.types import NODE_ADD, ClusterEventWithHint
+from scheduler.model.node import node_from_api
+from scheduler.model.pod import Pod
+from scheduler.model.workload import parse_pod_group
+from scheduler.queue import PriorityQueue, QueueProfile
+from scheduler.queue.pod_group_queue import QueuedPodGroupInfo
+from scheduler.testing import make_pod
+from tests.queue.qhelpers import FakeClock, make_queue, priority_less, priority_rank
+
+
+def group(name: str = "g", priority: int = 0) -> dict:
+    return {"metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, "priority": priority}}
+
+
+def test_members_wait_for_their_pod_group_then_pop_as_one_entity() -> None:
+    q, _ = make_queue()
+    q.generic_workload = True
+    q.add(make_pod().name("b").pod_group("g").obj())
+    q.add(make_pod().name("a").pod_group("g").obj())
+    assert q.pop(timeout=0) is None
+    assert q.pod_group_member_counts() == (2, 0)
+    q.add_pod_group(parse_pod_group(group()))
+    entity = q.pop(timeout=0)
+    assert isinstance(entity, QueuedPodGroupInfo)
+    assert [m.pod.name for m in entity.members] == ["a", "b"], "same priority and timestamp: by name"
+    assert entity.info.unscheduled_pods == [m.pod for m in entity.members]
+    assert entity.attempts == 1 and all(m.attempts == 1 for m in entity.members)
+
+
+def test_a_group_is_ordered_with_pods_by_priority() -> None:
+    q, clock = make_queue()
+    q.generic_workload = True
+    q.add(make_pod().name("low").priority(1).obj())
+    clock.advance(1)
+    q.add_pod_group(parse_pod_group(group(priority=5)))
+    q.add(make_pod().name("m").priority(5).pod_group("g").obj())
+    first = q.pop(timeout=0)
+    assert isinstance(first, QueuedPodGroupInfo)
+    second = q.pop(timeout=0)
+    assert second is not None and not isinstance(second, QueuedPodGroupInfo) and second.pod.name == "low"
+
+
+def test_members_arriving_in_flight_come_back_with_the_group() -> None:
+    q, clock = make_queue()
+    q.generic_workload = True
+    q.add_pod_group(parse_pod_group(group()))
+    q.add(make_pod().name("a").pod_group("g").obj())
+    entity = q.pop(timeout=0)
+    assert isinstance(entity, QueuedPodGroupInfo)
+    q.add(make_pod().name("b").pod_group("g").obj())
+    assert q.pod_group_member_counts() == (0, 1)
+    member = entity.members[0]
+    member.unschedulable_plugins = {"GangScheduling"}
+    assert q.add_unschedulable_if_not_present(member, q.scheduling_cycle) is None
+    assert q.pod_group_member_counts() == (0, 2)
+    assert q.add_attempted_pod_group_if_needed(entity, unschedulable("no")) is None
+    assert q.pod_group_member_counts() == (0, 0)
+    assert q.pod_group_entities()["backoff"] == 1
+    clock.advance(2)
+    q.flush_backoff_completed()
+    again = q.pop(timeout=0)
+    assert isinstance(again, QueuedPodGroupInfo)
+    assert sorted(m.pod.name for m in again.members) == ["a", "b"]
+    assert again.unschedulable_count == 1
+
+
+def test_deleting_the_pod_group_sends_members_back_to_incomplete() -> None:
+    q, _ = make_queue()
+    q.generic_workload = True
+    q.add_pod_group(parse_pod_group(group()))
+    q.add(make_pod().name("a").pod_group("g").obj())
+    q.delete_pod_group("default", "g")
+    assert q.pod_group_member_counts() == (1, 0)
+    assert q.pop(timeout=0) is None
+    q.delete(make_pod().name("a").pod_group("g").obj())
+    assert q.pod_group_member_counts() == (0, 0)
+
+
+def test_gate_off_queues_members_as_pods() -> None:
+    q, _ = make_queue()
+    q.add(make_pod().name("a").pod_group("g").obj())
+    qpi = q.pop(timeout=0)
+    assert qpi is not None and not isinstance(qpi, QueuedPodGroupInfo)
+
+
+def test_groups_pop_by_priority_then_timestamp() -> None:
+    q, clock = make_queue()
+    q.generic_workload = True
+    for name, prio in (("g1", 1), ("g2", 1), ("g3", 9)):
+        q.add_pod_group(parse_pod_group(group(name, priority=prio)))
+        q.add(make_pod().name(f"{name}-a").priority(prio).pod_group(name).obj())
+        clock.advance(1)
+    order = []
+    while (entity := q.pop(timeout=0)) is not None:
+        assert isinstance(entity, QueuedPodGroupInfo)
+        order.append(entity.info.name)
+    assert order == ["g3", "g1", "g2"]
+
+
+class Hold:
+    """A PreEnqueue plugin that holds every pod until told, registered for NodeAdd."""
+
+    name = "Hold"
+
+    def __init__(self) -> None:
+        self.holding = True
+
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        return unresolvable("held") if self.holding else None
+
+
+def test_a_gated_group_wakes_on_an_event_its_gating_plugin_registered() -> None:
+    hold = Hold()
+    q = PriorityQueue(priority_less, {"default-scheduler": QueueProfile(
+        pre_enqueue_plugins=[hold], hints={"Hold": [ClusterEventWithHint(NODE_ADD)]})}, clock=FakeClock(),
+        rank=priority_rank)
+    q.generic_workload = True
+    q.add_pod_group(parse_pod_group(group()))
+    q.add(make_pod().name("a").pod_group("g").obj())
+    assert q.pop(timeout=0) is None and q.pod_group_entities()["gated"] == 1
+    hold.holding = False
+    q.node_added(node_from_api({"metadata": {"name": "n1"}}))
+    entity = q.pop(timeout=0)
+    assert isinstance(entity, QueuedPodGroupInfo) and entity.members[0].pod.name == "a"

@@ -141,6 +141,13 @@ class PodGroupQueue:
     def count(self, state: str) -> int:
         return sum(1 for w in self.where.values() if w == state)
 
+    def member_counts_by_state(self) -> dict[str, int]:
+        """The members of the queued groups per state (active, backoff, gated)."""
+        out = {ACTIVE: 0, BACKOFF: 0, GATED: 0}
+        for key, state in self.where.items():
+            out[state] += len(self.queued[key].members)
+        return out
+
     def member_counts(self) -> tuple[int, int]:
         """Pods in incompletePodGroupPods and pendingPodGroupPods (scheduler_pending_pods' two member queues)."""
         return sum(len(v) for v in self.incomplete.values()), sum(len(v) for v in self.pending.values())

@@ -78,7 +78,7 @@ from scheduler.queue.nominator import Nominator
 from scheduler.queue.pod_group_paths import PodGroupPaths
 from scheduler.queue.pod_group_queue import PodGroupQueue, QueuedPodGroupInfo
 from scheduler.queue.queued_pod_info import QueuedPodInfo
-from scheduler.queue.queueing_strategy import Strategy
+from scheduler.queue.queueing_strategy import STRATEGY_QUEUE, Strategy
 from scheduler.queue.unschedulable_pods import (
     DEFAULT_POD_MAX_IN_UNSCHEDULABLE,
     UNSCHEDULABLE_FLUSH_INTERVAL,
@@ -115,8 +115,7 @@ class QueueProfile:
     hints: Mapping[str, Sequence[ClusterEventWithHint]] = field(default_factory=dict)
 
 
-# The queue each strategy names (v1.37 strategyToQueueLabel).
-_STRATEGY_QUEUE = {Strategy.SKIP: UNSCHEDULABLE, Strategy.AFTER_BACKOFF: BACKOFF, Strategy.IMMEDIATELY: ACTIVE}
+_STRATEGY_QUEUE = STRATEGY_QUEUE
 
 # A group of unschedulable pods: (profile, the gating plugin's events or None when not gated,
 # unschedulable plugins, pending plugins): all an event's way to a pod's hints depends on.
@@ -226,7 +225,8 @@ class PriorityQueue(PodGroupPaths):
         return active + backoff + unsched, summary
 
     def lengths(self) -> dict[str, int]:
-        """Values for ``scheduler_pending_pods{queue=active|backoff|unschedulable|gated}``."""
+        """Pods of no pod group per queue (``scheduler_pending_pods{queue=active|backoff|unschedulable|gated}``
+        adds the members of the queued groups: ``pod_group_members_by_state``)."""
         with self._lock:
             gated = self._unschedulable.gated_count()
             return {

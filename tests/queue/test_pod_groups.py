@@ -156,3 +156,29 @@ def test_a_gated_group_moves_only_when_a_members_rejectors_hint_says_queue() -> 
     q.node_added(node_from_api({"metadata": {"name": "n2"}}))
     entity = q.pop(timeout=0)
     assert isinstance(entity, QueuedPodGroupInfo) and entity.members[0].pod.name == "a"
+
+
+def test_group_moves_are_counted_as_upstreams_incoming_entities_and_pending_pods() -> None:
+    """recordIncomingEntitiesMetrics for a group: every member in scheduler_queue_incoming_pods_total, the group
+    once in the podgroup row unless its strategy named the queue; scheduler_pending_pods counts the members."""
+    q, clock = make_queue()
+    q.generic_workload = True
+    records: list[tuple[str, str, int, bool]] = []
+    q.group_metrics = lambda *r: records.append(r)
+    q.add_pod_group(parse_pod_group(group()))
+    q.add(make_pod().name("a").pod_group("g").obj())
+    q.add(make_pod().name("b").pod_group("g").obj())
+    assert records == [("active", "UnscheduledPodAdd", 1, True),  # a new group
+                       ("active", "UnscheduledPodAdd", 2, False)]  # back where it was: no new entity
+    assert q.pod_group_members_by_state() == {"active": 2, "backoff": 0, "gated": 0}
+    entity = q.pop(timeout=0)
+    assert isinstance(entity, QueuedPodGroupInfo)
+    for m in entity.members:
+        m.unschedulable_plugins = {"NodeResourcesFit"}
+        assert q.add_unschedulable_if_not_present(m, q.scheduling_cycle) is None
+    assert q.add_attempted_pod_group_if_needed(entity, unschedulable("no")) is None
+    assert records[-1] == ("backoff", "ScheduleAttemptFailure", 2, True)
+    assert q.pod_group_members_by_state() == {"active": 0, "backoff": 2, "gated": 0}
+    clock.advance(2)
+    q.flush_backoff_completed()
+    assert records[-1] == ("active", "BackoffComplete", 2, True)

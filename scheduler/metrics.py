@@ -460,9 +460,8 @@ class Metrics:
     # ----- recording ----------------------------------------------------------------------------
 
     def pod_incoming(self, queue: str, event: str, entity: bool = True) -> None:
-        """The queue's callback: one pod entered ``queue`` because of ``event``; ``entity``: it counts in
-        scheduler_queue_incoming_entities_total too, as an entity of type pod (py-scheduler queues no pod
-        groups of the Workload API)."""
+        """The queue's callback: one pod of no pod group entered ``queue`` because of ``event``; ``entity``: it
+        counts in scheduler_queue_incoming_entities_total too, as an entity of type pod (groups: group_incoming)."""
         ticks = self._incoming.get((queue, event))  # both series' ticks under one key: one lookup a pod
         if ticks is None:
             ticks = self._incoming[(queue, event)] = [self.incoming_pods.tick((queue, event)), None]

@@ -13,6 +13,7 @@ import bisect
 import functools
 import heapq
 import itertools
+import math
 from collections.abc import Callable, Iterator, Set
 from dataclasses import dataclass, field
 
@@ -196,13 +197,17 @@ class PodGroupQueue:
         return None
 
     def backoff_expiry(self, g: QueuedPodGroupInfo, initial: float, maximum: float) -> float:
-        """getBackoffTime of the group entity, window-aligned, cached until its counts change."""
+        """getBackoffTime of the group entity, window-aligned, cached until its counts change; the maximum grows
+        with the square root of the members (upstream calculateBackoffDuration)."""
         if maximum == 0:
             return float("-inf")
         count = g.consecutive_errors_count if g.consecutive_errors_count > 0 else g.unschedulable_count
         if count == 0:
             return float("-inf")
         if g.backoff_expiration is None:
+            size = len(g.members)
+            if size > 1:  # calculateBackoffDuration: a bigger entity may back off longer, by sqrt of its pods
+                maximum *= math.sqrt(size)
             g.backoff_expiration = align_to_window(g.timestamp + backoff_duration(count, initial, maximum))
         return g.backoff_expiration
 

@@ -182,3 +182,22 @@ def test_group_moves_are_counted_as_upstreams_incoming_entities_and_pending_pods
     clock.advance(2)
     q.flush_backoff_completed()
     assert records[-1] == ("active", "BackoffComplete", 2, True)
+
+
+def test_a_groups_maximum_backoff_grows_with_the_square_root_of_its_members() -> None:
+    """calculateBackoffDuration: maxBackoff * sqrt(size) for an entity of several pods (defaults 1 s .. 10 s)."""
+    q, _ = make_queue()
+    q.generic_workload = True
+    q.add_pod_group(parse_pod_group(group()))
+    for name in ("a", "b", "c", "d"):
+        q.add(make_pod().name(name).pod_group("g").obj())
+    entity = q.pop(timeout=0)
+    assert isinstance(entity, QueuedPodGroupInfo)
+    for m in entity.members:
+        m.unschedulable_plugins = {"NodeResourcesFit"}
+        assert q.add_unschedulable_if_not_present(m, q.scheduling_cycle) is None
+    assert q.add_attempted_pod_group_if_needed(entity, unschedulable("no")) is None
+    again = next(iter(q._groups.queued.values()))
+    again.unschedulable_count = 6  # 1 s * 2**5 = 32 s: above 10 s, below 10 s * sqrt(4) = 20 s
+    again.backoff_expiration = None
+    assert q._groups.backoff_expiry(again, 1.0, 10.0) == again.timestamp + 20.0

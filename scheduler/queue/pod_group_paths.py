@@ -18,7 +18,6 @@ from scheduler.framework.events import (
     BACKOFF_COMPLETE,
     FORCE_ACTIVATE_LABEL,
     SCHEDULE_ATTEMPT_FAILURE,
-    TARGET_POD_UPDATE,
     UNSCHEDULED_POD_ADD,
     event_matches,
     make_event,
@@ -143,15 +142,21 @@ class PodGroupPaths:
         expiry = self._groups.backoff_expiry(entity, self._backoff.initial, self._backoff.maximum)
         return expiry >= align_to_window(self._clock())
 
-    def _update_group_member(self, old: Pod | None, new: Pod) -> None:
-        """updatePodInSchedulingQueue for a member: updated where it waits, else added."""
+    def _update_group_member(self, old: Pod | None, new: Pod, events: Sequence[ClusterEvent]) -> None:
+        """Update for a member: updated where it waits, else added. A gated group's members' rejectors' hints
+        judge each of the update's (TargetPod) events until one moves the group, as upstream's Update does for
+        an entity in unschedulableEntities."""
         groups = self._groups
         if groups.pool_update(groups.incomplete, new) or groups.pool_update(groups.pending, new):
             return
         entity = groups.queued.get(group_key_of(new))
         if entity is not None and entity.update_pod(new):
             if groups.where.get(entity.key) == GATED:
-                self._retry_gated(entity.key, TARGET_POD_UPDATE.label)
+                for event in events:
+                    strategy = self._entity_worth_requeuing(entity, event, old, new)
+                    if strategy is not Strategy.SKIP:
+                        self._requeue_gated(entity, strategy, event.label)
+                        break
             return
         if self._active.is_in_flight(new.uid):
             return
@@ -189,20 +194,29 @@ class PodGroupPaths:
                 events = gating.gating_plugin_events if gating is not None else ()
                 if not any(event_matches(event, e) for e in events):
                     continue
-            strategy = Strategy.SKIP
-            for m in entity.members:
-                s = self._worth_requeuing(m, event, old, new)
-                if s.value > strategy.value:
-                    strategy = s
-                    if s is Strategy.IMMEDIATELY:
-                        break
-            if strategy is Strategy.SKIP:
-                continue
-            groups.take(key)
-            if strategy is Strategy.AFTER_BACKOFF and self._group_backing_off(entity):
-                self._group_to(entity, BACKOFF, event.label, strategy)
-            else:
-                self._group_to_active(entity, event.label, strategy)
+            strategy = self._entity_worth_requeuing(entity, event, old, new)
+            if strategy is not Strategy.SKIP:
+                self._requeue_gated(entity, strategy, event.label)
+
+    def _entity_worth_requeuing(self, entity: QueuedPodGroupInfo, event: ClusterEvent, old: Any,
+                                new: Any) -> Strategy:
+        """isEntityWorthRequeuing: the strongest strategy any member's rejectors' hints give."""
+        best = Strategy.SKIP
+        for m in entity.members:
+            s = self._worth_requeuing(m, event, old, new)
+            if s.value > best.value:
+                best = s
+                if s is Strategy.IMMEDIATELY:
+                    break
+        return best
+
+    def _requeue_gated(self, entity: QueuedPodGroupInfo, strategy: Strategy, event: str) -> None:
+        """requeueEntityWithQueueingStrategy for a gated group a hint moved (PreEnqueue runs again)."""
+        self._groups.take(entity.key)
+        if strategy is Strategy.AFTER_BACKOFF and self._group_backing_off(entity):
+            self._group_to(entity, BACKOFF, event, strategy)
+        else:
+            self._group_to_active(entity, event, strategy)
 
     def _retry_gated(self, key: GroupKey, event: str) -> None:
         entity, state = self._groups.take(key)

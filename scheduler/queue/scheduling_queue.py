@@ -317,8 +317,9 @@ class PriorityQueue(PodGroupPaths):
             if not events:
                 return events  # periodic resync, nothing changed
             if self.generic_workload and new.pod_group_name:
-                if not self._active.add_events_if_pod_in_flight(new, old, new, as_target_pod_events(events)):
-                    self._update_group_member(old, new)
+                own = as_target_pod_events(events)
+                if not self._active.add_events_if_pod_in_flight(new, old, new, own):
+                    self._update_group_member(old, new, own)
                 return events
             own = as_target_pod_events(events)
             if self._active.add_events_if_pod_in_flight(new, old, new, own):

@@ -4,7 +4,14 @@ group, wait while it is in flight (pending) and come back with it; a deleted Pod
 from __future__ import annotations
 
 from scheduler.framework.status import Status, unresolvable, unschedulable
-from scheduler.framework.types import NODE_ADD, ClusterEventWithHint, QueueingHint
+from scheduler.framework.types import (
+    NODE_ADD,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    QueueingHint,
+)
 from scheduler.model.node import node_from_api
 from scheduler.model.pod import Pod
 from scheduler.model.workload import parse_pod_group
@@ -201,3 +208,22 @@ def test_a_groups_maximum_backoff_grows_with_the_square_root_of_its_members() ->
     again.unschedulable_count = 6  # 1 s * 2**5 = 32 s: above 10 s, below 10 s * sqrt(4) = 20 s
     again.backoff_expiration = None
     assert q._groups.backoff_expiry(again, 1.0, 10.0) == again.timestamp + 20.0
+
+
+def test_a_gated_groups_member_update_moves_it_only_through_a_rejectors_hint() -> None:
+    """Update of a member of a gated group: each (TargetPod) event of the change goes to the members' rejectors'
+    hints; nothing registered for it leaves the group gated, PreEnqueue not run."""
+    own_label = ClusterEventWithHint(ClusterEvent(EventResource.UNSCHEDULED_POD, ActionType.UPDATE_POD_LABEL))
+    for registered, moves in (([ClusterEventWithHint(NODE_ADD)], False), ([own_label], True)):
+        hold = Hold()
+        q = PriorityQueue(priority_less, {"default-scheduler": QueueProfile(
+            pre_enqueue_plugins=[hold], hints={"Hold": registered})}, clock=FakeClock(), rank=priority_rank)
+        q.generic_workload = True
+        q.add_pod_group(parse_pod_group(group()))
+        old = make_pod().name("a").pod_group("g").resource_version("1").obj()
+        q.add(old)
+        assert q.pop(timeout=0) is None and q.pod_group_entities()["gated"] == 1
+        hold.holding = False
+        q.update(old, make_pod().name("a").pod_group("g").resource_version("2").labels({"x": "y"}).obj())
+        assert (q.pod_group_entities()["gated"] == 0) is moves
+        assert isinstance(q.pop(timeout=0), QueuedPodGroupInfo) is moves

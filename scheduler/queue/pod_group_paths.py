@@ -52,6 +52,11 @@ UNSCHEDULABLE_LABEL = "unschedulable"  # where upstream's incoming metrics file 
 _STATE_STRATEGY = {ACTIVE: Strategy.IMMEDIATELY, BACKOFF: Strategy.AFTER_BACKOFF, GATED: Strategy.SKIP}
 
 
+def _as_entity(g: QueuedPodGroupInfo) -> QueuedPodInfo:
+    """A group as the QueueSort plugin's less sees an entity: its first member, the group's queue timestamp."""
+    return QueuedPodInfo(g.members[0].pod, g.timestamp)
+
+
 class PodGroupPaths:
     """PriorityQueue's pod-group methods (see the module)."""
 
@@ -67,6 +72,8 @@ class PodGroupPaths:
         _backoff: BackoffQueue
         _clock: Callable[[], float]
         _cycle: int
+        _less: Callable[[QueuedPodInfo, QueuedPodInfo], bool]
+        _ranked: bool
         _pre_enqueue: dict[str, list[PreEnqueuePlugin]]
 
         def _wake(self) -> None: ...
@@ -250,16 +257,22 @@ class PodGroupPaths:
     # ----- pop
 
     def _pop_group_if_first(self) -> QueuedPodGroupInfo | None:
-        """The best active group, when PrioritySort puts it before activeQ's head pod (taken from the queue)."""
-        best = self._groups.best_active()
+        """The best active group, when the profile's QueueSort puts it before activeQ's head pod (taken from the
+        queue). Upstream keeps pods and groups in one heap by the plugin's Less over entities (a group's priority
+        and timestamp); here a group is compared as its first member with the group's timestamp. With a ranked
+        QueueSort (PrioritySort) the groups keep their own heap in that order; without, the best is searched."""
+        groups = self._groups
+        best = groups.best_active() if self._ranked else groups.best_active_by(self._less_entity)
         if best is None:
             return None
         head = self._active.peek()
-        if head is not None and (head.pod.priority > best.priority or (
-                head.pod.priority == best.priority and head.timestamp <= best.timestamp)):
+        if head is not None and not self._less(_as_entity(best), head):
             return None
-        self._groups.take(best.key)
+        groups.take(best.key)
         return best
+
+    def _less_entity(self, a: QueuedPodGroupInfo, b: QueuedPodGroupInfo) -> bool:
+        return self._less(_as_entity(a), _as_entity(b))
 
     def _popped_group(self, entity: QueuedPodGroupInfo) -> None:
         entity.inc_attempts()

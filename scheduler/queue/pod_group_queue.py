@@ -196,6 +196,18 @@ class PodGroupQueue:
             heapq.heappop(heap)
         return None
 
+    def best_active_by(
+        self, less: Callable[[QueuedPodGroupInfo, QueuedPodGroupInfo], bool],
+    ) -> QueuedPodGroupInfo | None:
+        """The active group ``less`` puts first (the earliest queued among equals)."""
+        best: QueuedPodGroupInfo | None = None
+        for key, state in self.where.items():
+            if state == ACTIVE:
+                g = self.queued[key]
+                if best is None or less(g, best):
+                    best = g
+        return best
+
     def backoff_expiry(self, g: QueuedPodGroupInfo, initial: float, maximum: float) -> float:
         """getBackoffTime of the group entity, window-aligned, cached until its counts change; the maximum grows
         with the square root of the members (upstream calculateBackoffDuration)."""

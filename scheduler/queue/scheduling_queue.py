@@ -188,6 +188,9 @@ class PriorityQueue(PodGroupPaths):
         # nobody to wake, and the scheduling thread is busy while pods stream in.
         self._waiters = 0
         self._active = ActiveQueue(less, rank)
+        # The QueueSort plugin's order, for pod groups against pods (and among groups when it has no rank).
+        self._less = less
+        self._ranked = rank is not None
         self._backoff = BackoffQueue(less, clock, pod_initial_backoff, pod_max_backoff)
         self._unschedulable = UnschedulablePods(lambda event: self._record(UNSCHEDULABLE, event), self._classify)
         self._unschedulable_keys = self._unschedulable.keys()  # a live view: activeQ's entry asks it for every pod

@@ -227,3 +227,23 @@ def test_a_gated_groups_member_update_moves_it_only_through_a_rejectors_hint() -
         q.update(old, make_pod().name("a").pod_group("g").resource_version("2").labels({"x": "y"}).obj())
         assert (q.pod_group_entities()["gated"] == 0) is moves
         assert isinstance(q.pop(timeout=0), QueuedPodGroupInfo) is moves
+
+
+def test_groups_and_pods_are_ordered_by_the_profiles_queue_sort() -> None:
+    """An unranked QueueSort (here: by name, the reverse of arrival) orders groups against pods and among
+    themselves, as upstream's one activeQ heap by the plugin's Less over entities."""
+    def by_name(a: object, b: object) -> bool:
+        return a.pod.name < b.pod.name  # type: ignore[attr-defined]
+
+    q = PriorityQueue(by_name, {}, clock=FakeClock())
+    q.generic_workload = True
+    for name in ("z-g", "m-g"):
+        q.add_pod_group(parse_pod_group(group(name)))
+    q.add(make_pod().name("zz").pod_group("z-g").obj())
+    q.add(make_pod().name("nn").obj())
+    q.add(make_pod().name("mm").pod_group("m-g").obj())
+    q.add(make_pod().name("aa").obj())
+    order = []
+    while (e := q.pop(timeout=0)) is not None:
+        order.append(e.info.name if isinstance(e, QueuedPodGroupInfo) else e.pod.name)
+    assert order == ["aa", "m-g", "nn", "z-g"]

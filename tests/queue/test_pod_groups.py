@@ -3,15 +3,9 @@ group, wait while it is in flight (pending) and come back with it; a deleted Pod
 
 from __future__ import annotations
 
+from scheduler.framework import types
 from scheduler.framework.status import Status, unresolvable, unschedulable
-from scheduler.framework.types import (
-    NODE_ADD,
-    ActionType,
-    ClusterEvent,
-    ClusterEventWithHint,
-    EventResource,
-    QueueingHint,
-)
+from scheduler.framework.types import NODE_ADD, ClusterEventWithHint, QueueingHint
 from scheduler.model.node import node_from_api
 from scheduler.model.pod import Pod
 from scheduler.model.workload import parse_pod_group
@@ -165,6 +159,16 @@ def test_a_gated_group_moves_only_when_a_members_rejectors_hint_says_queue() -> 
     assert isinstance(entity, QueuedPodGroupInfo) and entity.members[0].pod.name == "a"
 
 
+def attempt_fails(q: PriorityQueue) -> None:
+    """Pop the group; every member rejected by NodeResourcesFit, the group Unschedulable."""
+    entity = q.pop(timeout=0)
+    assert isinstance(entity, QueuedPodGroupInfo)
+    for m in entity.members:
+        m.unschedulable_plugins = {"NodeResourcesFit"}
+        assert q.add_unschedulable_if_not_present(m, q.scheduling_cycle) is None
+    assert q.add_attempted_pod_group_if_needed(entity, unschedulable("no")) is None
+
+
 def test_group_moves_are_counted_as_upstreams_incoming_entities_and_pending_pods() -> None:
     """recordIncomingEntitiesMetrics for a group: every member in scheduler_queue_incoming_pods_total, the group
     once in the podgroup row unless its strategy named the queue; scheduler_pending_pods counts the members."""
@@ -178,12 +182,7 @@ def test_group_moves_are_counted_as_upstreams_incoming_entities_and_pending_pods
     assert records == [("active", "UnscheduledPodAdd", 1, True),  # a new group
                        ("active", "UnscheduledPodAdd", 2, False)]  # back where it was: no new entity
     assert q.pod_group_members_by_state() == {"active": 2, "backoff": 0, "gated": 0}
-    entity = q.pop(timeout=0)
-    assert isinstance(entity, QueuedPodGroupInfo)
-    for m in entity.members:
-        m.unschedulable_plugins = {"NodeResourcesFit"}
-        assert q.add_unschedulable_if_not_present(m, q.scheduling_cycle) is None
-    assert q.add_attempted_pod_group_if_needed(entity, unschedulable("no")) is None
+    attempt_fails(q)
     assert records[-1] == ("backoff", "ScheduleAttemptFailure", 2, True)
     assert q.pod_group_members_by_state() == {"active": 0, "backoff": 2, "gated": 0}
     clock.advance(2)
@@ -198,12 +197,7 @@ def test_a_groups_maximum_backoff_grows_with_the_square_root_of_its_members() ->
     q.add_pod_group(parse_pod_group(group()))
     for name in ("a", "b", "c", "d"):
         q.add(make_pod().name(name).pod_group("g").obj())
-    entity = q.pop(timeout=0)
-    assert isinstance(entity, QueuedPodGroupInfo)
-    for m in entity.members:
-        m.unschedulable_plugins = {"NodeResourcesFit"}
-        assert q.add_unschedulable_if_not_present(m, q.scheduling_cycle) is None
-    assert q.add_attempted_pod_group_if_needed(entity, unschedulable("no")) is None
+    attempt_fails(q)
     again = next(iter(q._groups.queued.values()))
     again.unschedulable_count = 6  # 1 s * 2**5 = 32 s: above 10 s, below 10 s * sqrt(4) = 20 s
     again.backoff_expiration = None
@@ -213,7 +207,8 @@ def test_a_groups_maximum_backoff_grows_with_the_square_root_of_its_members() ->
 def test_a_gated_groups_member_update_moves_it_only_through_a_rejectors_hint() -> None:
     """Update of a member of a gated group: each (TargetPod) event of the change goes to the members' rejectors'
     hints; nothing registered for it leaves the group gated, PreEnqueue not run."""
-    own_label = ClusterEventWithHint(ClusterEvent(EventResource.UNSCHEDULED_POD, ActionType.UPDATE_POD_LABEL))
+    own_label = ClusterEventWithHint(
+        types.ClusterEvent(types.EventResource.UNSCHEDULED_POD, types.ActionType.UPDATE_POD_LABEL))
     for registered, moves in (([ClusterEventWithHint(NODE_ADD)], False), ([own_label], True)):
         hold = Hold()
         q = PriorityQueue(priority_less, {"default-scheduler": QueueProfile(

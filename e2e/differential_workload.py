@@ -338,7 +338,7 @@ class WorkloadDifferential:
     ) -> GroupVerdict:
         alike = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": victim_identity(p)
                  for p in before if p["kind"] == "Pod"}
-        v = GroupVerdict(seed, g.name, kube, {}, cond, None, victims, [], alike)
+        v = GroupVerdict(seed, g.name, kube, {}, cond, None, victims, [], alike=alike)
         if self.features is None:
             v.problems.append(f"simulate refuses the gates: {self.features_error}")
             return v
@@ -355,7 +355,7 @@ class WorkloadDifferential:
                 for s in seeds:
                     if order == 0 and s == 0:
                         continue
-                    w = GroupVerdict(seed, g.name, kube, {}, cond, None, victims, [], alike)
+                    w = GroupVerdict(seed, g.name, kube, {}, cond, None, victims, [], alike=alike)
                     self._verdict(w, ns, g, self._simulate(before, reordered(created, order), tmp, seed=s))
                     if not w.problems:
                         return w

@@ -409,10 +409,18 @@ class Allocator:
             text = known[1]
             if isinstance(claims, tuple):  # immutable: the same object is the same claims
                 self._last_spec = (claims, text)
-        # The pools' frozensets of taken devices: those of a pool no pod took from since are the same objects.
+        # The node's taken devices: its pools' taken devices (frozensets: those of a pool no pod took from since
+        # are the same objects as last time) less any not on the node now (of an older generation of the pool).
+        seen = entry.seen
         if len(pools) == 1:
-            return entry, (self._inputs, text, taken.get(pools[0], _NO_DEVICES))
-        return entry, (self._inputs, text, tuple([taken.get(k, _NO_DEVICES) for k in pools]))
+            held: Any = taken.get(pools[0], _NO_DEVICES)
+            if seen is None or seen[0] is not held:
+                seen = entry.seen = (held, held & entry.devices)
+        else:
+            held = tuple([taken.get(k, _NO_DEVICES) for k in pools])
+            if seen is None or seen[0] != held:
+                seen = entry.seen = (held, frozenset().union(*held) & entry.devices)
+        return entry, (self._inputs, text, seen[1])
 
 
 class _Run:

@@ -242,7 +242,10 @@ class NodeEntry:
     features: Features
     pools: list[Pool]
     pool_keys: tuple[PoolKey, ...] | None
+    devices: frozenset[tuple[str, str, str]] = frozenset()  # the ids of the pools' devices (with pool_keys)
     memo: dict[Any, tuple[Any, Any]] = field(default_factory=dict)  # key -> (objects held, outcome)
+    # the pools' taken devices last looked at, and those of them on the node (one tuple: stored at once)
+    seen: tuple[Any, frozenset[tuple[str, str, str]]] | None = None
 
 
 class SliceIndex:
@@ -276,7 +279,8 @@ class SliceIndex:
         if cached is not None and cached.node is node and (cached.features is features or cached.features == features):
             return cached
         pools = gather_pools(self.on_node.get(node.name, []) + self.shared, node, features, self.all_slices)
-        entry = NodeEntry(node, features, pools, _plain_pools(pools))
+        plain = _plain_pools(pools)
+        entry = NodeEntry(node, features, pools, None) if plain is None else NodeEntry(node, features, pools, *plain)
         self._entries[node.name] = entry
         return entry
 
@@ -299,15 +303,19 @@ class SliceIndex:
         entry.memo[key] = (held, outcome)
 
 
-def _plain_pools(pools: Sequence[Pool]) -> tuple[PoolKey, ...] | None:
+def _plain_pools(pools: Sequence[Pool]) -> tuple[tuple[PoolKey, ...], frozenset[tuple[str, str, str]]] | None:
     # A pool's shared counters are its own and what is left of them follows from which of its devices are
-    # taken: with every slice of the pool on this node, the pool's taken devices are the node's.
+    # taken: with every slice of the pool on this node, those devices are all in the list.
+    devices = []
     for pool in pools:
         if pool.slices_not_targeting_node:
             return None
-        if any(d.allow_multiple_allocations for s in pool.slices_targeting_node for d in s.devices):
-            return None
-    return tuple((pool.driver, pool.pool) for pool in pools)
+        for s in pool.slices_targeting_node:
+            for d in s.devices:
+                if d.allow_multiple_allocations:
+                    return None
+                devices.append((s.driver, s.pool_name, d.name))
+    return tuple((pool.driver, pool.pool) for pool in pools), frozenset(devices)
 
 
 def apply_device_taint_rules(slices: Sequence[ResourceSlice], rules: Sequence[DeviceTaintRule]) -> list[ResourceSlice]:

@@ -74,6 +74,7 @@ from scheduler.model.errors import InvalidObjectError
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.plugins.helper.dynamicresources.allocator import (
+    MISS,
     AllocationError,
     AllocationTimeout,
     Allocator,
@@ -330,6 +331,33 @@ class DynamicResources(SignsByTemplate):
         in-memory one (no requests, a temporary uid, the name ``<extended-resources>``)."""
         found = find_extended_resource_claim(pod, self.manager.claims())
         return found if found is not None else resource_claim_from_api(special_claim(pod))
+
+    def filter_for(self, state: CycleState, pod: Pod) -> Callable[[NodeInfo], Status | None] | None:
+        """``filter`` for one pod's nodes: claims only to allocate are looked up in the allocator's remembered
+        outcomes first (a hit is the allocation ``filter`` finds), the rest go to ``filter``."""
+        s = state.get(STATE_KEY)
+        if isinstance(s, _State) and not s.claims:
+            return None
+        plain = s.plain if isinstance(s, _State) else None
+        allocator = s.allocator if isinstance(s, _State) else None
+        if plain is None or allocator is None:
+            return lambda node_info: self.filter(state, pod, node_info)
+        remembered = allocator.remembered_on(plain)
+        allocations = s.node_allocations
+
+        def check(node_info: NodeInfo) -> Status | None:
+            node = node_info.node
+            if node is None:
+                return error("node not found")
+            outcome = remembered(node)
+            if outcome is MISS:
+                return self.filter(state, pod, node_info)
+            if outcome is None or len(outcome) != len(plain):
+                return unresolvable("cannot allocate all claims")
+            allocations[node.name] = list(outcome)  # one store: atomic under the GIL
+            return None
+
+        return check
 
     def _filter_extended(self, s: _State, pod: Pod, node_info: NodeInfo
                          ) -> tuple[ResourceClaim | None, list[RequestMapping], Status | None]:

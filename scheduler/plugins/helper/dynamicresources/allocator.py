@@ -97,6 +97,7 @@ class _MaxSizeExceeded(Exception):
 
 
 _NO_DEVICES: frozenset[DeviceID] = frozenset()
+MISS = object()  # Allocator.remembered_on: no outcome remembered
 
 
 class PoolDeviceSet(AbstractSet[DeviceID]):
@@ -385,6 +386,42 @@ class Allocator:
         found = self._lookup(node, claims)
         return None if found is None else found[1]
 
+    def remembered_on(self, claims: tuple[ResourceClaim, ...]) -> Callable[[Node], Any]:
+        """For many nodes (a cycle's Filter calls): what ``allocate(node, claims)`` would return from a remembered
+        outcome (None or a tuple of results), or MISS where it would do more (then call it)."""
+        taken = self._taken
+        if taken is None:
+            return lambda node: MISS
+        entries, features = self.slices.entries, self.features
+        prefix = (self._inputs, self._spec_text(claims))
+
+        def remembered(node: Node) -> Any:
+            # _lookup's steps for an entry already built, with one pool whose taken devices were seen last time
+            entry = entries.get(node.name)
+            if entry is None or entry.node is not node or entry.features is not features:
+                return MISS
+            pools, seen = entry.pool_keys, entry.seen
+            if pools is None or len(pools) != 1 or seen is None or seen[0] is not taken.get(pools[0], _NO_DEVICES):
+                return MISS
+            hit = entry.memo.get((*prefix, seen[1]))
+            return MISS if hit is None else hit[1]
+
+        return remembered
+
+    def _spec_text(self, claims: Sequence[ResourceClaim]) -> str:
+        """The text of what the search reads of the claims (requests, constraints, config), once per claims."""
+        last = self._last_spec
+        if last is not None and last[0] is claims:
+            return last[1]
+        ids = tuple(map(id, claims))
+        known = self._specs.get(ids)
+        if known is None:  # (the claims held with their text keep their ids from being reused meanwhile)
+            known = (tuple(claims), repr([(c.requests, c.constraints, c.config) for c in claims]))
+            self._specs[ids] = known
+        if isinstance(claims, tuple):  # immutable: the same object is the same claims
+            self._last_spec = (claims, known[1])
+        return known[1]
+
     def _lookup(self, node: Node, claims: Sequence[ResourceClaim]) -> tuple[NodeEntry, tuple[Any, ...]] | None:
         """The node's entry and the outcome's key there (``_memo_key``), or None."""
         taken = self._taken
@@ -397,18 +434,7 @@ class Allocator:
         pools = entry.pool_keys
         if pools is None:
             return None
-        last = self._last_spec
-        if last is not None and last[0] is claims:
-            text = last[1]
-        else:
-            ids = tuple(map(id, claims))
-            known = self._specs.get(ids)
-            if known is None:  # (the claims held with their text keep their ids from being reused meanwhile)
-                known = (tuple(claims), repr([(c.requests, c.constraints, c.config) for c in claims]))
-                self._specs[ids] = known
-            text = known[1]
-            if isinstance(claims, tuple):  # immutable: the same object is the same claims
-                self._last_spec = (claims, text)
+        text = self._spec_text(claims)
         # The node's taken devices: its pools' taken devices (frozensets: those of a pool no pod took from since
         # are the same objects as last time) less any not on the node now (of an older generation of the pool).
         seen = entry.seen

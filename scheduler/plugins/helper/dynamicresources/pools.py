@@ -270,18 +270,18 @@ class SliceIndex:
                 self.on_node.setdefault(s.node_name, []).append(s)
             else:
                 self.shared.append(s)
-        self._entries: dict[str, NodeEntry] = {}  # node name -> its entry (for the Node object it holds)
+        self.entries: dict[str, NodeEntry] = {}  # node name -> its entry (for the Node object it holds)
 
     def entry(self, node: Node, features: Features) -> NodeEntry:
         """The node's entry, built anew for another Node object or other features (its outcomes with it);
         raises PoolError as ``gather_pools`` does (an error is not remembered)."""
-        cached = self._entries.get(node.name)
+        cached = self.entries.get(node.name)
         if cached is not None and cached.node is node and (cached.features is features or cached.features == features):
             return cached
         pools = gather_pools(self.on_node.get(node.name, []) + self.shared, node, features, self.all_slices)
         plain = _plain_pools(pools)
         entry = NodeEntry(node, features, pools, None) if plain is None else NodeEntry(node, features, pools, *plain)
-        self._entries[node.name] = entry
+        self.entries[node.name] = entry
         return entry
 
     def pools(self, node: Node, features: Features) -> list[Pool]:
@@ -290,7 +290,7 @@ class SliceIndex:
 
     def remembered(self, node: Node, key: Any) -> tuple[bool, Any]:
         """(found, outcome) for ``key`` on this Node object (another object of the same name finds nothing)."""
-        entry = self._entries.get(node.name)
+        entry = self.entries.get(node.name)
         found = None if entry is None or entry.node is not node else entry.memo.get(key)
         return (False, None) if found is None else (True, found[1])
 

@@ -815,9 +815,8 @@ class DynamicResources(SignsByTemplate):
     def _write_claim(self, claim: ResourceClaim, current: Mapping[str, Any], allocation: AllocationResult | None,
                      pod: Pod) -> Mapping[str, Any]:
         """One attempt: the finalizer (a normal update) and the status (an update of the status)."""
-        obj = copy.deepcopy(dict(current))
-        meta = obj.setdefault("metadata", {})
-        status = obj.setdefault("status", {})
+        obj = _editable(current)
+        meta, status = obj["metadata"], obj["status"]
         if meta.get("deletionTimestamp"):
             raise _BindError(f"claim {claim.key} got deleted in the meantime")
         if allocation is not None:
@@ -826,12 +825,12 @@ class DynamicResources(SignsByTemplate):
             if FINALIZER not in (meta.get("finalizers") or []):
                 meta["finalizers"] = [*(meta.get("finalizers") or []), FINALIZER]
                 try:
-                    obj = copy.deepcopy(dict(self.handle.update_object(RESOURCE_CLAIM, obj)))
+                    obj = _editable(self.handle.update_object(RESOURCE_CLAIM, obj))
                 except ConflictError:
                     raise
                 except Exception as exc:
                     raise _BindError(f"add finalizer to claim {claim.key}: {exc}") from None
-                status = obj.setdefault("status", {})
+                status = obj["status"]
             status["allocation"] = allocation_result_to_api(allocation)
         ref = consumer_reference(pod)
         status["reservedFor"] = [*(status.get("reservedFor") or []),
@@ -840,7 +839,8 @@ class DynamicResources(SignsByTemplate):
         # DRADeviceBindingConditions and DRAResourceClaimDeviceStatus are on: the timestamp is set.
         if status.get("allocation") is None:
             raise _BindError(f"claim {claim.key} got deallocated elsewhere in the meantime")
-        status["allocation"].setdefault("allocationTimestamp", _now())
+        if "allocationTimestamp" not in status["allocation"]:
+            status["allocation"] = {**status["allocation"], "allocationTimestamp": _now()}
         try:
             return self.handle.update_object(RESOURCE_CLAIM, obj, "status")
         except ConflictError:
@@ -971,6 +971,12 @@ class _BindingFailed(Exception):
 
 class _BindError(Exception):
     """``bindClaim`` failed; the message is upstream's."""
+
+
+def _editable(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a claim whose metadata and status may be changed (new values replace what they hold; the
+    rest is shared, never changed: a deep copy of every claim written cost more than the write)."""
+    return {**obj, "metadata": dict(obj.get("metadata") or {}), "status": dict(obj.get("status") or {})}
 
 
 def _allocation(obj: Mapping[str, Any]) -> Any:

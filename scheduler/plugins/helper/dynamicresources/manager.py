@@ -238,7 +238,7 @@ class DraManager:
                 self._assumed.pop(key, None)
             self._set_claim(key, drop)
             return
-        claim = resource_claim_from_api(obj)
+        claim = resource_claim_from_api(obj, self._effective(key))
 
         def store() -> None:
             self._claims[key] = claim
@@ -341,7 +341,8 @@ class DraManager:
 
     def assume_claim(self, obj: Mapping[str, Any]) -> None:
         """``AssumeClaimAfterAPICall``: the object an API write returned, used until the watch catches up."""
-        claim = resource_claim_from_api(obj)
+        meta = obj.get("metadata") or {}
+        claim = resource_claim_from_api(obj, self.claim(str(meta.get("namespace") or ""), str(meta.get("name") or "")))
         key = (claim.namespace, claim.name)
         with self._lock:
             known = self._effective(key)

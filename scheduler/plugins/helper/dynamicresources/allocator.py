@@ -346,7 +346,8 @@ class Allocator:
         # What the search reads besides the node and the claims, by identity: a remembered outcome's key holds
         # their ids, its entry the objects themselves (so that those ids stay theirs).
         self._held = (features, tuple(classes.values()))
-        self._inputs = (id(features), tuple(classes), tuple(map(id, classes.values())))
+        # (as text: a key's hash is then computed once an allocator, not once a node)
+        self._inputs = repr((id(features), tuple(classes), tuple(map(id, classes.values()))))
         # the claims' ids -> (the claims, the text of what the search reads of them: requests, constraints, config)
         self._specs: dict[tuple[int, ...], tuple[tuple[ResourceClaim, ...], str]] = {}
         self._last_spec: tuple[tuple[ResourceClaim, ...], str] | None = None  # the last claims tuple and its text
@@ -393,30 +394,31 @@ class Allocator:
         if taken is None:
             return lambda node: MISS
         entries, features = self.slices.entries, self.features
-        prefix = (self._inputs, self._spec_text(claims))
+        prefix = self._spec_text(claims)
 
         def remembered(node: Node) -> Any:
             # _lookup's steps for an entry already built, with one pool whose taken devices were seen last time
             entry = entries.get(node.name)
             if entry is None or entry.node is not node or entry.features is not features:
                 return MISS
-            pools, seen = entry.pool_keys, entry.seen
-            if pools is None or len(pools) != 1 or seen is None or seen[0] is not taken.get(pools[0], _NO_DEVICES):
+            pool, seen = entry.single_pool, entry.seen
+            if pool is None or seen is None or seen[0] is not taken.get(pool, _NO_DEVICES):
                 return MISS
-            hit = entry.memo.get((*prefix, seen[1]))
+            hit = entry.memo.get((prefix, seen[1]))
             return MISS if hit is None else hit[1]
 
         return remembered
 
     def _spec_text(self, claims: Sequence[ResourceClaim]) -> str:
-        """The text of what the search reads of the claims (requests, constraints, config), once per claims."""
+        """The text of what the search reads besides the node: the features and classes (``_inputs``), the claims'
+        requests, constraints and config; once per claims."""
         last = self._last_spec
         if last is not None and last[0] is claims:
             return last[1]
         ids = tuple(map(id, claims))
         known = self._specs.get(ids)
         if known is None:  # (the claims held with their text keep their ids from being reused meanwhile)
-            known = (tuple(claims), repr([(c.requests, c.constraints, c.config) for c in claims]))
+            known = (tuple(claims), self._inputs + repr([(c.requests, c.constraints, c.config) for c in claims]))
             self._specs[ids] = known
         if isinstance(claims, tuple):  # immutable: the same object is the same claims
             self._last_spec = (claims, known[1])
@@ -446,7 +448,7 @@ class Allocator:
             held = tuple([taken.get(k, _NO_DEVICES) for k in pools])
             if seen is None or seen[0] != held:
                 seen = entry.seen = (held, frozenset().union(*held) & entry.devices)
-        return entry, (self._inputs, text, seen[1])
+        return entry, (text, seen[1])
 
 
 class _Run:

@@ -243,6 +243,7 @@ class NodeEntry:
     pools: list[Pool]
     pool_keys: tuple[PoolKey, ...] | None
     devices: frozenset[tuple[str, str, str]] = frozenset()  # the ids of the pools' devices (with pool_keys)
+    single_pool: PoolKey | None = None  # pool_keys' one pool, if one
     memo: dict[Any, tuple[Any, Any]] = field(default_factory=dict)  # key -> (objects held, outcome)
     # the pools' taken devices last looked at, and those of them on the node (one tuple: stored at once)
     seen: tuple[Any, frozenset[tuple[str, str, str]]] | None = None
@@ -280,7 +281,8 @@ class SliceIndex:
             return cached
         pools = gather_pools(self.on_node.get(node.name, []) + self.shared, node, features, self.all_slices)
         plain = _plain_pools(pools)
-        entry = NodeEntry(node, features, pools, None) if plain is None else NodeEntry(node, features, pools, *plain)
+        entry = NodeEntry(node, features, pools, None) if plain is None else \
+            NodeEntry(node, features, pools, *plain, single_pool=plain[0][0] if len(plain[0]) == 1 else None)
         self.entries[node.name] = entry
         return entry
 

@@ -12,13 +12,15 @@ Quantities are exact ``Decimal`` values (``scheduler.model.quantity``), as ``res
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from scheduler.model.errors import InvalidObjectError
 from scheduler.model.quantity import parse as parse_quantity
+
+T = TypeVar("T")
 
 ALLOCATION_MODE_EXACT_COUNT = "ExactCount"
 ALLOCATION_MODE_ALL = "All"
@@ -628,20 +630,17 @@ def _claim_devices(r: _Reader, spec: object) -> tuple[Mapping[str, Any], tuple[D
                                                       tuple[DeviceClaimConfiguration, ...]]:
     """``spec.devices``, its constraints and configuration (the requests are read last, as they always were)."""
     devices = r.obj(r.obj(spec, "spec").get("devices"), "spec.devices")
-    constraints = []
-    for i, c in enumerate(r.seq(devices.get("constraints"), "spec.devices.constraints")):
-        cp = f"spec.devices.constraints[{i}]"
-        cm = r.obj(c, cp)
-        constraints.append(DeviceConstraint(r.texts(cm.get("requests"), f"{cp}.requests"),
-                                            r.opt_text(cm.get("matchAttribute"), f"{cp}.matchAttribute"),
-                                            r.opt_text(cm.get("distinctAttribute"), f"{cp}.distinctAttribute")))
-    config = []
-    for i, c in enumerate(r.seq(devices.get("config"), "spec.devices.config")):
-        cp = f"spec.devices.config[{i}]"
-        cm = r.obj(c, cp)
-        config.append(DeviceClaimConfiguration(r.texts(cm.get("requests"), f"{cp}.requests"),
-                                               _configuration(r, cm, cp)))
-    return devices, tuple(constraints), tuple(config)
+    constraints = _each(r, devices.get("constraints"), "spec.devices.constraints", lambda cm, cp: DeviceConstraint(
+        r.texts(cm.get("requests"), f"{cp}.requests"), r.opt_text(cm.get("matchAttribute"), f"{cp}.matchAttribute"),
+        r.opt_text(cm.get("distinctAttribute"), f"{cp}.distinctAttribute")))
+    config = _each(r, devices.get("config"), "spec.devices.config", lambda cm, cp: DeviceClaimConfiguration(
+        r.texts(cm.get("requests"), f"{cp}.requests"), _configuration(r, cm, cp)))
+    return devices, constraints, config
+
+
+def _each(r: _Reader, raw: object, path: str, make: Callable[[Mapping[str, Any], str], T]) -> tuple[T, ...]:
+    """Each object of the list at ``path`` made into a T (with its own path, for errors)."""
+    return tuple(make(r.obj(c, f"{path}[{i}]"), f"{path}[{i}]") for i, c in enumerate(r.seq(raw, path)))
 
 
 # --- DeviceTaintRule ------------------------------------------------------------------------------------

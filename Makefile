@@ -9,7 +9,7 @@ ZONES ?= 3
 export GOTOOLCHAIN := local
 
 .PHONY: install lint unit integration e2e test cluster-up cluster-down binaries run e2e-kind bench bench-gang bench-smoke \
-	clean lock differential differential-dra chaos soak e2e-node lab-smoke
+	clean lock differential differential-dra differential-workload chaos soak e2e-node lab-smoke
 
 # Every Python dependency is pinned in constraints.txt (runtime, dev and bench alike), so a fresh machine
 # installs exactly what was tested; `make lock` resolves pyproject.toml's ranges anew.
@@ -97,7 +97,7 @@ bench-gang: install binaries
 
 # The harness end to end on 20 nodes, then one upstream scheduler_perf case of each op-code family at its tiny
 # size (upstream's smallest workload), py and kube (part of `make test`; measures nothing worth reporting).
-SMOKE_CASES ?= SchedulingBasic,PreemptionBasic,SchedulingWithMixedChurn,SchedulingWhileGated,EventHandlingPodAdd,SchedulingRequiredPodAntiAffinityWithNSSelector,SchedulingWithResourceClaim
+SMOKE_CASES ?= SchedulingBasic,PreemptionBasic,SchedulingWithMixedChurn,SchedulingWhileGated,EventHandlingPodAdd,SchedulingRequiredPodAntiAffinityWithNSSelector,SchedulingWithResourceClaim,GangScheduling
 bench-smoke: install binaries
 	$(BIN)/python -m e2e.perf --workload SchedulingBasic --nodes 20 --pods 40 --repeat 1 --timeout 180 \
 	  --out .bench/smoke.json
@@ -116,6 +116,11 @@ differential: install binaries
 # The same with devices (DRA, e2e/differential_dra.py): N scenarios of 2-5 pods each, the devices compared.
 differential-dra: install binaries
 	$(BIN)/python -m e2e.differential_dra --scenarios $(N) --first-seed $(SEED)
+
+# The same with pod groups (the Workload API's gates on, e2e/differential_workload.py): N scenarios of 1-3
+# groups each, every member's node or message, the PodGroup's condition and the victims compared.
+differential-workload: install binaries
+	$(BIN)/python -m e2e.differential_workload --scenarios $(N) --first-seed $(SEED)
 
 # py-scheduler under faults (e2e/chaos): apiserver/etcd/scheduler/leader kills, outages, a competing binder,
 # node deletions, 410 on nodes; 300 pods on 20 nodes per scenario (~15 min on 2 cores; not part of `make test`).

@@ -25,7 +25,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -190,6 +190,34 @@ def kube_scores(log: Path, pod_key: str) -> dict[str, dict[str, int]]:
     return dict(scores)
 
 
+@contextmanager
+def scenario_namespace(
+    core: client.CoreV1Api, prefix: str, nodes: list[dict[str, Any]], bound: list[dict[str, Any]]
+) -> Iterator[str]:
+    """Create a scenario's nodes and bound pods, the pods in a fresh namespace (its name, yielded, starts
+    with ``prefix``); remove them afterwards."""
+    ns = create_namespace(core, prefix)
+    try:
+        for n in nodes:
+            core.create_node(n)
+        for p in bound:
+            core.create_namespaced_pod(ns, p)
+        for p in bound:  # kwok runs them: both schedulers' watches have seen them by now
+            wait_for(lambda p=p: core.read_namespaced_pod(p["metadata"]["name"], ns).status.phase
+                     == "Running", 60, what=f"{p['metadata']['name']} running")
+        time.sleep(1.0)
+        yield ns
+    finally:
+        delete_namespace(core, ns)
+        for n in nodes:
+            try:
+                core.delete_node(n["metadata"]["name"])
+            except client.ApiException as exc:
+                if exc.status != 404:
+                    raise
+        time.sleep(1.0)  # kube-scheduler's cache forgets them before the next scenario counts nodes
+
+
 class Differential:
     """kube-scheduler serving `kube-diff` next to the test, and the scenarios run against it."""
 
@@ -205,29 +233,8 @@ class Differential:
         stop_scheduler(self.proc)
         self.api.close()
 
-    @contextmanager
-    def _placed(self, sc: Scenario) -> Iterator[str]:
-        """Create the scenario's nodes and bound pods in a fresh namespace; remove them afterwards."""
-        ns = create_namespace(self.core, f"diff-{sc.seed}")
-        try:
-            for n in sc.nodes:
-                self.core.create_node(n)
-            for p in sc.bound:
-                self.core.create_namespaced_pod(ns, p)
-            for p in sc.bound:  # kwok runs them: both schedulers' watches have seen them by now
-                wait_for(lambda p=p: self.core.read_namespaced_pod(p["metadata"]["name"], ns).status.phase
-                         == "Running", 60, what=f"{p['metadata']['name']} running")
-            time.sleep(1.0)
-            yield ns
-        finally:
-            delete_namespace(self.core, ns)
-            for n in sc.nodes:
-                try:
-                    self.core.delete_node(n["metadata"]["name"])
-                except client.ApiException as exc:
-                    if exc.status != 404:
-                        raise
-            time.sleep(1.0)  # kube-scheduler's cache forgets them before the next scenario counts nodes
+    def _placed(self, sc: Scenario) -> AbstractContextManager[str]:
+        return scenario_namespace(self.core, f"diff-{sc.seed}", sc.nodes, sc.bound)
 
     def decision(self, ns: str, name: str = "p") -> tuple[str | None, str]:
         """kube-scheduler's node, or its PodScheduled=False message. An error of the binding cycle

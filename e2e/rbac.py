@@ -122,6 +122,19 @@ def service_account_kubeconfig(cluster: LocalCluster, path: Path, docs: list[dic
     return write_kubeconfig(cluster.kubeconfig, token, path)
 
 
+def role_kubeconfig(cluster: LocalCluster, role: str, path: Path, name: str) -> Path:
+    """A ServiceAccount ``name`` in the default namespace bound to the ClusterRole ``role``, and a kubeconfig acting
+    as it: a person's read-only access (manifests/readonly/) as the cluster would grant it."""
+    apply([
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": "default"}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "default"}]},
+    ], cluster.kubeconfig)  # fmt: skip
+    token = request_token(cluster.api_client(), "default", name)
+    return write_kubeconfig(cluster.kubeconfig, token, path, user=f"system:serviceaccount:default:{name}")
+
+
 def can_i(
     api: client.ApiClient,
     verb: str,

@@ -14,7 +14,7 @@ status, and the PodGroup its PodGroupInitiallyScheduled condition.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -567,8 +567,9 @@ class SchedulePodGroup(SchedulerState):
 
     def update_pod_group_condition(self, pg: PodGroup, status: str, reason: str, message: str) -> None:
         """updatePodGroupCondition: never regress a True PodGroupInitiallyScheduled; nothing written when the
-        condition would not change (apimeta.SetStatusCondition's answer); the status patch as
-        util.PatchPodGroupStatus sends it."""
+        condition would not change (apimeta.SetStatusCondition's answer). Both checks and the patch read the
+        cached PodGroup, as upstream's do: a cycle that runs before the watch brought back the previous write
+        sends only what differs from the stale copy (util.PatchPodGroupStatus's two-way merge patch)."""
         existing = pg.condition(POD_GROUP_INITIALLY_SCHEDULED)
         if existing is not None and existing.status == "True" and status != "True":
             return
@@ -580,11 +581,8 @@ class SchedulePodGroup(SchedulerState):
             "type": POD_GROUP_INITIALLY_SCHEDULED, "status": status, "observedGeneration": pg.generation,
             "lastTransitionTime": transition or rfc3339(), "reason": reason, "message": message,
         }
-        conditions = [c for c in ((pg.raw.get("status") or {}).get("conditions") or [])]
-        order = [{"type": c.get("type")} for c in conditions]
-        if existing is None:
-            order.append({"type": POD_GROUP_INITIALLY_SCHEDULED})
-        patch = {"status": {"$setElementOrder/conditions": order, "conditions": [condition]}}
+        conditions = list((pg.raw.get("status") or {}).get("conditions") or [])
+        patch = condition_status_patch(conditions, condition)
         writer = self.pod_group_status_writer
         if writer is None:
             return
@@ -592,6 +590,37 @@ class SchedulePodGroup(SchedulerState):
             writer.patch_pod_group_status(pg.namespace, pg.name, patch)
         except Exception as exc:
             log.error("Failed to update PodGroup status", podGroup=pg.key, error=str(exc))
+
+
+# metav1.Condition's fields as Go marshals an unset one (observedGeneration is omitempty).
+_CONDITION_ZERO: dict[str, Any] = {"status": "", "observedGeneration": None, "lastTransitionTime": "",
+                                   "reason": "", "message": ""}
+
+
+def _condition_field(c: Mapping[str, Any], key: str) -> Any:
+    value = c.get(key)
+    if key == "observedGeneration":
+        return value or None
+    return _CONDITION_ZERO[key] if value is None else value
+
+
+def condition_status_patch(conditions: list[Mapping[str, Any]], condition: Mapping[str, Any]) -> dict[str, Any]:
+    """strategicpatch.CreateTwoWayMergePatch from a status with ``conditions`` to the same status with
+    ``condition`` set (conditions merge by type): a new condition whole, a changed one as its type and the
+    fields that differ (a field gone as null), with the order directive."""
+    kind = condition["type"]
+    old = next((c for c in conditions if c.get("type") == kind), None)
+    order = [{"type": c.get("type")} for c in conditions]
+    if old is None:
+        order.append({"type": kind})
+        entry = dict(condition)
+    else:
+        entry = {"type": kind}
+        for key in _CONDITION_ZERO:
+            value = _condition_field(condition, key)
+            if _condition_field(old, key) != value:
+                entry[key] = value
+    return {"status": {"$setElementOrder/conditions": order, "conditions": [entry]}}
 
 
 def _error(message: str) -> Status:

@@ -140,9 +140,9 @@ def _simulate(args: argparse.Namespace) -> int:
         if args.compare:
             return _compare(args, live)
         sim = run_simulation(args.cluster, args.pods, args.config, seed=args.seed, tie_break=args.tie_break,
-                             live=live, policy_path=args.policy_config_file)
+                             live=live, policy_path=args.policy_config_file, features=args.feature_gates)
         if args.output == "json":
-            _print_json({"results": sim.results, "invalid": sim.invalid})
+            _print_json(sim.to_json())
         else:
             sys.stdout.write(format_table(sim))
         return 0
@@ -156,7 +156,7 @@ def _compare(args: argparse.Namespace, live: list[dict[str, Any]] | None) -> int
     from scheduler.whatif.simulate import format_comparison, run_comparison
 
     cmp = run_comparison(args.cluster, args.pods, args.compare, args.config, seed=args.seed, tie_break=args.tie_break,
-                         live=live, candidate_policy=args.policy_config_file)
+                         live=live, candidate_policy=args.policy_config_file, features=args.feature_gates)
     if args.output == "json":
         _print_json(cmp.to_json())
     else:
@@ -168,14 +168,28 @@ def _color() -> bool:
     return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
 
+POD_GROUP_PREFIXES = ("podgroup/", "podgroups/")  # explain's name for a Workload API pod group, as kubectl's TYPE/NAME
+
+
 def _explain(args: argparse.Namespace) -> int:
     from scheduler.kube.snapshot import connect, get_pod, read_snapshot
     from scheduler.whatif.explain import explain, format_explain
+    from scheduler.whatif.explain_podgroup import explain_pod_group
 
     def body() -> int:
+        kind, _, name = args.pod.rpartition("/")
+        group = f"{kind}/" in POD_GROUP_PREFIXES
+        if group and not args.feature_gates.enable_generic_workload:
+            print("py-scheduler explain: pod groups need --feature-gates GenericWorkload=true (as the scheduler "
+                  "runs)", file=sys.stderr)
+            return 2
         raw = connect(args.kubeconfig)
-        pod = get_pod(raw, args.namespace, args.pod)
-        result = explain(pod, read_snapshot(raw).all(), args.config)
+        if group:
+            cluster = read_snapshot(raw).all()
+            result = explain_pod_group(args.namespace, name, cluster, args.config, args.feature_gates)
+        else:
+            pod = get_pod(raw, args.namespace, name if kind == "pod" else args.pod)
+            result = explain(pod, read_snapshot(raw).all(), args.config, args.feature_gates)
         if args.output == "json":
             _print_json(result)
         else:
@@ -333,11 +347,8 @@ def _run_options(r: argparse.ArgumentParser) -> None:
                    help="post Bindings and events from N child processes, off the scheduling process's GIL "
                         "(default 0: threads of this process; opt-in until a 16-core "
                         "measurement shows the gain, docs/performance.md)")
-    r.add_argument("--feature-gates", type=_feature_gates, default=Features(), metavar="GATE=BOOL,...",
-                   help="kube-scheduler v1.37's scheduler feature gates; both values of SchedulerAsyncPreemption "
-                        "(default true; false evicts preemption victims on the scheduling thread) and "
-                        "StorageCapacityScoring (default true; false: VolumeBinding does not score), the others "
-                        "only at v1.37's default (see docs/kube-scheduler-v1.37.md)")
+    _feature_gates_option(r, "both values of SchedulerAsyncPreemption (default true; false evicts preemption "
+                             "victims on the scheduling thread) and ")
     r.add_argument("--gc-full-scan-seconds", type=float, default=3600.0,
                    help="freeze what survives each middle or full garbage collection, and collect the frozen "
                         "objects once this often (default 3600; 0 leaves CPython's default collector)")
@@ -357,6 +368,16 @@ def _run_options(r: argparse.ArgumentParser) -> None:
                         "(needs patch on pods: manifests/record-results/)")
 
 
+def _feature_gates_option(p: argparse.ArgumentParser, async_preemption: str) -> None:
+    """--feature-gates, one parser and one set of refusals for `run` and `simulate`."""
+    p.add_argument("--feature-gates", type=_feature_gates, default=Features(), metavar="GATE=BOOL,...",
+                   help=f"kube-scheduler v1.37's scheduler feature gates; {async_preemption}"
+                        "StorageCapacityScoring (default true; false: VolumeBinding does not score), "
+                        "GenericWorkload and TopologyAwareWorkloadScheduling (default false; true: the Workload API's "
+                        "pod groups, docs/gang-scheduling.md), the others only at v1.37's default (see "
+                        "docs/kube-scheduler-v1.37.md)")
+
+
 def _simulate_options(s: argparse.ArgumentParser) -> None:
     _cluster_source(s)
     s.add_argument("--pods", required=True, help="YAML/JSON file of pods to place, in order")
@@ -366,6 +387,8 @@ def _simulate_options(s: argparse.ArgumentParser) -> None:
                    help="place the pods twice, under this KubeSchedulerConfiguration (the one running) and under "
                         "--config (the candidate), and show per pod where each puts it and whether they differ")
     plugin_modules.add_module_flag(s, "as in `run` (given, plugins load only from these and the entry points): ")
+    _feature_gates_option(s, "as `run` takes them: SchedulerAsyncPreemption (accepted; preemption is always "
+                             "synchronous here), ")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--seed", type=int, default=None,
                    help="seed the random draws (preemption's offset, extenders' tie-break), for repeatable output")
@@ -376,12 +399,14 @@ def _simulate_options(s: argparse.ArgumentParser) -> None:
 
 
 def _explain_options(e: argparse.ArgumentParser) -> None:
-    e.add_argument("pod", metavar="POD", help="the pod's name")
+    e.add_argument("pod", metavar="POD", help="the pod's name, or podgroup/NAME: a Workload API pod group (needs "
+                                              "--feature-gates GenericWorkload=true)")
     e.add_argument("-n", "--namespace", default="default", help="the pod's namespace (default: default)")
     e.add_argument("--kubeconfig", default=None, help=KUBECONFIG_HELP)
     e.add_argument("--config", default=None,
                    help="KubeSchedulerConfiguration file: the profile of the pod's schedulerName (default: the "
                         "default profile)")
+    _feature_gates_option(e, "as `run` takes them (GenericWorkload=true: a member is explained with its pod group), ")
     _output(e)
     e.add_argument("--nodes", type=int, default=20, help="scored nodes shown in the table (default 20)")
 

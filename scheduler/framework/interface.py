@@ -19,7 +19,7 @@ import numpy.typing as npt
 from scheduler.config.types import EXTENSION_POINT_METHODS, MAX_NODE_SCORE
 from scheduler.framework.extender import Extender
 from scheduler.framework.features import Features
-from scheduler.framework.listers import SharedLister
+from scheduler.framework.listers import MutableSharedLister, SharedLister
 from scheduler.framework.podgroup import (
     Placement,
     PlacementProgress,
@@ -191,6 +191,12 @@ class ClusterHandle(Protocol):
     gives it (FrameworkOptions, SchedulerActions)."""
 
     def snapshot(self) -> SharedLister: ...
+
+    def mutable_snapshot(self) -> MutableSharedLister:
+        """The same snapshot, changeable in a mutation session (upstream MutableSnapshotSharedLister; only
+        PodGroupPostFilter uses it)."""
+        ...
+
     def objects(self) -> ObjectLister: ...
 
     def pod_group_manager(self) -> PodGroupManager:
@@ -707,6 +713,7 @@ __all__ = [
     "FilterForPlugin",
     "FilterPlugin",
     "Handle",
+    "MutableSharedLister",
     "Node",
     "NodeScore",
     "NodeToStatus",

@@ -11,6 +11,7 @@ from typing import Protocol
 
 from scheduler.framework.podgroup import PodGroupLister, PodGroupStateLister
 from scheduler.framework.types import NodeInfo
+from scheduler.model.pod import Pod
 
 
 class SharedLister(Protocol):
@@ -33,3 +34,14 @@ class SharedLister(Protocol):
     def pod_groups(self) -> PodGroupLister:
         """This cycle's PodGroup objects (upstream SharedLister.PodGroups())."""
         ...
+
+
+class MutableSharedLister(SharedLister, Protocol):
+    """The snapshot PodGroupPostFilter may change and put back (upstream MutableSnapshotSharedLister): one session
+    at a time; every add_pod / remove_pod (pod-group states included) is undone by end_mutations. Errors as
+    upstream's: RuntimeError outside a session or when stacked, KeyError for a missing node or pod."""
+
+    def start_mutations(self) -> None: ...
+    def end_mutations(self) -> None: ...
+    def add_pod(self, pod: Pod, node_name: str) -> None: ...
+    def remove_pod(self, pod: Pod, node_name: str) -> None: ...

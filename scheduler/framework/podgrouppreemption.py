@@ -21,12 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, cast
 
 import structlog
 
 from scheduler.framework.extenderv1 import Victims
 from scheduler.framework.interface import Handle
+from scheduler.framework.listers import MutableSharedLister
 from scheduler.framework.podgroup import (
     PodGroupInfo,
     PodGroupPostFilterResult,
@@ -74,58 +74,6 @@ def resolve_preemption_policy(pg: PodGroup | None, pods: Sequence[Pod], enable_p
     return PREEMPT_LOWER_PRIORITY
 
 
-class _SnapshotNodes(Protocol):
-    """What the session needs of the cycle's snapshot (scheduler.cache.Snapshot)."""
-
-    def get(self, name: str) -> NodeInfo | None: ...
-    def put(self, name: str, info: NodeInfo) -> NodeInfo | None: ...
-    def patch(self, name: str, info: NodeInfo) -> None: ...
-
-
-class SnapshotMutations:
-    """Upstream's snapshot mutation session (StartMutations / AddPod / RemovePod / EndMutations): pods moved on the
-    cycle's snapshot while PodGroupPostFilter simulates, every node put back as it was at the end. A changed node
-    is a changed copy (a fresh generation: the filters' memos keyed by generation never see a stale state), put
-    in the snapshot in the original's place; ``end`` puts the originals back.
-
-    The pod-group states of victims' groups are not changed: only the preemptor's group is read during the
-    simulation, and its members are never victims (same priority)."""
-
-    def __init__(self, snapshot: object) -> None:
-        self._snapshot = cast(_SnapshotNodes, snapshot)
-        self._originals: dict[str, NodeInfo] = {}
-
-    def node(self, name: str) -> NodeInfo | None:
-        """The node as it is now (a changed node is a new object: look it up after every change)."""
-        return self._snapshot.get(name)
-
-    def add_pod(self, pod: Pod, node_name: str) -> None:
-        self._change(node_name, pod, add=True)
-
-    def remove_pod(self, pod: Pod, node_name: str) -> None:
-        self._change(node_name, pod, add=False)
-
-    def _change(self, node_name: str, pod: Pod, add: bool) -> None:
-        info = self._snapshot.get(node_name)
-        if info is None:
-            raise PreemptionSimulationError(f'node "{node_name}" not found in the snapshot')
-        self._originals.setdefault(node_name, info)
-        changed = info.clone()
-        if add:
-            changed.add_pod(pod)
-        elif not changed.remove_pod(pod):
-            raise PreemptionSimulationError(f"pod {pod.key} not found on node {node_name}")
-        self._snapshot.put(node_name, changed)
-        self._snapshot.patch(node_name, changed)
-
-    def end(self) -> None:
-        """Put every changed node back as it was when the session started."""
-        for name, info in self._originals.items():
-            self._snapshot.put(name, info)
-            self._snapshot.patch(name, info)
-        self._originals.clear()
-
-
 @dataclass(slots=True)
 class _Selection:
     """selectVictimsResult."""
@@ -156,13 +104,14 @@ class PodGroupEvaluator:
     # ----- the whole flow -----------------------------------------------------------------------
 
     def preempt(
-        self, pg_info: PodGroupInfo, scheduling_func: PodGroupSchedulingFunc, mutations: SnapshotMutations
+        self, pg_info: PodGroupInfo, scheduling_func: PodGroupSchedulingFunc, mutations: MutableSharedLister
     ) -> tuple[PodGroupPostFilterResult | None, Status | None]:
         """<None, Unschedulable>: the group may not preempt. <its members' current nominations, Success("ongoing
         preemption on nominated nodes")>: victims of an earlier preemption are still terminating. <None, status>:
         no victims (UnschedulableAndUnresolvable), the group does not fit even without them (the algorithm's
         status), or an error. <nominations, Success("found a placement for podgroup, preempting K victims")>:
-        victims evicted (or being evicted), members nominated. The caller ends ``mutations`` afterwards."""
+        victims evicted (or being evicted), members nominated. The caller runs it in a mutation session of the
+        cycle's snapshot (``mutations``) and ends it afterwards."""
         members = list(pg_info.unscheduled_pods)
         pg = pg_info.pod_group
         if pg is None or not members:
@@ -171,13 +120,13 @@ class PodGroupEvaluator:
         if resolve_preemption_policy(pg, members, self.enable_pod_group_preemption_policy) == PREEMPT_NEVER:
             log.debug("preemptor is not eligible for preemption", preemptor=pg.key, reason=NOT_ELIGIBLE_POLICY_NEVER)
             return None, unschedulable(NOT_ELIGIBLE_POLICY_NEVER)
-        if self._is_ongoing_preemption(members, priority, mutations.node):
+        if self._is_ongoing_preemption(members, priority, mutations.get):
             return PodGroupPostFilterResult({p.key: p.nominated_node_name for p in members}), Status(
                 Code.SUCCESS, [ONGOING_PREEMPTION])
         now = self.evaluator.clock()
         try:
             victims = cross_nodes_victims(self.handle.snapshot().list(), self.lookups.pod_group,
-                                          self.lookups.scheduled_pods, mutations.node, now)
+                                          self.lookups.scheduled_pods, mutations.get, now)
         except LookupError as exc:
             return None, Status(Code.ERROR, [f"failed to create domain: {exc}"])
         pdbs = pdbs_from_objects(self.handle.objects().list("PodDisruptionBudget"))
@@ -185,6 +134,8 @@ class PodGroupEvaluator:
             selection, status = self.select_victims_on_domain(priority, victims, pdbs, scheduling_func, mutations, now)
         except PreemptionSimulationError as exc:
             return None, Status(Code.ERROR, [str(exc)])
+        except KeyError as exc:  # the snapshot's AddPod / RemovePod: a node or pod missing
+            return None, Status(Code.ERROR, [str(exc.args[0]) if exc.args else str(exc)])
         if selection is None:
             return None, status
         pods = selection.pods
@@ -202,7 +153,7 @@ class PodGroupEvaluator:
         all_victims: Sequence[Victim],
         pdbs: Sequence[PodDisruptionBudget],
         scheduling_func: PodGroupSchedulingFunc,
-        mutations: SnapshotMutations,
+        mutations: MutableSharedLister,
         now: float,
     ) -> tuple[_Selection | None, Status | None]:
         """selectVictimsOnDomain: the fewest victims (reprieving the most important first) whose removal lets
@@ -232,7 +183,7 @@ class PodGroupEvaluator:
         return _Selection({a.pod.key: a.node_name for a in valid}, to_preempt, num_violations), None
 
     def _reprieve(self, victim: Victim, assignments: Sequence[ProposedAssignment],
-                  mutations: SnapshotMutations) -> bool:
+                  mutations: MutableSharedLister) -> bool:
         """Give the victim back (snapshot and every member's PreFilter state) and check each member on its node
         in the algorithm's order, assuming and reserving the members checked so far (the states of the later
         ones were built with them assumed); undo those at the end. A victim that does not fit is removed again."""
@@ -255,7 +206,7 @@ class PodGroupEvaluator:
                 h.run_reserve_plugins_unreserve(a.state, a.pod, a.node_name)
                 mutations.remove_pod(a.pod, a.node_name)
 
-    def _move(self, victim: Victim, assignments: Sequence[ProposedAssignment], mutations: SnapshotMutations,
+    def _move(self, victim: Victim, assignments: Sequence[ProposedAssignment], mutations: MutableSharedLister,
               add: bool) -> None:
         """Put the victim's pods back on (or take them off) their nodes, telling every member's PreFilter state
         (upstream's addVictimPodsWithPreFilter / removeVictimPodsWithPreFilter)."""
@@ -292,8 +243,8 @@ class PreemptionSimulationError(Exception):
     returns it as an Error status."""
 
 
-def _node(mutations: SnapshotMutations, name: str) -> NodeInfo:
-    info = mutations.node(name)
+def _node(mutations: MutableSharedLister, name: str) -> NodeInfo:
+    info = mutations.get(name)
     if info is None:
         raise PreemptionSimulationError(f'node "{name}" not found in the snapshot')
     return info

@@ -287,6 +287,16 @@ def list_all(api: Requester, path: str, field_selector: str = "", limit: int = 5
         yield from items
 
 
+def served_resources(api: Requester, group: str, version: str) -> set[str]:
+    """The resources discovery lists for a (non-core) group version; empty when the API server does not serve
+    it (404). Other failures raise: the caller decides whether an unknown answer means "not served"."""
+    try:
+        data = orjson.loads(api.request("GET", f"/apis/{group}/{version}") or b"{}")
+    except NotFoundError:
+        return set()
+    return {str(r.get("name")) for r in data.get("resources") or []}
+
+
 class PodIdentity(Protocol):
     """The fields of a pod that a Binding and an Event name: a Pod, or the writer child's light PodRef
     (building a Pod costs tens of microseconds that the child would pay twice a pod)."""

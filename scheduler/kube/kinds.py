@@ -45,6 +45,12 @@ class WatchedKind:
     def gvr(self) -> tuple[str, str, str]:
         return self.group, self.version, self.plural
 
+    @property
+    def api_kind(self) -> str:
+        """The kind as the API server names it (the object-store key may carry the group: the Workload API's
+        PodGroup is "scheduling.k8s.io/PodGroup" there, to tell it from Coscheduling's)."""
+        return self.kind.rpartition("/")[2]
+
 
 WATCHED_KINDS: tuple[WatchedKind, ...] = (
     # Pods and nodes have their own watches (kube/podstream.py, kube/operator.py); pods' events are

@@ -14,10 +14,9 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import orjson
 import structlog
 
-from scheduler.kube.client import ApiWriter, Requester
+from scheduler.kube.client import ApiWriter, Requester, served_resources
 from scheduler.kube.kinds import WATCHED_KINDS
 from scheduler.model.apierrors import NotFoundError
 from scheduler.model.timefmt import micro_time
@@ -32,12 +31,10 @@ PODGROUP_KINDS: dict[str, tuple[str, str, str]] = {k.kind: k.gvr for k in WATCHE
 def podgroups_served(raw: Requester) -> bool:
     """Discovery of scheduling.x-k8s.io/v1alpha1: does it list podgroups? Any failure means no."""
     try:
-        data = orjson.loads(raw.request("GET", f"/apis/{GROUP}/{VERSION}") or b"{}")
+        return PLURAL in served_resources(raw, GROUP, VERSION)
     except Exception as exc:
-        if not isinstance(exc, NotFoundError):
-            log.warning("cannot discover PodGroups; Coscheduling sees none", error=str(exc))
+        log.warning("cannot discover PodGroups; Coscheduling sees none", error=str(exc))
         return False
-    return any(r.get("name") == PLURAL for r in data.get("resources") or [])
 
 
 class ApiPodGroupWriter:

@@ -1,8 +1,10 @@
 """A read-only snapshot of the live cluster for `explain`, `capacity` and `simulate --from-cluster`.
 
 It lists what the live scheduler lists at start-up (kube/sync.py, with the same paginated LIST):
-nodes, non-terminal pods and the objects plugins read (OBJECT_KINDS), with GET requests only, so the
-read-only ClusterRole in manifests/readonly/ is enough. Every failure becomes one ClusterReadError line
+nodes, non-terminal pods and the objects plugins read (OBJECT_KINDS), plus the kinds the live scheduler
+watches behind a feature gate (the Workload API's PodGroups) when the API server serves them, which it does
+only with the same gate: discovery says so, and a cluster without them reads as before. GET requests only,
+so the read-only ClusterRole in manifests/readonly/ is enough. Every failure becomes one ClusterReadError line
 that names the cause: the missing permission (verb, resource, API group), the unknown pod, or the
 unreachable server.
 """
@@ -20,9 +22,10 @@ import urllib3
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config import ConfigException
 
-from scheduler.kube.client import RawApi, Requester, list_all, load_api_client, pod_path
-from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS, collection_path
+from scheduler.kube.client import RawApi, Requester, list_all, load_api_client, pod_path, served_resources
+from scheduler.kube.kinds import NON_TERMINAL_PODS, OBJECT_KINDS, WATCHED_KINDS, WatchedKind, collection_path
 from scheduler.model.apierrors import NotFoundError
+from scheduler.model.workload import API_VERSION, KIND_POD_GROUP
 
 NODES = ("", "v1", "nodes")
 PODS = ("", "v1", "pods")
@@ -41,7 +44,12 @@ class ClusterSnapshot:
     objects: list[dict[str, Any]] = field(default_factory=list)
 
     def all(self) -> list[dict[str, Any]]:
+        """Nodes, then the other objects (PodGroups among them), then pods: a group is known before its members."""
         return [*self.nodes, *self.objects, *self.pods]
+
+    def pod_groups(self) -> list[dict[str, Any]]:
+        """The Workload API's PodGroups (scheduling.k8s.io/v1beta1; not Coscheduling's), as listed."""
+        return [o for o in self.objects if o.get("kind") == KIND_POD_GROUP and o.get("apiVersion") == API_VERSION]
 
 
 def connect(kubeconfig: str | None) -> RawApi:
@@ -89,12 +97,27 @@ def list_objects(
                 for item in list_all(raw, collection_path(group, version, plural), field_selector)]
 
 
+def served_gated_kinds(raw: Requester) -> list[WatchedKind]:
+    """The feature-gated kinds (kube/kinds.py's ``gate`` rows) the API server serves: it serves each only with
+    its gate on, as the live scheduler watches it only then."""
+    served = []
+    for k in WATCHED_KINDS:
+        if k.gate:
+            with _reading(raw, "discover", k.group, k.plural):
+                if k.plural in served_resources(raw, k.group, k.version):
+                    served.append(k)
+    return served
+
+
 def read_snapshot(raw: Requester) -> ClusterSnapshot:
-    """Nodes, non-terminal pods and every OBJECT_KINDS kind, as the live scheduler's initial list sees them."""
+    """Nodes, non-terminal pods, every OBJECT_KINDS kind and the served gated kinds, as the live scheduler's
+    initial list sees them."""
     snap = ClusterSnapshot()
     snap.nodes = list_objects(raw, "Node", NODES)
     for kind, gvr in OBJECT_KINDS.items():
         snap.objects.extend(list_objects(raw, kind, gvr))
+    for k in served_gated_kinds(raw):
+        snap.objects.extend(list_objects(raw, k.api_kind, k.gvr))
     snap.pods = list_objects(raw, "Pod", PODS, NON_TERMINAL_PODS)
     return snap
 

@@ -34,7 +34,7 @@ from scheduler.framework.interface import (
     PostFilterResult,
 )
 from scheduler.framework.podgroup import PodGroupInfo, PodGroupPostFilterResult, PodGroupSchedulingFunc
-from scheduler.framework.podgrouppreemption import PodGroupEvaluator, SnapshotMutations
+from scheduler.framework.podgrouppreemption import PodGroupEvaluator
 from scheduler.framework.preemption import (
     Evaluator,
     PodDisruptionBudget,
@@ -118,11 +118,17 @@ class DefaultPreemption:
         the cycle's snapshot, which is as it was again when this returns."""
         if self.pod_group_evaluator is None:  # no pod-group cycle runs without GenericWorkload
             return None, Status(Code.UNSCHEDULABLE, ["pod group preemption: GenericWorkload is off"])
-        mutations = SnapshotMutations(self.handle.snapshot())
+        snapshot = self.handle.mutable_snapshot()
         try:
-            result, status = self.pod_group_evaluator.preempt(pod_group, scheduling_func, mutations)
+            snapshot.start_mutations()
+        except RuntimeError as exc:
+            failed = Status(Code.ERROR, [f"pod group preemption: failed to start mutations: {exc}"], error=exc)
+            self.handle.workload_preemption_attempted(code_name(failed))
+            return None, failed
+        try:
+            result, status = self.pod_group_evaluator.preempt(pod_group, scheduling_func, snapshot)
         finally:
-            mutations.end()
+            snapshot.end_mutations()
         self.handle.workload_preemption_attempted(code_name(status))
         if status is not None and status.message:
             return result, Status(status.code, [f"pod group preemption: {status.message}"], error=status.error)

@@ -92,15 +92,7 @@ class OfflineWriter:
 
     def patch_pod_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
         obj = self._pod(namespace, name)
-        status = dict(obj.get("status") or {})
-        for key, value in (patch.get("status") or {}).items():
-            if key == "conditions":
-                status[key] = _merge_conditions(status.get(key) or [], value)
-            elif value is None:
-                status.pop(key, None)
-            else:
-                status[key] = value
-        self._scheduler().on_pod_event(MODIFIED, {**_bumped(obj), "status": status})
+        self._scheduler().on_pod_event(MODIFIED, {**_bumped(obj), "status": merged_status(obj, patch)})
 
     def delete_pod(self, namespace: str, name: str) -> None:
         self._scheduler().on_pod_event(DELETED, self._pod(namespace, name))
@@ -150,8 +142,22 @@ class OfflineWriter:
         self._scheduler().on_object_event(kind, MODIFIED, written)
 
 
+def merged_status(obj: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    """``obj``'s status after a strategic-merge status patch as the API server applies it to pods and
+    PodGroups: conditions merged by type, a null field removed, any other field replaced."""
+    status = dict(obj.get("status") or {})
+    for key, value in (patch.get("status") or {}).items():
+        if key == "conditions":
+            status[key] = _merge_conditions(status.get(key) or [], value)
+        elif value is None:
+            status.pop(key, None)
+        else:
+            status[key] = value
+    return status
+
+
 def _merge_conditions(current: list[Mapping[str, Any]], patch: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Strategic merge of pod conditions: by type, a patched one replaces the fields it names."""
+    """Strategic merge of conditions: by type, a patched one replaces the fields it names."""
     out = [dict(c) for c in current]
     for p in patch:
         for c in out:

@@ -98,8 +98,34 @@ class PriorityAdmission:
         return {**pod, "spec": spec}
 
 
-def _forbidden(pod: Mapping[str, Any], why: str) -> str:
+    def admit_pod_group(self, group: Mapping[str, Any]) -> dict[str, Any]:
+        """admitPodGroup on create (GenericWorkload on): the PodGroup with its class's priority, or the
+        default class's, or 0; a stored ``spec.priority`` that contradicts a class given here is refused.
+        The preemption policy is left as written (PodGroupPreemptionPolicy, alpha, is off)."""
+        spec = dict(group.get("spec") or {})
+        name = spec.get("priorityClassName") or ""
+        stored = spec.get("priority")
+        pc = self.classes.get(name) if name else self.default_class()
+        if pc is None and (name or not self.complete):
+            if stored is None and name and self.complete:
+                raise AdmissionError(_forbidden(group, f"no PriorityClass with name {name} was found", PODGROUPS))
+            return dict(group)
+        value = pc.value if pc else 0
+        if stored is not None and stored != value:
+            raise AdmissionError(_forbidden(
+                group, f"priority set in the pod group ({stored}) must match the priority computed ({value}) based "
+                       f"on the priority class set in the spec", PODGROUPS))
+        spec["priority"] = value
+        if pc:
+            spec["priorityClassName"] = pc.name
+        return {**group, "spec": spec}
+
+
+PODGROUPS = "podgroups.scheduling.k8s.io"
+
+
+def _forbidden(pod: Mapping[str, Any], why: str, resource: str = "pods") -> str:
     """admission.NewForbidden's text for a pod: its name (or generateName) in quotes."""
     meta = pod.get("metadata") or {}
     name = meta.get("name") or meta.get("generateName") or "Unknown"
-    return f'pods "{name}" is forbidden: {why}'
+    return f'{resource} "{name}" is forbidden: {why}'

@@ -10,6 +10,7 @@ off) so that the victims are gone before that attempt.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -38,6 +39,13 @@ from scheduler.whatif.dra_offline import (
 from scheduler.whatif.offline import OfflineWriter, RecordingBinder, RecordingEventSink
 from scheduler.whatif.priority_admission import KIND as PRIORITY_CLASS
 from scheduler.whatif.priority_admission import AdmissionError, PriorityAdmission
+from scheduler.whatif.workload_offline import (
+    RecordingPodGroupStatusWriter,
+    feed,
+    gate_refusal,
+    is_grouped_pod,
+    is_workload_object,
+)
 
 
 class SimulationError(Exception):
@@ -142,36 +150,51 @@ class Offline:
     sched: Scheduler
     outcomes: OutcomeRecorder
     results: ResultRecorder
+    pod_groups: RecordingPodGroupStatusWriter | None = None  # with GenericWorkload on: the PodGroups' status
 
 
 def build_scheduler(
     config_path: str | None, pod_objs: list[dict[str, Any]], *, seed: int | None = None,
     tie_break: Literal["heap", "name"] = "heap", preemption: bool = True, policy_path: str | None = None,
+    features: Features | None = None,
 ) -> Offline:
     """The scheduler with the profiles the pods name (from ``config_path``, a Policy at ``policy_path`` or
     the defaults) and the offline stand-ins. ``preemption=False`` drops the PostFilter plugins (capacity
-    must not evict what it counts on)."""
+    must not evict what it counts on). ``features``: the gates of ``--feature-gates`` (default v1.37's);
+    preemption stays synchronous whatever SchedulerAsyncPreemption says, so that a preemptor's victims are
+    gone before its next attempt."""
+    from scheduler.config.defaults import set_workload_gates
     from scheduler.config.load import ConfigError, build_registry, load
     from scheduler.config.policy import load_policy
 
     if config_path and policy_path:
         raise SimulationError("--config and --policy-config-file cannot be used together")
-    names = sorted({(p.get("spec") or {}).get("schedulerName") or "default-scheduler" for p in pod_objs})
+    names = sorted({(p.get("spec") or {}).get("schedulerName") or "default-scheduler" for p in pod_objs
+                    if p.get("kind", "Pod") == "Pod"})
+    features = dataclasses.replace(features or Features(), enable_async_preemption=False)
+    # The workload gates add plugins to the default profile (process-wide, as upstream's DefaultFeatureGate):
+    # this run's gates while its configuration loads, v1.37's defaults again afterwards.
+    set_workload_gates(features.enable_generic_workload, features.enable_topology_aware_workload_scheduling)
     try:
         cfg = load_policy(policy_path, names or None) if policy_path else load(config_path, names or None)
     except ConfigError as exc:
         raise SimulationError(f"{policy_path or config_path or 'configuration'}: {exc}") from None
+    finally:
+        set_workload_gates(False, False)
     if not preemption:
         for profile in cfg.profiles:
             profile.plugins["postFilter"] = []
     registry = build_registry(cfg)
     rng = random.Random(seed) if seed is not None else random.Random()
     writer, outcomes, results = OfflineWriter(), OutcomeRecorder(), ResultRecorder()
+    pod_groups = RecordingPodGroupStatusWriter() if features.enable_generic_workload else None
     sched = Scheduler(cfg, registry, RecordingBinder(), RecordingEventSink(), None, writer=writer, observer=outcomes,
                       cycle_observer=results, synchronous_binding=True, rng=rng, tie_break=tie_break,
-                      features=Features(enable_async_preemption=False))
+                      features=features, pod_group_status_writer=pod_groups)
     writer.connect(sched)
-    return Offline(sched, outcomes, results)
+    if pod_groups is not None:
+        pod_groups.connect(sched)
+    return Offline(sched, outcomes, results, pod_groups)
 
 
 def load_objects(path: str) -> list[dict[str, Any]]:
@@ -179,22 +202,36 @@ def load_objects(path: str) -> list[dict[str, Any]]:
     return [_with_defaults(o, i) for i, o in enumerate(_load_objects(path))]
 
 
-def pods_to_place(path: str, first: int = 0) -> list[dict[str, Any]]:
+def pods_to_place(path: str, first: int = 0, *, workload: bool = False) -> list[dict[str, Any]]:
+    """The pods file's objects: Pods, and with ``workload`` (GenericWorkload on) Workloads and PodGroups too,
+    which arrive among the pods in file order."""
     pods = [_with_defaults(o, first + i) for i, o in enumerate(_load_objects(path))]
     for p in pods:
-        if p.get("kind") != "Pod":
-            raise SimulationError(f"{path}: {_ident(p)}: only Pods can be scheduled")
+        if is_workload_object(p) and not workload:
+            raise SimulationError(f"{path}: {_ident(p)}: {gate_refusal(p)}")
+        if p.get("kind") != "Pod" and not is_workload_object(p):
+            raise SimulationError(f"{path}: {_ident(p)}: only Pods can be scheduled"
+                                  + (" (and the Workload API's Workloads and PodGroups)" if workload else ""))
     return pods
 
 
-def add_cluster(sched: Scheduler, objects: list[dict[str, Any]], source: str, *, live: bool = False) -> None:
+def add_cluster(
+    sched: Scheduler, objects: list[dict[str, Any]], source: str, *, live: bool = False,
+    pod_groups: RecordingPodGroupStatusWriter | None = None,
+) -> None:
     """Feed the cluster's objects to the scheduler as its initial list would. A file's pods must be
     bound. A live snapshot's pending pods use no node's resources and are not placed; those of the
     scheduler's profiles that carry status.nominatedNodeName keep their nomination, as in the live
-    scheduler's nominator (filters count them on their node)."""
+    scheduler's nominator (filters count them on their node). The Workload API's objects go through
+    ``pod_groups`` (GenericWorkload on); without it a file's are refused and a live cluster's ignored."""
     for o in objects:
         kind = o["kind"]
-        if kind == "Node":
+        if is_workload_object(o):
+            if pod_groups is not None:
+                feed(sched, pod_groups, o)
+            elif not live:
+                raise SimulationError(f"{source}: {_ident(o)}: {gate_refusal(o)}")
+        elif kind == "Node":
             sched.on_node_event(ADDED, o)
         elif kind == "Pod":
             if not (o.get("spec") or {}).get("nodeName"):
@@ -224,16 +261,26 @@ class Simulation:
 
     results: list[dict[str, Any]]
     invalid: list[str] = field(default_factory=list)
+    pod_groups: list[dict[str, Any]] = field(default_factory=list)  # the Workload API's, with their conditions
+
+    def to_json(self) -> dict[str, Any]:
+        """simulate's JSON: ``podGroups`` only when the run had any (GenericWorkload on)."""
+        out: dict[str, Any] = {"results": self.results, "invalid": self.invalid}
+        if self.pod_groups:
+            out["podGroups"] = self.pod_groups
+        return out
 
 
 def admitted(o: dict[str, Any], admission: PriorityAdmission) -> tuple[dict[str, Any], list[str]]:
     """A file's object as the API server would store it (pods through Priority admission), or the
     errors that would refuse it: admission's, else validation's (one line per invalid field)."""
-    if o.get("kind") == "Pod":
-        try:
+    try:
+        if o.get("kind") == "Pod":
             o = admission.admit(o)
-        except AdmissionError as exc:
-            return o, [str(exc)]
+        elif is_workload_object(o) and o.get("kind") == "PodGroup":
+            o = admission.admit_pod_group(o)
+    except AdmissionError as exc:
+        return o, [str(exc)]
     return o, invalid_fields(o)
 
 
@@ -267,12 +314,13 @@ def invalid_fields(o: Mapping[str, Any]) -> list[str]:
 def run_simulation(
     cluster_path: str | None, pods_path: str, config_path: str | None = None, *, seed: int | None = None,
     tie_break: Literal["heap", "name"] = "heap", live: list[dict[str, Any]] | None = None,
-    policy_path: str | None = None,
+    policy_path: str | None = None, features: Features | None = None,
 ) -> Simulation:
     """Place the pods of ``pods_path`` one by one. The cluster: ``live`` (a snapshot of a live cluster)
     if given, with the objects of ``cluster_path`` on top. Objects of the files the API server would
     reject are reported and left out (a live snapshot passed the API server already)."""
     sim = Simulation([])
+    workload = features is not None and features.enable_generic_workload
     objects = load_objects(cluster_path) if cluster_path else []
     admission = PriorityAdmission.from_objects([o for o in objects if not invalid_fields(o)], complete=live is None)
     cluster = []
@@ -283,7 +331,7 @@ def run_simulation(
             cluster.append(o)
     pods = []
     rejected = {}
-    for i, p in enumerate(pods_to_place(pods_path, len(cluster))):
+    for i, p in enumerate(pods_to_place(pods_path, len(cluster), workload=workload)):
         p, errors = admitted(p, admission)
         pods.append(p)
         if errors:
@@ -291,18 +339,28 @@ def run_simulation(
             sim.invalid.extend(errors)
     templates = templates_by_key(cluster)
     cluster = with_claims(cluster, templates)
-    valid = with_claims([p for i, p in enumerate(pods) if i not in rejected], templates)
-    claims = [o for o in valid if o.get("kind") != "Pod"]
-    valid = valid[:len(valid) - len(claims)]
-    off = build_scheduler(config_path, valid, seed=seed, tie_break=tie_break, policy_path=policy_path)
+    accepted = [p for i, p in enumerate(pods) if i not in rejected]
+    made = with_claims(accepted, templates)
+    valid, claims = made[:len(accepted)], made[len(accepted):]
+    off = build_scheduler(config_path, valid, seed=seed, tie_break=tie_break, policy_path=policy_path,
+                          features=features)
     if live is not None:
-        add_cluster(off.sched, live, "the live cluster", live=True)
-    add_cluster(off.sched, cluster + claims, cluster_path or "")
-    outcomes = list(_schedule_each(off, valid))
+        add_cluster(off.sched, live, "the live cluster", live=True, pod_groups=off.pod_groups)
+    add_cluster(off.sched, cluster + claims, cluster_path or "", pod_groups=off.pod_groups)
+    if off.pod_groups is not None and any(is_workload_object(o) or is_grouped_pod(o) for o in valid):
+        outcomes = schedule_in_arrival_order(off, off.pod_groups, valid)
+    else:
+        outcomes = list(_schedule_each(off, valid))
+    valid_pods = [o for o in valid if o.get("kind") == "Pod"]
     placed = iter([add_devices(result_dict(o, victims, off.results), off.sched, obj)
-                   for (o, victims), obj in zip(outcomes, valid, strict=True)])
+                   for (o, victims), obj in zip(outcomes, valid_pods, strict=True)])
     for i, p in enumerate(pods):
-        sim.results.append(_rejected(p, rejected[i]) if i in rejected else next(placed))
+        if i in rejected:
+            sim.results.append(_rejected(p, rejected[i]))
+        elif p.get("kind") == "Pod":
+            sim.results.append(next(placed))
+    if off.pod_groups is not None:
+        sim.pod_groups = off.pod_groups.summary()
     return sim
 
 
@@ -344,6 +402,97 @@ def _schedule_each(off: Offline, pods: list[dict[str, Any]]) -> Iterator[tuple[O
     _settle(off, waiting, results)
     for obj in pods:
         yield results[pod_from_api(obj).key]
+
+
+def schedule_in_arrival_order(
+    off: Offline, pod_groups: RecordingPodGroupStatusWriter, objects: list[dict[str, Any]]
+) -> list[tuple[Outcome, list[str]]]:
+    """GenericWorkload on: the pods file's objects arrive in file order, and after each the scheduler runs
+    until nothing is left to schedule (see workload_offline). Pods outside any group get one attempt each,
+    as without the gate; a group's members get the outcome of their group's last cycle, or, never tried (no
+    PodGroup yet, too few members), the message the queue leaves them. Results for the Pods, in file order."""
+    sched = off.sched
+    results: dict[str, tuple[Outcome, list[str]]] = {}
+    grouped: dict[str, dict[str, Any]] = {}  # pending members: key -> object as last delivered
+    for obj in objects:
+        if is_workload_object(obj):
+            feed(sched, pod_groups, obj)
+        elif is_grouped_pod(obj):
+            pod = pod_from_api(obj)
+            if pod.scheduler_name not in sched.frameworks or pod.node_name:
+                results[pod.key] = _schedule_one(off, obj, pod, {})  # says why it is not scheduled
+                continue
+            sched.on_pod_event(ADDED, obj)
+            grouped[pod.key] = obj
+        else:
+            pod = pod_from_api(obj)
+            results[pod.key] = _schedule_one(off, obj, pod, {})
+        _run_until_idle(off, grouped, results)
+    for key, obj in grouped.items():
+        pod = pod_from_api(obj)
+        last = next((o for o in reversed(off.outcomes.outcomes) if o.pod.key == key), None)
+        results[key] = (Outcome(pod, None, queue_message(sched, key), last.statuses if last else None),
+                        victims_of(off, pod))
+    return [results[pod_from_api(o).key] for o in objects if o.get("kind") == "Pod"]
+
+
+RETRIES_AFTER_PREEMPTION = 3  # extra attempts (after a preemption or a backoff) per object that arrives
+
+
+def _run_until_idle(
+    off: Offline, grouped: dict[str, dict[str, Any]], results: dict[str, tuple[Outcome, list[str]]]
+) -> None:
+    """Scheduling cycles until none is left: members that were bound are confirmed (what the watch would
+    deliver) and leave ``grouped`` with their result. A group that preempted has its members' nomination
+    delivered and is tried again once its victims are gone, as the victims' deletion would requeue it; a
+    group backing off with members no cycle has seen is tried once its backoff would have passed."""
+    sched = off.sched
+    binder = sched.binder
+    retries = 0
+    while True:
+        bound_before = len(binder.bindings) if isinstance(binder, RecordingBinder) else 0
+        ran = sched.schedule_one(timeout=0)
+        if isinstance(binder, RecordingBinder):
+            for key, node in binder.bindings[bound_before:]:
+                obj = grouped.pop(key, None)
+                if obj is None:
+                    continue
+                pod = pod_from_api(obj)
+                sched.on_pod_event(MODIFIED, {**obj, "spec": {**(obj.get("spec") or {}), "nodeName": node}})
+                last = next((o for o in reversed(off.outcomes.outcomes) if o.pod.key == key and o.node), None)
+                results[key] = (last or Outcome(pod, node, ""), victims_of(off, pod))
+        if ran:
+            continue
+        waiting = _deliver_nominations(sched, grouped) or _never_tried(off, grouped)
+        if not waiting or retries >= RETRIES_AFTER_PREEMPTION:
+            return
+        retries += 1
+        sched.queue.activate(waiting)
+
+
+def _never_tried(off: Offline, grouped: dict[str, dict[str, Any]]) -> list[Pod]:
+    """Pending members no cycle has taken yet. One that joined a group while the group was backing off
+    after a failed cycle waits for the backoff to pass: on a live cluster the group is tried again a
+    second later, so here it is activated at once."""
+    tried = {o.pod.key for o in off.outcomes.outcomes}
+    return [pod_from_api(obj) for key, obj in grouped.items() if key not in tried]
+
+
+def _deliver_nominations(sched: Scheduler, grouped: dict[str, dict[str, Any]]) -> list[Pod]:
+    """Pending members whose nominatedNodeName was written since last delivered: the status update as the
+    watch would deliver it (the objects in ``grouped`` updated). Returns those pods."""
+    sink = sched.recorder
+    if not isinstance(sink, RecordingEventSink):
+        return []
+    out = []
+    for key, obj in grouped.items():
+        node = sink.nominated.get(key)
+        if node and (obj.get("status") or {}).get("nominatedNodeName") != node:
+            obj = _retry_after_preemption_object(obj, node)
+            grouped[key] = obj
+            sched.on_pod_event(MODIFIED, obj)
+            out.append(pod_from_api(obj))
+    return out
 
 
 def _schedule_one(
@@ -409,15 +558,31 @@ def _reject_incomplete_groups(sched: Scheduler, waiting: dict[str, dict[str, Any
 def _retry_after_preemption(sched: Scheduler, obj: dict[str, Any], pod: Pod, nominated: str) -> dict[str, Any]:
     """What the live scheduler sees next: the nominatedNodeName status update, then (victims gone) a
     new attempt. Returns the updated object."""
+    obj = _retry_after_preemption_object(obj, nominated)
+    sched.on_pod_event(MODIFIED, obj)
+    sched.queue.activate([pod])
+    return obj
+
+
+def _retry_after_preemption_object(obj: dict[str, Any], nominated: str) -> dict[str, Any]:
+    """The pod after its nominatedNodeName status update."""
     meta = obj.get("metadata") or {}
-    obj = {
+    return {
         **obj,
         "metadata": {**meta, "resourceVersion": f"{meta.get('resourceVersion', '')}+nominated"},
         "status": {**(obj.get("status") or {}), "nominatedNodeName": nominated},
     }
-    sched.on_pod_event(MODIFIED, obj)
-    sched.queue.activate([pod])
-    return obj
+
+
+def as_pending(pod: dict[str, Any]) -> dict[str, Any]:
+    """The pod as it was before binding: no spec.nodeName, no status beyond its phase and the claims the
+    resourceclaim controller made for it (they were there before the scheduler saw it)."""
+    spec = {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}
+    status: dict[str, Any] = {"phase": "Pending"}
+    claims = (pod.get("status") or {}).get("resourceClaimStatuses")
+    if claims:
+        status["resourceClaimStatuses"] = claims
+    return {**pod, "spec": spec, "status": status}
 
 
 def queue_message(sched: Scheduler, key: str) -> str:
@@ -458,6 +623,10 @@ def format_table(sim: Simulation) -> str:
     """A human-readable view: the invalid objects, then one line per pod with the filter reasons and
     the top scores."""
     lines = [f"invalid {e}" for e in sim.invalid]
+    for g in sim.pod_groups:
+        for c in g["conditions"]:
+            lines.append(f"podgroup {g['podGroup']}: {c.get('type')}={c.get('status')} {c.get('reason', '')}"
+                         + (f": {c['message']}" if c.get("message") else ""))
     for r in sim.results:
         lines.append(f"{r['pod']:<40} -> {r['node'] or '(unschedulable)'}")
         if r["message"] and not r.get("invalid"):
@@ -497,16 +666,17 @@ class Comparison:
 def run_comparison(
     cluster_path: str | None, pods_path: str, running_config: str | None, candidate_config: str | None, *,
     seed: int | None = None, tie_break: Literal["heap", "name"] = "heap", live: list[dict[str, Any]] | None = None,
-    candidate_policy: str | None = None,
+    candidate_policy: str | None = None, features: Features | None = None,
 ) -> Comparison:
     """The pods placed twice, each time from the same cluster (the same ``live`` snapshot, read once, so
     both sides see one state) and in the same order: once under ``running_config`` (None: the default
     profile), once under the candidate (``candidate_config`` or the Policy ``candidate_policy``). Each side
     is a whole `simulate` run, so an earlier pod placed differently changes what later pods meet, as it
     would in the cluster. Same seed on both sides: only the configurations differ."""
-    running = run_simulation(cluster_path, pods_path, running_config, seed=seed, tie_break=tie_break, live=live)
+    running = run_simulation(cluster_path, pods_path, running_config, seed=seed, tie_break=tie_break, live=live,
+                             features=features)
     candidate = run_simulation(cluster_path, pods_path, candidate_config, seed=seed, tie_break=tie_break, live=live,
-                               policy_path=candidate_policy)
+                               policy_path=candidate_policy, features=features)
     rows = [_compared(a, b) for a, b in zip(running.results, candidate.results, strict=True)]
     default = "(default profile)"
     return Comparison(running_config or default, candidate_config or candidate_policy or default, rows,

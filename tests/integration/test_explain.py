@@ -21,7 +21,7 @@ from kubernetes import client
 
 from e2e.cluster.cluster import LocalCluster
 from e2e.kube import events_for, node_of, pod_manifest, unique, wait_for
-from e2e.rbac import ROOT, apply, request_token, write_kubeconfig
+from e2e.rbac import ROOT, apply, role_kubeconfig
 from scheduler.framework.results import PREFIX
 from tests.integration.conftest import SchedulerProc, temporary_nodes
 
@@ -140,26 +140,13 @@ def readonly_role(cluster: LocalCluster) -> dict[str, Any]:
     return dict(role)
 
 
-def _kubeconfig_bound_to(cluster: LocalCluster, api: client.ApiClient, role: str, path: Path) -> Path:
-    """A ServiceAccount in the default namespace bound to ``role``, and a kubeconfig acting as it."""
-    name = unique("reader")
-    apply([
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": "default"}},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": name},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "default"}]},
-    ], cluster.kubeconfig)
-    token = request_token(api, "default", name)
-    return write_kubeconfig(cluster.kubeconfig, token, path, user=f"system:serviceaccount:default:{name}")
-
-
 def test_read_only_commands_work_under_the_read_only_role_and_name_a_missing_permission(
-    cluster: LocalCluster, core: client.CoreV1Api, api: client.ApiClient, scheduler: SchedulerProc, ns: str,
+    cluster: LocalCluster, core: client.CoreV1Api, scheduler: SchedulerProc, ns: str,
     tmp_path: Path, readonly_role: dict[str, Any],
 ) -> None:
     core.create_namespaced_pod(ns, pod_manifest("ro"))
     wait_for(lambda: node_of(core, ns, "ro"), 60, what="ro bound")
-    reader = _kubeconfig_bound_to(cluster, api, "py-scheduler-readonly", tmp_path / "reader.kubeconfig")
+    reader = role_kubeconfig(cluster, "py-scheduler-readonly", tmp_path / "reader.kubeconfig", unique("reader"))
     assert cli(reader, "explain", "ro", "-n", ns).returncode == 0
     huge = pod_manifest("one", cpu="100", scheduler_name="default-scheduler")
     (tmp_path / "pod.yaml").write_text(yaml.safe_dump(huge))
@@ -174,7 +161,8 @@ def test_read_only_commands_work_under_the_read_only_role_and_name_a_missing_per
         if "csinodes" in rule["resources"]:
             rule["resources"].remove("csinodes")
     apply([partial], cluster.kubeconfig)
-    limited = _kubeconfig_bound_to(cluster, api, partial["metadata"]["name"], tmp_path / "limited.kubeconfig")
+    limited = role_kubeconfig(cluster, partial["metadata"]["name"], tmp_path / "limited.kubeconfig",
+                              unique("reader"))
     out = cli(limited, "explain", "ro", "-n", ns)
     assert out.returncode == 1
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr

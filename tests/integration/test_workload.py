@@ -14,6 +14,9 @@ podgroups/status) fails the module's last test.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -21,15 +24,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client, config
 
 from e2e.cluster.cluster import WORKLOAD_GATES, LocalCluster, build_binaries
 from e2e.kube import create_namespace, delete_namespace, events_for, gone, pod_manifest, wait_for
 from e2e.process import start_kube_scheduler, start_scheduler, stop_scheduler, wait_started
 from e2e.rbac import (
+    ROOT,
+    apply,
     apply_podgroup_crd,
     forbidden_lines,
     render_manifests,
+    role_kubeconfig,
     service_account_kubeconfig,
     write_scheduler_config,
 )
@@ -386,6 +393,42 @@ def test_status_writer_sets_the_condition_as_the_service_account(env: Env) -> No
     finally:
         if writer is not None:
             writer.close()
+        delete_namespace(env.core, ns)
+
+
+def test_simulate_from_the_cluster_sees_its_pod_groups_under_the_read_only_role(env: Env) -> None:
+    """kube/snapshot.py lists the Workload API's PodGroups where they are served, with manifests/readonly/'s role:
+    `simulate --from-cluster` places the file's two members of the cluster's gang (minCount 2) together, and a member
+    of a PodGroup the cluster lacks stays pending."""
+    ns = create_namespace(env.core, "wl-snap")
+    label = {"it/workload-snapshot": ns}
+    try:
+        (role,) = [d for d in yaml.safe_load_all((ROOT / "manifests/readonly/clusterrole.yaml").read_text()) if d]
+        apply([role], env.cluster.kubeconfig)
+        reader = role_kubeconfig(env.cluster, role["metadata"]["name"], env.workdir / f"{ns}.kubeconfig", ns)
+        create_group(env, ns, pod_group("gang", min_count=2))
+        pods = []
+        for name, group in (("gang-0", "gang"), ("gang-1", "gang"), ("lone-0", "absent")):
+            pod = member(name, "default-scheduler", group, cpu="1")
+            pod["metadata"]["namespace"] = ns
+            pod["spec"]["nodeSelector"] = label
+            pods.append(pod)
+        pods_file = env.workdir / f"{ns}-pods.yaml"
+        pods_file.write_text(yaml.safe_dump_all(pods))
+        with temporary_nodes(str(env.cluster.kubeconfig), 2, "wl-snap", cpu="1", labels=label, zones=0, regions=0):
+            out = subprocess.run(
+                [sys.executable, "-m", "scheduler.app.cli", "simulate", "--from-cluster", "--pods", str(pods_file),
+                 "--feature-gates", "GenericWorkload=true", "--output", "json", "--kubeconfig", str(reader)],
+                capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        result = json.loads(out.stdout)
+        nodes = {r["pod"]: r["node"] for r in result["results"]}
+        assert nodes[f"{ns}/gang-0"] is not None and nodes[f"{ns}/gang-1"] is not None
+        assert nodes[f"{ns}/gang-0"] != nodes[f"{ns}/gang-1"]  # one cpu a node
+        assert nodes[f"{ns}/lone-0"] is None
+        (group,) = [g for g in result["podGroups"] if g["podGroup"] == f"{ns}/gang"]
+        assert [(c["type"], c["status"]) for c in group["conditions"]] == [(CONDITION, "True")]
+    finally:
         delete_namespace(env.core, ns)
 
 

@@ -1,5 +1,6 @@
 """scheduler.kube.podgroupstatus: the Workload API PodGroup status writer leaves the cycle at once, sends patches in
-order, merges the ones still queued for a PodGroup, and logs failures instead of raising."""
+order, merges the ones still queued for a PodGroup (field by field), logs failures instead of raising, and never
+regresses a True it sent, nor keeps a True it did not; a new leader's cycle reads the True from the watch."""
 
 from __future__ import annotations
 
@@ -8,9 +9,19 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import pytest
+
+from scheduler.config.defaults import set_workload_gates
+from scheduler.config.load import build_registry, load_dict
+from scheduler.eventhandlers import ADDED
+from scheduler.framework.features import Features
 from scheduler.kube.client import ApiWriter, api_error
-from scheduler.kube.podgroupstatus import ApiPodGroupStatusWriter, merge_status_patches
+from scheduler.kube.podgroupstatus import ApiPodGroupStatusWriter, initially_scheduled, merge_status_patches
 from scheduler.kube.ratelimit import TokenBucket
+from scheduler.model.pod import Pod
+from scheduler.scheduler import Scheduler
+from scheduler.whatif.offline import RecordingEventSink
+from tests.builders import api_node, api_pod
 
 
 def condition(status: str, reason: str, message: str = "") -> dict[str, Any]:
@@ -129,3 +140,93 @@ def test_a_true_condition_is_not_regressed_by_a_cycle_that_has_not_seen_it_yet()
     w.close()
     assert [(name, body["status"]["conditions"][0]["message"]) for _, name, body in p.calls] == [
         ("g", ""), ("h", "other group"), ("g", "much later")]
+
+
+def partial(**fields: Any) -> dict[str, Any]:
+    """A condition entry of a two-way diff from a stale cached copy: its type and what changed."""
+    return {"type": "PodGroupInitiallyScheduled", **fields}
+
+
+def test_a_partial_entry_merges_into_the_queued_condition_field_by_field() -> None:
+    queued = patch(condition("True", "Scheduled"))
+    merged = merge_status_patches(queued, patch(partial(message="newer", observedGeneration=None)))
+    assert merged == patch({**condition("True", "Scheduled"), "message": "newer", "observedGeneration": None})
+
+
+def test_a_patch_that_leaves_the_status_alone_is_sent_after_a_true() -> None:
+    """A cycle whose cached copy still holds an older False sends only the new message; the API server applies it to
+    the True it holds (upstream's result), so the writer must neither drop it nor lose the queued True."""
+    p = Patcher()
+    w = ApiPodGroupStatusWriter(p, settle=30.0, clock=lambda: 0.0)
+    w.patch_pod_group_status("ns", "first", patch())  # holds the worker: the next two queue up and merge
+    time.sleep(0.05)
+    w.patch_pod_group_status("ns", "g", patch(condition("True", "Scheduled")))
+    w.patch_pod_group_status("ns", "g", patch(partial(message="pod group is unschedulable")))
+    p.release.set()
+    assert w.flush()
+    w.patch_pod_group_status("ns", "g", patch(partial(message="again")))  # after the True was sent, alone
+    assert w.flush()
+    w.close()
+    sent = [body["status"]["conditions"][0] for _, name, body in p.calls if name == "g"]
+    assert sent == [{**condition("True", "Scheduled"), "message": "pod group is unschedulable"},
+                    partial(message="again")]
+
+
+@pytest.mark.parametrize(("fail", "leading"), [(api_error(500, "Internal Server Error"), True), (None, False)])
+def test_a_true_that_was_not_sent_guards_nothing(fail: Exception | None, leading: bool) -> None:
+    """The guard covers only a True this writer sent: after a failed True, or one dropped while not leading (the
+    lease lost), the next False is written, as upstream's cycle would write it over a cache without True."""
+    p = Patcher(fail=fail)
+    p.release.set()
+    lead = [leading]
+    w = ApiPodGroupStatusWriter(p, settle=30.0, clock=lambda: 0.0, leading=lambda: lead[0])
+    w.patch_pod_group_status("ns", "g", patch(condition("True", "Scheduled")))
+    assert w.flush()
+    p.fail, lead[0] = None, True
+    w.patch_pod_group_status("ns", "g", patch(condition("False", "Unschedulable", "after")))
+    assert w.flush()
+    w.close()
+    assert p.calls[-1][2] == patch(condition("False", "Unschedulable", "after"))
+
+
+def gated_scheduler(writer: ApiPodGroupStatusWriter) -> Scheduler:
+    set_workload_gates(True, False)
+    try:
+        cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                         "profiles": [{"schedulerName": "py-scheduler"}]})
+    finally:
+        set_workload_gates(False, False)
+    return Scheduler(cfg, build_registry(cfg), Binder(), RecordingEventSink(), None, synchronous_binding=True,
+                     features=Features(enable_generic_workload=True), pod_group_status_writer=writer)
+
+
+class Binder:
+    def bind(self, p: Pod, node_name: str) -> None:
+        pass
+
+
+@pytest.mark.parametrize("cached", [[condition("True", "Scheduled")], []])
+def test_a_new_leaders_first_cycle_keeps_the_true_it_read_from_the_watch(cached: list[dict[str, Any]]) -> None:
+    """A new leader (or a restarted scheduler) has a fresh writer that guards nothing; its informer brought the
+    PodGroup with the True the previous leader wrote, and the cycle of a member that does not fit reads it there
+    and writes no False, as upstream's. Without a True in the cache the same cycle writes False (the test's
+    control: the member is attempted and the condition asked for)."""
+    p = Patcher()
+    p.release.set()
+    w = ApiPodGroupStatusWriter(p)
+    sched = gated_scheduler(w)
+    sched.on_node_event(ADDED, api_node("n1", cpu="2"))
+    group = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": "g", "namespace": "default", "uid": "uid-g", "generation": 1,
+                          "resourceVersion": "7"},
+             "spec": {"schedulingPolicy": {"gang": {"minCount": 1}}}, "status": {"conditions": cached}}
+    sched.on_pod_group_event(ADDED, group)
+    late = api_pod("late", cpu="4")
+    late["spec"]["schedulingGroup"] = {"podGroupName": "g"}
+    sched.on_pod_event(ADDED, late)
+    while sched.schedule_one(timeout=0):
+        pass
+    assert w.flush()
+    w.close()
+    written = [initially_scheduled(body) for _, _, body in p.calls]
+    assert written == ([] if cached else ["False"])

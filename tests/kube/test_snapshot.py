@@ -10,7 +10,7 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from scheduler.kube.client import api_error
-from scheduler.kube.snapshot import ClusterReadError, get_pod, list_objects, read_snapshot
+from scheduler.kube.snapshot import ClusterReadError, ClusterSnapshot, get_pod, list_objects, read_snapshot
 
 
 class Pages:
@@ -76,3 +76,65 @@ def test_unknown_pod_and_a_non_json_answer() -> None:
 
     with pytest.raises(ClusterReadError, match=r"^get pods: the server's answer is not JSON$"):
         get_pod(Html({}), "ns", "web")
+
+
+DISCOVERY = "/apis/scheduling.k8s.io/v1beta1"
+WORKLOAD_PODGROUPS = "/apis/scheduling.k8s.io/v1beta1/podgroups"
+
+
+class Served(Pages):
+    """Pages that also answers discovery of scheduling.k8s.io/v1beta1 with ``resources``."""
+
+    def __init__(self, resources: list[str], answers: dict[str, list[dict[str, Any]]],
+                 fail: dict[str, Exception] | None = None) -> None:
+        super().__init__(answers, fail)
+        self.resources = resources
+
+    def request(self, method: str, path: str, body: Any = None, content_type: str = "",
+                timeout: float | None = None, accept: str = "") -> bytes:
+        if path == DISCOVERY and path not in self.fail:
+            self.asked.append(path)
+            return orjson.dumps({"resources": [{"name": r} for r in self.resources]})
+        return super().request(method, path, body, content_type, timeout, accept)
+
+
+def test_workload_pod_groups_are_listed_where_served_before_the_pods() -> None:
+    group = {"metadata": {"name": "g", "namespace": "ns"}, "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}}
+    raw = Served(["workloads", "podgroups", "podgroups/status"], {WORKLOAD_PODGROUPS: [{"items": [group]}]})
+    snap = read_snapshot(raw)
+    assert snap.pod_groups() == [{"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", **group}]
+    assert snap.pod_groups()[0] in snap.objects
+    everything = snap.all()
+    assert everything.index(snap.pod_groups()[0]) < len(everything) - len(snap.pods)
+    assert raw.asked.index(WORKLOAD_PODGROUPS + "?limit=500") < next(
+        i for i, p in enumerate(raw.asked) if p.startswith("/api/v1/pods"))
+
+
+@pytest.mark.parametrize("raw", [
+    Served(["workloads"], {}),  # the group version without podgroups
+    Pages({}, fail={DISCOVERY: api_error(404, "Not Found")}),  # GenericWorkload off: the group version is not served
+])  # fmt: skip
+def test_a_cluster_without_workload_pod_groups_reads_as_before(raw: Pages) -> None:
+    snap = read_snapshot(raw)
+    assert snap.pod_groups() == []
+    assert not any(p.startswith(WORKLOAD_PODGROUPS) for p in raw.asked)
+
+
+def test_coscheduling_pod_groups_are_not_the_workload_apis() -> None:
+    cosched = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup", "metadata": {"name": "g"}}
+    assert ClusterSnapshot(objects=[cosched]).pod_groups() == []
+
+
+def test_a_failed_discovery_is_one_line() -> None:
+    raw = Pages({}, fail={DISCOVERY: ApiException(status=503, reason="Service Unavailable")})
+    with pytest.raises(ClusterReadError) as err:
+        read_snapshot(raw)
+    assert str(err.value) == "discover podgroups.scheduling.k8s.io: HTTP 503 Service Unavailable"
+
+
+def test_listing_workload_pod_groups_forbidden_names_the_permission() -> None:
+    raw = Served(["podgroups"], {}, fail={WORKLOAD_PODGROUPS: ApiException(status=403, reason="Forbidden")})
+    with pytest.raises(ClusterReadError) as err:
+        read_snapshot(raw)
+    assert str(err.value) == ("forbidden: this user may not list podgroups.scheduling.k8s.io (HTTP 403); bind the "
+                              "read-only role in manifests/readonly/")

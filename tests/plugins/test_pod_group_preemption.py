@@ -22,7 +22,7 @@ from scheduler.framework.podgroup import (
     PodGroupSchedulingFunc,
     ProposedAssignment,
 )
-from scheduler.framework.podgrouppreemption import SnapshotMutations, resolve_preemption_policy
+from scheduler.framework.podgrouppreemption import resolve_preemption_policy
 from scheduler.framework.preemption import PodDisruptionBudget, filter_pods_with_pdb_violation, pdb_from_api
 from scheduler.framework.preemption_victims import (
     POD_GROUP_KEY_TYPE,
@@ -307,17 +307,32 @@ def test_victims_across_nodes_group_whole_units_in_importance_order() -> None:
     assert [min(p.name for p in v.pods) for v in sorted(vs, key=victim_importance)] == ["a1", "member", "solo"]
 
 
-def test_snapshot_mutations_put_every_node_back() -> None:
-    bound = [pod("a", "1", "n1"), pod("b", "1", "n2")]
-    c = Cluster([("n1", "4"), ("n2", "4")], bound, [])
-    original = c.snapshot.get("n1")
-    m = SnapshotMutations(c.snapshot)
-    m.remove_pod(bound[0], "n1")
-    m.add_pod(pod("c", "1").with_node("n1"), "n1")
-    assert c.pods_on("n1") == ["c"] and c.snapshot.get("n1") is not original
-    m.end()
-    assert c.snapshot.get("n1") is original and c.pods_on("n1") == ["a"]
-    assert [i.name for i in c.snapshot.list()] == ["n1", "n2"]
+def test_pod_group_post_filter_runs_in_the_snapshots_mutation_session() -> None:
+    """Victims leave the cycle's snapshot (and their groups' states) only inside the session the plugin opens and
+    always ends: afterwards the nodes and states are as they were; a session already open is upstream's error."""
+    victims = group("victims", 1)
+    bound = [pod("low", "4", "n1", priority=1, pod_group="victims", start=NOW)]
+    g = group("g", 10)
+    c = Cluster([("n1", "4")], bound, [victims, g])
+    n1 = c.snapshot.get("n1")
+    seen: list[list[str]] = []
+    algorithm = c.algorithm([pod("m0", "4", priority=10, pod_group="g")], 1)
+
+    def spying() -> tuple[PodGroupAssignments, Status | None]:
+        seen.append([*c.pods_on("n1"), str(c.snapshot.pod_group_states().get("default", "victims").all_pods_count())])
+        return algorithm()
+
+    c.add_members([pod("m0", "4", priority=10, pod_group="g")])
+    info = PodGroupInfo("default", "g", g, [pod("m0", "4", priority=10, pod_group="g")])
+    _, status = c.plugin.pod_group_post_filter(CycleState(), info, spying)
+    assert status is not None and status.code == Code.SUCCESS
+    assert seen == [["0"]], "the algorithm ran with the victim gone from its node and its group's state"
+    assert c.snapshot.get("n1") is n1 and c.pods_on("n1") == ["low"]
+    assert c.snapshot.pod_group_states().get("default", "victims").all_pods_count() == 1
+    c.snapshot.start_mutations()
+    _, status = c.plugin.pod_group_post_filter(CycleState(), info, spying)
+    assert status is not None and status.code == Code.ERROR
+    assert status.message == "pod group preemption: failed to start mutations: cannot stack mutations"
 
 
 def test_disruption_condition_names_a_preempting_group() -> None:

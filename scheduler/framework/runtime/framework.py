@@ -66,6 +66,7 @@ from scheduler.framework.interface import (
     TemplateSignPlugin,
     implements,
 )
+from scheduler.framework.listers import MutableSharedLister
 from scheduler.framework.podgroup import PodGroupManager
 from scheduler.framework.runtime.instrumented_plugins import PluginMetrics, instrument
 from scheduler.framework.runtime.podgroup_points import PodGroupPoints
@@ -367,6 +368,9 @@ class Framework(PodGroupPoints):
 
     def snapshot(self) -> SharedLister:
         return self._options.snapshot
+
+    def mutable_snapshot(self) -> MutableSharedLister:
+        return cast(MutableSharedLister, self._options.snapshot)
 
     def pod_group_manager(self) -> PodGroupManager:
         """The cache's pod-group states (upstream hands plugins the cache); the snapshot's without a cache."""

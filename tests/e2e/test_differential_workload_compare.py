@@ -1,0 +1,62 @@
+"""The pod-group differential's verdict rules (e2e/differential_workload.compare_group) on hand-made results:
+members compared in name order, a tie with kube's node accepted (and the later members then compared on their
+verdict only), messages left out where kube lists placements in Go map order, and the simulate runs tried
+with the members in another order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from e2e.differential_workload import GroupVerdict, compare_group, reordered
+
+FAILED = "0/2 nodes are available: 2 Insufficient cpu."
+SCHEDULED = ("True", "Scheduled", "")
+
+
+def verdict(kube: dict[str, Any], py: dict[str, Any], kube_victims: list[str] | None = None,
+            py_victims: list[str] | None = None, py_condition: tuple[str, str, str] | None = SCHEDULED) -> GroupVerdict:
+    return GroupVerdict(1, "g0", kube, py, SCHEDULED, py_condition, kube_victims or [], py_victims or [])
+
+
+def test_the_same_nodes_messages_condition_and_victims_agree() -> None:
+    v = verdict({"g0-0": ("n1", ""), "g0-1": (None, FAILED)}, {"g0-0": ("n1", ""), "g0-1": (None, FAILED)})
+    compare_group(v, {})
+    assert v.problems == []
+
+
+def test_a_tie_for_one_member_excuses_the_later_members_nodes_but_not_their_verdicts() -> None:
+    scores = {"g0-0": {"n1": {"total": 300}, "n2": {"total": 300}}}
+    v = verdict({"g0-0": ("n2", ""), "g0-1": ("n1", "")}, {"g0-0": ("n1", ""), "g0-1": ("n2", "")})
+    compare_group(v, scores)
+    assert v.problems == []
+    unplaced = verdict({"g0-0": ("n2", ""), "g0-1": ("n1", "")}, {"g0-0": ("n1", ""), "g0-1": (None, FAILED)})
+    compare_group(unplaced, scores)
+    assert len(unplaced.problems) == 1 and "g0-1: kube n1" in unplaced.problems[0]
+
+
+def test_a_worse_node_is_a_difference() -> None:
+    v = verdict({"g0-0": ("n2", "")}, {"g0-0": ("n1", "")})
+    compare_group(v, {"g0-0": {"n1": {"total": 300}, "n2": {"total": 200}}})
+    assert v.problems == ["g0-0: kube chose n2, py n1 (py totals {'n1': 300, 'n2': 200})"]
+
+
+def test_messages_condition_and_victims_are_compared_unless_told_otherwise() -> None:
+    failed = ("False", "Unschedulable", "first placement status: a")
+    v = verdict({"g0-0": (None, FAILED)}, {"g0-0": (None, "0/1 nodes are available: 1 Insufficient cpu.")},
+                kube_victims=["ns/b0"], py_condition=("False", "Unschedulable", "first placement status: b"))
+    v.kube_condition = failed
+    compare_group(v, {})
+    assert [p.split(":")[0] for p in v.problems] == ["g0-0", "PodGroup condition differs", "victims differ"]
+    quiet = verdict({"g0-0": (None, FAILED)}, {"g0-0": (None, "other")},
+                    py_condition=("False", "Unschedulable", "first placement status: b"))
+    quiet.kube_condition = failed
+    compare_group(quiet, {}, messages=False)
+    assert quiet.problems == []
+
+
+def test_reordering_moves_the_pods_and_keeps_the_podgroup_in_place() -> None:
+    created = [{"kind": "Pod", "n": i} for i in range(4)] + [{"kind": "PodGroup"}]
+    assert reordered(created, 0) is created
+    moved = reordered(created, 3)
+    assert moved[-1] == {"kind": "PodGroup"} and sorted(o["n"] for o in moved[:4]) == [0, 1, 2, 3]
+    assert any(reordered(created, k)[:4] != created[:4] for k in range(1, 4))

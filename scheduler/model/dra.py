@@ -581,8 +581,8 @@ def _allocation(r: _Reader, raw: object, path: str) -> AllocationResult:
 
 def resource_claim_from_api(obj: Mapping[str, Any], previous: ResourceClaim | None = None) -> ResourceClaim:
     """A ResourceClaim (spec and allocation status) from its JSON form; raises InvalidObjectError.
-    ``previous``: the claim as parsed before; an equal spec is not parsed again (a claim's spec never changes,
-    its status does: the watch brings each claim three or four times)."""
+    ``previous``: a claim parsed before (this one's earlier version, or another claim); an equal spec is not parsed
+    again (a claim's spec never changes, its status does, and a template's claims share one spec)."""
     name, namespace, label = _obj_name("ResourceClaim", obj)
     r = _Reader(label)
     meta = r.obj(obj.get("metadata"), "metadata")

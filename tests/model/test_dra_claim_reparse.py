@@ -9,6 +9,7 @@ import pytest
 
 from scheduler.model.dra import resource_claim_from_api
 from scheduler.model.errors import InvalidObjectError
+from scheduler.plugins.helper.dynamicresources.manager import RESOURCE_CLAIM, DraManager
 
 
 def _claim(count: int = 1, **status: Any) -> dict[str, Any]:
@@ -37,3 +38,14 @@ def test_another_spec_is_parsed_and_its_errors_raised() -> None:
     bad["spec"]["devices"]["requests"] = [{"name": "r"}]
     with pytest.raises(InvalidObjectError):
         resource_claim_from_api(bad, first)
+
+
+def test_the_manager_parses_a_templates_spec_once() -> None:
+    """Claims made from one template share a spec: the second claim's requests are the first's objects."""
+    manager = DraManager()
+    second = _claim()
+    second["metadata"] = {**second["metadata"], "name": "d", "uid": "v"}
+    manager.on_object_event(RESOURCE_CLAIM, False, _claim())
+    manager.on_object_event(RESOURCE_CLAIM, False, second)
+    c, d = manager.claim("ns", "c"), manager.claim("ns", "d")
+    assert c is not None and d is not None and d.requests is c.requests and d.uid == "v"

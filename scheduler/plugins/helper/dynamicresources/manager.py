@@ -158,6 +158,8 @@ class DraManager:
         self._assumed: dict[ClaimKey, ResourceClaim] = {}  # newer versions this scheduler wrote or assumed
         self._in_flight: dict[str, ResourceClaim] = {}  # claim UID -> claim with the pending allocation
         self._in_use = _InUse()
+        # the claim parsed last: a template's claims share one spec, parsed once (resource_claim_from_api)
+        self._last_claim: ResourceClaim | None = None
         self._slices: dict[str, ResourceSlice] = {}
         self._classes: dict[str, DeviceClass] = {}
         self._extended = ExtendedResourceCache()
@@ -238,7 +240,8 @@ class DraManager:
                 self._assumed.pop(key, None)
             self._set_claim(key, drop)
             return
-        claim = resource_claim_from_api(obj, self._effective(key))
+        claim = resource_claim_from_api(obj, self._effective(key) or self._last_claim)
+        self._last_claim = claim
 
         def store() -> None:
             self._claims[key] = claim

@@ -460,9 +460,8 @@ class Metrics:
     # ----- recording ----------------------------------------------------------------------------
 
     def pod_incoming(self, queue: str, event: str, entity: bool = True) -> None:
-        """The queue's callback: one pod entered ``queue`` because of ``event``; ``entity``: it counts in
-        scheduler_queue_incoming_entities_total too, as an entity of type pod (py-scheduler queues no pod
-        groups of the Workload API)."""
+        """The queue's callback: one pod of no pod group entered ``queue`` because of ``event``; ``entity``: it
+        counts in scheduler_queue_incoming_entities_total too, as an entity of type pod (groups: group_incoming)."""
         ticks = self._incoming.get((queue, event))  # both series' ticks under one key: one lookup a pod
         if ticks is None:
             ticks = self._incoming[(queue, event)] = [self.incoming_pods.tick((queue, event)), None]
@@ -472,6 +471,15 @@ class Metrics:
             if counted is None:  # the entities' series appears at its first count, as before
                 counted = ticks[1] = self.incoming_entities.tick((queue, event, POD))
             counted()
+
+    def group_incoming(self, queue: str, event: str, members: int, entity: bool) -> None:
+        """The queue's callback for a pod group (GenericWorkload): its ``members`` pods entered ``queue`` because
+        of ``event``; ``entity``: the group counts in scheduler_queue_incoming_entities_total as a podgroup."""
+        tick = self.incoming_pods.tick((queue, event))
+        for _ in range(members):
+            tick()
+        if entity:
+            self.incoming_entities.tick((queue, event, POD_GROUP_TYPE))()
 
     def pre_enqueue_ran(self, profile: str, status: str, seconds: float) -> None:
         """The queue's PreEnqueue callback (upstream times it in runPreEnqueuePlugins), every added pod: the
@@ -632,8 +640,9 @@ class Metrics:
         self.cache_size.labels("nodes").set(cache.node_count())
         self.cache_size.labels("pods").set(cache.pod_count())
         self.cache_size.labels("assumed_pods").set(cache.assumed_count())
+        grouped = queue.pod_group_members_by_state() if getattr(queue, "generic_workload", False) else {}
         for queue_name, n in queue.lengths().items():
-            self.pending_pods.labels(queue_name).set(n)
+            self.pending_pods.labels(queue_name).set(n + grouped.get(queue_name, 0))
             # Pods of no group are entities of type pod; upstream's series appears with its queue's first pod.
             if n or queue_name in self._entity_queues:
                 self._entity_queues.add(queue_name)

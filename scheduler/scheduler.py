@@ -126,6 +126,8 @@ class Scheduler(EventHandlers, ScheduleOne, SchedulePodGroup, BindingCycle, Reco
             pre_enqueue_metrics=metrics.pre_enqueue_ran if metrics is not None else None,
         )
         self.queue.generic_workload = self.features.enable_generic_workload
+        if metrics is not None and self.features.enable_generic_workload:
+            self.queue.group_metrics = metrics.group_incoming
         self.algorithm = SchedulingAlgorithm(
             percentage_of_nodes_to_score=config.percentage_of_nodes_to_score,
             rng=self.rng,

@@ -20,6 +20,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from structlog.testing import capture_logs
 
+from scheduler.config.defaults import set_workload_gates
 from scheduler.config.load import build_registry, load_dict
 from scheduler.eventhandlers import ADDED, DELETED, MODIFIED
 from scheduler.framework.features import Features
@@ -526,3 +527,34 @@ def test_sli_duration_counts_every_attempt_count_past_the_cap_under_one_label() 
     text = generate_latest(metrics.registry).decode()
     counts = dict(re.findall(r'scheduler_pod_scheduling_sli_duration_seconds_count\{attempts="([^"]+)"\} (\S+)', text))
     assert counts == {"1": "1.0", "14": "1.0", "15+": "3.0"}
+
+
+def test_a_queued_pod_group_counts_its_members_as_pending_pods_and_itself_as_a_podgroup_entity() -> None:
+    """GenericWorkload: a group entering activeQ counts its members in incoming_pods and itself once in the
+    podgroup row; scheduler_pending_pods{queue="active"} counts its members, queued_entities the group."""
+    set_workload_gates(True, False)
+    try:
+        metrics = Metrics(CollectorRegistry())
+        s, _ = make(metrics, Features(enable_generic_workload=True))
+        s.on_pod_group_event(ADDED, {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+                                     "metadata": {"name": "g", "namespace": "default", "uid": "u-g",
+                                                  "resourceVersion": "1", "generation": 1},
+                                     "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}})
+        for name in ("a", "b"):
+            pod = api_pod(name)
+            pod["spec"]["schedulingGroup"] = {"podGroupName": "g"}
+            s.on_pod_event(ADDED, pod)
+        s.on_pod_event(ADDED, api_pod("solo"))
+        metrics.refresh(s.cache, s.queue)
+        text = generate_latest(metrics.registry).decode()
+    finally:
+        set_workload_gates(False, False)
+    assert 'scheduler_pending_pods{queue="active"} 3.0' in text
+    assert 'scheduler_queued_entities{queue="active",type="podgroup"} 1.0' in text
+    assert 'scheduler_queued_entities{queue="active",type="pod"} 1.0' in text
+    assert ('scheduler_queue_incoming_entities_total{event="UnscheduledPodAdd",queue="active",type="podgroup"} 1.0'
+            in text)
+    # a alone is below minCount: GangScheduling gates the new group (filed as unschedulable); b completes it and
+    # the gated group moves to activeQ with both members; solo is a pod.
+    assert 'scheduler_queue_incoming_pods_total{event="UnscheduledPodAdd",queue="unschedulable"} 1.0' in text
+    assert 'scheduler_queue_incoming_pods_total{event="UnscheduledPodAdd",queue="active"} 3.0' in text

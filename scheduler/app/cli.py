@@ -168,14 +168,28 @@ def _color() -> bool:
     return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
 
+POD_GROUP_PREFIXES = ("podgroup/", "podgroups/")  # explain's name for a Workload API pod group, as kubectl's TYPE/NAME
+
+
 def _explain(args: argparse.Namespace) -> int:
     from scheduler.kube.snapshot import connect, get_pod, read_snapshot
     from scheduler.whatif.explain import explain, format_explain
+    from scheduler.whatif.explain_podgroup import explain_pod_group
 
     def body() -> int:
+        kind, _, name = args.pod.rpartition("/")
+        group = f"{kind}/" in POD_GROUP_PREFIXES
+        if group and not args.feature_gates.enable_generic_workload:
+            print("py-scheduler explain: pod groups need --feature-gates GenericWorkload=true (as the scheduler "
+                  "runs)", file=sys.stderr)
+            return 2
         raw = connect(args.kubeconfig)
-        pod = get_pod(raw, args.namespace, args.pod)
-        result = explain(pod, read_snapshot(raw).all(), args.config)
+        if group:
+            cluster = read_snapshot(raw).all()
+            result = explain_pod_group(args.namespace, name, cluster, args.config, args.feature_gates)
+        else:
+            pod = get_pod(raw, args.namespace, name if kind == "pod" else args.pod)
+            result = explain(pod, read_snapshot(raw).all(), args.config, args.feature_gates)
         if args.output == "json":
             _print_json(result)
         else:
@@ -385,12 +399,14 @@ def _simulate_options(s: argparse.ArgumentParser) -> None:
 
 
 def _explain_options(e: argparse.ArgumentParser) -> None:
-    e.add_argument("pod", metavar="POD", help="the pod's name")
+    e.add_argument("pod", metavar="POD", help="the pod's name, or podgroup/NAME: a Workload API pod group (needs "
+                                              "--feature-gates GenericWorkload=true)")
     e.add_argument("-n", "--namespace", default="default", help="the pod's namespace (default: default)")
     e.add_argument("--kubeconfig", default=None, help=KUBECONFIG_HELP)
     e.add_argument("--config", default=None,
                    help="KubeSchedulerConfiguration file: the profile of the pod's schedulerName (default: the "
                         "default profile)")
+    _feature_gates_option(e, "as `run` takes them (GenericWorkload=true: a member is explained with its pod group), ")
     _output(e)
     e.add_argument("--nodes", type=int, default=20, help="scored nodes shown in the table (default 20)")
 

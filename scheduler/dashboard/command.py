@@ -12,6 +12,8 @@ import argparse
 import os
 import sys
 
+from scheduler.framework.features import Features, parse_feature_gates
+
 DEFAULT_ADDRESS = "127.0.0.1:8080"
 
 
@@ -36,8 +38,19 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                         "attempts per second on the Scheduler page")
     d.add_argument("--metrics-token-file", default=None, metavar="FILE",
                    help="a bearer token for --metrics-url (e.g. behind kube-rbac-proxy)")
+    d.add_argument("--feature-gates", type=_feature_gates, default=None, metavar="GATE=BOOL,...",
+                   help="the scheduler's feature gates, as `run` takes them: with GenericWorkload=true a pod group's "
+                        "page and its members' decisions are explained with the group")
     d.add_argument("--refresh-seconds", type=float, default=5.0,
                    help="how often an open page refreshes itself (default 5)")
+
+
+def _feature_gates(spec: str) -> Features:
+    """--feature-gates as `run` parses them (the engines' build_scheduler applies them to the default profile)."""
+    try:
+        return parse_feature_gates(spec)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def _address(text: str) -> tuple[str, int]:
@@ -64,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
             with open(args.metrics_token_file) as f:
                 token = f.read().strip()
         raw = connect(args.kubeconfig or os.environ.get("KUBECONFIG") or None)
-        source = Source(raw, args.config, names, metrics_url=args.metrics_url, metrics_token=token)
+        source = Source(raw, args.config, names, metrics_url=args.metrics_url, metrics_token=token,
+                        features=args.feature_gates)
         server = DashboardServer(address, source, refresh_seconds=args.refresh_seconds, accept=accept)
     except (ConfigError, ClusterReadError, ValueError) as exc:
         print(f"py-scheduler dashboard: {exc}", file=sys.stderr)

@@ -188,6 +188,8 @@ class _Handler(BaseHTTPRequestHandler):
             "/api/pending": lambda q: src.pending(),
             "/api/pod": lambda q: src.pod(q.get("namespace", ""), q.get("name", "")),
             "/api/nodes": lambda q: src.nodes(),
+            "/api/podgroups": lambda q: src.pod_groups(),
+            "/api/podgroup": lambda q: src.pod_group(q.get("namespace", ""), q.get("name", "")),
             "/api/scheduler": lambda q: src.scheduler(),
             "/api/config": lambda q: {"refreshSeconds": self.server.refresh_seconds,
                                       "schedulerNames": src.scheduler_names},

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.dashboard import views
+from scheduler.framework.features import Features
 from scheduler.kube.client import Requester
 from scheduler.kube.snapshot import ClusterReadError, ClusterSnapshot, get_pod, list_objects, read_snapshot
 
@@ -52,9 +53,10 @@ class Source:
     def __init__(
         self, raw: Requester, config_path: str | None, scheduler_names: list[str], *,
         metrics_url: str | None = None, metrics_token: str | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = time.monotonic, features: Features | None = None,
     ) -> None:
         self.raw = raw
+        self.features = features or Features()  # GenericWorkload on: members explained with their group
         self.config_path = config_path
         self.scheduler_names = scheduler_names
         self.metrics_url = metrics_url
@@ -115,10 +117,34 @@ class Source:
         cluster = self.snapshot().all()
         with self._engine:
             try:
-                result = explain(obj, cluster, self.config_path)
+                result = explain(obj, cluster, self.config_path, self.features)
             except SimulationError as exc:
                 raise DashboardError(str(exc), 400) from None
         return views.decision(result, self._filter_order(str(result.get("profile") or "")))
+
+    def pod_groups(self) -> dict[str, Any]:
+        """The Workload API's pod groups with their members (the PodGroups where the API server serves them)."""
+        snap = self.snapshot()
+        events, note = self.failed_scheduling_events()
+        groups = views.pod_groups(snap.objects, snap.pods, events)
+        if groups and not self.features.enable_generic_workload:
+            note = (f"{note} " if note else "") + ("a group's page and its members' decisions need --feature-gates "
+                                                    "GenericWorkload=true (as the scheduler runs)")
+        return {"podGroups": groups, "note": note}
+
+    def pod_group(self, namespace: str, name: str) -> dict[str, Any]:
+        """explain's answer for one pod group (explain podgroup/NAME)."""
+        from scheduler.whatif.explain_podgroup import explain_pod_group
+        from scheduler.whatif.simulate import SimulationError
+
+        if not namespace or not name:
+            raise DashboardError("give the pod group's namespace and name", 400)
+        cluster = self.snapshot().all()
+        with self._engine:
+            try:
+                return explain_pod_group(namespace, name, cluster, self.config_path, self.features)
+            except SimulationError as exc:
+                raise DashboardError(str(exc), 400) from None
 
     def _filter_order(self, scheduler_name: str) -> list[str]:
         """The profile's Filter plugins in run order (how far a rejected node got)."""

@@ -148,7 +148,15 @@ def decision(result: Mapping[str, Any], filter_order: Sequence[str]) -> dict[str
         "sampling": dict(sampling),
         "reasons": reason_counts(filtered),
         "rows": rows,
+        "podGroup": _group_summary(result.get("podGroup")),
     }
+
+
+def _group_summary(group: Any) -> dict[str, Any] | None:
+    """A member's group on its decision page: which group, its verdict and why (the rest on the group's page)."""
+    if not isinstance(group, Mapping):
+        return None
+    return {k: group.get(k) for k in ("podGroup", "verdict", "message", "victims", "placement")}
 
 
 def reason_counts(filtered: Mapping[str, Mapping[str, str]]) -> list[dict[str, Any]]:
@@ -157,6 +165,65 @@ def reason_counts(filtered: Mapping[str, Mapping[str, str]]) -> list[dict[str, A
     groups = Counter((f.get("plugin") or "", f.get("reason") or "") for f in filtered.values())
     ranked = sorted(groups.items(), key=lambda kv: (-kv[1], kv[0]))
     return [{"plugin": p, "reason": r, "count": n} for (p, r), n in ranked]
+
+
+# ----- the Workload API's pod groups --------------------------------------------------------------
+
+POD_GROUP_CONDITION = "PodGroupInitiallyScheduled"
+
+
+def _group_of(obj: Mapping[str, Any]) -> str:
+    return str(((obj.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") or "")
+
+
+def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+
+
+def pod_groups(
+    objects: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]],
+    events: Iterable[Mapping[str, Any]] | None,
+) -> list[dict[str, Any]]:
+    """Every Workload API PodGroup (scheduling.k8s.io) and every group a pod names that has none, by namespace and
+    name: its policy, its PodGroupInitiallyScheduled condition (the last group cycle's outcome) and its members,
+    each with its node, or the last FailedScheduling message (else its PodScheduled condition's)."""
+    failures = failed_scheduling_by_pod(events) if events is not None else {}
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    for o in objects:
+        if o.get("kind") != "PodGroup" or not str(o.get("apiVersion", "")).startswith("scheduling.k8s.io/"):
+            continue
+        spec = o.get("spec") or {}
+        policy = spec.get("schedulingPolicy") or {}
+        gang = policy.get("gang")
+        condition = next((dict(c) for c in (o.get("status") or {}).get("conditions") or []
+                          if c.get("type") == POD_GROUP_CONDITION), None)
+        topology = (spec.get("schedulingConstraints") or {}).get("topology") or []
+        groups[_key(o)] = {
+            "exists": True, "policy": "gang" if gang is not None else "basic",
+            "minCount": int((gang or {}).get("minCount") or 1),
+            "topologyKeys": [str(t.get("key")) for t in topology if isinstance(t, Mapping) and t.get("key")],
+            "condition": condition, "members": [],
+        }
+    for obj in pods:
+        name = _group_of(obj)
+        if not name:
+            continue
+        ns = _key(obj)[0]
+        group = groups.setdefault((ns, name), {"exists": False, "policy": None, "minCount": None,
+                                               "topologyKeys": [], "condition": None, "members": []})
+        pod = pod_from_api(obj)
+        note = failures.get(pod.uid, ("", 0))[0]
+        group["members"].append({"pod": pod.key, "name": pod.name, "node": pod.node_name or None,
+                                 "message": "" if pod.node_name else
+                                 note or str(_scheduled_condition(obj).get("message") or "")})
+    out = []
+    for (ns, name), g in sorted(groups.items()):
+        g["members"].sort(key=lambda m: m["name"])
+        bound = sum(1 for m in g["members"] if m["node"])
+        out.append({"podGroup": f"{ns}/{name}", "namespace": ns, "name": name, **g,
+                    "bound": bound, "pending": len(g["members"]) - bound})
+    return out
 
 
 # ----- nodes -------------------------------------------------------------------------------------

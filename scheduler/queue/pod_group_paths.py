@@ -14,10 +14,17 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from scheduler.framework.events import event_matches
+from scheduler.framework.events import (
+    BACKOFF_COMPLETE,
+    FORCE_ACTIVATE_LABEL,
+    SCHEDULE_ATTEMPT_FAILURE,
+    UNSCHEDULED_POD_ADD,
+    event_matches,
+    make_event,
+)
 from scheduler.framework.interface import PreEnqueuePlugin
 from scheduler.framework.status import CODE_SUCCESS, Status
-from scheduler.framework.types import ClusterEvent
+from scheduler.framework.types import ASSIGNED_POD_ADD, UNSCHEDULABLE_TIMEOUT, ActionType, ClusterEvent, EventResource
 from scheduler.model.pod import Pod
 from scheduler.model.workload import PodGroup
 from scheduler.queue.active_queue import ActiveQueue
@@ -32,14 +39,29 @@ from scheduler.queue.pod_group_queue import (
     group_key_of,
 )
 from scheduler.queue.queued_pod_info import QueuedPodInfo
-from scheduler.queue.queueing_strategy import Strategy
+from scheduler.queue.queueing_strategy import STRATEGY_QUEUE, Strategy
 
 if TYPE_CHECKING:
     from scheduler.queue.nominator import Nominator
 
 
+_POD_ADD = UNSCHEDULED_POD_ADD.label
+_POD_GROUP_UPDATE = make_event(EventResource.WORKLOAD_POD_GROUP, ActionType.UPDATE).label
+UNSCHEDULABLE_LABEL = "unschedulable"  # where upstream's incoming metrics file a gated entity
+# The strategy a group's old place stands for (upstream deleteFromAnyQueue's answer).
+_STATE_STRATEGY = {ACTIVE: Strategy.IMMEDIATELY, BACKOFF: Strategy.AFTER_BACKOFF, GATED: Strategy.SKIP}
+
+
+def _as_entity(g: QueuedPodGroupInfo) -> QueuedPodInfo:
+    """A group as the QueueSort plugin's less sees an entity: its first member, the group's queue timestamp."""
+    return QueuedPodInfo(g.members[0].pod, g.timestamp)
+
+
 class PodGroupPaths:
     """PriorityQueue's pod-group methods (see the module)."""
+
+    # (queue, event label, members, whether the podgroup entity row counts it): set by the Scheduler.
+    group_metrics: Callable[[str, str, int, bool], None] | None = None
 
     if TYPE_CHECKING:  # PriorityQueue's
         generic_workload: bool
@@ -50,6 +72,8 @@ class PodGroupPaths:
         _backoff: BackoffQueue
         _clock: Callable[[], float]
         _cycle: int
+        _less: Callable[[QueuedPodInfo, QueuedPodInfo], bool]
+        _ranked: bool
         _pre_enqueue: dict[str, list[PreEnqueuePlugin]]
 
         def _wake(self) -> None: ...
@@ -74,29 +98,31 @@ class PodGroupPaths:
         entity, state = groups.take(key)
         if entity is not None:
             entity.add_pod(qpi)
-            self._requeue_group(entity, state)
+            self._requeue_group(entity, state, _POD_ADD)
             return
         if groups.in_flight == key:
             groups.pool_add(groups.pending, qpi)
             return
-        self._group_to_active(groups.new_group(key, qpi))
+        self._group_to_active(groups.new_group(key, qpi), _POD_ADD, None)
 
-    def _requeue_group(self, entity: QueuedPodGroupInfo, state: str | None) -> None:
+    def _requeue_group(self, entity: QueuedPodGroupInfo, state: str | None, event: str) -> None:
         """requeueEntityWithQueueingStrategy for a group taken from where it waited: activeQ again, backoffQ while
         it backs off; a gated one runs PreEnqueue again (GangScheduling's hints queue it on a member's add)."""
+        strategy = _STATE_STRATEGY.get(state or "", Strategy.SKIP)
         if state == BACKOFF and self._group_backing_off(entity):
-            self._group_to(entity, BACKOFF)
+            self._group_to(entity, BACKOFF, event, strategy)
         else:
-            self._group_to_active(entity)
+            self._group_to_active(entity, event, strategy)
 
-    def _group_to_active(self, entity: QueuedPodGroupInfo) -> None:
-        self._group_to(entity, ACTIVE)
+    def _group_to_active(self, entity: QueuedPodGroupInfo, event: str, strategy: Strategy | None) -> None:
+        self._group_to(entity, ACTIVE, event, strategy)
         if self._groups.where.get(entity.key) == ACTIVE:
             self._wake()
 
-    def _group_to(self, entity: QueuedPodGroupInfo, state: str) -> None:
+    def _group_to(self, entity: QueuedPodGroupInfo, state: str, event: str, strategy: Strategy | None) -> None:
         """moveToActiveQ / moveToBackoffQ of a group: every member's PreEnqueue runs; one gated member gates the
-        group (upstream's runPreEnqueuePlugins for an entity)."""
+        group (upstream's runPreEnqueuePlugins for an entity). ``event`` and ``strategy`` (where the group was,
+        None for a new arrival) label the incoming metrics, as upstream's recordIncomingEntitiesMetrics."""
         gated: QueuedPodInfo | None = None
         for m in entity.members:
             self._pre_enqueue_loop(m)
@@ -105,25 +131,39 @@ class PodGroupPaths:
         if gated is not None:
             entity.gating_plugin, entity.gating_message = gated.gating_plugin, gated.gating_message
             self._groups.put(entity, GATED)
+            self._record_group(UNSCHEDULABLE_LABEL, event, strategy, len(entity.members))
             return
         entity.gating_plugin, entity.gating_message = None, ""
         if state == ACTIVE and entity.initial_attempt_timestamp is None:
             entity.initial_attempt_timestamp = self._clock()
         self._groups.put(entity, state)
+        self._record_group(state, event, strategy, len(entity.members))
+
+    def _record_group(self, queue: str, event: str, strategy: Strategy | None, size: int) -> None:
+        """scheduler_queue_incoming_pods_total counts every member; the podgroup row of
+        scheduler_queue_incoming_entities_total the group, unless its strategy named that queue already."""
+        if self.group_metrics is not None:
+            self.group_metrics(queue, event, size, strategy is None or STRATEGY_QUEUE[strategy] != queue)
 
     def _group_backing_off(self, entity: QueuedPodGroupInfo) -> bool:
         expiry = self._groups.backoff_expiry(entity, self._backoff.initial, self._backoff.maximum)
         return expiry >= align_to_window(self._clock())
 
-    def _update_group_member(self, old: Pod | None, new: Pod) -> None:
-        """updatePodInSchedulingQueue for a member: updated where it waits, else added."""
+    def _update_group_member(self, old: Pod | None, new: Pod, events: Sequence[ClusterEvent]) -> None:
+        """Update for a member: updated where it waits, else added. A gated group's members' rejectors' hints
+        judge each of the update's (TargetPod) events until one moves the group, as upstream's Update does for
+        an entity in unschedulableEntities."""
         groups = self._groups
         if groups.pool_update(groups.incomplete, new) or groups.pool_update(groups.pending, new):
             return
         entity = groups.queued.get(group_key_of(new))
         if entity is not None and entity.update_pod(new):
             if groups.where.get(entity.key) == GATED:
-                self._retry_gated(entity.key)
+                for event in events:
+                    strategy = self._entity_worth_requeuing(entity, event, old, new)
+                    if strategy is not Strategy.SKIP:
+                        self._requeue_gated(entity, strategy, event.label)
+                        break
             return
         if self._active.is_in_flight(new.uid):
             return
@@ -147,7 +187,7 @@ class PodGroupPaths:
         with self._lock:
             key = group_key_of(pod)
             if self._groups.where.get(key) == GATED:
-                self._retry_gated(key)
+                self._retry_gated(key, ASSIGNED_POD_ADD.label)
 
     def _wake_gated_groups(self, event: ClusterEvent, old: Any, new: Any) -> None:
         """moveEntitiesToActiveOrBackoffQueue for gated groups: only an event the gating plugin registered (or a
@@ -161,25 +201,34 @@ class PodGroupPaths:
                 events = gating.gating_plugin_events if gating is not None else ()
                 if not any(event_matches(event, e) for e in events):
                     continue
-            strategy = Strategy.SKIP
-            for m in entity.members:
-                s = self._worth_requeuing(m, event, old, new)
-                if s.value > strategy.value:
-                    strategy = s
-                    if s is Strategy.IMMEDIATELY:
-                        break
-            if strategy is Strategy.SKIP:
-                continue
-            groups.take(key)
-            if strategy is Strategy.AFTER_BACKOFF and self._group_backing_off(entity):
-                self._group_to(entity, BACKOFF)
-            else:
-                self._group_to_active(entity)
+            strategy = self._entity_worth_requeuing(entity, event, old, new)
+            if strategy is not Strategy.SKIP:
+                self._requeue_gated(entity, strategy, event.label)
 
-    def _retry_gated(self, key: GroupKey) -> None:
+    def _entity_worth_requeuing(self, entity: QueuedPodGroupInfo, event: ClusterEvent, old: Any,
+                                new: Any) -> Strategy:
+        """isEntityWorthRequeuing: the strongest strategy any member's rejectors' hints give."""
+        best = Strategy.SKIP
+        for m in entity.members:
+            s = self._worth_requeuing(m, event, old, new)
+            if s.value > best.value:
+                best = s
+                if s is Strategy.IMMEDIATELY:
+                    break
+        return best
+
+    def _requeue_gated(self, entity: QueuedPodGroupInfo, strategy: Strategy, event: str) -> None:
+        """requeueEntityWithQueueingStrategy for a gated group a hint moved (PreEnqueue runs again)."""
+        self._groups.take(entity.key)
+        if strategy is Strategy.AFTER_BACKOFF and self._group_backing_off(entity):
+            self._group_to(entity, BACKOFF, event, strategy)
+        else:
+            self._group_to_active(entity, event, strategy)
+
+    def _retry_gated(self, key: GroupKey, event: str) -> None:
         entity, state = self._groups.take(key)
         if entity is not None:
-            self._requeue_group(entity, state)
+            self._requeue_group(entity, state, event)
 
     def _activate_group_of(self, pod: Pod) -> bool:
         """Activate of a member: the whole group goes to activeQ (from backoff or gated)."""
@@ -189,7 +238,7 @@ class PodGroupPaths:
         if state == ACTIVE:
             self._groups.put(entity, ACTIVE)
             return False
-        self._group_to(entity, ACTIVE)
+        self._group_to(entity, ACTIVE, FORCE_ACTIVATE_LABEL, None)
         return self._groups.where.get(entity.key) == ACTIVE
 
     def _unschedulable_group_member(self, qpi: QueuedPodInfo) -> None:
@@ -208,16 +257,22 @@ class PodGroupPaths:
     # ----- pop
 
     def _pop_group_if_first(self) -> QueuedPodGroupInfo | None:
-        """The best active group, when PrioritySort puts it before activeQ's head pod (taken from the queue)."""
-        best = self._groups.best_active()
+        """The best active group, when the profile's QueueSort puts it before activeQ's head pod (taken from the
+        queue). Upstream keeps pods and groups in one heap by the plugin's Less over entities (a group's priority
+        and timestamp); here a group is compared as its first member with the group's timestamp. With a ranked
+        QueueSort (PrioritySort) the groups keep their own heap in that order; without, the best is searched."""
+        groups = self._groups
+        best = groups.best_active() if self._ranked else groups.best_active_by(self._less_entity)
         if best is None:
             return None
         head = self._active.peek()
-        if head is not None and (head.pod.priority > best.priority or (
-                head.pod.priority == best.priority and head.timestamp <= best.timestamp)):
+        if head is not None and not self._less(_as_entity(best), head):
             return None
-        self._groups.take(best.key)
+        groups.take(best.key)
         return best
+
+    def _less_entity(self, a: QueuedPodGroupInfo, b: QueuedPodGroupInfo) -> bool:
+        return self._less(_as_entity(a), _as_entity(b))
 
     def _popped_group(self, entity: QueuedPodGroupInfo) -> None:
         entity.inc_attempts()
@@ -272,9 +327,9 @@ class PodGroupPaths:
             if not (code == CODE_SUCCESS and had_failures):
                 again.timestamp = self._clock()
             if not without_backoff and self._group_backing_off(again):
-                self._group_to(again, BACKOFF)
+                self._group_to(again, BACKOFF, SCHEDULE_ATTEMPT_FAILURE, None)
             else:
-                self._group_to_active(again)
+                self._group_to_active(again, SCHEDULE_ATTEMPT_FAILURE, None)
             return None
 
     # ----- PodGroup objects (the workload forest)
@@ -304,7 +359,7 @@ class PodGroupPaths:
             if entity is not None:
                 entity.info.pod_group = pod_group
                 if self._groups.where.get(key) == GATED:
-                    self._retry_gated(key)
+                    self._retry_gated(key, _POD_GROUP_UPDATE)
 
     def delete_pod_group(self, namespace: str, name: str) -> None:
         """DeletePodGroup (takes the lock): queued and pending members go back to incomplete."""
@@ -325,18 +380,24 @@ class PodGroupPaths:
         moved = False
         for entity in self._groups.backoff_completed(self._backoff.initial, self._backoff.maximum):
             self._groups.take(entity.key)
-            self._group_to(entity, ACTIVE)
+            self._group_to(entity, ACTIVE, BACKOFF_COMPLETE, None)
             moved = moved or self._groups.where.get(entity.key) == ACTIVE
         return moved
 
     def _flush_gated_groups(self) -> None:
         for key in [k for k, w in self._groups.where.items() if w == GATED]:
-            self._retry_gated(key)
+            self._retry_gated(key, UNSCHEDULABLE_TIMEOUT.label)
 
     def pod_group_member_counts(self) -> tuple[int, int]:
         """incompletePodGroupPods and pendingPodGroupPods sizes (takes the lock)."""
         with self._lock:
             return self._groups.member_counts()
+
+    def pod_group_members_by_state(self) -> Mapping[str, int]:
+        """The members of the queued groups per state (takes the lock): upstream counts an entity's pods in
+        scheduler_pending_pods of the queue holding it."""
+        with self._lock:
+            return self._groups.member_counts_by_state()
 
     def pod_group_entities(self) -> Mapping[str, int]:
         """Queued pod groups per state (scheduler_queued_entities' podgroup rows; takes the lock)."""

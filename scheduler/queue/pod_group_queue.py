@@ -13,6 +13,7 @@ import bisect
 import functools
 import heapq
 import itertools
+import math
 from collections.abc import Callable, Iterator, Set
 from dataclasses import dataclass, field
 
@@ -141,6 +142,13 @@ class PodGroupQueue:
     def count(self, state: str) -> int:
         return sum(1 for w in self.where.values() if w == state)
 
+    def member_counts_by_state(self) -> dict[str, int]:
+        """The members of the queued groups per state (active, backoff, gated)."""
+        out = {ACTIVE: 0, BACKOFF: 0, GATED: 0}
+        for key, state in self.where.items():
+            out[state] += len(self.queued[key].members)
+        return out
+
     def member_counts(self) -> tuple[int, int]:
         """Pods in incompletePodGroupPods and pendingPodGroupPods (scheduler_pending_pods' two member queues)."""
         return sum(len(v) for v in self.incomplete.values()), sum(len(v) for v in self.pending.values())
@@ -188,14 +196,30 @@ class PodGroupQueue:
             heapq.heappop(heap)
         return None
 
+    def best_active_by(
+        self, less: Callable[[QueuedPodGroupInfo, QueuedPodGroupInfo], bool],
+    ) -> QueuedPodGroupInfo | None:
+        """The active group ``less`` puts first (the earliest queued among equals)."""
+        best: QueuedPodGroupInfo | None = None
+        for key, state in self.where.items():
+            if state == ACTIVE:
+                g = self.queued[key]
+                if best is None or less(g, best):
+                    best = g
+        return best
+
     def backoff_expiry(self, g: QueuedPodGroupInfo, initial: float, maximum: float) -> float:
-        """getBackoffTime of the group entity, window-aligned, cached until its counts change."""
+        """getBackoffTime of the group entity, window-aligned, cached until its counts change; the maximum grows
+        with the square root of the members (upstream calculateBackoffDuration)."""
         if maximum == 0:
             return float("-inf")
         count = g.consecutive_errors_count if g.consecutive_errors_count > 0 else g.unschedulable_count
         if count == 0:
             return float("-inf")
         if g.backoff_expiration is None:
+            size = len(g.members)
+            if size > 1:  # calculateBackoffDuration: a bigger entity may back off longer, by sqrt of its pods
+                maximum *= math.sqrt(size)
             g.backoff_expiration = align_to_window(g.timestamp + backoff_duration(count, initial, maximum))
         return g.backoff_expiration
 

@@ -12,3 +12,7 @@ class Strategy(Enum):
     SKIP = 0  # stay in unschedulablePods
     AFTER_BACKOFF = 1  # backoffQ if still backing off, else activeQ
     IMMEDIATELY = 2  # activeQ now (a Pending plugin said Queue)
+
+
+# The queue each strategy names (v1.37 strategyToQueueLabel), as the incoming metrics label queues.
+STRATEGY_QUEUE = {Strategy.SKIP: "unschedulable", Strategy.AFTER_BACKOFF: "backoff", Strategy.IMMEDIATELY: "active"}

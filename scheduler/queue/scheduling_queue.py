@@ -78,7 +78,7 @@ from scheduler.queue.nominator import Nominator
 from scheduler.queue.pod_group_paths import PodGroupPaths
 from scheduler.queue.pod_group_queue import PodGroupQueue, QueuedPodGroupInfo
 from scheduler.queue.queued_pod_info import QueuedPodInfo
-from scheduler.queue.queueing_strategy import Strategy
+from scheduler.queue.queueing_strategy import STRATEGY_QUEUE, Strategy
 from scheduler.queue.unschedulable_pods import (
     DEFAULT_POD_MAX_IN_UNSCHEDULABLE,
     UNSCHEDULABLE_FLUSH_INTERVAL,
@@ -115,8 +115,7 @@ class QueueProfile:
     hints: Mapping[str, Sequence[ClusterEventWithHint]] = field(default_factory=dict)
 
 
-# The queue each strategy names (v1.37 strategyToQueueLabel).
-_STRATEGY_QUEUE = {Strategy.SKIP: UNSCHEDULABLE, Strategy.AFTER_BACKOFF: BACKOFF, Strategy.IMMEDIATELY: ACTIVE}
+_STRATEGY_QUEUE = STRATEGY_QUEUE
 
 # A group of unschedulable pods: (profile, the gating plugin's events or None when not gated,
 # unschedulable plugins, pending plugins): all an event's way to a pod's hints depends on.
@@ -189,6 +188,9 @@ class PriorityQueue(PodGroupPaths):
         # nobody to wake, and the scheduling thread is busy while pods stream in.
         self._waiters = 0
         self._active = ActiveQueue(less, rank)
+        # The QueueSort plugin's order, for pod groups against pods (and among groups when it has no rank).
+        self._less = less
+        self._ranked = rank is not None
         self._backoff = BackoffQueue(less, clock, pod_initial_backoff, pod_max_backoff)
         self._unschedulable = UnschedulablePods(lambda event: self._record(UNSCHEDULABLE, event), self._classify)
         self._unschedulable_keys = self._unschedulable.keys()  # a live view: activeQ's entry asks it for every pod
@@ -226,7 +228,8 @@ class PriorityQueue(PodGroupPaths):
         return active + backoff + unsched, summary
 
     def lengths(self) -> dict[str, int]:
-        """Values for ``scheduler_pending_pods{queue=active|backoff|unschedulable|gated}``."""
+        """Pods of no pod group per queue (``scheduler_pending_pods{queue=active|backoff|unschedulable|gated}``
+        adds the members of the queued groups: ``pod_group_members_by_state``)."""
         with self._lock:
             gated = self._unschedulable.gated_count()
             return {
@@ -317,8 +320,9 @@ class PriorityQueue(PodGroupPaths):
             if not events:
                 return events  # periodic resync, nothing changed
             if self.generic_workload and new.pod_group_name:
-                if not self._active.add_events_if_pod_in_flight(new, old, new, as_target_pod_events(events)):
-                    self._update_group_member(old, new)
+                own = as_target_pod_events(events)
+                if not self._active.add_events_if_pod_in_flight(new, old, new, own):
+                    self._update_group_member(old, new, own)
                 return events
             own = as_target_pod_events(events)
             if self._active.add_events_if_pod_in_flight(new, old, new, own):

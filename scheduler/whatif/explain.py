@@ -15,15 +15,28 @@ from collections import defaultdict
 from typing import Any
 
 from scheduler.eventhandlers import ADDED
+from scheduler.framework.features import Features
 from scheduler.framework.runtime import Framework
 from scheduler.model.pod import pod_from_api
 from scheduler.schedule_one import num_feasible_nodes_to_find
 from scheduler.whatif.dra_offline import device_line
+from scheduler.whatif.explain_podgroup import (
+    GATED,
+    NO_MEMBERS,
+    NO_POD_GROUP,
+    SCHEDULED,
+    TOO_FEW_MEMBERS,
+    UNSCHEDULABLE,
+    WAITING_ON_PREEMPTION,
+    explain_pod_group,
+    member_of,
+)
 from scheduler.whatif.simulate import (
     Offline,
     SimulationError,
     add_cluster,
     add_devices,
+    as_pending,
     attempt,
     build_scheduler,
     queue_message,
@@ -32,17 +45,6 @@ from scheduler.whatif.simulate import (
 )
 
 DEFAULT_ROWS = 20
-
-
-def as_pending(pod: dict[str, Any]) -> dict[str, Any]:
-    """The pod as it was before binding: no spec.nodeName, no status beyond its phase and the claims the
-    resourceclaim controller made for it (they were there before the scheduler saw it)."""
-    spec = {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}
-    status: dict[str, Any] = {"phase": "Pending"}
-    claims = (pod.get("status") or {}).get("resourceClaimStatuses")
-    if claims:
-        status["resourceClaimStatuses"] = claims
-    return {**pod, "spec": spec, "status": status}
 
 
 def claims_before(cluster: list[dict[str, Any]], uid: str) -> list[dict[str, Any]]:
@@ -57,15 +59,47 @@ def claims_before(cluster: list[dict[str, Any]], uid: str) -> list[dict[str, Any
     return out
 
 
-def explain(pod: dict[str, Any], cluster: list[dict[str, Any]], config_path: str | None) -> dict[str, Any]:
+def explain(
+    pod: dict[str, Any], cluster: list[dict[str, Any]], config_path: str | None, features: Features | None = None,
+) -> dict[str, Any]:
     """Run one cycle for ``pod`` on ``cluster`` (a live snapshot) and describe it in simulate's schema
     plus ``profile``, ``boundTo``, ``nominatedNode``, ``scoreSkipped`` (plugins whose PreScore said Skip) and
-    ``sampling``."""
+    ``sampling``. A member of a Workload API pod group, with GenericWorkload on in ``features``, is explained
+    with its group (explain_podgroup): its own entry of the group's cycle plus ``podGroup``."""
+    features = features or Features()
+    group = member_of(pod)
+    if group and features.enable_generic_workload:
+        return explain_member(pod, cluster, config_path, features)
+    out = _explain_pod(pod, cluster, config_path, features)
+    if group:
+        out["note"] = (f"spec.schedulingGroup names pod group {group}, ignored with GenericWorkload off: explained "
+                       f"as a pod of no group (--feature-gates GenericWorkload=true explains the group)")
+    return out
+
+
+def explain_member(
+    pod: dict[str, Any], cluster: list[dict[str, Any]], config_path: str | None, features: Features,
+) -> dict[str, Any]:
+    """A pod group's member: its entry of the group's what-if cycle, and the group's explanation as ``podGroup``."""
+    parsed = pod_from_api(pod)
+    group = explain_pod_group(parsed.namespace, member_of(pod), cluster, config_path, features)
+    mine = next((m for m in group["members"] if m["pod"] == parsed.key), None)
+    if mine is None:  # bound while other members are pending: the cycle is theirs
+        node = (pod.get("spec") or {}).get("nodeName")
+        mine = {"pod": parsed.key, "node": node, "message": "", "filtered": {}, "scores": {}, "score_details": {},
+                "victims": [], "boundTo": node, "nominatedNode": None, "gatedBy": None}
+    return {**mine, "profile": parsed.scheduler_name, "scoreSkipped": [], "podGroup": group}
+
+
+def _explain_pod(
+    pod: dict[str, Any], cluster: list[dict[str, Any]], config_path: str | None, features: Features,
+) -> dict[str, Any]:
+    """One cycle of a pod of no group (see explain)."""
     bound_to = (pod.get("spec") or {}).get("nodeName") or None
     target = as_pending(pod) if bound_to else pod
     if bound_to:
         cluster = claims_before(cluster, str((pod.get("metadata") or {}).get("uid") or ""))
-    off, fwk = _offline_scheduler(target, cluster, config_path)
+    off, fwk = _offline_scheduler(target, cluster, config_path, features)
     sched = off.sched
     sched.cache.update_snapshot(sched.snapshot)
     order = [n.name for n in sched.snapshot.list()]
@@ -105,13 +139,13 @@ def explain(pod: dict[str, Any], cluster: list[dict[str, Any]], config_path: str
 
 
 def _offline_scheduler(
-    target: dict[str, Any], cluster: list[dict[str, Any]], config_path: str | None
+    target: dict[str, Any], cluster: list[dict[str, Any]], config_path: str | None, features: Features,
 ) -> tuple[Offline, Framework]:
     """The offline scheduler with the target's profile, loaded with the cluster minus the target itself."""
     uid = (target.get("metadata") or {}).get("uid")
-    off = build_scheduler(config_path, [target], tie_break="name")
+    off = build_scheduler(config_path, [target], tie_break="name", features=features)
     others = [o for o in cluster if o.get("kind") != "Pod" or (o.get("metadata") or {}).get("uid") != uid]
-    add_cluster(off.sched, others, "the live cluster", live=True)
+    add_cluster(off.sched, others, "the live cluster", live=True, pod_groups=off.pod_groups)
     name = (target.get("spec") or {}).get("schedulerName") or "default-scheduler"
     fwk = off.sched.frameworks.get(name)
     if fwk is None:
@@ -130,8 +164,16 @@ def _paint(text: str, code: str, color: bool) -> str:
 
 def format_explain(r: dict[str, Any], rows: int = DEFAULT_ROWS, color: bool = False) -> str:
     """For people: the verdict, the sampling, the scored nodes by total (best first, ``rows`` of them)
-    with raw / normalized / weighted per plugin, then the filtered nodes grouped by reason."""
+    with raw / normalized / weighted per plugin, then the filtered nodes grouped by reason. A pod group's answer
+    (explain_pod_group) is format_pod_group's; a member's shows its group's first."""
+    if "members" in r:
+        return format_pod_group(r, color)
     lines = [_paint(f"Pod {r['pod']}", _BOLD, color) + f"  (profile {r['profile']})"]
+    if r.get("note"):
+        lines.append(f"Note: {r['note']}")
+    if isinstance(r.get("podGroup"), dict):
+        lines.extend("  " + line for line in format_pod_group(r["podGroup"], color).splitlines())
+        lines.append(_paint(f"This member, {r['pod']}:", _BOLD, color))
     if r.get("boundTo"):
         lines.append(f"Bound to {r['boundTo']}; explained as if it were pending now (removed from its node).")
     if r["node"]:
@@ -141,18 +183,69 @@ def format_explain(r: dict[str, Any], rows: int = DEFAULT_ROWS, color: bool = Fa
     lines.extend(f"Device {device_line(d)}" for d in r.get("devices") or [])
     if r["victims"]:
         lines.append(f"Would preempt on {r.get('nominatedNode') or '?'}: {', '.join(r['victims'])}")
-    s = r["sampling"]
-    lines.append(
-        f"Sampling: {s['numAllNodes']} nodes, numFeasibleNodesToFind {s['numFeasibleNodesToFind']}, start index "
-        f"{s['startIndex']}; filters ran on {len(s['evaluated'])}"
-        + (f", {len(s['notEvaluated'])} not evaluated" if s["notEvaluated"] else "")
-    )
+    s = r.get("sampling") or {}  # none for a member: its group's cycle samples per member and placement
+    if s:
+        lines.append(
+            f"Sampling: {s['numAllNodes']} nodes, numFeasibleNodesToFind {s['numFeasibleNodesToFind']}, start index "
+            f"{s['startIndex']}; filters ran on {len(s['evaluated'])}"
+            + (f", {len(s['notEvaluated'])} not evaluated" if s["notEvaluated"] else "")
+        )
     lines.extend(_score_table(r, rows, color))
     if r["score_details"] and r["scoreSkipped"]:
         lines.append(f"Skipped at PreScore (nothing to score for this pod): {', '.join(r['scoreSkipped'])}")
     lines.extend(_filtered_groups(r))
-    if s["notEvaluated"]:
+    if s.get("notEvaluated"):
         lines.append(f"Not evaluated (enough feasible nodes found first): {_names(s['notEvaluated'])}")
+    return "\n".join(lines) + "\n"
+
+
+VERDICTS = {
+    SCHEDULED: "Would be placed", UNSCHEDULABLE: "Unschedulable", WAITING_ON_PREEMPTION: "Waiting on preemption",
+    NO_POD_GROUP: "Waiting for its PodGroup", TOO_FEW_MEMBERS: "Waiting for members", GATED: "Gated",
+    NO_MEMBERS: "No members",
+}
+
+
+def _condition_line(c: dict[str, Any]) -> str:
+    return (f"{c.get('type')}={c.get('status')} {c.get('reason', '')}"
+            + (f": {c['message']}" if c.get("message") else ""))
+
+
+def _same_condition(a: dict[str, Any], b: dict[str, Any] | None) -> bool:
+    """The same verdict (its time and generation aside)."""
+    return b is not None and all(a.get(k) == b.get(k) for k in ("type", "status", "reason", "message"))
+
+
+def format_pod_group(r: dict[str, Any], color: bool = False) -> str:
+    """A pod group for people: the verdict, its live condition (its last cycle), what a cycle now would write, the
+    placement and victims, then each member's node or message with its nodes' filter reasons."""
+    policy = (f"{r['policy']}" + (f", minCount {r['minCount']}" if r["policy"] == "gang" else "")
+              if r["exists"] else "no PodGroup object")
+    topology = f"; topology {', '.join(r['topologyKeys'])}" if r["topologyKeys"] else ""
+    lines = [_paint(f"PodGroup {r['podGroup']}", _BOLD, color) + f"  ({policy}{topology}"
+             + (f"; profile {r['profile']})" if r["profile"] else ")")]
+    verdict = VERDICTS.get(r["verdict"], r["verdict"])
+    code = _GREEN if r["verdict"] == SCHEDULED else _RED
+    lines.append(_paint(f"{verdict}: ", code, color) + r["message"])
+    live = r["liveCondition"]
+    lines.append("Last cycle (live): " + (_condition_line(live) if live else "no PodGroupInitiallyScheduled "
+                                                                              "condition (no group cycle has run)"))
+    if r["condition"] and not _same_condition(r["condition"], live):
+        lines.append("A cycle now would write: " + _condition_line(r["condition"]))
+    if r["placement"]:
+        lines.append("Placement: " + ", ".join(f"{k}={v}" for k, v in r["placement"].items()))
+    if r["victims"]:
+        lines.append(f"Would preempt: {', '.join(r['victims'])}")
+    if r["members"]:
+        lines.append(f"Members ({len(r['members'])}):")
+    for m in r["members"]:
+        bound = f" (bound to {m['boundTo']}; explained as if pending)" if m.get("boundTo") else ""
+        if m["node"]:
+            lines.append(f"  {m['pod']} -> " + _paint(m["node"], _GREEN, color) + bound)
+            continue
+        nominated = f" (nominated to {m['nominatedNode']})" if m.get("nominatedNode") else ""
+        lines.append(f"  {m['pod']}{bound}{nominated}: {m['message']}")
+        lines.extend("  " + line for line in _filtered_groups(m)[1:])
     return "\n".join(lines) + "\n"
 
 

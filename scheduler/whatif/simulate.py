@@ -574,6 +574,17 @@ def _retry_after_preemption_object(obj: dict[str, Any], nominated: str) -> dict[
     }
 
 
+def as_pending(pod: dict[str, Any]) -> dict[str, Any]:
+    """The pod as it was before binding: no spec.nodeName, no status beyond its phase and the claims the
+    resourceclaim controller made for it (they were there before the scheduler saw it)."""
+    spec = {k: v for k, v in (pod.get("spec") or {}).items() if k != "nodeName"}
+    status: dict[str, Any] = {"phase": "Pending"}
+    claims = (pod.get("status") or {}).get("resourceClaimStatuses")
+    if claims:
+        status["resourceClaimStatuses"] = claims
+    return {**pod, "spec": spec, "status": status}
+
+
 def queue_message(sched: Scheduler, key: str) -> str:
     """A pod that never reached a cycle (e.g. gated) keeps the PreEnqueue message."""
     sink = sched.recorder

@@ -403,3 +403,70 @@ def test_the_scheduler_page_reads_the_metrics_with_the_token(
         metrics.server_close()
     assert (out["metrics"] or {}).get("queues") == queues
     assert out["metricsError"] == error.format(url=url)
+
+
+# ----- the Workload API's pod groups (GenericWorkload on) -----------------------------------------
+
+
+def _pod_group(name: str, min_count: int, **status: Any) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "default", "uid": f"pg-{name}", "generation": 1},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}, "priority": 0}, "status": status}
+
+
+def _member(name: str, group: str, cpu: str = "1", node: str | None = None) -> dict[str, Any]:
+    pod = sched_pod(name, cpu, scheduler=PY, node_name=node).phase("Pending").api()
+    pod["spec"] |= {"schedulingGroup": {"podGroupName": group}, "priority": 0}
+    return pod
+
+
+def test_pod_groups_view_lists_each_group_with_its_condition_and_members() -> None:
+    failed = {"conditions": [{"type": "PodGroupInitiallyScheduled", "status": "False", "reason": "Unschedulable",
+                              "message": "minCount (2) cannot be satisfied: 1 scheduled, 0 remaining"}]}
+    objects = [_pod_group("train", 2, **failed), _pod_group("idle", 3),
+               {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup", "metadata": {"name": "cosched"}}]
+    pods = [_member("t1", "train"), _member("t0", "train", node="n1"), _member("orphan", "missing"),
+            sched_pod("plain", "1").api()]
+    events = [event("uid-t1", "pod group is unschedulable, minCount (2) cannot be satisfied", "2026-01-01T00:00:05Z")]
+    groups = {g["podGroup"]: g for g in views.pod_groups(objects, pods, events)}
+    assert list(groups) == ["default/idle", "default/missing", "default/train"]  # Coscheduling's is not one
+    train = groups["default/train"]
+    assert (train["policy"], train["minCount"], train["bound"], train["pending"]) == ("gang", 2, 1, 1)
+    assert train["condition"]["message"] == "minCount (2) cannot be satisfied: 1 scheduled, 0 remaining"
+    assert [(m["name"], m["node"], m["message"]) for m in train["members"]] == [
+        ("t0", "n1", ""), ("t1", None, "pod group is unschedulable, minCount (2) cannot be satisfied")]
+    assert (groups["default/missing"]["exists"], groups["default/idle"]["members"]) == (False, [])
+
+
+class _WorkloadApi(FakeApi):
+    """FakeApi that also serves the Workload API's PodGroups."""
+
+    def request(self, method: str, path: str, body: Any = None, content_type: str = "",
+                timeout: float | None = None, accept: str = "") -> bytes:
+        base = path.split("?")[0]
+        if base == "/apis/scheduling.k8s.io/v1beta1":  # discovery: served, as with GenericWorkload on
+            return orjson.dumps({"resources": [{"name": "podgroups"}]})
+        if base == "/apis/scheduling.k8s.io/v1beta1/podgroups":
+            return orjson.dumps({"items": [o for o in self.objects if o["kind"] == "PodGroup"]})
+        return super().request(method, path, body, content_type, timeout, accept)
+
+
+def test_the_pod_group_pages_are_explains_answer_with_the_gate_on() -> None:
+    from scheduler.framework.features import Features
+
+    api = _WorkloadApi([*(dict(o) for o in CLUSTER if o["kind"] == "Node"), _pod_group("train", 3),
+                        *(_member(f"t{i}", "train", cpu="2") for i in range(3))])
+    srv = DashboardServer(("127.0.0.1", 0), Source(api, None, [PY], features=Features(enable_generic_workload=True)))
+    srv.start()
+    try:
+        status, body = call(srv, "GET", "/api/podgroups")
+        assert status == 200 and [g["podGroup"] for g in body["podGroups"]] == ["default/train"]
+        status, group = call(srv, "GET", "/api/podgroup?namespace=default&name=train")
+        # small (2 cpu) holds one 2-cpu member and big (8 cpu) the other two: the gang fits
+        assert status == 200 and group["verdict"] == "scheduled" and all(m["node"] for m in group["members"])
+        status, pod = call(srv, "GET", "/api/pod?namespace=default&name=t1")
+        assert status == 200 and pod["podGroup"]["podGroup"] == "default/train"
+        assert pod["podGroup"]["verdict"] == "scheduled" and pod["node"] in ("small", "big")
+    finally:
+        srv.shutdown()
+        srv.server_close()

@@ -60,3 +60,13 @@ def test_reordering_moves_the_pods_and_keeps_the_podgroup_in_place() -> None:
     moved = reordered(created, 3)
     assert moved[-1] == {"kind": "PodGroup"} and sorted(o["n"] for o in moved[:4]) == [0, 1, 2, 3]
     assert any(reordered(created, k)[:4] != created[:4] for k in range(1, 4))
+
+
+def test_victims_alike_in_group_node_priority_requests_and_start_are_interchangeable() -> None:
+    v = verdict({"g0-0": ("n1", "")}, {"g0-0": ("n1", "")}, kube_victims=["ns/a"], py_victims=["ns/b"])
+    v.alike = {"ns/a": "same", "ns/b": "same", "ns/c": "other"}
+    compare_group(v, {})
+    assert v.problems == []
+    v.py_victims = ["ns/c"]
+    compare_group(v, {})
+    assert v.problems == ["victims differ: kube ['ns/a'], py ['ns/c']"]

@@ -3,6 +3,7 @@ group, wait while it is in flight (pending) and come back with it; a deleted Pod
 
 from __future__ import annotations
 
+from scheduler.framework import types
 from scheduler.framework.status import Status, unresolvable, unschedulable
 from scheduler.framework.types import NODE_ADD, ClusterEventWithHint, QueueingHint
 from scheduler.model.node import node_from_api
@@ -156,3 +157,88 @@ def test_a_gated_group_moves_only_when_a_members_rejectors_hint_says_queue() -> 
     q.node_added(node_from_api({"metadata": {"name": "n2"}}))
     entity = q.pop(timeout=0)
     assert isinstance(entity, QueuedPodGroupInfo) and entity.members[0].pod.name == "a"
+
+
+def attempt_fails(q: PriorityQueue) -> None:
+    """Pop the group; every member rejected by NodeResourcesFit, the group Unschedulable."""
+    entity = q.pop(timeout=0)
+    assert isinstance(entity, QueuedPodGroupInfo)
+    for m in entity.members:
+        m.unschedulable_plugins = {"NodeResourcesFit"}
+        assert q.add_unschedulable_if_not_present(m, q.scheduling_cycle) is None
+    assert q.add_attempted_pod_group_if_needed(entity, unschedulable("no")) is None
+
+
+def test_group_moves_are_counted_as_upstreams_incoming_entities_and_pending_pods() -> None:
+    """recordIncomingEntitiesMetrics for a group: every member in scheduler_queue_incoming_pods_total, the group
+    once in the podgroup row unless its strategy named the queue; scheduler_pending_pods counts the members."""
+    q, clock = make_queue()
+    q.generic_workload = True
+    records: list[tuple[str, str, int, bool]] = []
+    q.group_metrics = lambda *r: records.append(r)
+    q.add_pod_group(parse_pod_group(group()))
+    q.add(make_pod().name("a").pod_group("g").obj())
+    q.add(make_pod().name("b").pod_group("g").obj())
+    assert records == [("active", "UnscheduledPodAdd", 1, True),  # a new group
+                       ("active", "UnscheduledPodAdd", 2, False)]  # back where it was: no new entity
+    assert q.pod_group_members_by_state() == {"active": 2, "backoff": 0, "gated": 0}
+    attempt_fails(q)
+    assert records[-1] == ("backoff", "ScheduleAttemptFailure", 2, True)
+    assert q.pod_group_members_by_state() == {"active": 0, "backoff": 2, "gated": 0}
+    clock.advance(2)
+    q.flush_backoff_completed()
+    assert records[-1] == ("active", "BackoffComplete", 2, True)
+
+
+def test_a_groups_maximum_backoff_grows_with_the_square_root_of_its_members() -> None:
+    """calculateBackoffDuration: maxBackoff * sqrt(size) for an entity of several pods (defaults 1 s .. 10 s)."""
+    q, _ = make_queue()
+    q.generic_workload = True
+    q.add_pod_group(parse_pod_group(group()))
+    for name in ("a", "b", "c", "d"):
+        q.add(make_pod().name(name).pod_group("g").obj())
+    attempt_fails(q)
+    again = next(iter(q._groups.queued.values()))
+    again.unschedulable_count = 6  # 1 s * 2**5 = 32 s: above 10 s, below 10 s * sqrt(4) = 20 s
+    again.backoff_expiration = None
+    assert q._groups.backoff_expiry(again, 1.0, 10.0) == again.timestamp + 20.0
+
+
+def test_a_gated_groups_member_update_moves_it_only_through_a_rejectors_hint() -> None:
+    """Update of a member of a gated group: each (TargetPod) event of the change goes to the members' rejectors'
+    hints; nothing registered for it leaves the group gated, PreEnqueue not run."""
+    own_label = ClusterEventWithHint(
+        types.ClusterEvent(types.EventResource.UNSCHEDULED_POD, types.ActionType.UPDATE_POD_LABEL))
+    for registered, moves in (([ClusterEventWithHint(NODE_ADD)], False), ([own_label], True)):
+        hold = Hold()
+        q = PriorityQueue(priority_less, {"default-scheduler": QueueProfile(
+            pre_enqueue_plugins=[hold], hints={"Hold": registered})}, clock=FakeClock(), rank=priority_rank)
+        q.generic_workload = True
+        q.add_pod_group(parse_pod_group(group()))
+        old = make_pod().name("a").pod_group("g").resource_version("1").obj()
+        q.add(old)
+        assert q.pop(timeout=0) is None and q.pod_group_entities()["gated"] == 1
+        hold.holding = False
+        q.update(old, make_pod().name("a").pod_group("g").resource_version("2").labels({"x": "y"}).obj())
+        assert (q.pod_group_entities()["gated"] == 0) is moves
+        assert isinstance(q.pop(timeout=0), QueuedPodGroupInfo) is moves
+
+
+def test_groups_and_pods_are_ordered_by_the_profiles_queue_sort() -> None:
+    """An unranked QueueSort (here: by name, the reverse of arrival) orders groups against pods and among
+    themselves, as upstream's one activeQ heap by the plugin's Less over entities."""
+    def by_name(a: object, b: object) -> bool:
+        return a.pod.name < b.pod.name  # type: ignore[attr-defined]
+
+    q = PriorityQueue(by_name, {}, clock=FakeClock())
+    q.generic_workload = True
+    for name in ("z-g", "m-g"):
+        q.add_pod_group(parse_pod_group(group(name)))
+    q.add(make_pod().name("zz").pod_group("z-g").obj())
+    q.add(make_pod().name("nn").obj())
+    q.add(make_pod().name("mm").pod_group("m-g").obj())
+    q.add(make_pod().name("aa").obj())
+    order = []
+    while (e := q.pop(timeout=0)) is not None:
+        order.append(e.info.name if isinstance(e, QueuedPodGroupInfo) else e.pod.name)
+    assert order == ["aa", "m-g", "nn", "z-g"]

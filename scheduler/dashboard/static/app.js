@@ -1,4 +1,4 @@
-// py-scheduler dashboard: one page, four views chosen by the URL's hash, refreshed by polling.
+// py-scheduler dashboard: one page, six views chosen by the URL's hash, refreshed by polling.
 // Everything is built with textContent (never innerHTML from data) and every state is a word, so the
 // page reads the same without colour. Errors from the server are one line in #error; the page keeps
 // polling, so it comes back by itself when the API server (or the dashboard) does.
@@ -105,6 +105,19 @@ function podLink(ns, name) {
   return el("a", { href: `#/pod/${encodeURIComponent(ns)}/${encodeURIComponent(name)}` }, `${ns}/${name}`);
 }
 
+function groupLink(key) {
+  const [ns, name] = key.split("/");
+  return el("a", { href: `#/podgroup/${encodeURIComponent(ns)}/${encodeURIComponent(name)}` }, key);
+}
+
+function conditionText(c) {
+  return c ? `${c.type}=${c.status} ${c.reason || ""}${c.message ? ": " + c.message : ""}` : "none yet (no group cycle has run)";
+}
+
+function memberText(m) {
+  return m.node ? `on ${m.node}` : (m.message || "pending, not tried yet");
+}
+
 const pages = {
   pending: {
     title: "Pending pods",
@@ -160,6 +173,10 @@ const pages = {
       const out = [];
       out.push(el("p", { class: "notice" }, `Profile ${d.profile}. One scheduling cycle by explain on a snapshot of the cluster now` +
         (d.boundTo ? `; the pod is bound to ${d.boundTo}, explained as if it were pending (removed from its node).` : ".")));
+      if (d.podGroup) {
+        out.push(el("p", { id: "pod-group" }, el("strong", {}, "Member of pod group "), groupLink(d.podGroup.podGroup),
+          `: ${d.podGroup.verdict}: ${d.podGroup.message}`));
+      }
       if (d.node) out.push(el("p", { class: "summary", id: "verdict" }, el("strong", {}, "Chosen node: "), el("span", { class: "verdict verdict-chosen" }, d.node)));
       else out.push(el("p", { class: "summary", id: "verdict" }, el("strong", {}, "Unschedulable: "), el("span", { id: "message" }, d.message)));
       if (d.victims.length) {
@@ -196,6 +213,56 @@ const pages = {
         d.plugins.length ? el("p", { class: "notice" }, "Score cells: raw / normalized / weighted.") : null,
         sortableTable("nodes-decision", columns, d.rows, "rank"));
       document.getElementById("decision").replaceChildren(...out.filter(Boolean));
+    },
+  },
+
+  podgroups: {
+    title: "Pod groups",
+    url: () => "/api/podgroups",
+    setup(root) {
+      root.append(el("h2", { tabindex: "-1" }, "Pod groups"), el("div", { id: "groups" }));
+    },
+    render(d) {
+      const out = [el("p", { class: "notice" }, "The Workload API's PodGroups (scheduling.k8s.io) and their members; a member's message is its last FailedScheduling event." + (d.note ? ` ${d.note}` : ""))];
+      if (!d.podGroups.length) out.push(el("p", { class: "notice", id: "groups-empty" }, "No pod groups."));
+      else {
+        out.push(sortableTable("podgroups", [
+          { key: "podGroup", label: "Pod group", cell: (g) => groupLink(g.podGroup) },
+          { key: "policy", label: "Policy", cell: (g) => (g.exists ? (g.policy === "gang" ? `gang, minCount ${g.minCount}` : g.policy) : "no PodGroup object") },
+          { key: "bound", label: "Bound", num: true, value: (g) => g.bound, cell: (g) => `${g.bound} of ${g.members.length}` },
+          { key: "condition", label: "PodGroupInitiallyScheduled", value: (g) => (g.condition ? g.condition.status : ""), cell: (g) => el("span", { class: "message" }, conditionText(g.condition)) },
+          { key: "members", label: "Members", value: (g) => g.members.length, cell: (g) => el("ul", { class: "members" }, g.members.map((m) => el("li", {}, podLink(...m.pod.split("/")), `: ${memberText(m)}`))) },
+        ], d.podGroups, "podGroup"));
+      }
+      document.getElementById("groups").replaceChildren(...out);
+    },
+  },
+
+  podgroup: {
+    title: "Pod group",
+    url: (ns, name) => `/api/podgroup?namespace=${encodeURIComponent(ns)}&name=${encodeURIComponent(name)}`,
+    setup(root, ns, name) {
+      root.append(el("h2", { tabindex: "-1" }, `Pod group ${ns}/${name}`), el("div", { id: "group" }, el("p", { class: "notice" }, "Running explain…")));
+    },
+    render(g) {
+      const policy = g.exists ? (g.policy === "gang" ? `gang, minCount ${g.minCount}` : g.policy) : "no PodGroup object";
+      const out = [
+        el("p", { class: "notice" }, `${policy}${g.topologyKeys.length ? "; topology " + g.topologyKeys.join(", ") : ""}. One pod-group cycle by explain on a snapshot of the cluster now.`),
+        el("p", { class: "summary", id: "group-verdict" }, el("strong", {}, `${g.verdict}: `), g.message),
+        el("p", {}, el("strong", {}, "Last cycle (live): "), conditionText(g.liveCondition)),
+      ];
+      if (g.condition && conditionText(g.condition) !== conditionText(g.liveCondition)) out.push(el("p", {}, el("strong", {}, "A cycle now would write: "), conditionText(g.condition)));
+      const placement = Object.entries(g.placement).map(([k, v]) => `${k}=${v}`).join(", ");
+      if (placement) out.push(el("p", {}, el("strong", {}, "Placement: "), placement));
+      if (g.victims.length) out.push(el("p", { id: "group-victims" }, el("strong", {}, "Would preempt: "), g.victims.join(", ")));
+      out.push(el("h3", {}, `Members (${g.members.length})`), sortableTable("group-members", [
+        { key: "pod", label: "Member", cell: (m) => podLink(...m.pod.split("/")) },
+        { key: "node", label: "Node" },
+        { key: "nominatedNode", label: "Nominated node" },
+        { key: "message", label: "Message", cell: (m) => el("span", { class: "message" }, m.message) },
+        { key: "filtered", label: "Filtered nodes", value: (m) => Object.keys(m.filtered).length },
+      ], g.members, "pod"));
+      document.getElementById("group").replaceChildren(...out);
     },
   },
 
@@ -303,8 +370,8 @@ function whatIfAnswer(r) {
 
 function parseRoute() {
   const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
-  if (parts[0] === "pod" && parts.length >= 3) return { page: "pod", args: [parts[1], parts.slice(2).join("/")] };
-  if (pages[parts[0]] && parts[0] !== "pod") return { page: parts[0], args: [] };
+  if ((parts[0] === "pod" || parts[0] === "podgroup") && parts.length >= 3) return { page: parts[0], args: [parts[1], parts.slice(2).join("/")] };
+  if (pages[parts[0]] && parts[0] !== "pod" && parts[0] !== "podgroup") return { page: parts[0], args: [] };
   return { page: "pending", args: [] };
 }
 
@@ -362,7 +429,7 @@ function navigate(event) {
   lastData = null;
   const page = pages[state.route.page];
   document.title = `${page.title} · py-scheduler dashboard`;
-  for (const name of ["pending", "nodes", "scheduler"]) {
+  for (const name of ["pending", "podgroups", "nodes", "scheduler"]) {
     const link = document.getElementById(`nav-${name}`);
     if (name === state.route.page) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");

@@ -97,7 +97,7 @@ bench-gang: install binaries
 
 # The harness end to end on 20 nodes, then one upstream scheduler_perf case of each op-code family at its tiny
 # size (upstream's smallest workload), py and kube (part of `make test`; measures nothing worth reporting).
-SMOKE_CASES ?= SchedulingBasic,PreemptionBasic,SchedulingWithMixedChurn,SchedulingWhileGated,EventHandlingPodAdd,SchedulingRequiredPodAntiAffinityWithNSSelector,SchedulingWithResourceClaim
+SMOKE_CASES ?= SchedulingBasic,PreemptionBasic,SchedulingWithMixedChurn,SchedulingWhileGated,EventHandlingPodAdd,SchedulingRequiredPodAntiAffinityWithNSSelector,SchedulingWithResourceClaim,GangScheduling
 bench-smoke: install binaries
 	$(BIN)/python -m e2e.perf --workload SchedulingBasic --nodes 20 --pods 40 --repeat 1 --timeout 180 \
 	  --out .bench/smoke.json

@@ -201,6 +201,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"others on the machine {f.get('foreign_cpu_seconds', '-')} CPU s, run {r.get('wall_seconds')} s"
             + (", context switches/pod {}+{}".format(*r["context_switches_per_pod"])
                if r.get("context_switches_per_pod") else "")
+            + (f", PodGroups bound {r.get('groups_bound')}/{r['groups']}, {f.get('groups_per_second')} groups/s"
+               if r.get("groups") else "")
             + (f", errors {r['errors'][:2]}" if r.get("errors") else "")
         )
         procs = r.get("process_cpu_seconds_per_1000") or {}

@@ -95,7 +95,7 @@ def medians(runs: Sequence[Mapping[str, Any]], workload: str, nodes: int, pods: 
     out: dict[str, Any] = {"n": len(sel)}
     for key in ("pods_per_second", "latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "cpu_seconds_per_1000",
                 "peak_rss_mb", "creation_pods_per_second", "kube-apiserver_cpu_seconds_per_1000",
-                "foreign_cpu_seconds"):  # fmt: skip
+                "foreign_cpu_seconds", "groups_per_second"):  # fmt: skip
         out[key] = median(r.get(key) for r in sel)
     out["all_bound"] = bool(sel) and all(r.get("all_bound") for r in sel)
     pps = [r["pods_per_second"] for r in sel if r.get("pods_per_second") is not None]
@@ -235,13 +235,15 @@ def _goal_lines(goals: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def suite_markdown(doc: Mapping[str, Any]) -> str:
-    """The upstream suite's table: per workload and size, pods/s of py and kube, py/kube, CPU per pod of
-    py-scheduler's busiest process and of kube-scheduler, peak RSS, and upstream's threshold (pods/s on
-    upstream's CI, in-process API server: a reference, not comparable)."""
+    """The upstream suite's table: per workload and size, pods/s of py and kube, py/kube, PodGroups (gangs)
+    per second where the measured pods belong to groups, CPU per pod of py-scheduler's busiest process and of
+    kube-scheduler, peak RSS, and upstream's threshold (pods/s on upstream's CI, in-process API server: a
+    reference, not comparable)."""
     runs = [r for r in doc["runs"] if r.get("size")]
-    lines = ["| workload | size | nodes | pods | py pods/s | kube pods/s | py / kube | py busiest process CPU s / 1000 "
-             "| kube CPU s / 1000 | py peak RSS MB | kube peak RSS MB | upstream threshold |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    lines = ["| workload | size | nodes | pods | py pods/s | kube pods/s | py / kube | py groups/s | kube groups/s "
+             "| py busiest process CPU s / 1000 | kube CPU s / 1000 | py peak RSS MB | kube peak RSS MB "
+             "| upstream threshold |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
     for wl, nodes, pods in groups(runs):
         py, kube = (medians(runs, wl, nodes, pods, s) for s in ("py", "kube"))
         busiest = next(iter(process_medians(runs, wl, nodes, pods, "py").values()), py["cpu_seconds_per_1000"])
@@ -249,7 +251,9 @@ def suite_markdown(doc: Mapping[str, Any]) -> str:
         lines.append(
             f"| {wl} | {first['size']} ({first.get('upstream_workload')}) | {nodes} | {pods} "
             f"| {_fmt(py['pods_per_second'])} | {_fmt(kube['pods_per_second'])} "
-            f"| {_fmt(ratio(py['pods_per_second'], kube['pods_per_second']), 2)} | {_fmt(busiest, 2)} "
+            f"| {_fmt(ratio(py['pods_per_second'], kube['pods_per_second']), 2)} "
+            f"| {_fmt(py['groups_per_second'], 2)} | {_fmt(kube['groups_per_second'], 2)} "
+            f"| {_fmt(busiest, 2)} "
             f"| {_fmt(kube['cpu_seconds_per_1000'], 2)} | {_fmt(py['peak_rss_mb'], 0)} "
             f"| {_fmt(kube['peak_rss_mb'], 0)} "
             f"| {_fmt(first.get('threshold'), 0)} |"

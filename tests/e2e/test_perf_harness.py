@@ -126,6 +126,17 @@ def test_markdown_has_a_row_per_scheduler_and_ratios() -> None:
     assert "| 0.250 | 0.200 |" in md
 
 
+def test_suite_markdown_reports_groups_per_second() -> None:
+    suite = {"size": "2-core", "upstream_workload": "5000Nodes_1000Gangs", "workload": "GangScheduling"}
+    runs = [_run("py", 1, 50.0, groups_per_second=16.0, **suite), _run("kube", 1, 100.0, groups_per_second=32.5,
+                                                                         **suite)]  # fmt: skip
+    (row,) = [line for line in stats.suite_markdown(stats.document({}, runs)).splitlines()
+              if line.startswith("| GangScheduling")]  # fmt: skip
+    assert "| 50.0 | 100.0 | 0.50 | 16.00 | 32.50 |" in row
+    plain = [_run(s, 1, 10.0, size="tiny", upstream_workload="5Nodes") for s in ("py", "kube")]
+    assert "| 1.00 | - | - |" in stats.suite_markdown(stats.document({}, plain))  # no groups: no groups/s
+
+
 # ---- workloads
 
 

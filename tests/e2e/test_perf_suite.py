@@ -60,13 +60,45 @@ CONFIG = """
 - name: Gang
   featureGates: {GenericWorkload: true}
   workloadTemplate:
+  - opcode: createNodes
+    countParam: $initNodes
   - opcode: createPodGroups
     namespace: ns
     templatePath: pg.yaml
+    countParam: $groups
+    templateParams: {podsPerGroup: $podsPerGroup}
+  - opcode: createPods
+    namespace: ns
+    countParam: $groups
+    countMultiplierParam: $podsPerGroup
+    collectMetrics: true
+  workloads:
+  - name: 10Nodes
+    params: {initNodes: 10, groups: 3, podsPerGroup: 3}
+  - name: 5000Nodes_1000Gangs
+    labels: [performance]
+    params: {initNodes: 5000, groups: 1000, podsPerGroup: 3}
+- name: AlphaGang
+  featureGates: {GenericWorkload: true}
+  workloadTemplate:
+  - opcode: createPodGroups
+    namespace: ns
+    templatePath: pg-alpha.yaml
+    count: 1
+  - opcode: createPods
     count: 1
   workloads:
   - name: one
     params: {}
+"""
+PODGROUP = """apiVersion: scheduling.k8s.io/{version}
+kind: PodGroup
+metadata:
+  name: gang-{{{{.Index}}}}
+spec:
+  schedulingPolicy:
+    gang:
+      minCount: {{{{.podsPerGroup}}}}
 """
 
 
@@ -74,6 +106,8 @@ CONFIG = """
 def cases(tmp_path: Path) -> dict[str, config.TestCase]:
     (tmp_path / "misc").mkdir()
     (tmp_path / "misc" / "performance-config.yaml").write_text(CONFIG)
+    (tmp_path / "misc" / "pg.yaml").write_text(PODGROUP.format(version="v1beta1"))
+    (tmp_path / "misc" / "pg-alpha.yaml").write_text(PODGROUP.format(version="v1alpha3"))
     return config.load_cases(tmp_path)
 
 
@@ -119,8 +153,35 @@ def test_sizes_and_skips(cases: dict[str, config.TestCase]) -> None:
     slices = cases["Slices"]
     assert config.workload_skip_reason(slices, slices.workload("steady")) is None  # steady state runs
     assert config.count_params(slices) == {"nodes", "pods"}  # devices and durations are not counts
-    assert "Workload API" in str(config.case_skip_reason(cases["Gang"]))
-    assert config.sizes(cases["Gang"]) == {}
+
+
+
+def test_workload_api_sizes_and_skips(cases: dict[str, config.TestCase]) -> None:
+    gang = cases["Gang"]
+    assert config.case_skip_reason(gang) is None
+    two = config.sizes(gang)[config.TWO_CORE]
+    # fewer groups of the same size: pods per group is a group's shape (minCount in its template), not a count
+    assert (two.params["initNodes"], two.params["groups"], two.params["podsPerGroup"]) == (500.0, 100.0, 3.0)
+    assert (two.nodes, two.pods) == (500, 300)
+    assert config.workload_skip_reason(gang, gang.workload("10Nodes"), lambda g: "no gate") == "no gate"
+    # GenericWorkload serves v1beta1 only: a v1alpha3 PodGroup would be refused
+    alpha = cases["AlphaGang"]
+    assert "PodGroups of scheduling.k8s.io/v1alpha3" in str(config.workload_skip_reason(alpha, alpha.workloads[0]))
+    assert config.sizes(alpha) == {}
+
+
+def test_plan_judges_py_gates_only_for_py(cases: dict[str, config.TestCase], monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    from e2e.perf.suite import plan
+
+    monkeypatch.setattr(plan, "suite_cases", lambda: cases)
+    monkeypatch.setattr(plan, "py_gate_check", lambda g: "py lacks it" if g.get("GenericWorkload") else None)
+    args = argparse.Namespace(workload=["Gang"], suite="all", size="tiny", schedulers="kube")
+    assert [(c.name, s.upstream.name) for c, s in plan.suite_plan(args)] == [("Gang", "10Nodes")]
+    args.schedulers = "py,kube"
+    with pytest.raises(SystemExit, match="py lacks it"):
+        plan.suite_plan(args)
 
 
 def test_upstream_op_order_is_kept(tmp_path: Path) -> None:
@@ -408,3 +469,59 @@ def test_create_any_count(tmp_path: Path) -> None:
     ex.op_createAny(1, {"templatePath": "claim.yaml", "namespace": "init"})  # no count: one object
     ex.op_createAny(2, {"templatePath": "claim.yaml", "count": 2})
     assert [c[:3] for c in api.calls] == [("create", "c-0", "init"), ("create", "c-0", None), ("create", "c-1", None)]
+
+
+class PodGroupRest(FakeRest):
+    """Stores what it creates, in its namespace, as the API server would list it."""
+
+    def create(self, obj: Mapping[str, Any], namespace: str | None = None, tries: int = 20) -> dict[str, Any]:
+        super().create(obj, namespace, tries)
+        stored = copy.deepcopy(dict(obj))
+        stored["metadata"]["namespace"] = namespace
+        self.objects.append(stored)
+        return stored
+
+
+def test_create_pod_groups(cases: dict[str, config.TestCase], monkeypatch: pytest.MonkeyPatch) -> None:
+    from e2e.perf.suite import executor
+
+    gang = cases["Gang"]
+    (op,) = [o for o in config.resolve_ops(gang, gang.workload("10Nodes").params) if o["opcode"] == "createPodGroups"]
+    api = PodGroupRest([])
+    ex = executor.Executor(gang, [], api, None, None, "py-scheduler", lambda: {}, lambda _: None)  # type: ignore[arg-type]
+    ex.namespaces.add("ns")
+    ex.op_createPodGroups(1, op)
+    assert sorted(o["metadata"]["name"] for o in api.objects) == ["gang-0", "gang-1", "gang-2"]
+    assert {o["spec"]["schedulingPolicy"]["gang"]["minCount"] for o in api.objects} == {3}
+    assert all("schedulerName" not in o["spec"] for o in api.objects)  # only pods name their scheduler
+    monkeypatch.setattr(executor, "PODGROUP_CACHE_TIMEOUT", 0.2)
+    lost = FakeRest([])  # creates succeed, the list never shows them
+    ex = executor.Executor(gang, [], lost, None, None, "py-scheduler", lambda: {}, lambda _: None)  # type: ignore[arg-type]
+    ex.namespaces.add("ns")
+    with pytest.raises(executor.ExecutionError, match="timed out waiting for 3 PodGroups"):
+        ex.op_createPodGroups(1, op)
+
+
+def test_group_metrics() -> None:
+    from e2e.perf.suite.run import group_metrics
+    from e2e.perf.suite.tracker import PodView
+
+    def pod(name: str, group: str | None, bound: float | None) -> PodView:
+        return PodView(f"ns/{name}", 0.0, bound, True, False, "n" if bound else None, group)
+
+    pods = [pod("a0", "a", 1.0), pod("a1", "a", 2.0), pod("b0", "b", 4.0), pod("b1", "b", None), pod("x", None, 0.5)]
+    created = {p.key: 0.0 for p in pods}
+    bound = {p.key: p.bound for p in pods if p.bound is not None}
+    # group a complete at 2.0 (its last pod), b incomplete: 1 group over 0.0 -> 2.0
+    assert group_metrics(pods, created, bound) == {"groups": 2, "groups_bound": 1, "groups_per_second": 0.5}
+    assert group_metrics([pod("x", None, 0.5)], created, bound) == {}
+
+
+def test_generated_node_names_never_collide(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from e2e.perf.suite import executor
+
+    draws = iter(["aaaaa", "aaaaa", "bbbbb", "aaaaa", "bbbbb", "ccccc"])
+    monkeypatch.setattr(executor, "_rand5", lambda: next(draws))
+    api = FakeRest([])
+    _executor(tmp_path, api, None).op_createNodes(0, {"count": 3})
+    assert sorted(c[1] for c in api.calls) == ["node-0-aaaaa", "node-0-bbbbb", "node-0-ccccc"]

@@ -34,11 +34,8 @@ TWO_CORE_PODS = 2000
 SUPPORTED_OPS = frozenset({
     "createNodes", "createNamespaces", "createPods", "createPodSets", "createAny", "updateAny", "churn", "barrier",
     "deletePods", "allocResourceClaims", "sleep", "startCollectingMetrics", "stopCollectingMetrics",
-    "startCollectingProfile", "stopCollectingProfile",
+    "startCollectingProfile", "stopCollectingProfile", "createPodGroups",
 })  # fmt: skip
-# Ops whose count-like fields the 2-core size scales (the parameters they name are counts of objects).
-_COUNT_FIELDS = ("countParam", "countMultiplierParam")
-WORKLOAD_API_GATE = "GenericWorkload"
 
 
 class ConfigError(ValueError):
@@ -263,13 +260,33 @@ def _opcodes(ops: Iterable[Mapping[str, Any]]) -> set[str]:
 def case_skip_reason(case: TestCase) -> str | None:
     """Why no workload of the case runs here, or None."""
     codes = _opcodes(case.ops)
-    if "createPodGroups" in codes or case.feature_gates.get(WORKLOAD_API_GATE):
-        return ("needs the Workload API (PodGroups, GenericWorkload gate): comes with the Workload API issue, "
-                "py-scheduler schedules gangs through its own Coscheduling plugin")  # fmt: skip
     unsupported = sorted(codes - SUPPORTED_OPS)
     if unsupported:
         return f"op {', '.join(unsupported)} is not interpreted by e2e/perf/suite yet"
     return None
+
+
+def _unserved(case: TestCase, gates: Mapping[str, bool]) -> str | None:
+    """Why kube-apiserver with these gates would refuse the case's PodGroups (LocalCluster serves only the
+    API versions its gates need), or None."""
+    from e2e.cluster.cluster import served_apis
+
+    served = {entry.removesuffix("=true") for entry in served_apis(gates)}
+    for version in sorted(_pod_group_versions(case) - served):
+        return f"creates PodGroups of {version}, which kube-apiserver does not serve with its gates"
+    return None
+
+
+def _pod_group_versions(case: TestCase) -> set[str]:
+    """The API versions of the objects its createPodGroups ops create (read from their templates)."""
+    out = set()
+    for op in case.ops:
+        if op.get("opcode") == "createPodGroups" and op.get("templatePath"):
+            path = case.path(str(op["templatePath"]))
+            for line in path.read_text().splitlines() if path.is_file() else ():
+                if line.startswith("apiVersion:"):
+                    out.add(line.split(":", 1)[1].strip())
+    return out
 
 
 GateCheck = Callable[[Mapping[str, bool]], str | None]
@@ -282,8 +299,9 @@ def workload_skip_reason(case: TestCase, w: UpstreamWorkload, gate_check: GateCh
     if reason:
         return reason
     gates = case.gates(w)
-    if gates.get(WORKLOAD_API_GATE):
-        return "needs the Workload API (GenericWorkload gate)"
+    reason = _unserved(case, gates)
+    if reason:
+        return reason
     try:
         ops = resolve_ops(case, w.params)
     except ConfigError as e:  # upstream's patchParams fails such a workload too (none is labelled for a run)
@@ -307,14 +325,15 @@ class Size:
 
 
 def count_params(case: TestCase) -> set[str]:
-    """Parameters that count objects (named by a countParam or countMultiplierParam of an op): the ones
-    a smaller size scales; every other one (devices per node, claims per node, durations) keeps its value."""
+    """Parameters that count objects (named by an op's countParam): the ones a smaller size scales; every
+    other one (devices per node, claims per node, durations) keeps its value. A countMultiplierParam is the
+    size of each group (pods per PodGroup, the gang's minCount in its template too): scaling it would change
+    what a group is, so a smaller size has fewer groups of the same size."""
     names: set[str] = set()
 
     def visit(op: Mapping[str, Any]) -> None:
-        for f in _COUNT_FIELDS:
-            if isinstance(op.get(f), str):
-                names.add(op[f][1:])
+        if isinstance(op.get("countParam"), str):
+            names.add(op["countParam"][1:])
         if isinstance(op.get("createPodsOp"), Mapping):
             visit(op["createPodsOp"])
 

@@ -35,6 +35,7 @@ PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"
 WAIT_TIMEOUT = 600.0  # upstream's waitUntilPodsScheduledInNamespace: 10 minutes
 MIGRATED_PLUGINS = "storage.alpha.kubernetes.io/migrated-plugins"
 VOLUME_WORKERS = 30  # CreatePodWithPersistentVolume's parallelism
+PODGROUP_CACHE_TIMEOUT = 10.0  # runCreatePodGroupsOp's wait for its informer
 
 
 def base_pod() -> dict[str, Any]:
@@ -266,6 +267,7 @@ class Executor:
         n = int(op.get("count") or 0)
         tp = dict(op.get("templateParams") or {})
         bodies = []
+        taken: set[str] = set()
         for i in range(n):
             if op.get("nodeTemplatePath"):
                 node = self.render(op["nodeTemplatePath"], {**tp, "Index": i, "Count": n})
@@ -273,7 +275,12 @@ class Executor:
                 node = base_node(f"node-{index}-")
             meta = node.setdefault("metadata", {})
             if not meta.get("name"):
-                meta["name"] = meta.pop("generateName", f"node-{index}-") + _rand5()
+                # five random characters, as the API server's generateName; among 5000 nodes two draws would
+                # collide in about one run of five, so a name already drawn is drawn again
+                prefix = meta.pop("generateName", f"node-{index}-")
+                while not meta.get("name") or meta["name"] in taken:
+                    meta["name"] = prefix + _rand5()
+            taken.add(meta["name"])
             meta.setdefault("labels", {})["kubernetes.io/hostname"] = meta["name"]
             bodies.append(node)
         self._prepare_nodes(op, bodies)
@@ -435,6 +442,22 @@ class Executor:
         tp = dict(op.get("templateParams") or {})
         objs = [self.for_scheduler(self.render(op["templatePath"], {**tp, "Index": i, "Count": n})) for i in range(n)]
         self._parallel(lambda i: self.rest.create(objs[i], ns), n)
+
+    def op_createPodGroups(self, index: int, op: Mapping[str, Any]) -> None:
+        """createPodGroups: ``count`` PodGroups rendered from the template (``Index`` only, as upstream's env),
+        then a wait of up to 10 s until the API server lists them all (upstream waits for its informer, so
+        that the pods created next never reach a scheduler that has not seen their group)."""
+        ns = str(op["namespace"])
+        self.ensure_namespace(ns)
+        n = int(op.get("count") or 0)
+        tp = dict(op.get("templateParams") or {})
+        objs = [self.render(op["templatePath"], {**tp, "Index": i}) for i in range(n)]
+        self._parallel(lambda i: self.rest.create(objs[i], ns), n)
+        deadline = time.monotonic() + PODGROUP_CACHE_TIMEOUT
+        while n and len(self.rest.list(objs[0]["apiVersion"], objs[0]["kind"], ns)) < n:
+            if time.monotonic() > deadline:
+                raise ExecutionError(f"op {index}: timed out waiting for {n} PodGroups in {ns}")
+            time.sleep(0.1)
 
     def op_updateAny(self, index: int, op: Mapping[str, Any]) -> None:
         """updateAny: each of ``count`` objects rendered from the template (``Index``, ``Count``) replaces

@@ -18,19 +18,22 @@ def suite_cases() -> dict[str, config.TestCase]:
         return {}
 
 
-def skip_reasons() -> dict[str, str]:
+def skip_reasons(gate_check: config.GateCheck | None = py_gate_check) -> dict[str, str]:
     """Case -> why it does not run here (every workload of it skipped), for the listing and the docs."""
     out = {}
     for name, case in suite_cases().items():
-        if not config.sizes(case, py_gate_check):
-            reasons = {config.workload_skip_reason(case, w, py_gate_check) for w in case.workloads}
+        if not config.sizes(case, gate_check):
+            reasons = {config.workload_skip_reason(case, w, gate_check) for w in case.workloads}
             out[name] = "; ".join(sorted(r for r in reasons if r))
     return out
 
 
 def suite_plan(args: argparse.Namespace) -> list[tuple[config.TestCase, config.Size]]:
     """``--suite quick``: every runnable case at 2-core; ``--suite full``: at each performance size;
-    ``--workload NAME [--size S]``: those cases at S (2-core by default)."""
+    ``--workload NAME [--size S]``: those cases at S (2-core by default). py-scheduler's gates are judged
+    only when it is among the schedulers: kube-scheduler alone runs every gate."""
+    schedulers = str(getattr(args, "schedulers", None) or "py").split(",")
+    check = py_gate_check if any(s.startswith("py") for s in schedulers) else None
     cases = suite_cases()
     if not cases:
         raise SystemExit(f"upstream's scheduler_perf is not in {config.suite_dir()}: run `make binaries` first")
@@ -41,19 +44,19 @@ def suite_plan(args: argparse.Namespace) -> list[tuple[config.TestCase, config.S
     out: list[tuple[config.TestCase, config.Size]] = []
     for n in names:
         case = cases[n]
-        sizes = config.sizes(case, py_gate_check)
+        sizes = config.sizes(case, check)
         if not sizes:
             if args.workload:
-                raise SystemExit(f"{n} does not run here: {skip_reasons()[n]}")
+                raise SystemExit(f"{n} does not run here: {skip_reasons(check)[n]}")
             continue
         if args.suite == "full" and not args.size:
-            out += [(case, s) for s in config.performance_sizes(case, py_gate_check)]
+            out += [(case, s) for s in config.performance_sizes(case, check)]
             continue
         want = args.size or config.TWO_CORE
         if want not in sizes:
             reason = ""
             if any(w.name == want for w in case.workloads):
-                reason = f": {config.workload_skip_reason(case, case.workload(want), py_gate_check)}"
+                reason = f": {config.workload_skip_reason(case, case.workload(want), check)}"
             raise SystemExit(f"{n} has no size {want!r} that runs here{reason}; it has {', '.join(sizes)}")
         out.append((case, sizes[want]))
     return out

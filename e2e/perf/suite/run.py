@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -28,13 +28,10 @@ from e2e.perf.runner import Options, log, per_process, round_order
 from e2e.perf.stats import batch_metrics
 from e2e.perf.suite import config
 from e2e.perf.suite.executor import Executor, Rest, Window
-from e2e.perf.suite.tracker import PodTracker
+from e2e.perf.suite.tracker import PodTracker, PodView
+from e2e.process import gate_flag
 
 DRA_CONTROLLERS = "serviceaccount-controller,resourceclaim-controller"
-
-
-def gate_flag(gates: Mapping[str, bool]) -> str:
-    return ",".join(f"{k}={str(v).lower()}" for k, v in sorted(gates.items()))
 
 
 def py_gate_check(gates: Mapping[str, bool]) -> str | None:
@@ -53,18 +50,14 @@ def needs_claim_controller(case: config.TestCase) -> bool:
     return case.group.split("/")[0] == "dra"
 
 
-def cluster_flags(gates: Mapping[str, bool], opts: Options, kcm: bool) -> dict[str, dict[str, str | None]]:
-    gate = gate_flag(gates)
+def cluster_flags(opts: Options, kcm: bool) -> dict[str, dict[str, str | None]]:
+    """The lean control plane's flags beyond LocalCluster's (which adds the feature gates, and the API
+    versions they need, to kube-apiserver and kube-controller-manager)."""
     api: dict[str, str | None] = {"disable-admission-plugins": "ServiceAccount,TaintNodesByCondition,Priority"}
     flags: dict[str, dict[str, str | None]] = {"kube-apiserver": api}
-    if gate:
-        api["feature-gates"] = gate
     if kcm:
-        kcm_flags: dict[str, str | None] = {"controllers": DRA_CONTROLLERS, "kube-api-qps": str(opts.qps),
+        flags["kube-controller-manager"] = {"controllers": DRA_CONTROLLERS, "kube-api-qps": str(opts.qps),
                                             "kube-api-burst": str(opts.burst)}  # fmt: skip
-        if gate:
-            kcm_flags["feature-gates"] = gate
-        flags["kube-controller-manager"] = kcm_flags
     return flags
 
 
@@ -83,6 +76,23 @@ class Probe:
                 "apiserver": procstat.cpu_seconds(self.api_pid) if self.api_pid else 0.0}  # fmt: skip
 
 
+def group_metrics(pods: Iterable[PodView], created: Mapping[str, float],
+                  bound: Mapping[str, float]) -> dict[str, Any]:  # fmt: skip
+    """PodGroups of a window's pods (``spec.schedulingGroup``): how many had every pod bound, and those per
+    second over the window's first creation -> the last group's completion (its last pod bound); nothing
+    when its pods belong to no group."""
+    members: dict[str, list[str]] = {}
+    for p in pods:
+        if p.group and p.key in created:
+            members.setdefault(f"{p.key.split('/', 1)[0]}/{p.group}", []).append(p.key)
+    if not members:
+        return {}
+    done = [max(bound[k] for k in keys) for keys in members.values() if all(k in bound for k in keys)]
+    span = max(done) - min(created.values()) if done else 0.0
+    return {"groups": len(members), "groups_bound": len(done),
+            "groups_per_second": round(len(done) / span, 2) if span > 0 else None}  # fmt: skip
+
+
 def window_row(w: Window, pid: int) -> dict[str, Any]:
     """The harness's metrics of one window: pods of its namespaces not yet bound at its start, created (or
     the window opened, whichever is later) -> bound."""
@@ -95,6 +105,7 @@ def window_row(w: Window, pid: int) -> dict[str, Any]:
         if p.bound is not None and p.bound <= w.result["stop"]:
             bound[p.key] = p.bound
     row = batch_metrics(created, bound, len(created))
+    row.update(group_metrics(w.result["pods"], created, bound))
     if w.steady:  # pods still in flight at the close are not missing: the drain after it saw them bound
         row["all_bound"] = bool(row["bound"]) and bool(w.result.get("drained"))
     before, after = w.probe, w.result["probe"]
@@ -125,7 +136,8 @@ def run_once(case: config.TestCase, size: config.Size, which: str, repeat: int, 
     run_dir = opts.out_dir / "logs" / f"{label.replace('/', '_')}" / f"{which}-{repeat}"
     run_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="py-scheduler-suite-") as tmp:
-        cluster = LocalCluster(Path(tmp) / "cluster", bin_dir=str(bin_dir), flags=cluster_flags(gates, opts, kcm))
+        cluster = LocalCluster(Path(tmp) / "cluster", bin_dir=str(bin_dir), flags=cluster_flags(opts, kcm),
+                               feature_gates=gates)  # fmt: skip
         tracker: PodTracker | None = None
         proc = None
         try:

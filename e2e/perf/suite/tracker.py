@@ -30,6 +30,7 @@ class PodState:
     node: str | None = None
     attempted: bool = False
     deleted: bool = False
+    group: str | None = None  # spec.schedulingGroup.podGroupName
 
 
 def _matches(p: PodState, namespaces: Sequence[str], selector: Mapping[str, str]) -> bool:
@@ -46,7 +47,9 @@ def _apply(pods: dict[str, PodState], typ: str, obj: Mapping[str, Any], t: float
         p.deleted = True
         return
     p.labels = dict(meta.get("labels") or {})
-    node = (obj.get("spec") or {}).get("nodeName")
+    spec = obj.get("spec") or {}
+    p.group = (spec.get("schedulingGroup") or {}).get("podGroupName")
+    node = spec.get("nodeName")
     if node and p.bound is None:
         p.bound, p.node = t, node
     conds = (obj.get("status") or {}).get("conditions") or ()
@@ -104,7 +107,7 @@ def _serve(conn: Conn, rx: Connection) -> None:
         _, namespaces, selector = req
         with lock:
             sel = [(k, p) for k, p in pods.items() if _matches(p, namespaces, selector)]
-            rx.send([(k, p.added, p.bound, p.attempted, p.deleted, p.node) for k, p in sel])
+            rx.send([(k, p.added, p.bound, p.attempted, p.deleted, p.node, p.group) for k, p in sel])
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,7 @@ class PodView:
     attempted: bool
     deleted: bool
     node: str | None
+    group: str | None = None
 
 
 class PodTracker:

@@ -431,7 +431,7 @@ class Evaluator:
         log.error("no preemption candidate was selected; taking the first", candidates=list(victims))
         return candidates[0]
 
-    # ----- acting on it (upstream executor.go) -----------------------------------------------------
+    # ----- acting on it (upstream pkg/scheduler/framework/preemption/executor.go)
 
     def actuate(self, candidate: Candidate, pod: Pod, group: GroupPreemptor | None = None) -> Status | None:
         """actuatePodPreemption / actuatePodGroupPreemption: evict the candidate's victims, on a worker thread

@@ -6,7 +6,10 @@ and one worker sends the patches in order, so a slow or failing API server never
 members' binding). Patches for a PodGroup still queued are merged into one (later conditions win by type, as the
 API server would merge them, field by field: the cycle's patch is a two-way diff against the cached PodGroup and
 may carry only the fields that changed), so a group retried in a burst costs one write. Failures are logged, not
-raised: the condition is informational and the next cycle of the group writes it again.
+raised: the condition is informational and the next cycle of the group writes it again. The API write goes ahead
+of the Bindings and Events waiting for the writer's rate limiter (ApiWriter.patch_pod_group_status): upstream's
+cycle waits for its patch, so the condition lags the cycle by one request there, and here by little more; behind
+that queue it lagged seconds in a burst, and a scheduler killed then lost every patch still held.
 
 Upstream never regresses a True PodGroupInitiallyScheduled: the cycle reads the condition from its informer, which
 its synchronous write has updated by the next cycle. Here the write is asynchronous, and a group's next cycle (a

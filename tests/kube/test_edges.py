@@ -168,6 +168,18 @@ def test_token_bucket_allows_burst_then_paces() -> None:
     assert tb.reserve() == 0.0
 
 
+def test_token_bucket_first_goes_ahead_of_the_queue_and_the_queue_pays_for_it() -> None:
+    now = [0.0]
+    tb = TokenBucket(qps=10, burst=1, clock=lambda: now[0])
+    assert tb.reserve() == 0.0
+    assert tb.reserve(50) == pytest.approx(5.0)  # a burst of Events / Bindings waits its turn
+    assert tb.reserve(first=True) == 0.0  # the status patch does not wait behind it
+    assert tb.reserve(first=True) == pytest.approx(0.1)  # but the ones ahead of the queue are paced at qps
+    assert tb.reserve() == pytest.approx(5.3)  # and what comes later waits for their tokens too
+    now[0] += 10.0
+    assert tb.reserve(first=True) == 0.0
+
+
 def test_token_bucket_zero_qps_is_unlimited() -> None:
     tb = TokenBucket(qps=0, burst=1)
     assert all(tb.reserve() == 0.0 for _ in range(100))

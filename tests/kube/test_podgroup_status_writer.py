@@ -114,6 +114,31 @@ class Raw:
         return b"{}"
 
 
+class PipelinedRaw(Raw):
+    def pipeline(self, requests: list[tuple[str, str, Any, str]]) -> list[Exception | bytes]:
+        self.requests.extend(requests)
+        return [b"{}" for _ in requests]
+
+
+def test_a_status_patch_is_not_held_behind_a_backlog_of_events() -> None:
+    """A SIGKILL drops what the writer holds: the patch must not wait for the Events reserved before it."""
+    raw = PipelinedRaw()
+    api = ApiWriter(raw, TokenBucket(100, 1))
+    events = [("ns", {"metadata": {"name": f"e{i}"}}) for i in range(100)]  # a second of the bucket
+    sending = threading.Thread(target=api.create_events, args=(events,))
+    sending.start()
+    deadline = time.monotonic() + 5
+    while api.limiter.reserve(0) == 0.0 and time.monotonic() < deadline:  # the Events have taken their tokens
+        time.sleep(0.005)
+    w = ApiPodGroupStatusWriter(api)
+    w.patch_pod_group_status("ns", "g", patch(condition("True", "Scheduled")))
+    assert w.flush(timeout=0.5)
+    assert [r[0] for r in raw.requests] == ["PATCH"]  # sent while the Events still wait
+    sending.join(5)
+    assert [r[0] for r in raw.requests] == ["PATCH"] + ["POST"] * 100
+    w.close()
+
+
 def test_the_api_write_is_a_strategic_merge_patch_of_the_status_subresource() -> None:
     raw = Raw()
     ApiWriter(raw, TokenBucket(100, 100)).patch_pod_group_status("ns", "g", patch(condition("True", "Scheduled")))

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -290,7 +290,20 @@ def test_members_wait_for_their_pod_group(env: Env) -> None:
     with temporary_nodes(str(env.cluster.kubeconfig), 3, "wl-late", cpu="2", zones=0, regions=0):
         kube, py = run_case(env, case)
         assert None not in kube.nodes.values() and kube.condition == ("True", "Scheduled", "")
-        assert_same(kube, py(), same_nodes=False)
+        assert_same(without_transient_cycle_note(kube), without_transient_cycle_note(py()), same_nodes=False)
+
+
+# Seen once from kube-scheduler v1.37.2 in the case above: a group cycle that PlacementFeasible ended before any member
+# reached PreFilter, after which DynamicResources' PodGroupPostFilter reports its missing cycle state as "not found";
+# the next cycle binds the whole group. Whether that cycle runs depends on the order in which the PodGroup's add
+# reaches the scheduler's queue and its cache (two handlers, in either scheduler), so that note alone is left out,
+# on both sides; the nodes, the condition and every other note are compared.
+TRANSIENT_CYCLE_NOTE = 'error in "DynamicResources" PodGroupPostFilter plugins: not found'
+
+
+def without_transient_cycle_note(outcome: Outcome) -> Outcome:
+    notes = {m: frozenset(n for n in ns if TRANSIENT_CYCLE_NOTE not in n) for m, ns in outcome.notes.items()}
+    return replace(outcome, notes=notes)
 
 
 def test_basic_policy_binds_the_members_that_fit(env: Env) -> None:

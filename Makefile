@@ -123,7 +123,9 @@ differential-workload: install binaries
 	$(BIN)/python -m e2e.differential_workload --scenarios $(N) --first-seed $(SEED)
 
 # py-scheduler under faults (e2e/chaos): apiserver/etcd/scheduler/leader kills, outages, a competing binder,
-# node deletions, 410 on nodes; 300 pods on 20 nodes per scenario (~15 min on 2 cores; not part of `make test`).
+# node deletions, 410 on nodes; 300 pods on 20 nodes per scenario; then, on a control plane with the Workload API
+# gates on, gangs of PodGroups bound while py-scheduler and/or kube-apiserver are killed (~18 min on 2 cores; not
+# part of `make test`). CHAOS_ARGS="--scenario gang-both-kill9 --seed 1 --seed 2" runs one scenario for two seeds.
 CHAOS_ARGS ?=
 chaos: install binaries
 	$(BIN)/python -m e2e.chaos $(CHAOS_ARGS)

@@ -18,21 +18,31 @@ Scenarios (a fault injected when a third of the pods are bound):
   nodes-410         kube-apiserver killed, the two busiest nodes deleted in etcd, kube-apiserver restarted:
                     the schedulers' node watch resumes from a resourceVersion the new watch cache does not
                     hold (410 Gone) and must learn the deletions from the relist
+
+Gang scenarios (e2e/chaos/gangs.py), on a second control plane with the Workload API gates on: gangs of
+PodGroups (gang policy, minCount the size or less) whose members all fit; three strikes, each when a gang is
+seen half bound. Exit status 1 also if a gang is left below minCount or with a member unbound once settled.
+  gang-baseline         no fault
+  gang-scheduler-kill9  kill -9 py-scheduler, start it again
+  gang-apiserver-kill9  kill -9 kube-apiserver, restart it at once
+  gang-both-kill9       kill -9 both, restart kube-apiserver then py-scheduler
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from e2e.chaos.harness import Figures, Run, as_json
-from e2e.cluster.cluster import LocalCluster
+from e2e.chaos.gangs import GANG_SCENARIOS, gang_line, run_gang_scenario
+from e2e.chaos.harness import Figures, Run, as_json, summary
+from e2e.cluster.cluster import WORKLOAD_GATES, LocalCluster
 
 Heal = Callable[[], None]
 
@@ -136,42 +146,61 @@ def run_scenario(cluster: LocalCluster, workdir: Path, name: str, nodes: int, po
 
 
 def line(f: Figures) -> str:
-    conv = f"{f.converge_s:.1f} s" if f.converge_s is not None else "NOT CONVERGED"
-    return (f"{f.scenario:<17} lost={f.lost} overcommitted={f.overcommitted_nodes} "
-            f"bound-to-missing={f.bound_to_missing_nodes} false-unschedulable={f.false_unschedulable} "
-            f"errors-after={f.error_lines_after_convergence} converge={conv} "
-            f"fault-to-all-bound={f.fault_to_all_bound_s} s "
+    return (f"{f.scenario:<17} {summary(f)} fault-to-all-bound={f.fault_to_all_bound_s} s "
             f"(removed with deleted nodes: {f.removed_with_deleted_nodes})")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m e2e.chaos", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--scenario", action="append", choices=sorted(SCENARIOS), help="repeatable; default all")
+    ap.add_argument("--scenario", action="append", choices=sorted([*SCENARIOS, *GANG_SCENARIOS]),
+                    help="repeatable; default all")
     ap.add_argument("--nodes", type=int, default=20)
     ap.add_argument("--pods", type=int, default=300)
+    ap.add_argument("--gang-pods", type=int, default=200, help="gang members per gang scenario")
+    ap.add_argument("--seed", type=int, action="append", help="gang scenarios' seeds, repeatable; default 1")
     ap.add_argument("--out", default=".chaos/results.json")
     ap.add_argument("--keep-logs", default=None, help="copy the scheduler and control-plane logs here")
     args = ap.parse_args(argv)
+    chosen = args.scenario or [*SCENARIOS, *GANG_SCENARIOS]
+    plain = [n for n in chosen if n in SCENARIOS]
+    gangs = [n for n in chosen if n in GANG_SCENARIOS]
     results: list[Figures] = []
     with tempfile.TemporaryDirectory(prefix="py-scheduler-chaos-") as tmp:
-        cluster = LocalCluster(Path(tmp) / "cluster")
-        cluster.up()
         try:
-            for name in args.scenario or list(SCENARIOS):
-                f = run_scenario(cluster, Path(tmp), name, args.nodes, args.pods)
-                results.append(f)
-                print(line(f), flush=True)
+            if plain:
+                with _cluster(Path(tmp) / "cluster", {}) as cluster:
+                    for name in plain:
+                        f = run_scenario(cluster, Path(tmp), name, args.nodes, args.pods)
+                        results.append(f)
+                        print(line(f), flush=True)
+            if gangs:
+                with _cluster(Path(tmp) / "workload-cluster", WORKLOAD_GATES) as cluster:
+                    for seed in args.seed or [1]:
+                        for name in gangs:
+                            g = run_gang_scenario(cluster, Path(tmp), name, args.gang_pods, seed)
+                            results.append(g)
+                            print(gang_line(g), *(f"    {n}" for n in g.notes), sep="\n", flush=True)
         finally:
             if args.keep_logs:
                 import shutil
 
                 shutil.copytree(tmp, args.keep_logs, dirs_exist_ok=True,
                                 ignore=shutil.ignore_patterns("etcd", "pki", "*.sock"))
-            cluster.down()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(as_json(results) + "\n")
     return 0 if all(f.clean for f in results) else 1
+
+
+@contextlib.contextmanager
+def _cluster(directory: Path, gates: dict[str, bool]) -> Iterator[LocalCluster]:
+    """A control plane for the body of the with (the Workload API's when `gates` say so)."""
+    cluster = LocalCluster(directory, feature_gates=gates or None)
+    cluster.up()
+    try:
+        yield cluster
+    finally:
+        cluster.down()
 
 
 if __name__ == "__main__":

@@ -134,18 +134,25 @@ class Run:
         rng = random.Random(self.seed)
         for i in range(self.pods):
             body = self._pod(i, rng)
-            while not self.stop.is_set():
-                try:
-                    self.core.create_namespaced_pod(self.ns, body, _request_timeout=10)
-                    break
-                except client.ApiException as exc:
-                    if exc.status == 409:
-                        break
-                    time.sleep(0.5)
-                except Exception:
-                    time.sleep(0.5)
+            self.create(self.pod_creator(body))
             self.created.add(f"p{i}")
             time.sleep(0.025)
+
+    def pod_creator(self, body: Any) -> Callable[[], object]:
+        return lambda: self.core.create_namespaced_pod(self.ns, body, _request_timeout=10)
+
+    def create(self, call: Callable[[], object]) -> None:
+        """One create, retried through API outages until the run stops (409: an earlier try was committed)."""
+        while not self.stop.is_set():
+            try:
+                call()
+                return
+            except client.ApiException as exc:
+                if exc.status == 409:
+                    return
+                time.sleep(0.5)
+            except Exception:
+                time.sleep(0.5)
 
     def list_pods(self) -> list[dict[str, Any]]:
         resp = self.core.list_namespaced_pod(self.ns, _preload_content=False, _request_timeout=10)
@@ -332,6 +339,14 @@ def _error_lines(log: Path, offset: int) -> int:
         elif line.startswith(("ERROR", "CRITICAL", "Traceback")):
             count += 1
     return count
+
+
+def summary(f: Figures) -> str:
+    """The figures every scenario reports, on one line."""
+    conv = f"{f.converge_s:.1f} s" if f.converge_s is not None else "NOT CONVERGED"
+    return (f"lost={f.lost} overcommitted={f.overcommitted_nodes} bound-to-missing={f.bound_to_missing_nodes} "
+            f"false-unschedulable={f.false_unschedulable} errors-after={f.error_lines_after_convergence} "
+            f"converge={conv}")
 
 
 def as_json(figures: list[Figures]) -> str:

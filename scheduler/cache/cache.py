@@ -312,7 +312,7 @@ class Cache:
                     self._remove(state.pod)
             return expired
 
-    # --- pod groups (GenericWorkload; upstream cache.go's *PodGroupMember and *PodGroup) ------------------
+    # --- pod groups (GenericWorkload; upstream pkg/scheduler/backend/cache/cache.go's *PodGroupMember and *PodGroup)
 
     def pod_group_member_seen(self, pod: Pod) -> None:
         """A member's add or update event (pending or bound): AddPodGroupMember, or UpdatePodGroupMember against

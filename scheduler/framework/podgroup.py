@@ -2,7 +2,7 @@
 PlacementGenerate, PlacementScore, PlacementFeasible and PodGroupPostFilter are handed and return
 (upstream ``k8s.io/kube-scheduler/framework``'s PodGroupInfo, Placement, PodGroupAssignments, ... and
 ``pkg/scheduler/framework``'s PlacementProgress), and the pod-group state plugins read from the snapshot
-(listers.go's PodGroupState, PodGroupStateLister, PodGroupLister, PodGroupManager).
+(k8s.io/kube-scheduler/framework/listers.go's PodGroupState, PodGroupStateLister, PodGroupLister, PodGroupManager).
 
 CompositePodGroup (alpha) is not built: a PodGroupInfo is always a leaf group, with no children.
 """

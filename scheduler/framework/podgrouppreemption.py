@@ -170,34 +170,36 @@ class PodGroupEvaluator:
         potential.sort(key=victim_importance)
         violating, non_violating = filter_victims_with_pdb_violation(potential, pdbs)
         valid = [a for a in assignments.proposed_assignments if a.node_name]
+        placed = [a.pod.with_node(a.node_name) for a in valid]  # what each member adds to its node, made once
         to_preempt: list[Victim] = []
         num_violations = 0
         for v, count in violating:
-            if not self._reprieve(v, valid, mutations):
+            if not self._reprieve(v, valid, placed, mutations):
                 to_preempt.append(v)
                 num_violations += count
         for v in non_violating:
-            if not self._reprieve(v, valid, mutations):
+            if not self._reprieve(v, valid, placed, mutations):
                 to_preempt.append(v)
         to_preempt.sort(key=victim_importance)
         return _Selection({a.pod.key: a.node_name for a in valid}, to_preempt, num_violations), None
 
-    def _reprieve(self, victim: Victim, assignments: Sequence[ProposedAssignment],
+    def _reprieve(self, victim: Victim, assignments: Sequence[ProposedAssignment], placed: Sequence[Pod],
                   mutations: MutableSharedLister) -> bool:
         """Give the victim back (snapshot and every member's PreFilter state) and check each member on its node
-        in the algorithm's order, assuming and reserving the members checked so far (the states of the later
-        ones were built with them assumed); undo those at the end. A victim that does not fit is removed again."""
+        in the algorithm's order, assuming (``placed``: the member bound to its node) and reserving the members
+        checked so far (the states of the later ones were built with them assumed); undo those at the end. A
+        victim that does not fit is removed again."""
         h = self.handle
         self._move(victim, assignments, mutations, add=True)
         undo: list[ProposedAssignment] = []
         try:
-            for a in assignments:
+            for a, member in zip(assignments, placed, strict=True):
                 if not success(h.run_filter_plugins_with_nominated_pods(a.state, a.pod, _node(mutations, a.node_name))):
                     self._move(victim, assignments, mutations, add=False)
                     log.debug("pods are potential preemption victims on domain",
                               pods=[p.key for p in victim.pods], domain=CLUSTER_DOMAIN)
                     return False
-                mutations.add_pod(a.pod.with_node(a.node_name), a.node_name)
+                mutations.add_pod(member, a.node_name)
                 h.run_reserve_plugins_reserve(a.state, a.pod, a.node_name)
                 undo.append(a)
             return True
@@ -211,14 +213,12 @@ class PodGroupEvaluator:
         """Put the victim's pods back on (or take them off) their nodes, telling every member's PreFilter state
         (upstream's addVictimPodsWithPreFilter / removeVictimPodsWithPreFilter)."""
         h = self.handle
+        move = mutations.add_pod if add else mutations.remove_pod
+        ext = h.run_pre_filter_extension_add_pod if add else h.run_pre_filter_extension_remove_pod
         for p in victim.pods:
-            if add:
-                mutations.add_pod(p, p.node_name)
-            else:
-                mutations.remove_pod(p, p.node_name)
+            move(p, p.node_name)
             info = _node(mutations, p.node_name)
             for a in assignments:
-                ext = h.run_pre_filter_extension_add_pod if add else h.run_pre_filter_extension_remove_pod
                 s = ext(a.state, a.pod, p, info)
                 if not success(s):
                     assert s is not None

@@ -261,6 +261,7 @@ class Evaluator:
         self._preempting: set[str] = set()  # uids of pods whose asynchronous preemption is under way
         self._last_victims: dict[str, Pod] = {}  # preemptor uid -> the victim its preemption ends with
         self._executor: ThreadPoolExecutor | None = None
+        self._evictor: ThreadPoolExecutor | None = None
 
     def executor(self) -> ThreadPoolExecutor:
         """The pool running asynchronous preemptions, started on first use."""
@@ -268,6 +269,15 @@ class Evaluator:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(ASYNC_PREEMPTION_WORKERS, thread_name_prefix="preemption")
             return self._executor
+
+    def evictor(self) -> ThreadPoolExecutor:
+        """The pool an asynchronous preemption evicts its victims on side by side (upstream's Parallelizer:
+        ``parallelism`` workers). A pool of its own: the preemptions' workers wait on it, never the reverse."""
+        with self._mu:
+            if self._evictor is None:
+                self._evictor = ThreadPoolExecutor(max(1, self.handle.parallelism()),
+                                                   thread_name_prefix="preemption-evict")
+            return self._evictor
 
     def is_pod_running_preemption(self, uid: str) -> bool:
         """The pod's asynchronous preemption is under way and its last victim is not gone yet (v1.37: the
@@ -421,7 +431,7 @@ class Evaluator:
         log.error("no preemption candidate was selected; taking the first", candidates=list(victims))
         return candidates[0]
 
-    # ----- acting on it (upstream executor.go) -----------------------------------------------------
+    # ----- acting on it (upstream pkg/scheduler/framework/preemption/executor.go)
 
     def actuate(self, candidate: Candidate, pod: Pod, group: GroupPreemptor | None = None) -> Status | None:
         """actuatePodPreemption / actuatePodGroupPreemption: evict the candidate's victims, on a worker thread
@@ -472,19 +482,17 @@ class Evaluator:
     def _prepare_candidate_in_background(
         self, node_name: str, victims: list[Pod], pod: Pod, group: GroupPreemptor | None = None
     ) -> None:
-        """Clear lower-priority nominations, evict all victims but the last (stop at a failure), then
-        the last one, which the preempting mark now waits for (v1.37; v1.34 dropped the mark before
-        it); the mark goes when its call returns. After a failure the pod (or the group's members) is
-        activated, since no deletion event may come to requeue it."""
+        """Clear lower-priority nominations, evict all victims but the last side by side (no new eviction
+        starts after a failure), then the last one, which the preempting mark now waits for (v1.37; v1.34
+        dropped the mark before it); the mark goes when its call returns. After a failure the pod (or the
+        group's members) is activated, since no deletion event may come to requeue it."""
         began = time.monotonic()
         uid = pod.uid if group is None else group.uid
         ok = False
         try:
             ok = self._clear_lower_priority_nominations(node_name, pod, group)
-            for victim in victims[:-1]:
-                if not self._preempt_logged(victim, pod, node_name, group):
-                    ok = False
-                    break
+            if not self._preempt_in_parallel(victims[:-1], pod, node_name, group):
+                ok = False
             else:
                 with self._mu:
                     self._last_victims[uid] = victims[-1]
@@ -500,6 +508,37 @@ class Evaluator:
         self.handle.async_preemption_done(ok, time.monotonic() - began)
         if not ok:
             self.handle.activate_pods([pod] if group is None else list(group.pods))
+
+    def _preempt_in_parallel(self, victims: Sequence[Pod], pod: Pod, node_name: str,
+                             group: GroupPreemptor | None) -> bool:
+        """Parallelizer().Until over the victims with a cancel on the first error: up to ``parallelism``
+        workers take the next victim until none is left or one eviction failed (those under way finish).
+        False if any failed."""
+        if len(victims) <= 1:
+            return all(self._preempt_logged(v, pod, node_name, group) for v in victims)
+        lock = threading.Lock()
+        pending = iter(victims)
+        failed = threading.Event()
+
+        def work() -> None:
+            while not failed.is_set():
+                with lock:
+                    victim = next(pending, None)
+                if victim is None:
+                    return
+                try:
+                    done = self._preempt_logged(victim, pod, node_name, group)
+                except Exception:
+                    log.exception("asynchronous preemption failed", preemptor=pod.key, victim=victim.key)
+                    done = False
+                if not done:
+                    failed.set()
+
+        pool = self.evictor()
+        workers = [pool.submit(work) for _ in range(min(len(victims), max(1, self.handle.parallelism())))]
+        for w in workers:
+            w.result()
+        return not failed.is_set()
 
     def _preempt_logged(self, victim: Pod, pod: Pod, node_name: str, group: GroupPreemptor | None = None) -> bool:
         status = self._preempt(victim, pod, node_name, group)

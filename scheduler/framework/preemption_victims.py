@@ -1,16 +1,16 @@
-"""Preemption units with GenericWorkload (kube-scheduler v1.37 ``pkg/scheduler/framework/preemption/types.go``
-Victim / DomainVictim and ``util.go`` MoreImportantVictim, GetPodPriority, FilterVictimsWithPDBViolation).
+"""Preemption units with GenericWorkload (kube-scheduler v1.37 ``pkg/scheduler/framework/preemption/types.go`` Victim /
+DomainVictim and ``pkg/scheduler/framework/preemption/util.go`` MoreImportantVictim, GetPodPriority,
+FilterVictimsWithPDBViolation).
 
-A victim is what preemption evicts as one: a single pod, or every scheduled pod of a PodGroup whose
-``disruptionMode`` is ``all`` (the members across the whole cluster, so one eviction never leaves the rest of
-such a group running). A pod of a PodGroup counts with the group's priority, not its own.
+A victim is what preemption evicts as one: a single pod, or every scheduled pod of a PodGroup whose ``disruptionMode``
+is ``all`` (the members across the whole cluster, so one eviction never leaves the rest of such a group running). A pod
+of a PodGroup counts with the group's priority, not its own.
 
 Differences from upstream, on purpose:
 
-* Victims are ordered with a stable sort key where upstream uses ``sort.Slice`` (unstable): victims equal in
-  every criterion keep their discovery order (nodes in snapshot order, pods in node order).
-* A pod without status.startTime counts as started "now", one "now" per evaluation (upstream reads the clock at
-  each comparison).
+* Victims are ordered with a stable sort key where upstream uses ``sort.Slice`` (unstable): victims equal in every
+criterion keep their discovery order (nodes in snapshot order, pods in node order). * A pod without status.startTime
+counts as started "now", one "now" per evaluation (upstream reads the clock at each comparison).
 """
 
 from __future__ import annotations

@@ -12,13 +12,15 @@ Quantities are exact ``Decimal`` values (``scheduler.model.quantity``), as ``res
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from scheduler.model.errors import InvalidObjectError
 from scheduler.model.quantity import parse as parse_quantity
+
+T = TypeVar("T")
 
 ALLOCATION_MODE_EXACT_COUNT = "ExactCount"
 ALLOCATION_MODE_ALL = "All"
@@ -40,6 +42,8 @@ class _Reader:
         return InvalidObjectError(self.label, path, message)
 
     def obj(self, value: object, path: str) -> Mapping[str, Any]:
+        if type(value) is dict:  # what JSON decodes to: no ABC check (the watch parses every claim it brings)
+            return value
         if value is None:
             return {}
         if not isinstance(value, Mapping):
@@ -575,25 +579,18 @@ def _allocation(r: _Reader, raw: object, path: str) -> AllocationResult:
     return AllocationResult(results, tuple(config), _node_selector(r, m.get("nodeSelector"), f"{path}.nodeSelector"))
 
 
-def resource_claim_from_api(obj: Mapping[str, Any]) -> ResourceClaim:
-    """A ResourceClaim (spec and allocation status) from its JSON form; raises InvalidObjectError."""
+def resource_claim_from_api(obj: Mapping[str, Any], previous: ResourceClaim | None = None) -> ResourceClaim:
+    """A ResourceClaim (spec and allocation status) from its JSON form; raises InvalidObjectError.
+    ``previous``: a claim parsed before (this one's earlier version, or another claim); an equal spec is not parsed
+    again (a claim's spec never changes, its status does, and a template's claims share one spec)."""
     name, namespace, label = _obj_name("ResourceClaim", obj)
     r = _Reader(label)
     meta = r.obj(obj.get("metadata"), "metadata")
-    devices = r.obj(r.obj(obj.get("spec"), "spec").get("devices"), "spec.devices")
-    constraints = []
-    for i, c in enumerate(r.seq(devices.get("constraints"), "spec.devices.constraints")):
-        cp = f"spec.devices.constraints[{i}]"
-        cm = r.obj(c, cp)
-        constraints.append(DeviceConstraint(r.texts(cm.get("requests"), f"{cp}.requests"),
-                                            r.opt_text(cm.get("matchAttribute"), f"{cp}.matchAttribute"),
-                                            r.opt_text(cm.get("distinctAttribute"), f"{cp}.distinctAttribute")))
-    config = []
-    for i, c in enumerate(r.seq(devices.get("config"), "spec.devices.config")):
-        cp = f"spec.devices.config[{i}]"
-        cm = r.obj(c, cp)
-        config.append(DeviceClaimConfiguration(r.texts(cm.get("requests"), f"{cp}.requests"),
-                                               _configuration(r, cm, cp)))
+    spec = obj.get("spec")
+    if previous is not None and spec is not None and spec == previous.raw.get("spec"):
+        devices, constraints, config = None, previous.constraints, previous.config
+    else:
+        devices, constraints, config = _claim_devices(r, spec)
     status = r.obj(obj.get("status"), "status")
     allocation = None if status.get("allocation") is None else _allocation(r, status["allocation"], "status.allocation")
     reserved = []
@@ -609,20 +606,43 @@ def resource_claim_from_api(obj: Mapping[str, Any]) -> ResourceClaim:
         if r.opt_bool(rm.get("controller"), f"metadata.ownerReferences[{i}].controller"):
             controller = r.text(rm.get("uid"), f"metadata.ownerReferences[{i}].uid")
             break
+    uid = r.text(meta.get("uid"), "metadata.uid")
+    if devices is None:
+        assert previous is not None
+        requests = previous.requests
+    else:
+        requests = tuple(_request(r, x, f"spec.devices.requests[{i}]")
+                         for i, x in enumerate(r.seq(devices.get("requests"), "spec.devices.requests")))
     return ResourceClaim(
         name=name,
         namespace=namespace,
-        uid=r.text(meta.get("uid"), "metadata.uid"),
+        uid=uid,
         controller_uid=controller,
-        requests=tuple(_request(r, x, f"spec.devices.requests[{i}]")
-                       for i, x in enumerate(r.seq(devices.get("requests"), "spec.devices.requests"))),
-        constraints=tuple(constraints),
-        config=tuple(config),
+        requests=requests,
+        constraints=constraints,
+        config=config,
         allocation=allocation,
         reserved_for=tuple(reserved),
         resource_version=r.text(meta.get("resourceVersion"), "metadata.resourceVersion"),
         raw=obj,
     )
+
+
+def _claim_devices(r: _Reader, spec: object) -> tuple[Mapping[str, Any], tuple[DeviceConstraint, ...],
+                                                      tuple[DeviceClaimConfiguration, ...]]:
+    """``spec.devices``, its constraints and configuration (the requests are read last, as they always were)."""
+    devices = r.obj(r.obj(spec, "spec").get("devices"), "spec.devices")
+    constraints = _each(r, devices.get("constraints"), "spec.devices.constraints", lambda cm, cp: DeviceConstraint(
+        r.texts(cm.get("requests"), f"{cp}.requests"), r.opt_text(cm.get("matchAttribute"), f"{cp}.matchAttribute"),
+        r.opt_text(cm.get("distinctAttribute"), f"{cp}.distinctAttribute")))
+    config = _each(r, devices.get("config"), "spec.devices.config", lambda cm, cp: DeviceClaimConfiguration(
+        r.texts(cm.get("requests"), f"{cp}.requests"), _configuration(r, cm, cp)))
+    return devices, constraints, config
+
+
+def _each(r: _Reader, raw: object, path: str, make: Callable[[Mapping[str, Any], str], T]) -> tuple[T, ...]:
+    """Each object of the list at ``path`` made into a T (with its own path, for errors)."""
+    return tuple(make(r.obj(c, f"{path}[{i}]"), f"{path}[{i}]") for i, c in enumerate(r.seq(raw, path)))
 
 
 # --- DeviceTaintRule ------------------------------------------------------------------------------------

@@ -74,6 +74,7 @@ from scheduler.model.errors import InvalidObjectError
 from scheduler.model.node import Node
 from scheduler.model.pod import Pod
 from scheduler.plugins.helper.dynamicresources.allocator import (
+    MISS,
     AllocationError,
     AllocationTimeout,
     Allocator,
@@ -146,6 +147,11 @@ class _State:
     initial_extended_uid: str = ""
     scalars: Mapping[str, int] = field(default_factory=dict)
     node_extended: dict[str, tuple[ResourceClaim | None, list[RequestMapping]]] = field(default_factory=dict)
+    # Set at PreFilter: the claims when every one is a user claim to allocate (no node constraint, binding
+    # condition or extended resource to check per node: Filter only allocates them; None once Reserve holds an
+    # allocation), and whether no claim has a firstAvailable request (Score is 0 on every node).
+    plain: tuple[ResourceClaim, ...] | None = None
+    zero_score: bool = False
 
     def clone(self) -> _State:
         return self
@@ -307,6 +313,9 @@ class DynamicResources(SignsByTemplate):
             s.allocator = Allocator(self.manager.allocated_state(), self.manager.device_classes(),
                                     self.manager.slice_index(), self.cel_cache)
         s.claims = claims
+        if to_allocate == len(claims) and s.extended is None:
+            s.plain = tuple(claims)
+        s.zero_score = not any(r.first_available for c in claims for r in c.requests)
         return None, None
 
     def _has_class_backed_request(self, pod: Pod) -> bool:
@@ -322,6 +331,33 @@ class DynamicResources(SignsByTemplate):
         in-memory one (no requests, a temporary uid, the name ``<extended-resources>``)."""
         found = find_extended_resource_claim(pod, self.manager.claims())
         return found if found is not None else resource_claim_from_api(special_claim(pod))
+
+    def filter_for(self, state: CycleState, pod: Pod) -> Callable[[NodeInfo], Status | None] | None:
+        """``filter`` for one pod's nodes: claims only to allocate are looked up in the allocator's remembered
+        outcomes first (a hit is the allocation ``filter`` finds), the rest go to ``filter``."""
+        s = state.get(STATE_KEY)
+        if isinstance(s, _State) and not s.claims:
+            return None
+        plain = s.plain if isinstance(s, _State) else None
+        allocator = s.allocator if isinstance(s, _State) else None
+        if plain is None or allocator is None:
+            return lambda node_info: self.filter(state, pod, node_info)
+        remembered = allocator.remembered_on(plain)
+        allocations = s.node_allocations
+
+        def check(node_info: NodeInfo) -> Status | None:
+            node = node_info.node
+            if node is None:
+                return error("node not found")
+            outcome = remembered(node)
+            if outcome is MISS:
+                return self.filter(state, pod, node_info)
+            if outcome is None or len(outcome) != len(plain):
+                return unresolvable("cannot allocate all claims")
+            allocations[node.name] = list(outcome)  # one store: atomic under the GIL
+            return None
+
+        return check
 
     def _filter_extended(self, s: _State, pod: Pod, node_info: NodeInfo
                          ) -> tuple[ResourceClaim | None, list[RequestMapping], Status | None]:
@@ -379,6 +415,13 @@ class DynamicResources(SignsByTemplate):
         node = node_info.node
         if node is None:
             return error("node not found")
+        plain = s.plain
+        if plain is not None and s.allocator is not None:
+            # What the rest does for such claims: no extended claim, none unavailable, nothing pending.
+            result, status = self._allocate(s.allocator, node, plain)
+            if status is None:
+                s.node_allocations[node.name] = result  # one store: atomic under the GIL, as the lock's pair
+            return status
         node_ext, mappings, status = self._filter_extended(s, pod, node_info)
         if status is not None:
             return status
@@ -395,18 +438,9 @@ class DynamicResources(SignsByTemplate):
                     pending.append(alloc)
                 else:
                     to_allocate.append(node_ext if claim is s.extended and node_ext is not None else claim)
-            deadline = time.monotonic() + self.filter_timeout if self.filter_timeout > 0 else None
-            try:
-                result = s.allocator.allocate(node, to_allocate, deadline=deadline)
-            except AllocationTimeout:
-                # Potentially transient: an error, so the pod retries after backoff.
-                return error(f"node {node.name}: timed out trying to allocate devices")
-            except FailedOnNodeError as exc:
-                return unresolvable(str(exc))
-            except AllocationError as exc:
-                return error(str(exc))
-            if result is None or len(result) != len(to_allocate):
-                return unresolvable("cannot allocate all claims")
+            result, status = self._allocate(s.allocator, node, to_allocate)
+            if status is not None:
+                return status
             allocations = [*result, *pending]
         if unavailable:
             with s.lock:
@@ -417,6 +451,23 @@ class DynamicResources(SignsByTemplate):
                 s.node_allocations[node.name] = allocations
                 s.node_extended[node.name] = (node_ext, mappings)
         return None
+
+    def _allocate(self, allocator: Allocator, node: Node, claims: Sequence[ResourceClaim]
+                  ) -> tuple[list[AllocationResult], Status | None]:
+        """The claims' allocations on the node, or the status Filter returns when there are none."""
+        try:
+            # The filter timeout counts from the search (a remembered outcome needs none).
+            result = allocator.allocate(node, claims, timeout=self.filter_timeout if self.filter_timeout > 0 else None)
+        except AllocationTimeout:
+            # Potentially transient: an error, so the pod retries after backoff.
+            return [], error(f"node {node.name}: timed out trying to allocate devices")
+        except FailedOnNodeError as exc:
+            return [], unresolvable(str(exc))
+        except AllocationError as exc:
+            return [], error(str(exc))
+        if result is None or len(result) != len(claims):
+            return [], unresolvable("cannot allocate all claims")
+        return result, None
 
     def _unavailable_claims(self, s: _State, node: Node) -> list[int]:
         """Allocated claims the node cannot use: node selector, failed or timed-out binding conditions."""
@@ -558,7 +609,9 @@ class DynamicResources(SignsByTemplate):
         s = state.get(STATE_KEY)
         if not isinstance(s, _State):
             return [0] * len(nodes), error(STATE_NOT_FOUND_MSG)
-        if not s.claims:
+        if not s.claims or s.zero_score:
+            # zero_score: no claim has a firstAvailable request, so none adds to a node's score (and Filter kept
+            # one allocation per unallocated claim, the count prioritized_list_score checks)
             return [0] * len(nodes), None
         out = []
         for ni in nodes:
@@ -577,7 +630,7 @@ class DynamicResources(SignsByTemplate):
 
     def normalize_values(self, state: CycleState, pod: Pod, values: ScoreRow) -> Status | None:
         s = state.get(STATE_KEY)
-        if isinstance(s, _State) and not s.claims:
+        if isinstance(s, _State) and (not s.claims or s.zero_score):
             return None  # Score gave every node 0, a row DefaultNormalizeScore leaves as it is: no pass over it
         default_normalize_values(MAX_NODE_SCORE, False, values)
         return None
@@ -601,6 +654,7 @@ class DynamicResources(SignsByTemplate):
             return error(f"internal error, have {len(allocations)} allocations, {len(unallocated)} claims to "
                          f"allocate, want {len(unallocated)} claims")
         node_ext = (s.node_extended.get(node_name) or (None, []))[0]
+        s.plain = None  # Filter must now count these as pending
         for (i, claim), allocation in zip(unallocated, allocations, strict=True):
             s.infos[i].allocation = allocation
             if claim is s.extended and node_ext is not None:
@@ -761,9 +815,8 @@ class DynamicResources(SignsByTemplate):
     def _write_claim(self, claim: ResourceClaim, current: Mapping[str, Any], allocation: AllocationResult | None,
                      pod: Pod) -> Mapping[str, Any]:
         """One attempt: the finalizer (a normal update) and the status (an update of the status)."""
-        obj = copy.deepcopy(dict(current))
-        meta = obj.setdefault("metadata", {})
-        status = obj.setdefault("status", {})
+        obj = _editable(current)
+        meta, status = obj["metadata"], obj["status"]
         if meta.get("deletionTimestamp"):
             raise _BindError(f"claim {claim.key} got deleted in the meantime")
         if allocation is not None:
@@ -772,12 +825,12 @@ class DynamicResources(SignsByTemplate):
             if FINALIZER not in (meta.get("finalizers") or []):
                 meta["finalizers"] = [*(meta.get("finalizers") or []), FINALIZER]
                 try:
-                    obj = copy.deepcopy(dict(self.handle.update_object(RESOURCE_CLAIM, obj)))
+                    obj = _editable(self.handle.update_object(RESOURCE_CLAIM, obj))
                 except ConflictError:
                     raise
                 except Exception as exc:
                     raise _BindError(f"add finalizer to claim {claim.key}: {exc}") from None
-                status = obj.setdefault("status", {})
+                status = obj["status"]
             status["allocation"] = allocation_result_to_api(allocation)
         ref = consumer_reference(pod)
         status["reservedFor"] = [*(status.get("reservedFor") or []),
@@ -786,7 +839,8 @@ class DynamicResources(SignsByTemplate):
         # DRADeviceBindingConditions and DRAResourceClaimDeviceStatus are on: the timestamp is set.
         if status.get("allocation") is None:
             raise _BindError(f"claim {claim.key} got deallocated elsewhere in the meantime")
-        status["allocation"].setdefault("allocationTimestamp", _now())
+        if "allocationTimestamp" not in status["allocation"]:
+            status["allocation"] = {**status["allocation"], "allocationTimestamp": _now()}
         try:
             return self.handle.update_object(RESOURCE_CLAIM, obj, "status")
         except ConflictError:
@@ -917,6 +971,12 @@ class _BindingFailed(Exception):
 
 class _BindError(Exception):
     """``bindClaim`` failed; the message is upstream's."""
+
+
+def _editable(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a claim whose metadata and status may be changed (new values replace what they hold; the
+    rest is shared, never changed: a deep copy of every claim written cost more than the write)."""
+    return {**obj, "metadata": dict(obj.get("metadata") or {}), "status": dict(obj.get("status") or {})}
 
 
 def _allocation(obj: Mapping[str, Any]) -> Any:

@@ -51,6 +51,8 @@ NAME = "InterPodAffinity"
 PRE_FILTER_STATE_KEY = "PreFilter" + NAME
 PRE_SCORE_STATE_KEY = "PreScore" + NAME
 _TERMS_MEMO = NAME + ".terms"
+_MATCH_MEMO = NAME + ".matchesAllTerms"
+_INTERNED_TERMS_MAX = 1024  # distinct required-term tuples kept for sharing (a bound, not a tuning knob)
 
 ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH = "node(s) didn't satisfy existing pods anti-affinity rules"
 ERR_REASON_AFFINITY_RULES_NOT_MATCH = "node(s) didn't match pod affinity rules"
@@ -203,6 +205,20 @@ def pod_matches_all_terms(terms: Sequence[AffinityTerm], pod: Pod) -> bool:
     return all(t.matches(pod, None) for t in terms)
 
 
+def _matches_all_terms_memo(terms: tuple[AffinityTerm, ...], pod: Pod) -> bool:
+    """pod_matches_all_terms, remembered on the pod for the last terms tuple asked about, compared by identity
+    (the memo holds the tuple, so no other tuple can take its id). PreFilter shares equal term tuples, so the
+    members of a group made from one template ask with one tuple: preemption's reprieve loop, which adds and
+    removes each victim once per member, matches each victim once."""
+    cached = pod.memo.get(_MATCH_MEMO)
+    if cached is not None and cached[0] is terms:
+        hit: bool = cached[1]
+        return hit
+    matched = pod_matches_all_terms(terms, pod)
+    pod.memo[_MATCH_MEMO] = (terms, matched)
+    return matched
+
+
 def _required_terms_unparsable(terms: PodAffinityTerms) -> bool:
     """GetAffinityTerms failed for the required affinity or anti-affinity list (hints then queue)."""
     return bool(terms.failed & {"required_affinity", "required_anti_affinity"})
@@ -236,9 +252,9 @@ def _bump(counts: Counts, node: Node, key: str, delta: int) -> None:
         counts[pair] = n
 
 
-def _count_affinity(counts: Counts, terms: Sequence[AffinityTerm], pod: Pod, node: Node, delta: int) -> None:
+def _count_affinity(counts: Counts, terms: tuple[AffinityTerm, ...], pod: Pod, node: Node, delta: int) -> None:
     """One pod satisfies the incoming pod's affinity only if it matches *all* terms: then every term's key counts."""
-    if pod_matches_all_terms(terms, pod):
+    if _matches_all_terms_memo(terms, pod):
         for t in terms:
             _bump(counts, node, t.topology_key, delta)
 
@@ -485,6 +501,7 @@ class InterPodAffinity:
         self._pre_filter_totals = NodeTotalsCache()
         self._pre_score_totals = NodeTotalsCache()
         self._label_values = NodeTotalsCache()  # per label key: nodes per value (are values unique?)
+        self._interned_terms: dict[tuple[AffinityTerm, ...], tuple[AffinityTerm, ...]] = {}
 
     # --- namespaces -------------------------------------------------------------------------------
 
@@ -509,7 +526,19 @@ class InterPodAffinity:
             names = {str((ns.get("metadata") or {}).get("name") or "") for ns in all_namespaces
                      if t.ns_selector.matches(object_labels(ns))}
             out.append(replace(t, namespaces=t.namespaces | frozenset(names), ns_selector=NOTHING))
-        return tuple(out)
+        return self._intern(tuple(out))
+
+    def _intern(self, terms: tuple[AffinityTerm, ...]) -> tuple[AffinityTerm, ...]:
+        """One tuple object for equal merged terms, so that pods made from one template share it (the match
+        memo of AddPod/RemovePod keys on it)."""
+        if not terms:
+            return terms
+        shared = self._interned_terms.get(terms)
+        if shared is None:
+            if len(self._interned_terms) >= _INTERNED_TERMS_MAX:
+                self._interned_terms.clear()
+            shared = self._interned_terms[terms] = terms
+        return shared
 
     # --- PreFilter / Filter ----------------------------------------------------------------------
 

@@ -1,10 +1,11 @@
-"""The PriorityQueue's pod-group paths (upstream scheduling_queue.go with GenericWorkload on: addPodGroupMember,
-addToPodGroupIfExists, addUnschedulablePodGroupMember, AddAttemptedPodGroupIfNeeded, deletePodGroupMember,
-AddPodGroup / UpdatePodGroup / DeletePodGroup, Activate of a member), mixed into PriorityQueue. Every method here
-runs with the queue's lock held unless its docstring says it takes it; pods of no pod group never get here.
+"""The PriorityQueue's pod-group paths (upstream pkg/scheduler/backend/queue/scheduling_queue.go with GenericWorkload
+on: addPodGroupMember, addToPodGroupIfExists, addUnschedulablePodGroupMember, AddAttemptedPodGroupIfNeeded,
+deletePodGroupMember, AddPodGroup / UpdatePodGroup / DeletePodGroup, Activate of a member), mixed into
+PriorityQueue. Every method here runs with the queue's lock held unless its docstring says it takes it; pods of no
+pod group never get here.
 
-Lifecycle of a member, as upstream's invariants: incomplete while its PodGroup is not observed; otherwise in its
-queued group entity, or pending while that group is in flight (popped), until the cycle ends
+Lifecycle of a member, as upstream's invariants: incomplete while its PodGroup is not observed; otherwise in its queued
+group entity, or pending while that group is in flight (popped), until the cycle ends
 (``add_attempted_pod_group_if_needed``) and the group is requeued with them.
 """
 

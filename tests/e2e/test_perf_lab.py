@@ -48,6 +48,16 @@ def test_inproc_callgrind_prints_the_placements_hash_and_same_seed_same_hash() -
     assert len(hashes[0]) == 1 and hashes[0] == hashes[1]
 
 
+def test_gangpreempt_evicts_every_victim_and_nominates_every_member() -> None:
+    """3 nodes, 9 victims (each in the way of a member of 3970m), a gang of 3: all victims go, all members are
+    nominated, and the digest is stable for the same cluster."""
+    outs = [lab("gangpreempt", "--nodes", "3", "--victims", "9", "--members", "3") for _ in range(2)]
+    lines = [re.search(r"^cycle CPU \d+\.\d\d s; preempted 9; nominated 3; digest ([0-9a-f]{12})$", o, re.M)
+             for o in outs]
+    assert lines[0] is not None and lines[1] is not None
+    assert lines[0].group(1) == lines[1].group(1)
+
+
 def test_watchreplay_prints_cpu_an_event() -> None:
     out = lab("watchreplay", "--pods", "20", "--nodes", "5", "--repeat", "1")
     assert re.search(r"^80 events, best of 1: \d+\.\d{3} CPU s, \d+\.\d CPU us/event$", out, re.M)

@@ -18,7 +18,7 @@ from scheduler.plugins.inter_pod_affinity import (
 from scheduler.plugins.inter_pod_affinity import (
     ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH as EXISTING,
 )
-from scheduler.plugins.inter_pod_affinity import InterPodAffinity
+from scheduler.plugins.inter_pod_affinity import PRE_FILTER_STATE_KEY, InterPodAffinity, affinity_terms
 from scheduler.testing import make_node, make_pod
 from tests.plugins.pod_to_pod_util import (
     cluster,
@@ -271,6 +271,33 @@ def test_add_and_remove_pod_flip_affinity() -> None:
     pl.remove_pod(state, p, cache, n1)
     assert filter_nodes(pl, state, h, p) == dict(n1=UNRESOLVABLE_AFF, n2=UNRESOLVABLE_AFF, n3=OK,
                                                 n4=UNRESOLVABLE_AFF)
+
+
+def test_pods_with_equal_terms_share_them_and_add_pod_answers_each_pods_own_terms() -> None:
+    """Members made from one template share one merged terms tuple (AddPod/RemovePod remember a victim's match
+    per tuple); a pod with other terms asking about the same victim in between still gets its own answer."""
+    h = cluster(nodes(), [make_pod().name("c1").labels({"app": "cache"}).node("n1").obj()], NS_OBJECTS)
+    pl = plugin(h)
+    cache_aff = pod_affinity(required=[term(match(app="cache"), ZONE, ns_selector={})])
+    m1, m2 = (make_pod().name(n).affinity(cache_aff).obj() for n in ("m1", "m2"))
+    other = make_pod().name("o").affinity(pod_affinity(required=[term(match(app="db"), ZONE)])).obj()
+    states = {p.name: CycleState() for p in (m1, m2, other)}
+    for p in (m1, m2, other):
+        pl.pre_filter(states[p.name], p, h.snapshot().list())
+    shared = [states[n].get(PRE_FILTER_STATE_KEY).required_affinity for n in ("m1", "m2")]
+    assert shared[0] is shared[1] and shared[0] == pl._merge_namespaces(affinity_terms(m1).required_affinity)
+    n3 = h.snapshot().get("n3")
+    assert n3 is not None
+    victim = make_pod().name("v").labels({"app": "cache"}).node("n3").obj()
+    for p in (m1, other, m2):
+        assert pl.add_pod(states[p.name], p, victim, n3) is None
+    for p in (m1, m2):
+        assert filter_nodes(pl, states[p.name], h, p) == dict(n1=OK, n2=OK, n3=OK, n4=UNRESOLVABLE_AFF)
+    assert filter_nodes(pl, states["o"], h, other) == dict(n1=UNRESOLVABLE_AFF, n2=UNRESOLVABLE_AFF,
+                                                           n3=UNRESOLVABLE_AFF, n4=UNRESOLVABLE_AFF)
+    for p in (m2, other, m1):
+        assert pl.remove_pod(states[p.name], p, victim, n3) is None
+    assert filter_nodes(pl, states["m1"], h, m1)["n3"] == UNRESOLVABLE_AFF
 
 
 def test_add_pod_with_anti_affinity_blocks_symmetrically_and_clone_is_independent() -> None:

@@ -6,6 +6,7 @@ them all at the end, as the pod-group cycle does."""
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -88,7 +89,8 @@ class Cluster:
     """A framework (NodeResourcesFit, DefaultPreemption) over nodes, bound pods and pod groups."""
 
     def __init__(self, nodes: Sequence[tuple[str, str]], bound: Sequence[Pod], groups: Sequence[PodGroup],
-                 objects: Sequence[Mapping[str, Any]] = (), async_preemption: bool = False) -> None:
+                 objects: Sequence[Mapping[str, Any]] = (), async_preemption: bool = False,
+                 actions: TestActions | None = None, parallelism: int = 1) -> None:
         self.snapshot: Snapshot = make_snapshot([sched_node(n, cpu=c).obj() for n, c in nodes], bound)
         states = self.snapshot.pod_group_states()
         for g in groups:
@@ -96,14 +98,14 @@ class Cluster:
         for p in bound:
             if p.pod_group_name:
                 states.state((p.namespace, p.pod_group_name)).add_pod(p)
-        self.actions = TestActions(store=make_object_store(objects))
+        self.actions = actions or TestActions(store=make_object_store(objects))
         profile = Profile("default-scheduler", {
             "preFilter": [PluginRef("NodeResourcesFit")], "filter": [PluginRef("NodeResourcesFit")],
             "postFilter": [PluginRef("DefaultPreemption")], "podGroupPostFilter": [PluginRef("DefaultPreemption")],
         }, plugin_config={"NodeResourcesFit": {}, "DefaultPreemption": {}})
         features = Features(enable_async_preemption=async_preemption, enable_generic_workload=True)
         options = FrameworkOptions(scheduler=self.actions, snapshot=self.snapshot, objects=self.actions.store,
-                                   parallelism=1, rng=random.Random(0), features=features)
+                                   parallelism=parallelism, rng=random.Random(0), features=features)
         registry = {"NodeResourcesFit": NodeResourcesFit, "DefaultPreemption": DefaultPreemption}
         self.fwk = Framework(profile, registry, options)
         self.plugin: DefaultPreemption = self.fwk.plugins["DefaultPreemption"]
@@ -290,6 +292,72 @@ def test_async_preemption_marks_the_group_until_done() -> None:
     c.plugin.evaluator._preempting.add(g.uid)
     status = c.plugin.pre_enqueue(member)
     assert status is not None and status.message == "waiting for the preemption for this pod group to be finished"
+
+
+class ConcurrentEvictions(TestActions):
+    """TestActions whose first ``together`` evictions wait for each other at a barrier (so they must run side by
+    side), recording how many other evictions were still under way when each one started."""
+
+    def __init__(self, together: int, fail: bool = False) -> None:
+        super().__init__()
+        self.barrier = threading.Barrier(together, timeout=10)
+        self.fail = fail
+        self.lock = threading.Lock()
+        self.in_flight = 0
+        self.started: list[tuple[str, int]] = []  # (victim, evictions under way or done before it), in start order
+        self.finished: list[str] = []
+
+    def preempt(self, victim: Pod, preemptor: Pod, node_name: str, plugin: str, *,
+                group: GroupPreemptor | None = None) -> Status | None:
+        with self.lock:
+            self.started.append((victim.name, len(self.finished)))
+            self.in_flight += 1
+            first = len(self.started) <= self.barrier.parties
+        if first:
+            self.barrier.wait()  # BrokenBarrierError after 10 s if they were not side by side
+        try:
+            if self.fail:
+                return unschedulable("the API server said no")
+            return super().preempt(victim, preemptor, node_name, plugin, group=group)
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+                self.finished.append(victim.name)
+
+
+def _victim_per_node(n: int) -> tuple[list[tuple[str, str]], list[Pod], list[Pod]]:
+    nodes = [(f"n{i}", "4") for i in range(n)]
+    bound = [pod(f"low{i}", "4", f"n{i}", priority=1, start=NOW) for i in range(n)]
+    members = [pod(f"m{i}", "4", priority=10, pod_group="g") for i in range(n)]
+    return nodes, bound, members
+
+
+def test_async_group_preemption_evicts_all_but_the_last_side_by_side_then_the_last() -> None:
+    # Upstream's prepareCandidateAsync: Parallelizer().Until over victims[:-1], then the last victim alone.
+    nodes, bound, members = _victim_per_node(5)
+    actions = ConcurrentEvictions(together=4)
+    g = group("g", 10)
+    c = Cluster(nodes, bound, [g], async_preemption=True, actions=actions, parallelism=4)
+    result, status = c.post_filter(g, members)
+    assert result is not None and len(result.nominating_infos) == 5
+    assert status is not None and status.code == Code.SUCCESS
+    c.plugin.evaluator.executor().shutdown(wait=True)
+    assert c.preempted() == [f"low{i}" for i in range(5)]
+    assert [done for _, done in actions.started[:4]] == [0, 0, 0, 0], "the first four went out together"
+    assert actions.started[4][1] == 4, "the last victim went out after the other four were done"
+    assert c.plugin.pre_enqueue(members[0]) is None and actions.activated == []
+
+
+def test_async_group_preemption_starts_no_eviction_after_a_failure_and_activates_the_members() -> None:
+    nodes, bound, members = _victim_per_node(6)
+    actions = ConcurrentEvictions(together=2, fail=True)
+    g = group("g", 10)
+    c = Cluster(nodes, bound, [g], async_preemption=True, actions=actions, parallelism=2)
+    c.post_filter(g, members)
+    c.plugin.evaluator.executor().shutdown(wait=True)
+    assert len(actions.started) == 2, "the two failures under way stop the rest, the last victim included"
+    assert sorted(actions.activated) == sorted(p.key for p in members)
+    assert c.plugin.pre_enqueue(members[0]) is None
 
 
 def test_victims_across_nodes_group_whole_units_in_importance_order() -> None:

@@ -262,6 +262,10 @@ class Framework(PodGroupPoints):
         self._post_filter: list[PostFilterPlugin] = self._by_point["postFilter"]
         self._pre_score: list[PreScorePlugin] = self._by_point["preScore"]
         self._pre_filter_names = tuple(pl.name for pl in self._pre_filter)  # counted every cycle (metrics)
+        # The PreFilter plugins with AddPod/RemovePod, fixed once built: preemption's simulations call them per
+        # victim and per member, where asking each plugin again cost as much as the extension's own work.
+        self._pre_filter_exts = tuple((pl.name, ext) for pl in self._pre_filter
+                                      if (ext := pl.pre_filter_extensions()) is not None)
         self._pre_score_names = tuple(pl.name for pl in self._pre_score)
         self._score: list[ScorePlugin] = self._by_point["score"]
         self._reserve: list[ReservePlugin] = self._by_point["reserve"]
@@ -746,16 +750,13 @@ class Framework(PodGroupPoints):
     ) -> Status | None:
         """Tell PreFilter plugins' state that `pod_to_add` now runs on the node (nominated pods, preemption)."""
         skipped = state.skip_filter_plugins
-        for pl in self._pre_filter:
-            if pl.name in skipped:  # first: most plugins skip a plain pod, and this runs per dry-run step
-                continue
-            ext = pl.pre_filter_extensions()
-            if ext is None:
+        for name, ext in self._pre_filter_exts:
+            if name in skipped:
                 continue
             s = ext.add_pod(state, pod, pod_to_add, node_info)
             if not success(s):
                 assert s is not None
-                return _failure(f'running AddPod on PreFilter plugin "{pl.name}": {s.message}')
+                return _failure(f'running AddPod on PreFilter plugin "{name}": {s.message}')
         return None
 
     def run_pre_filter_extension_remove_pod(
@@ -763,16 +764,13 @@ class Framework(PodGroupPoints):
     ) -> Status | None:
         """Tell PreFilter plugins' state that `pod_to_remove` left the node (preemption victims)."""
         skipped = state.skip_filter_plugins
-        for pl in self._pre_filter:
-            if pl.name in skipped:  # first: most plugins skip a plain pod, and this runs per dry-run step
-                continue
-            ext = pl.pre_filter_extensions()
-            if ext is None:
+        for name, ext in self._pre_filter_exts:
+            if name in skipped:
                 continue
             s = ext.remove_pod(state, pod, pod_to_remove, node_info)
             if not success(s):
                 assert s is not None
-                return _failure(f'running RemovePod on PreFilter plugin "{pl.name}": {s.message}')
+                return _failure(f'running RemovePod on PreFilter plugin "{name}": {s.message}')
         return None
 
     def run_filter_plugins(

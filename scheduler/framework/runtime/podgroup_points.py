@@ -1,7 +1,7 @@
-"""The Framework's runners of the pod-group cycle's points (upstream framework.go's RunPlacementGeneratePlugins,
-RunPlacementScorePlugins, RunPlacementFeasiblePlugins, RunPodGroupPostFilterPlugins), kept apart from
-framework.py, which the Framework class mixes this into. Placement scores are computed serially: a handful of
-placements per group, where upstream's parallelizer buys nothing on a 2-core machine."""
+"""The Framework's runners of the pod-group cycle's points (upstream pkg/scheduler/framework/runtime/framework.go's
+RunPlacementGeneratePlugins, RunPlacementScorePlugins, RunPlacementFeasiblePlugins, RunPodGroupPostFilterPlugins),
+kept apart from framework.py, which the Framework class mixes this into. Placement scores are computed serially: a
+handful of placements per group, where upstream's parallelizer buys nothing on a 2-core machine."""
 
 from __future__ import annotations
 

@@ -25,10 +25,12 @@ node operations). The caller's deadline stands in for upstream's context (the fi
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -59,8 +61,10 @@ from scheduler.plugins.helper.dynamicresources.cel import CelCache, CelDevice, C
 from scheduler.plugins.helper.dynamicresources.pools import (
     DEFAULT_FEATURES,
     Features,
+    NodeEntry,
     Pool,
     PoolError,
+    PoolKey,
     SliceIndex,
     node_matches,
 )
@@ -92,6 +96,41 @@ class _MaxSizeExceeded(Exception):
     """``errAllocationResultMaxSizeExceeded``: backtrack further, a claim cannot hold more devices."""
 
 
+_NO_DEVICES: frozenset[DeviceID] = frozenset()
+MISS = object()  # Allocator.remembered_on: no outcome remembered
+
+
+class PoolDeviceSet(AbstractSet[DeviceID]):
+    """Device IDs held as one frozenset per pool: a copy of the mapping is a copy of the set (the pools'
+    frozensets are shared, never changed), and a node's taken devices are its pools' entries."""
+
+    __slots__ = ("by_pool",)
+
+    def __init__(self, by_pool: Mapping[PoolKey, frozenset[DeviceID]]) -> None:
+        self.by_pool = by_pool
+
+    def __contains__(self, did: object) -> bool:
+        return isinstance(did, tuple) and did in self.by_pool.get(did[:2], _NO_DEVICES)
+
+    def __iter__(self) -> Iterator[DeviceID]:
+        return itertools.chain.from_iterable(self.by_pool.values())
+
+    def __len__(self) -> int:
+        return sum(map(len, self.by_pool.values()))
+
+    @classmethod
+    def _from_iterable(cls, it: Iterable[Any]) -> set[Any]:
+        return set(it)  # what the Set operators (|, &, -) build: a plain set
+
+
+def by_pool(devices: Iterable[DeviceID]) -> dict[PoolKey, frozenset[DeviceID]]:
+    """``devices`` grouped by their pool."""
+    grouped: dict[PoolKey, set[DeviceID]] = {}
+    for did in devices:
+        grouped.setdefault(did[:2], set()).add(did)
+    return {k: frozenset(v) for k, v in grouped.items()}
+
+
 @dataclass(slots=True)
 class AllocatedState:
     """``schedulerapi.AllocatedState``: devices in use by allocated and in-flight claims.
@@ -100,8 +139,8 @@ class AllocatedState:
     are in ``shared_device_ids`` (device, share ID) and their consumption in ``aggregated_capacity``.
     """
 
-    allocated_devices: set[DeviceID] = field(default_factory=set)
-    shared_device_ids: set[tuple[DeviceID, str]] = field(default_factory=set)
+    allocated_devices: AbstractSet[DeviceID] = field(default_factory=set)
+    shared_device_ids: AbstractSet[tuple[DeviceID, str]] = field(default_factory=set)
     aggregated_capacity: dict[DeviceID, dict[str, Decimal]] = field(default_factory=dict)
 
     def is_allocated(self, did: DeviceID) -> bool:
@@ -109,10 +148,17 @@ class AllocatedState:
         return (did in self.allocated_devices or did in self.aggregated_capacity
                 or any(d == did for d, _ in self.shared_device_ids))
 
+    def allocated_by_pool(self) -> Mapping[PoolKey, frozenset[DeviceID]]:
+        """``allocated_devices`` by pool (without copying when they are held that way already)."""
+        held = self.allocated_devices
+        return held.by_pool if isinstance(held, PoolDeviceSet) else by_pool(held)
+
     @staticmethod
     def from_claims(claims: Sequence[ResourceClaim]) -> AllocatedState:
         """The state that the given claims' allocations make (the scheduler's allocated-devices tracker)."""
-        state = AllocatedState()
+        allocated: set[DeviceID] = set()
+        shared: set[tuple[DeviceID, str]] = set()
+        aggregated: dict[DeviceID, dict[str, Decimal]] = {}
         for claim in claims:
             if claim.allocation is None:
                 continue
@@ -121,13 +167,13 @@ class AllocatedState:
                 if r.admin_access:
                     continue  # admin access does not take the device
                 if r.share_id is None:
-                    state.allocated_devices.add(did)
+                    allocated.add(did)
                     continue
-                state.shared_device_ids.add((did, r.share_id))
-                agg = state.aggregated_capacity.setdefault(did, {})
+                shared.add((did, r.share_id))
+                agg = aggregated.setdefault(did, {})
                 for name, q in (r.consumed_capacity or {}).items():
                     agg[name] = agg.get(name, Decimal(0)) + q
-        return state
+        return AllocatedState(allocated, shared, aggregated)
 
 
 @dataclass(slots=True)
@@ -300,47 +346,109 @@ class Allocator:
         # What the search reads besides the node and the claims, by identity: a remembered outcome's key holds
         # their ids, its entry the objects themselves (so that those ids stay theirs).
         self._held = (features, tuple(classes.values()))
-        self._inputs = (id(features), tuple(classes), tuple(map(id, classes.values())))
+        # (as text: a key's hash is then computed once an allocator, not once a node)
+        self._inputs = repr((id(features), tuple(classes), tuple(map(id, classes.values()))))
         # the claims' ids -> (the claims, the text of what the search reads of them: requests, constraints, config)
         self._specs: dict[tuple[int, ...], tuple[tuple[ResourceClaim, ...], str]] = {}
+        self._last_spec: tuple[tuple[ResourceClaim, ...], str] | None = None  # the last claims tuple and its text
+        # The devices taken, by pool, where outcomes may be remembered: shared devices (and the share IDs drawn
+        # at random for them) could change an outcome too.
+        self._taken = None if state.shared_device_ids or state.aggregated_capacity else state.allocated_by_pool()
 
     def allocate(self, node: Node, claims: Sequence[ResourceClaim],
-                 deadline: float | None = None) -> list[AllocationResult] | None:
+                 deadline: float | None = None, timeout: float | None = None) -> list[AllocationResult] | None:
         """One allocation result per claim, or None when the claims do not fit on this node.
 
         Raises :class:`AllocationError` for a problem of the inputs, :class:`FailedOnNodeError`
         when this node only has invalid pools to offer, and :class:`AllocationTimeout` once
-        ``time.monotonic()`` passes ``deadline`` (checked at every step, as upstream checks its context).
+        ``time.monotonic()`` passes ``deadline`` (checked at every step, as upstream checks its context;
+        ``timeout``: the deadline that many seconds after the search starts).
 
         An outcome is remembered in the slice index (errors are not): the same claims on the same node
-        with the same devices taken get it again without the search.
+        with the same devices taken get it again without the search. A tuple of claims passed again (a
+        cycle's Filter calls) is known by identity.
         """
-        key = self._memo_key(node, claims)
-        if key is not None:
-            found, outcome = self.slices.remembered(node, key)
-            if found:
-                return None if outcome is None else list(outcome)
+        found = self._lookup(node, claims)
+        if found is not None:
+            hit = found[0].memo.get(found[1])
+            if hit is not None:
+                return None if hit[1] is None else list(hit[1])
+        if deadline is None and timeout is not None:
+            deadline = time.monotonic() + timeout
         result = _Run(self, node, claims, deadline).run()
-        if key is not None:
-            self.slices.remember(node, key, self._held, None if result is None else tuple(result))
+        if found is not None:
+            SliceIndex.remember(found[0], found[1], self._held, None if result is None else tuple(result))
         return result
 
     def _memo_key(self, node: Node, claims: Sequence[ResourceClaim]) -> tuple[Any, ...] | None:
         """What, beside the Node, decides the outcome on this node: the features and classes, the claims'
         specs and which of the node's devices are taken (what is left of a pool's shared counters follows from
         them). None where more could (shared devices, pools with slices elsewhere, share IDs drawn at random)."""
-        st = self.state
-        if st.shared_device_ids or st.aggregated_capacity:
-            return None
-        devices = self.slices.plain_devices(node, self.features)
-        if devices is None:
-            return None
+        found = self._lookup(node, claims)
+        return None if found is None else found[1]
+
+    def remembered_on(self, claims: tuple[ResourceClaim, ...]) -> Callable[[Node], Any]:
+        """For many nodes (a cycle's Filter calls): what ``allocate(node, claims)`` would return from a remembered
+        outcome (None or a tuple of results), or MISS where it would do more (then call it)."""
+        taken = self._taken
+        if taken is None:
+            return lambda node: MISS
+        entries, features = self.slices.entries, self.features
+        prefix = self._spec_text(claims)
+
+        def remembered(node: Node) -> Any:
+            # _lookup's steps for an entry already built, with one pool whose taken devices were seen last time
+            entry = entries.get(node.name)
+            if entry is None or entry.node is not node or entry.features is not features:
+                return MISS
+            pool, seen = entry.single_pool, entry.seen
+            if pool is None or seen is None or seen[0] is not taken.get(pool, _NO_DEVICES):
+                return MISS
+            hit = entry.memo.get((prefix, seen[1]))
+            return MISS if hit is None else hit[1]
+
+        return remembered
+
+    def _spec_text(self, claims: Sequence[ResourceClaim]) -> str:
+        """The text of what the search reads besides the node: the features and classes (``_inputs``), the claims'
+        requests, constraints and config; once per claims."""
+        last = self._last_spec
+        if last is not None and last[0] is claims:
+            return last[1]
         ids = tuple(map(id, claims))
         known = self._specs.get(ids)
         if known is None:  # (the claims held with their text keep their ids from being reused meanwhile)
-            known = (tuple(claims), repr([(c.requests, c.constraints, c.config) for c in claims]))
+            known = (tuple(claims), self._inputs + repr([(c.requests, c.constraints, c.config) for c in claims]))
             self._specs[ids] = known
-        return (self._inputs, known[1], frozenset(st.allocated_devices.intersection(devices)))
+        if isinstance(claims, tuple):  # immutable: the same object is the same claims
+            self._last_spec = (claims, known[1])
+        return known[1]
+
+    def _lookup(self, node: Node, claims: Sequence[ResourceClaim]) -> tuple[NodeEntry, tuple[Any, ...]] | None:
+        """The node's entry and the outcome's key there (``_memo_key``), or None."""
+        taken = self._taken
+        if taken is None:
+            return None
+        try:
+            entry = self.slices.entry(node, self.features)
+        except PoolError:
+            return None
+        pools = entry.pool_keys
+        if pools is None:
+            return None
+        text = self._spec_text(claims)
+        # The node's taken devices: its pools' taken devices (frozensets: those of a pool no pod took from since
+        # are the same objects as last time) less any not on the node now (of an older generation of the pool).
+        seen = entry.seen
+        if len(pools) == 1:
+            held: Any = taken.get(pools[0], _NO_DEVICES)
+            if seen is None or seen[0] is not held:
+                seen = entry.seen = (held, held & entry.devices)
+        else:
+            held = tuple([taken.get(k, _NO_DEVICES) for k in pools])
+            if seen is None or seen[0] != held:
+                seen = entry.seen = (held, frozenset().union(*held) & entry.devices)
+        return entry, (text, seen[1])
 
 
 class _Run:

@@ -41,9 +41,9 @@ from scheduler.model.dra import (
     resource_slice_from_api,
 )
 from scheduler.model.errors import InvalidObjectError
-from scheduler.plugins.helper.dynamicresources.allocator import AllocatedState, DeviceID
+from scheduler.plugins.helper.dynamicresources.allocator import AllocatedState, DeviceID, PoolDeviceSet, by_pool
 from scheduler.plugins.helper.dynamicresources.extended import ExtendedResourceCache
-from scheduler.plugins.helper.dynamicresources.pools import SliceIndex, apply_device_taint_rules
+from scheduler.plugins.helper.dynamicresources.pools import PoolKey, SliceIndex, apply_device_taint_rules
 
 log = structlog.get_logger(__name__)
 
@@ -101,6 +101,9 @@ class _InUse:
 
     def __init__(self) -> None:
         self.exclusive: Counter[DeviceID] = Counter()
+        # the devices with a count, by pool: a change replaces its pool's frozenset, so the state handed out
+        # is a copy of this dict (one entry a pool), not of every device
+        self.by_pool: dict[PoolKey, frozenset[DeviceID]] = {}
         self.shared: Counter[tuple[DeviceID, str]] = Counter()
         self.capacity: dict[DeviceID, dict[str, Decimal]] = {}
         self._state: AllocatedState | None = None  # the sets as of the last change, handed out read-only
@@ -109,9 +112,12 @@ class _InUse:
         if c is not _NONE:
             self._state = None
         for did in c.exclusive:
-            self.exclusive[did] += sign
-            if self.exclusive[did] <= 0:
+            before = self.exclusive[did]
+            self.exclusive[did] = after = before + sign
+            if after <= 0:
                 del self.exclusive[did]
+            if (before > 0) != (after > 0):
+                self._flip(did, after > 0)
         for key in c.shared:
             self.shared[key] += sign
             if self.shared[key] <= 0:
@@ -124,11 +130,20 @@ class _InUse:
             if not per:
                 del self.capacity[did]
 
+    def _flip(self, did: DeviceID, taken: bool) -> None:
+        pool = did[:2]
+        held = self.by_pool.get(pool, frozenset())
+        held = held | {did} if taken else held - {did}
+        if held:
+            self.by_pool[pool] = held
+        else:
+            self.by_pool.pop(pool, None)
+
     def state(self) -> AllocatedState:
         """The devices in use, one object until the next change: most cycles follow no claim change, and
         none of its readers changes it (``DraManager.allocated_state`` adds in-flight devices to copies)."""
         if self._state is None:
-            self._state = AllocatedState(set(self.exclusive), set(self.shared),
+            self._state = AllocatedState(PoolDeviceSet(dict(self.by_pool)), set(self.shared),
                                          {did: dict(per) for did, per in self.capacity.items()})
         return self._state
 
@@ -143,6 +158,8 @@ class DraManager:
         self._assumed: dict[ClaimKey, ResourceClaim] = {}  # newer versions this scheduler wrote or assumed
         self._in_flight: dict[str, ResourceClaim] = {}  # claim UID -> claim with the pending allocation
         self._in_use = _InUse()
+        # the claim parsed last: a template's claims share one spec, parsed once (resource_claim_from_api)
+        self._last_claim: ResourceClaim | None = None
         self._slices: dict[str, ResourceSlice] = {}
         self._classes: dict[str, DeviceClass] = {}
         self._extended = ExtendedResourceCache()
@@ -223,7 +240,8 @@ class DraManager:
                 self._assumed.pop(key, None)
             self._set_claim(key, drop)
             return
-        claim = resource_claim_from_api(obj)
+        claim = resource_claim_from_api(obj, self._effective(key) or self._last_claim)
+        self._last_claim = claim
 
         def store() -> None:
             self._claims[key] = claim
@@ -290,8 +308,10 @@ class DraManager:
             agg = capacity.setdefault(did, {})
             for name, q in per.items():
                 agg[name] = agg.get(name, Decimal(0)) + q
-        return AllocatedState(state.allocated_devices | extra.allocated_devices,
-                              state.shared_device_ids | extra.shared_device_ids, capacity)
+        taken = dict(state.allocated_by_pool())
+        for pool, devices in by_pool(extra.allocated_devices).items():
+            taken[pool] = taken.get(pool, frozenset()) | devices
+        return AllocatedState(PoolDeviceSet(taken), {*state.shared_device_ids, *extra.shared_device_ids}, capacity)
 
     def _allocated_in_cache(self, claim: ResourceClaim) -> bool:
         """An in-flight claim whose allocation the cache already counts (PreBind wrote it, success
@@ -324,7 +344,8 @@ class DraManager:
 
     def assume_claim(self, obj: Mapping[str, Any]) -> None:
         """``AssumeClaimAfterAPICall``: the object an API write returned, used until the watch catches up."""
-        claim = resource_claim_from_api(obj)
+        meta = obj.get("metadata") or {}
+        claim = resource_claim_from_api(obj, self.claim(str(meta.get("namespace") or ""), str(meta.get("name") or "")))
         key = (claim.namespace, claim.name)
         with self._lock:
             known = self._effective(key)

@@ -22,6 +22,8 @@ from scheduler.model.dra import DeviceTaintRule, ResourceSlice
 from scheduler.model.node import Node
 from scheduler.plugins.helper.nodeaffinity import parse_required_terms
 
+PoolKey = tuple[str, str]  # driver, pool
+
 
 class PoolError(ValueError):
     """A slice's node selection cannot be evaluated (upstream: a fatal allocation error)."""
@@ -229,6 +231,24 @@ def gather_pools(slices_for_node: Sequence[ResourceSlice], node: Node, features:
     return plain + with_bindings
 
 
+@dataclass(slots=True)
+class NodeEntry:
+    """One node's pools for one Node object and features (``GatherPools``), with the allocator's outcomes
+    remembered there. ``pool_keys``: the pools' (driver, pool) where nothing but which of their devices are
+    taken can change an allocation on the node (every slice of each pool on the node, no shared devices), else
+    None (nothing is remembered)."""
+
+    node: Node
+    features: Features
+    pools: list[Pool]
+    pool_keys: tuple[PoolKey, ...] | None
+    devices: frozenset[tuple[str, str, str]] = frozenset()  # the ids of the pools' devices (with pool_keys)
+    single_pool: PoolKey | None = None  # pool_keys' one pool, if one
+    memo: dict[Any, tuple[Any, Any]] = field(default_factory=dict)  # key -> (objects held, outcome)
+    # the pools' taken devices last looked at, and those of them on the node (one tuple: stored at once)
+    seen: tuple[Any, frozenset[tuple[str, str, str]]] | None = None
+
+
 class SliceIndex:
     """The slices the scheduler sees, by node, and each node's pools (``GatherPools``) remembered per Node
     object: built once per change of the slices, so that a cycle's Filter calls do not regroup every slice.
@@ -251,55 +271,44 @@ class SliceIndex:
                 self.on_node.setdefault(s.node_name, []).append(s)
             else:
                 self.shared.append(s)
-        # node name -> (the Node, features, its pools, its devices' ids when outcomes may be remembered)
-        self._pools: dict[str, tuple[Node, Features, list[Pool], tuple[tuple[str, str, str], ...] | None]] = {}
-        self._memo: dict[str, tuple[Node, dict[Any, tuple[Any, Any]]]] = {}  # node name -> (Node, key -> outcome)
+        self.entries: dict[str, NodeEntry] = {}  # node name -> its entry (for the Node object it holds)
 
-    def _entry(self, node: Node, features: Features
-               ) -> tuple[Node, Features, list[Pool], tuple[tuple[str, str, str], ...] | None]:
-        cached = self._pools.get(node.name)
-        if cached is not None and cached[0] is node and (cached[1] is features or cached[1] == features):
+    def entry(self, node: Node, features: Features) -> NodeEntry:
+        """The node's entry, built anew for another Node object or other features (its outcomes with it);
+        raises PoolError as ``gather_pools`` does (an error is not remembered)."""
+        cached = self.entries.get(node.name)
+        if cached is not None and cached.node is node and (cached.features is features or cached.features == features):
             return cached
         pools = gather_pools(self.on_node.get(node.name, []) + self.shared, node, features, self.all_slices)
-        entry = (node, features, pools, _plain_devices(pools))
-        self._pools[node.name] = entry
+        plain = _plain_pools(pools)
+        entry = NodeEntry(node, features, pools, None) if plain is None else \
+            NodeEntry(node, features, pools, *plain, single_pool=plain[0][0] if len(plain[0]) == 1 else None)
+        self.entries[node.name] = entry
         return entry
 
     def pools(self, node: Node, features: Features) -> list[Pool]:
         """``gather_pools`` for the node; raises PoolError as it does (an error is not remembered)."""
-        return self._entry(node, features)[2]
-
-    def plain_devices(self, node: Node, features: Features) -> tuple[tuple[str, str, str], ...] | None:
-        """The ids of the devices the node's pools offer when nothing but their being taken can change an
-        allocation there (no pool slices elsewhere, no shared devices); else None."""
-        try:
-            return self._entry(node, features)[3]
-        except PoolError:
-            return None
+        return self.entry(node, features).pools
 
     def remembered(self, node: Node, key: Any) -> tuple[bool, Any]:
         """(found, outcome) for ``key`` on this Node object (another object of the same name finds nothing)."""
-        per_node = self._memo.get(node.name)
-        if per_node is None or per_node[0] is not node:
-            return False, None
-        found = per_node[1].get(key)
+        entry = self.entries.get(node.name)
+        found = None if entry is None or entry.node is not node else entry.memo.get(key)
         return (False, None) if found is None else (True, found[1])
 
-    def remember(self, node: Node, key: Any, held: Any, outcome: Any) -> None:
+    @classmethod
+    def remember(cls, entry: NodeEntry, key: Any, held: Any, outcome: Any) -> None:
         """Keep ``outcome`` for ``key``; ``held`` stays referenced as long as the entry (the objects whose ids
         the key holds, so that no other object can take one of those ids meanwhile)."""
-        per_node = self._memo.get(node.name)
-        if per_node is None or per_node[0] is not node:
-            per_node = self._memo[node.name] = (node, {})
-        if len(per_node[1]) >= self.MEMO_PER_NODE:
-            per_node[1].clear()
-        per_node[1][key] = (held, outcome)
+        if len(entry.memo) >= cls.MEMO_PER_NODE:
+            entry.memo.clear()
+        entry.memo[key] = (held, outcome)
 
 
-def _plain_devices(pools: Sequence[Pool]) -> tuple[tuple[str, str, str], ...] | None:
+def _plain_pools(pools: Sequence[Pool]) -> tuple[tuple[PoolKey, ...], frozenset[tuple[str, str, str]]] | None:
     # A pool's shared counters are its own and what is left of them follows from which of its devices are
     # taken: with every slice of the pool on this node, those devices are all in the list.
-    out = []
+    devices = []
     for pool in pools:
         if pool.slices_not_targeting_node:
             return None
@@ -307,8 +316,8 @@ def _plain_devices(pools: Sequence[Pool]) -> tuple[tuple[str, str, str], ...] | 
             for d in s.devices:
                 if d.allow_multiple_allocations:
                     return None
-                out.append((s.driver, s.pool_name, d.name))
-    return tuple(out)
+                devices.append((s.driver, s.pool_name, d.name))
+    return tuple((pool.driver, pool.pool) for pool in pools), frozenset(devices)
 
 
 def apply_device_taint_rules(slices: Sequence[ResourceSlice], rules: Sequence[DeviceTaintRule]) -> list[ResourceSlice]:

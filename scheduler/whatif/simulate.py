@@ -373,11 +373,23 @@ def attempt(off: Offline, key: str) -> Outcome | None:
     """Run scheduling cycles until one records an outcome for pod ``key`` (None: nothing left to
     schedule). Other outcomes may come first: the group members a failing pod's PostFilter rejected."""
     before = len(off.outcomes.outcomes)
-    while off.sched.schedule_one(timeout=0):
+    while cycle(off):
         mine = [o for o in off.outcomes.outcomes[before:] if o.pod.key == key]
         if mine:
             return mine[-1]  # a binding failure comes after the decision
     return None
+
+
+def cycle(off: Offline) -> bool:
+    """One scheduling cycle (False: nothing to schedule); then the watch brings the PodGroup status that the
+    cycle before it wrote (RecordingPodGroupStatusWriter's lag), or, idle, all still pending."""
+    ran = off.sched.schedule_one(timeout=0)
+    if off.pod_groups is not None:
+        if ran:
+            off.pod_groups.cycle_done()
+        elif off.pod_groups.deliver_all():
+            return cycle(off)  # what the watch brought may have moved a pod
+    return ran
 
 
 def victims_of(off: Offline, pod: Pod, since: int = 0) -> list[str]:
@@ -451,7 +463,7 @@ def _run_until_idle(
     retries = 0
     while True:
         bound_before = len(binder.bindings) if isinstance(binder, RecordingBinder) else 0
-        ran = sched.schedule_one(timeout=0)
+        ran = cycle(off)
         if isinstance(binder, RecordingBinder):
             for key, node in binder.bindings[bound_before:]:
                 obj = grouped.pop(key, None)

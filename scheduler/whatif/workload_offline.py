@@ -6,8 +6,8 @@ each one the scheduler runs until nothing is left to schedule: a group is placed
 enough members are there (a PodGroup listed after its pods arrives after them), and a member whose PodGroup
 never arrives stays pending with the message upstream leaves it. Workloads are accepted and ignored, as
 kube-scheduler has no informer for them. The PodGroup status the cycle writes goes to
-RecordingPodGroupStatusWriter, which delivers it back as the watch would and keeps each group's conditions
-for the output.
+RecordingPodGroupStatusWriter, which delivers it back as the watch would, one cycle late, and keeps each
+group's conditions for the output.
 """
 
 from __future__ import annotations
@@ -43,11 +43,18 @@ def gate_refusal(o: Mapping[str, Any]) -> str:
 class RecordingPodGroupStatusWriter:
     """The PodGroupStatusWriter offline: a patch's conditions are merged by type into the PodGroup as the API
     server would, the result is delivered to the scheduler as a watch event, and the last status of each group
-    is kept for simulate's output. Call ``connect`` with the scheduler first; ``seen`` every PodGroup fed."""
+    is kept for simulate's output. Call ``connect`` with the scheduler first; ``seen`` every PodGroup fed;
+    ``cycle_done`` after every scheduling cycle, ``deliver_all`` when the scheduler is idle.
+
+    Delivery lags one cycle, as kube's watch lags the write: a group whose cycle placed some members requeues
+    the rest at once, and their cycle (the next) still sees the PodGroup as cached before the write, so its
+    patch is a diff against that stale copy (seeds 21, 90, 114, 118 of the differential)."""
 
     def __init__(self) -> None:
         self._sched: Scheduler | None = None
         self.pod_groups: dict[str, dict[str, Any]] = {}  # "ns/name" -> the object as last written or fed
+        self._written: list[dict[str, Any]] = []  # written in the cycle now running: delivered after the next
+        self._lagging: list[dict[str, Any]] = []  # written in the cycle before: delivered when this one ends
 
     def connect(self, sched: Scheduler) -> None:
         self._sched = sched
@@ -67,8 +74,23 @@ class RecordingPodGroupStatusWriter:
         version = str(meta.get("resourceVersion") or "0")
         meta["resourceVersion"] = str(int(version) + 1) if version.isdigit() else f"{version}+status"
         self.pod_groups[key] = written
+        self._written.append(written)
+
+    def cycle_done(self) -> None:
+        """A scheduling cycle returned: the watch brings what the cycle before it wrote."""
+        lagging, self._lagging, self._written = self._lagging, self._written, []
+        self._deliver(lagging)
+
+    def deliver_all(self) -> bool:
+        """The scheduler is idle: the watch catches up. Whether anything was delivered."""
+        pending, self._lagging, self._written = self._lagging + self._written, [], []
+        self._deliver(pending)
+        return bool(pending)
+
+    def _deliver(self, objs: list[dict[str, Any]]) -> None:
         if self._sched is not None:
-            self._sched.on_pod_group_event(MODIFIED, written)
+            for obj in objs:
+                self._sched.on_pod_group_event(MODIFIED, obj)
 
     def conditions(self, key: str) -> list[dict[str, Any]]:
         return list((self.pod_groups.get(key, {}).get("status") or {}).get("conditions") or [])

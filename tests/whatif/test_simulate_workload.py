@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import yaml
 
 from scheduler.app.cli import main
 from scheduler.framework.features import Features
+from scheduler.scheduler import Scheduler
 from scheduler.whatif.priority_admission import AdmissionError, PriorityAdmission, PriorityClass
 from scheduler.whatif.simulate import SimulationError, format_table, run_simulation
 from scheduler.whatif.workload_offline import RecordingPodGroupStatusWriter, is_grouped_pod, is_workload_object
@@ -147,3 +148,40 @@ def test_a_higher_priority_gang_preempts_and_lists_its_victims(tmp_path: Path) -
         *(member(f"g-{i}", "g", cpu="2", priorityClassName="high") for i in range(2))])
     assert sorted(r["node"] for r in sim.results) == ["n1", "n2"]
     assert sorted(v for r in sim.results for v in r["victims"]) == ["default/low-0", "default/low-1"]
+
+
+class _Watching:
+    """Stands in for the scheduler: what the offline watch delivered, in order."""
+
+    def __init__(self) -> None:
+        self.delivered: list[str] = []
+
+    def on_pod_group_event(self, type_: str, obj: dict[str, Any]) -> None:
+        self.delivered.append(obj["status"]["conditions"][0]["status"])
+
+
+def test_the_offline_watch_delivers_a_status_write_only_after_the_next_cycle() -> None:
+    writer, watching = RecordingPodGroupStatusWriter(), _Watching()
+    writer.connect(cast(Scheduler, watching))
+    writer.seen(podgroup("g", 2))
+    failed = {"type": "PodGroupInitiallyScheduled", "status": "False", "reason": "Unschedulable", "message": "m"}
+    writer.patch_pod_group_status("default", "g", {"status": {"conditions": [failed]}})
+    assert watching.delivered == []  # not inside the writer's call
+    writer.cycle_done()  # the cycle that wrote it returns
+    assert watching.delivered == []  # the next cycle (the requeued rest of the group) still sees the stale copy
+    writer.patch_pod_group_status("default", "g", {"status": {"conditions": [{**failed, "status": "True"}]}})
+    writer.cycle_done()
+    assert watching.delivered == ["False"]
+    assert writer.deliver_all() is True  # idle: the watch catches up
+    assert watching.delivered == ["False", "True"]
+    assert writer.deliver_all() is False
+
+
+def test_a_group_partly_placed_ends_unschedulable_as_its_retry_saw_no_condition_yet(tmp_path: Path) -> None:
+    # One cycle for the three members: two fit, the third does not; the retry of the third runs before the True
+    # of the first cycle is delivered, so its patch carries the whole False condition (kube's usual outcome,
+    # differential seed 90).
+    sim = place(tmp_path, two_nodes(), [*(member(f"g-{i}", "g", cpu="2") for i in range(3)), podgroup("g", 2)])
+    assert sorted(str(r["node"]) for r in sim.results) == ["None", "n1", "n2"]
+    (cond,) = sim.pod_groups[0]["conditions"]
+    assert (cond["status"], cond["reason"]) == ("False", "Unschedulable")

@@ -156,7 +156,7 @@ class Offline:
 def build_scheduler(
     config_path: str | None, pod_objs: list[dict[str, Any]], *, seed: int | None = None,
     tie_break: Literal["heap", "name"] = "heap", preemption: bool = True, policy_path: str | None = None,
-    features: Features | None = None,
+    features: Features | None = None, status_watch_lag: bool = True,
 ) -> Offline:
     """The scheduler with the profiles the pods name (from ``config_path``, a Policy at ``policy_path`` or
     the defaults) and the offline stand-ins. ``preemption=False`` drops the PostFilter plugins (capacity
@@ -187,7 +187,7 @@ def build_scheduler(
     registry = build_registry(cfg)
     rng = random.Random(seed) if seed is not None else random.Random()
     writer, outcomes, results = OfflineWriter(), OutcomeRecorder(), ResultRecorder()
-    pod_groups = RecordingPodGroupStatusWriter() if features.enable_generic_workload else None
+    pod_groups = RecordingPodGroupStatusWriter(status_watch_lag) if features.enable_generic_workload else None
     sched = Scheduler(cfg, registry, RecordingBinder(), RecordingEventSink(), None, writer=writer, observer=outcomes,
                       cycle_observer=results, synchronous_binding=True, rng=rng, tie_break=tie_break,
                       features=features, pod_group_status_writer=pod_groups)
@@ -314,7 +314,7 @@ def invalid_fields(o: Mapping[str, Any]) -> list[str]:
 def run_simulation(
     cluster_path: str | None, pods_path: str, config_path: str | None = None, *, seed: int | None = None,
     tie_break: Literal["heap", "name"] = "heap", live: list[dict[str, Any]] | None = None,
-    policy_path: str | None = None, features: Features | None = None,
+    policy_path: str | None = None, features: Features | None = None, status_watch_lag: bool = True,
 ) -> Simulation:
     """Place the pods of ``pods_path`` one by one. The cluster: ``live`` (a snapshot of a live cluster)
     if given, with the objects of ``cluster_path`` on top. Objects of the files the API server would
@@ -343,7 +343,7 @@ def run_simulation(
     made = with_claims(accepted, templates)
     valid, claims = made[:len(accepted)], made[len(accepted):]
     off = build_scheduler(config_path, valid, seed=seed, tie_break=tie_break, policy_path=policy_path,
-                          features=features)
+                          features=features, status_watch_lag=status_watch_lag)
     if live is not None:
         add_cluster(off.sched, live, "the live cluster", live=True, pod_groups=off.pod_groups)
     add_cluster(off.sched, cluster + claims, cluster_path or "", pod_groups=off.pod_groups)

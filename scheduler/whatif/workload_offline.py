@@ -50,7 +50,10 @@ class RecordingPodGroupStatusWriter:
     the rest at once, and their cycle (the next) still sees the PodGroup as cached before the write, so its
     patch is a diff against that stale copy (seeds 21, 90, 114, 118 of the differential)."""
 
-    def __init__(self) -> None:
+    def __init__(self, watch_lag: bool = True) -> None:
+        # watch_lag False: a write reaches the scheduler at once, the other side of the same race (kube's retry
+        # sometimes runs after the watch brought the write: seeds 32, 90 and 118 went either way on kube's reruns).
+        self.watch_lag = watch_lag
         self._sched: Scheduler | None = None
         self.pod_groups: dict[str, dict[str, Any]] = {}  # "ns/name" -> the object as last written or fed
         self._written: list[dict[str, Any]] = []  # written in the cycle now running: delivered after the next
@@ -74,7 +77,10 @@ class RecordingPodGroupStatusWriter:
         version = str(meta.get("resourceVersion") or "0")
         meta["resourceVersion"] = str(int(version) + 1) if version.isdigit() else f"{version}+status"
         self.pod_groups[key] = written
-        self._written.append(written)
+        if self.watch_lag:
+            self._written.append(written)
+        else:
+            self._deliver([written])
 
     def cycle_done(self) -> None:
         """A scheduling cycle returned: the watch brings what the cycle before it wrote."""

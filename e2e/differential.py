@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -325,15 +325,19 @@ def batch_args(argv: list[str] | None, prog: str, doc: str, scenarios: int) -> a
 
 
 @contextmanager
-def differential_cluster(prefix: str, base_nodes: int, zones: int) -> Iterator[Differential]:
-    """A fresh local control plane with ``base_nodes`` zoned nodes and kube-scheduler serving KUBE, for a
-    batch run from the command line; all of it stopped afterwards."""
+def batch_cluster(
+    prefix: str, make: Callable[[Path, Path], Any], feature_gates: Mapping[str, bool] | None = None,
+    prepare: Callable[[str], object] | None = None,
+) -> Iterator[Any]:
+    """A fresh local control plane (with ``feature_gates``) for a batch run from the command line: ``prepare``
+    gets its kubeconfig, ``make(kubeconfig, workdir)`` builds the differential; all of it stopped afterwards."""
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
-        cluster = LocalCluster(Path(tmp) / "cluster")
+        cluster = LocalCluster(Path(tmp) / "cluster", feature_gates=feature_gates)
         cluster.up()
         try:
-            create_nodes(str(cluster.kubeconfig), base_nodes, zones=zones, prefix="base")
-            diff = Differential(cluster.kubeconfig, Path(tmp))
+            if prepare is not None:
+                prepare(str(cluster.kubeconfig))
+            diff = make(cluster.kubeconfig, Path(tmp))
             try:
                 yield diff
             finally:
@@ -341,6 +345,15 @@ def differential_cluster(prefix: str, base_nodes: int, zones: int) -> Iterator[D
         finally:
             cluster.down()
 
+
+@contextmanager
+def differential_cluster(prefix: str, base_nodes: int, zones: int) -> Iterator[Differential]:
+    """A fresh local control plane with ``base_nodes`` zoned nodes and kube-scheduler serving KUBE."""
+    def prepare(kubeconfig: str) -> None:
+        create_nodes(kubeconfig, base_nodes, zones=zones, prefix="base")
+
+    with batch_cluster(prefix, Differential, prepare=prepare) as diff:
+        yield diff
 
 def main(argv: list[str] | None = None) -> int:
     args = batch_args(argv, "python -m e2e.differential", __doc__, 200)

@@ -42,8 +42,8 @@ from typing import Any
 import yaml
 from kubernetes import client, config
 
-from e2e.cluster.cluster import WORKLOAD_GATES, LocalCluster, build_binaries, node_manifest
-from e2e.differential import IMAGE, KUBE, NOBODY, SCENARIO_LABEL, batch_args, scenario_namespace
+from e2e.cluster.cluster import WORKLOAD_GATES, build_binaries, node_manifest
+from e2e.differential import IMAGE, KUBE, NOBODY, SCENARIO_LABEL, batch_args, batch_cluster, scenario_namespace
 from e2e.kube import delete_if_present, wait_for
 from e2e.process import gate_flag, start_kube_scheduler, stop_scheduler
 from scheduler.framework.features import Features, parse_feature_gates
@@ -459,18 +459,8 @@ def report_group(v: GroupVerdict) -> bool:
 def workload_cluster(prefix: str = "py-scheduler-diff-wl-") -> Iterator[WorkloadDifferential]:
     """A fresh local control plane with the Workload API's gates and kube-scheduler serving KUBE, for a
     batch run from the command line; all of it stopped afterwards."""
-    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
-        cluster = LocalCluster(Path(tmp) / "cluster", feature_gates=WORKLOAD_GATES)
-        cluster.up()
-        try:
-            diff = WorkloadDifferential(cluster.kubeconfig, Path(tmp))
-            try:
-                yield diff
-            finally:
-                diff.close()
-        finally:
-            cluster.down()
-
+    with batch_cluster(prefix, WorkloadDifferential, feature_gates=WORKLOAD_GATES) as diff:
+        yield diff
 
 def main(argv: list[str] | None = None) -> int:
     args = batch_args(argv, "python -m e2e.differential_workload", __doc__, 50)

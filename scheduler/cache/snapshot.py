@@ -123,6 +123,11 @@ class Snapshot:
 
     # --- the pod-group cycle's assume and forget (upstream Snapshot.AssumePod / ForgetPod) ----------
 
+    def _group_state(self, pod: Pod) -> PodGroupStateData | None:
+        """The snapshot's state of the pod's group, None for a pod in no group or a group with no state."""
+        group = pod.pod_group_name
+        return self.pod_group_states_data.lookup((pod.namespace, group)) if group else None
+
     def assume_pod(self, pod: Pod) -> None:
         """Put an assumed member (``pod.node_name`` set) on its node in this snapshot only (the cache's copy does
         not change), the affinity lists and claim counts in step; its group's state counts it as assumed. Undone
@@ -132,11 +137,8 @@ class Snapshot:
             raise KeyError(f"node {pod.node_name!r} not found in the snapshot")
         self._mutate(info, pod, add=True)
         self._assumed[pod.uid] = pod
-        group = pod.pod_group_name
-        if group:
-            st = self.pod_group_states_data.lookup((pod.namespace, group))
-            if st is not None:
-                st.assume_pod(pod)
+        if (st := self._group_state(pod)) is not None:
+            st.assume_pod(pod)
 
     def forget_pod(self, pod: Pod) -> None:
         """Undo ``assume_pod`` of this pod (by uid)."""
@@ -146,11 +148,8 @@ class Snapshot:
         info = self._infos.get(assumed.node_name)
         if info is not None:
             self._mutate(info, assumed, add=False)
-        group = assumed.pod_group_name
-        if group:
-            st = self.pod_group_states_data.lookup((assumed.namespace, group))
-            if st is not None:
-                st.forget_pod(assumed.uid)
+        if (st := self._group_state(assumed)) is not None:
+            st.forget_pod(assumed.uid)
 
     def forget_all_assumed_pods(self) -> int:
         """Forget what a cycle left assumed (a bug upstream logs); returns how many."""
@@ -204,9 +203,7 @@ class Snapshot:
         placed = pod if pod.node_name == node_name else pod.with_node(node_name)
         self._mutate(info, placed, add=True)
         self._mutations[0].append((True, placed, info))
-        group = placed.pod_group_name
-        st = self.pod_group_states_data.lookup((placed.namespace, group)) if group else None
-        if st is not None:
+        if (st := self._group_state(placed)) is not None:
             st.add_pod(placed)
 
     def remove_pod(self, pod: Pod, node_name: str) -> None:
@@ -221,9 +218,7 @@ class Snapshot:
             raise KeyError(f"pod {pod.key} not found on node {node_name}")
         self._mutate(info, held, add=False)
         self._mutations[0].append((False, held, info))
-        group = held.pod_group_name
-        st = self.pod_group_states_data.lookup((held.namespace, group)) if group else None
-        if st is not None:
+        if (st := self._group_state(held)) is not None:
             st.delete_pod(held.uid)
 
     # --- placements (upstream Snapshot.GetPlacement, AssumePlacement, ForgetPlacement, ...InPlacement) ---

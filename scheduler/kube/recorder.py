@@ -98,7 +98,11 @@ class ApiEventSink:
         self._backlog = backlog
         self._series: dict[tuple[str, ...], _Series] = {}
         self._pending_conditions: dict[str, tuple[Pod, str, str, str | None]] = {}
+        # Pods whose condition write is under way: one at a time a pod, or an older write landing (or
+        # retrying a conflict) after a newer one would leave the older message on the pod.
+        self._writing_conditions: set[str] = set()
         self._lock = threading.Lock()
+        self._condition_done = threading.Condition(self._lock)
         self._interval = series_patch_interval
         self._ttl = series_ttl
         self._clock = clock
@@ -248,7 +252,8 @@ class ApiEventSink:
             )
 
     def pod_condition(self, pod: Pod, reason: str, message: str, nominated_node: str | None) -> None:
-        """PodScheduled=False with reason and message; coalesced per pod (latest wins).
+        """PodScheduled=False with reason and message; coalesced per pod (latest wins), one write a pod at a
+        time, in the order of the attempts.
 
         A write that nominates a node (preemption made room there) is made now, in the caller's thread, as
         upstream's handleSchedulingFailure does: the pod is retried only after it, so its binding never
@@ -256,20 +261,41 @@ class ApiEventSink:
         with self._lock:
             first = pod.uid not in self._pending_conditions
             self._pending_conditions[pod.uid] = (pod, reason, message, nominated_node)
+            queue_it = first and pod.uid not in self._writing_conditions  # else the write under way queues it
         if nominated_node:
-            _guarded(lambda: self._write_condition(pod.uid))
-        elif first:
+            _guarded(lambda: self._write_condition(pod.uid, wait=True))
+        elif queue_it:
             self._submit(lambda: self._write_condition(pod.uid))
 
-    def _write_condition(self, uid: str) -> None:
+    def _write_condition(self, uid: str, wait: bool = False) -> None:
+        """Write the pod's latest condition. ``wait``: after the pod's write under way (the caller's own
+        thread writes it); else a write under way takes this one over when it ends."""
         with self._lock:
+            while wait and uid in self._writing_conditions:
+                self._condition_done.wait()
+            if uid in self._writing_conditions:
+                return
             item = self._pending_conditions.pop(uid, None)
-        if item is None:
-            return
-        pod, reason, message, nominated = item
+            if item is None:
+                return
+            self._writing_conditions.add(uid)
+        try:
+            self._write_one_condition(*item)
+        finally:
+            with self._lock:
+                self._writing_conditions.discard(uid)
+                again = uid in self._pending_conditions
+                self._condition_done.notify_all()
+            if again:
+                self._submit(lambda: self._write_condition(uid))
+
+    def _write_one_condition(self, pod: Pod, reason: str, message: str, nominated: str | None) -> None:
         try:
             self._patch_condition(pod, reason, message, nominated)
         except ConflictError:
+            with self._lock:
+                if pod.uid in self._pending_conditions:
+                    return  # a newer attempt's write follows, with its own message
             fresh = self._same_pod(pod)  # changed since we saw it: bound, recreated, or just updated
             if fresh is None or fresh.terminating:
                 log.info("dropped a PodScheduled=False write: the pod was deleted or replaced meanwhile", pod=pod.key)

@@ -214,6 +214,45 @@ def test_a_condition_write_follows_a_pod_that_only_changed() -> None:
     assert w.applied[0]["status"]["conditions"][0]["status"] == "False"
 
 
+class SlowFirstWriter(StatusWriter):
+    """Applies patches as the API server would (a new resourceVersion each), holding the first one back
+    until ``release`` is set."""
+
+    def __init__(self, current: dict[str, Any]) -> None:
+        super().__init__(current)
+        self.release = threading.Event()
+        self.first_started = threading.Event()
+
+    def patch_pod_status(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        if not self.first_started.is_set():
+            self.first_started.set()
+            self.release.wait(5)
+        super().patch_pod_status(namespace, name, patch)
+        meta = self.current["metadata"]
+        meta["resourceVersion"] = str(int(meta["resourceVersion"]) + 1)
+        self.current["status"] = {"conditions": patch["status"]["conditions"]}
+
+
+def test_a_later_attempts_condition_is_the_one_left_on_the_pod() -> None:
+    """Two failed attempts of one pod, the first write slow: the second message must be the last written,
+    whatever order the workers take them in (once, an older write's conflict retry overwrote a newer one)."""
+    seen = api_pod("p", rv="5")
+    w = SlowFirstWriter(dict(seen, metadata=dict(seen["metadata"])))
+    sink = ApiEventSink(w, workers=8)
+    sink.pod_condition(pod_from_api(seen), "Unschedulable", "one", None)
+    assert w.first_started.wait(5)
+    sink.pod_condition(pod_from_api(seen), "Unschedulable", "two", None)
+    time.sleep(0.2)  # room for another worker to take the second write while the first is under way
+    w.release.set()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and [a["status"]["conditions"][0]["message"] for a in w.applied][-1:] != ["two"]:
+        time.sleep(0.01)
+    sink.close()
+    for t in sink._threads:
+        t.join(5)
+    assert [a["status"]["conditions"][0]["message"] for a in w.applied] == ["one", "two"]
+
+
 # ----- bounded watch stall ------------------------------------------------------------------------
 
 

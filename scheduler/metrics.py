@@ -542,6 +542,32 @@ class Metrics:
             "Number of workload preemption units being preempted. A single preemption unit can be all pods in a pod "
             "group (in case of DisruptionMode=all), or a single pod (in case of DisruptionMode=single).",
             ["preemptor"], buckets=exponential_buckets(1, 2, 11), registry=r)
+        self.preemption_evaluation_duration = Histogram(
+            "scheduler_preemption_evaluation_duration_seconds",
+            "Duration in seconds for identifying the target preemption victims.",
+            ["preemptor", "result"], buckets=exponential_buckets(0.001, 2, 16), registry=r)
+        self.preemption_execution_duration = Histogram(
+            "scheduler_preemption_execution_duration_seconds",
+            "Duration in seconds for preempting the target preemption victims. With async preemption enabled, "
+            "preemption execution does not block the scheduling of other pods.",
+            ["preemptor", "result"], buckets=exponential_buckets(0.001, 2, 16), registry=r)
+        self.preemption_pdb_violations = Counter(
+            "scheduler_preemption_pdb_violations_total",
+            "Total number of pod disruption budget violations caused by preemption.", ["preemptor"], registry=r)
+
+    def preemption_evaluated(self, preemptor: str, result: str, seconds: float) -> None:
+        """Victims were looked for (``preemptor`` pod or podgroup, ``result`` the status code's name)."""
+        if hasattr(self, "preemption_evaluation_duration"):
+            self.preemption_evaluation_duration.labels(preemptor, result).observe(seconds)
+
+    def preemption_executed(self, preemptor: str, ok: bool, seconds: float) -> None:
+        """A candidate's victims were evicted (all, or not: an API call failed)."""
+        if hasattr(self, "preemption_execution_duration"):
+            self.preemption_execution_duration.labels(preemptor, "success" if ok else "error").observe(seconds)
+
+    def pdb_violations_caused(self, preemptor: str, count: int) -> None:
+        if hasattr(self, "preemption_pdb_violations") and count > 0:
+            self.preemption_pdb_violations.labels(preemptor).inc(count)
 
     def workload_preemption_attempted(self, result: str) -> None:
         """A PodGroupPostFilter of DefaultPreemption ended with ``result`` (the status code's name)."""

@@ -257,6 +257,18 @@ class Scheduler(EventHandlers, ScheduleOne, SchedulePodGroup, BindingCycle, Reco
         if self.metrics is not None:
             self.metrics.preemption_goroutine_done(ok, seconds)
 
+    def preemption_evaluated(self, preemptor: str, result: str, seconds: float) -> None:
+        if self.metrics is not None:
+            self.metrics.preemption_evaluated(preemptor, result, seconds)
+
+    def preemption_executed(self, preemptor: str, ok: bool, seconds: float) -> None:
+        if self.metrics is not None:
+            self.metrics.preemption_executed(preemptor, ok, seconds)
+
+    def pdb_violations_caused(self, preemptor: str, count: int) -> None:
+        if self.metrics is not None:
+            self.metrics.pdb_violations_caused(preemptor, count)
+
     def update_object(self, kind: str, obj: Mapping[str, Any], subresource: str = "") -> Mapping[str, Any]:
         """PUT a PersistentVolume, PersistentVolumeClaim or ResourceClaim (or its status) through the
         APIWriter; returns the stored object."""

@@ -422,6 +422,39 @@ def test_scrapes_during_shutdown_never_crash_the_scheduler(served: tuple[Schedul
 
 
 @pytest.mark.parametrize("async_preemption", [True, False])
+def test_generic_workload_adds_the_preemption_duration_and_budget_series(async_preemption: bool) -> None:
+    """Registered with GenericWorkload (as upstream), observed for a pod's preemption too: one evaluation that
+    found nothing, then one that chose two victims whose eviction breaks a budget allowing none."""
+    m = Metrics()
+    s, _ = make(m, Features(enable_async_preemption=async_preemption, enable_generic_workload=True))
+    s.on_node_event(ADDED, api_node("n0", cpu="2"))
+    s.on_object_event("PodDisruptionBudget", ADDED, {
+        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "b", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"app": "low"}}}, "status": {"disruptionsAllowed": 0}})
+    for name in ("low-1", "low-2"):
+        s.on_pod_event(ADDED, {**(obj := api_pod(name, node_name="n0")),
+                               "metadata": {**obj["metadata"], "labels": {"app": "low"}}})
+    s.on_pod_event(ADDED, api_pod("peer", cpu="2"))  # priority 0 like the victims: cannot preempt them
+    s.on_pod_event(ADDED, api_pod("high", cpu="2", priority=100))
+    assert s.schedule_one(timeout=0) and s.schedule_one(timeout=0)
+    s.frameworks["py-scheduler"].plugins["DefaultPreemption"].evaluator.executor().shutdown(wait=True)
+    sample = m.registry.get_sample_value
+    evaluated = {r: sample("scheduler_preemption_evaluation_duration_seconds_count", {"preemptor": "pod", "result": r})
+                 for r in ("Success", "Unschedulable")}
+    assert evaluated == {"Success": 1, "Unschedulable": 1}
+    assert sample("scheduler_preemption_execution_duration_seconds_count",
+                  {"preemptor": "pod", "result": "success"}) == 1
+    assert sample("scheduler_preemption_pdb_violations_total", {"preemptor": "pod"}) == 2
+
+
+def test_without_generic_workload_the_preemption_duration_series_are_not_registered() -> None:
+    m = Metrics()
+    make(m, Features(enable_generic_workload=False))
+    names = {f.name for f in m.registry.collect()}
+    assert not {"scheduler_preemption_evaluation_duration_seconds", "scheduler_preemption_pdb_violations"} & names
+
+
+@pytest.mark.parametrize("async_preemption", [True, False])
 def test_preemption_counts_the_attempt_and_its_victims(async_preemption: bool) -> None:
     m = Metrics()
     s, _ = make(m, Features(enable_async_preemption=async_preemption))

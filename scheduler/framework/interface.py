@@ -248,6 +248,21 @@ class ClusterHandle(Protocol):
         preemption histograms)."""
         ...
 
+    def preemption_evaluated(self, preemptor: str, result: str, seconds: float) -> None:
+        """Victims were looked for, for a ``preemptor`` of type "pod" or "podgroup", ending with the status code
+        named ``result`` (scheduler_preemption_evaluation_duration_seconds)."""
+        ...
+
+    def preemption_executed(self, preemptor: str, ok: bool, seconds: float) -> None:
+        """A chosen candidate's victims were evicted, every call succeeding or not
+        (scheduler_preemption_execution_duration_seconds; on a worker thread with asynchronous preemption)."""
+        ...
+
+    def pdb_violations_caused(self, preemptor: str, count: int) -> None:
+        """The chosen candidate's victims violate ``count`` PodDisruptionBudgets
+        (scheduler_preemption_pdb_violations_total)."""
+        ...
+
     def clear_nominated_node(self, pod: Pod) -> Status | None:
         """Remove status.nominatedNodeName of a pod (lower-priority pods nominated to a preempted node)."""
         ...

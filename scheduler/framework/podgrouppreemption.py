@@ -19,6 +19,7 @@ is not exported by py-scheduler for pods either).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -34,6 +35,7 @@ from scheduler.framework.podgroup import (
     ProposedAssignment,
 )
 from scheduler.framework.preemption import (
+    PODGROUP_PREEMPTOR,
     Candidate,
     Evaluator,
     PodDisruptionBudget,
@@ -49,7 +51,7 @@ from scheduler.framework.preemption_victims import (
     victim_importance,
 )
 from scheduler.framework.preemptor import GroupPreemptor
-from scheduler.framework.status import Code, Status, success, unresolvable, unschedulable
+from scheduler.framework.status import Code, Status, code_name, success, unresolvable, unschedulable
 from scheduler.framework.types import NodeInfo
 from scheduler.model.pod import Pod
 from scheduler.model.workload import PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER, PodGroup
@@ -129,13 +131,9 @@ class PodGroupEvaluator:
                                           self.lookups.scheduled_pods, mutations.get, now)
         except LookupError as exc:
             return None, Status(Code.ERROR, [f"failed to create domain: {exc}"])
-        pdbs = pdbs_from_objects(self.handle.objects().list("PodDisruptionBudget"))
-        try:
-            selection, status = self.select_victims_on_domain(priority, victims, pdbs, scheduling_func, mutations, now)
-        except PreemptionSimulationError as exc:
-            return None, Status(Code.ERROR, [str(exc)])
-        except KeyError as exc:  # the snapshot's AddPod / RemovePod: a node or pod missing
-            return None, Status(Code.ERROR, [str(exc.args[0]) if exc.args else str(exc)])
+        began = time.monotonic()
+        selection, status = self.evaluate(priority, victims, scheduling_func, mutations, now)
+        self.handle.preemption_evaluated(PODGROUP_PREEMPTOR, code_name(status), time.monotonic() - began)
         if selection is None:
             return None, status
         pods = selection.pods
@@ -146,6 +144,23 @@ class PodGroupEvaluator:
         if success(status):
             status = Status(Code.SUCCESS, [f"found a placement for podgroup, preempting {len(pods)} victims"])
         return PodGroupPostFilterResult(selection.nominations), status
+
+    def evaluate(
+        self,
+        priority: int,
+        victims: Sequence[Victim],
+        scheduling_func: PodGroupSchedulingFunc,
+        mutations: MutableSharedLister,
+        now: float,
+    ) -> tuple[_Selection | None, Status | None]:
+        """The victims on the cluster's domain, without evicting them, or why there are none."""
+        pdbs = pdbs_from_objects(self.handle.objects().list("PodDisruptionBudget"))
+        try:
+            return self.select_victims_on_domain(priority, victims, pdbs, scheduling_func, mutations, now)
+        except PreemptionSimulationError as exc:
+            return None, Status(Code.ERROR, [str(exc)])
+        except KeyError as exc:  # the snapshot's AddPod / RemovePod: a node or pod missing
+            return None, Status(Code.ERROR, [str(exc.args[0]) if exc.args else str(exc)])
 
     def select_victims_on_domain(
         self,

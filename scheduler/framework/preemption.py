@@ -50,7 +50,16 @@ from scheduler.framework.extenderv1 import Victims
 from scheduler.framework.fit_error import Diagnosis, FitError, new_default_node_to_status
 from scheduler.framework.interface import CycleState, Handle, NodeToStatus, PostFilterResult
 from scheduler.framework.preemptor import GroupPreemptor
-from scheduler.framework.status import Code, Status, code_of, error, success, unresolvable, unschedulable
+from scheduler.framework.status import (
+    Code,
+    Status,
+    code_name,
+    code_of,
+    error,
+    success,
+    unresolvable,
+    unschedulable,
+)
 from scheduler.framework.types import NodeInfo
 from scheduler.model.errors import InvalidObjectError
 from scheduler.model.labels import LabelSelector, parse_label_selector
@@ -72,6 +81,11 @@ ASYNC_PREEMPTION_WORKERS = 8
 
 
 # --- victims, candidates, PDBs ------------------------------------------------------------------
+
+
+# The preemptor types of the preemption metrics' labels (upstream's EntityKeyType).
+POD_PREEMPTOR = "pod"
+PODGROUP_PREEMPTOR = "podgroup"
 
 
 @dataclass(slots=True)
@@ -303,35 +317,48 @@ class Evaluator:
         something failed. <PostFilterResult(node), Success("found a potential placement for pod on node N,
         preempting K victims")>: victims evicted, nominate the pod there (v1.37 gives the success a message,
         which ends the FailedScheduling message; v1.34's had none)."""
-        latest = self.handle.latest_pod(pod)
-        if latest is None:
-            return None, error(f'pods "{pod.name}" not found')
-        pod = latest
-        ok, msg = self.iface.pod_eligible_to_preempt_others(pod, statuses.get(pod.nominated_node_name))
-        if not ok:
-            log.debug("pod is not eligible for preemption", pod=pod.key, reason=msg)
-            return None, unschedulable(msg)
-        all_nodes = list(self.handle.snapshot().list())
-        candidates, node_statuses, errors = self.find_candidates(state, all_nodes, pod, statuses)
-        if errors and not candidates:
-            return None, error(aggregate_errors(errors))
-        if not candidates:
-            fit_error = FitError(pod, len(all_nodes), Diagnosis(node_to_status=node_statuses))
-            node_statuses.absent = unresolvable(NOT_HELPFUL_MSG)
-            return PostFilterResult(""), unschedulable(fit_error.message())
-        candidates, status = self.call_extenders(pod, candidates)
-        if not success(status):
-            return None, status
-        best = self.select_candidate(candidates)
-        if best is None or not best.name:
-            return None, unschedulable("no candidate node for preemption")
-        log.info("preemption target chosen", pod=pod.key, node=best.name,
-                 victims=[v.key for v in best.victims.pods])
-        status = self.actuate(best, pod)
+        began = time.monotonic()
+        chosen, result, status = self.evaluate(state, pod, statuses)
+        self.handle.preemption_evaluated(POD_PREEMPTOR, code_name(status), time.monotonic() - began)
+        if chosen is None:
+            return result, status
+        best, latest = chosen
+        status = self.actuate(best, latest)
         if not success(status):
             return None, status
         return PostFilterResult(best.name), Status(Code.SUCCESS, [
             f"found a potential placement for pod on node {best.name}, preempting {len(best.victims.pods)} victims"])
+
+    def evaluate(
+        self, state: CycleState, pod: Pod, statuses: NodeToStatus
+    ) -> tuple[tuple[Candidate, Pod] | None, PostFilterResult | None, Status | None]:
+        """The victims, without evicting them: the best candidate and the pod as the cache has it now, or why
+        there is none (preempt's answers)."""
+        latest = self.handle.latest_pod(pod)
+        if latest is None:
+            return None, None, error(f'pods "{pod.name}" not found')
+        pod = latest
+        ok, msg = self.iface.pod_eligible_to_preempt_others(pod, statuses.get(pod.nominated_node_name))
+        if not ok:
+            log.debug("pod is not eligible for preemption", pod=pod.key, reason=msg)
+            return None, None, unschedulable(msg)
+        all_nodes = list(self.handle.snapshot().list())
+        candidates, node_statuses, errors = self.find_candidates(state, all_nodes, pod, statuses)
+        if errors and not candidates:
+            return None, None, error(aggregate_errors(errors))
+        if not candidates:
+            fit_error = FitError(pod, len(all_nodes), Diagnosis(node_to_status=node_statuses))
+            node_statuses.absent = unresolvable(NOT_HELPFUL_MSG)
+            return None, PostFilterResult(""), unschedulable(fit_error.message())
+        candidates, status = self.call_extenders(pod, candidates)
+        if not success(status):
+            return None, None, status
+        best = self.select_candidate(candidates)
+        if best is None or not best.name:
+            return None, None, unschedulable("no candidate node for preemption")
+        log.info("preemption target chosen", pod=pod.key, node=best.name,
+                 victims=[v.key for v in best.victims.pods])
+        return (best, pod), None, None
 
     def find_candidates(
         self, state: CycleState, all_nodes: Sequence[NodeInfo], pod: Pod, statuses: NodeToStatus
@@ -436,14 +463,16 @@ class Evaluator:
     def actuate(self, candidate: Candidate, pod: Pod, group: GroupPreemptor | None = None) -> Status | None:
         """actuatePodPreemption / actuatePodGroupPreemption: evict the candidate's victims, on a worker thread
         with asynchronous preemption. ``group``: a pod group preempts, ``pod`` being its first member."""
+        kind = POD_PREEMPTOR if group is None else PODGROUP_PREEMPTOR
+        if group is None:  # observeVictims, before any eviction (a group's: PodGroupEvaluator)
+            self.handle.victims_selected(len(candidate.victims.pods))
+        self.handle.pdb_violations_caused(kind, candidate.victims.num_pdb_violations)
         if self.enable_async:
-            if group is None:
-                self.handle.victims_selected(len(candidate.victims.pods))
             self.prepare_candidate_async(candidate, pod, group)
             return None
+        began = time.monotonic()
         status = self.prepare_candidate(candidate, pod, group)
-        if success(status) and group is None:
-            self.handle.victims_selected(len(candidate.victims.pods))
+        self.handle.preemption_executed(kind, success(status), time.monotonic() - began)
         return status
 
     def prepare_candidate(self, candidate: Candidate, pod: Pod, group: GroupPreemptor | None = None) -> Status | None:
@@ -506,6 +535,8 @@ class Evaluator:
                 self._last_victims.pop(uid, None)
         log.debug("asynchronous preemption finished", preemptor=pod.key, node=node_name, ok=ok)
         self.handle.async_preemption_done(ok, time.monotonic() - began)
+        self.handle.preemption_executed(POD_PREEMPTOR if group is None else PODGROUP_PREEMPTOR, ok,
+                                        time.monotonic() - began)
         if not ok:
             self.handle.activate_pods([pod] if group is None else list(group.pods))
 

@@ -121,6 +121,15 @@ class TestActions:
     def workload_victims_selected(self, victims: int, disruptions: int) -> None:
         return None
 
+    def preemption_evaluated(self, preemptor: str, result: str, seconds: float) -> None:
+        return None
+
+    def preemption_executed(self, preemptor: str, ok: bool, seconds: float) -> None:
+        return None
+
+    def pdb_violations_caused(self, preemptor: str, count: int) -> None:
+        return None
+
     def clear_nominated_node(self, pod: Pod) -> Status | None:
         return None
 

@@ -534,6 +534,11 @@ def test_group_cycle_unschedulable_then_victims_evicted_then_members_nominated_a
     assert sample("scheduler_workload_preemption_attempts_total", {"result": "Success"}) == 1
     assert sample("scheduler_workload_preemption_victims_sum") == 2
     assert sample("scheduler_preemption_workload_disruptions_sum", {"preemptor": "podgroup"}) == 1
+    assert sample("scheduler_preemption_evaluation_duration_seconds_count",
+                  {"preemptor": "podgroup", "result": "Success"}) == 1
+    assert sample("scheduler_preemption_execution_duration_seconds_count",
+                  {"preemptor": "podgroup", "result": "success"}) == 1
+    assert sample("scheduler_preemption_pdb_violations_total", {"preemptor": "podgroup"}) is None  # no budget
 
     s.queue.activate([s._pending["uid-m0"], s._pending["uid-m1"]])
     assert s.schedule_one(timeout=0)

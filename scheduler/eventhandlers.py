@@ -125,6 +125,8 @@ class EventHandlers(SchedulerState):
             self.cache.pod_group_member_seen(pod)
         if old is None:
             self.queue.add(pod)
+            if self.cache.generic_workload:  # a member may complete a gated gang (GangScheduling's hint)
+                self.queue.move_all_to_active_or_backoff(UNSCHEDULED_POD_ADD, None, pod)
             return _UNSCHEDULED_POD_ADD
         return _unscheduled_update_labels(self.queue.update(old, pod))
 
@@ -307,9 +309,13 @@ class EventHandlers(SchedulerState):
         self.cache.set_pod_group(pg)
         if old is None:
             self.queue.add_pod_group(pg)
-            return (make_event(EventResource.WORKLOAD_POD_GROUP, ActionType.ADD).label,)
+            event = make_event(EventResource.WORKLOAD_POD_GROUP, ActionType.ADD)
+            self.queue.move_all_to_active_or_backoff(event, None, pg)
+            return (event.label,)
         self.queue.update_pod_group(pg)
-        return (make_event(EventResource.WORKLOAD_POD_GROUP, ActionType.UPDATE_OTHER).label,)
+        event = make_event(EventResource.WORKLOAD_POD_GROUP, ActionType.UPDATE_OTHER)
+        self.queue.move_all_to_active_or_backoff(event, parse_pod_group(old), pg)  # GangScheduling: minCount down
+        return (event.label,)
 
     def on_workload_event(self, type_: str, obj: Mapping[str, Any]) -> Labels:
         """A scheduling.k8s.io/v1beta1 Workload: kept in the object store for plugins (the scheduler places

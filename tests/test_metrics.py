@@ -587,7 +587,9 @@ def test_a_queued_pod_group_counts_its_members_as_pending_pods_and_itself_as_a_p
     assert 'scheduler_queued_entities{queue="active",type="pod"} 1.0' in text
     assert ('scheduler_queue_incoming_entities_total{event="UnscheduledPodAdd",queue="active",type="podgroup"} 1.0'
             in text)
-    # a alone is below minCount: GangScheduling gates the new group (filed as unschedulable); b completes it and
-    # the gated group moves to activeQ with both members; solo is a pod.
-    assert 'scheduler_queue_incoming_pods_total{event="UnscheduledPodAdd",queue="unschedulable"} 1.0' in text
+    # a alone is below minCount: GangScheduling gates the new group (filed as unschedulable), and the handler's
+    # UnscheduledPodAdd for a asks GangScheduling's hint, which queues it: PreEnqueue gates it again (unschedulable
+    # twice, as upstream). b joins the gated group; its UnscheduledPodAdd moves the group to activeQ with both
+    # members; solo is a pod.
+    assert 'scheduler_queue_incoming_pods_total{event="UnscheduledPodAdd",queue="unschedulable"} 2.0' in text
     assert 'scheduler_queue_incoming_pods_total{event="UnscheduledPodAdd",queue="active"} 3.0' in text

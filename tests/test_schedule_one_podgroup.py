@@ -184,6 +184,29 @@ def test_a_gang_below_min_count_is_gated(parts: tuple[Binder, RecordingEventSink
     assert len(b.bound) == 3
 
 
+def test_a_gated_gang_moves_on_its_pod_groups_update_only_when_min_count_goes_down(
+    parts: tuple[Binder, RecordingEventSink, StatusWriter],
+) -> None:
+    """The handler's PodGroupUpdate asks GangScheduling's hint (upstream updatePodGroup): a label change leaves the
+    gang gated, a lower minCount frees it."""
+    b, sink, w = parts
+    s = make(b, sink, w)
+    s.on_node_event(ADDED, api_node("n1"))
+    s.on_pod_group_event(ADDED, pod_group("g", min_count=3))
+    s.on_pod_event(ADDED, member("p0", "g", cpu="1"))
+    s.on_pod_event(ADDED, member("p1", "g", cpu="1"))
+    assert not s.schedule_one(timeout=0)
+    relabelled = pod_group("g", min_count=3)
+    relabelled["metadata"].update(resourceVersion="2", labels={"team": "a"})
+    s.on_pod_group_event("MODIFIED", relabelled)
+    assert not s.schedule_one(timeout=0) and s.queue.pod_group_entities()["gated"] == 1
+    lowered = pod_group("g", min_count=2)
+    lowered["metadata"]["resourceVersion"] = "3"
+    s.on_pod_group_event("MODIFIED", lowered)
+    run(s)
+    assert sorted(k for k, _ in b.bound) == ["default/p0", "default/p1"]
+
+
 def test_validate_pod_group_priority(parts: tuple[Binder, RecordingEventSink, StatusWriter]) -> None:
     b, sink, w = parts
     s = make(b, sink, w)

@@ -21,11 +21,10 @@ from scheduler.framework.events import (
     SCHEDULE_ATTEMPT_FAILURE,
     UNSCHEDULED_POD_ADD,
     event_matches,
-    make_event,
 )
 from scheduler.framework.interface import PreEnqueuePlugin
 from scheduler.framework.status import CODE_SUCCESS, Status
-from scheduler.framework.types import ASSIGNED_POD_ADD, UNSCHEDULABLE_TIMEOUT, ActionType, ClusterEvent, EventResource
+from scheduler.framework.types import ASSIGNED_POD_ADD, UNSCHEDULABLE_TIMEOUT, ClusterEvent
 from scheduler.model.pod import Pod
 from scheduler.model.workload import PodGroup
 from scheduler.queue.active_queue import ActiveQueue
@@ -47,7 +46,6 @@ if TYPE_CHECKING:
 
 
 _POD_ADD = UNSCHEDULED_POD_ADD.label
-_POD_GROUP_UPDATE = make_event(EventResource.WORKLOAD_POD_GROUP, ActionType.UPDATE).label
 UNSCHEDULABLE_LABEL = "unschedulable"  # where upstream's incoming metrics file a gated entity
 # The strategy a group's old place stands for (upstream deleteFromAnyQueue's answer).
 _STATE_STRATEGY = {ACTIVE: Strategy.IMMEDIATELY, BACKOFF: Strategy.AFTER_BACKOFF, GATED: Strategy.SKIP}
@@ -72,6 +70,7 @@ class PodGroupPaths:
         _active: ActiveQueue
         _backoff: BackoffQueue
         _clock: Callable[[], float]
+        _max_in_unschedulable: float
         _cycle: int
         _less: Callable[[QueuedPodInfo, QueuedPodInfo], bool]
         _ranked: bool
@@ -99,7 +98,10 @@ class PodGroupPaths:
         entity, state = groups.take(key)
         if entity is not None:
             entity.add_pod(qpi)
-            self._requeue_group(entity, state, _POD_ADD)
+            if state == GATED:  # queueSkip: it stays gated; the UnscheduledPodAdd event that follows asks the hints
+                groups.put(entity, GATED)
+            else:
+                self._requeue_group(entity, state, _POD_ADD)
             return
         if groups.in_flight == key:
             groups.pool_add(groups.pending, qpi)
@@ -108,7 +110,7 @@ class PodGroupPaths:
 
     def _requeue_group(self, entity: QueuedPodGroupInfo, state: str | None, event: str) -> None:
         """requeueEntityWithQueueingStrategy for a group taken from where it waited: activeQ again, backoffQ while
-        it backs off; a gated one runs PreEnqueue again (GangScheduling's hints queue it on a member's add)."""
+        it backs off; a gated one (the leftover flush) runs PreEnqueue again."""
         strategy = _STATE_STRATEGY.get(state or "", Strategy.SKIP)
         if state == BACKOFF and self._group_backing_off(entity):
             self._group_to(entity, BACKOFF, event, strategy)
@@ -347,7 +349,8 @@ class PodGroupPaths:
                 self._add_group_member(qpi)
 
     def update_pod_group(self, pod_group: PodGroup) -> None:
-        """UpdatePodGroup (takes the lock); a gated group runs PreEnqueue again (GangScheduling's hint)."""
+        """UpdatePodGroup (takes the lock). A gated group stays gated: the handler's PodGroupUpdate event asks the
+        hints (GangScheduling's: a lower minCount)."""
         with self._lock:
             key = (pod_group.namespace, pod_group.name)
             if key not in self._groups.forest:
@@ -359,8 +362,6 @@ class PodGroupPaths:
             entity = self._groups.queued.get(key)
             if entity is not None:
                 entity.info.pod_group = pod_group
-                if self._groups.where.get(key) == GATED:
-                    self._retry_gated(key, _POD_GROUP_UPDATE)
 
     def delete_pod_group(self, namespace: str, name: str) -> None:
         """DeletePodGroup (takes the lock): queued and pending members go back to incomplete."""
@@ -385,9 +386,15 @@ class PodGroupPaths:
             moved = moved or self._groups.where.get(entity.key) == ACTIVE
         return moved
 
-    def _flush_gated_groups(self) -> None:
-        for key in [k for k, w in self._groups.where.items() if w == GATED]:
-            self._retry_gated(key, UNSCHEDULABLE_TIMEOUT.label)
+    def _flush_gated_groups(self, now: float) -> None:
+        """flushUnschedulableEntitiesLeftover for the gated groups: one gated for longer than
+        podMaxInUnschedulablePodsDuration since it was queued, last attempted or last flushed is retried."""
+        groups = self._groups
+        for key in [k for k, w in groups.where.items() if w == GATED]:
+            g = groups.queued[key]
+            if now - max(g.timestamp, g.flush_timestamp or 0.0) > self._max_in_unschedulable:
+                g.flush_timestamp = now  # gated again, it waits another full period
+                self._retry_gated(key, UNSCHEDULABLE_TIMEOUT.label)
 
     def pod_group_member_counts(self) -> tuple[int, int]:
         """incompletePodGroupPods and pendingPodGroupPods sizes (takes the lock)."""

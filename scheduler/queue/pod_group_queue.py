@@ -65,6 +65,7 @@ class QueuedPodGroupInfo:
     unschedulable_count: int = 0
     consecutive_errors_count: int = 0
     backoff_expiration: float | None = None
+    flush_timestamp: float | None = None  # the last UnschedulableTimeout flush of the group while gated
 
     @property
     def key(self) -> GroupKey:

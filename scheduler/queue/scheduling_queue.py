@@ -502,7 +502,7 @@ class PriorityQueue(PodGroupPaths):
             if stale:
                 self._move_pods(stale, UNSCHEDULABLE_TIMEOUT, None, None)
             if self._groups.where:
-                self._flush_gated_groups()
+                self._flush_gated_groups(now)
 
     def run(self) -> None:
         """Start the daemon thread flushing backoffQ every 1 s (window-aligned) and leftovers every 30 s."""

@@ -4,6 +4,7 @@ group, wait while it is in flight (pending) and come back with it; a deleted Pod
 from __future__ import annotations
 
 from scheduler.framework import types
+from scheduler.framework.events import UNSCHEDULED_POD_ADD
 from scheduler.framework.status import Status, unresolvable, unschedulable
 from scheduler.framework.types import NODE_ADD, ClusterEventWithHint, QueueingHint
 from scheduler.model.node import node_from_api
@@ -112,8 +113,10 @@ class Hold:
 
     def __init__(self) -> None:
         self.holding = True
+        self.checks = 0
 
     def pre_enqueue(self, pod: Pod) -> Status | None:
+        self.checks += 1
         return unresolvable("held") if self.holding else None
 
 
@@ -242,3 +245,59 @@ def test_groups_and_pods_are_ordered_by_the_profiles_queue_sort() -> None:
     while (e := q.pop(timeout=0)) is not None:
         order.append(e.info.name if isinstance(e, QueuedPodGroupInfo) else e.pod.name)
     assert order == ["aa", "m-g", "nn", "z-g"]
+
+
+def test_a_gated_group_is_retried_by_the_leftover_flush_only_after_the_unschedulable_timeout() -> None:
+    """flushUnschedulableEntitiesLeftover: gated longer than podMaxInUnschedulablePodsDuration (5 min) since it was
+    queued or last flushed, not at every 30-s run."""
+    hold = Hold()
+    clock = FakeClock()
+    q = PriorityQueue(priority_less, {"default-scheduler": QueueProfile(pre_enqueue_plugins=[hold])}, clock=clock,
+                      rank=priority_rank)
+    q.generic_workload = True
+    q.add_pod_group(parse_pod_group(group()))
+    q.add(make_pod().name("a").pod_group("g").obj())
+    assert q.pop(timeout=0) is None and q.pod_group_entities()["gated"] == 1
+    checks = hold.checks
+    for _ in range(9):  # 270 s of 30-s flushes
+        clock.advance(30)
+        q.flush_unschedulable_pods_leftover()
+    assert hold.checks == checks  # PreEnqueue not asked again
+    clock.advance(31)
+    q.flush_unschedulable_pods_leftover()  # 301 s
+    assert hold.checks == checks + 1 and q.pod_group_entities()["gated"] == 1
+    clock.advance(240)
+    q.flush_unschedulable_pods_leftover()
+    assert hold.checks == checks + 1  # 240 s after its flush: not yet
+    clock.advance(61)
+    hold.holding = False
+    q.flush_unschedulable_pods_leftover()
+    entity = q.pop(timeout=0)
+    assert isinstance(entity, QueuedPodGroupInfo) and entity.members[0].pod.name == "a"
+
+
+def test_a_member_joining_a_gated_group_leaves_it_gated_until_the_add_events_hints_say_queue() -> None:
+    """addToPodGroupIfExists with queueSkip, then the handler's UnscheduledPodAdd: only the gating plugin's
+    registered events are looked at, and its hint decides."""
+    hold = Hold()
+    asked: list[str] = []
+
+    def hint(pod: Pod, old: object, new: object) -> QueueingHint:
+        asked.append(pod.name)
+        return QueueingHint.QUEUE
+
+    q = PriorityQueue(priority_less, {"default-scheduler": QueueProfile(
+        pre_enqueue_plugins=[hold], hints={"Hold": [ClusterEventWithHint(UNSCHEDULED_POD_ADD, hint)]})},
+        clock=FakeClock(), rank=priority_rank)
+    q.generic_workload = True
+    q.add_pod_group(parse_pod_group(group()))
+    q.add(make_pod().name("a").pod_group("g").obj())
+    checks = hold.checks
+    b = make_pod().name("b").pod_group("g").obj()
+    q.add(b)
+    assert hold.checks == checks and q.pod_group_entities()["gated"] == 1  # PreEnqueue not run on the join
+    hold.holding = False
+    q.move_all_to_active_or_backoff(UNSCHEDULED_POD_ADD, None, b)
+    assert asked and hold.checks > checks
+    entity = q.pop(timeout=0)
+    assert isinstance(entity, QueuedPodGroupInfo) and [m.pod.name for m in entity.members] == ["a", "b"]

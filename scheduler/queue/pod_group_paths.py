@@ -197,7 +197,7 @@ class PodGroupPaths:
         wildcard) is looked at; then the members' rejectors' hints decide (isEntityWorthRequeuing: the best
         strategy of any member), and PreEnqueue runs again as the group moves."""
         groups = self._groups
-        for key in [k for k, w in groups.where.items() if w == GATED]:
+        for key in list(groups.gated):
             entity = groups.queued[key]
             if not event.is_wildcard:
                 gating = next((m for m in entity.members if m.gating_plugin is not None), None)
@@ -390,7 +390,7 @@ class PodGroupPaths:
         """flushUnschedulableEntitiesLeftover for the gated groups: one gated for longer than
         podMaxInUnschedulablePodsDuration since it was queued, last attempted or last flushed is retried."""
         groups = self._groups
-        for key in [k for k, w in groups.where.items() if w == GATED]:
+        for key in list(groups.gated):
             g = groups.queued[key]
             if now - max(g.timestamp, g.flush_timestamp or 0.0) > self._max_in_unschedulable:
                 g.flush_timestamp = now  # gated again, it waits another full period

@@ -125,6 +125,7 @@ class PodGroupQueue:
         self.pending: dict[GroupKey, dict[str, QueuedPodInfo]] = {}
         self.queued: dict[GroupKey, QueuedPodGroupInfo] = {}
         self.where: dict[GroupKey, str] = {}
+        self.gated: dict[GroupKey, None] = {}  # the keys whose state is GATED, in order: every event walks them
         self.in_flight: GroupKey | None = None  # upstream's last popped entity, while it is a group
         # The active groups by PrioritySort's order, with lazy deletion: an entry whose group left, changed
         # priority or timestamp, or is not active any more is dropped when it surfaces.
@@ -179,11 +180,16 @@ class PodGroupQueue:
     def put(self, g: QueuedPodGroupInfo, state: str) -> None:
         self.queued[g.key] = g
         self.where[g.key] = state
+        if state == GATED:
+            self.gated[g.key] = None
+        else:
+            self.gated.pop(g.key, None)
         if state == ACTIVE:
             heapq.heappush(self._active_heap, (-g.priority, g.timestamp, next(self._seq), g.key, g))
 
     def take(self, key: GroupKey) -> tuple[QueuedPodGroupInfo | None, str | None]:
         g = self.queued.pop(key, None)
+        self.gated.pop(key, None)
         return g, self.where.pop(key, None)
 
     def best_active(self) -> QueuedPodGroupInfo | None:

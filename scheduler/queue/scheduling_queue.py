@@ -501,7 +501,7 @@ class PriorityQueue(PodGroupPaths):
                 qpi.flush_timestamp = now  # one gated again waits another full period
             if stale:
                 self._move_pods(stale, UNSCHEDULABLE_TIMEOUT, None, None)
-            if self._groups.where:
+            if self._groups.gated:
                 self._flush_gated_groups(now)
 
     def run(self) -> None:
@@ -663,7 +663,7 @@ class PriorityQueue(PodGroupPaths):
     def _move_all(self, event: ClusterEvent, old: Any, new: Any, pre_check: Callable[[Pod], bool] | None) -> None:
         if not self._is_event_of_interest(event):
             return
-        if self._groups.where:
+        if self._groups.gated:
             self._wake_gated_groups(event, old, new)
         if not self._unschedulable:  # no pod waits for a hint (every pod watch event comes here): as _move_pods
             self._active.add_event_if_any_in_flight(event, old, new)

@@ -43,6 +43,7 @@ from scheduler.model.pod import Pod
 from scheduler.model.timefmt import rfc3339
 from scheduler.model.workload import (
     POD_GROUP_INITIALLY_SCHEDULED,
+    PREEMPT_LOWER_PRIORITY,
     REASON_SCHEDULED,
     REASON_SCHEDULER_ERROR,
     REASON_UNSCHEDULABLE,
@@ -172,11 +173,16 @@ class SchedulePodGroup(SchedulerState):
         self.pod_group_cycle(fwk, CycleState(), entity, start, cycle)
 
     def validate_pod_group(self, entity: QueuedPodGroupInfo) -> str | None:
-        """validatePodGroup (PodGroupPreemptionPolicy off): one scheduler name, the group's priority and one
-        preemption policy for every member, queued or scheduled; upstream's messages."""
+        """validatePodGroup: one scheduler name, the group's priority and one preemption policy for every member,
+        queued or scheduled (with PodGroupPreemptionPolicy the PodGroup's own policy, else the first member's);
+        upstream's messages."""
         scheduler_name = ""
         group_priority = entity.priority
-        policy = ""
+        group_policy = self.features.enable_pod_group_preemption_policy
+        pg = entity.pod_group
+        policy = ""  # without the gate: the first member's
+        if group_policy:
+            policy = pg.effective_preemption_policy if pg is not None else PREEMPT_LOWER_PRIORITY
 
         def check(pod: Pod) -> str | None:
             nonlocal policy
@@ -186,7 +192,11 @@ class SchedulePodGroup(SchedulerState):
             if pod.priority != group_priority:
                 return ("all pods in a single pod group should have the same priority as the pod group's priority, "
                         f"got {pod.priority} and {group_priority}")
-            if not policy:
+            if group_policy:
+                if pod.preemption_policy != policy:
+                    return ("all pods in a single pod group should have the same preemption policy as the pod "
+                            f"group's preemption policy, got {pod.preemption_policy} and {policy}")
+            elif not policy:
                 policy = pod.preemption_policy
             elif pod.preemption_policy != policy:
                 return (f"all pods in a single pod group should have the same preemption policy, got "

@@ -222,6 +222,32 @@ def test_validate_pod_group_priority(parts: tuple[Binder, RecordingEventSink, St
     assert b.bound == []
 
 
+@pytest.mark.parametrize("gate", [False, True])
+def test_validate_pod_group_preemption_policy(
+    gate: bool, parts: tuple[Binder, RecordingEventSink, StatusWriter],
+) -> None:
+    """PodGroupPreemptionPolicy off: the members must agree among themselves; on: with the PodGroup's policy."""
+    b, sink, w = parts
+    cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+                     "profiles": [{"schedulerName": "py-scheduler"}]})
+    s = Scheduler(cfg, build_registry(cfg), b, sink, None, synchronous_binding=True, rng=random.Random(1),
+                  tie_break="name", pod_group_status_writer=w,
+                  features=Features(enable_generic_workload=True, enable_pod_group_preemption_policy=gate))
+    s.on_node_event(ADDED, api_node("n1"))
+    group = pod_group("g", min_count=2)
+    group["spec"]["preemptionPolicy"] = "Never"
+    s.on_pod_group_event(ADDED, group)
+    for name in ("p0", "p1"):
+        s.on_pod_event(ADDED, member(name, "g", cpu="1"))  # PreemptLowerPriority, the pod default
+    run(s)
+    if not gate:  # the members agree: the group's own policy is not read
+        assert sorted(k for k, _ in b.bound) == ["default/p0", "default/p1"]
+        return
+    msg = ("all pods in a single pod group should have the same preemption policy as the pod group's preemption "
+           "policy, got PreemptLowerPriority and Never")
+    assert _failed(sink) == {"default/p0": msg, "default/p1": msg} and b.bound == []
+
+
 def test_gate_off_schedules_members_one_by_one(parts: tuple[Binder, RecordingEventSink, StatusWriter]) -> None:
     set_workload_gates(False, False)
     b, sink, w = parts

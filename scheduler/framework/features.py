@@ -19,19 +19,23 @@ class Features:
     the free storage of the pod's classes (StorageCapacityScoring, beta and on since 1.37; off, it neither
     scores nor accepts a shape, as v1.34). enable_generic_workload: the Workload API's pod groups are queued and
     placed as groups (GenericWorkload, beta, off). enable_topology_aware_workload_scheduling: a group's cycle
-    tries the PlacementGenerate plugins' placements (TopologyAwareWorkloadScheduling, alpha, off)."""
+    tries the PlacementGenerate plugins' placements (TopologyAwareWorkloadScheduling, alpha, off).
+    enable_pod_group_preemption_policy: a pod group preempts as its PodGroup's spec.preemptionPolicy says and every
+    member must carry the same policy (PodGroupPreemptionPolicy, alpha, off: the members' policies decide)."""
 
     enable_async_preemption: bool = True
     enable_storage_capacity_scoring: bool = True
     enable_generic_workload: bool = False
     enable_topology_aware_workload_scheduling: bool = False
+    enable_pod_group_preemption_policy: bool = False
 
 
 # gate name -> Features field
 GATES = {"SchedulerAsyncPreemption": "enable_async_preemption",
          "StorageCapacityScoring": "enable_storage_capacity_scoring",
          "GenericWorkload": "enable_generic_workload",
-         "TopologyAwareWorkloadScheduling": "enable_topology_aware_workload_scheduling"}
+         "TopologyAwareWorkloadScheduling": "enable_topology_aware_workload_scheduling",
+         "PodGroupPreemptionPolicy": "enable_pod_group_preemption_policy"}
 
 
 def parse_feature_gates(spec: str, base: Features | None = None) -> Features:

@@ -96,8 +96,9 @@ class DefaultPreemption:
         self.enable_async_preemption = handle.features().enable_async_preemption
         self.evaluator = Evaluator(NAME, self.handle, self, enable_async=self.enable_async_preemption)
         self.enable_generic_workload = handle.features().enable_generic_workload
-        # PodGroupPreemptionPolicy (alpha, off by default, not accepted as a gate): members' policies decide.
-        self.pod_group_evaluator = PodGroupEvaluator(handle, self.evaluator) if self.enable_generic_workload else None
+        self.pod_group_evaluator = PodGroupEvaluator(
+            handle, self.evaluator, handle.features().enable_pod_group_preemption_policy,
+        ) if self.enable_generic_workload else None
         self.lookups = PodGroupLookups(lambda: handle.pod_group_manager())
         self.is_eligible_pod: IsEligiblePod = _always
 

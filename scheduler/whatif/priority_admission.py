@@ -47,14 +47,18 @@ class PriorityAdmission:
     """Resolves pods against a set of PriorityClasses. ``complete`` is False when classes may exist that
     were not given (a live cluster): then an unknown class leaves the pod as written."""
 
-    def __init__(self, classes: Iterable[PriorityClass], *, complete: bool = True) -> None:
+    def __init__(self, classes: Iterable[PriorityClass], *, complete: bool = True,
+                 pod_group_preemption_policy: bool = False) -> None:
         self.classes = {n: PriorityClass(n, v, PREEMPT_LOWER_PRIORITY) for n, v in SYSTEM_PRIORITY_CLASSES.items()}
         self.classes.update({c.name: c for c in classes})
         self.complete = complete
+        self.pod_group_preemption_policy = pod_group_preemption_policy  # the API server's gate
 
     @classmethod
-    def from_objects(cls, objects: Iterable[Mapping[str, Any]], *, complete: bool = True) -> PriorityAdmission:
-        return cls((priority_class_from_api(o) for o in objects if o.get("kind") == KIND), complete=complete)
+    def from_objects(cls, objects: Iterable[Mapping[str, Any]], *, complete: bool = True,
+                     pod_group_preemption_policy: bool = False) -> PriorityAdmission:
+        return cls((priority_class_from_api(o) for o in objects if o.get("kind") == KIND), complete=complete,
+                   pod_group_preemption_policy=pod_group_preemption_policy)
 
     def default_class(self) -> PriorityClass | None:
         """getDefaultPriorityClass: among global defaults (normally one), the lowest value."""
@@ -100,8 +104,9 @@ class PriorityAdmission:
 
     def admit_pod_group(self, group: Mapping[str, Any]) -> dict[str, Any]:
         """admitPodGroup on create (GenericWorkload on): the PodGroup with its class's priority, or the
-        default class's, or 0; a stored ``spec.priority`` that contradicts a class given here is refused.
-        The preemption policy is left as written (PodGroupPreemptionPolicy, alpha, is off)."""
+        default class's, or 0; a stored ``spec.priority`` that contradicts a class given here is refused. With
+        PodGroupPreemptionPolicy the class's preemption policy (PreemptLowerPriority without a class) is set, and a
+        stored one that contradicts it refused; without it the policy is left as written."""
         spec = dict(group.get("spec") or {})
         name = spec.get("priorityClassName") or ""
         stored = spec.get("priority")
@@ -118,6 +123,15 @@ class PriorityAdmission:
         spec["priority"] = value
         if pc:
             spec["priorityClassName"] = pc.name
+        if self.pod_group_preemption_policy:
+            policy = pc.preemption_policy if pc else PREEMPT_LOWER_PRIORITY
+            written = spec.get("preemptionPolicy")
+            if written is not None and written != policy:
+                raise AdmissionError(_forbidden(
+                    group, f"the string value of PreemptionPolicy ({written}) must not be provided in pod group spec; "
+                           f"priority admission controller computed {policy} from the given PriorityClass name",
+                    PODGROUPS))
+            spec["preemptionPolicy"] = policy
         return {**group, "spec": spec}
 
 

@@ -322,7 +322,9 @@ def run_simulation(
     sim = Simulation([])
     workload = features is not None and features.enable_generic_workload
     objects = load_objects(cluster_path) if cluster_path else []
-    admission = PriorityAdmission.from_objects([o for o in objects if not invalid_fields(o)], complete=live is None)
+    admission = PriorityAdmission.from_objects(
+        [o for o in objects if not invalid_fields(o)], complete=live is None,
+        pod_group_preemption_policy=workload and features is not None and features.enable_pod_group_preemption_policy)
     cluster = []
     for o in objects:
         o, errors = admitted(o, admission)

@@ -84,6 +84,18 @@ def test_a_podgroup_gets_its_priority_from_its_class() -> None:
         admission.admit_pod_group(podgroup("g", priorityClassName="high", priority=5))
 
 
+def test_with_pod_group_preemption_policy_a_podgroup_gets_its_class_preemption_policy() -> None:
+    classes = [PriorityClass("never", 10, "Never", False)]
+    off = PriorityAdmission(classes).admit_pod_group(podgroup("g", priorityClassName="never"))
+    assert "preemptionPolicy" not in off["spec"]
+    admission = PriorityAdmission(classes, pod_group_preemption_policy=True)
+    assert admission.admit_pod_group(podgroup("g", priorityClassName="never"))["spec"]["preemptionPolicy"] == "Never"
+    assert admission.admit_pod_group(podgroup("g"))["spec"]["preemptionPolicy"] == "PreemptLowerPriority"
+    with pytest.raises(AdmissionError, match=r"the string value of PreemptionPolicy \(PreemptLowerPriority\) must "
+                       r"not be provided in pod group spec; priority admission controller computed Never"):
+        admission.admit_pod_group(podgroup("g", priorityClassName="never", preemptionPolicy="PreemptLowerPriority"))
+
+
 def test_the_offline_status_writer_merges_conditions_by_type() -> None:
     writer = RecordingPodGroupStatusWriter()
     writer.seen(podgroup("g", 2))

@@ -170,15 +170,21 @@ def test_placement_feasible_ends_a_hopeless_gang_early(parts: tuple[Binder, Reco
     assert b.bound == []
 
 
-def test_a_gang_below_min_count_is_gated(parts: tuple[Binder, RecordingEventSink, StatusWriter]) -> None:
-    b, sink, w = parts
-    s = make(b, sink, w)
+def _two_of_a_gang_of_three(parts: tuple[Binder, RecordingEventSink, StatusWriter]) -> Scheduler:
+    """Two members of a gang with minCount 3 on one node: GangScheduling's PreEnqueue gates the group."""
+    s = make(*parts)
     s.on_node_event(ADDED, api_node("n1"))
     s.on_pod_group_event(ADDED, pod_group("g", min_count=3))
     s.on_pod_event(ADDED, member("p0", "g", cpu="1"))
     s.on_pod_event(ADDED, member("p1", "g", cpu="1"))
     assert not s.schedule_one(timeout=0)
     assert s.queue.pod_group_entities()["gated"] == 1
+    return s
+
+
+def test_a_gang_below_min_count_is_gated(parts: tuple[Binder, RecordingEventSink, StatusWriter]) -> None:
+    b = parts[0]
+    s = _two_of_a_gang_of_three(parts)
     s.on_pod_event(ADDED, member("p2", "g", cpu="1"))
     run(s)
     assert len(b.bound) == 3
@@ -189,13 +195,8 @@ def test_a_gated_gang_moves_on_its_pod_groups_update_only_when_min_count_goes_do
 ) -> None:
     """The handler's PodGroupUpdate asks GangScheduling's hint (upstream updatePodGroup): a label change leaves the
     gang gated, a lower minCount frees it."""
-    b, sink, w = parts
-    s = make(b, sink, w)
-    s.on_node_event(ADDED, api_node("n1"))
-    s.on_pod_group_event(ADDED, pod_group("g", min_count=3))
-    s.on_pod_event(ADDED, member("p0", "g", cpu="1"))
-    s.on_pod_event(ADDED, member("p1", "g", cpu="1"))
-    assert not s.schedule_one(timeout=0)
+    b = parts[0]
+    s = _two_of_a_gang_of_three(parts)
     relabelled = pod_group("g", min_count=3)
     relabelled["metadata"].update(resourceVersion="2", labels={"team": "a"})
     s.on_pod_group_event("MODIFIED", relabelled)

@@ -47,12 +47,14 @@ def workload_gates() -> Iterator[None]:
     set_workload_gates(False, False)
 
 
-def make(binder: Binder, sink: RecordingEventSink, writer: StatusWriter) -> Scheduler:
+WORKLOAD = Features(enable_generic_workload=True)
+
+
+def make(binder: Binder, sink: RecordingEventSink, writer: StatusWriter, features: Features = WORKLOAD) -> Scheduler:
     cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
                      "profiles": [{"schedulerName": "py-scheduler"}]})
     return Scheduler(cfg, build_registry(cfg), binder, sink, None, synchronous_binding=True, rng=random.Random(1),
-                     tie_break="name", features=Features(enable_generic_workload=True),
-                     pod_group_status_writer=writer)
+                     tie_break="name", features=features, pod_group_status_writer=writer)
 
 
 def pod_group(name: str, min_count: int | None = None, priority: int | None = None) -> dict[str, Any]:
@@ -229,11 +231,7 @@ def test_validate_pod_group_preemption_policy(
 ) -> None:
     """PodGroupPreemptionPolicy off: the members must agree among themselves; on: with the PodGroup's policy."""
     b, sink, w = parts
-    cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-                     "profiles": [{"schedulerName": "py-scheduler"}]})
-    s = Scheduler(cfg, build_registry(cfg), b, sink, None, synchronous_binding=True, rng=random.Random(1),
-                  tie_break="name", pod_group_status_writer=w,
-                  features=Features(enable_generic_workload=True, enable_pod_group_preemption_policy=gate))
+    s = make(b, sink, w, Features(enable_generic_workload=True, enable_pod_group_preemption_policy=gate))
     s.on_node_event(ADDED, api_node("n1"))
     group = pod_group("g", min_count=2)
     group["spec"]["preemptionPolicy"] = "Never"
@@ -269,11 +267,7 @@ def test_placement_algorithm_with_one_placement(parts: tuple[Binder, RecordingEv
     an infeasible gang says how many placements it tried."""
     set_workload_gates(True, True)
     b, sink, w = parts
-    cfg = load_dict({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
-                     "profiles": [{"schedulerName": "py-scheduler"}]})
-    s = Scheduler(cfg, build_registry(cfg), b, sink, None, synchronous_binding=True, rng=random.Random(1),
-                  tie_break="name", pod_group_status_writer=w,
-                  features=Features(enable_generic_workload=True, enable_topology_aware_workload_scheduling=True))
+    s = make(b, sink, w, Features(enable_generic_workload=True, enable_topology_aware_workload_scheduling=True))
     s.on_node_event(ADDED, api_node("n1"))
     s.on_pod_group_event(ADDED, pod_group("g", min_count=3))
     for i in range(3):

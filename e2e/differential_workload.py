@@ -16,7 +16,9 @@ byte (where kube's node is one of several equal-score nodes for that member in s
 do, as in e2e/differential.py; kube breaks equal placement scores at random and takes members that reach its
 queue together in Go map order, so a group also agrees when simulate gives kube's outcome exactly under one of
 PLACEMENT_SEEDS seeds and MEMBER_ORDERS orders of the members); the PodGroup's condition (status, reason,
-message); and the victims (or victims alike: victim_identity). A topology-constrained group kube placed no
+message); and the victims (or victims alike: victim_identity; equal victims are taken in the order kube's cache
+lists a node's pods, which its bindings' timing shuffles, so simulate also tries VICTIM_ORDERS orders of the
+bound pods). A topology-constrained group kube placed no
 member of is compared on verdicts, condition status and reason only: its messages come from the first of its
 placements, which kube lists in Go map order. Before the next group, members left pending are deleted, so that
 each step starts from kube-scheduler's state.
@@ -56,6 +58,7 @@ PRIORITIES = {"diff-low": 10, "diff-mid": 100, "diff-high": 1000}
 CONDITION = "PodGroupInitiallyScheduled"
 PLACEMENT_SEEDS = 8  # simulate's seeds tried before a topology-constrained group's placement counts as different
 MEMBER_ORDERS = 12  # orders of a group's members tried before its members' nodes count as different
+VICTIM_ORDERS = 6  # orders of the bound pods tried before a group's victims count as different
 SETTLE = 2.0  # seconds a group's state must stay unchanged to count as kube-scheduler's decision
 
 
@@ -367,6 +370,16 @@ class WorkloadDifferential:
                                                                lag=lag))
                         if not w.problems:
                             return w
+            # Victims of equal importance are taken in the order kube's cache lists a node's pods, which is the
+            # order of its assumptions reshuffled by each binding's confirmation (a swap-remove, then an append):
+            # timing the API does not show. simulate lists them in file order, so the bound pods are tried in
+            # other orders too.
+            for lag in (True, False) if victims else ():
+                for order in range(1, VICTIM_ORDERS + 1):
+                    w = GroupVerdict(seed, g.name, kube, {}, cond, None, victims, [], alike=alike)
+                    self._verdict(w, ns, g, self._simulate(bound_reordered(before, order), created, tmp, lag=lag))
+                    if not w.problems:
+                        return w
         except SimulationError as exc:
             v.problems.append(f"simulate refused the files: {exc}")
         return v
@@ -397,6 +410,18 @@ def reordered(created: list[dict[str, Any]], order: int) -> list[dict[str, Any]]
     random.Random(order).shuffle(pods)
     it = iter(pods)
     return [next(it) if o["kind"] == "Pod" else o for o in created]
+
+
+def bound_reordered(before: list[dict[str, Any]], order: int) -> list[dict[str, Any]]:
+    """The cluster with its bound pods reversed (``order`` 1) or in a seeded permutation; the other objects keep
+    their places."""
+    pods = [o for o in before if o["kind"] == "Pod"]
+    if order == 1:
+        pods.reverse()
+    else:
+        random.Random(order).shuffle(pods)
+    it = iter(pods)
+    return [next(it) if o["kind"] == "Pod" else o for o in before]
 
 
 def victim_identity(pod: dict[str, Any]) -> str:

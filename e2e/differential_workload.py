@@ -18,7 +18,8 @@ queue together in Go map order, so a group also agrees when simulate gives kube'
 PLACEMENT_SEEDS seeds and MEMBER_ORDERS orders of the members); the PodGroup's condition (status, reason,
 message); and the victims (or victims alike: victim_identity; equal victims are taken in the order kube's cache
 lists a node's pods, which its bindings' timing shuffles, so simulate also tries VICTIM_ORDERS orders of the
-bound pods). A topology-constrained group kube placed no
+bound pods). The condition of a partly placed group races kube's watch: simulate runs with the PodGroup's status
+write delivered a cycle late, at once, and with members arriving before it comes back (members_in_burst). A topology-constrained group kube placed no
 member of is compared on verdicts, condition status and reason only: its messages come from the first of its
 placements, which kube lists in Go map order. Before the next group, members left pending are deleted, so that
 each step starts from kube-scheduler's state.
@@ -289,13 +290,13 @@ class WorkloadDifferential:
 
     def _simulate(
         self, before: list[dict[str, Any]], created: list[dict[str, Any]], tmp: Path, seed: int | None = None,
-        lag: bool = True,
+        lag: bool = True, burst: bool = False,
     ) -> Any:
         cluster, pods = tmp / "cluster.yaml", tmp / "pods.yaml"
         cluster.write_text(yaml.safe_dump_all(before))
         pods.write_text(yaml.safe_dump_all(created))
         return run_simulation(str(cluster), str(pods), seed=seed, tie_break="name", features=self.features,
-                              status_watch_lag=lag)
+                              status_watch_lag=lag, members_in_burst=burst)
 
     def _as_created(self, ns: str, g: GroupSpec) -> list[dict[str, Any]]:
         """The group's objects as the API server stored them, before any scheduler touched them, in creation
@@ -357,17 +358,20 @@ class WorkloadDifferential:
             # (simulate: in file order). A group that placed some members retries the rest at once, and whether
             # that retry's snapshot already holds the PodGroup its cycle just wrote is a race between the write's
             # watch event and the retry (kube's reruns of seeds 32, 90 and 118 wrote True once and False once):
-            # simulate delivers the write one cycle late, and also at once. The group agrees if one of these runs
-            # gives kube's outcome exactly.
+            # simulate delivers the write one cycle late, and also at once. Members created together may reach
+            # kube's queue one by one, each before the watch brought back what the cycle of the one before wrote
+            # (seeds 66, 90, 114: kube wrote False over the first cycle's True): simulate also runs the members'
+            # cycles as they arrive with that write still on its way (members_in_burst). The group agrees if one
+            # of these runs gives kube's outcome exactly.
             seeds = range(PLACEMENT_SEEDS) if g.podgroup["spec"].get("schedulingConstraints") else range(1)
-            for lag in (True, False):
+            for lag, burst in ((True, False), (False, False), (True, True)):
                 for order in range(MEMBER_ORDERS):
                     for s in seeds:
-                        if order == 0 and s == 0 and lag:
+                        if order == 0 and s == 0 and lag and not burst:
                             continue
                         w = GroupVerdict(seed, g.name, kube, {}, cond, None, victims, [], alike=alike)
                         self._verdict(w, ns, g, self._simulate(before, reordered(created, order), tmp, seed=s,
-                                                               lag=lag))
+                                                               lag=lag, burst=burst))
                         if not w.problems:
                             return w
             # Victims of equal importance are taken in the order kube's cache lists a node's pods, which is the

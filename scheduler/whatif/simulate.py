@@ -28,6 +28,7 @@ from scheduler.model.pod import Pod, pod_from_api
 from scheduler.model.validation import validate
 from scheduler.plugins.helper.podgroup import KIND as PODGROUP
 from scheduler.plugins.helper.podgroup import group_full_name, group_name
+from scheduler.queue.pod_group_queue import group_key_of
 from scheduler.scheduler import Scheduler
 from scheduler.whatif.dra_offline import (
     TEMPLATE_KIND,
@@ -315,10 +316,13 @@ def run_simulation(
     cluster_path: str | None, pods_path: str, config_path: str | None = None, *, seed: int | None = None,
     tie_break: Literal["heap", "name"] = "heap", live: list[dict[str, Any]] | None = None,
     policy_path: str | None = None, features: Features | None = None, status_watch_lag: bool = True,
+    members_in_burst: bool = False,
 ) -> Simulation:
     """Place the pods of ``pods_path`` one by one. The cluster: ``live`` (a snapshot of a live cluster)
     if given, with the objects of ``cluster_path`` on top. Objects of the files the API server would
-    reject are reported and left out (a live snapshot passed the API server already)."""
+    reject are reported and left out (a live snapshot passed the API server already). ``members_in_burst``:
+    consecutive members of one pod group arrive before the watch brings back what the group's cycles wrote
+    (schedule_in_arrival_order)."""
     sim = Simulation([])
     workload = features is not None and features.enable_generic_workload
     objects = load_objects(cluster_path) if cluster_path else []
@@ -350,7 +354,7 @@ def run_simulation(
         add_cluster(off.sched, live, "the live cluster", live=True, pod_groups=off.pod_groups)
     add_cluster(off.sched, cluster + claims, cluster_path or "", pod_groups=off.pod_groups)
     if off.pod_groups is not None and any(is_workload_object(o) or is_grouped_pod(o) for o in valid):
-        outcomes = schedule_in_arrival_order(off, off.pod_groups, valid)
+        outcomes = schedule_in_arrival_order(off, off.pod_groups, valid, members_in_burst)
     else:
         outcomes = list(_schedule_each(off, valid))
     valid_pods = [o for o in valid if o.get("kind") == "Pod"]
@@ -382,14 +386,15 @@ def attempt(off: Offline, key: str) -> Outcome | None:
     return None
 
 
-def cycle(off: Offline) -> bool:
+def cycle(off: Offline, deliver_idle: bool = True) -> bool:
     """One scheduling cycle (False: nothing to schedule); then the watch brings the PodGroup status that the
-    cycle before it wrote (RecordingPodGroupStatusWriter's lag), or, idle, all still pending."""
+    cycle before it wrote (RecordingPodGroupStatusWriter's lag), or, idle, all still pending (unless not
+    ``deliver_idle``)."""
     ran = off.sched.schedule_one(timeout=0)
     if off.pod_groups is not None:
         if ran:
             off.pod_groups.cycle_done()
-        elif off.pod_groups.deliver_all():
+        elif deliver_idle and off.pod_groups.deliver_all():
             return cycle(off)  # what the watch brought may have moved a pod
     return ran
 
@@ -419,16 +424,19 @@ def _schedule_each(off: Offline, pods: list[dict[str, Any]]) -> Iterator[tuple[O
 
 
 def schedule_in_arrival_order(
-    off: Offline, pod_groups: RecordingPodGroupStatusWriter, objects: list[dict[str, Any]]
+    off: Offline, pod_groups: RecordingPodGroupStatusWriter, objects: list[dict[str, Any]], burst: bool = False,
 ) -> list[tuple[Outcome, list[str]]]:
     """GenericWorkload on: the pods file's objects arrive in file order, and after each the scheduler runs
-    until nothing is left to schedule (see workload_offline). Pods outside any group get one attempt each,
+    until nothing is left to schedule (see workload_offline); idle, it gets what the watch still owes it
+    (the PodGroup status it wrote), except, with ``burst``, between consecutive members of one group: pods
+    created in a burst reach a live scheduler before the watch brings back what the first one's cycle wrote.
+    Pods outside any group get one attempt each,
     as without the gate; a group's members get the outcome of their group's last cycle, or, never tried (no
     PodGroup yet, too few members), the message the queue leaves them. Results for the Pods, in file order."""
     sched = off.sched
     results: dict[str, tuple[Outcome, list[str]]] = {}
     grouped: dict[str, dict[str, Any]] = {}  # pending members: key -> object as last delivered
-    for obj in objects:
+    for i, obj in enumerate(objects):
         if is_workload_object(obj):
             feed(sched, pod_groups, obj)
         elif is_grouped_pod(obj):
@@ -438,6 +446,11 @@ def schedule_in_arrival_order(
                 continue
             sched.on_pod_event(ADDED, obj)
             grouped[pod.key] = obj
+            following = objects[i + 1] if burst and i + 1 < len(objects) else None
+            if following is not None and is_grouped_pod(following) and (
+                    group_key_of(pod_from_api(following)) == group_key_of(pod)):
+                _run_until_idle(off, grouped, results, deliver_idle=False)
+                continue
         else:
             pod = pod_from_api(obj)
             results[pod.key] = _schedule_one(off, obj, pod, {})
@@ -454,9 +467,11 @@ RETRIES_AFTER_PREEMPTION = 3  # extra attempts (after a preemption or a backoff)
 
 
 def _run_until_idle(
-    off: Offline, grouped: dict[str, dict[str, Any]], results: dict[str, tuple[Outcome, list[str]]]
+    off: Offline, grouped: dict[str, dict[str, Any]], results: dict[str, tuple[Outcome, list[str]]],
+    deliver_idle: bool = True,
 ) -> None:
-    """Scheduling cycles until none is left: members that were bound are confirmed (what the watch would
+    """Scheduling cycles until none is left (``deliver_idle``: see cycle): members that were bound are confirmed
+    (what the watch would
     deliver) and leave ``grouped`` with their result. A group that preempted has its members' nomination
     delivered and is tried again once its victims are gone, as the victims' deletion would requeue it; a
     group backing off with members no cycle has seen is tried once its backoff would have passed."""
@@ -465,7 +480,7 @@ def _run_until_idle(
     retries = 0
     while True:
         bound_before = len(binder.bindings) if isinstance(binder, RecordingBinder) else 0
-        ran = cycle(off)
+        ran = cycle(off, deliver_idle)
         if isinstance(binder, RecordingBinder):
             for key, node in binder.bindings[bound_before:]:
                 obj = grouped.pop(key, None)

@@ -218,3 +218,16 @@ def test_a_group_partly_placed_ends_unschedulable_as_its_retry_saw_no_condition_
     assert sorted(str(r["node"]) for r in sim.results) == ["None", "n1", "n2"]
     (cond,) = sim.pod_groups[0]["conditions"]
     assert (cond["status"], cond["reason"]) == ("False", "Unschedulable")
+
+
+@pytest.mark.parametrize("burst", [False, True])
+def test_members_in_burst_run_before_the_watch_brings_the_groups_status_back(tmp_path: Path, burst: bool) -> None:
+    """A basic group whose first member fits and second does not. Arriving one by one with the scheduler idle in
+    between, the second member's cycle sees the True the first wrote and keeps it; in a burst its cycle runs first,
+    on the PodGroup without it, and writes False (kube-scheduler does either, as its watch races the next pod)."""
+    cluster, pods = files(tmp_path, [sched_node("n1", cpu="2").api()],
+                          [podgroup("g"), member("m0", "g", cpu="2"), member("m1", "g", cpu="2")])
+    sim = run_simulation(cluster, pods, features=GATES, members_in_burst=burst)
+    assert [r["node"] for r in sim.results] == ["n1", None]
+    condition = next(g for g in sim.pod_groups if g["podGroup"] == "default/g")["conditions"][0]
+    assert (condition["status"], condition["reason"]) == (("False", "Unschedulable") if burst else ("True", "Scheduled"))

@@ -19,7 +19,8 @@ PLACEMENT_SEEDS seeds and MEMBER_ORDERS orders of the members); the PodGroup's c
 message); and the victims (or victims alike: victim_identity; equal victims are taken in the order kube's cache
 lists a node's pods, which its bindings' timing shuffles, so simulate also tries VICTIM_ORDERS orders of the
 bound pods). The condition of a partly placed group races kube's watch: simulate runs with the PodGroup's status
-write delivered a cycle late, at once, and with members arriving before it comes back (members_in_burst). A topology-constrained group kube placed no
+write delivered a cycle late, at once, and with members arriving before it comes back (members_in_burst).
+A topology-constrained group kube placed no
 member of is compared on verdicts, condition status and reason only: its messages come from the first of its
 placements, which kube lists in Go map order. Before the next group, members left pending are deleted, so that
 each step starts from kube-scheduler's state.

@@ -230,4 +230,5 @@ def test_members_in_burst_run_before_the_watch_brings_the_groups_status_back(tmp
     sim = run_simulation(cluster, pods, features=GATES, members_in_burst=burst)
     assert [r["node"] for r in sim.results] == ["n1", None]
     condition = next(g for g in sim.pod_groups if g["podGroup"] == "default/g")["conditions"][0]
-    assert (condition["status"], condition["reason"]) == (("False", "Unschedulable") if burst else ("True", "Scheduled"))
+    expected = ("False", "Unschedulable") if burst else ("True", "Scheduled")
+    assert (condition["status"], condition["reason"]) == expected

@@ -10,20 +10,19 @@ members with random requests, the PodGroup created before its pods or (now and t
 drawn so that some groups fit, some cannot, and some fit only by preempting lower-priority pods or groups.
 
 For each group in turn: the cluster is read back (nodes, namespaces, PriorityClasses, bound pods, the earlier
-PodGroups), kube-scheduler places the group, and `simulate` places the same objects in the same order on what
-was read. They must agree, per member: the node, or none and the same FailedScheduling message byte for
-byte (where kube's node is one of several equal-score nodes for that member in simulate, any of them will
-do, as in e2e/differential.py; kube breaks equal placement scores at random and takes members that reach its
-queue together in Go map order, so a group also agrees when simulate gives kube's outcome exactly under one of
-PLACEMENT_SEEDS seeds and MEMBER_ORDERS orders of the members); the PodGroup's condition (status, reason,
-message); and the victims (or victims alike: victim_identity; equal victims are taken in the order kube's cache
-lists a node's pods, which its bindings' timing shuffles, so simulate also tries VICTIM_ORDERS orders of the
-bound pods). The condition of a partly placed group races kube's watch: simulate runs with the PodGroup's status
-write delivered a cycle late, at once, and with members arriving before it comes back (members_in_burst).
-A topology-constrained group kube placed no
-member of is compared on verdicts, condition status and reason only: its messages come from the first of its
-placements, which kube lists in Go map order. Before the next group, members left pending are deleted, so that
-each step starts from kube-scheduler's state.
+PodGroups), kube-scheduler places the group, and `simulate` places the same objects in the same order on what was
+read. They must agree, per member: the node, or none and the same FailedScheduling message byte for byte (where
+kube's node is one of several equal-score nodes for that member in simulate, any of them will do, as in
+e2e/differential.py; kube breaks equal placement scores at random and takes members that reach its queue together
+in Go map order, so a group also agrees when simulate gives kube's outcome exactly under one of PLACEMENT_SEEDS
+seeds and MEMBER_ORDERS orders of the members); the PodGroup's condition (status, reason, message); and the victims
+(or victims alike: victim_identity; equal victims are taken in the order kube's cache lists a node's pods, which
+its bindings' timing shuffles, so simulate also tries VICTIM_ORDERS orders of the bound pods). The condition of a
+partly placed group races kube's watch: simulate runs with the PodGroup's status write delivered a cycle late, at
+once, and with members arriving before it comes back (members_in_burst). A topology-constrained group kube placed
+no member of is compared on verdicts, condition status and reason only: its messages come from the first of its
+placements, which kube lists in Go map order. Before the next group, members left pending are deleted, so that each
+step starts from kube-scheduler's state.
 
 `python -m e2e.differential_workload --scenarios 50` runs a batch on a fresh local control plane with the
 gates on (`make differential-workload N=50`); tests/integration/test_differential_workload.py runs a small

@@ -103,7 +103,7 @@ bench-smoke: install binaries
 	  --out .bench/smoke.json
 	$(BIN)/python -m e2e.perf --workload $(SMOKE_CASES) --size tiny --repeat 1 --out .bench/smoke-suite.json
 
-# The laboratory's tools (e2e/perf/lab: in-process measuring, no API server), each run tiny from its command line.
+# The laboratory's tools (e2e/perf/lab: in-process measuring; writecost alone starts a control plane), each run tiny.
 lab-smoke: install
 	$(BIN)/pytest -q tests/e2e/test_perf_lab.py tests/e2e/test_perf_cgpython.py
 

@@ -76,3 +76,13 @@ def test_cgparts_evaluates_each_part_in_order(tmp_path: Path) -> None:
     parts.write_text("# the loop's own cost\n0\nfwk.sign_pod(p) is not None\n", encoding="utf-8")
     out = lab("cgparts", "--nodes", "20", "--calls", "3", "--parts", str(parts))
     assert out.splitlines() == ["1 0", "2 fwk.sign_pod(p) is not None"]
+
+
+@pytest.mark.integration
+def test_writecost_makes_every_write_in_each_answer_format() -> None:
+    """writecost starts a control plane of its own: every write of every kind succeeds (an API error ends the tool)
+    in both answer formats, and each gets its median line."""
+    ops = ("evict", "delete", "unschedulable", "bind", "event")
+    out = lab("writecost", "--nodes", "2", "--pods", "3", "--repeat", "1", "--ops", ",".join(ops))
+    medians = re.findall(r"^(\w+) +(json|protobuf) +\d+\.\d/s  apiserver +\d+\.\d\d  etcd +\d+\.\d\d", out, re.M)
+    assert sorted(medians) == sorted((op, a) for op in ops for a in ("json", "protobuf"))

@@ -39,6 +39,7 @@ seeded batch in `make test`.
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 import sys
@@ -54,7 +55,7 @@ import yaml
 from kubernetes import client, config
 
 from e2e.cluster.cluster import WORKLOAD_GATES, build_binaries, node_manifest
-from e2e.differential import IMAGE, KUBE, NOBODY, SCENARIO_LABEL, batch_args, batch_cluster, scenario_namespace
+from e2e.differential import IMAGE, KUBE, NOBODY, SCENARIO_LABEL, batch_cluster, scenario_namespace
 from e2e.kube import delete_if_present, wait_for
 from e2e.process import gate_flag, start_kube_scheduler, stop_scheduler
 from scheduler.framework.features import Features, parse_feature_gates
@@ -221,7 +222,9 @@ def _member_state(pod: dict[str, Any]) -> tuple[str | None, str, str | None] | N
 class WorkloadDifferential:
     """kube-scheduler (the Workload API's gates on) serving `kube-diff`, and the scenarios run against it."""
 
-    def __init__(self, kubeconfig: Path, workdir: Path) -> None:
+    def __init__(self, kubeconfig: Path, workdir: Path, kube_log: Path | None = None) -> None:
+        """``kube_log``: a directory that keeps kube-scheduler's log at --v=5 (its cycles, for a difference's
+        evidence); by default the log (--v=2) goes to ``workdir``."""
         self.workdir = workdir
         self.api = config.new_client_from_config(config_file=str(kubeconfig))
         self.core = client.CoreV1Api(self.api)
@@ -233,8 +236,9 @@ class WorkloadDifferential:
             except client.ApiException as exc:
                 if exc.status != 409:  # made by an earlier batch on this control plane
                     raise
-        self.proc = start_kube_scheduler(build_binaries(build=False), kubeconfig, workdir, KUBE,
-                                         feature_gates=WORKLOAD_GATES)
+        self.proc = start_kube_scheduler(build_binaries(build=False), kubeconfig, kube_log or workdir, KUBE,
+                                         feature_gates=WORKLOAD_GATES,
+                                         **({"log_flags": ("--v=5",)} if kube_log else {}))
         self.features: Features | None = None
         self.features_error = ""
         try:
@@ -535,23 +539,36 @@ def report_group(v: GroupVerdict) -> bool:
 
 
 @contextmanager
-def workload_cluster(prefix: str = "py-scheduler-diff-wl-") -> Iterator[WorkloadDifferential]:
+def workload_cluster(
+    prefix: str = "py-scheduler-diff-wl-", kube_log: Path | None = None,
+) -> Iterator[WorkloadDifferential]:
     """A fresh local control plane with the Workload API's gates and kube-scheduler serving KUBE, for a
     batch run from the command line; all of it stopped afterwards."""
-    with batch_cluster(prefix, WorkloadDifferential, feature_gates=WORKLOAD_GATES) as diff:
+    def make(kubeconfig: Path, workdir: Path) -> WorkloadDifferential:
+        return WorkloadDifferential(kubeconfig, workdir, kube_log)
+
+    with batch_cluster(prefix, make, feature_gates=WORKLOAD_GATES) as diff:
         yield diff
 
+
 def main(argv: list[str] | None = None) -> int:
-    args = batch_args(argv, "python -m e2e.differential_workload", __doc__, 50)
+    ap = argparse.ArgumentParser(prog="python -m e2e.differential_workload", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--scenarios", type=int, default=50)
+    ap.add_argument("--first-seed", type=int, default=1)
+    ap.add_argument("--seeds", help="comma-separated seeds to run instead of --scenarios from --first-seed")
+    ap.add_argument("--kube-log", type=Path, help="a directory to keep kube-scheduler's log in, at --v=5")
+    args = ap.parse_args(argv)
+    seeds = ([int(s) for s in args.seeds.split(",")] if args.seeds
+             else list(range(args.first_seed, args.first_seed + args.scenarios)))
     groups = failed_groups = failed = 0
-    with workload_cluster() as diff:
-        for seed in range(args.first_seed, args.first_seed + args.scenarios):
+    with workload_cluster(kube_log=args.kube_log) as diff:
+        for seed in seeds:
             verdicts = diff.run(generate(seed))
             bad = [report_group(v) for v in verdicts]
             groups += len(verdicts)
             failed_groups += sum(bad)
             failed += any(bad)
-    print(f"{args.scenarios - failed}/{args.scenarios} scenarios agree "
+    print(f"{len(seeds) - failed}/{len(seeds)} scenarios agree "
           f"({groups - failed_groups}/{groups} groups)")
     return 1 if failed else 0
 

@@ -223,9 +223,11 @@ class WorkloadDifferential:
     """kube-scheduler (the Workload API's gates on) serving `kube-diff`, and the scenarios run against it."""
 
     def __init__(self, kubeconfig: Path, workdir: Path, kube_log: Path | None = None) -> None:
-        """``kube_log``: a directory that keeps kube-scheduler's log at --v=5 (its cycles, for a difference's
-        evidence); by default the log (--v=2) goes to ``workdir``."""
+        """``kube_log``: a directory that keeps kube-scheduler's log at --v=5 (its cycles) and simulate's files of
+        every group that differs (SEED-GROUP-{cluster,pods}.yaml, as read back), a difference's evidence; by
+        default the log (--v=2) goes to ``workdir``."""
         self.workdir = workdir
+        self.kube_log = kube_log
         self.api = config.new_client_from_config(config_file=str(kubeconfig))
         self.core = client.CoreV1Api(self.api)
         self.custom = client.CustomObjectsApi(self.api)
@@ -345,12 +347,15 @@ class WorkloadDifferential:
                 before = self._snapshot(ns)
                 before_pods = {p["metadata"]["name"] for p in before
                                if p["kind"] == "Pod" and p["metadata"].get("namespace") == ns}
-                v = self._kube_run(ns, g, before, before_pods, Path(tmp), sc.seed)
+                # simulate's runs of the group, by retry: a rerun of kube-scheduler is compared with the same
+                # runs (its objects differ from the first run's in uids and timestamps only).
+                sims: dict[tuple[int, int, int, bool], Any] = {}
+                v = self._kube_run(ns, g, before, before_pods, Path(tmp), sc.seed, sims)
                 earlier: list[str] = []
                 while v.problems and not v.kube_victims and v.kube_run <= KUBE_RERUNS:
                     earlier.append(outcome_line(v))
                     self._withdraw(ns, g)
-                    v = self._kube_run(ns, g, before, before_pods, Path(tmp), sc.seed, run=v.kube_run + 1)
+                    v = self._kube_run(ns, g, before, before_pods, Path(tmp), sc.seed, sims, run=v.kube_run + 1)
                     v.kube_outcomes = list(earlier)
                 verdicts.append(v)
                 self._clear_pending(ns)
@@ -358,7 +363,7 @@ class WorkloadDifferential:
 
     def _kube_run(
         self, ns: str, g: GroupSpec, before: list[dict[str, Any]], before_pods: set[str], tmp: Path, seed: int,
-        run: int = 1,
+        sims: dict[tuple[int, int, int, bool], Any], run: int = 1,
     ) -> GroupVerdict:
         """Create the group, let kube-scheduler decide it, and compare simulate's run on the same objects."""
         self._create(ns, g)
@@ -366,7 +371,7 @@ class WorkloadDifferential:
         created = self._as_created(ns, g)
         after = {p["metadata"]["name"] for p in self._pods(ns)}
         victims = sorted(f"{ns}/{n}" for n in before_pods - after)
-        v = self._compare(seed, ns, g, before, created, kube, cond, victims, tmp)
+        v = self._compare(seed, ns, g, before, created, kube, cond, victims, tmp, sims)
         v.kube_run = run
         return v
 
@@ -385,7 +390,19 @@ class WorkloadDifferential:
     def _compare(
         self, seed: int, ns: str, g: GroupSpec, before: list[dict[str, Any]], created: list[dict[str, Any]],
         kube: dict[str, tuple[str | None, str]], cond: tuple[str, str, str] | None, victims: list[str], tmp: Path,
+        sims: dict[tuple[int, int, int, bool], Any] | None = None,
     ) -> GroupVerdict:
+        """The group's verdict: simulate's first run, then its retries until one gives kube's outcome exactly;
+        ``sims`` keeps simulate's runs by (bound pods order, members order, seed, lagging status)."""
+        sims = {} if sims is None else sims
+
+        def simulate(bound_order: int, order: int, s: int, lag: bool) -> Any:
+            key = (bound_order, order, s, lag)
+            if key not in sims:
+                sims[key] = self._simulate(victim_ordered(before, bound_order), reordered(created, order), tmp,
+                                           seed=s, lag=lag)
+            return sims[key]
+
         alike = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": victim_identity(p)
                  for p in before if p["kind"] == "Pod"}
         v = GroupVerdict(seed, g.name, kube, {}, cond, None, victims, [], alike=alike)
@@ -393,7 +410,7 @@ class WorkloadDifferential:
             v.problems.append(f"simulate refuses the gates: {self.features_error}")
             return v
         try:
-            self._verdict(v, ns, g, self._simulate(before, created, tmp, seed=0))
+            self._verdict(v, ns, g, simulate(0, 0, 0, True))
             if not v.problems:
                 return v
             # Where kube-scheduler is arbitrary, simulate is tried the other ways too: equal placement scores
@@ -408,21 +425,22 @@ class WorkloadDifferential:
             # (victim_ordered), so the bound pods are tried in other orders too.
             seeds = range(PLACEMENT_SEEDS) if g.podgroup["spec"].get("schedulingConstraints") else range(1)
             for bound_order in range(VICTIM_ORDERS if victims else 1):
-                cluster = victim_ordered(before, bound_order)
                 for lag in (True, False):
                     for order in range(MEMBER_ORDERS):
                         for s in seeds:
                             if bound_order == 0 and order == 0 and s == 0 and lag:
                                 continue
                             w = GroupVerdict(seed, g.name, kube, {}, cond, None, victims, [], alike=alike)
-                            self._verdict(w, ns, g, self._simulate(cluster, reordered(created, order), tmp,
-                                                                   seed=s, lag=lag))
+                            self._verdict(w, ns, g, simulate(bound_order, order, s, lag))
                             if not w.problems:
                                 w.retry = (f"bound pods order {bound_order}, members order {order}, seed {s}, "
                                            f"status {'lagging' if lag else 'at once'}")
                                 return w
         except SimulationError as exc:
             v.problems.append(f"simulate refused the files: {exc}")
+        if self.kube_log is not None:
+            for part, objects in (("cluster", before), ("pods", created)):
+                (self.kube_log / f"{seed}-{g.name}-{part}.yaml").write_text(yaml.safe_dump_all(objects))
         return v
 
     @staticmethod

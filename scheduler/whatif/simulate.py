@@ -422,13 +422,17 @@ def schedule_in_arrival_order(
     off: Offline, pod_groups: RecordingPodGroupStatusWriter, objects: list[dict[str, Any]]
 ) -> list[tuple[Outcome, list[str]]]:
     """GenericWorkload on: the pods file's objects arrive in file order, and after each the scheduler runs
-    until nothing is left to schedule (see workload_offline). Pods outside any group get one attempt each,
-    as without the gate; a group's members get the outcome of their group's last cycle, or, never tried (no
+    until nothing is left to schedule (see workload_offline). The retries that wait for a backoff (a group
+    after its preemption, or one backing off when a member joined) run only after the last object arrived:
+    a file applied to a live cluster is created in milliseconds, and the backoff lasts a second or more, so
+    the retry sees every member (differential seed 21). Pods outside any group get one attempt each, as
+    without the gate; a group's members get the outcome of their group's last cycle, or, never tried (no
     PodGroup yet, too few members), the message the queue leaves them. Results for the Pods, in file order."""
     sched = off.sched
     results: dict[str, tuple[Outcome, list[str]]] = {}
     grouped: dict[str, dict[str, Any]] = {}  # pending members: key -> object as last delivered
-    for obj in objects:
+    final = len(objects) - 1
+    for i, obj in enumerate(objects):
         if is_workload_object(obj):
             feed(sched, pod_groups, obj)
         elif is_grouped_pod(obj):
@@ -441,7 +445,7 @@ def schedule_in_arrival_order(
         else:
             pod = pod_from_api(obj)
             results[pod.key] = _schedule_one(off, obj, pod, {})
-        _run_until_idle(off, grouped, results)
+        _run_until_idle(off, grouped, results, retry=i == final)
     for key, obj in grouped.items():
         pod = pod_from_api(obj)
         last = next((o for o in reversed(off.outcomes.outcomes) if o.pod.key == key), None)
@@ -454,12 +458,14 @@ RETRIES_AFTER_PREEMPTION = 3  # extra attempts (after a preemption or a backoff)
 
 
 def _run_until_idle(
-    off: Offline, grouped: dict[str, dict[str, Any]], results: dict[str, tuple[Outcome, list[str]]]
+    off: Offline, grouped: dict[str, dict[str, Any]], results: dict[str, tuple[Outcome, list[str]]],
+    retry: bool = True,
 ) -> None:
     """Scheduling cycles until none is left: members that were bound are confirmed (what the watch would
-    deliver) and leave ``grouped`` with their result. A group that preempted has its members' nomination
-    delivered and is tried again once its victims are gone, as the victims' deletion would requeue it; a
-    group backing off with members no cycle has seen is tried once its backoff would have passed."""
+    deliver) and leave ``grouped`` with their result. With ``retry``, a group that preempted has its members'
+    nomination delivered and is tried again once its victims are gone, as the victims' deletion would requeue
+    it after its backoff; a group backing off with members no cycle has seen is tried once its backoff would
+    have passed."""
     sched = off.sched
     binder = sched.binder
     retries = 0
@@ -477,6 +483,8 @@ def _run_until_idle(
                 results[key] = (last or Outcome(pod, node, ""), victims_of(off, pod))
         if ran:
             continue
+        if not retry:
+            return
         waiting = _deliver_nominations(sched, grouped) or _never_tried(off, grouped)
         if not waiting or retries >= RETRIES_AFTER_PREEMPTION:
             return

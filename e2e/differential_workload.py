@@ -24,6 +24,17 @@ no member of is compared on verdicts, condition status and reason only: its mess
 placements, which kube lists in Go map order. Before the next group, members left pending are deleted, so that each
 step starts from kube-scheduler's state.
 
+Two more of kube-scheduler's internals are racy and not shown by the API, so they are tried rather than read:
+- Where kube preempted, victims of equal importance (priority, kind, size, start time) are reprieved in the order
+  kube's cache holds each node's pods, which follows its informer's arrivals, swap-removals and the confirmation
+  of assumed pods (victim_ordered). simulate takes a node's pods in its cluster file's order, so the bound pods
+  are also tried in VICTIM_ORDERS orders (reversed, then seeded shuffles), each with all the retries above.
+- Whether a partly placed group's later cycle sees the PodGroup status its earlier cycle wrote is a race between
+  the write's watch event and the retry (kube wrote True once and False once for the same seeds). A group that
+  still differs and preempted nothing is withdrawn (its pods and PodGroup deleted, leaving the cluster as it was)
+  and kube-scheduler runs it again, up to KUBE_RERUNS more times: the group agrees if simulate gives any of kube's
+  outcomes exactly; the output lists kube's earlier outcomes for every group that needed a rerun.
+
 `python -m e2e.differential_workload --scenarios 50` runs a batch on a fresh local control plane with the
 gates on (`make differential-workload N=50`); tests/integration/test_differential_workload.py runs a small
 seeded batch in `make test`.
@@ -31,6 +42,7 @@ seeded batch in `make test`.
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 import sys
@@ -46,7 +58,7 @@ import yaml
 from kubernetes import client, config
 
 from e2e.cluster.cluster import WORKLOAD_GATES, build_binaries, node_manifest
-from e2e.differential import IMAGE, KUBE, NOBODY, SCENARIO_LABEL, batch_args, batch_cluster, scenario_namespace
+from e2e.differential import IMAGE, KUBE, NOBODY, SCENARIO_LABEL, batch_cluster, scenario_namespace
 from e2e.kube import delete_if_present, wait_for
 from e2e.process import gate_flag, start_kube_scheduler, stop_scheduler
 from scheduler.framework.features import Features, parse_feature_gates
@@ -59,7 +71,11 @@ PRIORITIES = {"diff-low": 10, "diff-mid": 100, "diff-high": 1000}
 CONDITION = "PodGroupInitiallyScheduled"
 PLACEMENT_SEEDS = 8  # simulate's seeds tried before a topology-constrained group's placement counts as different
 MEMBER_ORDERS = 12  # orders of a group's members tried before its members' nodes count as different
-VICTIM_ORDERS = 6  # orders of the bound pods tried before a group's victims count as different
+VICTIM_ORDERS = 4  # orders of the bound pods tried before a preempting group's victims count as different
+KUBE_RERUNS = 2  # more runs of kube-scheduler on a group that differs (and preempted nothing)
+# How simulate delivers the PodGroup status a cycle wrote: a cycle late, at once, or a cycle late with the group's
+# members arriving before it (members_in_burst).
+LAGGING, AT_ONCE, IN_BURST = "lagging", "at once", "lagging, members in a burst"
 SETTLE = 2.0  # seconds a group's state must stay unchanged to count as kube-scheduler's decision
 
 
@@ -102,6 +118,9 @@ class GroupVerdict:
     py_victims: list[str]
     problems: list[str] = field(default_factory=list)
     alike: dict[str, str] = field(default_factory=dict)  # pod key -> what tells it from other victims
+    retry: str = ""  # the simulate run that agreed, where it was not the first
+    kube_run: int = 1  # kube-scheduler's run it agreed with (or the last one compared), from 1
+    kube_outcomes: list[str] = field(default_factory=list)  # kube's earlier runs' outcomes, where it was rerun
 
     @property
     def placed(self) -> int:
@@ -209,8 +228,12 @@ def _member_state(pod: dict[str, Any]) -> tuple[str | None, str, str | None] | N
 class WorkloadDifferential:
     """kube-scheduler (the Workload API's gates on) serving `kube-diff`, and the scenarios run against it."""
 
-    def __init__(self, kubeconfig: Path, workdir: Path) -> None:
+    def __init__(self, kubeconfig: Path, workdir: Path, kube_log: Path | None = None) -> None:
+        """``kube_log``: a directory that keeps kube-scheduler's log at --v=5 (its cycles) and simulate's files of
+        every group that differs (SEED-GROUP-{cluster,pods}.yaml, as read back), a difference's evidence; by
+        default the log (--v=2) goes to ``workdir``."""
         self.workdir = workdir
+        self.kube_log = kube_log
         self.api = config.new_client_from_config(config_file=str(kubeconfig))
         self.core = client.CoreV1Api(self.api)
         self.custom = client.CustomObjectsApi(self.api)
@@ -221,8 +244,9 @@ class WorkloadDifferential:
             except client.ApiException as exc:
                 if exc.status != 409:  # made by an earlier batch on this control plane
                     raise
-        self.proc = start_kube_scheduler(build_binaries(build=False), kubeconfig, workdir, KUBE,
-                                         feature_gates=WORKLOAD_GATES)
+        self.proc = start_kube_scheduler(build_binaries(build=False), kubeconfig, kube_log or workdir, KUBE,
+                                         feature_gates=WORKLOAD_GATES,
+                                         **({"log_flags": ("--v=5",)} if kube_log else {}))
         self.features: Features | None = None
         self.features_error = ""
         try:
@@ -329,19 +353,62 @@ class WorkloadDifferential:
                 before = self._snapshot(ns)
                 before_pods = {p["metadata"]["name"] for p in before
                                if p["kind"] == "Pod" and p["metadata"].get("namespace") == ns}
-                self._create(ns, g)
-                kube, cond = self.decision(ns, g)
-                created = self._as_created(ns, g)
-                after = {p["metadata"]["name"] for p in self._pods(ns)}
-                victims = sorted(f"{ns}/{n}" for n in before_pods - after)
-                verdicts.append(self._compare(sc.seed, ns, g, before, created, kube, cond, victims, Path(tmp)))
+                # simulate's runs of the group, by retry: a rerun of kube-scheduler is compared with the same
+                # runs (its objects differ from the first run's in uids and timestamps only).
+                sims: dict[tuple[int, int, int, str], Any] = {}
+                v = self._kube_run(ns, g, before, before_pods, Path(tmp), sc.seed, sims)
+                earlier: list[str] = []
+                while v.problems and not v.kube_victims and v.kube_run <= KUBE_RERUNS:
+                    earlier.append(outcome_line(v))
+                    self._withdraw(ns, g)
+                    v = self._kube_run(ns, g, before, before_pods, Path(tmp), sc.seed, sims, run=v.kube_run + 1)
+                    v.kube_outcomes = list(earlier)
+                verdicts.append(v)
                 self._clear_pending(ns)
         return verdicts
+
+    def _kube_run(
+        self, ns: str, g: GroupSpec, before: list[dict[str, Any]], before_pods: set[str], tmp: Path, seed: int,
+        sims: dict[tuple[int, int, int, str], Any], run: int = 1,
+    ) -> GroupVerdict:
+        """Create the group, let kube-scheduler decide it, and compare simulate's run on the same objects."""
+        self._create(ns, g)
+        kube, cond = self.decision(ns, g)
+        created = self._as_created(ns, g)
+        after = {p["metadata"]["name"] for p in self._pods(ns)}
+        victims = sorted(f"{ns}/{n}" for n in before_pods - after)
+        v = self._compare(seed, ns, g, before, created, kube, cond, victims, tmp, sims)
+        v.kube_run = run
+        return v
+
+    def _withdraw(self, ns: str, g: GroupSpec) -> None:
+        """Delete the group's pods and its PodGroup, as though they had never been created: with no victims
+        taken, the cluster is back where the group started."""
+        names = {p["metadata"]["name"] for p in g.pods}
+        for n in names:
+            delete_if_present(lambda n=n: self.core.delete_namespaced_pod(n, ns, grace_period_seconds=0))
+        delete_if_present(lambda: self.custom.delete_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, g.name))
+        wait_for(lambda: not ({p["metadata"]["name"] for p in self._pods(ns)} & names
+                              or any(p["metadata"]["name"] == g.name for p in self._podgroups(ns))) or None, 60,
+                 what=f"{ns}/{g.name} withdrawn")
+        time.sleep(SETTLE)  # kube-scheduler's informers see the deletions before the group comes again
 
     def _compare(
         self, seed: int, ns: str, g: GroupSpec, before: list[dict[str, Any]], created: list[dict[str, Any]],
         kube: dict[str, tuple[str | None, str]], cond: tuple[str, str, str] | None, victims: list[str], tmp: Path,
+        sims: dict[tuple[int, int, int, str], Any] | None = None,
     ) -> GroupVerdict:
+        """The group's verdict: simulate's first run, then its retries until one gives kube's outcome exactly;
+        ``sims`` keeps simulate's runs by (bound pods order, members order, seed, status delivery)."""
+        sims = {} if sims is None else sims
+
+        def simulate(bound_order: int, order: int, s: int, delivery: str) -> Any:
+            key = (bound_order, order, s, delivery)
+            if key not in sims:
+                sims[key] = self._simulate(victim_ordered(before, bound_order), reordered(created, order), tmp,
+                                           seed=s, lag=delivery != AT_ONCE, burst=delivery == IN_BURST)
+            return sims[key]
+
         alike = {f"{p['metadata']['namespace']}/{p['metadata']['name']}": victim_identity(p)
                  for p in before if p["kind"] == "Pod"}
         v = GroupVerdict(seed, g.name, kube, {}, cond, None, victims, [], alike=alike)
@@ -349,7 +416,7 @@ class WorkloadDifferential:
             v.problems.append(f"simulate refuses the gates: {self.features_error}")
             return v
         try:
-            self._verdict(v, ns, g, self._simulate(before, created, tmp, seed=0))
+            self._verdict(v, ns, g, simulate(0, 0, 0, LAGGING))
             if not v.problems:
                 return v
             # Where kube-scheduler is arbitrary, simulate is tried the other ways too: equal placement scores
@@ -360,32 +427,29 @@ class WorkloadDifferential:
             # watch event and the retry (kube's reruns of seeds 32, 90 and 118 wrote True once and False once):
             # simulate delivers the write one cycle late, and also at once. Members created together may reach
             # kube's queue one by one, each before the watch brought back what the cycle of the one before wrote
-            # (seeds 66, 90, 114: kube wrote False over the first cycle's True): simulate also runs the members'
-            # cycles as they arrive with that write still on its way (members_in_burst). The group agrees if one
-            # of these runs gives kube's outcome exactly.
+            # (seed 90: kube wrote False over the first cycle's True): simulate also runs the members' cycles as they
+            # arrive with that write still on its way (members_in_burst). The group agrees if one of these runs
+            # gives kube's outcome exactly.
+            # Where kube preempted, equal-importance victims are taken in its cache's order of each node's pods
+            # (victim_ordered), so the bound pods are tried in other orders too.
             seeds = range(PLACEMENT_SEEDS) if g.podgroup["spec"].get("schedulingConstraints") else range(1)
-            for lag, burst in ((True, False), (False, False), (True, True)):
-                for order in range(MEMBER_ORDERS):
-                    for s in seeds:
-                        if order == 0 and s == 0 and lag and not burst:
-                            continue
-                        w = GroupVerdict(seed, g.name, kube, {}, cond, None, victims, [], alike=alike)
-                        self._verdict(w, ns, g, self._simulate(before, reordered(created, order), tmp, seed=s,
-                                                               lag=lag, burst=burst))
-                        if not w.problems:
-                            return w
-            # Victims of equal importance are taken in the order kube's cache lists a node's pods, which is the
-            # order of its assumptions reshuffled by each binding's confirmation (a swap-remove, then an append):
-            # timing the API does not show. simulate lists them in file order, so the bound pods are tried in
-            # other orders too.
-            for lag in (True, False) if victims else ():
-                for order in range(1, VICTIM_ORDERS + 1):
-                    w = GroupVerdict(seed, g.name, kube, {}, cond, None, victims, [], alike=alike)
-                    self._verdict(w, ns, g, self._simulate(bound_reordered(before, order), created, tmp, lag=lag))
-                    if not w.problems:
-                        return w
+            for bound_order in range(VICTIM_ORDERS if victims else 1):
+                for delivery in (LAGGING, AT_ONCE, IN_BURST):
+                    for order in range(MEMBER_ORDERS):
+                        for s in seeds:
+                            if bound_order == 0 and order == 0 and s == 0 and delivery == LAGGING:
+                                continue
+                            w = GroupVerdict(seed, g.name, kube, {}, cond, None, victims, [], alike=alike)
+                            self._verdict(w, ns, g, simulate(bound_order, order, s, delivery))
+                            if not w.problems:
+                                w.retry = (f"bound pods order {bound_order}, members order {order}, seed {s}, "
+                                           f"status {delivery}")
+                                return w
         except SimulationError as exc:
             v.problems.append(f"simulate refused the files: {exc}")
+        if self.kube_log is not None:
+            for part, objects in (("cluster", before), ("pods", created)):
+                (self.kube_log / f"{seed}-{g.name}-{part}.yaml").write_text(yaml.safe_dump_all(objects))
         return v
 
     @staticmethod
@@ -416,9 +480,15 @@ def reordered(created: list[dict[str, Any]], order: int) -> list[dict[str, Any]]
     return [next(it) if o["kind"] == "Pod" else o for o in created]
 
 
-def bound_reordered(before: list[dict[str, Any]], order: int) -> list[dict[str, Any]]:
-    """The cluster with its bound pods reversed (``order`` 1) or in a seeded permutation; the other objects keep
-    their places."""
+def victim_ordered(before: list[dict[str, Any]], order: int) -> list[dict[str, Any]]:
+    """The cluster with its bound pods in the ``order``-th order (0: as read back, i.e. by name; 1: reversed;
+    then seeded shuffles); the other objects keep their places. simulate's cache holds a node's pods in file
+    order, and pod-group preemption lists the victims node by node in that order, then sorts them by importance
+    keeping equal ones in place (upstream's sort.Slice is an insertion sort below 13 elements). kube-scheduler's
+    order is its cache's: the order its informer added the pods, reshuffled where a pod was removed (the last
+    pod moves into its slot) or an assumed pod confirmed (removed, then appended), which the API does not show."""
+    if order == 0:
+        return before
     pods = [o for o in before if o["kind"] == "Pod"]
     if order == 1:
         pods.reverse()
@@ -472,8 +542,15 @@ def compare_group(v: GroupVerdict, py_scores: dict[str, dict[str, dict[str, int]
         v.problems.append(f"victims differ: kube {v.kube_victims}, py {v.py_victims}")
 
 
+def outcome_line(v: GroupVerdict) -> str:
+    """kube-scheduler's outcome for the group in one line: members' nodes (or messages), condition, victims."""
+    members = ", ".join(f"{n}={node or repr(msg)}" for n, (node, msg) in sorted(v.kube.items()))
+    return f"[{members}] condition={v.kube_condition} victims={v.kube_victims}"
+
+
 def report_group(v: GroupVerdict) -> bool:
-    """Print one verdict (and its problems, indented); True when the schedulers disagree."""
+    """Print one verdict (its problems, the simulate retry that agreed, kube-scheduler's earlier runs where it
+    was rerun, indented); True when the schedulers disagree."""
     status = "ok" if not v.problems else "DIFF"
     members = " ".join(f"{n}={node or '-'}" for n, (node, _) in sorted(v.kube.items()))
     cond = v.kube_condition[0] if v.kube_condition else "none"
@@ -481,27 +558,44 @@ def report_group(v: GroupVerdict) -> bool:
           f"victims={len(v.kube_victims)} [{members}]", flush=True)
     for p in v.problems:
         print(f"    {p}", flush=True)
+    if v.retry:
+        print(f"    agreed with simulate's retry: {v.retry}", flush=True)
+    for i, o in enumerate(v.kube_outcomes, 1):
+        print(f"    kube-scheduler rerun: its run {i} of {v.kube_run} was {o}", flush=True)
     return bool(v.problems)
 
 
 @contextmanager
-def workload_cluster(prefix: str = "py-scheduler-diff-wl-") -> Iterator[WorkloadDifferential]:
+def workload_cluster(
+    prefix: str = "py-scheduler-diff-wl-", kube_log: Path | None = None,
+) -> Iterator[WorkloadDifferential]:
     """A fresh local control plane with the Workload API's gates and kube-scheduler serving KUBE, for a
     batch run from the command line; all of it stopped afterwards."""
-    with batch_cluster(prefix, WorkloadDifferential, feature_gates=WORKLOAD_GATES) as diff:
+    def make(kubeconfig: Path, workdir: Path) -> WorkloadDifferential:
+        return WorkloadDifferential(kubeconfig, workdir, kube_log)
+
+    with batch_cluster(prefix, make, feature_gates=WORKLOAD_GATES) as diff:
         yield diff
 
+
 def main(argv: list[str] | None = None) -> int:
-    args = batch_args(argv, "python -m e2e.differential_workload", __doc__, 50)
+    ap = argparse.ArgumentParser(prog="python -m e2e.differential_workload", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--scenarios", type=int, default=50)
+    ap.add_argument("--first-seed", type=int, default=1)
+    ap.add_argument("--seeds", help="comma-separated seeds to run instead of --scenarios from --first-seed")
+    ap.add_argument("--kube-log", type=Path, help="a directory to keep kube-scheduler's log in, at --v=5")
+    args = ap.parse_args(argv)
+    seeds = ([int(s) for s in args.seeds.split(",")] if args.seeds
+             else list(range(args.first_seed, args.first_seed + args.scenarios)))
     groups = failed_groups = failed = 0
-    with workload_cluster() as diff:
-        for seed in range(args.first_seed, args.first_seed + args.scenarios):
+    with workload_cluster(kube_log=args.kube_log) as diff:
+        for seed in seeds:
             verdicts = diff.run(generate(seed))
             bad = [report_group(v) for v in verdicts]
             groups += len(verdicts)
             failed_groups += sum(bad)
             failed += any(bad)
-    print(f"{args.scenarios - failed}/{args.scenarios} scenarios agree "
+    print(f"{len(seeds) - failed}/{len(seeds)} scenarios agree "
           f"({groups - failed_groups}/{groups} groups)")
     return 1 if failed else 0
 

@@ -430,12 +430,16 @@ def schedule_in_arrival_order(
     until nothing is left to schedule (see workload_offline); idle, it gets what the watch still owes it
     (the PodGroup status it wrote), except, with ``burst``, between consecutive members of one group: pods
     created in a burst reach a live scheduler before the watch brings back what the first one's cycle wrote.
-    Pods outside any group get one attempt each,
-    as without the gate; a group's members get the outcome of their group's last cycle, or, never tried (no
+    The retries that wait for a backoff (a group after its preemption, or one backing off when a member
+    joined) run only after the last object arrived: a file applied to a live cluster is created in
+    milliseconds, and the backoff lasts a second or more, so the retry sees every member (differential seed
+    21). Pods outside any group get one attempt each, as without the gate; a group's members get the outcome
+    of their group's last cycle, or, never tried (no
     PodGroup yet, too few members), the message the queue leaves them. Results for the Pods, in file order."""
     sched = off.sched
     results: dict[str, tuple[Outcome, list[str]]] = {}
     grouped: dict[str, dict[str, Any]] = {}  # pending members: key -> object as last delivered
+    final = len(objects) - 1
     for i, obj in enumerate(objects):
         if is_workload_object(obj):
             feed(sched, pod_groups, obj)
@@ -449,12 +453,12 @@ def schedule_in_arrival_order(
             following = objects[i + 1] if burst and i + 1 < len(objects) else None
             if following is not None and is_grouped_pod(following) and (
                     group_key_of(pod_from_api(following)) == group_key_of(pod)):
-                _run_until_idle(off, grouped, results, deliver_idle=False)
+                _run_until_idle(off, grouped, results, retry=False, deliver_idle=False)
                 continue
         else:
             pod = pod_from_api(obj)
             results[pod.key] = _schedule_one(off, obj, pod, {})
-        _run_until_idle(off, grouped, results)
+        _run_until_idle(off, grouped, results, retry=i == final)
     for key, obj in grouped.items():
         pod = pod_from_api(obj)
         last = next((o for o in reversed(off.outcomes.outcomes) if o.pod.key == key), None)
@@ -468,13 +472,13 @@ RETRIES_AFTER_PREEMPTION = 3  # extra attempts (after a preemption or a backoff)
 
 def _run_until_idle(
     off: Offline, grouped: dict[str, dict[str, Any]], results: dict[str, tuple[Outcome, list[str]]],
-    deliver_idle: bool = True,
+    retry: bool = True, deliver_idle: bool = True,
 ) -> None:
     """Scheduling cycles until none is left (``deliver_idle``: see cycle): members that were bound are confirmed
-    (what the watch would
-    deliver) and leave ``grouped`` with their result. A group that preempted has its members' nomination
-    delivered and is tried again once its victims are gone, as the victims' deletion would requeue it; a
-    group backing off with members no cycle has seen is tried once its backoff would have passed."""
+    (what the watch would deliver) and leave ``grouped`` with their result. With ``retry``, a group that
+    preempted has its members' nomination delivered and is tried again once its victims are gone, as the
+    victims' deletion would requeue it after its backoff; a group backing off with members no cycle has seen
+    is tried once its backoff would have passed."""
     sched = off.sched
     binder = sched.binder
     retries = 0
@@ -492,6 +496,8 @@ def _run_until_idle(
                 results[key] = (last or Outcome(pod, node, ""), victims_of(off, pod))
         if ran:
             continue
+        if not retry:
+            return
         waiting = _deliver_nominations(sched, grouped) or _never_tried(off, grouped)
         if not waiting or retries >= RETRIES_AFTER_PREEMPTION:
             return

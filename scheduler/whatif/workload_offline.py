@@ -4,10 +4,11 @@ through ``spec.schedulingGroup``; gate GenericWorkload).
 The objects of the pods file arrive in file order, as their watch events would on a live cluster, and after
 each one the scheduler runs until nothing is left to schedule: a group is placed as soon as its PodGroup and
 enough members are there (a PodGroup listed after its pods arrives after them), and a member whose PodGroup
-never arrives stays pending with the message upstream leaves it. Workloads are accepted and ignored, as
-kube-scheduler has no informer for them. The PodGroup status the cycle writes goes to
-RecordingPodGroupStatusWriter, which delivers it back as the watch would, one cycle late, and keeps each
-group's conditions for the output.
+never arrives stays pending with the message upstream leaves it. A group's retries that wait for its backoff
+(after a preemption) run after the last object arrived, as a file is created faster than a backoff.
+Workloads are accepted and ignored, as kube-scheduler has no informer for them. The PodGroup status the
+cycle writes goes to RecordingPodGroupStatusWriter, which delivers it back as the watch would, one cycle
+late, and keeps each group's conditions for the output.
 """
 
 from __future__ import annotations

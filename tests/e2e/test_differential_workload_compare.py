@@ -1,13 +1,20 @@
 """The pod-group differential's verdict rules (e2e/differential_workload.compare_group) on hand-made results:
 members compared in name order, a tie with kube's node accepted (and the later members then compared on their
 verdict only), messages left out where kube lists placements in Go map order, and the simulate runs tried
-with the members in another order."""
+with the members, or the bound pods, in another order."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from e2e.differential_workload import GroupVerdict, compare_group, reordered
+import yaml
+
+from e2e.cluster.cluster import WORKLOAD_GATES
+from e2e.differential_workload import GroupVerdict, compare_group, reordered, victim_ordered
+from e2e.process import gate_flag
+from scheduler.framework.features import parse_feature_gates
+from scheduler.whatif.simulate import run_simulation
 
 FAILED = "0/2 nodes are available: 2 Insufficient cpu."
 SCHEDULED = ("True", "Scheduled", "")
@@ -70,3 +77,41 @@ def test_victims_alike_in_group_node_priority_requests_and_start_are_interchange
     v.py_victims = ["ns/c"]
     compare_group(v, {})
     assert v.problems == ["victims differ: kube ['ns/a'], py ['ns/c']"]
+
+
+def test_victim_orders_move_only_the_bound_pods() -> None:
+    before = [{"kind": "Node", "n": -1}, *({"kind": "Pod", "n": i} for i in range(3)), {"kind": "PodGroup"}]
+    assert victim_ordered(before, 0) is before
+    assert [o.get("n") for o in victim_ordered(before, 1)] == [-1, 2, 1, 0, None]
+    assert all(sorted(o["n"] for o in victim_ordered(before, k)[1:4]) == [0, 1, 2] for k in range(2, 5))
+
+
+def _pod(name: str, spec: dict[str, Any], status: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"},
+            "spec": {**spec, "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}]},
+            "status": status or {}}
+
+
+def test_simulate_reprieves_equal_victims_in_the_cluster_files_order(tmp_path: Path) -> None:
+    """Why victim_ordered is tried: of two equal victims on a node, simulate keeps the one its cluster file lists
+    first (the node's pod order), as kube-scheduler keeps the one its cache lists first."""
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+            "status": {"allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110"}}}
+    high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
+            "value": 1000}
+    started = {"phase": "Running", "startTime": "2026-01-01T00:00:00Z"}
+    bound = [_pod(n, {"nodeName": "n1"}, started) for n in ("b0", "b1")]
+    group = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+             "metadata": {"name": "g0", "namespace": "default"},
+             "spec": {"schedulingPolicy": {"gang": {"minCount": 1}}, "priorityClassName": "high"}}
+    member = _pod("g0-0", {"priorityClassName": "high", "schedulingGroup": {"podGroupName": "g0"}})
+    features = parse_feature_gates(gate_flag(WORKLOAD_GATES))
+    pods = tmp_path / "pods.yaml"
+    pods.write_text(yaml.safe_dump_all([group, member]))
+    victims = []
+    for order in (0, 1):
+        cluster = tmp_path / f"cluster-{order}.yaml"
+        cluster.write_text(yaml.safe_dump_all(victim_ordered([node, high, *bound], order)))
+        sim = run_simulation(str(cluster), str(pods), seed=0, tie_break="name", features=features)
+        victims.append(sorted({v for r in sim.results for v in r.get("victims") or []}))
+    assert victims == [["default/b1"], ["default/b0"]]

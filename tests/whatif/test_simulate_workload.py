@@ -232,3 +232,22 @@ def test_members_in_burst_run_before_the_watch_brings_the_groups_status_back(tmp
     condition = next(g for g in sim.pod_groups if g["podGroup"] == "default/g")["conditions"][0]
     expected = ("False", "Unschedulable") if burst else ("True", "Scheduled")
     assert (condition["status"], condition["reason"]) == expected
+
+
+def test_a_group_retried_after_its_preemption_sees_the_members_that_arrived_meanwhile(tmp_path: Path) -> None:
+    # Two members make the gang's minCount: its first cycle preempts low-0 and low-1 and the group backs off. The
+    # file's third member arrives before that backoff passes (a live cluster creates a file in milliseconds), so
+    # the retry places the three members in one cycle: the third does not fit, and the cycle that retries it
+    # alone patches its PostFilter message over the stale False (differential seed 21).
+    low = [sched_pod(f"low-{i}", cpu="2", node_name=f"n{i + 1}", scheduler="default-scheduler").api()
+           for i in range(2)]
+    high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
+            "value": 1000}
+    sim = place(tmp_path, [*two_nodes(), high, *low], [
+        podgroup("g", 2, priorityClassName="high"),
+        *(member(f"g-{i}", "g", cpu="2", priorityClassName="high") for i in range(3))])
+    assert [r["node"] for r in sim.results] == ["n1", "n2", None]
+    (cond,) = sim.pod_groups[0]["conditions"]
+    assert (cond["status"], cond["reason"], cond["message"]) == (
+        "True", "Scheduled", "pod group is unschedulable, pod group preemption: No preemption victims found for "
+        "incoming preemptor")

@@ -151,14 +151,23 @@ def test_members_whose_podgroup_never_arrives_stay_pending(tmp_path: Path) -> No
     assert sim.pod_groups == []
 
 
-def test_a_higher_priority_gang_preempts_and_lists_its_victims(tmp_path: Path) -> None:
+def two_full_nodes() -> list[dict[str, Any]]:
+    """Two nodes, each full with a 2-cpu pod of no priority, and the PriorityClass "high"."""
     low = [sched_pod(f"low-{i}", cpu="2", node_name=f"n{i + 1}", scheduler="default-scheduler").api()
            for i in range(2)]
     high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
             "value": 1000}
-    sim = place(tmp_path, [*two_nodes(), high, *low], [
-        podgroup("g", 2, priorityClassName="high"),
-        *(member(f"g-{i}", "g", cpu="2", priorityClassName="high") for i in range(2))])
+    return [*two_nodes(), high, *low]
+
+
+def high_gang(members: int) -> list[dict[str, Any]]:
+    """A gang of minCount 2 with class "high" and ``members`` 2-cpu members, the PodGroup first."""
+    return [podgroup("g", 2, priorityClassName="high"),
+            *(member(f"g-{i}", "g", cpu="2", priorityClassName="high") for i in range(members))]
+
+
+def test_a_higher_priority_gang_preempts_and_lists_its_victims(tmp_path: Path) -> None:
+    sim = place(tmp_path, two_full_nodes(), high_gang(2))
     assert sorted(r["node"] for r in sim.results) == ["n1", "n2"]
     assert sorted(v for r in sim.results for v in r["victims"]) == ["default/low-0", "default/low-1"]
 
@@ -239,13 +248,7 @@ def test_a_group_retried_after_its_preemption_sees_the_members_that_arrived_mean
     # file's third member arrives before that backoff passes (a live cluster creates a file in milliseconds), so
     # the retry places the three members in one cycle: the third does not fit, and the cycle that retries it
     # alone patches its PostFilter message over the stale False (differential seed 21).
-    low = [sched_pod(f"low-{i}", cpu="2", node_name=f"n{i + 1}", scheduler="default-scheduler").api()
-           for i in range(2)]
-    high = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"},
-            "value": 1000}
-    sim = place(tmp_path, [*two_nodes(), high, *low], [
-        podgroup("g", 2, priorityClassName="high"),
-        *(member(f"g-{i}", "g", cpu="2", priorityClassName="high") for i in range(3))])
+    sim = place(tmp_path, two_full_nodes(), high_gang(3))
     assert [r["node"] for r in sim.results] == ["n1", "n2", None]
     (cond,) = sim.pod_groups[0]["conditions"]
     assert (cond["status"], cond["reason"], cond["message"]) == (

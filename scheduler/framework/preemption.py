@@ -88,6 +88,10 @@ POD_PREEMPTOR = "pod"
 PODGROUP_PREEMPTOR = "podgroup"
 
 
+def preemptor_type(group: GroupPreemptor | None) -> str:
+    return POD_PREEMPTOR if group is None else PODGROUP_PREEMPTOR
+
+
 @dataclass(slots=True)
 class Candidate:
     """A node the pod can be nominated to once its victims are gone."""
@@ -463,7 +467,7 @@ class Evaluator:
     def actuate(self, candidate: Candidate, pod: Pod, group: GroupPreemptor | None = None) -> Status | None:
         """actuatePodPreemption / actuatePodGroupPreemption: evict the candidate's victims, on a worker thread
         with asynchronous preemption. ``group``: a pod group preempts, ``pod`` being its first member."""
-        kind = POD_PREEMPTOR if group is None else PODGROUP_PREEMPTOR
+        kind = preemptor_type(group)
         if group is None:  # observeVictims, before any eviction (a group's: PodGroupEvaluator)
             self.handle.victims_selected(len(candidate.victims.pods))
         self.handle.pdb_violations_caused(kind, candidate.victims.num_pdb_violations)
@@ -534,9 +538,9 @@ class Evaluator:
                 self._preempting.discard(uid)
                 self._last_victims.pop(uid, None)
         log.debug("asynchronous preemption finished", preemptor=pod.key, node=node_name, ok=ok)
-        self.handle.async_preemption_done(ok, time.monotonic() - began)
-        self.handle.preemption_executed(POD_PREEMPTOR if group is None else PODGROUP_PREEMPTOR, ok,
-                                        time.monotonic() - began)
+        seconds = time.monotonic() - began
+        self.handle.async_preemption_done(ok, seconds)
+        self.handle.preemption_executed(preemptor_type(group), ok, seconds)
         if not ok:
             self.handle.activate_pods([pod] if group is None else list(group.pods))
 

@@ -434,8 +434,8 @@ def schedule_in_arrival_order(
     joined) run only after the last object arrived: a file applied to a live cluster is created in
     milliseconds, and the backoff lasts a second or more, so the retry sees every member (differential seed
     21). Pods outside any group get one attempt each, as without the gate; a group's members get the outcome
-    of their group's last cycle, or, never tried (no
-    PodGroup yet, too few members), the message the queue leaves them. Results for the Pods, in file order."""
+    of their group's last cycle, or, never tried (no PodGroup yet, too few members), the message the queue
+    leaves them. Results for the Pods, in file order."""
     sched = off.sched
     results: dict[str, tuple[Outcome, list[str]]] = {}
     grouped: dict[str, dict[str, Any]] = {}  # pending members: key -> object as last delivered
